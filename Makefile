@@ -1,0 +1,119 @@
+# parabench build. Sources are discovered by convention, so adding a module or a
+# benchmark needs no edit here:
+#   common/*.c            -> build/lib/libparabench.a (GPU-only files excluded, below)
+#   common/*_nccl.c, *_cublas.c, *_cuda.c, *.cu -> compiled only when CUDA=1
+#   benchmarks/X.c        -> build/bin/X  (MPI binaries; `plan` links without MPI)
+#   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
+#   tests/integration/test_*.sh -> run by `make test` against build/bin
+
+BUILD   ?= build
+MPICC   ?= mpicc
+CC      ?= cc
+WERROR  ?= 0
+SAN     ?= 0
+
+CUDA_HOME ?= /usr/local/cuda
+NCCL_HOME ?= $(CUDA_HOME)
+# CUDA support is compiled in when nvcc, nccl.h and cuBLAS are all present;
+# `make CUDA=0` forces a CPU-only build, `make CUDA=1` insists on it.
+ifeq ($(origin CUDA),undefined)
+  CUDA := $(shell test -x $(CUDA_HOME)/bin/nvcc && test -f $(NCCL_HOME)/include/nccl.h \
+            && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1 || echo 0)
+endif
+
+CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP
+ifeq ($(WERROR),1)
+  CFLAGS_BASE += -Werror
+endif
+ifeq ($(SAN),1)
+  CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  LDFLAGS_SAN = -fsanitize=address,undefined
+endif
+
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+CFLAGS   = $(CFLAGS_BASE) -Icommon $(BLAS_CFLAGS) $(shell pkg-config --cflags libcjson hwloc 2>/dev/null)
+LIBS     = $(BLAS_LIBS) -lhwloc -lcjson -lpthread -lm
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS  += -DPB_GIT_REV='"$(GIT_REV)"'
+
+GPU_PATTERNS = common/%_nccl.c common/%_cublas.c common/%_cuda.c
+ALL_COMMON   = $(wildcard common/*.c)
+GPU_C        = $(filter $(GPU_PATTERNS),$(ALL_COMMON))
+GPU_CU       = $(wildcard common/*.cu)
+COMMON_C     = $(filter-out $(GPU_C),$(ALL_COMMON))
+
+ifeq ($(CUDA),1)
+  NVCC       = $(CUDA_HOME)/bin/nvcc
+  CFLAGS    += -DPB_HAVE_CUDA=1 -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
+  LIBS      += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+               -lnccl -lcublas -lcudart
+  COMMON_C  += $(GPU_C)
+  NVCCFLAGS  = -O2 -std=c++17 -Icommon -gencode arch=compute_80,code=sm_80 \
+               -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+  ifeq ($(WERROR),1)
+    NVCCFLAGS += -Werror all-warnings
+  endif
+  CU_OBJS    = $(patsubst common/%.cu,$(BUILD)/obj/common/%.cu.o,$(GPU_CU))
+endif
+
+COMMON_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COMMON_C)) $(CU_OBJS)
+LIB         = $(BUILD)/lib/libparabench.a
+NOMPI_BINS  = plan
+BENCH_SRCS  = $(wildcard benchmarks/*.c)
+BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
+UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
+UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps
+all: $(BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/common/%.cu.o: common/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -I$(NCCL_HOME)/include -c $< -o $@
+
+$(LIB): $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# `plan` needs no MPI: linking it with the plain compiler proves it.
+$(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $< $(LIB) -lcjson -lm -o $@
+
+$(filter-out $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)),$(BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) -lcmocka $(LIBS) -o $@
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+integration: $(BINS)
+	@BUILD=$(BUILD) tests/integration/run.sh
+
+test: deps all unit integration
+
+deps:
+	@scripts/install-deps.sh
+
+sanitize:
+	$(MAKE) BUILD=build-san SAN=1 CUDA=0 test
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks
+	clang-tidy --quiet $(filter-out $(GPU_C),$(wildcard common/*.c benchmarks/*.c)) -- \
+	  $(filter-out -MMD -MP,$(CFLAGS)) $(shell mpicc --showme:compile)
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

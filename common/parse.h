@@ -1,0 +1,30 @@
+/* Strict parsing of option values. Every function names the option in its
+ * error message, says what it accepts, and returns PB_OK or PB_ERR_USAGE. */
+#ifndef PB_PARSE_H
+#define PB_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest size any option accepts: 64 GiB. Larger values are refused as out of range. */
+#define PB_SIZE_MAX ((uint64_t)64 << 30)
+
+/* A byte count: digits with an optional K, M or G suffix (1024^n, case-insensitive,
+ * an optional trailing B/iB: "4K", "4KB", "4KiB"). Zero, negative, fractional,
+ * garbage and values above `max` are refused. */
+int pb_parse_size(const char *option, const char *text, uint64_t max, uint64_t *out);
+
+/* A comma-separated list of sizes ("1K,12M,1G"), each as pb_parse_size. At most `cap` entries. */
+int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint64_t *out, size_t cap,
+                       size_t *count);
+
+/* A decimal integer in [min, max]. */
+int pb_parse_int(const char *option, const char *text, long long min, long long max, long long *out);
+
+/* A finite floating-point number in [min, max]. */
+int pb_parse_double(const char *option, const char *text, double min, double max, double *out);
+
+/* Index of `text` in the NULL-terminated `names`, or a usage error listing them. */
+int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out);
+
+#endif

@@ -1,0 +1,41 @@
+# Shared helpers for integration tests. Each test_*.sh sources this file, runs
+# the real binaries under mpirun and checks their output; any failed check
+# exits non-zero with a message saying what was expected.
+set -u
+BUILD=${BUILD:-build}
+BIN=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/$BUILD/bin
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Quiet Open MPI's "no high-performance transport" notices on this machine kind.
+export OMPI_MCA_btl_base_warn_component_unused=0
+TMP=$(mktemp -d /tmp/parabench-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+# mpirun with the flags every test on a shared 2-core machine needs.
+mpi() {
+    local np=$1; shift
+    timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@"
+}
+
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_rc WANT DESC -- command...: run the command, check its exit status.
+expect_rc() {
+    local want=$1 desc=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [ "$rc" -eq "$want" ]; then pass "$desc (exit $rc)"; else
+        fail "$desc: exit $rc, expected $want"; sed 's/^/  | /' "$TMP/err" | tail -15 >&2; fi
+}
+
+# expect_in FILE TEXT DESC: FILE contains TEXT (fixed string).
+expect_in() {
+    if grep -qF -- "$2" "$1"; then pass "$3"; else fail "$3: '$2' not in $1"; sed 's/^/  | /' "$1" | tail -15 >&2; fi
+}
+
+finish() {
+    if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed in $(basename "$0")" >&2; exit 1; fi
+    echo "all checks passed in $(basename "$0")"
+}
