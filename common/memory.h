@@ -1,0 +1,34 @@
+/* How much memory a run may still take, and a refusal before allocating.
+ *
+ * Benchmarks size their buffers from a model shape, which can easily exceed a
+ * machine. They call pb_mem_require() BEFORE allocating, so the run stops with
+ * exit code 3 (PB_ERR_ENV) and a message with both numbers, instead of being
+ * killed by the OOM killer half-way. */
+#ifndef PB_MEMORY_H
+#define PB_MEMORY_H
+
+#include <stdint.h>
+
+/* Host memory: `avail` is MemAvailable from /proc/meminfo, lowered to the
+ * cgroup's headroom (limit - usage, cgroup v2 memory.max/memory.current or v1
+ * memory.limit_in_bytes/usage_in_bytes) when a limit is set; `total` is
+ * MemTotal, lowered to the cgroup limit. Either pointer may be NULL. */
+int pb_mem_host(uint64_t *avail, uint64_t *total);
+
+/* The value in bytes of a "Key:   N kB" line of /proc/meminfo text; PB_ERR_ENV
+ * if the key is missing. Exposed for tests. */
+int pb_mem_parse_meminfo(const char *text, const char *key, uint64_t *bytes);
+
+/* PB_OK when `bytes` fits in `avail`, else PB_ERR_ENV with the message
+ *   "<what> needs N bytes (X GiB) of <where> memory; Y bytes (Z GiB) available". */
+int pb_mem_check(uint64_t bytes, uint64_t avail, const char *what, const char *where);
+
+/* pb_mem_check against host memory (pb_mem_host). */
+int pb_mem_require(uint64_t bytes, const char *what);
+
+/* Device hook: the same check against an engine's memory query (for a GPU
+ * engine, cudaMemGetInfo's free bytes; pass pb_compute's mem_info). */
+typedef int (*pb_mem_query_fn)(uint64_t *free_bytes, uint64_t *total_bytes);
+int pb_mem_require_from(pb_mem_query_fn query, uint64_t bytes, const char *what, const char *where);
+
+#endif

@@ -1,0 +1,230 @@
+/* The BLAS compute engine against naive reference loops. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "compute.h"
+#include "error.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pb_compute *E;
+
+static int setup(void **state)
+{
+    (void)state;
+    E = pb_compute_blas();
+    pb_compute_opts o = {.threads = 1};
+    return E->init(&o);
+}
+
+/* Element (i, j) of op(M), M row-major with leading dimension ld. */
+static double elem(const float *m, int64_t ld, int trans, int64_t i, int64_t j)
+{
+    return trans ? m[j * ld + i] : m[i * ld + j];
+}
+
+static void fill_host(float *p, size_t n, uint64_t stream)
+{
+    for (size_t i = 0; i < n; i++) p[i] = pb_hash_uniform(42, stream, i, 0);
+}
+
+/* One GEMM with padded leading dimensions, alpha/beta != 1/0, vs a double loop. */
+static void check_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k)
+{
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    int64_t lda = ac + 3, ldb = bc + 5, ldc = n + 2;
+    float *a = malloc(sizeof(float) * (size_t)(ar * lda)), *b = malloc(sizeof(float) * (size_t)(br * ldb));
+    float *c = malloc(sizeof(float) * (size_t)(m * ldc)), *c0 = malloc(sizeof(float) * (size_t)(m * ldc));
+    fill_host(a, (size_t)(ar * lda), 1);
+    fill_host(b, (size_t)(br * ldb), 2);
+    fill_host(c, (size_t)(m * ldc), 3);
+    memcpy(c0, c, sizeof(float) * (size_t)(m * ldc));
+    const float alpha = 0.75f, beta = -0.5f;
+    assert_int_equal(E->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, PB_FLOAT32), PB_OK);
+    double maxerr = 0;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            double ref = beta * c0[i * ldc + j];
+            for (int64_t p = 0; p < k; p++) ref += alpha * elem(a, lda, ta, i, p) * elem(b, ldb, tb, p, j);
+            maxerr = fmax(maxerr, fabs(ref - c[i * ldc + j]));
+        }
+        /* Padding columns of C must be untouched. */
+        for (int64_t j = n; j < ldc; j++) assert_true(c[i * ldc + j] == c0[i * ldc + j]);
+    }
+    assert_true(maxerr <= 1e-5 * (double)k);
+    free(a), free(b), free(c), free(c0);
+}
+
+static void test_gemm_fp32_all_transposes(void **state)
+{
+    (void)state;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_gemm(ta, tb, 7, 5, 3);
+            check_gemm(ta, tb, 33, 17, 65);
+        }
+}
+
+/* bf16 storage, fp32 accumulate: inputs are exact bf16 values, so the only
+ * error is fp32 summation plus one rounding of C to bf16 (2^-8 relative). */
+static void test_gemm_bf16(void **state)
+{
+    (void)state;
+    const int64_t m = 9, n = 11, k = 40;
+    for (int ta = 0; ta < 2; ta++) {
+        for (int tb = 0; tb < 2; tb++) {
+            uint16_t a[9 * 40], b[40 * 11], c[9 * 11];
+            for (int i = 0; i < m * k; i++) a[i] = pb_float_to_bf16(pb_hash_uniform(1, 7, (uint64_t)i, 0));
+            for (int i = 0; i < k * n; i++) b[i] = pb_float_to_bf16(pb_hash_uniform(1, 8, (uint64_t)i, 0));
+            assert_int_equal(E->gemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n, PB_BFLOAT16),
+                             PB_OK);
+            for (int64_t i = 0; i < m; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    double ref = 0;
+                    for (int64_t p = 0; p < k; p++) {
+                        double av = pb_bf16_to_float(ta ? a[p * m + i] : a[i * k + p]);
+                        double bv = pb_bf16_to_float(tb ? b[j * k + p] : b[p * n + j]);
+                        ref += av * bv;
+                    }
+                    assert_true(fabs(ref - pb_bf16_to_float(c[i * n + j])) <= fabs(ref) / 256.0 + 1e-5 * k);
+                }
+            }
+        }
+    }
+}
+
+static void test_relu(void **state)
+{
+    (void)state;
+    float x[6] = {-2.0f, -0.0f, 0.0f, 0.5f, 3.0f, -1e-30f}, y[6], dy[6] = {1, 2, 3, 4, 5, 6}, dx[6];
+    assert_int_equal(E->relu_fwd(PB_FLOAT32, 6, x, y), PB_OK);
+    for (int i = 0; i < 6; i++) assert_true(y[i] == (x[i] > 0 ? x[i] : 0.0f));
+    assert_int_equal(E->relu_bwd(PB_FLOAT32, 6, y, dy, dx), PB_OK);
+    for (int i = 0; i < 6; i++) assert_true(dx[i] == (x[i] > 0 ? dy[i] : 0.0f));
+    /* in place, and in bf16 */
+    uint16_t xb[6], db[6];
+    for (int i = 0; i < 6; i++) xb[i] = pb_float_to_bf16(x[i]), db[i] = pb_float_to_bf16(dy[i]);
+    assert_int_equal(E->relu_fwd(PB_BFLOAT16, 6, xb, xb), PB_OK);
+    assert_int_equal(E->relu_bwd(PB_BFLOAT16, 6, xb, db, db), PB_OK);
+    for (int i = 0; i < 6; i++) {
+        assert_true(pb_bf16_to_float(xb[i]) == (x[i] > 0 ? x[i] : 0.0f));
+        assert_true(pb_bf16_to_float(db[i]) == (x[i] > 0 ? dy[i] : 0.0f));
+    }
+    assert_int_equal(E->relu_fwd(PB_INT32, 6, x, y), PB_ERR_USAGE);
+}
+
+static void test_convert_and_copies(void **state)
+{
+    (void)state;
+    float src[4] = {1.0f, -2.5f, 1.00390625f /* 1 + 2^-8: a bf16 tie, rounds to even 1.0 */, 3.0e5f};
+    uint16_t bf[4];
+    float back[4], host[4];
+    void *dev = NULL;
+    assert_int_equal(E->convert(bf, PB_BFLOAT16, src, PB_FLOAT32, 4), PB_OK);
+    assert_int_equal(E->convert(back, PB_FLOAT32, bf, PB_BFLOAT16, 4), PB_OK);
+    assert_true(back[0] == 1.0f && back[1] == -2.5f && back[2] == 1.0f);
+    assert_true(fabsf(back[3] - 3.0e5f) <= 3.0e5f / 256);
+    assert_int_equal(E->alloc(&dev, sizeof src), PB_OK);
+    assert_int_equal(E->from_host(dev, src, sizeof src), PB_OK);
+    assert_int_equal(E->to_host(host, dev, sizeof src), PB_OK);
+    assert_memory_equal(host, src, sizeof src);
+    assert_int_equal(E->memset(dev, 0, sizeof src), PB_OK);
+    assert_int_equal(E->to_host(host, dev, sizeof src), PB_OK);
+    for (int i = 0; i < 4; i++) assert_true(host[i] == 0.0f);
+    E->free(dev);
+}
+
+/* A block filled at (row0, col0) equals that slice of the full matrix's fill. */
+static void test_fill_slices(void **state)
+{
+    (void)state;
+    enum { R = 12, C = 10 };
+    float full[R * C], part[5 * 4];
+    pb_fill_spec s = {.seed = 9, .stream = 3, .scale = 0.5f};
+    assert_int_equal(E->fill(full, PB_FLOAT32, R, C, C, &s), PB_OK);
+    s.row0 = 6, s.col0 = 4;
+    assert_int_equal(E->fill(part, PB_FLOAT32, 5, 4, 4, &s), PB_OK);
+    double sum = 0;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 4; j++) assert_true(part[i * 4 + j] == full[(i + 6) * C + j + 4]);
+    for (int i = 0; i < R * C; i++) {
+        assert_true(full[i] >= -0.5f && full[i] < 0.5f);
+        sum += full[i];
+    }
+    assert_true(fabs(sum / (R * C)) < 0.1); /* centred */
+    assert_true(full[0] != full[1] && full[0] != full[C]);
+    s.seed = 10, s.row0 = 0, s.col0 = 0;
+    assert_int_equal(E->fill(part, PB_FLOAT32, 1, 1, 1, &s), PB_OK);
+    assert_true(part[0] != full[0]);
+}
+
+static void test_describe_and_dtype(void **state)
+{
+    (void)state;
+    const char *d = E->describe();
+    fprintf(stderr, "engine: %s\n", d);
+    assert_non_null(strstr(d, "OpenBLAS"));
+    assert_non_null(strstr(d, "1 thread;"));
+    assert_int_equal(E->gemm_dtype(PB_FLOAT32), PB_FLOAT32);
+    /* bf16 runs natively exactly when the description says so. */
+    int native = strstr(d, "bf16 via sbgemm") != NULL;
+    assert_int_equal(E->gemm_dtype(PB_BFLOAT16), native ? PB_BFLOAT16 : PB_FLOAT32);
+    if (!native) assert_non_null(strstr(d, "bf16 runs in fp32"));
+    pb_compute_opts two = {.threads = 2};
+    assert_int_equal(E->init(&two), PB_OK);
+    assert_non_null(strstr(E->describe(), "2 threads"));
+    pb_compute_opts one = {.threads = 0}; /* 0 = default: 1 */
+    assert_int_equal(E->init(&one), PB_OK);
+    assert_non_null(strstr(E->describe(), "1 thread;"));
+}
+
+static void test_select_and_helpers(void **state)
+{
+    (void)state;
+    const pb_compute *e = NULL;
+    assert_int_equal(pb_compute_select("--engine", "blas", &e), PB_OK);
+    assert_ptr_equal(e, E);
+    assert_int_equal(pb_compute_select("--engine", "nope", &e), PB_ERR_USAGE);
+    int st = pb_compute_select("--engine", "cublas", &e);
+    assert_true(st == PB_OK || st == PB_ERR_ENV);
+    assert_true(pb_gflops(3e9, 1.5) == 2.0);
+    assert_true(pb_gflops(1e9, 0.0) == 0.0);
+    uint64_t freeb = 0, total = 0;
+    assert_int_equal(E->mem_info(&freeb, &total), PB_OK);
+    assert_true(freeb > 0 && freeb <= total);
+}
+
+/* Prints the single-thread sgemm rate; only checks it is positive. */
+static void test_gemm_rate(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {256, 512, 1024};
+    for (size_t i = 0; i < 3; i++) {
+        double g = 0;
+        int64_t n = sizes[i];
+        assert_int_equal(pb_gemm_benchmark(E, n, n, n, PB_FLOAT32, n >= 1024 ? 3 : 10, &g), PB_OK);
+        fprintf(stderr, "sgemm %lldx%lldx%lld, 1 thread: %.1f GFLOP/s\n", (long long)n, (long long)n,
+                (long long)n, g);
+        assert_true(g > 0);
+    }
+    double g = 0;
+    assert_int_equal(pb_gemm_benchmark(E, 0, 4, 4, PB_FLOAT32, 1, &g), PB_ERR_USAGE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_fp32_all_transposes), cmocka_unit_test(test_gemm_bf16),
+        cmocka_unit_test(test_relu),           cmocka_unit_test(test_convert_and_copies),
+        cmocka_unit_test(test_fill_slices),    cmocka_unit_test(test_describe_and_dtype),
+        cmocka_unit_test(test_select_and_helpers), cmocka_unit_test(test_gemm_rate),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
