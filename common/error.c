@@ -4,6 +4,9 @@
 #include <string.h>
 
 static const char *progname = "parabench";
+static int quiet_usage;
+
+void pb_set_quiet_usage(int quiet) { quiet_usage = quiet; }
 
 void pb_set_progname(const char *argv0)
 {
@@ -26,6 +29,7 @@ int pb_fail_at(const char *file, int line, int status, const char *fmt, ...)
 
 int pb_usage(const char *option, const char *fmt, ...)
 {
+    if (quiet_usage) return PB_ERR_USAGE;
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s: option %s: ", progname, option);

@@ -44,4 +44,8 @@ int pb_usage(const char *option, const char *fmt, ...) __attribute__((format(pri
 void pb_set_progname(const char *argv0);
 const char *pb_progname(void);
 
+/* Silence pb_usage messages (ranks other than 0 set this, so that a usage
+ * error every rank detects is printed once). The status is still returned. */
+void pb_set_quiet_usage(int quiet);
+
 #endif

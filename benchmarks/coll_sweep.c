@@ -1,0 +1,213 @@
+/* coll_sweep: collectives over a size sweep, as nccl-tests' *_perf binaries
+ * report them: time, algbw, busbw and #wrong per size. */
+#include "bench.h"
+#include "buffers.h"
+#include "coll_exec.h"
+#include "error.h"
+#include "runner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sweep_opts {
+    pb_common_opts common;
+    int colls[PB_COLL_COUNT]; /* which collectives, in the order given */
+    int ncolls;
+} sweep_opts;
+
+static int add_coll(sweep_opts *o, pb_coll c)
+{
+    for (int i = 0; i < o->ncolls; i++)
+        if (o->colls[i] == (int)c) return PB_OK;
+    o->colls[o->ncolls++] = (int)c;
+    return PB_OK;
+}
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    sweep_opts *o = ctx;
+    char list[256];
+    snprintf(list, sizeof list, "%s", arg);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        pb_coll c;
+        if (strcmp(tok, "all") == 0) {
+            for (int k = 0; k < PB_COLL_COUNT; k++) add_coll(o, (pb_coll)k);
+        } else if (pb_coll_from_name(tok, &c) == PB_OK) {
+            add_coll(o, c);
+        } else {
+            return pb_usage(option, "'%s' is not a collective; expected a comma-separated list of allreduce, "
+                                    "allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, or all",
+                            tok);
+        }
+    }
+    return o->ncolls ? PB_OK : pb_usage(option, "empty list of collectives");
+}
+
+static const pb_opt own_opts[] = {
+    {"coll", 0, "LIST", "collectives: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, "
+                        "sendrecv, or all (comma-separated; default allreduce)", 0},
+};
+
+static const pb_column cols[] = {
+    {"collective", NULL, NULL, PB_COL_STR, 0, 0},
+    {"bytes", "size", "(B)", PB_COL_INT, 12, 0},
+    {"count", "count", "(elements)", PB_COL_INT, 12, 0},
+    {"dtype", "type", "", PB_COL_STR, 8, 0},
+    {"redop", "redop", "", PB_COL_STR, 6, 0},
+    {"root", "root", "", PB_COL_INT, 5, 0},
+    {"nranks", NULL, NULL, PB_COL_INT, 0, 0},
+    {"nnodes", NULL, NULL, PB_COL_INT, 0, 0},
+    {"link_class", "link", "", PB_COL_STR, 6, 0},
+    {"iters", "iters", "", PB_COL_INT, 6, 0},
+    {"time_us", "time", "(us)", PB_COL_FLOAT, 10, 2},
+    {"time_us_min", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"time_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"time_us_median", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2},
+    {"time_us_rankmax", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"algbw_GBps", "algbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
+    {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
+    {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+typedef struct iter_ctx {
+    const pb_backend *be;
+    pb_comm *comm;
+    pb_coll coll;
+    pb_coll_shape shape;
+    pb_rotbuf send, recv;
+    const pb_common_opts *o;
+} iter_ctx;
+
+static int one_iteration(void *arg, int iter)
+{
+    iter_ctx *x = arg;
+    PB_TRY(pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter),
+                         pb_rotbuf_slot(&x->recv, iter), x->o->dtype, x->o->op, x->o->root));
+    return x->be->sync(x->comm);
+}
+
+/* Run the collective once on known inputs and count wrong elements on all ranks. */
+static int validate(iter_ctx *x, const pb_world *w, long long *wrong_total)
+{
+    const pb_coll_shape *sh = &x->shape;
+    size_t ts = pb_dtype_size(x->o->dtype);
+    char *host = malloc(sh->count * ts + 1);
+    PB_CHECK(host, PB_ERR_ENV, "out of host memory for validation (%zu bytes)", sh->count * ts);
+    int n = x->be->size(x->comm), me = x->be->rank(x->comm);
+    pb_coll_fill(x->coll, sh, x->o->dtype, me, n, x->o->root, host);
+    int status = x->be->from_host(pb_rotbuf_slot(&x->send, 0), host, sh->send_count * ts);
+    if (status == PB_OK) status = one_iteration(x, 0);
+    if (status == PB_OK) status = x->be->to_host(host, pb_rotbuf_slot(&x->recv, 0), sh->recv_count * ts);
+    long long wrong = 0;
+    if (status == PB_OK) {
+        if (pb_test_corrupt_rank() == me) pb_dtype_set(x->o->dtype, host, 0, 12345.0);
+        wrong = (long long)pb_coll_count_wrong(x->coll, sh, x->o->dtype, x->o->op, me, n, x->o->root, host);
+    }
+    free(host);
+    MPI_Allreduce(&wrong, wrong_total, 1, MPI_LONG_LONG, MPI_SUM, w->comm);
+    return status;
+}
+
+static int has_redop(pb_coll c)
+{
+    return c == PB_COLL_ALLREDUCE || c == PB_COLL_REDUCESCATTER || c == PB_COLL_REDUCE;
+}
+
+static int has_root(pb_coll c) { return c == PB_COLL_BROADCAST || c == PB_COLL_REDUCE; }
+
+static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, int iters, long long wrong)
+{
+    if (!b->rep) return PB_OK;
+    int n = b->w.size;
+    double algbw = st->mean > 0 ? (double)x->shape.bytes / st->mean / 1e3 : 0;
+    double busbw = algbw * pb_busbw_factor(x->coll, n);
+    pb_value v[NCOLS] = {
+        PB_S(pb_coll_name(x->coll)), PB_I(x->shape.bytes), PB_I(x->shape.count), PB_S(pb_dtype_name(x->o->dtype)),
+        PB_S(has_redop(x->coll) ? pb_redop_name(x->o->op) : "none"), PB_I(has_root(x->coll) ? x->o->root : -1),
+        PB_I(n), PB_I(b->w.nnodes), PB_S(pb_link_class(&b->w, NULL, n)), PB_I(iters), PB_F(st->mean),
+        PB_F(st->min), PB_F(st->max), PB_F(st->median), PB_F(st->p99), PB_F(st->rankmax), PB_F(algbw),
+        PB_F(busbw), PB_I(x->o->check ? wrong : -1),
+    };
+    return pb_report_row(b->rep, v);
+}
+
+/* One collective over the whole sweep. Adds to the busbw sum and wrong count. */
+static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,
+                            int *rows, long long *wrong_sum)
+{
+    const pb_common_opts *o = x->o;
+    pb_coll_shape biggest;
+    pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, b->w.size, &biggest);
+    size_t ts = pb_dtype_size(o->dtype);
+    PB_TRY(pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send));
+    PB_TRY(pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv));
+    double *samples = malloc(sizeof(double) * (size_t)o->iters);
+    PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", o->iters);
+    if (b->rep) {
+        printf("#\n# %s\n", pb_coll_name(x->coll));
+        pb_report_header(b->rep);
+    }
+    pb_loop_cfg loop = {o->iters, o->warmup, o->max_seconds};
+    int status = PB_OK;
+    for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
+        pb_coll_shape_of(x->coll, sizes[i], o->dtype, b->w.size, &x->shape);
+        int done = 0;
+        pb_stats st;
+        long long wrong = 0;
+        status = pb_time_loop(b->w.comm, &loop, one_iteration, x, samples, &done);
+        if (status == PB_OK) status = pb_gather_stats(b->w.comm, samples, done, &st);
+        if (status == PB_OK && o->check) status = validate(x, &b->w, &wrong);
+        if (status == PB_OK) status = report_row(b, x, &st, done, wrong);
+        *wrong_sum += wrong;
+        *busbw_sum += st.mean > 0 ? (double)x->shape.bytes / st.mean / 1e3 * pb_busbw_factor(x->coll, b->w.size) : 0;
+        (*rows)++;
+    }
+    free(samples);
+    pb_rotbuf_free(&x->send);
+    pb_rotbuf_free(&x->recv);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    sweep_opts o = {.ncolls = 0};
+    pb_common_defaults(&o.common);
+    pb_opt_group groups[] = {
+        {"coll_sweep options", own_opts, 1, handle, &o},
+        pb_common_group(&o.common, PB_OPTS_ALL),
+    };
+    pb_bench b;
+    pb_bench_start(&b, "coll_sweep", &argc, &argv, MPI_THREAD_SINGLE,
+                   "Usage: mpirun -np N coll_sweep [options]\n"
+                   "Collectives over a size sweep: time, algbw, busbw and #wrong per size (nccl-tests definitions).",
+                   groups, 2);
+    if (o.ncolls == 0) add_coll(&o, PB_COLL_ALLREDUCE);
+    int status = pb_common_validate(&o.common);
+    if (status == PB_OK && (o.common.root < 0 || o.common.root >= b.w.size))
+        status = pb_usage("-r/--root", "rank %d does not exist; expected 0..%d", o.common.root, b.w.size - 1);
+    if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "coll_sweep needs at least 2 ranks, got 1");
+    if (status != PB_OK) pb_bench_finish(&b, status);
+
+    uint64_t sizes[PB_MAX_SIZES];
+    size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    iter_ctx x = {.be = b.be, .o = &o.common};
+    if (status == PB_OK) status = b.be->comm_create(b.w.comm, &x.comm);
+    double busbw_sum = 0;
+    int rows = 0;
+    long long wrong = 0;
+    for (int k = 0; k < o.ncolls && status == PB_OK; k++) {
+        x.coll = (pb_coll)o.colls[k];
+        status = sweep_collective(&b, &x, sizes, nsizes, &busbw_sum, &rows, &wrong);
+    }
+    if (x.comm) b.be->comm_destroy(x.comm);
+    if (b.rep && rows > 0) {
+        printf("#\n");
+        pb_report_summary(b.rep, "avg_busbw_GBps", "Avg bus bandwidth", busbw_sum / rows, "GB/s");
+        if (o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    }
+    if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
+    pb_bench_finish(&b, status);
+}

@@ -1,0 +1,28 @@
+/* Backend selection by name. The NCCL backend exists only in CUDA builds. */
+#include "comm.h"
+
+#include "error.h"
+
+#include <string.h>
+
+#ifdef PB_HAVE_CUDA
+const pb_backend *pb_backend_nccl(void);
+#endif
+
+int pb_backend_select(const char *name, const pb_backend **out)
+{
+    if (strcmp(name, "mpi") == 0) {
+        *out = pb_backend_mpi();
+        return PB_OK;
+    }
+    if (strcmp(name, "nccl") == 0) {
+#ifdef PB_HAVE_CUDA
+        *out = pb_backend_nccl();
+        return PB_OK;
+#else
+        return pb_fail(PB_ERR_ENV, "--backend nccl: this build has no CUDA/NCCL support (rebuild with CUDA found, "
+                                   "or `make CUDA=1`)");
+#endif
+    }
+    return pb_usage("--backend", "'%s' is not a backend; expected mpi or nccl", name);
+}

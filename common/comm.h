@@ -1,0 +1,66 @@
+/* The backend interface: a table of function pointers, one table per backend
+ * (MPI in host memory, NCCL in GPU memory). Benchmarks move their measured
+ * traffic only through this table, so a new backend touches one file.
+ *
+ * Semantics, chosen so that both a blocking library (MPI) and a stream-ordered
+ * one (NCCL) fit:
+ *  - every operation is *issued* by its call and is complete after sync();
+ *    MPI collectives happen to complete inside the call, NCCL ones on a stream;
+ *  - send/recv are always non-blocking: post them, then sync(). Between
+ *    group_start() and group_end() they are posted together (NCCL needs this
+ *    to pair a send with a receive; MPI ignores it);
+ *  - counts are in elements, and for allgather/reducescatter/alltoall they are
+ *    per-rank counts as the libraries define them; coll_exec.h maps a buffer
+ *    size in bytes to them as nccl-tests does. */
+#ifndef PB_COMM_H
+#define PB_COMM_H
+
+#include "dtype.h"
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct pb_comm pb_comm; /* a backend communicator over a group of ranks */
+
+typedef struct pb_backend {
+    const char *name; /* "mpi", "nccl" */
+    const char *mem;  /* where buffers live: "host" or "device" */
+
+    /* Collective over `group`: create a communicator for the traffic. */
+    int (*comm_create)(MPI_Comm group, pb_comm **out);
+    void (*comm_destroy)(pb_comm *c);
+    int (*rank)(const pb_comm *c);
+    int (*size)(const pb_comm *c);
+
+    /* Buffers in the backend's memory, and copies to and from the host. */
+    int (*alloc)(size_t bytes, void **out);
+    void (*free)(void *p);
+    int (*to_host)(void *host_dst, const void *src, size_t bytes);
+    int (*from_host)(void *dst, const void *host_src, size_t bytes);
+
+    int (*allreduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_redop op);
+    int (*allgather)(pb_comm *c, const void *send, void *recv, size_t sendcount, pb_dtype t);
+    int (*reducescatter)(pb_comm *c, const void *send, void *recv, size_t recvcount, pb_dtype t, pb_redop op);
+    int (*broadcast)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, int root);
+    int (*reduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_redop op, int root);
+    int (*alltoall)(pb_comm *c, const void *send, void *recv, size_t count_per_peer, pb_dtype t);
+
+    int (*group_start)(pb_comm *c);
+    int (*group_end)(pb_comm *c);
+    int (*send)(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer);
+    int (*recv)(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer);
+
+    /* Wait until everything issued on `c` has completed. */
+    int (*sync)(pb_comm *c);
+
+    /* Library name and version, for metadata ("Open MPI v4.1.4", "NCCL 2.28.3"). */
+    void (*version)(char *buf, size_t len);
+} pb_backend;
+
+/* The MPI backend (host memory). */
+const pb_backend *pb_backend_mpi(void);
+
+/* Backend by name, as given to --backend; PB_ERR_ENV when the build lacks it. */
+int pb_backend_select(const char *name, const pb_backend **out);
+
+#endif

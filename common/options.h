@@ -1,0 +1,79 @@
+/* Command-line parsing: each binary combines option groups (its own, the
+ * common sweep group, ...) into one getopt_long table, and help text is
+ * generated from the same tables, so an option is declared in one place. */
+#ifndef PB_OPTIONS_H
+#define PB_OPTIONS_H
+
+#include "dtype.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PB_HELP_SHOWN (-1) /* pb_cli_parse printed --help: exit 0 */
+
+typedef struct pb_opt {
+    const char *name;  /* long name, without "--" */
+    int short_name;    /* a letter, or 0 */
+    const char *arg;   /* argument name for the help, or NULL for a flag */
+    const char *help;
+    int id;            /* handed to the group's handler */
+} pb_opt;
+
+/* `option` is the name to use in messages, e.g. "-e/--maxbytes". */
+typedef int (*pb_opt_handler)(void *ctx, int id, const char *option, const char *arg);
+
+typedef struct pb_opt_group {
+    const char *title;
+    const pb_opt *opts;
+    int nopts;
+    pb_opt_handler handle;
+    void *ctx;
+} pb_opt_group;
+
+/* Parse argv against the groups. Returns PB_OK, PB_ERR_USAGE (message printed)
+ * or PB_HELP_SHOWN. `summary` is the first lines of --help. */
+int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group *groups, int ngroups);
+
+/* ---- the common group shared by the sweeps and the workload benchmarks ---- */
+
+#define PB_MAX_SIZES 256
+
+typedef struct pb_common_opts {
+    uint64_t minbytes, maxbytes;   /* -b, -e */
+    long long stepfactor;          /* -f */
+    uint64_t stepbytes;            /* -i: additive steps instead of -f */
+    uint64_t sizes[PB_MAX_SIZES];  /* --sizes: explicit list (overrides -b/-e) */
+    size_t nsizes;
+    int iters, warmup;             /* -n, -w */
+    int check;                     /* -c */
+    pb_dtype dtype;                /* -d */
+    pb_redop op;                   /* -o */
+    int root;                      /* -r */
+    double max_seconds;            /* --max-seconds-per-size; 0 = no cap */
+    int rotate;                    /* --rotate: rotate buffer offsets */
+    const char *backend;           /* --backend */
+    const char *csv, *json;        /* --csv, --json */
+    int sizes_given;               /* which of -b/-e/--sizes the user set */
+} pb_common_opts;
+
+/* Defaults a benchmark may adjust before parsing. */
+void pb_common_defaults(pb_common_opts *o);
+
+/* The common option group (ctx = the pb_common_opts). `which` is a mask of
+ * PB_OPTS_* selecting the options that make sense for the binary. */
+enum {
+    PB_OPTS_SWEEP = 1,  /* -b -e -f -i --sizes */
+    PB_OPTS_ITERS = 2,  /* -n -w --max-seconds-per-size */
+    PB_OPTS_DATA = 4,   /* -d -o -r -c --rotate */
+    PB_OPTS_OUTPUT = 8, /* --csv --json --backend */
+    PB_OPTS_ALL = 15,
+};
+pb_opt_group pb_common_group(pb_common_opts *o, int which);
+
+/* After parsing: check combinations (-b <= -e, ...). */
+int pb_common_validate(const pb_common_opts *o);
+
+/* The list of sizes to run: --sizes, or -b..-e by factor or by steps. */
+size_t pb_sweep_sizes(const pb_common_opts *o, uint64_t *out, size_t cap);
+
+#endif

@@ -1,0 +1,59 @@
+/* Result writers: the human table on stdout (nccl-tests style), CSV and JSON.
+ * Only rank 0 reports. Every row is on disk as soon as it is measured: the
+ * CSV is appended and flushed per row, the JSON rewritten to a temporary file
+ * and renamed per row, so a crash or a kill never loses a finished row and
+ * never leaves a half-written JSON file. A run that did not finish is marked:
+ * the JSON has "complete": false and the CSV lacks its "# complete" line. */
+#ifndef PB_REPORT_H
+#define PB_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+typedef enum { PB_COL_INT, PB_COL_FLOAT, PB_COL_STR } pb_col_type;
+
+typedef struct pb_column {
+    const char *key;   /* CSV header and JSON key */
+    const char *title; /* table header; NULL: not shown in the table */
+    const char *unit;  /* second table header line, e.g. "(us)" */
+    pb_col_type type;
+    int width, precision; /* table formatting */
+} pb_column;
+
+typedef struct pb_value {
+    long long i;
+    double f;
+    const char *s;
+} pb_value;
+
+#define PB_I(x) ((pb_value){.i = (long long)(x)})
+#define PB_F(x) ((pb_value){.f = (double)(x)})
+#define PB_S(x) ((pb_value){.s = (x)})
+
+typedef struct pb_report pb_report;
+
+/* Open the writers. `meta` (owned by the report afterwards) goes in the JSON
+ * and as "# key: value" lines at the top of the CSV. table may be NULL. */
+int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSON *meta, FILE *table,
+                   const char *csv_path, const char *json_path, pb_report **out);
+
+/* Print the table header (again, e.g. before each collective). */
+void pb_report_header(pb_report *r);
+
+/* Write one row of ncols values, in column order, to all writers. */
+int pb_report_row(pb_report *r, const pb_value *values);
+
+/* A summary figure: a table line "# title: value unit", a JSON summary entry
+ * and a CSV comment line. */
+int pb_report_summary(pb_report *r, const char *key, const char *title, double value, const char *unit);
+
+/* A free-form note: table line "# text", JSON "notes" array, CSV comment. */
+int pb_report_note(pb_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Finish: mark the files complete (if complete != 0) and free everything. */
+int pb_report_close(pb_report *r, int complete);
+
+/* Write a cJSON tree to path through a temporary file and a rename. */
+int pb_json_write_atomic(const char *path, const cJSON *json);
+
+#endif

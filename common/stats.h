@@ -1,0 +1,26 @@
+/* Statistics of per-iteration times (microseconds), on one rank and across
+ * ranks, as DESIGN.md defines them: the headline is the mean across ranks of
+ * each rank's mean (what OSU and IMB report); min, max, median and p99 are over
+ * every sample of every rank; rankmax is the slowest rank's mean. */
+#ifndef PB_STATS_H
+#define PB_STATS_H
+
+#include <stddef.h>
+
+typedef struct pb_stats {
+    double mean, min, max, median, p99;
+    double rankmax; /* max over ranks of the per-rank mean (straggler view) */
+    size_t samples;
+} pb_stats;
+
+/* Statistics of `n` samples (the array is left unchanged). n == 0 gives all zeros. */
+void pb_stats_of(const double *samples, size_t n, pb_stats *out);
+
+/* Percentile p in [0,100] of sorted data, linear interpolation between ranks. */
+double pb_percentile_sorted(const double *sorted, size_t n, double p);
+
+/* Combine per-rank sample arrays laid out back to back (nranks x per_rank):
+ * mean of rank means, rankmax, and pooled min/max/median/p99. */
+void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *out);
+
+#endif

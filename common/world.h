@@ -1,0 +1,40 @@
+/* The MPI job as the harness sees it: ranks, which node each rank is on, and
+ * the control-plane helpers (barriers, gathers of timings) that sit outside
+ * the timed regions. The measured traffic never goes through here: it goes
+ * through a backend (comm.h). */
+#ifndef PB_WORLD_H
+#define PB_WORLD_H
+
+#include <mpi.h>
+
+#define PB_HOST_MAX 64
+
+typedef struct pb_world {
+    MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for control traffic */
+    int rank, size;
+    int local_rank, local_size; /* within this node (MPI_COMM_TYPE_SHARED) */
+    int node, nnodes;           /* this rank's node index; nodes numbered by lowest rank */
+    int *node_of;               /* node index of every rank */
+    char (*host)[PB_HOST_MAX];  /* hostname of every rank */
+    int thread_level;           /* what MPI_Init_thread granted */
+} pb_world;
+
+/* MPI_Init_thread with `thread_level` requested, then discover the node layout.
+ * Usage messages from ranks other than 0 are silenced, so an error is printed once. */
+int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w);
+
+/* Finalize MPI and exit with `status`, which mpirun passes on as its own exit
+ * code. All ranks must call it with the same status. */
+_Noreturn void pb_world_exit(pb_world *w, int status);
+
+/* "intra" if all listed ranks share one node, "inter" if each is on a
+ * different node, "mixed" otherwise. NULL ranks means every rank. */
+const char *pb_link_class(const pb_world *w, const int *ranks, int n);
+
+/* Number of distinct nodes among the listed ranks (NULL: all). */
+int pb_nodes_spanned(const pb_world *w, const int *ranks, int n);
+
+/* Max over ranks of an int status: a failure on one rank becomes everyone's. */
+int pb_world_agree(const pb_world *w, int status);
+
+#endif
