@@ -59,9 +59,3 @@ _Noreturn void pb_bench_finish(pb_bench *b, int status)
     status = pb_world_agree(&b->w, status);
     pb_world_exit(&b->w, status);
 }
-
-int pb_test_corrupt_rank(void)
-{
-    const char *v = getenv("PARABENCH_TEST_CORRUPT");
-    return v && *v ? atoi(v) : -1;
-}

@@ -5,6 +5,7 @@
 #define PB_BENCH_H
 
 #include "comm.h"
+#include "faults.h"
 #include "meta.h"
 #include "options.h"
 #include "report.h"
@@ -34,9 +35,5 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
 /* Close the report (complete when status is PB_OK), agree on the worst status
  * across ranks, finalize MPI and exit with it. */
 _Noreturn void pb_bench_finish(pb_bench *b, int status);
-
-/* Test-only fault injection, from the environment (see docs/reliability.md):
- * PARABENCH_TEST_CORRUPT=RANK makes that rank corrupt one validated element. */
-int pb_test_corrupt_rank(void);
 
 #endif

@@ -34,6 +34,7 @@ static MPI_Datatype mpi_type(pb_dtype t)
     switch (t) {
     case PB_FLOAT32: return MPI_FLOAT;
     case PB_INT32: return MPI_INT32_T;
+    case PB_BYTE: return MPI_BYTE;
     default: return MPI_UINT16_T; /* bf16 and fp16 travel as 16-bit words */
     }
 }

@@ -11,7 +11,7 @@ static const struct {
     size_t size;
 } dtypes[PB_DTYPE_COUNT] = {
     [PB_FLOAT32] = {"float", 4}, [PB_BFLOAT16] = {"bfloat16", 2},
-    [PB_FLOAT16] = {"half", 2},  [PB_INT32] = {"int32", 4},
+    [PB_FLOAT16] = {"half", 2},  [PB_INT32] = {"int32", 4}, [PB_BYTE] = {"byte", 1},
 };
 static const char *const redop_names[PB_REDOP_COUNT] = {"sum", "max", "min"};
 
@@ -114,6 +114,7 @@ double pb_dtype_get(pb_dtype t, const void *buf, size_t i)
     case PB_BFLOAT16: return pb_bf16_to_float(((const uint16_t *)buf)[i]);
     case PB_FLOAT16: return pb_fp16_to_float(((const uint16_t *)buf)[i]);
     case PB_INT32: return ((const int32_t *)buf)[i];
+    case PB_BYTE: return ((const uint8_t *)buf)[i];
     default: return NAN;
     }
 }
@@ -125,6 +126,7 @@ void pb_dtype_set(pb_dtype t, void *buf, size_t i, double v)
     case PB_BFLOAT16: ((uint16_t *)buf)[i] = pb_float_to_bf16((float)v); break;
     case PB_FLOAT16: ((uint16_t *)buf)[i] = pb_float_to_fp16((float)v); break;
     case PB_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case PB_BYTE: ((uint8_t *)buf)[i] = (uint8_t)v; break;
     default: break;
     }
 }

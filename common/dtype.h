@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { PB_FLOAT32, PB_BFLOAT16, PB_FLOAT16, PB_INT32, PB_DTYPE_COUNT } pb_dtype;
+/* PB_BYTE is for point-to-point payloads only: -d does not accept it and
+ * there are no reductions on it. */
+typedef enum { PB_FLOAT32, PB_BFLOAT16, PB_FLOAT16, PB_INT32, PB_BYTE, PB_DTYPE_COUNT } pb_dtype;
 typedef enum { PB_SUM, PB_MAX, PB_MIN, PB_REDOP_COUNT } pb_redop;
 
 size_t pb_dtype_size(pb_dtype t);

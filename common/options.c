@@ -113,6 +113,7 @@ static int group_of_opt(int id)
 {
     if (id <= O_SIZES) return PB_OPTS_SWEEP;
     if (id <= O_CAP) return PB_OPTS_ITERS;
+    if (id <= O_ROOT) return PB_OPTS_REDUCE;
     if (id <= O_ROTATE) return PB_OPTS_DATA;
     return PB_OPTS_OUTPUT;
 }
@@ -167,8 +168,8 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
 pb_opt_group pb_common_group(pb_common_opts *o, int which)
 {
     /* The selected options, in a static table per mask (binaries use one mask each). */
-    static pb_opt selected[16][sizeof common_opts / sizeof common_opts[0]];
-    static int counts[16];
+    static pb_opt selected[PB_OPTS_ALL + 1][sizeof common_opts / sizeof common_opts[0]];
+    static int counts[PB_OPTS_ALL + 1];
     int mask = which & PB_OPTS_ALL;
     if (counts[mask] == 0)
         for (size_t i = 0; i < sizeof common_opts / sizeof common_opts[0]; i++)

@@ -62,11 +62,12 @@ void pb_common_defaults(pb_common_opts *o);
 /* The common option group (ctx = the pb_common_opts). `which` is a mask of
  * PB_OPTS_* selecting the options that make sense for the binary. */
 enum {
-    PB_OPTS_SWEEP = 1,  /* -b -e -f -i --sizes */
-    PB_OPTS_ITERS = 2,  /* -n -w --max-seconds-per-size */
-    PB_OPTS_DATA = 4,   /* -d -o -r -c --rotate */
-    PB_OPTS_OUTPUT = 8, /* --csv --json --backend */
-    PB_OPTS_ALL = 15,
+    PB_OPTS_SWEEP = 1,   /* -b -e -f -i --sizes */
+    PB_OPTS_ITERS = 2,   /* -n -w --max-seconds-per-size */
+    PB_OPTS_REDUCE = 4,  /* -d -o -r */
+    PB_OPTS_DATA = 8,    /* -c --rotate */
+    PB_OPTS_OUTPUT = 16, /* --csv --json --backend */
+    PB_OPTS_ALL = 31,
 };
 pb_opt_group pb_common_group(pb_common_opts *o, int which);
 

@@ -1,0 +1,191 @@
+/* p2p_sweep: latency, bandwidth and bidirectional bandwidth between a pair of
+ * ranks over a size sweep, as the OSU micro-benchmarks measure them. */
+#include "bench.h"
+#include "error.h"
+#include "p2p.h"
+#include "parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_RESULT 7702
+
+typedef struct p2p_opts {
+    pb_common_opts common;
+    int modes[PB_P2P_MODES], nmodes;
+    int pair[2], pair_given;
+    int window;
+} p2p_opts;
+
+enum { OPT_MODE, OPT_PAIR, OPT_WINDOW };
+
+static const pb_opt own_opts[] = {
+    {"mode", 0, "LIST", "latency, bw, bibw or all (comma-separated; default latency)", OPT_MODE},
+    {"pair", 0, "A,B", "the two ranks to measure (default 0 and the last rank)", OPT_PAIR},
+    {"window", 0, "N", "messages in flight per iteration in bw/bibw modes (default 64, as OSU)", OPT_WINDOW},
+};
+
+static int parse_modes(p2p_opts *o, const char *option, const char *arg)
+{
+    static const char *const names[] = {"latency", "bw", "bibw", "all", NULL};
+    char list[128];
+    snprintf(list, sizeof list, "%s", arg);
+    o->nmodes = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int m;
+        PB_TRY(pb_parse_choice(option, tok, names, &m));
+        for (int k = (m == 3 ? 0 : m); k <= (m == 3 ? 2 : m); k++) {
+            int seen = 0;
+            for (int j = 0; j < o->nmodes; j++) seen |= o->modes[j] == k;
+            if (!seen) o->modes[o->nmodes++] = k;
+        }
+    }
+    return o->nmodes ? PB_OK : pb_usage(option, "empty list; expected latency, bw, bibw or all");
+}
+
+static int parse_pair(p2p_opts *o, const char *option, const char *arg)
+{
+    const char *comma = strchr(arg, ',');
+    char first[32];
+    if (!comma || (size_t)(comma - arg) >= sizeof first)
+        return pb_usage(option, "'%s' is not a pair; expected two ranks as A,B", arg);
+    memcpy(first, arg, (size_t)(comma - arg));
+    first[comma - arg] = '\0';
+    long long a, b;
+    PB_TRY(pb_parse_int(option, first, 0, 1 << 24, &a));
+    PB_TRY(pb_parse_int(option, comma + 1, 0, 1 << 24, &b));
+    if (a == b) return pb_usage(option, "'%s' names one rank twice; expected two different ranks", arg);
+    o->pair[0] = (int)a;
+    o->pair[1] = (int)b;
+    o->pair_given = 1;
+    return PB_OK;
+}
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    p2p_opts *o = ctx;
+    long long v;
+    switch (id) {
+    case OPT_MODE: return parse_modes(o, option, arg);
+    case OPT_PAIR: return parse_pair(o, option, arg);
+    case OPT_WINDOW: PB_TRY(pb_parse_int(option, arg, 1, 4096, &v)); o->window = (int)v; return PB_OK;
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+static const pb_column cols[] = {
+    {"mode", NULL, NULL, PB_COL_STR, 0, 0},
+    {"bytes", "size", "(B)", PB_COL_INT, 12, 0},
+    {"rank_a", NULL, NULL, PB_COL_INT, 0, 0},
+    {"rank_b", NULL, NULL, PB_COL_INT, 0, 0},
+    {"host_a", NULL, NULL, PB_COL_STR, 0, 0},
+    {"host_b", NULL, NULL, PB_COL_STR, 0, 0},
+    {"link_class", "link", "", PB_COL_STR, 6, 0},
+    {"iters", "iters", "", PB_COL_INT, 7, 0},
+    {"window", "window", "", PB_COL_INT, 6, 0},
+    {"time_us", "time", "(us)", PB_COL_FLOAT, 11, 2},
+    {"time_us_min", "min", "(us)", PB_COL_FLOAT, 10, 2},
+    {"time_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"time_us_median", "median", "(us)", PB_COL_FLOAT, 10, 2},
+    {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2},
+    {"bw_GBps", "bw", "(GB/s)", PB_COL_FLOAT, 9, 3},
+    {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+static int report_row(pb_bench *b, const p2p_opts *o, pb_p2p_mode mode, size_t bytes, const pb_p2p_result *r)
+{
+    const pb_world *w = &b->w;
+    int window = mode == PB_P2P_LATENCY ? 1 : o->window;
+    pb_value v[NCOLS] = {
+        PB_S(pb_p2p_mode_name(mode)), PB_I(bytes), PB_I(o->pair[0]), PB_I(o->pair[1]), PB_S(w->host[o->pair[0]]),
+        PB_S(w->host[o->pair[1]]), PB_S(pb_link_class(w, o->pair, 2)), PB_I(r->iters), PB_I(window),
+        PB_F(r->st.mean), PB_F(r->st.min), PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->bw_GBps),
+        PB_I(r->wrong),
+    };
+    return pb_report_row(b->rep, v);
+}
+
+/* Measure one size on the pair; bring the result to rank 0 and report it. */
+static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
+                    const pb_rotbuf *s, const pb_rotbuf *r, long long *wrong)
+{
+    int me = b->w.rank, a = o->pair[0], peer = me == a ? o->pair[1] : a;
+    int in_pair = me == o->pair[0] || me == o->pair[1];
+    pb_p2p_result res = {0};
+    int status = PB_OK;
+    if (in_pair) status = pb_p2p_measure(b->be, comm, b->w.comm, a, peer, bytes, cfg, s, r, &res);
+    if (me == a && a != 0) MPI_Send(&res, sizeof res, MPI_BYTE, 0, TAG_RESULT, b->w.comm);
+    if (me == 0 && a != 0) {
+        MPI_Request req;
+        MPI_Irecv(&res, sizeof res, MPI_BYTE, a, TAG_RESULT, b->w.comm, &req);
+        pb_sleepy_wait(&req);
+    }
+    if (me == 0) {
+        if (res.wrong > 0) *wrong += res.wrong;
+        if (status == PB_OK) status = report_row(b, o, cfg->mode, bytes, &res);
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    p2p_opts o = {.modes = {PB_P2P_LATENCY}, .nmodes = 1, .window = 64};
+    pb_common_defaults(&o.common);
+    o.common.minbytes = 1;
+    o.common.maxbytes = 4u << 20;
+    o.common.iters = 1000;
+    o.common.warmup = 100;
+    o.common.max_seconds = 5;
+    pb_opt_group groups[] = {
+        {"p2p_sweep options", own_opts, 3, handle, &o},
+        pb_common_group(&o.common, PB_OPTS_SWEEP | PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+    };
+    pb_bench b;
+    pb_bench_start(&b, "p2p_sweep", &argc, &argv, MPI_THREAD_SINGLE,
+                   "Usage: mpirun -np N p2p_sweep [options]\n"
+                   "Point-to-point latency, bandwidth and bidirectional bandwidth between two ranks (OSU method).",
+                   groups, 2);
+    int status = pb_common_validate(&o.common);
+    if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "p2p_sweep needs at least 2 ranks, got 1");
+    if (!o.pair_given) o.pair[0] = 0, o.pair[1] = b.w.size - 1;
+    for (int k = 0; k < 2 && status == PB_OK; k++)
+        if (o.pair[k] >= b.w.size)
+            status = pb_usage("--pair", "rank %d does not exist; expected ranks 0..%d", o.pair[k], b.w.size - 1);
+    if (status != PB_OK) pb_bench_finish(&b, status);
+
+    uint64_t sizes[PB_MAX_SIZES];
+    size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    pb_comm *comm = NULL;
+    if (status == PB_OK) status = b.be->comm_create(b.w.comm, &comm);
+    int in_pair = b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
+    pb_rotbuf sbuf = {0}, rbuf = {0};
+    if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
+    if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
+    status = pb_world_agree(&b.w, status);
+    long long wrong = 0;
+    if (b.rep && status == PB_OK)
+        printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
+               b.w.host[o.pair[1]], pb_link_class(&b.w, o.pair, 2));
+    for (int m = 0; m < o.nmodes && status == PB_OK; m++) {
+        pb_p2p_cfg cfg = {(pb_p2p_mode)o.modes[m], o.common.iters, o.common.warmup, o.window, o.common.max_seconds,
+                          o.common.check};
+        if (b.rep) {
+            printf("#\n# %s\n", pb_p2p_mode_name(cfg.mode));
+            pb_report_header(b.rep);
+        }
+        for (size_t i = 0; i < nsizes && status == PB_OK; i++)
+            status = one_size(&b, &o, comm, &cfg, sizes[i], &sbuf, &rbuf, &wrong);
+    }
+    /* Ranks outside the pair wait here the whole run without taking a core. */
+    pb_sleepy_barrier(b.w.comm);
+    if (in_pair) {
+        pb_rotbuf_free(&sbuf);
+        pb_rotbuf_free(&rbuf);
+    }
+    if (comm) b.be->comm_destroy(comm);
+    if (b.rep && o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
+    pb_bench_finish(&b, status);
+}
