@@ -5,7 +5,8 @@
  *   plan ... --tp T --pp P --dp D             one configuration, term by term
  *   plan --fit RESULTS_DIR [--csv FILE]       fit alpha-beta, predict a run's rows
  *
- * Exit: 0 ok; 1 a reproduced figure differs; 2 usage; 3 no data to fit. */
+ * Exit: 0 ok; 1 a reproduced figure differs, or no configuration is valid
+ * and fits; 2 usage; 3 no sweep data to fit. */
 #include "cluster.h"
 #include "error.h"
 #include "model.h"
@@ -185,7 +186,13 @@ static int run_model(options *o, const char *cmdline)
         if (n && !s[0].reject[0]) pb_plan_print_step(&s[0], stdout);
     }
     int st = o->json ? pb_plan_write_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;
+    /* Nothing runnable is an answer a script must see: exit 1. */
+    int none = n == 0 || s[0].reject[0];
     free(s);
+    if (st == PB_OK && none) {
+        fprintf(stderr, "%s: no configuration is valid and fits; see the reasons above\n", pb_progname());
+        return PB_ERR_CHECK;
+    }
     return st;
 }
 

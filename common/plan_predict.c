@@ -156,7 +156,6 @@ static int write_csv(const char *path, const predvec *pv, const char *cmdline)
 int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, const char *cmdline, FILE *out)
 {
     predvec pv = {0};
-    fprintf(out, "\n");
     int st = predict_kind(dir, "dp_allreduce", predict_dp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "tp_layer", predict_tp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "pp_pipeline", predict_pp, f, &pv, out);

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# plan: --reproduce passes; the enumerator ranks and rejects; --fit recovers
+# alpha and B (within 5%) from synthetic sweeps generated with known values and
+# predicts synthetic dp/tp/pp rows; bad inputs exit 2, missing data exits 3.
+# No MPI needed.
+source "$(dirname "$0")/lib.sh"
+PLAN=$BIN/plan
+[ -x "$PLAN" ] || { echo "FAIL: $PLAN not built" >&2; exit 1; }
+
+# ---- --reproduce ----
+expect_rc 0 "plan --reproduce" -- "$PLAN" --reproduce
+cp "$TMP/out" "$TMP/repro"
+expect_in "$TMP/repro" "every figure the model should reproduce matches" "reproduce: verdict line"
+expect_in "$TMP/repro" "2*7/8*14 = 24.50 GB" "reproduce: exact ring volume at n=8"
+expect_in "$TMP/repro" "exact ring 2(n-1)/n*S/B = 0.490 s" "reproduce: exact ring time"
+expect_in "$TMP/repro" "82.05%" "reproduce: pipeline efficiency 32/39"
+expect_in "$TMP/repro" "8.75e9 per stage" "reproduce: 70B over 8 stages"
+expect_in "$TMP/repro" "8.33 ms < 10 ms" "reproduce: 5 GB over NVLink"
+expect_in "$TMP/repro" "assumes" "reproduce: prints assumptions"
+if grep -q "DIFFERS (model should" "$TMP/repro"; then fail "reproduce: a must-match figure differs"; else pass "reproduce: no must-match figure differs"; fi
+
+# ---- enumeration ----
+expect_rc 0 "plan llama-70b on 256 A100" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --top 5
+cp "$TMP/out" "$TMP/e70"
+if awk '$2==8 && $3==8 && $4==4 {f=1} END {exit !f}' "$TMP/e70"; then pass "70B: 8x8x4 in the top 5"; else fail "70B: 8x8x4 not in the top 5"; sed 's/^/  | /' "$TMP/e70" | head -20 >&2; fi
+expect_in "$TMP/e70" "do not fit in GPU memory" "70B: rejects what does not fit"
+expect_in "$TMP/e70" "have t larger than a node" "70B: rejects t larger than a node"
+expect_rc 0 "plan gpt-175b on 512 A100" -- "$PLAN" --model gpt-175b --cluster a100 --gpus 512 --top 5
+if awk '$2==8 && $3==16 && $4==4 {f=1} END {exit !f}' "$TMP/out"; then pass "175B: 8x16x4 in the top 5"; else fail "175B: 8x16x4 not in the top 5"; fi
+expect_rc 0 "plan full rejection list" -- "$PLAN" --model llama-70b --cluster h100 --gpus 64
+expect_in "$TMP/out" "t=1   p=1   d=64   does not fit:" "full list: t=1 p=1 d=64 does not fit"
+expect_rc 1 "nothing fits exits 1" -- "$PLAN" --model llama-70b --cluster a100 --gpus 8
+expect_in "$TMP/err" "no configuration is valid and fits" "nothing fits: message"
+expect_rc 0 "one configuration" -- "$PLAN" --model gpt-1.3b --cluster a100-eth100 --gpus 16 --tp 2 --pp 2 --dp 4
+expect_in "$TMP/out" "memory per GPU: weights" "one configuration: memory breakdown"
+expect_rc 0 "custom model and cluster overrides, JSON" -- "$PLAN" --hidden 1024 --layers 8 --heads 16 --seq 512 \
+    --vocab 1000 --global-batch 64 --cluster h100 --inter-bw 3 --inter-lat 20 --tflops 50 --gpus 16 --json "$TMP/p.json"
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['configurations'][0]['step_s']>0" "$TMP/p.json"; then
+    pass "JSON output parses"; else fail "JSON output does not parse"; fi
+
+# ---- bad inputs: exit 2 with a message naming the option ----
+expect_rc 2 "unknown cluster" -- "$PLAN" --model llama-70b --cluster v100 --gpus 8
+expect_in "$TMP/err" "option --cluster: unknown cluster 'v100'" "unknown cluster: message"
+expect_rc 2 "unknown model" -- "$PLAN" --model gpt-5 --gpus 8
+expect_in "$TMP/err" "option --model" "unknown model: message"
+expect_rc 2 "zero GPUs" -- "$PLAN" --model llama-7b --gpus 0
+expect_in "$TMP/err" "option --gpus: '0' is out of range" "zero GPUs: message"
+expect_rc 2 "non-numeric GPUs" -- "$PLAN" --model llama-7b --gpus abc
+expect_in "$TMP/err" "option --gpus: 'abc' is not an integer" "non-numeric: message"
+expect_rc 2 "non-numeric bandwidth" -- "$PLAN" --model llama-7b --gpus 8 --inter-bw fast
+expect_rc 2 "missing --gpus" -- "$PLAN" --model llama-7b
+expect_rc 2 "partial --tp/--pp/--dp" -- "$PLAN" --model llama-7b --gpus 8 --tp 8
+expect_rc 2 "tp*pp*dp != gpus" -- "$PLAN" --model llama-7b --gpus 8 --tp 2 --pp 2 --dp 4
+expect_rc 2 "bad --schedule" -- "$PLAN" --model llama-7b --gpus 8 --schedule zigzag
+expect_rc 2 "no mode" -- "$PLAN"
+expect_rc 2 "two modes" -- "$PLAN" --reproduce --fit /tmp
+expect_rc 2 "unknown option" -- "$PLAN" --frobnicate
+expect_rc 2 "--fit on a missing directory" -- "$PLAN" --fit "$TMP/nope"
+mkdir -p "$TMP/empty"
+expect_rc 3 "--fit with no sweep data" -- "$PLAN" --fit "$TMP/empty"
+expect_in "$TMP/err" "no sweep data to fit" "--fit empty: message"
+
+# ---- --fit on synthetic data from known alpha and B ----
+# intra: a = 0.5 us, B = 8 GB/s; inter: a = 12 us, B = 0.6 GB/s; +-2% noise.
+R=$TMP/run; mkdir -p "$R"
+awk -v seed=42 '
+function nz() { return 1 + 0.04 * (rand() - 0.5) }
+BEGIN {
+    srand(seed); a["intra"] = 0.5e-6; B["intra"] = 8e9; a["inter"] = 12e-6; B["inter"] = 0.6e9
+    f = "'"$R"'/p2p_sweep.csv"; g = "'"$R"'/coll_sweep_allreduce.csv"
+    print "# p2p_sweep synthetic" > f
+    print "link_class,mode,bytes,rank_a,rank_b,host_a,host_b,iters,window,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,bw_GBps" > f
+    print "# coll_sweep synthetic" > g
+    print "collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,algbw_GBps,busbw_GBps,wrong" > g
+    for (k in a) for (S = 8; S <= 67108864; S *= 4) {
+        t = (a[k] + S / B[k]) * 1e6 * nz()
+        printf "%s,latency,%d,0,1,h0,h1,100,1,%.4f,%.4f,%.4f,%.4f,%.4f,\n", k, S, t, t, t, t, t > f
+        if (S >= 1048576) printf "%s,bw,%d,0,1,h0,h1,100,64,,,,,,%.5f\n", k, S, B[k] / 1e9 * nz() > f
+        for (n = 2; n <= 8; n *= 2) {
+            tc = (2 * (n - 1) * a[k] + 2 * (n - 1) / n * S / B[k]) * 1e6 * nz()
+            printf "allreduce,%d,%d,float,sum,0,%d,1,%s,20,%.4f,,,,,,,,0\n", S, S / 4, n, k, tc > g
+        }
+    }
+    # A wrong row must be ignored by the fit.
+    printf "allreduce,1048576,262144,float,sum,0,8,1,intra,20,999999,,,,,,,,3\n" > g
+    d = "'"$R"'/dp_allreduce.csv"; print "nranks,link_class,grad_bytes,compute_us,comm_us,step_us,exposed_us,overhead" > d
+    for (n = 2; n <= 8; n *= 2) for (S = 1048576; S <= 67108864; S *= 8) {
+        c = (2 * (n - 1) * a["intra"] + 2 * (n - 1) / n * S / B["intra"]) * 1e6
+        printf "%d,intra,%d,50000,%.2f,%.2f,%.2f,%.4f\n", n, S, c, (50000 + c) * nz(), c, c / 50000 > d
+    }
+    tp = "'"$R"'/tp_layer.csv"; print "tp,nranks,link_class,mode,batch,seq,hidden,compute_us,comm_us,step_us,comm_bytes_per_rank" > tp
+    for (t = 2; t <= 4; t *= 2) for (m = 0; m < 2; m++) {
+        by = 8 * 4 * 512 * 1024 * (t - 1) / t * 4; c = (8 * (t - 1) * a["intra"] + by / B["intra"]) * 1e6
+        printf "%d,%d,intra,%s,4,512,1024,20000,%.2f,%.2f,%d\n", t, t, m ? "sp" : "allreduce", c, (20000 + c) * nz(), by > tp
+    }
+    pp = "'"$R"'/pp_pipeline.csv"; print "stages,micro_batches,schedule,link_class,act_bytes,t_fwd_us,t_bwd_us,step_us,efficiency,efficiency_theory" > pp
+    for (p = 2; p <= 4; p *= 2) for (m = 4; m <= 16; m *= 4) {
+        S = 4194304; c = 2 * (a["inter"] + S / B["inter"]) * 1e6
+        st = (m + p - 1) * (2000 + 4000 + c)
+        printf "%d,%d,1f1b,inter,%d,2000,4000,%.1f,%.4f,%.4f\n", p, m, S, st * nz(), m * 6000 / st, m / (m + p - 1) > pp
+    }
+}'
+expect_rc 0 "--fit synthetic run" -- "$PLAN" --fit "$R" --csv "$TMP/fit.csv"
+cp "$TMP/out" "$TMP/fit"
+# check_fit CLASS SOURCE ALPHA_US B_GBPS: the fitted row is within 5% of the truth.
+check_fit() {
+    if awk -v c="$1" -v s="$2" -v a="$3" -v b="$4" '
+        $1 == c && $2 == s { f = 1; ea = ($4 - a) / a; eb = ($5 - b) / b
+            if (ea < 0) ea = -ea; if (eb < 0) eb = -eb; ok = ea <= 0.05 && eb <= 0.05 }
+        END { exit !(f && ok) }' "$TMP/fit"; then pass "fit $1/$2 within 5% of a=$3 us, B=$4 GB/s"
+    else fail "fit $1/$2 not within 5% of a=$3 us, B=$4 GB/s"; grep -E "^(class|$1)" "$TMP/fit" | sed 's/^/  | /' >&2; fi
+}
+check_fit intra p2p 0.5 8
+check_fit inter p2p 12 0.6
+check_fit intra coll 0.5 8
+check_fit inter coll 12 0.6
+expect_in "$TMP/fit" "coll_sweep_allreduce.csv: 73 rows, 1 not used for the fit" "fit: skips the wrong row"
+for b in dp_allreduce tp_layer pp_pipeline; do
+    n=$(grep -c "^$b," "$TMP/fit.csv")
+    if [ "$n" -ge 4 ]; then pass "--csv has $n $b rows"; else fail "--csv has $n $b rows, expected >= 4"; fi
+done
+expect_in "$TMP/fit.csv" "benchmark,row,predicted_us,measured_us,rel_error" "--csv header"
+if awk -F, '!/^#/ && NR > 1 && $5 != "rel_error" { e = $5 < 0 ? -$5 : $5; if (e > 0.05) bad++ } END { exit bad > 0 }' "$TMP/fit.csv"; then
+    pass "every prediction within 5% of the synthetic measurement"; else fail "some prediction off by more than 5%"; sed 's/^/  | /' "$TMP/fit.csv" >&2; fi
+rm "$R/tp_layer.csv"
+expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
+expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
+
+finish

@@ -1,0 +1,123 @@
+/* plan --fit pieces: the alpha-beta least squares recovers known values from
+ * synthetic data (exact and with noise), the CSV reader finds columns by name,
+ * and the command's error statuses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "csv_read.h"
+#include "error.h"
+#include "model.h"
+#include "plan_fit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int within(double x, double want, double rel) { return fabs(x - want) <= rel * fabs(want); }
+
+/* Deterministic +-amp relative noise. */
+static double noise(unsigned *seed, double amp)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return 1.0 + amp * (2.0 * ((*seed >> 8) & 0xffff) / 65535.0 - 1.0);
+}
+
+static void test_fit_p2p_exact(void **state)
+{
+    (void)state;
+    pb_link truth = {12e-6, 0.6e9}, got;
+    pb_fit_obs o[24];
+    int n = 0;
+    for (double S = 8; S <= 64 * 1048576.0; S *= 4) o[n++] = (pb_fit_obs){1.0, S, pb_t_p2p(S, truth)};
+    double rms;
+    assert_int_equal(pb_fit_alpha_beta(o, n, &got, &rms), PB_OK);
+    assert_true(within(got.alpha_s, truth.alpha_s, 1e-6));
+    assert_true(within(got.bw_Bps, truth.bw_Bps, 1e-6));
+    assert_true(rms < 1e-9);
+}
+
+static void test_fit_allreduce_noisy(void **state)
+{
+    (void)state;
+    pb_link truth = {0.4e-6, 5e9}, got;
+    pb_fit_obs o[64];
+    int n = 0;
+    unsigned seed = 7;
+    for (int ranks = 2; ranks <= 8; ranks *= 2)
+        for (double S = 64; S <= 256 * 1048576.0; S *= 8) {
+            double k = ranks - 1;
+            o[n++] = (pb_fit_obs){2 * k, 2 * k / ranks * S, pb_t_ring_allreduce(S, ranks, truth) * noise(&seed, 0.03)};
+        }
+    assert_int_equal(pb_fit_alpha_beta(o, n, &got, NULL), PB_OK);
+    assert_true(within(got.alpha_s, truth.alpha_s, 0.05));
+    assert_true(within(got.bw_Bps, truth.bw_Bps, 0.05));
+}
+
+static void test_fit_bandwidth_only(void **state)
+{
+    (void)state;
+    pb_fit_obs o[2] = {{0, 1e8, 0.1}, {0, 2e8, 0.2}}; /* 1 GB/s, no latency information */
+    pb_link got;
+    assert_int_equal(pb_fit_alpha_beta(o, 2, &got, NULL), PB_OK);
+    assert_true(within(got.bw_Bps, 1e9, 1e-9));
+    assert_true(got.alpha_s == 0.0);
+    pb_fit_obs bad[1] = {{1, 0, 0}};
+    assert_int_equal(pb_fit_alpha_beta(bad, 1, &got, NULL), PB_ERR_CHECK);
+}
+
+static void test_csv_reader(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pb-test-csv-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("# command: x\n\n# more\nbytes,\"link_class\",time_us\n1024,intra,1.5\r\n\"2048\",\"in,ter\",2.5\n# c\n8,x\n",
+          fp);
+    fclose(fp);
+    pb_csv t;
+    assert_int_equal(pb_csv_read(path, &t), PB_OK);
+    assert_int_equal(t.ncols, 3);
+    assert_int_equal(t.nrows, 3);
+    assert_int_equal(pb_csv_col(&t, "time_us"), 2);
+    assert_int_equal(pb_csv_col(&t, "nope"), -1);
+    double v;
+    assert_int_equal(pb_csv_num(&t, 1, "bytes", &v), PB_OK);
+    assert_true(v == 2048);
+    assert_string_equal(pb_csv_get(&t, 1, "link_class"), "in,ter");
+    assert_int_equal(pb_csv_num(&t, 0, "time_us", &v), PB_OK);
+    assert_true(v == 1.5);
+    assert_int_equal(pb_csv_num(&t, 2, "time_us", &v), PB_ERR_CHECK); /* short row */
+    assert_int_equal(pb_csv_num(&t, 0, "link_class", &v), PB_ERR_CHECK);
+    pb_csv_free(&t);
+    unlink(path);
+    assert_int_equal(pb_csv_read("/nonexistent/x.csv", &t), PB_ERR_ENV);
+}
+
+static void test_fit_command_errors(void **state)
+{
+    (void)state;
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(pb_plan_fit("/nonexistent-dir", NULL, "plan", devnull), PB_ERR_USAGE);
+    char dir[] = "/tmp/pb-test-fit-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(pb_plan_fit(dir, NULL, "plan", devnull), PB_ERR_ENV); /* no sweep data */
+    rmdir(dir);
+    fclose(devnull);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fit_p2p_exact),   cmocka_unit_test(test_fit_allreduce_noisy),
+        cmocka_unit_test(test_fit_bandwidth_only), cmocka_unit_test(test_csv_reader),
+        cmocka_unit_test(test_fit_command_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
