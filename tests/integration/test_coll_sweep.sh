@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# coll_sweep under mpirun with 2, 3 and 4 ranks: validated results, CSV/JSON
+# contents, exit codes for bad options and for deliberately corrupted data.
+source "$(dirname "$0")/lib.sh"
+COLS=collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,algbw_GBps,busbw_GBps,wrong
+
+for np in 2 3 4; do
+    expect_rc 0 "coll_sweep all collectives, $np ranks" -- \
+        mpi $np "$BIN/coll_sweep" --coll all -b 8 -e 64K -f 8 -n 5 -w 1 --csv "$TMP/c$np.csv" --json "$TMP/c$np.json"
+    # 7 collectives x sizes 8, 64, 512, 4K, 32K
+    python3 "$TESTS_DIR/results.py" "$TMP/c$np.csv" "$TMP/c$np.json" --columns $COLS --rows 35 --zero-wrong \
+        --complete --expect nranks=$np --expect link_class=intra --positive time_us \
+        && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
+    expect_in "$TMP/out" "# wrong values: 0 OK" "footer says no wrong values ($np ranks)"
+    expect_in "$TMP/out" "Avg bus bandwidth" "footer has the average bus bandwidth ($np ranks)"
+done
+
+# Every datatype and reduction validates, on an odd rank count.
+for d in float bfloat16 half int32; do
+    for op in sum max min; do
+        expect_rc 0 "allreduce/reducescatter/reduce $d $op, 3 ranks" -- \
+            mpi 3 "$BIN/coll_sweep" --coll allreduce,reducescatter,reduce -d $d -o $op -r 2 --sizes 6,1K,100K -n 2 -w 0
+        expect_in "$TMP/out" "# wrong values: 0 OK" "no wrong values for $d $op"
+    done
+done
+
+# busbw = algbw * 2(n-1)/n for allreduce, as nccl-tests defines it.
+python3 - "$TMP/c4.csv" <<'PY' && pass "busbw factors in the CSV" || fail "busbw factors in the CSV"
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+f = {"allreduce": 2 * 3 / 4, "allgather": 3 / 4, "reducescatter": 3 / 4, "alltoall": 3 / 4,
+     "broadcast": 1, "reduce": 1, "sendrecv": 1}
+for r in rows:
+    alg, bus = float(r["algbw_GBps"]), float(r["busbw_GBps"])
+    assert abs(bus - alg * f[r["collective"]]) <= 1e-5 * max(1, bus) + 1e-6, r
+    assert abs(alg - int(r["bytes"]) / float(r["time_us"]) / 1e3) <= 1e-3 * alg + 1e-6, r
+PY
+
+# A corrupted result is reported and exits 1.
+expect_rc 1 "corrupted result on rank 1 exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/coll_sweep" --sizes 1K -n 2 -w 0
+expect_in "$TMP/out" "FAILED" "the footer says FAILED"
+expect_rc 0 "-c 0 skips validation even with corruption" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/coll_sweep" --sizes 1K -n 2 -w 0 -c 0
+
+# Bad options: exit 2 and a message naming the option.
+while IFS='|' read -r args fragment; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "bad option: $args" -- mpi 2 "$BIN/coll_sweep" $args
+    expect_in "$TMP/err" "$fragment" "message for '$args' names '$fragment'"
+done <<'CASES'
+-b 0|-b/--minbytes
+-e -5|-e/--maxbytes
+-e 1P|-e/--maxbytes
+-b 4M -e 1K|-b/--minbytes
+-b abc|-b/--minbytes
+-e 99999999999999999999|-e/--maxbytes
+--sizes 1K,,2K|--sizes
+-n 0|-n/--iters
+-w -1|-w/--warmup_iters
+-d double|-d/--datatype
+-o prod|-o/--op
+--coll allsum|--coll
+-r 5|-r/--root
+-c 2|-c/--check
+-f 1|-f/--stepfactor
+--backend tcp|--backend
+--bogus|--bogus
+CASES
+
+expect_rc 0 "--help exits 0" -- mpi 2 "$BIN/coll_sweep" --help
+expect_in "$TMP/out" "--maxbytes" "help lists the options"
+finish

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# p2p_sweep under mpirun with 2, 3 and 4 ranks: all modes, chosen pairs, output files, bad options.
+source "$(dirname "$0")/lib.sh"
+COLS=mode,bytes,rank_a,rank_b,host_a,host_b,link_class,iters,window,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,bw_GBps,wrong
+
+for np in 2 3 4; do
+    expect_rc 0 "p2p_sweep all modes, $np ranks" -- \
+        mpi $np "$BIN/p2p_sweep" --mode all -b 1 -e 64K -f 16 -n 20 -w 2 --csv "$TMP/p$np.csv" --json "$TMP/p$np.json"
+    # 3 modes x sizes 1, 16, 256, 4K, 64K; default pair 0 and the last rank.
+    python3 "$TESTS_DIR/results.py" "$TMP/p$np.csv" "$TMP/p$np.json" --columns $COLS --rows 15 --zero-wrong \
+        --complete --expect rank_a=0 --expect rank_b=$((np - 1)) --expect link_class=intra --positive bw_GBps \
+        && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
+done
+
+# A pair that does not include rank 0: the result still reaches rank 0's report.
+expect_rc 0 "pair 2,1 of 4 ranks" -- mpi 4 "$BIN/p2p_sweep" --pair 2,1 --sizes 8,1K -n 10 -w 1 --csv "$TMP/pair.csv"
+python3 - "$TMP/pair.csv" <<'PY' && pass "pair 2,1 rows" || fail "pair 2,1 rows"
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+assert len(rows) == 2 and all(r["rank_a"] == "2" and r["rank_b"] == "1" for r in rows), rows
+assert all(float(r["time_us"]) > 0 and r["wrong"] == "0" for r in rows), rows
+# latency mode: bw is size / half round trip
+for r in rows:
+    assert abs(float(r["bw_GBps"]) - int(r["bytes"]) / float(r["time_us"]) / 1e3) < 1e-3, r
+PY
+
+# Bandwidth grows with size: 1 MiB messages are faster per byte than 8 B messages.
+expect_rc 0 "bw mode 8 B and 1 MiB" -- mpi 2 "$BIN/p2p_sweep" --mode bw --sizes 8,1M -n 10 -w 2 --csv "$TMP/bw.csv"
+python3 - "$TMP/bw.csv" <<'PY' && pass "bw rises with size" || fail "bw rises with size"
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+assert float(rows[1]["bw_GBps"]) > 10 * float(rows[0]["bw_GBps"]), rows
+PY
+
+expect_rc 1 "corrupted p2p payload exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/p2p_sweep" --sizes 64 -n 5 -w 1
+expect_in "$TMP/out" "FAILED" "the footer says FAILED"
+
+while IFS='|' read -r args fragment; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "bad option: $args" -- mpi 3 "$BIN/p2p_sweep" $args
+    expect_in "$TMP/err" "$fragment" "message for '$args' names '$fragment'"
+done <<'CASES'
+--pair 0,3|--pair
+--pair 1,1|--pair
+--pair 0|--pair
+--pair a,b|--pair
+--mode pingpong|--mode
+--window 0|--window
+-b 0|-b/--minbytes
+-d float|-d
+CASES
+finish

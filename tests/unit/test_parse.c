@@ -1,0 +1,143 @@
+/* Option-value parsing: sizes with suffixes, lists, integers, and every bad form. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "error.h"
+#include "options.h"
+#include "parse.h"
+
+static void sizes_with_suffixes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        uint64_t want;
+    } ok[] = {{"1", 1},           {"8", 8},           {"1K", 1024},      {"4k", 4096},
+              {"4KB", 4096},      {"4KiB", 4096},     {"12M", 12 << 20}, {"1G", 1u << 30},
+              {"64G", (uint64_t)64 << 30}, {"3b", 3}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v = 0;
+        assert_int_equal(pb_parse_size("-b", ok[i].text, PB_SIZE_MAX, &v), PB_OK);
+        assert_true(v == ok[i].want);
+    }
+}
+
+static void sizes_rejected(void **state)
+{
+    (void)state;
+    const char *bad[] = {"", "0", "0K", "-1", "-4K", "abc", "1.5M", "1X", "K", " 1", "1 ", "65G", "1P",
+                         "99999999999999999999", "18446744073709551616", "1KK", "0x10"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 77;
+        assert_int_equal(pb_parse_size("-e", bad[i], PB_SIZE_MAX, &v), PB_ERR_USAGE);
+        assert_true(v == 77); /* untouched on error */
+    }
+    uint64_t v;
+    assert_int_equal(pb_parse_size("-e", NULL, PB_SIZE_MAX, &v), PB_ERR_USAGE);
+}
+
+static void size_lists(void **state)
+{
+    (void)state;
+    uint64_t out[4];
+    size_t n = 0;
+    assert_int_equal(pb_parse_size_list("--sizes", "1K,12M,8", PB_SIZE_MAX, out, 4, &n), PB_OK);
+    assert_int_equal(n, 3);
+    assert_true(out[0] == 1024 && out[1] == (12u << 20) && out[2] == 8);
+    const char *bad[] = {"", ",", "1K,", ",1K", "1K,,2K", "1K,x", "1,2,3,4,5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(pb_parse_size_list("--sizes", bad[i], PB_SIZE_MAX, out, 4, &n), PB_ERR_USAGE);
+}
+
+static void integers_and_doubles(void **state)
+{
+    (void)state;
+    long long v;
+    assert_int_equal(pb_parse_int("-n", "20", 1, 100, &v), PB_OK);
+    assert_true(v == 20);
+    const char *bad[] = {"", "0", "101", "-5", "2x", "1e3", " 3", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(pb_parse_int("-n", bad[i], 1, 100, &v), PB_ERR_USAGE);
+    double d;
+    assert_int_equal(pb_parse_double("--max-seconds-per-size", "2.5", 0, 10, &d), PB_OK);
+    assert_true(d == 2.5);
+    const char *badd[] = {"", "nan", "inf", "-1", "11", "1s", "1e999"};
+    for (size_t i = 0; i < sizeof badd / sizeof badd[0]; i++)
+        assert_int_equal(pb_parse_double("--x", badd[i], 0, 10, &d), PB_ERR_USAGE);
+}
+
+static void choices(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"gpipe", "1f1b", NULL};
+    int k = -1;
+    assert_int_equal(pb_parse_choice("--schedule", "1f1b", names, &k), PB_OK);
+    assert_int_equal(k, 1);
+    assert_int_equal(pb_parse_choice("--schedule", "GPipe", names, &k), PB_ERR_USAGE);
+    assert_int_equal(pb_parse_choice("--schedule", NULL, names, &k), PB_ERR_USAGE);
+}
+
+/* The sweep: -b..-e by factor and by steps, the explicit list, and -b > -e. */
+static void sweep_sizes(void **state)
+{
+    (void)state;
+    pb_common_opts o;
+    pb_common_defaults(&o);
+    o.minbytes = 8;
+    o.maxbytes = 1024;
+    o.stepfactor = 4;
+    uint64_t s[PB_MAX_SIZES];
+    size_t n = pb_sweep_sizes(&o, s, PB_MAX_SIZES);
+    assert_int_equal(n, 4); /* 8 32 128 512 */
+    assert_true(s[0] == 8 && s[3] == 512);
+    o.stepbytes = 100;
+    n = pb_sweep_sizes(&o, s, PB_MAX_SIZES);
+    assert_int_equal(n, 11); /* 8, 108, ..., 1008 */
+    assert_true(s[10] == 1008);
+    o.minbytes = 2048;
+    assert_int_equal(pb_common_validate(&o), PB_ERR_USAGE);
+    o.nsizes = 2;
+    o.sizes[0] = 5;
+    o.sizes[1] = 7;
+    assert_int_equal(pb_common_validate(&o), PB_OK); /* an explicit list overrides -b/-e */
+    assert_int_equal(pb_sweep_sizes(&o, s, PB_MAX_SIZES), 2);
+}
+
+/* Full command lines through pb_cli_parse: unknown options, missing values, strays. */
+static void command_lines(void **state)
+{
+    (void)state;
+    pb_common_opts o;
+    pb_common_defaults(&o);
+    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
+    char *ok[] = {"x", "-b", "1K", "-e", "1M", "-d", "bf16", "-o", "max", "--csv", "f.csv", NULL};
+    assert_int_equal(pb_cli_parse(11, ok, "usage", &g, 1), PB_OK);
+    assert_true(o.minbytes == 1024 && o.maxbytes == (1u << 20) && o.dtype == PB_BFLOAT16 && o.op == PB_MAX);
+    char *unknown[] = {"x", "--bogus", NULL};
+    assert_int_equal(pb_cli_parse(2, unknown, "usage", &g, 1), PB_ERR_USAGE);
+    char *missing[] = {"x", "-e", NULL};
+    assert_int_equal(pb_cli_parse(2, missing, "usage", &g, 1), PB_ERR_USAGE);
+    char *stray[] = {"x", "stray", NULL};
+    assert_int_equal(pb_cli_parse(2, stray, "usage", &g, 1), PB_ERR_USAGE);
+    char *baddtype[] = {"x", "-d", "double", NULL};
+    assert_int_equal(pb_cli_parse(3, baddtype, "usage", &g, 1), PB_ERR_USAGE);
+    /* A group without the reduction options does not accept -d. */
+    pb_opt_group p2p = pb_common_group(&o, PB_OPTS_SWEEP);
+    char *dtype[] = {"x", "-d", "float", NULL};
+    assert_int_equal(pb_cli_parse(3, dtype, "usage", &p2p, 1), PB_ERR_USAGE);
+}
+
+int main(void)
+{
+    pb_set_quiet_usage(1); /* the messages are for users; here only the status matters */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sizes_with_suffixes), cmocka_unit_test(sizes_rejected),
+        cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
+        cmocka_unit_test(choices),             cmocka_unit_test(sweep_sizes),
+        cmocka_unit_test(command_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,120 @@
+/* Statistics per DESIGN.md, collective shapes and expected results, rotation slots. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "buffers.h"
+#include "coll_exec.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static void one_rank(void **state)
+{
+    (void)state;
+    double x[] = {5, 1, 4, 2, 3};
+    pb_stats s;
+    pb_stats_of(x, 5, &s);
+    assert_true(s.mean == 3 && s.min == 1 && s.max == 5 && s.median == 3);
+    assert_true(fabs(s.p99 - 4.96) < 1e-12); /* 4 + 0.96 * (5 - 4), linear interpolation */
+    assert_true(x[0] == 5);                  /* input untouched */
+    pb_stats_of(x, 0, &s);
+    assert_true(s.samples == 0 && s.mean == 0);
+}
+
+/* Mean of rank means, rankmax, pooled percentiles. */
+static void across_ranks(void **state)
+{
+    (void)state;
+    double all[] = {1, 1, 1, 1, /* rank 0: mean 1 */ 2, 2, 2, 6 /* rank 1: mean 3 */};
+    pb_stats s;
+    pb_stats_across(all, 4, 2, &s);
+    assert_true(s.mean == 2);
+    assert_true(s.rankmax == 3);
+    assert_true(s.min == 1 && s.max == 6);
+    assert_true(s.median == 1.5);
+    assert_int_equal(s.samples, 8);
+}
+
+/* Shapes as nccl-tests: full buffer size S, counts split per rank where needed. */
+static void shapes(void **state)
+{
+    (void)state;
+    pb_coll_shape sh;
+    pb_coll_shape_of(PB_COLL_ALLREDUCE, 1024, PB_FLOAT32, 3, &sh);
+    assert_true(sh.count == 256 && sh.send_count == 256 && sh.recv_count == 256 && sh.param == 256);
+    pb_coll_shape_of(PB_COLL_ALLGATHER, 1024, PB_FLOAT32, 3, &sh);
+    assert_true(sh.count == 255 && sh.send_count == 85 && sh.recv_count == 255 && sh.param == 85);
+    assert_true(sh.bytes == 1020);
+    pb_coll_shape_of(PB_COLL_REDUCESCATTER, 1024, PB_FLOAT32, 4, &sh);
+    assert_true(sh.send_count == 256 && sh.recv_count == 64 && sh.param == 64);
+    pb_coll_shape_of(PB_COLL_ALLTOALL, 8, PB_FLOAT32, 4, &sh); /* rounds up to one element per rank */
+    assert_true(sh.count == 4 && sh.param == 1 && sh.bytes == 16);
+    pb_coll_shape_of(PB_COLL_BROADCAST, 1, PB_BFLOAT16, 2, &sh);
+    assert_true(sh.count == 1);
+}
+
+/* Simulate each collective on the host from the inputs and check the checker
+ * accepts exactly the right answer (and rejects a changed one). */
+static void expected_results(void **state)
+{
+    (void)state;
+    const int n = 3;
+    for (int c = 0; c < PB_COLL_COUNT; c++) {
+        pb_coll_shape sh;
+        pb_coll_shape_of((pb_coll)c, 36 * 4, PB_FLOAT32, n, &sh);
+        size_t chunk = sh.count / n;
+        float in[3][36] = {{0}}, out[36];
+        for (int r = 0; r < n; r++) pb_coll_fill((pb_coll)c, &sh, PB_FLOAT32, r, n, 1, in[r]);
+        for (int r = 0; r < n; r++) {
+            for (size_t j = 0; j < sh.recv_count; j++) {
+                double v = 0;
+                switch (c) {
+                case PB_COLL_ALLREDUCE:
+                case PB_COLL_REDUCE: for (int q = 0; q < n; q++) v += in[q][j]; break;
+                case PB_COLL_REDUCESCATTER: for (int q = 0; q < n; q++) v += in[q][r * chunk + j]; break;
+                case PB_COLL_ALLGATHER: v = in[j / chunk][j % chunk]; break;
+                case PB_COLL_BROADCAST: v = in[1][j]; break;
+                case PB_COLL_ALLTOALL: v = in[j / chunk][r * chunk + j % chunk]; break;
+                case PB_COLL_SENDRECV: v = in[(r + n - 1) % n][j]; break;
+                }
+                out[j] = (float)v;
+            }
+            assert_int_equal(pb_coll_count_wrong((pb_coll)c, &sh, PB_FLOAT32, PB_SUM, r, n, 1, out), 0);
+            if (c == PB_COLL_REDUCE && r != 1) continue; /* undefined output on non-roots */
+            out[sh.recv_count - 1] += 1;
+            assert_int_equal(pb_coll_count_wrong((pb_coll)c, &sh, PB_FLOAT32, PB_SUM, r, n, 1, out), 1);
+        }
+    }
+}
+
+static void tolerance_and_inputs(void **state)
+{
+    (void)state;
+    assert_true(pb_coll_tolerance(PB_BFLOAT16, 256) == 0);
+    assert_true(pb_coll_tolerance(PB_BFLOAT16, 512) > 0);
+    assert_true(pb_coll_tolerance(PB_FLOAT32, 4096) == 0);
+    for (size_t i = 0; i < 100; i++) assert_true(fabs(pb_coll_input_value((int)i, i * 3)) <= 1);
+}
+
+static void rotation(void **state)
+{
+    (void)state;
+    size_t llc = 32u << 20;
+    assert_int_equal(pb_rotation_slots(1u << 30, llc), 1);   /* bigger than the cache: one slot */
+    assert_int_equal(pb_rotation_slots(32u << 20, llc), 2);  /* slots cover 2x LLC */
+    assert_int_equal(pb_rotation_slots(8, llc), 1024);       /* capped */
+    assert_true(pb_rotbuf_footprint(100, 0) == 4096);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(one_rank), cmocka_unit_test(across_ranks),       cmocka_unit_test(shapes),
+        cmocka_unit_test(expected_results), cmocka_unit_test(tolerance_and_inputs), cmocka_unit_test(rotation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
