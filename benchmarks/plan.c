@@ -182,7 +182,16 @@ static int run_model(options *o, const char *cmdline)
         pb_plan_print_step(s, stdout);
     } else {
         n = pb_step_enumerate(&o->job, &o->cluster, (int)o->gpus, s, MAX_CONFIGS);
-        pb_plan_print_ranking(s, n, (int)o->top, NULL, stdout);
+        if (n == MAX_CONFIGS) fprintf(stderr, "%s: note: only the first %d factorizations were evaluated\n",
+                                      pb_progname(), MAX_CONFIGS);
+        int want[3], doc = pb_plan_documented(o->job.model.name, (int)o->gpus, want);
+        pb_plan_print_ranking(s, n, (int)o->top, doc ? want : NULL, stdout);
+        if (doc) {
+            char why[512];
+            double gap = 0;
+            pb_plan_explain(s, n, want, why, sizeof why, &gap);
+            printf("\nthe seed documents' configuration (marked *): %s\n", why);
+        }
         if (n && !s[0].reject[0]) pb_plan_print_step(&s[0], stdout);
     }
     int st = o->json ? pb_plan_write_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;

@@ -122,6 +122,6 @@ int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_ste
             pb_step_eval(job, c, t, p, gpus / t / p, &out[n++]);
         }
     }
-    qsort(out, (size_t)n, sizeof *out, by_step);
+    if (n > 1) qsort(out, (size_t)n, sizeof *out, by_step);
     return n;
 }

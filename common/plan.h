@@ -17,6 +17,15 @@ void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out);
  * (t, p, d) with '*'. */
 void pb_plan_print_ranking(const pb_step *s, int n, int top, const int mark[3], FILE *out);
 
+/* Where configuration `want` (t, p, d) ranks among the valid ones of `s`
+ * (sorted), and why it is not first: one sentence into `buf`. Returns its
+ * rank (1-based), 0 when rejected or absent; `gap` gets step/best - 1. */
+int pb_plan_explain(const pb_step *s, int n, const int want[3], char *buf, int len, double *gap);
+
+/* The documents' configuration for a preset on a GPU count (70B on 256,
+ * 175B on 512), or 0 when they give none. */
+int pb_plan_documented(const char *model, int gpus, int want[3]);
+
 /* Term-by-term breakdown of one configuration. */
 void pb_plan_print_step(const pb_step *s, FILE *out);
 

@@ -118,7 +118,7 @@ int pb_fit_list_files(const char *dir, const char *prefix, char ***out)
         snprintf(v[n++], len, "%s/%s", dir, e->d_name);
     }
     closedir(dp);
-    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_str);
     *out = v;
     return n;
 }

@@ -47,7 +47,7 @@ void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out)
 static void print_row(const pb_step *s, int rank, const int mark[3], FILE *out)
 {
     int marked = mark && s->t == mark[0] && s->p == mark[1] && s->d == mark[2];
-    fprintf(out, "%c%4d %4d %4d %4d %5d  %-5s %5s/%-5s/%-5s %9.3f %9.3f %6.1f %6.1f %6.1f %7.1f %7.1f\n",
+    fprintf(out, "%c%4d %4d %4d %4d %5d  %-5s %5s/%-5s/%-5s %9.4g %9.4g %6.1f %6.1f %6.1f %7.1f %7.1f\n",
             marked ? '*' : ' ', rank, s->t, s->p, s->d, s->m, pb_order_name(s->order), pb_link_class_name(s->link_t),
             pb_link_class_name(s->link_p), pb_link_class_name(s->link_d), s->step, s->compute,
             100.0 * s->m * s->c_tp / s->compute, 100.0 * s->m * s->c_pp / s->compute, 100.0 * s->c_dp / s->compute,
@@ -89,7 +89,7 @@ void pb_plan_print_ranking(const pb_step *s, int n, int top, const int mark[3], 
     if (!valid) fprintf(out, "  (no configuration fits)\n");
     fprintf(out, "\nrejected (%d)%s\n", n - valid, n - valid == 0 ? "" : ":");
     if (top > 0) {
-        summarize_rejects(s, n, out);
+        if (n > valid) summarize_rejects(s, n, out);
         return;
     }
     for (int i = 0; i < n; i++)
@@ -104,13 +104,59 @@ void pb_plan_print_step(const pb_step *s, FILE *out)
     if (s->reject[0]) fprintf(out, "  REJECTED: %s\n", s->reject);
     fprintf(out, "  per micro-batch per stage: fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, PP comm %.3f ms\n",
             s->t_fwd * 1e3, s->t_bwd * 1e3, s->c_tp * 1e3, s->c_pp * 1e3);
-    fprintf(out, "  step = (m+p-1) x slot + DP allreduce = %d x %.3f ms + %.3f ms = %.3f s\n", s->m + s->p - 1,
+    fprintf(out, "  step = (m+p-1) x slot + DP allreduce = %d x %.3f ms + %.3f ms = %.4g s\n", s->m + s->p - 1,
             (s->t_fwd + s->t_bwd + s->c_tp + s->c_pp) * 1e3, s->c_dp * 1e3, s->step);
-    fprintf(out, "  ideal compute %.3f s; bubble %.3f s = %.1f%% of step = (p-1)/(m+p-1); efficiency m/(m+p-1) = %.1f%%\n",
+    fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step = (p-1)/(m+p-1); efficiency m/(m+p-1) = %.1f%%\n",
             s->compute, s->bubble, 100.0 * s->bubble / s->step, 100.0 * pb_pipe_efficiency(s->m, s->p));
     fprintf(out, "  memory per GPU: weights %.2f + grads %.2f + optimizer %.2f + activations %.2f = %.2f GB\n",
             s->mem.weights / 1e9, s->mem.grads / 1e9, s->mem.optimizer / 1e9, s->mem.activations / 1e9,
             s->mem.total / 1e9);
+}
+
+int pb_plan_documented(const char *model, int gpus, int want[3])
+{
+    static const struct {
+        const char *model;
+        int gpus, t, p, d;
+    } docs[] = {{"llama-70b", 256, 8, 8, 4}, {"gpt-175b", 512, 8, 16, 4}};
+    for (size_t i = 0; model && i < sizeof docs / sizeof docs[0]; i++)
+        if (!strcmp(model, docs[i].model) && gpus == docs[i].gpus) {
+            want[0] = docs[i].t, want[1] = docs[i].p, want[2] = docs[i].d;
+            return 1;
+        }
+    return 0;
+}
+
+/* Percentage points of ideal compute each term costs. */
+static double pts(double x, const pb_step *s) { return 100.0 * x / s->compute; }
+
+int pb_plan_explain(const pb_step *s, int n, const int want[3], char *buf, int len, double *gap)
+{
+    int rank = 0, valid = 0;
+    const pb_step *doc = NULL;
+    for (int i = 0; i < n && !doc; i++) {
+        if (s[i].reject[0]) continue;
+        valid++;
+        if (s[i].t == want[0] && s[i].p == want[1] && s[i].d == want[2]) doc = &s[i], rank = valid;
+    }
+    if (!doc) {
+        snprintf(buf, (size_t)len, "(%d,%d,%d) is rejected or not a factorization", want[0], want[1], want[2]);
+        return 0;
+    }
+    const pb_step *b = &s[0];
+    *gap = doc->step / b->step - 1.0;
+    if (rank == 1) {
+        snprintf(buf, (size_t)len, "(%d,%d,%d) ranks first", want[0], want[1], want[2]);
+        return 1;
+    }
+    snprintf(buf, (size_t)len,
+             "(%d,%d,%d) ranks %d, %.2f%% behind (%d,%d,%d): vs it, TP %+.1f, bubble %+.1f, DP %+.1f, PP %+.1f "
+             "points of compute; memory %.0f vs %.0f GB/GPU",
+             want[0], want[1], want[2], rank, 100.0 * *gap, b->t, b->p, b->d,
+             pts(doc->m * doc->c_tp, doc) - pts(b->m * b->c_tp, b), pts(doc->bubble, doc) - pts(b->bubble, b),
+             pts(doc->c_dp, doc) - pts(b->c_dp, b), pts(doc->m * doc->c_pp, doc) - pts(b->m * b->c_pp, b),
+             doc->mem.total / 1e9, b->mem.total / 1e9);
+    return rank;
 }
 
 static cJSON *step_json(const pb_step *s)

@@ -180,43 +180,27 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
                     int64_t gb, const char *gb_why, const int want[3])
 {
     static pb_step s[1024];
-    char f[512], c[512], v[768], a[512];
+    char f[512], c[512], v[160], a[512];
     pb_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_SCHED_1F1B, .sp = 1,
                     .recompute = PB_RECOMPUTE_SELECTIVE};
     pb_model_preset(model, "--model", &job.model);
     job.params = job.model.nominal_params;
     pb_cluster cl;
     pb_cluster_preset("a100", "--cluster", &cl);
-    int n = pb_step_enumerate(&job, &cl, gpus, s, 1024), rank = 0, valid = 0;
-    const pb_step *doc = NULL;
-    for (int i = 0; i < n; i++) {
-        if (s[i].reject[0]) continue;
-        valid++;
-        if (s[i].t == want[0] && s[i].p == want[1] && s[i].d == want[2]) doc = &s[i], rank = valid;
-    }
+    int n = pb_step_enumerate(&job, &cl, gpus, s, 1024);
     fmt(f, sizeof f, "enumerate t*p*d = %d, reject what does not fit (80 GB) or divide; rank by step = (m+p-1) x "
                      "(t_fwd+t_bwd+TP+PP comm) + DP allreduce", gpus);
-    if (!doc || !valid) {
-        show(ty, &(figure){id, claim, stated, f, "the documented configuration is rejected",
-                           "the model rejects it", NULL, 0, 1});
-        return;
-    }
-    const pb_step *best = &s[0];
-    double gap = doc->step / best->step - 1;
-    fmt(c, sizeof c, "(%d,%d,%d) ranks %d of %d valid, step %.3f s, %.2f%% behind the best (%d,%d,%d) at %.3f s",
-        want[0], want[1], want[2], rank, valid, doc->step, 100 * gap, best->t, best->p, best->d, best->step);
-    if (rank == 1) fmt(v, sizeof v, "the model puts it first");
-    else
-        fmt(v, sizeof v, "near the top (within 5%%). Why not first: vs (%d,%d,%d) it pays TP %+.1f, bubble %+.1f, "
-                         "DP %+.1f, PP %+.1f points of compute; memory %.0f vs %.0f GB/GPU",
-            best->t, best->p, best->d, 100 * doc->m * (doc->c_tp) / doc->compute - 100 * best->m * best->c_tp / best->compute,
-            100 * (doc->bubble / doc->compute - best->bubble / best->compute),
-            100 * (doc->c_dp / doc->compute - best->c_dp / best->compute),
-            100 * (doc->m * doc->c_pp / doc->compute - best->m * best->c_pp / best->compute), doc->mem.total / 1e9,
-            best->mem.total / 1e9);
+    double gap = 0;
+    int rank = pb_plan_explain(s, n, want, c, sizeof c, &gap);
+    const char *verdict = rank == 1 ? "the model puts it first"
+                          : rank && gap <= 0.05 ? "near the top (within 5% of the best step); the terms above say why "
+                                                  "it is not first"
+                          : rank ? "more than 5% behind the best; the terms above say why"
+                                 : "the model rejects it";
+    snprintf(v, sizeof v, "%s", verdict);
     fmt(a, sizeof a, "%s preset, %s, global batch %lld (%s), b=1, bf16, 1F1B, sequence parallel, selective "
                      "recompute, no comm/compute overlap", model, cl.name, (long long)gb, gb_why);
-    show(ty, &(figure){id, claim, stated, f, c, v, a, gap <= 0.05, 1});
+    show(ty, &(figure){id, claim, stated, f, c, v, a, rank > 0 && gap <= 0.05, 1});
     int mark[3] = {want[0], want[1], want[2]};
     pb_plan_print_ranking(s, n, 5, mark, ty->out);
 }

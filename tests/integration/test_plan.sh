@@ -22,11 +22,12 @@ if grep -q "DIFFERS (model should" "$TMP/repro"; then fail "reproduce: a must-ma
 # ---- enumeration ----
 expect_rc 0 "plan llama-70b on 256 A100" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --top 5
 cp "$TMP/out" "$TMP/e70"
-if awk '$2==8 && $3==8 && $4==4 {f=1} END {exit !f}' "$TMP/e70"; then pass "70B: 8x8x4 in the top 5"; else fail "70B: 8x8x4 not in the top 5"; sed 's/^/  | /' "$TMP/e70" | head -20 >&2; fi
+if awk '{sub(/^\*/, "")} $2==8 && $3==8 && $4==4 {f=1} END {exit !f}' "$TMP/e70"; then pass "70B: 8x8x4 in the top 5"; else fail "70B: 8x8x4 not in the top 5"; sed 's/^/  | /' "$TMP/e70" | head -20 >&2; fi
 expect_in "$TMP/e70" "do not fit in GPU memory" "70B: rejects what does not fit"
 expect_in "$TMP/e70" "have t larger than a node" "70B: rejects t larger than a node"
+expect_in "$TMP/e70" "the seed documents' configuration (marked *): (8,8,4) ranks" "70B: explains the documented configuration"
 expect_rc 0 "plan gpt-175b on 512 A100" -- "$PLAN" --model gpt-175b --cluster a100 --gpus 512 --top 5
-if awk '$2==8 && $3==16 && $4==4 {f=1} END {exit !f}' "$TMP/out"; then pass "175B: 8x16x4 in the top 5"; else fail "175B: 8x16x4 not in the top 5"; fi
+if awk '{sub(/^\*/, "")} $2==8 && $3==16 && $4==4 {f=1} END {exit !f}' "$TMP/out"; then pass "175B: 8x16x4 in the top 5"; else fail "175B: 8x16x4 not in the top 5"; fi
 expect_rc 0 "plan full rejection list" -- "$PLAN" --model llama-70b --cluster h100 --gpus 64
 expect_in "$TMP/out" "t=1   p=1   d=64   does not fit:" "full list: t=1 p=1 d=64 does not fit"
 expect_rc 1 "nothing fits exits 1" -- "$PLAN" --model llama-70b --cluster a100 --gpus 8
