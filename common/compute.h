@@ -47,7 +47,8 @@ typedef struct pb_compute {
      * bf16 hardware answers PB_FLOAT32 for PB_BFLOAT16. Callers store
      * activations and weights in this type and report it. */
     pb_dtype (*gemm_dtype)(pb_dtype requested);
-    /* Memory the engine allocates from (host for BLAS, device for GPUs). */
+    /* Memory the engine allocates from (host for BLAS, device for GPUs);
+     * either pointer may be NULL. */
     int (*mem_info)(uint64_t *free_bytes, uint64_t *total_bytes);
 
     int (*alloc)(void **ptr, size_t bytes);
@@ -66,6 +67,11 @@ typedef struct pb_compute {
     /* dx = y > 0 ? dy : 0, with y the forward OUTPUT (it has the input's sign
      * pattern, so the pre-activation need not be kept); dx may be dy. */
     int (*relu_bwd)(pb_dtype t, size_t n, const void *y, const void *dy, void *dx);
+    /* Row-wise softmax of a rows x cols matrix (dense, leading dimension cols),
+     * computed in fp32 with the row maximum subtracted; y may be x. */
+    int (*softmax_fwd)(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y);
+    /* dx = y * (dy - rowsum(y * dy)), y the forward OUTPUT; dx may be dy. */
+    int (*softmax_bwd)(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx);
     /* dst[i] = (dst type) src[i]; fp32 <-> bf16 (rounded to nearest even). */
     int (*convert)(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n);
     /* Fill a rows x cols block (leading dimension ld) per pb_fill_spec. */

@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,38 @@ static int blas_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, vo
     return PB_OK;
 }
 
+static int blas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y)
+{
+    PB_TRY(check_float_type(t, "softmax"));
+    for (int64_t r = 0; r < rows; r++) {
+        size_t o = (size_t)(r * cols);
+        float mx = -INFINITY, sum = 0.0f;
+        for (int64_t j = 0; j < cols; j++) mx = fmaxf(mx, load(t, x, o + (size_t)j));
+        for (int64_t j = 0; j < cols; j++) {
+            float e = expf(load(t, x, o + (size_t)j) - mx);
+            store(t, y, o + (size_t)j, e); /* y may be x: read before write, element by element */
+            sum += e;
+        }
+        for (int64_t j = 0; j < cols; j++) store(t, y, o + (size_t)j, load(t, y, o + (size_t)j) / sum);
+    }
+    return PB_OK;
+}
+
+static int blas_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx)
+{
+    PB_TRY(check_float_type(t, "softmax backward"));
+    for (int64_t r = 0; r < rows; r++) {
+        size_t o = (size_t)(r * cols);
+        float dot = 0.0f;
+        for (int64_t j = 0; j < cols; j++) dot += load(t, y, o + (size_t)j) * load(t, dy, o + (size_t)j);
+        for (int64_t j = 0; j < cols; j++) {
+            float yv = load(t, y, o + (size_t)j);
+            store(t, dx, o + (size_t)j, yv * (load(t, dy, o + (size_t)j) - dot));
+        }
+    }
+    return PB_OK;
+}
+
 static int blas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n)
 {
     PB_TRY(check_float_type(dst_t, "convert"));
@@ -232,6 +265,8 @@ static const pb_compute blas_engine = {
     .gemm = blas_gemm,
     .relu_fwd = blas_relu_fwd,
     .relu_bwd = blas_relu_bwd,
+    .softmax_fwd = blas_softmax_fwd,
+    .softmax_bwd = blas_softmax_bwd,
     .convert = blas_convert,
     .fill = blas_fill,
     .synchronize = blas_synchronize,

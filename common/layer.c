@@ -113,17 +113,20 @@ static int fill_block(pb_layer *ly, uint64_t seed, enum pb_weight w, int64_t lco
 }
 
 /* U(-1,1) * sqrt(3/fan_in) keeps the variance of a GEMM's output equal to its
- * input's; after relu, sqrt(6/fan_in) (He) restores the halved second moment. */
+ * input's; after relu, sqrt(6/fan_in) (He) restores the halved second moment.
+ * The two projections that feed the residual stream (Wo, W2) are further
+ * scaled by 1/sqrt(2L) (GPT-2's residual scaling), so the stream's variance
+ * grows by a bounded factor over L layers instead of doubling per block. */
 int pb_layer_init_weights(pb_layer *ly, uint64_t seed)
 {
     int64_t h = ly->sh.h, hl = local_hidden(&ly->sh), r = ly->sh.tp_rank;
-    float s_h = sqrtf(3.0f / (float)h), s_down = sqrtf(6.0f / (float)(4 * h));
+    float s_h = sqrtf(3.0f / (float)h), s_down = sqrtf(6.0f / (float)(4 * h)), a = ly->resid_scale;
     /* QKV: each of Q, K, V is column-sharded separately (columns p*h + r*hl ..). */
     for (int64_t p = 0; p < 3; p++)
         PB_TRY(fill_block(ly, seed, PB_W_QKV, p * hl, h, hl, 0, p * h + r * hl, s_h));
-    PB_TRY(fill_block(ly, seed, PB_W_O, 0, hl, h, r * hl, 0, s_h));
+    PB_TRY(fill_block(ly, seed, PB_W_O, 0, hl, h, r * hl, 0, s_h * a));
     PB_TRY(fill_block(ly, seed, PB_W_UP, 0, h, 4 * hl, 0, r * 4 * hl, s_h));
-    return fill_block(ly, seed, PB_W_DOWN, 0, 4 * hl, h, r * 4 * hl, 0, s_down);
+    return fill_block(ly, seed, PB_W_DOWN, 0, 4 * hl, h, r * 4 * hl, 0, s_down * a);
 }
 
 /* ---- blocks --------------------------------------------------------------- */
@@ -158,11 +161,13 @@ static int grad_gemm(pb_layer *ly, enum pb_weight w, const void *a, int64_t lda,
     return E->convert(g, ly->gt, tmp, ct, (size_t)(rows * cols));
 }
 
-/* Linear attention of one (sequence, head): S = c Q K^T, O = S V, with
- * c = 1/sqrt(hd*s): Q.K has variance hd, and summing s terms of S V has s. */
+/* Attention of one (sequence, head): P = softmax(c Q K^T), O = P V, with the
+ * usual c = 1/sqrt(hd). Softmax (not counted in FLOPs, as in DESIGN.md) makes
+ * O a convex combination of V rows: without it O is cubic in X and a deep
+ * stack overflows. No causal mask: the GEMMs run on the full s x s. */
 static float score_scale(const pb_layer_shape *sh)
 {
-    return 1.0f / sqrtf((float)(sh->h / sh->heads) * (float)sh->s);
+    return 1.0f / sqrtf((float)(sh->h / sh->heads));
 }
 
 /* Views of one (sequence bi, local head j) inside the saved activations. */
@@ -192,13 +197,15 @@ static int scores_forward(pb_layer *ly, pb_layer_acts *sv)
         for (int64_t j = 0; j < nhl; j++) {
             head_view v = head(ly, sv->qkv, sv->scores, sv->o, bi, j);
             PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, s, s, hd, c, v.q, 3 * hl, v.k, 3 * hl, v.s, s));
+            PB_TRY(ly->eng->softmax_fwd(sh->dtype, s, s, v.s, v.s)); /* P replaces S in the slot */
             PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, v.v, 3 * hl, v.o, hl));
         }
     }
     return PB_OK;
 }
 
-/* dS = dO V^T, dV = S^T dO, dQ = c dS K, dK = c dS^T Q, into dqkv's columns. */
+/* dP = dO V^T, dV = P^T dO, dS = softmax'(dP), dQ = c dS K, dK = c dS^T Q,
+ * into dqkv's columns. */
 static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
 {
     const pb_layer_shape *sh = &ly->sh;
@@ -211,11 +218,26 @@ static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
             head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi, j);
             PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, v.o, hl, v.v, 3 * hl, ds, s));
             PB_TRY(gemm(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, v.o, hl, d.v, 3 * hl));
+            PB_TRY(ly->eng->softmax_bwd(sh->dtype, s, s, v.s, ds, ds));
             PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, ds, s, v.k, 3 * hl, d.q, 3 * hl));
             PB_TRY(gemm(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, ds, s, v.q, 3 * hl, d.k, 3 * hl));
         }
     }
     return PB_OK;
+}
+
+/* c = resid + A B on tensor-parallel rank 0 and c = A B elsewhere, so that the
+ * sum of the ranks' partial outputs carries the residual exactly once. Used
+ * both for Y = X + f(X) and for its backward dX = dY + f'(X)^T dY. */
+static int residual_gemm(const pb_layer *ly, pb_trans tb, int64_t m, int64_t n, int64_t k, const void *a,
+                         int64_t lda, const void *b, int64_t ldb, const void *resid, void *c)
+{
+    float beta = 0.0f;
+    if (ly->sh.tp_rank == 0) {
+        PB_TRY(ly->eng->copy(c, resid, (size_t)(m * n) * pb_dtype_size(ly->sh.dtype)));
+        beta = 1.0f;
+    }
+    return ly->eng->gemm(PB_NOTRANS, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, ly->sh.dtype);
 }
 
 /* The attention output O and its leading dimension: saved O with scores,
@@ -236,7 +258,7 @@ int pb_attn_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
                 sv->qkv, 3 * hl));
     if (sh->attn_scores) PB_TRY(scores_forward(ly, sv));
     const void *o = attn_out(ly, sv, &ldo);
-    return gemm(ly, PB_NOTRANS, PB_NOTRANS, n, h, hl, 1.0f, o, ldo, weight(ly, PB_W_O), h, y, h);
+    return residual_gemm(ly, PB_NOTRANS, n, h, hl, o, ldo, weight(ly, PB_W_O), h, sv->x_attn, y);
 }
 
 int pb_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
@@ -256,7 +278,7 @@ int pb_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, 
                     at(dqkv, 2 * hl, sh->dtype), 3 * hl));
     }
     PB_TRY(grad_gemm(ly, PB_W_QKV, sv->x_attn, h, dqkv, 3 * hl, accumulate));
-    return gemm(ly, PB_NOTRANS, PB_TRANS, n, h, 3 * hl, 1.0f, dqkv, 3 * hl, weight(ly, PB_W_QKV), 3 * hl, dx, h);
+    return residual_gemm(ly, PB_TRANS, n, h, 3 * hl, dqkv, 3 * hl, weight(ly, PB_W_QKV), 3 * hl, dy, dx);
 }
 
 int pb_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
@@ -266,7 +288,7 @@ int pb_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
     if (x != sv->x_mlp) PB_TRY(ly->eng->copy(sv->x_mlp, x, (size_t)(n * h) * pb_dtype_size(sh->dtype)));
     PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, n, f, h, 1.0f, sv->x_mlp, h, weight(ly, PB_W_UP), f, sv->hmlp, f));
     PB_TRY(ly->eng->relu_fwd(sh->dtype, (size_t)(n * f), sv->hmlp, sv->hmlp));
-    return gemm(ly, PB_NOTRANS, PB_NOTRANS, n, h, f, 1.0f, sv->hmlp, f, weight(ly, PB_W_DOWN), h, y, h);
+    return residual_gemm(ly, PB_NOTRANS, n, h, f, sv->hmlp, f, weight(ly, PB_W_DOWN), h, sv->x_mlp, y);
 }
 
 int pb_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
@@ -278,5 +300,5 @@ int pb_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, i
     PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, f, h, 1.0f, dy, h, weight(ly, PB_W_DOWN), h, dh, f));
     PB_TRY(ly->eng->relu_bwd(sh->dtype, (size_t)(n * f), sv->hmlp, dh, dh));
     PB_TRY(grad_gemm(ly, PB_W_UP, sv->x_mlp, h, dh, f, accumulate));
-    return gemm(ly, PB_NOTRANS, PB_TRANS, n, h, f, 1.0f, dh, f, weight(ly, PB_W_UP), f, dx, h);
+    return residual_gemm(ly, PB_TRANS, n, h, f, dh, f, weight(ly, PB_W_UP), f, dy, dx);
 }

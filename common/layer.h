@@ -3,15 +3,17 @@
  *
  * A layer is two blocks, the unit between which tensor parallelism talks:
  *   attention: X -> QKV = X Wqkv            (column-parallel, h x 3h/t)
- *              -> per local head O = (Q K^T * c) V, c = 1/sqrt(hd*s)  (no softmax;
- *                 only with attn_scores; without, O = V)
- *              -> Y = O Wo                  (row-parallel, (h/t) x h: a PARTIAL sum)
+ *              -> per local head O = softmax(Q K^T / sqrt(hd)) V  (only with
+ *                 attn_scores; without, O = V)
+ *              -> Y = X + O Wo              (row-parallel, (h/t) x h: a PARTIAL sum)
  *   MLP:       X -> H = relu(X W1)          (column-parallel, h x 4h/t)
- *              -> Y = H W2                  (row-parallel, (4h/t) x h: a PARTIAL sum)
+ *              -> Y = X + H W2              (row-parallel, (4h/t) x h: a PARTIAL sum)
  * With t > 1 the caller all-reduces (or reduce-scatters) each block's output
- * and the input gradient of each block's backward. There are no residual
- * connections, layer norms or biases (O(h) work; they do not change the
- * communication); weights are scaled so activations stay O(1) without them.
+ * and the input gradient of each block's backward. The residual X (and dY in
+ * backward) is added by TP rank 0 only, so the SUM of the partials is right.
+ * There are no layer norms or biases (O(h) work that does not change the
+ * communication); Wo and W2 are scaled by 1/sqrt(2L) so the residual stream
+ * stays O(1) without norms (see docs/compute.md).
  *
  * All activations use one row-major [N x width] layout with N = b*s tokens.
  * Per layer the weights and their gradients are stored in this order:
@@ -78,6 +80,7 @@ typedef struct pb_stack_config {
     pb_layer_shape shape; /* shape.dtype is the REQUESTED type; see pb_stack_shape */
     int64_t layer0;       /* global index of the first layer (seeds weights) */
     int64_t nlayers;
+    int64_t model_layers; /* layers of the whole model (residual scaling); 0 = layer0 + nlayers */
     uint64_t seed;
     pb_dtype grad_dtype;  /* PB_FLOAT32 or PB_BFLOAT16 */
     void *grads;          /* engine memory of pb_stack_grad_bytes(), or NULL to allocate */

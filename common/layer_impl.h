@@ -22,6 +22,7 @@ struct pb_layer {
     void *w;           /* weights, layout in layer.h */
     void *g;           /* gradients, same layout, in gt */
     pb_dtype gt;
+    float resid_scale; /* 1/sqrt(2 * model layers), on Wo and W2 */
     pb_scratch *sc;
 };
 

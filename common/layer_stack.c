@@ -4,6 +4,7 @@
 
 #include "error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,10 +152,20 @@ static int check_config(const pb_stack_config *cfg)
     if (cfg->nlayers <= 0 || cfg->layer0 < 0)
         return pb_usage("--layers", "a stage needs at least one layer, got %lld from layer %lld",
                         (long long)cfg->nlayers, (long long)cfg->layer0);
+    if (cfg->model_layers != 0 && cfg->model_layers < cfg->layer0 + cfg->nlayers)
+        return pb_usage("--layers", "the model has %lld layers but the stage ends at layer %lld",
+                        (long long)cfg->model_layers, (long long)(cfg->layer0 + cfg->nlayers));
     if (cfg->grad_dtype != PB_FLOAT32 && cfg->grad_dtype != PB_BFLOAT16)
         return pb_usage("--grad-dtype", "gradient type %s not supported; expected float or bfloat16",
                         pb_dtype_name(cfg->grad_dtype));
     return PB_OK;
+}
+
+/* Layers of the whole model (for the residual scaling): every pipeline stage
+ * must use the same value to build its slice of the same model. */
+static int64_t model_layers(const pb_stack_config *cfg)
+{
+    return cfg->model_layers > 0 ? cfg->model_layers : cfg->layer0 + cfg->nlayers;
 }
 
 static int stack_build(pb_stack *st)
@@ -171,7 +182,7 @@ static int stack_build(pb_stack *st)
     for (int64_t i = 0; i < st->cfg.nlayers; i++) {
         pb_layer *ly = &st->layers[i];
         *ly = (pb_layer){.eng = st->eng, .sh = *sh, .global = st->cfg.layer0 + i, .gt = st->cfg.grad_dtype,
-                         .sc = &st->sc};
+                         .resid_scale = 1.0f / sqrtf(2.0f * (float)model_layers(&st->cfg)), .sc = &st->sc};
         ly->w = (char *)st->weights + (size_t)(i * per * pb_dtype_size(sh->dtype));
         ly->g = (char *)st->grads + (size_t)pb_stack_grad_offset(st, i);
         PB_TRY(pb_layer_init_weights(ly, st->cfg.seed));

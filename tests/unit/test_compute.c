@@ -120,6 +120,40 @@ static void test_relu(void **state)
     assert_int_equal(E->relu_fwd(PB_INT32, 6, x, y), PB_ERR_USAGE);
 }
 
+/* softmax rows against exp/sum in double; backward against finite differences
+ * of L = <softmax(x), g> (its gradient is exactly what softmax_bwd returns). */
+static void test_softmax(void **state)
+{
+    (void)state;
+    enum { R = 3, C = 7 };
+    float x[R * C], y[R * C], g[R * C], dx[R * C], xp[R * C], yp[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = 4 * pb_hash_uniform(5, 1, (uint64_t)i, 0), g[i] = pb_hash_uniform(5, 2, (uint64_t)i, 0);
+    x[0] = 80.0f; /* exp(80) overflows fp32 unless the row maximum is subtracted */
+    assert_int_equal(E->softmax_fwd(PB_FLOAT32, R, C, x, y), PB_OK);
+    for (int r = 0; r < R; r++) {
+        double sum = 0, mx = -1e30;
+        for (int j = 0; j < C; j++) mx = fmax(mx, x[r * C + j]);
+        for (int j = 0; j < C; j++) sum += exp(x[r * C + j] - mx);
+        for (int j = 0; j < C; j++) assert_true(fabs(y[r * C + j] - exp(x[r * C + j] - mx) / sum) <= 1e-6);
+    }
+    assert_int_equal(E->softmax_bwd(PB_FLOAT32, R, C, y, g, dx), PB_OK);
+    const float e = 1e-2f;
+    for (int i = 1; i < R * C; i++) {
+        double lp, lm;
+        memcpy(xp, x, sizeof x), xp[i] += e;
+        E->softmax_fwd(PB_FLOAT32, R, C, xp, yp);
+        lp = 0;
+        for (int j = 0; j < R * C; j++) lp += (double)yp[j] * g[j];
+        memcpy(xp, x, sizeof x), xp[i] -= e;
+        E->softmax_fwd(PB_FLOAT32, R, C, xp, yp);
+        lm = 0;
+        for (int j = 0; j < R * C; j++) lm += (double)yp[j] * g[j];
+        assert_true(fabs((lp - lm) / (2 * e) - dx[i]) <= 1e-3);
+    }
+    assert_int_equal(E->softmax_fwd(PB_FLOAT32, R, C, x, x), PB_OK); /* in place */
+    assert_memory_equal(x, y, sizeof x);
+}
+
 static void test_convert_and_copies(void **state)
 {
     (void)state;
@@ -222,7 +256,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_fp32_all_transposes), cmocka_unit_test(test_gemm_bf16),
-        cmocka_unit_test(test_relu),           cmocka_unit_test(test_convert_and_copies),
+        cmocka_unit_test(test_relu), cmocka_unit_test(test_softmax),           cmocka_unit_test(test_convert_and_copies),
         cmocka_unit_test(test_fill_slices),    cmocka_unit_test(test_describe_and_dtype),
         cmocka_unit_test(test_select_and_helpers), cmocka_unit_test(test_gemm_rate),
     };

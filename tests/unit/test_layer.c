@@ -242,8 +242,8 @@ static void test_tp_mlp(void **state)
     for (int t = 2; t <= 4; t *= 2) check_block(t, 0, pb_mlp_forward, pb_mlp_backward);
 }
 
-/* Attention scores against a direct host computation of O = (Q K^T c) V on the
- * saved Q, K, V of one sequence and head: catches wrong head/sequence views. */
+/* Attention scores against a direct host computation of
+ * O = softmax(Q K^T / sqrt(hd)) V: catches wrong head/sequence views. */
 static void test_attention_scores_direct(void **state)
 {
     (void)state;
@@ -256,30 +256,34 @@ static void test_attention_scores_direct(void **state)
     assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
     pb_layer *ly = pb_stack_layer(st, 0);
     assert_int_equal(pb_attn_forward(ly, pb_acts_layer(a, 0), x, y), PB_OK);
-    /* Recompute QKV and O on the host, then Y = O Wo, and compare Y. */
+    /* Recompute QKV and O on the host, then Y = X + O Wo, and compare Y. */
     float *xh = host_copy(x, (size_t)N * H), *w = host_copy(pb_layer_weights(ly), 4 * H * H);
     float *yh = host_copy(y, (size_t)N * H);
     const int hd = H / HEADS;
-    const double c = 1.0 / sqrt((double)hd * S);
-    double *qkv = calloc((size_t)N * 3 * H, sizeof *qkv), *o = calloc((size_t)N * H, sizeof *o);
+    const double c = 1.0 / sqrt((double)hd);
+    double *qkv = calloc((size_t)N * 3 * H, sizeof *qkv), *o = calloc((size_t)N * H, sizeof *o), p[S];
     for (int i = 0; i < N; i++)
         for (int j = 0; j < 3 * H; j++)
-            for (int p = 0; p < H; p++) qkv[i * 3 * H + j] += (double)xh[i * H + p] * w[p * 3 * H + j];
+            for (int k = 0; k < H; k++) qkv[i * 3 * H + j] += (double)xh[i * H + k] * w[k * 3 * H + j];
     for (int bi = 0; bi < B; bi++)
         for (int hh = 0; hh < HEADS; hh++)
-            for (int i = 0; i < S; i++)
+            for (int i = 0; i < S; i++) {
+                double sum = 0; /* softmax over j of c q_i . k_j (values are small: no max needed) */
                 for (int j = 0; j < S; j++) {
-                    double sc = 0;
                     const double *q = &qkv[(bi * S + i) * 3 * H + hh * hd], *k = &qkv[(bi * S + j) * 3 * H + H + hh * hd];
+                    double sc = 0;
                     for (int d = 0; d < hd; d++) sc += q[d] * k[d];
-                    for (int d = 0; d < hd; d++)
-                        o[(bi * S + i) * H + hh * hd + d] += c * sc * qkv[(bi * S + j) * 3 * H + 2 * H + hh * hd + d];
+                    sum += p[j] = exp(c * sc);
                 }
+                for (int j = 0; j < S; j++)
+                    for (int d = 0; d < hd; d++)
+                        o[(bi * S + i) * H + hh * hd + d] += p[j] / sum * qkv[(bi * S + j) * 3 * H + 2 * H + hh * hd + d];
+            }
     float *yref = calloc((size_t)N * H, sizeof *yref);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < H; j++) {
-            double acc = 0;
-            for (int p = 0; p < H; p++) acc += o[i * H + p] * w[3 * H * H + p * H + j];
+            double acc = xh[i * H + j]; /* residual */
+            for (int k = 0; k < H; k++) acc += o[i * H + k] * w[3 * H * H + k * H + j];
             yref[i * H + j] = (float)acc;
         }
     assert_close(yh, yref, (size_t)N * H);
@@ -319,9 +323,8 @@ static double f_at(probe *p, void *target, const float *base, const float *dir, 
 }
 
 /* Directional derivative of f along dir at `target`, by central differences
- * with one Richardson step: exact for polynomials up to degree 4 (the
- * attention block is degree 3 in X and 4 in its weights), so only rounding
- * and relu kinks remain. Restores `target`. */
+ * with one Richardson step (error O(e^4) for smooth f: the attention block;
+ * exact for the piecewise-quadratic MLP away from relu kinks). Restores `target`. */
 static double directional(probe *p, void *target, const float *dir, size_t n, double e)
 {
     float *base = host_copy(target, n);
@@ -360,10 +363,14 @@ static void check_gradients(int scores, fwd_fn fwd, bwd_fn bwd, double e, double
     float *vx = random_dir(nx, 1), *vw = random_dir(nw, 2);
     double want_x = dot_host(dxh, vx, nx), want_w = dot_host(dwh, vw, nw);
     double got_x = directional(&p, p.x, vx, nx, e);
-    double got_w = directional(&p, (void *)pb_layer_weights(p.ly), vw, nw, e);
+    double got_w = directional(&p, (void *)pb_layer_weights(p.ly), vw, nw, e / 8); /* weights ~ 1/sqrt(h) */
     fprintf(stderr, "gradcheck scores=%d: dX %.6g vs %.6g, dW %.6g vs %.6g\n", scores, want_x, got_x, want_w, got_w);
-    assert_true(fabs(want_x - got_x) <= tol * fabs(want_x));
-    assert_true(fabs(want_w - got_w) <= tol * fabs(want_w));
+    /* A random direction's projection is typically |g| |v| / sqrt(n): errors
+     * are judged against that, so a lucky near-cancellation is not fragile. */
+    double sx = fmax(fabs(want_x), sqrt(dot_host(dxh, dxh, nx) * dot_host(vx, vx, nx) / (double)nx));
+    double sw = fmax(fabs(want_w), sqrt(dot_host(dwh, dwh, nw) * dot_host(vw, vw, nw) / (double)nw));
+    assert_true(fabs(want_x - got_x) <= tol * sx);
+    assert_true(fabs(want_w - got_w) <= tol * sw);
     free(dxh), free(dwh), free(vx), free(vw);
     E->free(p.x), E->free(p.y), E->free(p.g), E->free(dx);
     pb_acts_free(st, a);
