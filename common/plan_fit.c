@@ -22,13 +22,14 @@
 static const char *const class_names[NCLASS] = {"intra", "inter", "mixed"};
 static const char *const src_names[NSRC] = {"p2p", "coll"};
 
-int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel)
+/* One weighted least-squares solve over the observations with keep[i] set. */
+static int solve(const pb_fit_obs *o, int n, const char *keep, double *a_out, double *x_out)
 {
     /* Normal equations of sum w (ca*a + cb*x - y)^2, x = 1/B, cb in GB to keep
      * the matrix well scaled. */
     double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0;
     for (int i = 0; i < n; i++) {
-        if (!(o[i].y > 0)) continue;
+        if (!keep[i]) continue;
         double w = 1.0 / (o[i].y * o[i].y), cb = o[i].cb * 1e-9;
         saa += w * o[i].ca * o[i].ca;
         sab += w * o[i].ca * cb;
@@ -36,31 +37,66 @@ int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel)
         say += w * o[i].ca * o[i].y;
         sby += w * cb * o[i].y;
     }
-    double a = 0.0, x;
-    double det = saa * sbb - sab * sab;
-    if (saa > 0 && det > 1e-12 * saa * sbb) {
+    double a = 0.0, x = 0.0, det = saa * sbb - sab * sab;
+    int solvable = saa > 0 && det > 1e-12 * saa * sbb;
+    if (solvable) {
         a = (say * sbb - sab * sby) / det;
         x = (saa * sby - sab * say) / det;
     }
-    if (a <= 0 || !(saa > 0 && det > 1e-12 * saa * sbb)) {
+    if (!solvable || a <= 0) {
         a = 0.0; /* no usable latency information: bandwidth only */
         x = sbb > 0 ? sby / sbb : 0.0;
     }
     if (!(x > 0)) return PB_ERR_CHECK;
-    out->alpha_s = a;
-    out->bw_Bps = 1e9 / x;
-    if (rms_rel) {
-        double ss = 0;
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            if (!(o[i].y > 0)) continue;
-            double r = (o[i].ca * a + o[i].cb / out->bw_Bps - o[i].y) / o[i].y;
-            ss += r * r;
-            k++;
-        }
-        *rms_rel = k ? sqrt(ss / k) : 0.0;
-    }
+    *a_out = a;
+    *x_out = x * 1e-9;
     return PB_OK;
+}
+
+static double rel_resid(const pb_fit_obs *o, double a, double x) { return (o->ca * a + o->cb * x - o->y) / o->y; }
+
+static int cmp_double(const void *p, const void *q)
+{
+    double u = *(const double *)p, v = *(const double *)q;
+    return (u > v) - (u < v);
+}
+
+int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel, int *kept)
+{
+    char *keep = calloc((size_t)n + 1, 1);
+    double *r = calloc((size_t)n + 1, sizeof *r);
+    int st = keep && r ? PB_OK : PB_ERR_ENV, k = 0;
+    double a = 0, x = 0;
+    for (int i = 0; i < n && st == PB_OK; i++) keep[i] = o[i].y > 0, k += keep[i];
+    if (st == PB_OK) st = solve(o, n, keep, &a, &x);
+    /* One robust pass: a busy machine gives a few wild points (a rank
+     * descheduled); drop those off by > max(50%, 4x the median |residual|). */
+    if (st == PB_OK && k > 3) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (keep[i]) r[m++] = fabs(rel_resid(&o[i], a, x));
+        qsort(r, (size_t)m, sizeof *r, cmp_double);
+        double cut = fmax(0.5, 4.0 * r[m / 2]);
+        int k2 = 0;
+        for (int i = 0; i < n; i++) {
+            if (keep[i] && fabs(rel_resid(&o[i], a, x)) > cut) keep[i] = 0;
+            k2 += keep[i];
+        }
+        if (k2 >= 2 && k2 < k && solve(o, n, keep, &a, &x) == PB_OK) k = k2;
+        else for (int i = 0; i < n; i++) keep[i] = o[i].y > 0; /* refit failed: keep all */
+    }
+    if (st == PB_OK) {
+        out->alpha_s = a;
+        out->bw_Bps = 1.0 / x;
+        double ss = 0;
+        for (int i = 0; i < n; i++)
+            if (keep[i]) ss += rel_resid(&o[i], a, x) * rel_resid(&o[i], a, x);
+        if (rms_rel) *rms_rel = k ? sqrt(ss / k) : 0.0;
+        if (kept) *kept = k;
+    }
+    free(keep);
+    free(r);
+    return st;
 }
 
 /* ---- growing arrays ---- */
@@ -135,6 +171,14 @@ typedef struct {
     obsvec obs[NCLASS][NSRC];
 } obsset;
 
+/* The row's median time when present (robust to a descheduled iteration),
+ * else its mean. */
+static int row_time(const pb_csv *t, int r, double *us)
+{
+    if (pb_csv_num(t, r, "time_us_median", us) == PB_OK && *us > 0) return PB_OK;
+    return pb_csv_num(t, r, "time_us", us);
+}
+
 /* coll_sweep rows -> the coll fit of their link class. */
 static int load_coll(const pb_csv *t, obsset *os, int *skipped)
 {
@@ -143,7 +187,7 @@ static int load_coll(const pb_csv *t, obsset *os, int *skipped)
         int k = pb_fit_class_index(pb_csv_get(t, r, "link_class"));
         pb_coll c;
         if (pb_coll_from_name(pb_csv_get(t, r, "collective"), &c) != PB_OK || k < 0 ||
-            pb_csv_num(t, r, "bytes", &S) || pb_csv_num(t, r, "nranks", &n) || pb_csv_num(t, r, "time_us", &us) ||
+            pb_csv_num(t, r, "bytes", &S) || pb_csv_num(t, r, "nranks", &n) || row_time(t, r, &us) ||
             n < 2 || us <= 0) {
             (*skipped)++;
             continue;
@@ -166,8 +210,10 @@ static int load_p2p(const pb_csv *t, obsset *os, int *skipped)
         const char *mode = pb_csv_get(t, r, "mode");
         int k = pb_fit_class_index(pb_csv_get(t, r, "link_class"));
         double S, us, bw;
-        if (k < 0 || pb_csv_num(t, r, "bytes", &S) || S <= 0) { (*skipped)++; continue; }
-        if (strcmp(mode, "latency") == 0 && pb_csv_num(t, r, "time_us", &us) == PB_OK && us > 0)
+        double wrong = 0;
+        pb_csv_num(t, r, "wrong", &wrong);
+        if (k < 0 || pb_csv_num(t, r, "bytes", &S) || S <= 0 || wrong > 0) { (*skipped)++; continue; }
+        if (strcmp(mode, "latency") == 0 && row_time(t, r, &us) == PB_OK && us > 0)
             PB_TRY(obs_push(&os->obs[k][PB_FIT_P2P], 1.0, S, us * 1e-6));
         else if (strcmp(mode, "bw") == 0 && S >= 1048576 && pb_csv_num(t, r, "bw_GBps", &bw) == PB_OK && bw > 0)
             PB_TRY(obs_push(&os->obs[k][PB_FIT_P2P], 0.0, S, S / (bw * 1e9)));
@@ -217,19 +263,19 @@ int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, p
 static void print_fits(const pb_fitted *f, FILE *out)
 {
     fprintf(out, "\nfitted cluster (alpha-beta per link class; weighted least squares on relative error)\n");
-    fprintf(out, "%-6s %-5s %6s %12s %12s %10s  %s\n", "class", "from", "rows", "alpha_us", "B_GBps", "rms_rel",
-            "model");
+    fprintf(out, "%-6s %-5s %6s %6s %12s %12s %10s  %s\n", "class", "from", "rows", "kept", "alpha_us", "B_GBps",
+            "rms_rel", "model");
     for (int k = 0; k < NCLASS; k++)
         for (int s = 0; s < NSRC; s++) {
             if (!f->rows[k][s]) continue;
             const char *model = s == PB_FIT_P2P ? "t = a + S/B (latency rows; bw rows >= 1 MiB as S/B)"
                                                 : "t = 2(n-1)a + 2(n-1)/n S/B (allreduce); (n-1)a + (n-1)/n S/B (AG/RS)";
             if (f->have[k][s])
-                fprintf(out, "%-6s %-5s %6d %12.3f %12.4f %10.4f  %s\n", class_names[k], src_names[s], f->rows[k][s],
-                        f->link[k][s].alpha_s * 1e6, f->link[k][s].bw_Bps / 1e9, f->rms[k][s], model);
+                fprintf(out, "%-6s %-5s %6d %6d %12.3f %12.4f %10.4f  %s\n", class_names[k], src_names[s],
+                        f->rows[k][s], f->kept[k][s], f->link[k][s].alpha_s * 1e6, f->link[k][s].bw_Bps / 1e9, f->rms[k][s], model);
             else
-                fprintf(out, "%-6s %-5s %6d %12s %12s %10s  no positive B fits these rows\n", class_names[k],
-                        src_names[s], f->rows[k][s], "-", "-", "-");
+                fprintf(out, "%-6s %-5s %6d %6s %12s %12s %10s  no positive B fits these rows\n", class_names[k],
+                        src_names[s], f->rows[k][s], "-", "-", "-", "-");
         }
 }
 
@@ -249,7 +295,8 @@ int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE
         for (int s = 0; s < NSRC; s++) {
             f.rows[k][s] = os.obs[k][s].n;
             if (st == PB_OK && os.obs[k][s].n >= 2)
-                f.have[k][s] = pb_fit_alpha_beta(os.obs[k][s].v, os.obs[k][s].n, &f.link[k][s], &f.rms[k][s]) == PB_OK;
+                f.have[k][s] = pb_fit_alpha_beta(os.obs[k][s].v, os.obs[k][s].n, &f.link[k][s], &f.rms[k][s],
+                                                 &f.kept[k][s]) == PB_OK;
             any |= f.have[k][s];
             free(os.obs[k][s].v);
         }

@@ -16,9 +16,11 @@ typedef struct pb_fit_obs {
 /* Least squares on relative error (weights 1/y^2), so the small-message
  * (latency) and large-message (bandwidth) regimes count alike. alpha is
  * clamped at 0 if the data push it negative; with no ca != 0 alpha is 0.
- * Returns PB_OK, or PB_ERR_CHECK when the data determine no positive B.
- * `rms_rel` (may be NULL) gets the root-mean-square relative residual. */
-int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel);
+ * One robust refit drops points whose relative residual exceeds
+ * max(50%, 4x the median). Returns PB_OK, PB_ERR_CHECK when the data determine
+ * no positive B, PB_ERR_ENV on allocation failure. `rms_rel` and `kept` (may
+ * be NULL) get the rms relative residual and the points kept. */
+int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel, int *kept);
 
 /* Fitted links per link class (intra, inter, mixed) and source (p2p, coll). */
 #define PB_FIT_NCLASS 3
@@ -27,6 +29,7 @@ typedef struct pb_fitted {
     int have[PB_FIT_NCLASS][PB_FIT_NSRC];
     pb_link link[PB_FIT_NCLASS][PB_FIT_NSRC];
     int rows[PB_FIT_NCLASS][PB_FIT_NSRC];
+    int kept[PB_FIT_NCLASS][PB_FIT_NSRC];
     double rms[PB_FIT_NCLASS][PB_FIT_NSRC];
 } pb_fitted;
 

@@ -106,7 +106,7 @@ cp "$TMP/out" "$TMP/fit"
 # check_fit CLASS SOURCE ALPHA_US B_GBPS: the fitted row is within 5% of the truth.
 check_fit() {
     if awk -v c="$1" -v s="$2" -v a="$3" -v b="$4" '
-        $1 == c && $2 == s { f = 1; ea = ($4 - a) / a; eb = ($5 - b) / b
+        $1 == c && $2 == s { f = 1; ea = ($5 - a) / a; eb = ($6 - b) / b
             if (ea < 0) ea = -ea; if (eb < 0) eb = -eb; ok = ea <= 0.05 && eb <= 0.05 }
         END { exit !(f && ok) }' "$TMP/fit"; then pass "fit $1/$2 within 5% of a=$3 us, B=$4 GB/s"
     else fail "fit $1/$2 not within 5% of a=$3 us, B=$4 GB/s"; grep -E "^(class|$1)" "$TMP/fit" | sed 's/^/  | /' >&2; fi
