@@ -18,7 +18,7 @@ int pb_compute_select(const char *option, const char *name, const pb_compute **o
     }
     if (strcmp(name, "cublas") == 0) {
         if (!pb_compute_cublas)
-            return pb_fail(PB_ERR_ENV, "compute engine cublas: not compiled in (build with CUDA=1)");
+            return pb_fail(PB_ERR_ENV, "compute engine cublas: not in this build (it needs CUDA=1 and common/compute_cublas.c)");
         *out = pb_compute_cublas();
         return PB_OK;
     }

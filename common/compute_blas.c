@@ -66,7 +66,8 @@ static int blas_init(const pb_compute_opts *opts)
     blas.threads = threads;
     openblas_set_num_threads(threads);
     blas.cpu_bf16 = cpu_has_flag("avx512_bf16");
-    blas.sbgemm = (sbgemm_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+    void *sym = dlsym(RTLD_DEFAULT, "cblas_sbgemm"); /* POSIX: object pointer to function pointer */
+    memcpy(&blas.sbgemm, &sym, sizeof sym);
     build_description();
     return PB_OK;
 }
@@ -127,7 +128,7 @@ static int gemm_bf16(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, 
 {
     int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
     size_t need = (size_t)(m * n) + (bf16_native() ? 0 : (size_t)(ar * ac + br * bc));
-    float *cf = malloc(need * sizeof(float));
+    float *cf = calloc(need, sizeof(float));
     PB_CHECK(cf, PB_ERR_ENV, "bf16 gemm scratch of %zu floats: out of memory", need);
     uint16_t *cb = c;
     if (beta != 0.0f) bf16_to_f32_matrix(cf, cb, m, n, ldc);

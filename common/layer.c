@@ -167,7 +167,8 @@ static int grad_gemm(pb_layer *ly, enum pb_weight w, const void *a, int64_t lda,
  * stack overflows. No causal mask: the GEMMs run on the full s x s. */
 static float score_scale(const pb_layer_shape *sh)
 {
-    return 1.0f / sqrtf((float)(sh->h / sh->heads));
+    int64_t hd = sh->h / sh->heads; /* exact: heads divides h */
+    return 1.0f / sqrtf((float)hd);
 }
 
 /* Views of one (sequence bi, local head j) inside the saved activations. */

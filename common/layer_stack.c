@@ -154,7 +154,7 @@ static int check_config(const pb_stack_config *cfg)
                         (long long)cfg->nlayers, (long long)cfg->layer0);
     if (cfg->model_layers != 0 && cfg->model_layers < cfg->layer0 + cfg->nlayers)
         return pb_usage("--layers", "the model has %lld layers but the stage ends at layer %lld",
-                        (long long)cfg->model_layers, (long long)(cfg->layer0 + cfg->nlayers));
+                        (long long)cfg->model_layers, (long long)cfg->layer0 + (long long)cfg->nlayers);
     if (cfg->grad_dtype != PB_FLOAT32 && cfg->grad_dtype != PB_BFLOAT16)
         return pb_usage("--grad-dtype", "gradient type %s not supported; expected float or bfloat16",
                         pb_dtype_name(cfg->grad_dtype));

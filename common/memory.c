@@ -62,7 +62,7 @@ int pb_mem_host(uint64_t *avail, uint64_t *total)
     char text[8192];
     if (!read_small("/proc/meminfo", text, sizeof text))
         return pb_fail(PB_ERR_ENV, "reading /proc/meminfo: cannot open it");
-    uint64_t a, t;
+    uint64_t a = 0, t = 0;
     PB_TRY(pb_mem_parse_meminfo(text, "MemAvailable", &a));
     PB_TRY(pb_mem_parse_meminfo(text, "MemTotal", &t));
     uint64_t limit, usage;
