@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# parabench on an emulated cluster: 2 nodes x 2 ranks, uplinks shaped to 1 Gbit/s
+# (scripts/emulate-cluster.sh; see docs/emulated-cluster.md). Checks that
+#  - ranks land on two distinct hosts, 2 per node;
+#  - p2p_sweep classifies pair 0,1 as intra-node and 0,3 as inter-node;
+#  - inter-node bandwidth at 4 MB tracks the link (90-110% of 0.125 GB/s);
+#  - intra-node bandwidth is well above it (> 4x);
+#  - a coll_sweep allreduce across the nodes is bounded by the link, validates, and
+#    reports 2 nodes / mixed placement.
+# Needs root and network namespaces: skips (exit 0, "SKIP: reason") without them.
+# Always tears the emulated cluster down, pass or fail.
+. "$(dirname "$0")/lib.sh"
+
+EMU=$(cd "$TESTS_DIR/../.." && pwd)/scripts/emulate-cluster.sh
+LINK_GBPS=0.125          # 1 Gbit/s in GB/s (1e9 B/s)
+NAME=$(basename "$0")
+
+skip() { echo "SKIP: $NAME: $*"; exit 0; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces (emulate-cluster.sh up)"
+command -v python3 >/dev/null || skip "python3 not found (parses the CSV results)"
+# The binaries are built by `make` before this runs: missing ones are a failure.
+for b in p2p_sweep coll_sweep; do
+    [ -x "$BIN/$b" ] || fail "$BIN/$b is missing; build it first (make)"
+done
+[ "$FAILS" -eq 0 ] || finish
+
+# Never take over or tear down a cluster somebody else brought up.
+if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
+    fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
+    finish
+fi
+
+# From here on the cluster is ours: always bring it down, even on failure or ^C.
+UP=0
+JOB=
+cleanup() {
+    local rc=$?
+    if [ -n "$JOB" ]; then     # interrupted mid-run: stop our mpirun first
+        kill -TERM "$JOB" 2>/dev/null
+        wait "$JOB" 2>/dev/null
+    fi
+    if [ "$UP" -eq 1 ]; then
+        "$EMU" down >/dev/null 2>&1 || echo "FAIL: $NAME: '$EMU down' failed; clean up by hand (docs/emulated-cluster.md)" >&2
+    fi
+    rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+UP=1
+"$EMU" up --nodes 2 --rate 1gbit >"$TMP/up.out" 2>"$TMP/up.err"
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    if [ "$rc" -eq 3 ] && grep -q "not permitted" "$TMP/up.err"; then
+        skip "network namespaces are not permitted here: $(tail -1 "$TMP/up.err")"
+    fi
+    fail "emulate-cluster.sh up --nodes 2 --rate 1gbit: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
+    finish
+fi
+pass "emulated cluster up: 2 nodes, 1 Gbit/s uplinks"
+
+# 4 ranks share this machine's cores: let idle ranks yield rather than spin, or their
+# polling starves the ranks being measured (and the kernel doing the forwarding).
+export OMPI_MCA_mpi_yield_when_idle=1
+
+# Run in the background and wait, so that a signal's trap (and teardown) runs at once.
+emu() {
+    timeout 90 "$EMU" mpirun -np 4 --npernode 2 "$@" &
+    JOB=$!
+    wait "$JOB"
+    local rc=$?
+    JOB=
+    return "$rc"
+}
+
+# --- placement: 2 distinct hostnames, 2 ranks each
+expect_rc 0 "hostname on 2 nodes x 2 ranks" -- emu hostname
+hosts=$(sort "$TMP/out" | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')
+if [ "$hosts" = "pbnode0=2 pbnode1=2 " ]; then pass "ranks on 2 hosts, 2 each ($hosts)"; else
+    fail "expected pbnode0=2 pbnode1=2, got: $hosts"; fi
+
+# --- p2p_sweep: classification and bandwidth at 4 MB
+p2p() {  # p2p PAIR CSV
+    expect_rc 0 "p2p_sweep --mode bw --pair $1" -- \
+        emu "$BIN/p2p_sweep" --mode bw --pair "$1" --window 8 -b 4M -e 4M -f 2 -n 4 -w 1 --csv "$2"
+}
+p2p 0,1 "$TMP/intra.csv"
+p2p 0,3 "$TMP/inter.csv"
+
+# check_csv KIND FILE...: python3 checks; prints "ok: ..." / "FAIL: ..." lines.
+check_csv() {
+    python3 - "$LINK_GBPS" "$@" <<'EOF'
+import csv, sys
+
+link = float(sys.argv[1])
+kind = sys.argv[2]
+files = sys.argv[3:]
+
+def rows(path):
+    try:
+        with open(path) as f:
+            lines = [l for l in f if l.strip() and not l.startswith('#')]
+    except OSError as e:
+        print(f"FAIL: cannot read {path}: {e}")
+        return []
+    r = list(csv.DictReader(lines))
+    if not r:
+        print(f"FAIL: {path} has no data rows")
+    return r
+
+def check(ok, msg):
+    print(("ok: " if ok else "FAIL: ") + msg)
+
+if kind == "p2p":
+    intra, inter = (rows(p) for p in files)
+    for name, rs, pair, cls, host_same in (("intra", intra, ("0", "1"), "intra", True),
+                                          ("inter", inter, ("0", "3"), "inter", False)):
+        for r in rs:
+            check((r["rank_a"], r["rank_b"]) == pair and r["mode"] == "bw",
+                  f"{name}: row is mode=bw pair {pair[0]},{pair[1]} (got {r['mode']} {r['rank_a']},{r['rank_b']})")
+            check(r["link_class"] == cls, f"pair {pair[0]},{pair[1]} classified {r['link_class']}, expected {cls}")
+            check((r["host_a"] == r["host_b"]) == host_same,
+                  f"pair {pair[0]},{pair[1]} hosts {r['host_a']},{r['host_b']} ({'same' if host_same else 'different'} expected)")
+    big = lambda rs: [r for r in rs if int(r["bytes"]) == 4 << 20]
+    bi, be = big(intra), big(inter)
+    check(len(bi) == 1 and len(be) == 1, "one 4 MB row per pair")
+    if bi and be:
+        intra_bw, inter_bw = float(bi[0]["bw_GBps"]), float(be[0]["bw_GBps"])
+        check(0.9 * link <= inter_bw <= 1.1 * link,
+              f"inter-node bw at 4 MB {inter_bw:.4f} GB/s within 90-110% of the {link} GB/s link "
+              f"({100 * inter_bw / link:.0f}%)")
+        check(intra_bw > 4 * link,
+              f"intra-node bw at 4 MB {intra_bw:.3f} GB/s > 4x the link ({4 * link} GB/s)")
+
+elif kind == "allreduce":
+    # Bound: with 2 nodes, whatever the algorithm, every rank's result needs the other
+    # node's contribution to all S bytes, so >= S bytes cross each node's uplink in each
+    # direction before any rank finishes: t >= S/B, algbw = S/t <= B (+10% for timing
+    # and tbf's burst). In busbw terms that is busbw = algbw * 2(n-1)/n <= 1.5 B at n=4.
+    # A flat ring on this layout (0,1 | 2,3) crosses each uplink once per direction with
+    # 2(n-1)/n * S bytes, so it reaches busbw = B only; but a node-aware order (recursive
+    # halving that pairs 0,1 first moves S/2 per direction per phase across the link)
+    # beats that, and busbw 0.150 GB/s = 1.2 B was seen here at 8 MB: "busbw <= 1.2 B"
+    # would be a ring-only bound, and flaky. Floor: the traffic really crossed and was
+    # timed (busbw >= 0.3 B), so a broken timer cannot pass by reporting ~0.
+    rs = rows(files[0])
+    for r in rs:
+        s, algbw, busbw = int(r["bytes"]), float(r["algbw_GBps"]), float(r["busbw_GBps"])
+        tag = f"allreduce {s >> 20} MB"
+        check(r["collective"] == "allreduce" and r["nranks"] == "4" and r["nnodes"] == "2",
+              f"{tag}: 4 ranks on 2 nodes (got {r['nranks']} ranks, {r['nnodes']} nodes)")
+        check(r["link_class"] == "mixed" or r["link_class"] == "inter",
+              f"{tag}: placement spans nodes (link_class {r['link_class']})")
+        check(int(r["wrong"]) == 0, f"{tag}: #wrong = {r['wrong']}")
+        check(algbw <= 1.1 * link,
+              f"{tag}: algbw {algbw:.4f} GB/s <= 1.1 x link {link} GB/s (busbw {busbw:.4f})")
+        check(busbw >= 0.3 * link, f"{tag}: busbw {busbw:.4f} GB/s >= 0.3 x link (traffic crossed the link)")
+EOF
+}
+
+# check_report DESC: fold check_csv's lines into pass/fail.
+check_report() {
+    local line
+    while IFS= read -r line; do
+        case $line in
+            ok:*)   pass "${line#ok: }" ;;
+            FAIL:*) fail "${line#FAIL: }" ;;
+            *)      [ -z "$line" ] || echo "  | $line" >&2 ;;
+        esac
+    done <"$TMP/check"
+}
+
+if [ -s "$TMP/intra.csv" ] && [ -s "$TMP/inter.csv" ]; then
+    check_csv p2p "$TMP/intra.csv" "$TMP/inter.csv" >"$TMP/check" 2>&1; check_report
+else
+    fail "p2p_sweep wrote no CSV (see above)"
+fi
+
+# --- coll_sweep allreduce across the nodes
+expect_rc 0 "coll_sweep allreduce 4-8 MB on 2 nodes" -- \
+    emu "$BIN/coll_sweep" --coll allreduce -b 4M -e 8M -f 2 -n 4 -w 1 -c 1 --csv "$TMP/ar.csv"
+if [ -s "$TMP/ar.csv" ]; then
+    check_csv allreduce "$TMP/ar.csv" >"$TMP/check" 2>&1; check_report
+else
+    fail "coll_sweep wrote no CSV (see above)"
+fi
+
+# --- teardown leaves nothing behind
+expect_rc 0 "emulate-cluster.sh down" -- "$EMU" down
+UP=0
+left=$( (ip netns list; ip -o link show) 2>/dev/null | grep -E 'pbnode[0-9]|pbv[0-9]|pbbr0' || true)
+if [ -z "$left" ]; then pass "down left no namespaces or links behind"; else fail "left behind: $left"; fi
+
+finish
