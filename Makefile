@@ -110,8 +110,9 @@ sanitize:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks
-	clang-tidy --quiet $(filter-out $(GPU_C),$(wildcard common/*.c benchmarks/*.c)) -- \
-	  $(filter-out -MMD -MP,$(CFLAGS)) $(shell mpicc --showme:compile)
+	printf '%s\n' $(filter-out $(GPU_C),$(wildcard common/*.c benchmarks/*.c)) | \
+	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
+	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -154,7 +154,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
         pb_coll_shape_of(x->coll, sizes[i], o->dtype, b->w.size, &x->shape);
         int done = 0;
-        pb_stats st;
+        pb_stats st = {0};
         long long wrong = 0;
         status = pb_time_loop(b->w.comm, &loop, one_iteration, x, samples, &done);
         if (status == PB_OK) status = pb_gather_stats(b->w.comm, samples, done, &st);

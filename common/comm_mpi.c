@@ -162,7 +162,7 @@ static int next_request(pb_comm *c, MPI_Request **out)
 {
     if (c->nreq == c->cap) {
         int cap = c->cap ? 2 * c->cap : 64;
-        MPI_Request *r = realloc(c->reqs, sizeof *r * (size_t)cap);
+        MPI_Request *r = realloc(c->reqs, sizeof(MPI_Request) * (size_t)cap);
         PB_CHECK(r, PB_ERR_ENV, "out of memory for %d requests", cap);
         c->reqs = r;
         c->cap = cap;
@@ -174,7 +174,7 @@ static int next_request(pb_comm *c, MPI_Request **out)
 static int send(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer)
 {
     int n = 0;
-    MPI_Request *req;
+    MPI_Request *req = NULL;
     PB_TRY(int_count(count, &n));
     PB_TRY(next_request(c, &req));
     return check(MPI_Isend(buf, n, mpi_type(t), peer, 0, c->comm, req), "MPI_Isend");
@@ -183,7 +183,7 @@ static int send(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer)
 static int recv(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer)
 {
     int n = 0;
-    MPI_Request *req;
+    MPI_Request *req = NULL;
     PB_TRY(int_count(count, &n));
     PB_TRY(next_request(c, &req));
     return check(MPI_Irecv(buf, n, mpi_type(t), peer, 0, c->comm, req), "MPI_Irecv");

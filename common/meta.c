@@ -1,15 +1,12 @@
 #include "meta.h"
 
 #include "topo.h"
+#include "version.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#ifndef PB_GIT_REV
-#define PB_GIT_REV "unknown"
-#endif
-#define PB_VERSION "0.1.0"
 
 static void add_command(cJSON *meta, int argc, char **argv)
 {

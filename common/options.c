@@ -157,7 +157,7 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
     case O_JSON: o->json = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
     case O_BACKEND:
-        if (strcmp(arg, "mpi") && strcmp(arg, "nccl"))
+        if (strcmp(arg, "mpi") != 0 && strcmp(arg, "nccl") != 0)
             return pb_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
         o->backend = arg;
         return PB_OK;

@@ -3,6 +3,7 @@
  * communication (model.h with the fitted links), print predicted vs measured,
  * and write benchmark,row,predicted_us,measured_us,rel_error. */
 #include "plan_fit.h"
+#include "version.h"
 
 #include "csv_read.h"
 #include "error.h"
@@ -45,7 +46,10 @@ static int push(predvec *pv, const char *bench, const char *label, const char *l
 static int num(const pb_csv *t, int r, const char *col, double *v) { return pb_csv_num(t, r, col, v) == PB_OK; }
 
 /* Overlap column values that mean "none". */
-static int overlapped(const char *v) { return *v && strcmp(v, "none") && strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no"); }
+static int overlapped(const char *v)
+{
+    return *v && strcmp(v, "none") != 0 && strcmp(v, "off") != 0 && strcmp(v, "0") != 0 && strcmp(v, "no") != 0;
+}
 
 /* DP: step = compute + ring allreduce(grad_bytes, n). With overlap, the
  * allreduce can hide behind backward (2/3 of compute). */

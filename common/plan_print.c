@@ -1,5 +1,6 @@
 /* Printing the planner's results: a ranked table for humans, JSON for tools. */
 #include "plan.h"
+#include "version.h"
 
 #include "cluster.h"
 #include "error.h"
