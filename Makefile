@@ -45,7 +45,7 @@ COMMON_C     = $(filter-out $(GPU_C),$(ALL_COMMON))
 
 ifeq ($(CUDA),1)
   NVCC       = $(CUDA_HOME)/bin/nvcc
-  CFLAGS    += $(if $(wildcard common/comm_nccl.c),-DPB_HAVE_CUDA=1) -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
+  CFLAGS    += -DPB_HAVE_CUDA=1 -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
   LIBS      += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
                -lnccl -lcublas -lcudart
   COMMON_C  += $(GPU_C)

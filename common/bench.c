@@ -1,6 +1,9 @@
 #include "bench.h"
 
 #include "error.h"
+#include "gpu.h"
+
+#include <string.h>
 
 #include <stdlib.h>
 
@@ -21,12 +24,25 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     if (status != PB_OK) pb_world_exit(&b->w, status);
 }
 
+/* The default backend is NCCL when this build has it and every rank sees a GPU. */
+static const char *default_backend(const pb_world *w)
+{
+    int gpus = pb_gpu_count();
+    MPI_Allreduce(MPI_IN_PLACE, &gpus, 1, MPI_INT, MPI_MIN, w->comm);
+    return gpus > 0 ? "nccl" : "mpi";
+}
+
 int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta)
 {
-    int status = pb_backend_select(o->backend, &b->be);
+    const char *name = o->backend ? o->backend : default_backend(&b->w);
+    int status = pb_backend_select(name, &b->be);
+    char gpu[160] = "none";
+    if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
+        status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     status = pb_world_agree(&b->w, status);
     if (status != PB_OK) return status;
     b->meta = pb_meta_collect(&b->w, b->be, b->argc, b->argv, &b->info);
+    if (b->meta) cJSON_AddStringToObject(b->meta, "gpu_rank0", gpu);
     if (b->w.rank != 0) {
         cJSON_Delete(extra_meta);
         return pb_world_agree(&b->w, PB_OK);

@@ -88,7 +88,7 @@ int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group 
 /* ---- common options ---- */
 
 enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_DTYPE, O_OP, O_ROOT, O_CHECK,
-       O_ROTATE, O_CSV, O_JSON, O_BACKEND };
+       O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_GPU_OFFSET };
 
 static const pb_opt common_opts[] = {
     {"minbytes", 'b', "SIZE", "smallest message size in bytes (K/M/G suffixes)", O_MINB},
@@ -106,7 +106,8 @@ static const pb_opt common_opts[] = {
     {"rotate", 0, "0|1", "rotate buffer offsets between iterations so caches do not flatter (default 1)", O_ROTATE},
     {"csv", 0, "FILE", "write results as CSV", O_CSV},
     {"json", 0, "FILE", "write results and metadata as JSON", O_JSON},
-    {"backend", 0, "NAME", "mpi (host memory) or nccl (GPU memory)", O_BACKEND},
+    {"backend", 0, "NAME", "mpi (host memory) or nccl (GPU memory); default nccl where GPUs are visible", O_BACKEND},
+    {"gpu-offset", 0, "N", "use GPU (local rank + N) mod GPUs (default 0)", O_GPU_OFFSET},
 };
 
 static int group_of_opt(int id)
@@ -131,7 +132,7 @@ void pb_common_defaults(pb_common_opts *o)
     o->op = PB_SUM;
     o->max_seconds = 10;
     o->rotate = 1;
-    o->backend = "mpi";
+    o->backend = NULL;
 }
 
 static int handle_common(void *ctx, int id, const char *option, const char *arg)
@@ -161,6 +162,7 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
             return pb_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
         o->backend = arg;
         return PB_OK;
+    case O_GPU_OFFSET: PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v)); o->gpu_offset = (int)v; return PB_OK;
     default: return pb_usage(option, "not handled");
     }
 }

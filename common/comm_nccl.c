@@ -1,0 +1,176 @@
+/* NCCL backend: buffers in GPU memory, collectives and send/recv enqueued on
+ * one communication stream per communicator; sync() waits for that stream and
+ * checks NCCL's asynchronous errors. MPI only hands out the unique id.
+ * The GPU is the current device, chosen once per process by pb_gpu_bind. */
+#include "comm.h"
+
+#include "error.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdlib.h>
+
+struct pb_comm {
+    ncclComm_t nccl;
+    cudaStream_t stream;
+    int rank, size;
+};
+
+#define CUDA_TRY(call)                                                                             \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) return pb_fail(PB_ERR_ENV, "%s: %s", #call, cudaGetErrorString(e_)); \
+    } while (0)
+
+static int nccl_check(ncclResult_t r, const pb_comm *c, const char *what)
+{
+    if (r == ncclSuccess || r == ncclInProgress) return PB_OK;
+    const char *last = c ? ncclGetLastError(c->nccl) : NULL;
+    return pb_fail(PB_ERR_ENV, "%s: %s%s%s", what, ncclGetErrorString(r), last && *last ? ": " : "",
+                   last ? last : "");
+}
+
+static ncclDataType_t nccl_type(pb_dtype t)
+{
+    switch (t) {
+    case PB_FLOAT32: return ncclFloat32;
+    case PB_BFLOAT16: return ncclBfloat16;
+    case PB_FLOAT16: return ncclFloat16;
+    case PB_INT32: return ncclInt32;
+    default: return ncclUint8;
+    }
+}
+
+static ncclRedOp_t nccl_op(pb_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
+
+static int create(MPI_Comm group, pb_comm **out)
+{
+    pb_comm *c = calloc(1, sizeof *c);
+    PB_CHECK(c, PB_ERR_ENV, "out of memory for a communicator");
+    MPI_Comm_rank(group, &c->rank);
+    MPI_Comm_size(group, &c->size);
+    ncclUniqueId id;
+    int status = PB_OK;
+    if (c->rank == 0) status = nccl_check(ncclGetUniqueId(&id), NULL, "ncclGetUniqueId");
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
+    if (status != PB_OK) {
+        free(c);
+        return status;
+    }
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group);
+    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: %s", cudaGetErrorString(e));
+    if (status == PB_OK) status = nccl_check(ncclCommInitRank(&c->nccl, c->size, id, c->rank), NULL, "ncclCommInitRank");
+    if (status != PB_OK) {
+        free(c);
+        return status;
+    }
+    *out = c;
+    return PB_OK;
+}
+
+static void destroy(pb_comm *c)
+{
+    if (!c) return;
+    cudaStreamSynchronize(c->stream);
+    ncclCommDestroy(c->nccl);
+    cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static int rank_of(const pb_comm *c) { return c->rank; }
+static int size_of(const pb_comm *c) { return c->size; }
+
+static int dev_alloc(size_t bytes, void **out)
+{
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e != cudaSuccess)
+        return pb_fail(PB_ERR_ENV, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
+    return PB_OK;
+}
+
+static void dev_free(void *p) { cudaFree(p); }
+
+static int to_host(void *host, const void *dev, size_t bytes)
+{
+    CUDA_TRY(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+    return PB_OK;
+}
+
+static int from_host(void *dev, const void *host, size_t bytes)
+{
+    CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+    return PB_OK;
+}
+
+static int allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op)
+{
+    return nccl_check(ncclAllReduce(s, r, n, nccl_type(t), nccl_op(op), c->nccl, c->stream), c, "ncclAllReduce");
+}
+
+static int allgather(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t)
+{
+    return nccl_check(ncclAllGather(s, r, n, nccl_type(t), c->nccl, c->stream), c, "ncclAllGather");
+}
+
+static int reducescatter(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op)
+{
+    return nccl_check(ncclReduceScatter(s, r, n, nccl_type(t), nccl_op(op), c->nccl, c->stream), c,
+                      "ncclReduceScatter");
+}
+
+static int broadcast(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, int root)
+{
+    return nccl_check(ncclBroadcast(s, r, n, nccl_type(t), root, c->nccl, c->stream), c, "ncclBroadcast");
+}
+
+static int reduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op, int root)
+{
+    return nccl_check(ncclReduce(s, r, n, nccl_type(t), nccl_op(op), root, c->nccl, c->stream), c, "ncclReduce");
+}
+
+static int alltoall(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t)
+{
+    return nccl_check(ncclAlltoAll(s, r, n, nccl_type(t), c->nccl, c->stream), c, "ncclAlltoAll");
+}
+
+static int group_start(pb_comm *c) { return nccl_check(ncclGroupStart(), c, "ncclGroupStart"); }
+static int group_end(pb_comm *c) { return nccl_check(ncclGroupEnd(), c, "ncclGroupEnd"); }
+
+static int send(pb_comm *c, const void *buf, size_t n, pb_dtype t, int peer)
+{
+    return nccl_check(ncclSend(buf, n, nccl_type(t), peer, c->nccl, c->stream), c, "ncclSend");
+}
+
+static int recv(pb_comm *c, void *buf, size_t n, pb_dtype t, int peer)
+{
+    return nccl_check(ncclRecv(buf, n, nccl_type(t), peer, c->nccl, c->stream), c, "ncclRecv");
+}
+
+static int sync_stream(pb_comm *c)
+{
+    CUDA_TRY(cudaStreamSynchronize(c->stream));
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(c->nccl, &async);
+    return nccl_check(async, c, "NCCL asynchronous error");
+}
+
+static void version(char *buf, size_t len)
+{
+    int v = 0;
+    ncclGetVersion(&v);
+    /* NCCL >= 2.9 encodes major*10000 + minor*100 + patch */
+    snprintf(buf, len, "NCCL %d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+}
+
+static const pb_backend nccl_backend = {
+    .name = "nccl", .mem = "device",
+    .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
+    .alloc = dev_alloc, .free = dev_free, .to_host = to_host, .from_host = from_host,
+    .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,
+    .broadcast = broadcast, .reduce = reduce, .alltoall = alltoall,
+    .group_start = group_start, .group_end = group_end, .send = send, .recv = recv,
+    .sync = sync_stream, .version = version,
+};
+
+const pb_backend *pb_backend_nccl(void) { return &nccl_backend; }
