@@ -5,6 +5,7 @@
 #include "coll_exec.h"
 #include "error.h"
 #include "runner.h"
+#include "watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +79,13 @@ typedef struct iter_ctx {
     pb_coll_shape shape;
     pb_rotbuf send, recv;
     const pb_common_opts *o;
+    int skip;
 } iter_ctx;
 
 static int one_iteration(void *arg, int iter)
 {
     iter_ctx *x = arg;
+    if (x->skip) return PB_OK; /* test-only: leave the peers waiting (PARABENCH_TEST_SKIP) */
     PB_TRY(pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter),
                          pb_rotbuf_slot(&x->recv, iter), x->o->dtype, x->o->op, x->o->root));
     return x->be->sync(x->comm);
@@ -98,7 +101,9 @@ static int validate(iter_ctx *x, const pb_world *w, long long *wrong_total)
     int n = x->be->size(x->comm), me = x->be->rank(x->comm);
     pb_coll_fill(x->coll, sh, x->o->dtype, me, n, x->o->root, host);
     int status = x->be->from_host(pb_rotbuf_slot(&x->send, 0), host, sh->send_count * ts);
+    pb_watch_arm(0, "validate");
     if (status == PB_OK) status = one_iteration(x, 0);
+    pb_watch_disarm();
     if (status == PB_OK) status = x->be->to_host(host, pb_rotbuf_slot(&x->recv, 0), sh->recv_count * ts);
     long long wrong = 0;
     if (status == PB_OK) {
@@ -153,6 +158,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     int status = PB_OK;
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
         pb_coll_shape_of(x->coll, sizes[i], o->dtype, b->w.size, &x->shape);
+        pb_watch_what(pb_coll_name(x->coll), x->shape.bytes);
         int done = 0;
         pb_stats st = {0};
         long long wrong = 0;
@@ -193,7 +199,7 @@ int main(int argc, char **argv)
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
-    iter_ctx x = {.be = b.be, .o = &o.common};
+    iter_ctx x = {.be = b.be, .o = &o.common, .skip = pb_test_skip_rank() == b.w.rank};
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &x.comm);
     double busbw_sum = 0;
     int rows = 0;

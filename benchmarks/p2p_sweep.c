@@ -4,6 +4,7 @@
 #include "error.h"
 #include "p2p.h"
 #include "parse.h"
+#include "watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,7 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_
     int in_pair = me == o->pair[0] || me == o->pair[1];
     pb_p2p_result res = {0};
     int status = PB_OK;
+    pb_watch_what(pb_p2p_mode_name(cfg->mode), bytes);
     if (in_pair) status = pb_p2p_measure(b->be, comm, b->w.comm, a, peer, bytes, cfg, s, r, &res);
     if (me == a && a != 0) MPI_Send(&res, sizeof res, MPI_BYTE, 0, TAG_RESULT, b->w.comm);
     if (me == 0 && a != 0) {

@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "gpu.h"
+#include "watchdog.h"
 
 #include <string.h>
 
@@ -10,6 +11,7 @@
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_opt_group *groups, int ngroups)
 {
+    memset(b, 0, sizeof *b);
     b->name = name;
     b->argc = *argc;
     b->argv = *argv;
@@ -39,6 +41,7 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
     char gpu[160] = "none";
     if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
+    if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
     status = pb_world_agree(&b->w, status);
     if (status != PB_OK) return status;
     b->meta = pb_meta_collect(&b->w, b->be, b->argc, b->argv, &b->info);
@@ -73,5 +76,6 @@ _Noreturn void pb_bench_finish(pb_bench *b, int status)
     }
     cJSON_Delete(b->meta);
     status = pb_world_agree(&b->w, status);
+    pb_watchdog_stop();
     pb_world_exit(&b->w, status);
 }

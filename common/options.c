@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "parse.h"
+#include "watchdog.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group 
 
 /* ---- common options ---- */
 
-enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_DTYPE, O_OP, O_ROOT, O_CHECK,
+enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TIMEOUT, O_DTYPE, O_OP, O_ROOT, O_CHECK,
        O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_GPU_OFFSET };
 
 static const pb_opt common_opts[] = {
@@ -99,6 +100,7 @@ static const pb_opt common_opts[] = {
     {"iters", 'n', "N", "timed iterations per size", O_ITERS},
     {"warmup_iters", 'w', "N", "untimed warm-up iterations per size", O_WARMUP},
     {"max-seconds-per-size", 0, "SECS", "stop iterating a size after SECS seconds (0: no cap)", O_CAP},
+    {"timeout", 0, "SECS", "abort with exit 4 when one operation hangs this long (default 300; 0: off)", O_TIMEOUT},
     {"datatype", 'd', "TYPE", "float, bfloat16, half or int32", O_DTYPE},
     {"op", 'o', "OP", "reduction: sum, max or min", O_OP},
     {"root", 'r', "RANK", "root rank of broadcast and reduce", O_ROOT},
@@ -113,7 +115,7 @@ static const pb_opt common_opts[] = {
 static int group_of_opt(int id)
 {
     if (id <= O_SIZES) return PB_OPTS_SWEEP;
-    if (id <= O_CAP) return PB_OPTS_ITERS;
+    if (id <= O_TIMEOUT) return PB_OPTS_ITERS;
     if (id <= O_ROOT) return PB_OPTS_REDUCE;
     if (id <= O_ROTATE) return PB_OPTS_DATA;
     return PB_OPTS_OUTPUT;
@@ -131,6 +133,7 @@ void pb_common_defaults(pb_common_opts *o)
     o->dtype = PB_FLOAT32;
     o->op = PB_SUM;
     o->max_seconds = 10;
+    o->timeout = PB_DEFAULT_TIMEOUT_S;
     o->rotate = 1;
     o->backend = NULL;
 }
@@ -150,6 +153,7 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000000, &v)); o->iters = (int)v; return PB_OK;
     case O_WARMUP: PB_TRY(pb_parse_int(option, arg, 0, 100000000, &v)); o->warmup = (int)v; return PB_OK;
     case O_CAP: return pb_parse_double(option, arg, 0, 1e7, &o->max_seconds);
+    case O_TIMEOUT: return pb_parse_double(option, arg, 0, 1e7, &o->timeout);
     case O_DTYPE: return pb_dtype_parse(option, arg, &o->dtype);
     case O_OP: return pb_redop_parse(option, arg, &o->op);
     case O_ROOT: PB_TRY(pb_parse_int(option, arg, 0, 1 << 24, &v)); o->root = (int)v; return PB_OK;

@@ -50,6 +50,7 @@ typedef struct pb_common_opts {
     pb_redop op;                   /* -o */
     int root;                      /* -r */
     double max_seconds;            /* --max-seconds-per-size; 0 = no cap */
+    double timeout;                /* --timeout: hang watchdog, seconds; 0 = off */
     int rotate;                    /* --rotate: rotate buffer offsets */
     const char *backend;           /* --backend: "mpi", "nccl", or NULL (nccl where GPUs are visible) */
     int gpu_offset;                /* --gpu-offset: GPU = (local rank + offset) mod GPUs */
@@ -64,7 +65,7 @@ void pb_common_defaults(pb_common_opts *o);
  * PB_OPTS_* selecting the options that make sense for the binary. */
 enum {
     PB_OPTS_SWEEP = 1,   /* -b -e -f -i --sizes */
-    PB_OPTS_ITERS = 2,   /* -n -w --max-seconds-per-size */
+    PB_OPTS_ITERS = 2,   /* -n -w --max-seconds-per-size --timeout */
     PB_OPTS_REDUCE = 4,  /* -d -o -r */
     PB_OPTS_DATA = 8,    /* -c --rotate */
     PB_OPTS_OUTPUT = 16, /* --csv --json --backend --gpu-offset */

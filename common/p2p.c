@@ -3,6 +3,7 @@
 #include "error.h"
 #include "faults.h"
 #include "timing.h"
+#include "watchdog.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -61,6 +62,7 @@ static int ack(pair *p, int send)
 /* One iteration, as seen by this rank. */
 static int iteration(pair *p, int iter)
 {
+    if (pb_test_skip_rank() == p->me) return PB_OK; /* test-only: leave the peer waiting */
     int lead = p->me == p->initiator, w = p->cfg->window;
     switch (p->cfg->mode) {
     case PB_P2P_LATENCY:
@@ -83,7 +85,11 @@ static int agree_iterations(pair *p, MPI_Comm ctrl, int *iters)
 {
     double t0 = pb_now_us();
     int warm = p->cfg->warmup > 0 ? p->cfg->warmup : 1;
-    for (int i = -warm; i < 0; i++) PB_TRY(iteration(p, i));
+    for (int i = -warm; i < 0; i++) {
+        pb_watch_arm(i, "warm-up");
+        PB_TRY(iteration(p, i));
+    }
+    pb_watch_arm(0, "agree on iterations");
     int n = p->cfg->iters;
     if (p->me == p->initiator) {
         double per_iter = (pb_now_us() - t0) / warm, cap = p->cfg->max_seconds * 1e6;
@@ -107,6 +113,7 @@ static int check_exchange(pair *p, MPI_Comm ctrl, long long *wrong)
     for (size_t i = 0; i < p->bytes; i++) host[i] = pattern(p->me, i);
     int status = p->be->from_host(pb_rotbuf_slot(p->sbuf, 0), host, p->bytes);
     int lead = p->me == p->initiator;
+    pb_watch_arm(0, "validate");
     for (int turn = 0; turn < 2 && status == PB_OK; turn++) {
         int sending = (turn == 0) == lead;
         status = post_window(p, sending, !sending, 0);
@@ -118,6 +125,7 @@ static int check_exchange(pair *p, MPI_Comm ctrl, long long *wrong)
     free(host);
     MPI_Sendrecv(&mine, 1, MPI_LONG_LONG, p->peer, TAG_CTRL, &theirs, 1, MPI_LONG_LONG, p->peer, TAG_CTRL, ctrl,
                  MPI_STATUS_IGNORE);
+    pb_watch_disarm();
     *wrong = mine + theirs;
     return status;
 }
@@ -132,11 +140,13 @@ int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initi
     PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", n);
     int status = PB_OK;
     for (int i = 0; i < n && status == PB_OK; i++) {
+        pb_watch_arm(i, "operation");
         double t0 = pb_now_us();
         status = iteration(&p, i);
         samples[i] = pb_now_us() - t0;
         if (cfg->mode == PB_P2P_LATENCY) samples[i] /= 2;
     }
+    pb_watch_disarm();
     pb_stats_of(samples, (size_t)n, &out->st);
     free(samples);
     out->iters = n;

@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "timing.h"
+#include "watchdog.h"
 
 #include <stdlib.h>
 
@@ -19,19 +20,23 @@ int pb_time_loop(MPI_Comm group, const pb_loop_cfg *cfg, pb_iter_fn fn, void *ct
     int status = PB_OK, timed = 0;
     for (int i = -cfg->warmup; i < cfg->iters; i++) {
         int over = cap_us > 0 && pb_now_us() - start > cap_us && timed > 0;
+        pb_watch_arm(i, "align");
         int decision = agree(group, status != PB_OK ? 2 + status : over);
         if (decision >= 2) {
             status = decision - 2;
             break;
         }
         if (decision == 1) break;
+        pb_watch_arm(i, "operation");
         double t0 = pb_now_us();
         status = fn(ctx, i);
         double t1 = pb_now_us();
         if (i >= 0 && status == PB_OK) samples_us[timed++] = t1 - t0;
     }
     /* A last alignment: no rank runs ahead, and a failure in the last iteration reaches everyone. */
+    pb_watch_arm(cfg->iters, "align");
     int last = agree(group, status != PB_OK ? 2 + status : 0);
+    pb_watch_disarm();
     if (last >= 2) status = last - 2;
     *done = timed;
     return status;

@@ -1,0 +1,33 @@
+/* Hang watchdog (--timeout). A thread per rank watches the operation the rank
+ * is in; when one has not completed within the timeout it prints what is
+ * stuck (benchmark, operation, size, iteration, phase, rank, host), waits a
+ * moment so the other stuck ranks print too, aborts the communicators that
+ * registered an abort hook (ncclCommAbort) and then the job (MPI_Abort with
+ * exit code 4). Ranks that print nothing are not inside a watched operation:
+ * they are the ones the others wait for.
+ *
+ * Arming costs two relaxed atomic stores, so it may sit next to timed code. */
+#ifndef PB_WATCHDOG_H
+#define PB_WATCHDOG_H
+
+#include <stdint.h>
+
+#define PB_DEFAULT_TIMEOUT_S 300.0
+
+/* Start the thread; timeout_s <= 0 disables the watchdog. */
+int pb_watchdog_start(double timeout_s, int rank, const char *host, const char *benchmark);
+void pb_watchdog_stop(void);
+
+/* What the rank is about to do (not on the hot path): operation and size. */
+void pb_watch_what(const char *operation, uint64_t bytes);
+
+/* Arm for iteration `iter` (negative: warm-up) in `phase` (a static string,
+ * e.g. "align", "operation", "validate"); disarm when it completed. */
+void pb_watch_arm(int iter, const char *phase);
+void pb_watch_disarm(void);
+
+/* Called by the watchdog before it aborts the job (e.g. ncclCommAbort). */
+void pb_watchdog_on_abort(void (*fn)(void *), void *arg);
+void pb_watchdog_forget(void *arg);
+
+#endif

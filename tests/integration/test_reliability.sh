@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The promises of docs/reliability.md: a hang ends in exit 4 with a message
+# naming what is stuck; a rank that dies ends the job and leaves the rows
+# already measured on disk, well formed; Ctrl-C leaves no stray processes.
+source "$(dirname "$0")/lib.sh"
+
+# ---- hang: rank 1 skips its collectives, the watchdog fires ----
+start=$SECONDS
+expect_rc 4 "coll_sweep hang ends with exit 4" -- \
+    mpi 3 -x PARABENCH_TEST_SKIP=1 "$BIN/coll_sweep" --sizes 1K -n 50 -w 1 --timeout 2
+expect_in "$TMP/err" "TIMEOUT: rank 0" "rank 0 reports where it is stuck"
+expect_in "$TMP/err" "allreduce of 1024 bytes" "the message names the operation and size"
+[ $((SECONDS - start)) -lt 30 ] && pass "the hang ended within 30 s" || fail "the hang took $((SECONDS - start)) s"
+
+expect_rc 4 "p2p_sweep hang ends with exit 4" -- \
+    mpi 2 -x PARABENCH_TEST_SKIP=1 "$BIN/p2p_sweep" --sizes 64 -n 50 -w 1 --timeout 2
+expect_in "$TMP/err" "TIMEOUT: rank" "p2p_sweep reports the stuck rank"
+expect_rc 0 "--timeout 0 disables the watchdog" -- mpi 2 "$BIN/coll_sweep" --sizes 1K -n 3 -w 0 --timeout 0
+expect_rc 2 "--timeout -1 is a usage error" -- mpi 2 "$BIN/coll_sweep" --timeout -1
+expect_in "$TMP/err" "--timeout" "the message names --timeout"
+
+# ---- a rank killed mid-run: finished rows are on disk, files well formed ----
+csv=$TMP/killed.csv json=$TMP/killed.json
+mpi 2 "$BIN/coll_sweep" --sizes 1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M -n 200 -w 1 \
+    --max-seconds-per-size 1 --csv "$csv" --json "$json" >"$TMP/out" 2>"$TMP/err" &
+job=$!
+# wait for a few rows, then kill rank 1 (the second coll_sweep process)
+for _ in $(seq 100); do
+    [ -f "$csv" ] && [ "$(grep -vc '^#' "$csv")" -ge 4 ] && break
+    sleep 0.2
+done
+victim=$(pgrep -f "$BIN/coll_sweep" | sort -n | tail -1)
+[ -n "$victim" ] && kill -9 "$victim"
+wait $job
+rc=$?
+[ "$rc" -ne 0 ] && pass "the job failed after a rank died (exit $rc)" || fail "the job exited 0 after a rank died"
+python3 - "$csv" "$json" <<'PY' && pass "rows measured before the kill are intact" || fail "files after the kill"
+import csv, json, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+assert len(rows) >= 3, rows
+assert all(r["wrong"] == "0" and float(r["time_us"]) > 0 for r in rows), rows
+assert "# complete" not in open(sys.argv[1]).read(), "an interrupted CSV must not be marked complete"
+doc = json.load(open(sys.argv[2]))            # well formed
+assert doc["complete"] is False, doc["complete"]
+assert len(doc["rows"]) >= 3
+PY
+sleep 1
+[ -z "$(pgrep -f "$BIN/coll_sweep")" ] && pass "no coll_sweep process left" || fail "stray processes: $(pgrep -af "$BIN/coll_sweep")"
+
+# ---- Ctrl-C: SIGINT to mpirun ----
+mpi 2 "$BIN/coll_sweep" --sizes 1K,1M,4M,8M,16M -n 500 -w 1 --max-seconds-per-size 3 --csv "$TMP/int.csv" \
+    --json "$TMP/int.json" >/dev/null 2>&1 &
+job=$!
+for _ in $(seq 100); do [ -f "$TMP/int.csv" ] && [ "$(grep -vc '^#' "$TMP/int.csv")" -ge 2 ] && break; sleep 0.2; done
+pkill -INT -f "^mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp $BIN/coll_sweep" || pkill -INT mpirun
+wait $job
+sleep 1
+[ -z "$(pgrep -f "$BIN/coll_sweep")" ] && pass "no process left after SIGINT" || fail "stray processes after SIGINT"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['rows'])>=1" "$TMP/int.json" \
+    && pass "JSON well formed after SIGINT" || fail "JSON after SIGINT"
+finish
