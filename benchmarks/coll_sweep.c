@@ -181,7 +181,7 @@ int main(int argc, char **argv)
     sweep_opts o = {.ncolls = 0};
     pb_common_defaults(&o.common);
     pb_opt_group groups[] = {
-        {"coll_sweep options", own_opts, 1, handle, &o},
+        {"coll_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_common_group(&o.common, PB_OPTS_ALL),
     };
     pb_bench b;

@@ -3,6 +3,7 @@
 #include "bench.h"
 #include "error.h"
 #include "p2p.h"
+#include "p2p_matrix.h"
 #include "parse.h"
 #include "watchdog.h"
 
@@ -16,14 +17,19 @@ typedef struct p2p_opts {
     int modes[PB_P2P_MODES], nmodes;
     int pair[2], pair_given;
     int window;
+    int matrix;             /* --matrix: every pair, latency at the smallest size, bw at the largest */
+    const char *matrix_csv; /* --matrix-csv PREFIX: the matrices and the flagged pair list */
 } p2p_opts;
 
-enum { OPT_MODE, OPT_PAIR, OPT_WINDOW };
+enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_CSV };
 
 static const pb_opt own_opts[] = {
     {"mode", 0, "LIST", "latency, bw, bibw or all (comma-separated; default latency)", OPT_MODE},
     {"pair", 0, "A,B", "the two ranks to measure (default 0 and the last rank)", OPT_PAIR},
     {"window", 0, "N", "messages in flight per iteration in bw/bibw modes (default 64, as OSU)", OPT_WINDOW},
+    {"matrix", 0, NULL, "measure every pair: latency at the smallest size, bw at the largest", OPT_MATRIX},
+    {"matrix-csv", 0, "PREFIX", "with --matrix, write PREFIX-latency.csv, PREFIX-bw.csv (N x N) and PREFIX-pairs.csv",
+     OPT_MATRIX_CSV},
 };
 
 static int parse_modes(p2p_opts *o, const char *option, const char *arg)
@@ -70,6 +76,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_MODE: return parse_modes(o, option, arg);
     case OPT_PAIR: return parse_pair(o, option, arg);
     case OPT_WINDOW: PB_TRY(pb_parse_int(option, arg, 1, 4096, &v)); o->window = (int)v; return PB_OK;
+    case OPT_MATRIX: o->matrix = 1; return PB_OK;
+    case OPT_MATRIX_CSV: o->matrix_csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file prefix");
     default: return pb_usage(option, "not handled");
     }
 }
@@ -94,25 +102,26 @@ static const pb_column cols[] = {
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
-static int report_row(pb_bench *b, const p2p_opts *o, pb_p2p_mode mode, size_t bytes, const pb_p2p_result *r)
+static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_mode mode, size_t bytes,
+                      const pb_p2p_result *r)
 {
     const pb_world *w = &b->w;
     int window = mode == PB_P2P_LATENCY ? 1 : o->window;
     pb_value v[NCOLS] = {
-        PB_S(pb_p2p_mode_name(mode)), PB_I(bytes), PB_I(o->pair[0]), PB_I(o->pair[1]), PB_S(w->host[o->pair[0]]),
-        PB_S(w->host[o->pair[1]]), PB_S(pb_link_class(w, o->pair, 2)), PB_I(r->iters), PB_I(window),
+        PB_S(pb_p2p_mode_name(mode)), PB_I(bytes), PB_I(pair[0]), PB_I(pair[1]), PB_S(w->host[pair[0]]),
+        PB_S(w->host[pair[1]]), PB_S(pb_link_class(w, pair, 2)), PB_I(r->iters), PB_I(window),
         PB_F(r->st.mean), PB_F(r->st.min), PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->bw_GBps),
         PB_I(r->wrong),
     };
     return pb_report_row(b->rep, v);
 }
 
-/* Measure one size on the pair; bring the result to rank 0 and report it. */
-static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
-                    const pb_rotbuf *s, const pb_rotbuf *r, long long *wrong)
+/* Measure one size on the pair and bring the result to rank 0 (in *res there). */
+static int measure_on_pair(pb_bench *b, const int pair[2], pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
+                           const pb_rotbuf *s, const pb_rotbuf *r, pb_p2p_result *out)
 {
-    int me = b->w.rank, a = o->pair[0], peer = me == a ? o->pair[1] : a;
-    int in_pair = me == o->pair[0] || me == o->pair[1];
+    int me = b->w.rank, a = pair[0], peer = me == a ? pair[1] : a;
+    int in_pair = me == pair[0] || me == pair[1];
     pb_p2p_result res = {0};
     int status = PB_OK;
     pb_watch_what(pb_p2p_mode_name(cfg->mode), bytes);
@@ -123,10 +132,80 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_
         MPI_Irecv(&res, sizeof res, MPI_BYTE, a, TAG_RESULT, b->w.comm, &req);
         pb_sleepy_wait(&req);
     }
-    if (me == 0) {
+    *out = res;
+    return status;
+}
+
+/* One size on --pair: measure, then report on rank 0. */
+static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
+                    const pb_rotbuf *s, const pb_rotbuf *r, long long *wrong)
+{
+    pb_p2p_result res;
+    int status = measure_on_pair(b, o->pair, comm, cfg, bytes, s, r, &res);
+    if (b->w.rank == 0) {
         if (res.wrong > 0) *wrong += res.wrong;
-        if (status == PB_OK) status = report_row(b, o, cfg->mode, bytes, &res);
+        if (status == PB_OK) status = report_row(b, o, o->pair, cfg->mode, bytes, &res);
     }
+    return status;
+}
+
+/* Rank 0: summaries per link class, slow pairs flagged, matrices written. */
+static int matrix_report(pb_bench *b, const p2p_opts *o, pb_pair_result *pr, int npairs)
+{
+    pb_class_summary s[3];
+    int nclasses = pb_matrix_summarize(pr, npairs, s);
+    int slow = pb_matrix_flag_slow(pr, npairs, s, nclasses, 0.8, 2.0);
+    for (int c = 0; c < nclasses; c++)
+        pb_report_note(b->rep, "%s pairs: %d; latency min/median/max %.2f/%.2f/%.2f us; bw min/median/max "
+                               "%.3f/%.3f/%.3f GB/s",
+                       s[c].link, s[c].pairs, s[c].lat_min, s[c].lat_median, s[c].lat_max, s[c].bw_min,
+                       s[c].bw_median, s[c].bw_max);
+    for (int i = 0; i < npairs; i++)
+        if (pr[i].slow)
+            pb_report_note(b->rep, "SLOW pair %d-%d (%s): %.3f GB/s, %.2f us (below 0.8x the median bw or above "
+                                   "2x the median latency of its class)",
+                           pr[i].a, pr[i].b, pr[i].link, pr[i].bw_GBps, pr[i].lat_us);
+    pb_report_summary(b->rep, "slow_pairs", "Slow pairs", slow, NULL);
+    if (!o->matrix_csv) return PB_OK;
+    char path[4096];
+    snprintf(path, sizeof path, "%s-latency.csv", o->matrix_csv);
+    PB_TRY(pb_matrix_write_csv(path, b->w.size, pr, npairs, 0));
+    snprintf(path, sizeof path, "%s-bw.csv", o->matrix_csv);
+    PB_TRY(pb_matrix_write_csv(path, b->w.size, pr, npairs, 1));
+    snprintf(path, sizeof path, "%s-pairs.csv", o->matrix_csv);
+    return pb_matrix_write_pairs(path, pr, npairs);
+}
+
+/* Every pair i < j, one after the other: latency at the smallest size, bandwidth at the largest. */
+static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const uint64_t *sizes, size_t nsizes,
+                      const pb_rotbuf *s, const pb_rotbuf *r, long long *wrong)
+{
+    int n = b->w.size, npairs = n * (n - 1) / 2, k = 0, status = PB_OK;
+    pb_pair_result *pr = calloc((size_t)npairs, sizeof *pr);
+    PB_CHECK(pr, PB_ERR_ENV, "out of memory for %d pairs", npairs);
+    pb_p2p_cfg lat = {PB_P2P_LATENCY, o->common.iters, o->common.warmup, o->window, o->common.max_seconds,
+                      o->common.check};
+    pb_p2p_cfg bw = lat;
+    bw.mode = PB_P2P_BW;
+    if (b->rep) pb_report_header(b->rep);
+    pb_p2p_result rl, rb;
+    for (int i = 0; i < n && status == PB_OK; i++) {
+        for (int j = i + 1; j < n && status == PB_OK; j++, k++) {
+            int pair[2] = {i, j};
+            status = measure_on_pair(b, pair, comm, &lat, sizes[0], s, r, &rl);
+            if (status == PB_OK) status = measure_on_pair(b, pair, comm, &bw, sizes[nsizes - 1], s, r, &rb);
+            pr[k] = (pb_pair_result){i, j, pb_link_class(&b->w, pair, 2), rl.st.mean, rb.bw_GBps, 0};
+            if (b->w.rank == 0) {
+                *wrong += (rl.wrong > 0 ? rl.wrong : 0) + (rb.wrong > 0 ? rb.wrong : 0);
+                if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &rl);
+                if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &rb);
+            }
+            /* idle ranks sleep until the pair is done; the next pair starts together */
+            pb_sleepy_barrier(b->w.comm);
+        }
+    }
+    if (status == PB_OK && b->rep) status = matrix_report(b, o, pr, npairs);
+    free(pr);
     return status;
 }
 
@@ -140,7 +219,7 @@ int main(int argc, char **argv)
     o.common.warmup = 100;
     o.common.max_seconds = 5;
     pb_opt_group groups[] = {
-        {"p2p_sweep options", own_opts, 3, handle, &o},
+        {"p2p_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_common_group(&o.common, PB_OPTS_SWEEP | PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
     pb_bench b;
@@ -161,16 +240,17 @@ int main(int argc, char **argv)
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
     pb_comm *comm = NULL;
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &comm);
-    int in_pair = b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
+    int in_pair = o.matrix || b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
     pb_rotbuf sbuf = {0}, rbuf = {0};
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
     status = pb_world_agree(&b.w, status);
     long long wrong = 0;
-    if (b.rep && status == PB_OK)
+    if (b.rep && status == PB_OK && !o.matrix)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
                b.w.host[o.pair[1]], pb_link_class(&b.w, o.pair, 2));
-    for (int m = 0; m < o.nmodes && status == PB_OK; m++) {
+    if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, sizes, nsizes, &sbuf, &rbuf, &wrong);
+    for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {
         pb_p2p_cfg cfg = {(pb_p2p_mode)o.modes[m], o.common.iters, o.common.warmup, o.window, o.common.max_seconds,
                           o.common.check};
         if (b.rep) {

@@ -36,6 +36,29 @@ expect_rc 1 "corrupted p2p payload exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/p2p_sweep" --sizes 64 -n 5 -w 1
 expect_in "$TMP/out" "FAILED" "the footer says FAILED"
 
+# --matrix: every pair, N x N matrices, a summary per link class.
+expect_rc 0 "p2p_sweep --matrix on 3 ranks" -- \
+    mpi 3 "$BIN/p2p_sweep" --matrix --sizes 8,64K -n 10 -w 1 --csv "$TMP/m.csv" --matrix-csv "$TMP/m"
+expect_in "$TMP/out" "intra pairs: 3" "the summary counts 3 intra pairs"
+python3 - "$TMP" <<'PY' && pass "matrix files" || fail "matrix files"
+import csv, sys
+d = sys.argv[1]
+rows = [r for r in csv.DictReader(l for l in open(d + "/m.csv") if not l.startswith("#"))]
+assert len(rows) == 6, rows                      # 3 pairs x (latency, bw)
+assert {(r["rank_a"], r["rank_b"]) for r in rows} == {("0", "1"), ("0", "2"), ("1", "2")}
+for kind in ("latency", "bw"):
+    m = [l.strip().split(",") for l in open(f"{d}/m-{kind}.csv") if not l.startswith("#")]
+    assert m[0] == ["rank", "0", "1", "2"], m[0]
+    for i in range(3):
+        for j in range(3):
+            v = m[i + 1][j + 1]
+            assert (v == "") == (i == j), (kind, i, j, v)
+            if i != j:
+                assert float(v) > 0 and v == m[j + 1][i + 1], (kind, i, j)
+pairs = list(csv.DictReader(open(d + "/m-pairs.csv")))
+assert len(pairs) == 3 and all(p["slow"] in ("0", "1") for p in pairs), pairs
+PY
+
 while IFS='|' read -r args fragment; do
     # shellcheck disable=SC2086
     expect_rc 2 "bad option: $args" -- mpi 3 "$BIN/p2p_sweep" $args

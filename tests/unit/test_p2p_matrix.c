@@ -1,0 +1,79 @@
+/* All-pairs summaries: per link class statistics, slow-pair flagging, matrix files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "p2p_matrix.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* 4 ranks on 2 nodes: (0,1) and (2,3) intra, the rest inter; pair 1-2 has a bad link. */
+static pb_pair_result pairs[] = {
+    {0, 1, "intra", 0.5, 10.0, 0}, {0, 2, "inter", 10, 1.20, 0}, {0, 3, "inter", 11, 1.25, 0},
+    {1, 2, "inter", 12, 0.40, 0},  {1, 3, "inter", 10, 1.22, 0}, {2, 3, "intra", 0.6, 9.0, 0},
+};
+#define NP ((int)(sizeof pairs / sizeof pairs[0]))
+
+static void summaries(void **state)
+{
+    (void)state;
+    pb_class_summary s[3];
+    int n = pb_matrix_summarize(pairs, NP, s);
+    assert_int_equal(n, 2);
+    assert_string_equal(s[0].link, "intra");
+    assert_int_equal(s[0].pairs, 2);
+    assert_true(s[0].bw_min == 9.0 && s[0].bw_max == 10.0 && s[0].bw_median == 9.5);
+    assert_string_equal(s[1].link, "inter");
+    assert_int_equal(s[1].pairs, 4);
+    assert_true(s[1].lat_min == 10 && s[1].lat_max == 12 && s[1].lat_median == 10.5);
+    assert_true(s[1].bw_median == (1.20 + 1.22) / 2);
+}
+
+/* The bad inter pair is flagged; intra pairs are judged against intra, not against inter. */
+static void slow_pairs(void **state)
+{
+    (void)state;
+    pb_class_summary s[3];
+    int n = pb_matrix_summarize(pairs, NP, s);
+    assert_int_equal(pb_matrix_flag_slow(pairs, NP, s, n, 0.8, 2.0), 1);
+    for (int i = 0; i < NP; i++) assert_int_equal(pairs[i].slow, pairs[i].a == 1 && pairs[i].b == 2);
+    /* a pair with a high latency is flagged too */
+    pairs[0].lat_us = 5;
+    assert_int_equal(pb_matrix_flag_slow(pairs, NP, s, n, 0.8, 2.0), 2);
+    pairs[0].lat_us = 0.5;
+}
+
+static void matrix_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pb-matrix-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(pb_matrix_write_csv(path, 4, pairs, NP, 1), 0);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, f)); /* comment */
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "rank,0,1,2,3\n");
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "0,,10,1.2,1.25\n");
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "1,10,,0.4,1.22\n"); /* symmetric */
+    fclose(f);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(summaries),
+        cmocka_unit_test(slow_pairs),
+        cmocka_unit_test(matrix_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
