@@ -104,6 +104,11 @@ test: deps all unit integration
 deps:
 	@scripts/install-deps.sh
 
+# Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
+# Open MPI's own never-freed allocations; everything else is reported.
+sanitize: export ASAN_OPTIONS = fast_unwind_on_malloc=0:detect_leaks=1:abort_on_error=0
+sanitize: export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+sanitize: export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 sanitize:
 	$(MAKE) BUILD=build-san SAN=1 CUDA=0 test
 
