@@ -1,0 +1,418 @@
+/* dp_allreduce: one data-parallel training step per iteration (forward and
+ * backward through L real layers, then the gradient all-reduce, optionally
+ * overlapped with backward in DDP buckets). Per configuration: compute alone,
+ * communication alone, the step, exposed communication and the overhead
+ * exposed/compute. The workload lives in common/dp*.c (hybrid_3d reuses it). */
+#include "bench.h"
+#include "coll.h"
+#include "dp.h"
+#include "error.h"
+#include "memory.h"
+#include "model.h"
+#include "parse.h"
+#include "runner.h"
+#include "watchdog.h"
+#include "workload_opts.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GRADS 64
+
+typedef struct dp_opts {
+    pb_common_opts common;
+    pb_workload_opts work;
+    int overlap[PB_DP_OVERLAP_COUNT], noverlap; /* modes, in the order given */
+    double bucket_mb;
+    uint64_t grad_bytes[MAX_GRADS];
+    double params[MAX_GRADS];
+    size_t ngrad, nparams;
+    int params_preset; /* --params preset */
+} dp_opts;
+
+enum { O_OVERLAP, O_BUCKET, O_GRAD, O_PARAMS };
+
+static const pb_opt own_opts[] = {
+    {"overlap", 0, "MODE", "none (all-reduce after backward), bucket (DDP buckets during backward), or "
+                           "none,bucket (default none)", O_OVERLAP},
+    {"bucket-mb", 0, "MB", "bucket size in MiB for --overlap bucket (default 25, PyTorch DDP's)", O_BUCKET},
+    {"grad-bytes", 0, "LIST", "gradient bytes all-reduced per step, e.g. 1M,4M,16M,64M (default: the layers' "
+                              "real gradients); one row per size", O_GRAD},
+    {"params", 0, "LIST", "gradient as parameter counts, e.g. 125M,1.3B,7B (x grad dtype size), or 'preset': "
+                          "the --model preset's 12h^2*L + vocab*h", O_PARAMS},
+};
+
+/* A decimal count with an optional K/M/B(G)/T suffix (powers of 1000). */
+static int parse_count(const char *option, const char *text, double *out)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    double mult = 1;
+    if (end && *end) {
+        const char *sfx = "KkMmBbGgTt";
+        const double m[] = {1e3, 1e3, 1e6, 1e6, 1e9, 1e9, 1e9, 1e9, 1e12, 1e12};
+        const char *p = strchr(sfx, *end);
+        if (!p || end[1]) return pb_usage(option, "'%s' is not a count; expected e.g. 350M, 1.3B or 7e9", text);
+        mult = m[p - sfx];
+    }
+    if (end == text || !isfinite(v) || v * mult < 1 || v * mult > 1e13)
+        return pb_usage(option, "'%s' is not a count between 1 and 10T; expected e.g. 350M, 1.3B or 7e9", text);
+    *out = v * mult;
+    return PB_OK;
+}
+
+static int handle_overlap(dp_opts *o, const char *option, const char *arg)
+{
+    static const char *const names[] = {"none", "bucket", NULL};
+    char list[64];
+    snprintf(list, sizeof list, "%s", arg);
+    o->noverlap = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int m = 0;
+        PB_TRY(pb_parse_choice(option, tok, names, &m));
+        if (o->noverlap < PB_DP_OVERLAP_COUNT) o->overlap[o->noverlap++] = m;
+    }
+    return o->noverlap ? PB_OK : pb_usage(option, "empty list; expected none, bucket or none,bucket");
+}
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    dp_opts *o = ctx;
+    switch (id) {
+    case O_OVERLAP: return handle_overlap(o, option, arg);
+    case O_BUCKET: return pb_parse_double(option, arg, 1.0 / 1024, 4096, &o->bucket_mb);
+    case O_GRAD: return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->grad_bytes, MAX_GRADS, &o->ngrad);
+    default: break;
+    }
+    o->nparams = 0;
+    o->params_preset = strcmp(arg, "preset") == 0;
+    if (o->params_preset) return PB_OK;
+    char list[512];
+    snprintf(list, sizeof list, "%s", arg);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->nparams == MAX_GRADS) return pb_usage(option, "at most %d entries", MAX_GRADS);
+        PB_TRY(parse_count(option, tok, &o->params[o->nparams++]));
+    }
+    return o->nparams ? PB_OK : pb_usage(option, "empty list of parameter counts");
+}
+
+static const pb_column cols[] = {
+    {"nranks", "ranks", "", PB_COL_INT, 5, 0},
+    {"link_class", NULL, NULL, PB_COL_STR, 0, 0},
+    {"model", NULL, NULL, PB_COL_STR, 0, 0},
+    {"layers", NULL, NULL, PB_COL_INT, 0, 0},
+    {"hidden", NULL, NULL, PB_COL_INT, 0, 0},
+    {"heads", NULL, NULL, PB_COL_INT, 0, 0},
+    {"seq", NULL, NULL, PB_COL_INT, 0, 0},
+    {"micro_batch", NULL, NULL, PB_COL_INT, 0, 0},
+    {"compute_dtype", NULL, NULL, PB_COL_STR, 0, 0},
+    {"dtype", NULL, NULL, PB_COL_STR, 0, 0},
+    {"grad_bytes", "grad size", "(B)", PB_COL_INT, 11, 0},
+    {"real_grad_bytes", NULL, NULL, PB_COL_INT, 0, 0},
+    {"overlap", "overlap", "", PB_COL_STR, 7, 0},
+    {"bucket_bytes", NULL, NULL, PB_COL_INT, 0, 0},
+    {"buckets", "bkts", "", PB_COL_INT, 5, 0},
+    {"iters", NULL, NULL, PB_COL_INT, 0, 0},
+    {"compute_us", "compute", "(us)", PB_COL_FLOAT, 10, 0},
+    {"comm_us", "comm", "(us)", PB_COL_FLOAT, 10, 0},
+    {"step_us", "step", "(us)", PB_COL_FLOAT, 10, 0},
+    {"exposed_us", "exposed", "(us)", PB_COL_FLOAT, 10, 0},
+    {"overhead", "overhead", "", PB_COL_FLOAT, 8, 3},
+    {"predicted_overhead", "predict", "(no ovl)", PB_COL_FLOAT, 8, 3},
+    {"hidden_fraction", "hidden", "", PB_COL_FLOAT, 6, 2},
+    {"comm_busy_us", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"wait_us", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"compute_us_mean", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"comm_us_mean", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"step_us_mean", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 7, 3},
+    {"gflops", "GFLOP/s", "", PB_COL_FLOAT, 7, 1},
+    {"wrong", "#wrong", "", PB_COL_INT, 6, 0},
+    {"grad_hash", NULL, NULL, PB_COL_STR, 0, 0},
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+/* One configuration's measurements, reduced over ranks. */
+typedef struct row {
+    uint64_t grad_bytes, real_bytes, bucket_bytes;
+    pb_dp_overlap overlap;
+    size_t buckets;
+    int iters;
+    pb_stats compute, comm, step;
+    double busy_us, wait_us; /* in the step, max over ranks of the per-rank mean */
+    double flops;
+    long long wrong;
+    uint64_t hash;
+} row;
+
+typedef struct run_ctx {
+    pb_bench *b;
+    dp_opts *o;
+    const pb_compute *eng;
+    pb_comm *comm;
+    double *samples;
+    double busy_sum, wait_sum; /* step phase, timed iterations */
+} run_ctx;
+
+typedef struct iter_arg {
+    run_ctx *r;
+    pb_dp_step *s;
+} iter_arg;
+
+static int it_compute(void *a, int iter) { (void)iter; return pb_dp_step_compute(((iter_arg *)a)->s); }
+static int it_comm(void *a, int iter) { (void)iter; return pb_dp_step_comm(((iter_arg *)a)->s); }
+
+static int it_step(void *a, int iter)
+{
+    iter_arg *x = a;
+    PB_TRY(pb_dp_step_full(x->s));
+    if (iter >= 0) {
+        pb_dp_timing t;
+        pb_dp_last_timing(pb_dp_step_sync(x->s), &t);
+        x->r->busy_sum += t.busy_us;
+        x->r->wait_sum += t.wait_us;
+    }
+    return PB_OK;
+}
+
+/* Time one phase; statistics on rank 0 of the world. */
+static int phase(run_ctx *r, pb_iter_fn fn, iter_arg *x, pb_stats *st, int *done)
+{
+    const pb_common_opts *c = &r->o->common;
+    pb_loop_cfg loop = {c->iters, c->warmup, c->max_seconds};
+    PB_TRY(pb_time_loop(r->b->w.comm, &loop, fn, x, r->samples, done));
+    return pb_gather_stats(r->b->w.comm, r->samples, *done, st);
+}
+
+/* Refuse before allocating: every rank of a node draws on the same host memory. */
+static int memory_check(run_ctx *r, const pb_dp_step_config *sc)
+{
+    uint64_t eng_bytes = 0, host_bytes = 0;
+    pb_dp_step_bytes(sc, &eng_bytes, &host_bytes);
+    int status = PB_OK, host_engine = strcmp(r->eng->name, "blas") == 0;
+    uint64_t per_node = (uint64_t)r->b->w.local_size;
+    char what[160];
+    snprintf(what, sizeof what, "dp_allreduce (%d ranks on this node x (layers, activations, %llu-byte gradient%s))",
+             r->b->w.local_size, (unsigned long long)(sc->grad_bytes ? sc->grad_bytes : pb_dp_step_real_bytes(sc)),
+             sc->check ? ", validation copy" : "");
+    if (r->b->w.local_rank == 0) {
+        if (host_engine) {
+            status = pb_mem_require((eng_bytes + host_bytes) * per_node, what);
+        } else {
+            status = pb_mem_require_from(r->eng->mem_info, eng_bytes, what, "device");
+            if (status == PB_OK) status = pb_mem_require(host_bytes * per_node, what);
+        }
+    }
+    return pb_world_agree(&r->b->w, status);
+}
+
+static double max_over_ranks(const pb_world *w, double v)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    return v;
+}
+
+static int measure(run_ctx *r, pb_dp_step *s, row *out)
+{
+    iter_arg x = {r, s};
+    int done = 0;
+    pb_watch_what("dp compute", out->grad_bytes);
+    PB_TRY(phase(r, it_compute, &x, &out->compute, &done));
+    pb_watch_what("dp allreduce", out->grad_bytes);
+    PB_TRY(pb_dp_step_zero(s)); /* repeated in-place sums of zeros stay finite */
+    PB_TRY(phase(r, it_comm, &x, &out->comm, &done));
+    PB_TRY(pb_dp_step_zero(s));
+    pb_watch_what("dp step", out->grad_bytes);
+    r->busy_sum = r->wait_sum = 0;
+    PB_TRY(phase(r, it_step, &x, &out->step, &done));
+    out->iters = done;
+    out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
+    out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
+    out->flops = pb_dp_step_flops(s);
+    if (!r->o->common.check) return PB_OK;
+    int me = r->b->w.rank;
+    pb_watch_arm(0, "validate");
+    int status = pb_dp_step_validate(s, r->b->w.comm, pb_test_corrupt_rank() == me, &out->wrong, &out->hash);
+    pb_watch_disarm();
+    MPI_Allreduce(MPI_IN_PLACE, &out->wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
+    return status;
+}
+
+static int report(run_ctx *r, const row *w)
+{
+    const pb_workload_opts *wo = &r->o->work;
+    const pb_model *m = &wo->model;
+    int n = r->b->w.size;
+    pb_dp_metrics mt;
+    pb_dp_metrics_of(w->compute.rankmax, w->comm.rankmax, w->step.rankmax, &mt);
+    double busbw = w->comm.rankmax > 0 ? (double)w->grad_bytes / w->comm.rankmax / 1e3 *
+                                             pb_busbw_factor(PB_COLL_ALLREDUCE, n) : 0;
+    double gflops = w->compute.rankmax > 0 ? w->flops / w->compute.rankmax / 1e3 : 0;
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->hash);
+    int check = r->o->common.check;
+    pb_value v[NCOLS] = {
+        PB_I(n), PB_S(pb_link_class(&r->b->w, NULL, n)), PB_S(wo->preset), PB_I(m->layers), PB_I(m->hidden),
+        PB_I(m->heads), PB_I(m->seq), PB_I(m->micro_batch), PB_S(pb_dtype_name(r->eng->gemm_dtype(wo->compute_dtype))),
+        PB_S(pb_dtype_name(wo->grad_dtype)), PB_I(w->grad_bytes), PB_I(w->real_bytes),
+        PB_S(pb_dp_overlap_name(w->overlap)), PB_I(w->bucket_bytes), PB_I(w->buckets), PB_I(w->iters),
+        PB_F(w->compute.rankmax), PB_F(w->comm.rankmax), PB_F(w->step.rankmax), PB_F(mt.exposed_us),
+        PB_F(mt.overhead), PB_F(mt.predicted_overhead), PB_F(mt.hidden_fraction), PB_F(w->busy_us),
+        PB_F(w->wait_us), PB_F(w->compute.mean), PB_F(w->comm.mean), PB_F(w->step.mean), PB_F(busbw),
+        PB_F(gflops), PB_I(check ? w->wrong : -1), PB_S(check ? hash : ""),
+    };
+    return r->b->rep ? pb_report_row(r->b->rep, v) : PB_OK;
+}
+
+static void note_layout(run_ctx *r, const row *w)
+{
+    if (!r->b->rep || (int)w->overlap != r->o->overlap[0]) return; /* once per size */
+    const pb_model *m = &r->o->work.model;
+    double mib = 1024.0 * 1024.0, g = (double)w->grad_bytes / mib, real = (double)w->real_bytes / mib;
+    if (w->grad_bytes == w->real_bytes)
+        pb_report_note(r->b->rep, "gradient: %.4g MiB all-reduced per step = the %lld layers' real gradients "
+                       "(12*%lld^2 params each)", g, (long long)m->layers, (long long)m->hidden);
+    else if (w->real_bytes < w->grad_bytes)
+        pb_report_note(r->b->rep, "gradient (decoupled): %.4g MiB all-reduced per step; compute: %lld layers x "
+                       "12*%lld^2 params = %.4g MiB of real gradients, placed first; the other %.4g MiB are "
+                       "synthetic, spread over the layers in proportion", g, (long long)m->layers,
+                       (long long)m->hidden, real, g - real);
+    else
+        pb_report_note(r->b->rep, "gradient (decoupled): %.4g MiB all-reduced per step, synthetic, spread over "
+                       "the layers in proportion; the compute's %.4g MiB of real gradients are larger and kept "
+                       "apart (not reduced)", g, real);
+}
+
+static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, long long *wrong, double *worst)
+{
+    const dp_opts *o = r->o;
+    const pb_model *m = &o->work.model;
+    pb_dp_step_config sc = {
+        .eng = r->eng, .be = r->b->be, .comm = r->comm,
+        .shape = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads, .tp_size = 1,
+                  .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype},
+        .nlayers = m->layers, .seed = o->work.seed, .rank = r->b->w.rank, .grad_dtype = o->work.grad_dtype,
+        .grad_bytes = grad_bytes, .overlap = ov, .bucket_bytes = (uint64_t)(o->bucket_mb * 1048576.0),
+        .check = o->common.check};
+    size_t es = pb_dtype_size(sc.grad_dtype);
+    if (grad_bytes % es)
+        return pb_usage(o->ngrad ? "--grad-bytes" : "--params", "%llu bytes is not a whole number of %zu-byte "
+                        "gradient elements", (unsigned long long)grad_bytes, es);
+    sc.bucket_bytes -= sc.bucket_bytes % es;
+    PB_TRY(memory_check(r, &sc));
+    pb_dp_step *s = NULL;
+    int status = pb_world_agree(&r->b->w, pb_dp_step_create(&sc, &s));
+    row w = {.grad_bytes = grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&sc),
+             .real_bytes = pb_dp_step_real_bytes(&sc), .overlap = ov,
+             .bucket_bytes = ov == PB_DP_OVERLAP_BUCKET ? sc.bucket_bytes : 0};
+    if (status == PB_OK) {
+        w.buckets = pb_dp_bucket_count(pb_dp_step_sync(s));
+        note_layout(r, &w);
+        status = measure(r, s, &w);
+    }
+    if (status == PB_OK) status = report(r, &w);
+    pb_dp_metrics mt;
+    pb_dp_metrics_of(w.compute.rankmax, w.comm.rankmax, w.step.rankmax, &mt);
+    if (mt.overhead > *worst) *worst = mt.overhead;
+    *wrong += w.wrong;
+    pb_dp_step_destroy(s);
+    return status;
+}
+
+/* The list of gradient sizes: --grad-bytes, --params (x dtype size), or the real one (0). */
+static size_t grad_list(const dp_opts *o, uint64_t *out)
+{
+    int es = (int)pb_dtype_size(o->work.grad_dtype);
+    if (o->params_preset) {
+        pb_model preset;
+        pb_model_preset(o->work.preset, "--model", &preset);
+        out[0] = (uint64_t)pb_dp_grad_bytes(pb_model_params(&preset), es);
+        return 1;
+    }
+    for (size_t i = 0; i < o->nparams; i++) out[i] = (uint64_t)llround(pb_dp_grad_bytes(o->params[i], es));
+    if (o->nparams) return o->nparams;
+    for (size_t i = 0; i < o->ngrad; i++) out[i] = o->grad_bytes[i];
+    if (o->ngrad) return o->ngrad;
+    out[0] = 0;
+    return 1;
+}
+
+static int validate_opts(dp_opts *o)
+{
+    PB_TRY(pb_common_validate(&o->common));
+    PB_TRY(pb_workload_resolve(&o->work));
+    if (o->ngrad && (o->nparams || o->params_preset))
+        return pb_usage("--params", "give either --grad-bytes or --params, not both");
+    if (o->noverlap == 0) o->overlap[o->noverlap++] = PB_DP_OVERLAP_NONE;
+    return PB_OK;
+}
+
+static int run_all(run_ctx *r)
+{
+    uint64_t sizes[MAX_GRADS];
+    size_t n = grad_list(r->o, sizes);
+    long long wrong = 0;
+    double worst = -INFINITY;
+    int status = PB_OK;
+    for (size_t i = 0; i < n && status == PB_OK; i++)
+        for (int k = 0; k < r->o->noverlap && status == PB_OK; k++)
+            status = run_config(r, sizes[i], (pb_dp_overlap)r->o->overlap[k], &wrong, &worst);
+    if (r->b->rep && status == PB_OK) {
+        printf("#\n");
+        pb_report_summary(r->b->rep, "max_overhead", "Largest overhead (exposed/compute)", worst, "");
+        if (r->o->common.check) pb_report_note(r->b->rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    }
+    return status == PB_OK && wrong > 0 ? PB_ERR_CHECK : status;
+}
+
+static void notes(run_ctx *r)
+{
+    if (!r->b->rep) return;
+    pb_report_note(r->b->rep, "engine: %s", r->eng->describe());
+    pb_report_note(r->b->rep, "times: max over ranks of each rank's mean (step, compute and comm alike); exposed = "
+                              "step - compute; overhead = exposed/compute; predict = comm/compute (no overlap); "
+                              "hidden = 1 - exposed/comm");
+    pb_report_note(r->b->rep, "overlap bucket: a dedicated communication thread (pthread, MPI_THREAD_MULTIPLE) "
+                              "all-reduces each bucket as backward produces it");
+    pb_report_header(r->b->rep);
+}
+
+int main(int argc, char **argv)
+{
+    dp_opts o = {.bucket_mb = 25};
+    pb_common_defaults(&o.common);
+    o.common.iters = 10, o.common.warmup = 2;
+    pb_workload_defaults(&o.work, "tiny");
+    pb_opt_group groups[] = {
+        {"dp_allreduce options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
+        pb_workload_group(&o.work),
+        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+    };
+    pb_bench b;
+    pb_bench_start(&b, "dp_allreduce", &argc, &argv, MPI_THREAD_MULTIPLE,
+                   "Usage: mpirun -np N dp_allreduce [options]\n"
+                   "Data-parallel training step: forward + backward through real layers, then the gradient "
+                   "all-reduce,\nalone or overlapped with backward in DDP buckets. Reports compute, comm, step, "
+                   "exposed comm and overhead = exposed/compute.",
+                   groups, 3);
+    int status = validate_opts(&o);
+    if (status != PB_OK) pb_bench_finish(&b, status);
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "model", o.work.preset);
+    cJSON_AddStringToObject(meta, "comm_thread", "pthread per rank, MPI_THREAD_MULTIPLE (overlap bucket)");
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
+    run_ctx r = {.b = &b, .o = &o};
+    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be->name, &r.eng));
+    if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
+    r.samples = malloc(sizeof(double) * (size_t)o.common.iters);
+    if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
+    if (status == PB_OK) {
+        notes(&r);
+        status = run_all(&r);
+    }
+    free(r.samples);
+    if (r.comm) b.be->comm_destroy(r.comm);
+    if (r.eng) r.eng->finalize();
+    pb_bench_finish(&b, status);
+}
