@@ -123,3 +123,17 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# libFuzzer on the option and size parsers (and, where present, the threshold
+# file parser): each target runs for FUZZ_SECONDS on its corpus in tests/fuzz/corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS = common/parse.c common/options.c common/dtype.c common/error.c $(wildcard common/thresholds.c)
+FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_SRCS)
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Icommon \
+	  $(shell pkg-config --cflags libcjson) $< $(FUZZ_SRCS) $(shell pkg-config --libs libcjson) -lm -o $@
+fuzz: $(FUZZ_TARGETS)
+	@set -e; for t in $(FUZZ_TARGETS); do n=$$(basename $$t); mkdir -p tests/fuzz/corpus/$${n#fuzz_}; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 tests/fuzz/corpus/$${n#fuzz_} 2>&1 | tail -3; done

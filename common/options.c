@@ -60,7 +60,7 @@ int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group 
     longs[n + 1] = (struct option){0, 0, 0, 0};
 
     opterr = 0;
-    optind = 1;
+    optind = 0; /* 0, not 1: glibc then also resets its internal state from an earlier parse */
     int c, longindex;
     while ((c = getopt_long(argc, argv, shorts, longs, &longindex)) != -1) {
         if (c == 'h') {

@@ -9,6 +9,9 @@
 #include "options.h"
 #include "parse.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static void sizes_with_suffixes(void **state)
 {
     (void)state;
@@ -130,6 +133,23 @@ static void command_lines(void **state)
     assert_int_equal(pb_cli_parse(3, dtype, "usage", &p2p, 1), PB_ERR_USAGE);
 }
 
+/* Found by fuzzing: an error inside a group of short options ("-Zb") left
+ * getopt pointing into the old argv ("b"), so the next parse went on from
+ * there (reading freed memory when that argv was gone). */
+static void parse_after_an_error(void **state)
+{
+    (void)state;
+    pb_common_opts o;
+    pb_common_defaults(&o);
+    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
+    char group[] = "-Zb";
+    char *first[] = {"x", group, NULL};
+    assert_int_equal(pb_cli_parse(2, first, "usage", &g, 1), PB_ERR_USAGE);
+    char *second[] = {"x", "-n", "5", NULL};
+    assert_int_equal(pb_cli_parse(3, second, "usage", &g, 1), PB_OK);
+    assert_int_equal(o.iters, 5);
+}
+
 int main(void)
 {
     pb_set_quiet_usage(1); /* the messages are for users; here only the status matters */
@@ -137,7 +157,7 @@ int main(void)
         cmocka_unit_test(sizes_with_suffixes), cmocka_unit_test(sizes_rejected),
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
         cmocka_unit_test(choices),             cmocka_unit_test(sweep_sizes),
-        cmocka_unit_test(command_lines),
+        cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
