@@ -1,0 +1,322 @@
+/* Data parallelism: the decoupled gradient layout, the overhead arithmetic,
+ * parameter and FLOP counts, bucket readiness sequencing in the synchronizer
+ * (against a recording backend), staging, validation, and whole DP steps on
+ * one rank (MPI_COMM_SELF). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bucket.h"
+#include "dp.h"
+#include "error.h"
+#include "model.h"
+#include "presets.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pb_compute *E;
+
+/* ---- layout ---- */
+
+/* Shares tile the buffer, are aligned, and every real byte lies in or after its
+ * own layer's share (so a bucket never goes out before its real data exists). */
+static void check_layout(const uint64_t *real, int64_t n, uint64_t total, uint64_t align)
+{
+    uint64_t *share = calloc((size_t)n, sizeof *share), sum = 0, rsum = 0, rtot = 0;
+    for (int64_t j = 0; j < n; j++) rtot += real[j];
+    assert_int_equal(pb_dp_layout(real, n, total, align, share), PB_OK);
+    for (int64_t i = 0; i < n; i++) {
+        assert_true(sum % align == 0);
+        if (total >= rtot) assert_true(sum >= rsum); /* share i starts at or after layer i's real bytes */
+        sum += share[i];
+        rsum += real[i];
+    }
+    assert_true(sum == total);
+    free(share);
+}
+
+static void test_layout_identity_and_scaling(void **state)
+{
+    (void)state;
+    uint64_t real[4] = {1000, 1000, 1000, 1000}, share[4];
+    assert_int_equal(pb_dp_layout(real, 4, 4000, 4, share), PB_OK);
+    for (int i = 0; i < 4; i++) assert_true(share[i] == 1000);
+    assert_int_equal(pb_dp_layout(real, 4, 16000, 4, share), PB_OK); /* 4x: each layer 4x */
+    for (int i = 0; i < 4; i++) assert_true(share[i] == 4000);
+    assert_int_equal(pb_dp_layout(real, 4, 400, 4, share), PB_OK); /* smaller than the stack */
+    for (int i = 0; i < 4; i++) assert_true(share[i] == 100);
+    assert_int_equal(pb_dp_layout(real, 4, 12, 4, share), PB_OK); /* fewer elements than layers */
+    assert_true(share[0] + share[1] + share[2] + share[3] == 12);
+    assert_int_equal(pb_dp_layout(real, 4, 4002, 4, share), PB_ERR_USAGE); /* not whole elements */
+    assert_int_equal(pb_dp_layout(real, 0, 4000, 4, share), PB_ERR_USAGE);
+    /* A 7B bf16 gradient over a 64 GiB-sized stack: needs 128-bit products. */
+    uint64_t big[2] = {(uint64_t)32 << 30, (uint64_t)32 << 30}, sb[2];
+    assert_int_equal(pb_dp_layout(big, 2, (uint64_t)14e9, 2, sb), PB_OK);
+    assert_true(sb[0] == (uint64_t)7e9 && sb[1] == (uint64_t)7e9);
+}
+
+static void test_layout_random(void **state)
+{
+    (void)state;
+    srand(7);
+    for (int t = 0; t < 300; t++) {
+        int64_t n = 1 + rand() % 12;
+        uint64_t align = (uint64_t)(rand() % 2 ? 4 : 2), real[12], rtot = 0;
+        for (int64_t i = 0; i < n; i++) rtot += real[i] = align * (uint64_t)(1 + rand() % 5000);
+        uint64_t total = align * (uint64_t)(1 + rand() % (int)(3 * rtot / align));
+        check_layout(real, n, total, align);
+    }
+}
+
+/* With total >= real, build the bucket plan over the shares: every real
+ * layer a bucket touches has completed when the bucket becomes ready. */
+static void test_buckets_never_before_real_data(void **state)
+{
+    (void)state;
+    uint64_t real[5] = {4096, 4096, 4096, 4096, 4096}, share[5];
+    for (uint64_t total = 20480; total <= 20480 * 9; total += 4 * 1237) {
+        assert_int_equal(pb_dp_layout(real, 5, total, 4, share), PB_OK);
+        pb_bucket_plan plan;
+        assert_int_equal(pb_bucket_plan_build(share, 5, 3000, 4, &plan), PB_OK);
+        for (size_t k = 0; k < plan.count; k++) {
+            const pb_bucket *b = &plan.buckets[k];
+            for (uint64_t off = b->offset; off < b->offset + b->bytes && off < 20480; off += 4)
+                assert_true((int64_t)(off / 4096) >= b->ready_layer); /* real owner done before */
+        }
+        pb_bucket_plan_free(&plan);
+    }
+}
+
+/* ---- overhead arithmetic, parameter and FLOP counts ---- */
+
+static void test_metrics(void **state)
+{
+    (void)state;
+    pb_dp_metrics m;
+    pb_dp_metrics_of(100, 50, 120, &m);
+    assert_true(fabs(m.exposed_us - 20) < 1e-12 && fabs(m.overhead - 0.2) < 1e-12);
+    assert_true(fabs(m.predicted_overhead - 0.5) < 1e-12 && fabs(m.hidden_fraction - 0.6) < 1e-12);
+    pb_dp_metrics_of(100, 50, 150, &m); /* nothing hidden: overhead = prediction */
+    assert_true(fabs(m.overhead - m.predicted_overhead) < 1e-12 && m.hidden_fraction == 0);
+    pb_dp_metrics_of(100, 50, 95, &m); /* noise: step < compute */
+    assert_true(m.exposed_us < 0 && m.hidden_fraction == 1);
+    pb_dp_metrics_of(100, 50, 400, &m); /* slowed: exposed > comm */
+    assert_true(m.hidden_fraction == 0 && fabs(m.overhead - 3) < 1e-12);
+    pb_dp_metrics_of(0, 0, 0, &m);
+    assert_true(m.overhead == 0 && m.predicted_overhead == 0 && m.hidden_fraction == 0);
+}
+
+static void test_preset_params_and_grad_bytes(void **state)
+{
+    (void)state;
+    pb_model m;
+    assert_int_equal(pb_model_preset("tiny", "--model", &m), PB_OK);
+    assert_true(pb_model_params(&m) == 4.0 * 12 * 256 * 256 + 1024.0 * 256); /* 3,407,872 */
+    assert_int_equal(pb_model_preset("llama-7b", "--model", &m), PB_OK);
+    assert_true(pb_model_params(&m) == 32.0 * 12 * 4096 * 4096 + 32000.0 * 4096); /* 6.57e9 */
+    assert_int_equal(pb_model_preset("gpt-175b", "--model", &m), PB_OK);
+    assert_true(fabs(pb_model_params(&m) / 175e9 - 1) < 0.02);
+    assert_true(pb_dp_grad_bytes(7e9, 2) == 14e9); /* the documents' 7B at bf16 */
+}
+
+/* ---- the synchronizer against a recording backend ---- */
+
+static struct {
+    int64_t completed;   /* lowest layer the test has finished "backward" for */
+    uint64_t offset[64]; /* bucket offsets in issue order */
+    int64_t seen[64];    /* `completed` when each was issued */
+    int n;
+    char *base;
+} rec;
+
+static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op)
+{
+    (void)c, (void)s, (void)t, (void)op;
+    rec.offset[rec.n] = (uint64_t)((char *)r - rec.base);
+    rec.seen[rec.n++] = __atomic_load_n(&rec.completed, __ATOMIC_SEQ_CST);
+    for (size_t i = 0; i < count; i++) ((float *)r)[i] += 1.0f; /* visible through staging */
+    return PB_OK;
+}
+static int mock_ok(pb_comm *c) { (void)c; return PB_OK; }
+static int mock_alloc(size_t n, void **p) { *p = malloc(n); return *p ? PB_OK : PB_ERR_ENV; }
+static int mock_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); return PB_OK; }
+static pb_backend mock = {.name = "mock", .mem = "host", .allreduce = mock_allreduce, .sync = mock_ok,
+                          .alloc = mock_alloc, .free = free, .to_host = mock_copy, .from_host = mock_copy};
+
+static pb_dp *mock_dp(pb_dp_overlap ov, float *g, uint64_t *layers, int64_t n, uint64_t bytes, uint64_t cap)
+{
+    memset(&rec, 0, sizeof rec);
+    rec.base = (char *)g;
+    rec.completed = n;
+    pb_dp_config c = {.be = &mock, .comm = (pb_comm *)&rec, .eng = E, .grads = g, .bytes = bytes,
+                      .dtype = PB_FLOAT32, .overlap = ov, .bucket_bytes = cap, .layer_bytes = layers,
+                      .nlayers = n, .layer0 = 10};
+    pb_dp *dp = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_OK);
+    return dp;
+}
+
+/* Backward over layers 13..10 (global), declaring each done before its callback. */
+static void backward(pb_dp *dp, int64_t n)
+{
+    assert_int_equal(pb_dp_begin(dp), PB_OK);
+    for (int64_t i = n - 1; i >= 0; i--) {
+        __atomic_store_n(&rec.completed, i, __ATOMIC_SEQ_CST);
+        assert_int_equal(pb_dp_grad_ready(dp, 10 + i, 0, 0), PB_OK);
+    }
+    assert_int_equal(pb_dp_finish(dp), PB_OK);
+}
+
+static void test_bucket_sequencing(void **state)
+{
+    (void)state;
+    uint64_t layers[4] = {4000, 4000, 4000, 4000};
+    float *g = calloc(4000, sizeof(float));
+    pb_dp *dp = mock_dp(PB_DP_OVERLAP_BUCKET, g, layers, 4, 16000, 2400); /* 7 buckets */
+    for (int step = 0; step < 3; step++) {
+        backward(dp, 4);
+        assert_int_equal(rec.n, 7 * (step + 1));
+        pb_dp_timing t;
+        pb_dp_last_timing(dp, &t);
+        assert_true(t.buckets == 7 && t.busy_us >= 0 && t.wait_us >= 0);
+    }
+    /* Plan order (from the buffer's end) and never before the ready layer. */
+    for (int k = 0; k < 7; k++) {
+        uint64_t end = 16000 - (uint64_t)k * 2400, lo = end > 2400 ? end - 2400 : 0;
+        assert_true(rec.offset[k] == lo);
+        assert_true(rec.seen[k] <= (int64_t)(lo / 4000)); /* its lowest layer had completed */
+    }
+    for (int i = 0; i < 4000; i++) assert_true(g[i] == 3.0f); /* each element reduced once per step */
+    pb_dp_destroy(dp);
+    free(g);
+}
+
+static void test_none_waits_for_finish(void **state)
+{
+    (void)state;
+    uint64_t layers[4] = {4000, 4000, 4000, 4000};
+    float *g = calloc(4000, sizeof(float));
+    pb_dp *dp = mock_dp(PB_DP_OVERLAP_NONE, g, layers, 4, 16000, 2400);
+    assert_true(pb_dp_bucket_count(dp) == 1 && pb_dp_max_bucket(dp) == 16000);
+    assert_int_equal(pb_dp_begin(dp), PB_OK);
+    for (int64_t i = 3; i >= 0; i--) assert_int_equal(pb_dp_grad_ready(dp, 10 + i, 0, 0), PB_OK);
+    assert_int_equal(rec.n, 0); /* nothing during backward */
+    rec.completed = -1;
+    assert_int_equal(pb_dp_finish(dp), PB_OK);
+    assert_true(rec.n == 1 && rec.offset[0] == 0 && g[3999] == 1.0f);
+    assert_int_equal(pb_dp_reduce_all(dp), PB_OK); /* comm alone */
+    assert_true(rec.n == 2 && g[0] == 2.0f);
+    pb_dp_destroy(dp);
+    free(g);
+}
+
+/* Device-memory backend with the host engine: buckets go through a staging buffer. */
+static void test_staging(void **state)
+{
+    (void)state;
+    uint64_t layers[2] = {800, 800};
+    float *g = calloc(400, sizeof(float));
+    mock.mem = "device";
+    pb_dp *dp = mock_dp(PB_DP_OVERLAP_BUCKET, g, layers, 2, 1600, 1000);
+    backward(dp, 2);
+    for (int k = 0; k < rec.n; k++) assert_true(rec.offset[k] != 600 && rec.offset[k] != 0); /* not in place */
+    for (int i = 0; i < 400; i++) assert_true(g[i] == 1.0f);
+    pb_dp_destroy(dp);
+    mock.mem = "host";
+    free(g);
+}
+
+/* ---- validation and whole steps on one rank ---- */
+
+static void test_check_counts_and_corruption(void **state)
+{
+    (void)state;
+    float *g;
+    assert_int_equal(E->alloc((void **)&g, 100 * sizeof(float)), PB_OK);
+    assert_int_equal(pb_dp_fill_known(E, g, PB_FLOAT32, 0, 100, 3), PB_OK);
+    for (int i = 0; i < 100; i++) assert_true(g[i] == (float)(1 + (3 + i) % 8));
+    float local[100];
+    memcpy(local, g, sizeof local);
+    long long wrong = -1;
+    uint64_t h1 = 0, h2 = 0;
+    assert_int_equal(pb_dp_check(MPI_COMM_SELF, E, g, local, sizeof local, PB_FLOAT32, 0, &wrong, &h1), PB_OK);
+    assert_true(wrong == 0);
+    assert_int_equal(pb_dp_check(MPI_COMM_SELF, E, g, local, sizeof local, PB_FLOAT32, 1, &wrong, &h2), PB_OK);
+    assert_true(wrong == 1 && h1 != h2);
+    g[5] = NAN;
+    assert_int_equal(pb_dp_check(MPI_COMM_SELF, E, g, local, sizeof local, PB_FLOAT32, 0, &wrong, &h1), PB_OK);
+    assert_true(wrong == 1);
+    assert_true(pb_dp_tolerance(PB_FLOAT32, 2) == ldexp(1, -22) && pb_dp_tolerance(PB_BFLOAT16, 4) == ldexp(1, -5));
+    E->free(g);
+}
+
+static long long one_step(pb_comm *comm, uint64_t grad_bytes, pb_dp_overlap ov, pb_dtype gt, uint64_t *hash)
+{
+    pb_dp_step_config c = {.eng = E, .be = pb_backend_mpi(), .comm = comm,
+                           .shape = {.b = 1, .s = 8, .h = 32, .heads = 4, .tp_size = 1, .attn_scores = 1,
+                                     .dtype = PB_FLOAT32},
+                           .nlayers = 3, .seed = 5, .rank = 0, .grad_dtype = gt, .grad_bytes = grad_bytes,
+                           .overlap = ov, .bucket_bytes = 4096, .check = 1};
+    assert_true(pb_dp_step_real_bytes(&c) == 3 * 12 * 32 * 32 * pb_dtype_size(gt));
+    uint64_t eng = 0, host = 0;
+    pb_dp_step_bytes(&c, &eng, &host);
+    assert_true(eng >= (grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&c)) && host > 0);
+    pb_dp_step *s = NULL;
+    assert_int_equal(pb_dp_step_create(&c, &s), PB_OK);
+    /* 3 layers x (2*8*12*32^2 + 4*8^2*32) forward, x3 with backward */
+    assert_true(pb_dp_step_flops(s) == 3 * 3 * (2.0 * 8 * 12 * 32 * 32 + 4.0 * 8 * 8 * 32));
+    uint64_t g = grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&c);
+    assert_true(pb_dp_step_real_in_buffer(s) == (pb_dp_step_real_bytes(&c) <= g ? pb_dp_step_real_bytes(&c) : 0));
+    assert_int_equal(pb_dp_step_compute(s), PB_OK);
+    assert_int_equal(pb_dp_step_comm(s), PB_OK);
+    assert_int_equal(pb_dp_step_full(s), PB_OK);
+    long long wrong = -1;
+    assert_int_equal(pb_dp_step_validate(s, MPI_COMM_SELF, 0, &wrong, hash), PB_OK);
+    pb_dp_step_destroy(s);
+    return wrong;
+}
+
+static void test_steps_none_equals_bucket(void **state)
+{
+    (void)state;
+    pb_comm *comm = NULL;
+    assert_int_equal(pb_backend_mpi()->comm_create(MPI_COMM_SELF, &comm), PB_OK);
+    uint64_t sizes[] = {0, 200000, 4096}; /* real, decoupled larger, smaller than the stack */
+    for (size_t i = 0; i < 3; i++) {
+        for (int bf = 0; bf < 2; bf++) {
+            pb_dtype gt = bf ? PB_BFLOAT16 : PB_FLOAT32;
+            uint64_t h_none = 0, h_bucket = 1;
+            assert_true(one_step(comm, sizes[i], PB_DP_OVERLAP_NONE, gt, &h_none) == 0);
+            assert_true(one_step(comm, sizes[i], PB_DP_OVERLAP_BUCKET, gt, &h_bucket) == 0);
+            assert_true(h_none == h_bucket);
+        }
+    }
+    pb_backend_mpi()->comm_destroy(comm);
+}
+
+int main(int argc, char **argv)
+{
+    int level = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
+    E = pb_compute_blas();
+    E->init(NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layout_identity_and_scaling),
+        cmocka_unit_test(test_layout_random),
+        cmocka_unit_test(test_buckets_never_before_real_data),
+        cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_preset_params_and_grad_bytes),
+        cmocka_unit_test(test_bucket_sequencing),
+        cmocka_unit_test(test_none_waits_for_finish),
+        cmocka_unit_test(test_staging),
+        cmocka_unit_test(test_check_counts_and_corruption),
+        cmocka_unit_test(test_steps_none_equals_bucket),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    MPI_Finalize();
+    return failed;
+}
