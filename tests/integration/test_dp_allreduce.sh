@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# dp_allreduce under mpirun with 2 and 3 ranks on the tiny model: validated
+# gradients, overhead consistent with its measured components, bucket overlap
+# giving the same gradients as none, decoupled gradient sizes, exit codes.
+# Timings are never asserted (shared, noisy machine): only structure and arithmetic.
+source "$(dirname "$0")/lib.sh"
+COLS=nranks,link_class,grad_bytes,compute_us,comm_us,step_us,exposed_us,overhead,layers,hidden,seq,micro_batch,dtype,overlap,bucket_bytes,predicted_overhead,hidden_fraction,busbw_GBps,gflops,wrong
+RUN=(--model tiny -n 3 -w 1)
+
+# Consistency of every row: the derived columns follow from the measured ones.
+consistent() {
+    python3 - "$1" "$2" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+n = int(sys.argv[2])
+close = lambda a, b: abs(a - b) <= 1e-4 * max(1.0, abs(a), abs(b))
+for r in rows:
+    f = {k: float(v) for k, v in r.items() if k not in ("link_class", "model", "compute_dtype", "dtype", "overlap", "grad_hash")}
+    assert close(f["exposed_us"], f["step_us"] - f["compute_us"]), r          # step = compute + exposed
+    assert close(f["overhead"], f["exposed_us"] / f["compute_us"]), r
+    assert close(f["predicted_overhead"], f["comm_us"] / f["compute_us"]), r
+    assert 0 <= f["hidden_fraction"] <= 1, r
+    assert close(f["busbw_GBps"], f["grad_bytes"] / f["comm_us"] / 1e3 * 2 * (n - 1) / n), r
+    assert f["compute_us"] > 0 and f["comm_us"] > 0 and f["step_us"] > 0 and f["gflops"] > 0, r
+    assert f["wait_us"] <= f["step_us"] * 1.001, r
+    assert (r["overlap"] == "bucket") == (f["bucket_bytes"] > 0), r
+PY
+}
+
+# 2 ranks, both overlap modes on the real gradients (12 MiB).
+expect_rc 0 "2 ranks, none and bucket" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" --overlap none,bucket --bucket-mb 2 \
+    --csv "$TMP/a.csv" --json "$TMP/a.json"
+python3 "$TESTS_DIR/results.py" "$TMP/a.csv" "$TMP/a.json" --columns $COLS --rows 2 --zero-wrong --complete \
+    --expect nranks=2 --expect link_class=intra --expect grad_bytes=12582912 --expect layers=4 --expect hidden=256 \
+    && pass "CSV/JSON columns and metadata (2 ranks)" || fail "CSV/JSON columns and metadata (2 ranks)"
+consistent "$TMP/a.csv" 2 && pass "step = compute + exposed, overhead, prediction, busbw (2 ranks)" \
+    || fail "derived columns inconsistent (2 ranks)"
+expect_in "$TMP/out" "# wrong values: 0 OK" "footer: no wrong values"
+expect_in "$TMP/out" "overhead" "table shows the overhead"
+expect_in "$TMP/out" "MPI_THREAD_MULTIPLE" "the comm thread design is stated"
+python3 - "$TMP/a.csv" <<'PY' && pass "bucket gives the same gradients as none (hash)" || fail "bucket and none gradients differ"
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+h = {r["overlap"]: r["grad_hash"] for r in rows}
+assert h["none"] == h["bucket"] and len(h["none"]) == 16, h
+assert int([r for r in rows if r["overlap"] == "bucket"][0]["buckets"]) == 6
+PY
+
+# 3 ranks, decoupled sizes (smaller and larger than the layers'), bf16 gradients.
+expect_rc 0 "3 ranks, --grad-bytes sweep, bucket, bf16" -- mpi 3 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 \
+    --grad-bytes 1M,20M --overlap bucket --grad-dtype bfloat16 --csv "$TMP/b.csv" --json "$TMP/b.json"
+python3 "$TESTS_DIR/results.py" "$TMP/b.csv" "$TMP/b.json" --columns $COLS --rows 2 --zero-wrong --complete \
+    --expect nranks=3 --expect dtype=bfloat16 --expect overlap=bucket \
+    && pass "CSV/JSON of the sweep (3 ranks)" || fail "CSV/JSON of the sweep (3 ranks)"
+consistent "$TMP/b.csv" 3 && pass "derived columns (3 ranks)" || fail "derived columns inconsistent (3 ranks)"
+expect_in "$TMP/out" "gradient (decoupled): 20 MiB all-reduced per step" "decoupling printed (larger)"
+expect_in "$TMP/out" "kept apart" "decoupling printed (smaller)"
+
+# --params: counts times the gradient element size.
+expect_rc 0 "--params 5M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 --params 5M --overlap bucket --csv "$TMP/p.csv"
+grep -q ",20000000," "$TMP/p.csv" && pass "--params 5M is 20000000 gradient bytes" || fail "--params 5M size"
+
+# Corrupted gradients are counted and exit 1; -c 0 skips the check.
+expect_rc 1 "corrupted gradient on rank 1 exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --overlap bucket
+expect_in "$TMP/out" "FAILED" "footer says FAILED"
+expect_rc 0 "-c 0 skips validation" -- mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 -c 0
+
+# Sizes beyond memory: refused before allocating, exit 3 with the bytes needed.
+expect_rc 3 "a 7B fp32 gradient does not fit" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" --params 7B
+expect_in "$TMP/err" "needs" "the refusal gives the bytes needed"
+expect_rc 3 "--grad-bytes 60G does not fit" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" --grad-bytes 60G
+
+# Bad input: exit 2 naming the option.
+while IFS='|' read -r args fragment; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "bad input: $args" -- mpi 2 "$BIN/dp_allreduce" --model tiny $args </dev/null # mpirun would eat the list
+    expect_in "$TMP/err" "$fragment" "message for '$args' names '$fragment'"
+done <<'CASES'
+--hidden 250|--hidden
+--layers 0|--layers
+--heads 0|--heads
+--overlap sometimes|--overlap
+--bucket-mb 0|--bucket-mb
+--grad-bytes 6|--grad-bytes
+--grad-bytes 1M --params 1M|--params
+--params lots|--params
+--model huge|--model
+CASES
+expect_rc 0 "--help" -- mpi 1 "$BIN/dp_allreduce" --help
+expect_in "$TMP/out" "--overlap" "help lists --overlap"
+finish
