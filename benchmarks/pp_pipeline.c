@@ -1,0 +1,458 @@
+/* pp_pipeline: p pipeline stages x m micro-batches of real transformer layers,
+ * GPipe, 1F1B or interleaved 1F1B, activations and gradients moved by backend
+ * point-to-point. Reports step time, measured efficiency next to m/(m+p-1),
+ * p2p wait, and the measured peak activation memory per stage. docs/pp_pipeline.md. */
+#include "bench.h"
+#include "error.h"
+#include "memory.h"
+#include "model.h"
+#include "parse.h"
+#include "pp.h"
+#include "runner.h"
+#include "timing.h"
+#include "workload_opts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST 32
+#define MAX_STAGES 1024
+
+typedef struct pp_opts {
+    pb_common_opts common;
+    pb_workload_opts work;
+    int stages;                      /* 0: world size */
+    int mbs[MAX_LIST], nmbs;
+    int scheds[PB_PP_SCHED_COUNT], nscheds;
+    int virt;                        /* chunks per rank for interleaved */
+    const char *trace;
+} pp_opts;
+
+enum { OPT_STAGES, OPT_MB, OPT_SCHED, OPT_VIRT, OPT_TRACE };
+
+static const pb_opt own_opts[] = {
+    {"stages", 0, "P", "pipeline stages (default: the number of ranks; more ranks make replicas)", OPT_STAGES},
+    {"micro-batches", 0, "LIST", "micro-batches per step, e.g. 1,2,4,8 (default 8)", OPT_MB},
+    {"schedule", 0, "LIST", "gpipe, 1f1b, interleaved or all (comma-separated; default gpipe,1f1b)", OPT_SCHED},
+    {"virtual-stages", 0, "V", "model chunks per rank for interleaved (default 2)", OPT_VIRT},
+    {"trace", 0, "FILE", "write the timeline of the last step of each configuration (CSV)", OPT_TRACE},
+};
+
+static int parse_scheds(pp_opts *o, const char *option, const char *arg)
+{
+    char list[128];
+    snprintf(list, sizeof list, "%s", arg);
+    o->nscheds = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int all = strcmp(tok, "all") == 0;
+        pb_pp_sched s = PB_PP_GPIPE;
+        if (!all) PB_TRY(pb_pp_sched_parse(option, tok, &s));
+        for (int k = all ? 0 : (int)s; k <= (all ? PB_PP_SCHED_COUNT - 1 : (int)s); k++) {
+            int seen = 0;
+            for (int j = 0; j < o->nscheds; j++) seen |= o->scheds[j] == k;
+            if (!seen) o->scheds[o->nscheds++] = k;
+        }
+    }
+    return o->nscheds ? PB_OK : pb_usage(option, "empty list; expected gpipe, 1f1b, interleaved or all");
+}
+
+static int parse_mbs(pp_opts *o, const char *option, const char *arg)
+{
+    char list[256];
+    snprintf(list, sizeof list, "%s", arg);
+    o->nmbs = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (o->nmbs == MAX_LIST) return pb_usage(option, "more than %d values", MAX_LIST);
+        PB_TRY(pb_parse_int(option, tok, 1, 1 << 16, &v));
+        o->mbs[o->nmbs++] = (int)v;
+    }
+    return o->nmbs ? PB_OK : pb_usage(option, "empty list; expected micro-batch counts >= 1, e.g. 1,2,4");
+}
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    pp_opts *o = ctx;
+    long long v;
+    switch (id) {
+    case OPT_STAGES: PB_TRY(pb_parse_int(option, arg, 1, MAX_STAGES, &v)); o->stages = (int)v; return PB_OK;
+    case OPT_MB: return parse_mbs(o, option, arg);
+    case OPT_SCHED: return parse_scheds(o, option, arg);
+    case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v; return PB_OK;
+    case OPT_TRACE: o->trace = arg; return PB_OK;
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+static const pb_column cols[] = {
+    {"schedule", "schedule", "", PB_COL_STR, 11, 0},
+    {"stages", "p", "", PB_COL_INT, 3, 0},
+    {"virtual_stages", NULL, NULL, PB_COL_INT, 0, 0},
+    {"micro_batches", "m", "", PB_COL_INT, 4, 0},
+    {"replicas", NULL, NULL, PB_COL_INT, 0, 0},
+    {"layers", NULL, NULL, PB_COL_INT, 0, 0},
+    {"hidden", NULL, NULL, PB_COL_INT, 0, 0},
+    {"seq", NULL, NULL, PB_COL_INT, 0, 0},
+    {"micro_batch", NULL, NULL, PB_COL_INT, 0, 0},
+    {"dtype", NULL, NULL, PB_COL_STR, 0, 0},
+    {"link_class", "link", "", PB_COL_STR, 6, 0},
+    {"iters", NULL, NULL, PB_COL_INT, 0, 0},
+    {"act_bytes", "act", "(B)", PB_COL_INT, 9, 0},
+    {"t_fwd_us", "t_fwd", "(us)", PB_COL_FLOAT, 9, 1},
+    {"t_bwd_us", "t_bwd", "(us)", PB_COL_FLOAT, 9, 1},
+    {"step_us", "step", "(us)", PB_COL_FLOAT, 11, 1},
+    {"step_us_median", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"ideal_us", "ideal", "(us)", PB_COL_FLOAT, 11, 1},
+    {"efficiency", "eff", "", PB_COL_FLOAT, 6, 3},
+    {"efficiency_theory", "theory", "", PB_COL_FLOAT, 6, 3},
+    {"bubble_fraction", "bubble", "", PB_COL_FLOAT, 6, 3},
+    {"p2p_wait_us", "p2p_wait", "(us)", PB_COL_FLOAT, 10, 1},
+    {"p2p_bytes_per_mb", NULL, NULL, PB_COL_INT, 0, 0},
+    {"peak_act_bytes", "peak_act", "(B)", PB_COL_INT, 11, 0},
+    {"peak_act_mb", "held", "(mb)", PB_COL_FLOAT, 5, 1},
+    {"stage_busy_us", NULL, NULL, PB_COL_STR, 0, 0},
+    {"stage_wait_us", NULL, NULL, PB_COL_STR, 0, 0},
+    {"stage_peak_act_bytes", NULL, NULL, PB_COL_STR, 0, 0},
+    {"oversubscribed", "ovs", "", PB_COL_INT, 3, 0},
+    {"wrong", "#wrong", "", PB_COL_INT, 6, 0},
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+/* Everything one rank needs to run steps. */
+typedef struct pp_run {
+    pb_bench *b;
+    const pp_opts *o;
+    MPI_Comm pipe;            /* this rank's pipeline (rank = stage) */
+    int p, v, stage, replica, replicas;
+    pb_pp_exec *ex;
+    pb_pp_stack *stk[2];          /* [0] gpipe/1f1b placement, [1] interleaved (NULL if unused) */
+    pb_pp_stack_config scf[2];
+    pb_pp_stack *st;              /* the current configuration's */
+    pb_pp_stack_config scfg;
+    pb_pp_plan plan;
+    pb_pp_trace trace;
+    double fwd, bwd, wait, bytes; /* sums over timed iterations */
+    uint64_t peak;
+    int traced;
+    FILE *trace_file;         /* rank 0 */
+    char tmp[4096];           /* the trace's temporary name */
+    long long wrong;
+} pp_run;
+
+static int one_step(void *ctx, int iter)
+{
+    pp_run *r = ctx;
+    pb_pp_stats s;
+    if (r->traced) pb_pp_trace_clear(&r->trace);
+    PB_TRY(pb_pp_exec_step(r->ex, &r->plan, pb_pp_stack_ops(), r->st, &s, r->traced ? &r->trace : NULL));
+    if (iter < 0) return PB_OK;
+    r->fwd += s.fwd_us;
+    r->bwd += s.bwd_us;
+    r->wait += s.wait_us;
+    r->bytes += (double)s.bytes_sent;
+    if (s.peak_act_bytes > r->peak) r->peak = s.peak_act_bytes;
+    return PB_OK;
+}
+
+/* Metadata of the whole run (merged into the report's). */
+static cJSON *pp_meta(const pp_run *r)
+{
+    const pb_model *m = &r->o->work.model;
+    cJSON *j = cJSON_CreateObject();
+    cJSON *pp = cJSON_AddObjectToObject(j, "pipeline");
+    cJSON_AddNumberToObject(pp, "stages", r->p);
+    cJSON_AddNumberToObject(pp, "replicas", r->replicas);
+    cJSON_AddNumberToObject(pp, "virtual_stages_interleaved", r->o->virt);
+    cJSON_AddNumberToObject(pp, "layers_per_stage", (double)(m->layers / r->p));
+    cJSON_AddStringToObject(pp, "rank_order", "consecutive ranks form a pipeline; stage = rank mod P");
+    cJSON_AddStringToObject(pp, "model", r->o->work.preset);
+    return j;
+}
+
+/* Link class of this rank's pipeline, as rank 0 reports it (rank 0's pipeline). */
+static const char *pipe_link(const pp_run *r)
+{
+    int ranks[MAX_STAGES];
+    for (int s = 0; s < r->p; s++) ranks[s] = s;
+    return pb_link_class(&r->b->w, ranks, r->p);
+}
+
+static int max_in(const int *v, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* Engine, stages, executor and the memory check before any of it is allocated. */
+static int pp_setup(pp_run *r)
+{
+    pb_bench *b = r->b;
+    const pp_opts *o = r->o;
+    const pb_compute *eng = NULL;
+    int status = pb_workload_engine(&o->work, b->be->name, &eng);
+    if (status == PB_OK && (strcmp(b->be->mem, "host") == 0) != (strcmp(eng->name, "blas") == 0))
+        status = pb_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
+                          "blas with mpi, cublas with nccl", eng->name, strcmp(eng->name, "blas") == 0 ? "host" :
+                          "device", b->be->name, b->be->mem);
+    status = pb_world_agree(&b->w, status);
+    if (status != PB_OK) return status;
+    int need_kind[2] = {0, 0}, mmax = max_in(o->mbs, o->nmbs), in_flight[2] = {0, 0};
+    for (int s = 0; s < o->nscheds; s++) need_kind[o->scheds[s] == PB_PP_INTERLEAVED] = 1;
+    r->v = need_kind[1] ? o->virt : 1;
+    const pb_model *m = &o->work.model;
+    /* Interleaved places other layers on a rank than gpipe/1f1b do: one stage stack per placement. */
+    for (int k = 0; k < 2; k++)
+        r->scf[k] = (pb_pp_stack_config){
+            .eng = eng, .shape = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads,
+                                  .tp_size = 1, .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype},
+            .layers = m->layers, .p = r->p, .v = k ? r->v : 1, .stage = r->stage, .seed = o->work.seed,
+            .grad_dtype = o->work.grad_dtype, .max_mb = mmax, .capture = o->common.check};
+    r->scfg = r->scf[need_kind[0] ? 0 : 1];
+    for (int s = 0; s < o->nscheds; s++) {
+        pb_pp_plan pl;
+        int k = o->scheds[s] == PB_PP_INTERLEAVED;
+        for (int j = 0; j < o->nmbs && status == PB_OK; j++) {
+            if (k && o->mbs[j] % r->p) continue;
+            status = pb_pp_plan_build((pb_pp_sched)o->scheds[s], r->p, o->mbs[j], r->v, r->stage, &pl);
+            if (status != PB_OK) break;
+            int held = pb_pp_plan_max_in_flight(&pl);
+            in_flight[k] = held > in_flight[k] ? held : in_flight[k];
+            pb_pp_plan_free(&pl);
+        }
+    }
+    pb_layer_shape sh = r->scfg.shape;
+    sh.dtype = eng->gemm_dtype(sh.dtype);
+    pb_pp_config xc = {.be = b->be, .act_count = (size_t)(sh.b * sh.s * sh.h), .act_dtype = sh.dtype,
+                       .ring = need_kind[1], .max_sends = mmax * r->v};
+    uint64_t need = pb_pp_exec_bytes(&xc);
+    for (int k = 0; k < 2; k++) need += need_kind[k] ? pb_pp_stack_bytes(&r->scf[k], in_flight[k]) : 0;
+    if (o->common.check && r->stage == 0) need += pb_pp_reference_bytes(&r->scfg);
+    if (status == PB_OK) status = pb_mem_require(need, "pp_pipeline stage (weights, activations, buffers)");
+    status = pb_world_agree(&b->w, status);
+    if (status != PB_OK) return status;
+    MPI_Comm_split(b->w.comm, r->replica, r->stage, &r->pipe);
+    xc.group = r->pipe;
+    for (int k = 0; k < 2 && status == PB_OK; k++)
+        if (need_kind[k]) status = pb_pp_stack_create(&r->scf[k], &r->stk[k]);
+    status = pb_world_agree(&b->w, status);
+    if (status == PB_OK) status = pb_world_agree(&b->w, pb_pp_exec_create(&xc, &r->ex));
+    r->traced = o->trace != NULL;
+    if (status == PB_OK && r->traced) pb_pp_trace_origin(b->w.comm, &r->trace);
+    if (status == PB_OK && b->rep) {
+        if (b->info.oversubscribed)
+            pb_report_note(b->rep, "warning: oversubscribed: %d ranks on a node with %d cores; stages share cores, "
+                           "so compute times and efficiency are distorted", b->info.max_ranks_per_node,
+                           b->info.min_cores_per_node);
+        printf("# pipeline: %d stages x %d replicas, %lld layers (%lld per stage), %s link, engine %s\n", r->p,
+               r->replicas, (long long)m->layers, (long long)(m->layers / r->p), pipe_link(r), eng->describe());
+        pb_report_header(b->rep);
+    }
+    if (status == PB_OK && b->rep && r->traced) r->trace_file = pb_pp_trace_open(o->trace, r->tmp, sizeof r->tmp);
+    if (status == PB_OK && b->rep && r->traced && !r->trace_file) status = PB_ERR_ENV;
+    return pb_world_agree(&b->w, status);
+}
+
+static int pp_teardown(pp_run *r, int status)
+{
+    pb_bench *b = r->b;
+    if (b->rep && status == PB_OK && r->o->common.check)
+        pb_report_note(b->rep, "wrong values: %lld %s", r->wrong, r->wrong ? "FAILED" : "OK");
+    if (status == PB_OK && r->wrong) status = PB_ERR_CHECK;
+    int s = pb_pp_trace_close(r->trace_file, r->tmp, r->o->trace ? r->o->trace : "", status == PB_OK);
+    if (status == PB_OK) status = s;
+    pb_pp_exec_destroy(r->ex);
+    pb_pp_stack_destroy(r->stk[0]);
+    pb_pp_stack_destroy(r->stk[1]);
+    pb_pp_trace_free(&r->trace);
+    if (r->pipe != MPI_COMM_NULL && r->pipe) MPI_Comm_free(&r->pipe);
+    if (b->rep && status == PB_OK && r->traced) printf("# trace: %s\n", r->o->trace);
+    return status;
+}
+
+/* One validated step: the last stage's outputs go to the first stage (control
+ * plane), which compares them and its input gradients with one whole stack. */
+static int pp_validate(pp_run *r, int m, long long *wrong)
+{
+    pb_pp_stats s;
+    pb_pp_stack_set_capture(r->st, 1);
+    int status = pb_pp_exec_step(r->ex, &r->plan, pb_pp_stack_ops(), r->st, &s, NULL);
+    pb_pp_stack_set_capture(r->st, 0);
+    status = pb_world_agree(&r->b->w, status);
+    if (status != PB_OK) return status;
+    size_t n = r->plan.n ? (size_t)(r->scfg.shape.b * r->scfg.shape.s * r->scfg.shape.h) : 0;
+    size_t bytes = n * pb_dtype_size(pb_pp_stack_dtype(r->st));
+    const void **outs = calloc((size_t)m, sizeof *outs), **dins = calloc((size_t)m, sizeof *dins);
+    void *recvd = NULL;
+    *wrong = 0;
+    if (!outs || !dins) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
+    if (r->stage == 0 && r->p > 1 && status == PB_OK) {
+        recvd = malloc(bytes * (size_t)m);
+        if (!recvd) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
+        else MPI_Recv(recvd, (int)(bytes * (size_t)m), MPI_BYTE, r->p - 1, 0, r->pipe, MPI_STATUS_IGNORE);
+    } else if (r->stage == r->p - 1 && r->p > 1) {
+        MPI_Send(pb_pp_stack_output(r->st, 0), (int)(bytes * (size_t)m), MPI_BYTE, 0, 0, r->pipe);
+    }
+    if (r->stage == 0 && status == PB_OK) {
+        for (int k = 0; k < m; k++) {
+            outs[k] = r->p > 1 ? (const unsigned char *)recvd + bytes * (size_t)k : pb_pp_stack_output(r->st, k);
+            dins[k] = pb_pp_stack_input_grad(r->st, k);
+        }
+        double tol = pb_pp_stack_dtype(r->st) == PB_FLOAT32 ? 1e-4 : 3e-2;
+        status = pb_pp_reference_check(&r->scfg, m, outs, dins, tol, pb_test_corrupt_rank() == r->b->w.rank,
+                                       wrong);
+    }
+    free(recvd);
+    free(outs);
+    free(dins);
+    MPI_Allreduce(MPI_IN_PLACE, wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
+    return pb_world_agree(&r->b->w, status);
+}
+
+enum { V_FWD, V_BWD, V_WAIT, V_PEAK, V_BYTES, NV };
+
+/* "a;b;c": one per-stage value for the string columns (JSON and CSV keep every stage). */
+static const char *join(char *buf, size_t len, const double *v, int p, int stride, const char *fmt)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < p && at + 32 < len; s++) {
+        if (s) buf[at++] = ';';
+        at += (size_t)snprintf(buf + at, len - at, fmt, v[s * stride]);
+    }
+    return buf;
+}
+
+static int pp_row(pp_run *r, pb_pp_sched sched, int m, int iters, const pb_stats *st, const double *ps,
+                  long long wrong)
+{
+    const pb_model *md = &r->o->work.model;
+    int p = r->p, slow = 0, v = sched == PB_PP_INTERLEAVED ? r->v : 1;
+    double peak = 0, wait = 0, bytes = 0;
+    for (int s = 0; s < p; s++) {
+        if (ps[s * NV + V_FWD] + ps[s * NV + V_BWD] > ps[slow * NV + V_FWD] + ps[slow * NV + V_BWD]) slow = s;
+        peak = ps[s * NV + V_PEAK] > peak ? ps[s * NV + V_PEAK] : peak;
+        wait = ps[s * NV + V_WAIT] > wait ? ps[s * NV + V_WAIT] : wait;
+        bytes = ps[s * NV + V_BYTES] > bytes ? ps[s * NV + V_BYTES] : bytes;
+    }
+    double tf = ps[slow * NV + V_FWD] / m, tb = ps[slow * NV + V_BWD] / m, ideal = m * (tf + tb);
+    double eff = st->rankmax > 0 ? ideal / st->rankmax : 0;
+    uint64_t act = (uint64_t)(md->micro_batch * md->seq * md->hidden) * pb_dtype_size(pb_pp_stack_dtype(r->st));
+    pb_layer_shape sh = r->scfg.shape;
+    sh.dtype = pb_pp_stack_dtype(r->st);
+    uint64_t per_mb = pb_layer_act_bytes(&sh, md->layers / p); /* one micro-batch through a whole stage */
+    char busy[8192], waits[8192], peaks[8192];
+    double sum[MAX_STAGES];
+    for (int s = 0; s < p; s++) sum[s] = ps[s * NV + V_FWD] + ps[s * NV + V_BWD];
+    pb_value vals[NCOLS] = {
+        PB_S(pb_pp_sched_name(sched)), PB_I(p), PB_I(v), PB_I(m), PB_I(r->replicas), PB_I(md->layers),
+        PB_I(md->hidden), PB_I(md->seq), PB_I(md->micro_batch), PB_S(pb_dtype_name(pb_pp_stack_dtype(r->st))),
+        PB_S(pipe_link(r)), PB_I(iters), PB_I(act), PB_F(tf), PB_F(tb), PB_F(st->rankmax), PB_F(st->median),
+        PB_F(ideal), PB_F(eff), PB_F(pb_pipe_efficiency(m * v, p)), PB_F(1.0 - eff), PB_F(wait),
+        PB_I((long long)(bytes / m)), PB_I((long long)peak), PB_F(per_mb ? peak / (double)per_mb : 0),
+        PB_S(join(busy, sizeof busy, sum, p, 1, "%.1f")), PB_S(join(waits, sizeof waits, ps + V_WAIT, p, NV, "%.1f")),
+        PB_S(join(peaks, sizeof peaks, ps + V_PEAK, p, NV, "%.0f")), PB_I(r->b->info.oversubscribed), PB_I(wrong),
+    };
+    return pb_report_row(r->b->rep, vals);
+}
+
+/* One (schedule, m): timed steps on every pipeline at once, then the row. */
+static int pp_config(pp_run *r, pb_pp_sched sched, int m)
+{
+    pb_bench *b = r->b;
+    const pp_opts *o = r->o;
+    if (sched == PB_PP_INTERLEAVED && m % r->p) {
+        if (b->rep) pb_report_note(b->rep, "interleaved skipped for m=%d: needs a multiple of p=%d", m, r->p);
+        return PB_OK;
+    }
+    r->st = r->stk[sched == PB_PP_INTERLEAVED];
+    r->scfg = r->scf[sched == PB_PP_INTERLEAVED];
+    int status = pb_pp_plan_build(sched, r->p, m, r->v, r->stage, &r->plan);
+    if (status != PB_OK) return pb_world_agree(&b->w, status);
+    r->fwd = r->bwd = r->wait = r->bytes = 0;
+    r->peak = 0;
+    double *samples = malloc(sizeof(double) * (size_t)o->common.iters);
+    int done = 0;
+    pb_loop_cfg lc = {o->common.iters, o->common.warmup, o->common.max_seconds};
+    if (!samples) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->common.iters);
+    status = pb_world_agree(&b->w, status);
+    if (status == PB_OK) status = pb_time_loop(b->w.comm, &lc, one_step, r, samples, &done);
+    pb_stats st = {0};
+    double ps[MAX_STAGES * NV];
+    if (status == PB_OK) {
+        double d = done > 0 ? done : 1;
+        double mine[NV] = {r->fwd / d, r->bwd / d, r->wait / d, (double)r->peak, r->bytes / d};
+        pb_gather_stats(b->w.comm, samples, done, &st);
+        status = pb_pp_gather_stages(b->w.comm, r->p, r->stage, mine, NV, ps);
+    }
+    pb_pp_trace_label lab = {pb_pp_sched_name(sched), r->p, r->plan.v, m};
+    if (status == PB_OK && r->traced)
+        status = pb_pp_trace_gather(b->w.comm, &r->trace, r->stage, r->replica, &lab, r->trace_file);
+    long long wrong = 0;
+    if (status == PB_OK && o->common.check) status = pp_validate(r, m, &wrong);
+    r->wrong += wrong;
+    if (status == PB_OK && b->rep) status = pp_row(r, sched, m, done, &st, ps, wrong);
+    free(samples);
+    pb_pp_plan_free(&r->plan);
+    return pb_world_agree(&b->w, status);
+}
+
+/* Parse-time checks that need the world size: exit 2 or 3 before any output. */
+static int check_shape(const pp_opts *o, int world, int *p)
+{
+    *p = o->stages ? o->stages : world;
+    if (*p > world)
+        return pb_fail(PB_ERR_ENV, "--stages %d needs at least %d ranks, got %d (too few ranks)", *p, *p, world);
+    if (world % *p)
+        return pb_usage("--stages", "%d does not divide the %d ranks; expected a divisor (world/P replicas)", *p,
+                        world);
+    int64_t L = o->work.model.layers;
+    if (L % *p)
+        return pb_usage("--stages", "%d stages do not divide %lld layers; expected a divisor of --layers", *p,
+                        (long long)L);
+    for (int s = 0; s < o->nscheds; s++) {
+        if (o->scheds[s] != PB_PP_INTERLEAVED) continue;
+        if (L % ((int64_t)*p * o->virt))
+            return pb_usage("--virtual-stages", "%d x %d chunks do not divide %lld layers", *p, o->virt,
+                            (long long)L);
+        /* m values interleaved cannot run are skipped with a note, but one must remain. */
+        int ok = 0;
+        for (int k = 0; k < o->nmbs; k++) ok |= o->mbs[k] % *p == 0;
+        if (!ok) PB_TRY(pb_pp_sched_valid(PB_PP_INTERLEAVED, *p, o->mbs[0], o->virt));
+    }
+    return PB_OK;
+}
+
+int main(int argc, char **argv)
+{
+    pp_opts o = {.mbs = {8}, .nmbs = 1, .scheds = {PB_PP_GPIPE, PB_PP_1F1B}, .nscheds = 2, .virt = 2};
+    pb_common_defaults(&o.common);
+    o.common.iters = 5;
+    o.common.warmup = 1;
+    o.common.max_seconds = 30;
+    pb_workload_defaults(&o.work, "tiny");
+    pb_opt_group groups[] = {
+        {"pp_pipeline options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
+        pb_workload_group(&o.work),
+        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+    };
+    pb_bench b;
+    pb_bench_start(&b, "pp_pipeline", &argc, &argv, MPI_THREAD_SINGLE,
+                   "Usage: mpirun -np N pp_pipeline [options]\n"
+                   "Pipeline parallelism: P stages x M micro-batches of transformer layers, GPipe / 1F1B /\n"
+                   "interleaved, activations and gradients sent point-to-point between stages.",
+                   groups, 3);
+    int status = pb_common_validate(&o.common);
+    if (status == PB_OK) status = pb_workload_resolve(&o.work);
+    int p = 1;
+    if (status == PB_OK) status = check_shape(&o, b.w.size, &p);
+    if (status != PB_OK) pb_bench_finish(&b, status);
+    pp_run r = {.b = &b, .o = &o, .p = p, .stage = b.w.rank % p, .replica = b.w.rank / p,
+                .replicas = b.w.size / p};
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, pp_meta(&r));
+    if (status == PB_OK) status = pp_setup(&r);
+    for (int s = 0; s < o.nscheds && status == PB_OK; s++)
+        for (int k = 0; k < o.nmbs && status == PB_OK; k++) status = pp_config(&r, (pb_pp_sched)o.scheds[s], o.mbs[k]);
+    status = pp_teardown(&r, status);
+    pb_bench_finish(&b, status);
+}
