@@ -1,0 +1,452 @@
+/* tp_layer: a Megatron transformer layer split over t ranks (common/tp.h):
+ * per layer, compute, communication and step time, the communication
+ * fraction, bytes per rank against 8*b*s*h*(t-1)/t, and the speed-up over
+ * the same layer unsharded on one rank. See docs/tp_layer.md. */
+#include "bench.h"
+#include "error.h"
+#include "memory.h"
+#include "parse.h"
+#include "runner.h"
+#include "timing.h"
+#include "tp.h"
+#include "watchdog.h"
+#include "workload_opts.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST 64
+
+typedef struct tp_opts {
+    pb_common_opts common;
+    pb_workload_opts work;
+    int tp, stride, unsharded;
+    pb_tp_mode modes[PB_TP_MODE_COUNT];
+    int nmodes;
+    int64_t hidden[MAX_LIST], seq[MAX_LIST];
+    size_t nhidden, nseq;
+} tp_opts;
+
+enum { O_TP, O_COMM, O_STRIDE, O_HIDDEN_LIST, O_SEQ_LIST, O_UNSHARDED };
+
+static const pb_opt own_opts[] = {
+    {"tp", 0, "T", "tensor-parallel size t (default: the world size); t must divide h, 3h, 4h, heads and the "
+                   "world size", O_TP},
+    {"tp-comm", 0, "MODE", "allreduce (Megatron f/g), sp (sequence parallel: all-gather + reduce-scatter), or "
+                           "a comma-separated list (default allreduce)", O_COMM},
+    {"tp-stride", 0, "S", "rank distance inside a TP group (default 1: consecutive ranks)", O_STRIDE},
+    {"hidden-list", 0, "LIST", "sweep the hidden size: comma-separated values, one row each", O_HIDDEN_LIST},
+    {"seq-list", 0, "LIST", "sweep the sequence length: comma-separated values, one row each", O_SEQ_LIST},
+    {"unsharded", 0, "0|1", "also time the unsharded layer on every rank for the speed-up (default 1, when "
+                            "memory allows)", O_UNSHARDED},
+};
+
+static int parse_list(const char *option, const char *arg, long long max, int64_t *out, size_t *n)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", arg);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (*n == MAX_LIST) return pb_usage(option, "at most %d values", MAX_LIST);
+        PB_TRY(pb_parse_int(option, tok, 1, max, &v));
+        out[(*n)++] = v;
+    }
+    return *n ? PB_OK : pb_usage(option, "empty list; expected comma-separated positive integers");
+}
+
+static int parse_modes(tp_opts *o, const char *option, const char *arg)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->nmodes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        pb_tp_mode m;
+        PB_TRY(pb_tp_mode_parse(option, tok, &m));
+        int seen = 0;
+        for (int i = 0; i < o->nmodes; i++) seen |= o->modes[i] == m;
+        if (!seen) o->modes[o->nmodes++] = m;
+    }
+    return o->nmodes ? PB_OK : pb_usage(option, "empty list; expected allreduce, sp or allreduce,sp");
+}
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    tp_opts *o = ctx;
+    long long v = 0;
+    switch (id) {
+    case O_TP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->tp = (int)v; return PB_OK;
+    case O_COMM: return parse_modes(o, option, arg);
+    case O_STRIDE: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->stride = (int)v; return PB_OK;
+    case O_HIDDEN_LIST: return parse_list(option, arg, 1 << 20, o->hidden, &o->nhidden);
+    case O_SEQ_LIST: return parse_list(option, arg, 1 << 24, o->seq, &o->nseq);
+    case O_UNSHARDED: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->unsharded = (int)v; return PB_OK;
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+static const pb_column cols[] = {
+    {"tp", "tp", "", PB_COL_INT, 4, 0},
+    {"nranks", NULL, NULL, PB_COL_INT, 0, 0},
+    {"groups", NULL, NULL, PB_COL_INT, 0, 0},
+    {"nnodes", NULL, NULL, PB_COL_INT, 0, 0},
+    {"link_class", "link", "", PB_COL_STR, 6, 0},
+    {"mode", "mode", "", PB_COL_STR, 10, 0},
+    {"layers", NULL, NULL, PB_COL_INT, 0, 0},
+    {"batch", NULL, NULL, PB_COL_INT, 0, 0},
+    {"seq", "seq", "", PB_COL_INT, 6, 0},
+    {"hidden", "hidden", "", PB_COL_INT, 7, 0},
+    {"heads", NULL, NULL, PB_COL_INT, 0, 0},
+    {"dtype", NULL, NULL, PB_COL_STR, 0, 0},
+    {"iters", NULL, NULL, PB_COL_INT, 0, 0},
+    {"compute_us", "compute", "(us)", PB_COL_FLOAT, 10, 1},
+    {"comm_us", "comm", "(us)", PB_COL_FLOAT, 10, 1},
+    {"step_us", "step", "(us)", PB_COL_FLOAT, 10, 1},
+    {"step_us_mean", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"comm_fraction", "comm", "(frac)", PB_COL_FLOAT, 6, 3},
+    {"comm_bytes_per_rank", "bytes/rank", "(B)", PB_COL_INT, 11, 0},
+    {"expected_bytes_per_rank", "expected", "(B)", PB_COL_INT, 11, 0},
+    {"colls_per_layer", NULL, NULL, PB_COL_INT, 0, 0},
+    {"unsharded_us", "t=1", "(us)", PB_COL_FLOAT, 10, 1},
+    {"speedup", "speedup", "", PB_COL_FLOAT, 7, 2},
+    {"gflops", "GFLOP/s", "(rank)", PB_COL_FLOAT, 8, 2},
+    {"max_rel_err", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+/* The run: placement of this rank, and the TP group's communicator. */
+typedef struct tp_run {
+    pb_bench *b;
+    tp_opts *o;
+    const pb_compute *eng;
+    int group, index, ngroups;
+    MPI_Comm group_comm;
+    pb_comm *comm;
+    const char *link; /* of the TP groups: intra, inter, or mixed */
+    int skip;         /* test-only: PARABENCH_TEST_SKIP */
+} tp_run;
+
+/* One measured point: shape and mode. */
+typedef struct point {
+    pb_tp_config cfg;
+    pb_stack_config ref_cfg;
+    double compute_us, comm_us, step_us, step_mean_us, unsharded_us, max_err;
+    uint64_t bytes, bytes_min, colls;
+    long long wrong;
+    int iters, have_ref;
+} point;
+
+typedef struct loop_ctx {
+    tp_run *run;
+    pb_tp *tp;      /* sharded run, or NULL for the unsharded one */
+    pb_stack *ref;
+    pb_acts *acts;
+    void *x, *y, *dy, *dx;
+} loop_ctx;
+
+static int one_iteration(void *arg, int iter)
+{
+    loop_ctx *c = arg;
+    if (c->run->skip) return PB_OK; /* leave the peers waiting: the watchdog must fire */
+    if (!c->tp) {
+        PB_TRY(pb_stack_forward(c->ref, c->acts, c->x, c->y));
+        return pb_stack_backward(c->ref, c->acts, c->dy, c->dx, 0, NULL, NULL);
+    }
+    if (iter == 0) pb_tp_acct_reset(c->tp); /* account the timed iterations only */
+    PB_TRY(pb_tp_forward(c->tp, c->acts, c->x, c->y));
+    return pb_tp_backward(c->tp, c->acts, c->dy, c->dx, 0, NULL, NULL);
+}
+
+static int alloc_io(const pb_compute *E, uint64_t bytes, pb_dtype t, int64_t rows, int64_t h, uint64_t seed,
+                    int rank, loop_ctx *c)
+{
+    void **bufs[4] = {&c->x, &c->y, &c->dy, &c->dx};
+    for (int i = 0; i < 4; i++) PB_TRY(E->alloc(bufs[i], (size_t)bytes));
+    PB_TRY(pb_fill_input(E, t, c->x, rows, h, seed, 2 * (uint64_t)rank));
+    return pb_fill_input(E, t, c->dy, rows, h, seed, 2 * (uint64_t)rank + 1);
+}
+
+static void free_io(const pb_compute *E, loop_ctx *c)
+{
+    void *bufs[4] = {c->x, c->y, c->dy, c->dx};
+    for (int i = 0; i < 4; i++)
+        if (bufs[i]) E->free(bufs[i]);
+}
+
+/* Timed loop over the world (all TP groups run at once); *samples_out has
+ * `done` per-iteration times. */
+static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, pb_stats *st, int *done)
+{
+    const pb_common_opts *o = &r->o->common;
+    double *samples = malloc(sizeof(double) * (size_t)o->iters);
+    PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", o->iters);
+    pb_loop_cfg loop = {o->iters, o->warmup, o->max_seconds};
+    pb_watch_what(what, bytes);
+    int status = pb_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
+    if (status == PB_OK) status = pb_gather_stats(r->b->w.comm, samples, *done, st);
+    free(samples);
+    return status;
+}
+
+static double world_sum(const pb_world *w, double v)
+{
+    double s = 0;
+    MPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, w->comm);
+    return s;
+}
+
+/* The sharded stack: per-layer means over ranks of the per-rank sums. */
+static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
+{
+    loop_ctx c = {.run = r, .tp = tp};
+    const pb_layer_shape *sh = pb_tp_shape(tp);
+    int64_t rows = pb_tp_io_rows(&p->cfg);
+    int status = alloc_io(r->eng, pb_tp_io_bytes(&p->cfg), sh->dtype, rows, sh->h, p->cfg.seed, r->b->w.rank, &c);
+    if (status == PB_OK) status = pb_tp_acts_alloc(tp, &c.acts);
+    pb_stats st = {0};
+    if (status == PB_OK) status = timed(r, &c, "tp layer fwd+bwd", pb_tp_io_bytes(&p->cfg), &st, &p->iters);
+    if (c.acts) pb_tp_acts_free(tp, c.acts);
+    free_io(r->eng, &c);
+    PB_TRY(status);
+    pb_tp_acct a;
+    pb_tp_acct_get(tp, &a);
+    double per = (double)(p->iters > 0 ? p->iters : 1) * (double)p->cfg.nlayers;
+    int n = r->b->w.size;
+    p->compute_us = world_sum(&r->b->w, a.compute_us / per) / n;
+    p->comm_us = world_sum(&r->b->w, a.comm_us / per) / n;
+    p->step_us = st.rankmax / (double)p->cfg.nlayers;
+    p->step_mean_us = st.mean / (double)p->cfg.nlayers;
+    unsigned long long mine = (unsigned long long)((double)a.comm_bytes / per + 0.5), hi = 0, lo = 0;
+    MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, r->b->w.comm);
+    MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, r->b->w.comm);
+    p->bytes = hi;
+    p->bytes_min = lo;
+    p->colls = (uint64_t)((double)a.colls / per + 0.5);
+    return PB_OK;
+}
+
+/* The same layers unsharded, on every rank at once (each its own copy). */
+static int measure_unsharded(tp_run *r, pb_stack *ref, point *p)
+{
+    loop_ctx c = {.run = r, .ref = ref};
+    const pb_layer_shape *sh = pb_stack_shape(ref);
+    int64_t n = sh->b * sh->s;
+    uint64_t bytes = (uint64_t)(n * sh->h) * pb_dtype_size(sh->dtype);
+    int status = alloc_io(r->eng, bytes, sh->dtype, n, sh->h, p->cfg.seed, r->b->w.rank, &c);
+    if (status == PB_OK) status = pb_acts_alloc(ref, &c.acts);
+    pb_stats st = {0};
+    int done = 0;
+    if (status == PB_OK) status = timed(r, &c, "unsharded layer fwd+bwd", bytes, &st, &done);
+    if (c.acts) pb_acts_free(ref, c.acts);
+    free_io(r->eng, &c);
+    p->unsharded_us = st.rankmax / (double)p->cfg.nlayers;
+    return status;
+}
+
+/* Engine memory per rank; ranks of a node share host memory (BLAS engine). */
+static int memory_plan(tp_run *r, point *p, int want_ref)
+{
+    uint64_t io = pb_tp_io_bytes(&p->cfg), avail = 0;
+    pb_stack_config rc = p->ref_cfg;
+    pb_layer_shape rs = rc.shape;
+    rs.dtype = r->eng->gemm_dtype(rs.dtype);
+    uint64_t full = (uint64_t)(rs.b * rs.s * rs.h) * pb_dtype_size(rs.dtype);
+    uint64_t tp = pb_tp_bytes(&p->cfg) + 2 * pb_tp_act_bytes(&p->cfg) + 6 * io;
+    uint64_t ref = pb_stack_bytes(&rc) + 2 * pb_layer_act_bytes(&rs, rc.nlayers) + 8 * full;
+    int host = strcmp(r->eng->name, "blas") == 0;
+    int status = host ? pb_mem_host(&avail, NULL) : r->eng->mem_info(&avail, NULL);
+    if (status == PB_OK && host) avail /= (uint64_t)r->b->w.local_size;
+    const char *where = host ? "host (per rank)" : "device";
+    if (status == PB_OK) status = pb_mem_check(tp, avail, "the sharded layers", where);
+    if (status == PB_OK && r->o->common.check) status = pb_mem_check(tp + ref, avail, "validation", where);
+    int fits = status == PB_OK && want_ref && tp + ref <= avail, all = 0;
+    MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, r->b->w.comm);
+    p->have_ref = all;
+    return pb_world_agree(&r->b->w, status);
+}
+
+static int validate(tp_run *r, pb_tp *tp, pb_stack *ref, point *p)
+{
+    long long wrong = 0;
+    double err = 0;
+    pb_watch_what("tp validate", pb_tp_io_bytes(&p->cfg));
+    pb_watch_arm(0, "validate");
+    int status = pb_tp_validate(tp, ref, pb_test_corrupt_rank() == r->b->w.rank, &wrong, &err);
+    pb_watch_disarm();
+    MPI_Allreduce(&wrong, &p->wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
+    MPI_Allreduce(&err, &p->max_err, 1, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
+    return status;
+}
+
+static int report(tp_run *r, const point *p)
+{
+    if (!r->b->rep) return PB_OK;
+    const pb_layer_shape *sh = &p->cfg.shape;
+    size_t es = pb_dtype_size(r->eng->gemm_dtype(sh->dtype));
+    double expected = pb_tp_expected_bytes_layer(sh, es), busy = p->compute_us + p->comm_us;
+    double flops = pb_layer_fwd_flops(sh) + pb_layer_bwd_flops(sh);
+    double speedup = p->have_ref && p->step_us > 0 ? p->unsharded_us / p->step_us : NAN;
+    pb_value v[NCOLS] = {
+        PB_I(sh->tp_size), PB_I(r->b->w.size), PB_I(r->ngroups), PB_I(r->b->w.nnodes), PB_S(r->link),
+        PB_S(pb_tp_mode_name(p->cfg.mode)), PB_I(p->cfg.nlayers), PB_I(sh->b), PB_I(sh->s), PB_I(sh->h),
+        PB_I(sh->heads), PB_S(pb_dtype_name(r->eng->gemm_dtype(sh->dtype))), PB_I(p->iters),
+        PB_F(p->compute_us), PB_F(p->comm_us), PB_F(p->step_us), PB_F(p->step_mean_us),
+        PB_F(busy > 0 ? p->comm_us / busy : 0), PB_I(p->bytes), PB_I(llround(expected)), PB_I(p->colls),
+        PB_F(p->have_ref ? p->unsharded_us : NAN), PB_F(speedup),
+        PB_F(p->step_us > 0 ? flops / (p->step_us * 1e3) : 0), PB_F(r->o->common.check ? p->max_err : NAN),
+        PB_I(r->o->common.check ? p->wrong : -1),
+    };
+    PB_TRY(pb_report_row(r->b->rep, v));
+    if (p->bytes != (uint64_t)llround(expected) || p->bytes_min != p->bytes)
+        pb_report_note(r->b->rep, "h=%lld s=%lld %s: measured %llu..%llu bytes per rank per layer, formula "
+                                  "8*b*s*h*(t-1)/t gives %.0f: they DISAGREE",
+                       (long long)sh->h, (long long)sh->s, pb_tp_mode_name(p->cfg.mode),
+                       (unsigned long long)p->bytes_min, (unsigned long long)p->bytes, expected);
+    return PB_OK;
+}
+
+static int run_point(tp_run *r, point *p)
+{
+    int status = memory_plan(r, p, r->o->unsharded || r->o->common.check);
+    if (status != PB_OK) return status;
+    pb_tp *tp = NULL;
+    pb_stack *ref = NULL;
+    status = pb_world_agree(&r->b->w, pb_tp_create(&p->cfg, &tp));
+    if (status == PB_OK) status = measure_sharded(r, tp, p);
+    if (status == PB_OK && p->have_ref) status = pb_world_agree(&r->b->w, pb_stack_create(&p->ref_cfg, &ref));
+    if (status == PB_OK && p->have_ref && r->o->unsharded) status = measure_unsharded(r, ref, p);
+    if (status == PB_OK && r->o->common.check) status = validate(r, tp, ref, p);
+    status = pb_world_agree(&r->b->w, status);
+    if (status == PB_OK) status = report(r, p);
+    if (!r->o->unsharded) p->have_ref = 0;
+    pb_stack_destroy(ref);
+    pb_tp_destroy(tp);
+    return status;
+}
+
+static point point_of(tp_run *r, int64_t h, int64_t s, pb_tp_mode mode)
+{
+    const pb_workload_opts *w = &r->o->work;
+    pb_layer_shape sh = {.b = w->model.micro_batch, .s = s, .h = h, .heads = w->model.heads,
+                         .tp_size = r->o->tp, .tp_rank = r->index, .attn_scores = w->attn_scores,
+                         .dtype = w->compute_dtype};
+    point p = {.cfg = {.eng = r->eng, .be = r->b->be, .comm = r->comm, .shape = sh, .layer0 = 0,
+                       .nlayers = w->model.layers, .model_layers = w->model.layers, .seed = w->seed,
+                       .mode = mode, .grad_dtype = w->grad_dtype}};
+    p.ref_cfg = pb_tp_reference_config(&p.cfg);
+    return p;
+}
+
+/* Placement: TP groups, their link class, this rank's communicator. */
+static int place(tp_run *r)
+{
+    pb_bench *b = r->b;
+    int t = r->o->tp;
+    PB_TRY(pb_tp_group_of(b->w.size, t, r->o->stride, b->w.rank, &r->group, &r->index));
+    r->ngroups = b->w.size / t;
+    int *ranks = malloc(sizeof(int) * (size_t)t);
+    PB_CHECK(ranks, PB_ERR_ENV, "out of memory");
+    r->link = NULL;
+    for (int g = 0; g < r->ngroups; g++) {
+        pb_tp_group_ranks(b->w.size, t, r->o->stride, g, ranks);
+        const char *cls = pb_link_class(&b->w, ranks, t);
+        r->link = !r->link || strcmp(r->link, cls) == 0 ? cls : "mixed";
+        if (b->rep) {
+            char list[256] = "";
+            for (int k = 0, len = 0; k < t && len < (int)sizeof list - 16; k++)
+                len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", k ? "," : "", ranks[k]);
+            pb_report_note(b->rep, "TP group %d: ranks {%s}, %s", g, list, cls);
+        }
+    }
+    free(ranks);
+    if (t == 1) r->link = "none";
+    MPI_Comm_split(b->w.comm, r->group, r->index, &r->group_comm);
+    return b->be->comm_create(r->group_comm, &r->comm);
+}
+
+/* Every point's shape is checked before anything runs: a bad one exits 2. */
+static int check_points(tp_run *r)
+{
+    tp_opts *o = r->o;
+    for (size_t i = 0; i < o->nhidden; i++)
+        for (size_t j = 0; j < o->nseq; j++)
+            for (int m = 0; m < o->nmodes; m++) {
+                point p = point_of(r, o->hidden[i], o->seq[j], o->modes[m]);
+                PB_TRY(pb_tp_shape_check(&p.cfg.shape, p.cfg.mode));
+            }
+    return PB_OK;
+}
+
+static int parse_all(pb_bench *b, tp_opts *o, tp_run *r)
+{
+    PB_TRY(pb_common_validate(&o->common));
+    PB_TRY(pb_workload_resolve(&o->work));
+    if (o->tp == 0) o->tp = b->w.size;
+    PB_TRY(pb_tp_group_of(b->w.size, o->tp, o->stride, b->w.rank, &r->group, &r->index));
+    if (!o->nhidden) o->hidden[o->nhidden++] = o->work.model.hidden;
+    if (!o->nseq) o->seq[o->nseq++] = o->work.model.seq;
+    return check_points(r);
+}
+
+static void footer(tp_run *r, double frac_sum, int rows, long long wrong)
+{
+    if (!r->b->rep || rows == 0) return;
+    printf("#\n");
+    pb_report_summary(r->b->rep, "avg_comm_fraction", "Avg communication fraction", frac_sum / rows, "");
+    if (r->o->common.check)
+        pb_report_note(r->b->rep, "wrong values: %lld %s (tolerance %g of max |unsharded value|, %s)", wrong,
+                       wrong ? "FAILED" : "OK", pb_tp_tolerance(r->eng->gemm_dtype(r->o->work.compute_dtype)),
+                       pb_dtype_name(r->eng->gemm_dtype(r->o->work.compute_dtype)));
+}
+
+int main(int argc, char **argv)
+{
+    tp_opts o = {.stride = 1, .unsharded = 1, .nmodes = 1, .modes = {PB_TP_ALLREDUCE}};
+    pb_common_defaults(&o.common);
+    o.common.iters = 10;
+    o.common.warmup = 2;
+    pb_workload_defaults(&o.work, "tiny");
+    o.work.layers = 1; /* a layer benchmark: --layers or a preset's count only when asked */
+    pb_opt_group groups[] = {
+        {"tp_layer options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
+        pb_workload_group(&o.work),
+        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+    };
+    pb_bench b;
+    pb_bench_start(&b, "tp_layer", &argc, &argv, MPI_THREAD_SINGLE,
+                   "Usage: mpirun -np N tp_layer [options]\n"
+                   "A Megatron transformer layer split over t ranks (column/row-parallel GEMMs, all-reduce or\n"
+                   "sequence-parallel all-gather + reduce-scatter): compute, communication and step time per\n"
+                   "layer, communication fraction, bytes per rank, speed-up over the unsharded layer.",
+                   groups, 3);
+    tp_run r = {.b = &b, .o = &o, .group_comm = MPI_COMM_NULL, .skip = pb_test_skip_rank() == b.w.rank};
+    int status = parse_all(&b, &o, &r);
+    if (status != PB_OK) pb_bench_finish(&b, status);
+
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be->name, &r.eng));
+    if (status == PB_OK && b.rep) pb_report_note(b.rep, "engine: %s", r.eng->describe());
+    if (status == PB_OK) status = pb_world_agree(&b.w, place(&r));
+    double frac_sum = 0;
+    int rows = 0;
+    long long wrong = 0;
+    if (b.rep && status == PB_OK) pb_report_header(b.rep);
+    for (size_t i = 0; i < o.nhidden && status == PB_OK; i++)
+        for (size_t j = 0; j < o.nseq && status == PB_OK; j++)
+            for (int m = 0; m < o.nmodes && status == PB_OK; m++) {
+                point p = point_of(&r, o.hidden[i], o.seq[j], o.modes[m]);
+                status = run_point(&r, &p);
+                double busy = p.compute_us + p.comm_us;
+                frac_sum += busy > 0 ? p.comm_us / busy : 0;
+                wrong += p.wrong;
+                rows++;
+            }
+    footer(&r, frac_sum, rows, wrong);
+    if (r.comm) b.be->comm_destroy(r.comm);
+    if (r.group_comm != MPI_COMM_NULL) MPI_Comm_free(&r.group_comm);
+    if (r.eng) r.eng->finalize();
+    if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
+    pb_bench_finish(&b, status);
+}
