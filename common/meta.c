@@ -1,5 +1,6 @@
 #include "meta.h"
 
+#include "gpu.h"
 #include "topo.h"
 #include "version.h"
 
@@ -96,6 +97,7 @@ cJSON *pb_meta_collect(const pb_world *w, const pb_backend *b, int argc, char **
         cJSON_AddNumberToObject(t, "cores", topo.cores);
         cJSON_AddNumberToObject(t, "pus", topo.pus);
         cJSON_AddNumberToObject(t, "numa_nodes", topo.numa_nodes);
+        cJSON_AddNumberToObject(t, "gpus", pb_gpu_count());
         cJSON_AddBoolToObject(meta, "oversubscribed", info->oversubscribed);
     }
     free(bind);
