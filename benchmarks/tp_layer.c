@@ -135,7 +135,7 @@ typedef struct point {
     double compute_us, comm_us, step_us, step_mean_us, unsharded_us, max_err;
     uint64_t bytes, bytes_min, colls;
     long long wrong;
-    int iters, have_ref;
+    int iters, have_ref, timed_ref; /* memory allows the reference; it was timed */
 } point;
 
 typedef struct loop_ctx {
@@ -287,18 +287,21 @@ static int report(tp_run *r, const point *p)
     size_t es = pb_dtype_size(r->eng->gemm_dtype(sh->dtype));
     double expected = pb_tp_expected_bytes_layer(sh, es), busy = p->compute_us + p->comm_us;
     double flops = pb_layer_fwd_flops(sh) + pb_layer_bwd_flops(sh);
-    double speedup = p->have_ref && p->step_us > 0 ? p->unsharded_us / p->step_us : NAN;
+    double speedup = p->timed_ref && p->step_us > 0 ? p->unsharded_us / p->step_us : NAN;
     pb_value v[NCOLS] = {
         PB_I(sh->tp_size), PB_I(r->b->w.size), PB_I(r->ngroups), PB_I(r->b->w.nnodes), PB_S(r->link),
         PB_S(pb_tp_mode_name(p->cfg.mode)), PB_I(p->cfg.nlayers), PB_I(sh->b), PB_I(sh->s), PB_I(sh->h),
         PB_I(sh->heads), PB_S(pb_dtype_name(r->eng->gemm_dtype(sh->dtype))), PB_I(p->iters),
         PB_F(p->compute_us), PB_F(p->comm_us), PB_F(p->step_us), PB_F(p->step_mean_us),
         PB_F(busy > 0 ? p->comm_us / busy : 0), PB_I(p->bytes), PB_I(llround(expected)), PB_I(p->colls),
-        PB_F(p->have_ref ? p->unsharded_us : NAN), PB_F(speedup),
+        PB_F(p->timed_ref ? p->unsharded_us : NAN), PB_F(speedup),
         PB_F(p->step_us > 0 ? flops / (p->step_us * 1e3) : 0), PB_F(r->o->common.check ? p->max_err : NAN),
         PB_I(r->o->common.check ? p->wrong : -1),
     };
     PB_TRY(pb_report_row(r->b->rep, v));
+    if (r->o->unsharded && !p->have_ref)
+        pb_report_note(r->b->rep, "h=%lld s=%lld: unsharded layer not timed: it does not fit in memory next to the "
+                                  "sharded one", (long long)sh->h, (long long)sh->s);
     if (p->bytes != (uint64_t)llround(expected) || p->bytes_min != p->bytes)
         pb_report_note(r->b->rep, "h=%lld s=%lld %s: measured %llu..%llu bytes per rank per layer, formula "
                                   "8*b*s*h*(t-1)/t gives %.0f: they DISAGREE",
@@ -316,11 +319,12 @@ static int run_point(tp_run *r, point *p)
     status = pb_world_agree(&r->b->w, pb_tp_create(&p->cfg, &tp));
     if (status == PB_OK) status = measure_sharded(r, tp, p);
     if (status == PB_OK && p->have_ref) status = pb_world_agree(&r->b->w, pb_stack_create(&p->ref_cfg, &ref));
-    if (status == PB_OK && p->have_ref && r->o->unsharded) status = measure_unsharded(r, ref, p);
-    if (status == PB_OK && r->o->common.check) status = validate(r, tp, ref, p);
+    p->timed_ref = p->have_ref && r->o->unsharded;
+    if (status == PB_OK && p->timed_ref) status = measure_unsharded(r, ref, p);
+    if (status == PB_OK && r->o->common.check)
+        status = ref ? validate(r, tp, ref, p) : pb_fail(PB_ERR_ENV, "validation needs the unsharded layer");
     status = pb_world_agree(&r->b->w, status);
     if (status == PB_OK) status = report(r, p);
-    if (!r->o->unsharded) p->have_ref = 0;
     pb_stack_destroy(ref);
     pb_tp_destroy(tp);
     return status;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tp_layer under mpirun with 2 and 4 ranks: both communication modes validated
+# against the unsharded layer, bytes per rank against 8*b*s*h*(t-1)/t, several
+# TP groups and strided placement, sweeps, bad inputs, corrupted results.
+# Timings are never asserted (shared, oversubscribed machine): only structure,
+# consistency and correctness.
+source "$(dirname "$0")/lib.sh"
+COLS=tp,nranks,link_class,mode,batch,seq,hidden,compute_us,comm_us,step_us,comm_bytes_per_rank,layers,comm_fraction,expected_bytes_per_rank,unsharded_us,speedup,gflops,wrong
+FAST=(-n 2 -w 1 --hidden 64 --heads 4 --seq 32)
+
+# Consistency of every row: volumes equal the formula, 0 <= fraction <= 1,
+# fraction = comm / (compute + comm).
+check_rows() {
+    python3 - "$1" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+assert rows, "no rows"
+for r in rows:
+    b, s, h, t = (int(r[k]) for k in ("batch", "seq", "hidden", "tp"))
+    want = 8 * b * s * h * (t - 1) // t * 4  # fp32 elements -> bytes
+    assert int(r["comm_bytes_per_rank"]) == want == int(r["expected_bytes_per_rank"]), r
+    f, c, m = float(r["comm_fraction"]), float(r["compute_us"]), float(r["comm_us"])
+    assert 0 <= f <= 1 and abs(f - m / (c + m)) < 1e-3, r
+    colls = int(r["colls_per_layer"])
+    assert colls == (4 if r["mode"] == "allreduce" else 8), r
+    assert float(r["max_rel_err"]) <= 1e-4, r
+PY
+}
+
+for np in 2 4; do
+    expect_rc 0 "both modes validated, $np ranks, t=$np" -- \
+        mpi $np "$BIN/tp_layer" "${FAST[@]}" -c 1 --tp-comm allreduce,sp --layers 2 \
+        --csv "$TMP/t$np.csv" --json "$TMP/t$np.json"
+    python3 "$TESTS_DIR/results.py" "$TMP/t$np.csv" "$TMP/t$np.json" --columns $COLS --rows 2 --zero-wrong \
+        --complete --expect tp=$np --expect nranks=$np --expect link_class=intra --expect layers=2 \
+        --positive step_us --positive unsharded_us --positive speedup --positive comm_bytes_per_rank \
+        && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
+    check_rows "$TMP/t$np.csv" && pass "volumes and fractions consistent ($np ranks)" \
+        || fail "volumes and fractions consistent ($np ranks)"
+    expect_in "$TMP/out" "# wrong values: 0 OK (tolerance 0.0001" "footer states the tolerance ($np ranks)"
+    expect_in "$TMP/out" "Avg communication fraction" "footer has the average fraction ($np ranks)"
+done
+if grep -q DISAGREE "$TMP/out"; then fail "bytes disagree with the formula"; else pass "no volume disagreement"; fi
+
+# Two TP groups of 2 at once, consecutive and strided, with a sweep over h and s.
+expect_rc 0 "t=2 on 4 ranks, hidden x seq sweep, sp" -- \
+    mpi 4 "$BIN/tp_layer" -n 2 -w 1 --heads 4 --tp 2 --tp-comm sp -c 1 --hidden-list 64,128 --seq-list 16,32 \
+    --csv "$TMP/sweep.csv" --json "$TMP/sweep.json"
+python3 "$TESTS_DIR/results.py" "$TMP/sweep.csv" "$TMP/sweep.json" --columns $COLS --rows 4 --zero-wrong \
+    --complete --expect tp=2 --expect nranks=4 --expect groups=2 --expect mode=sp \
+    && pass "sweep rows" || fail "sweep rows"
+check_rows "$TMP/sweep.csv" && pass "sweep volumes" || fail "sweep volumes"
+expect_in "$TMP/out" "TP group 1: ranks {2,3}, intra" "consecutive groups listed"
+expect_rc 0 "t=2 stride 2 on 4 ranks" -- \
+    mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 2 --tp-stride 2 -c 1 --unsharded 0 --csv "$TMP/st.csv" --json "$TMP/st.json"
+expect_in "$TMP/out" "TP group 0: ranks {0,2}, intra" "strided group 0 is {0,2}"
+expect_in "$TMP/out" "TP group 1: ranks {1,3}, intra" "strided group 1 is {1,3}"
+python3 "$TESTS_DIR/results.py" "$TMP/st.csv" "$TMP/st.json" --columns $COLS --rows 1 --zero-wrong \
+    --expect unsharded_us=nan --expect speedup=nan && pass "--unsharded 0 leaves the speed-up empty" \
+    || fail "--unsharded 0 leaves the speed-up empty"
+
+# t = 1 on 2 ranks: nothing moves, and the table says so.
+expect_rc 0 "t=1 on 2 ranks" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --tp 1 -c 1 --csv "$TMP/t1.csv" --json "$TMP/t1.json"
+python3 "$TESTS_DIR/results.py" "$TMP/t1.csv" "$TMP/t1.json" --columns $COLS --rows 1 --zero-wrong \
+    --expect comm_bytes_per_rank=0 --expect expected_bytes_per_rank=0 --expect link_class=none \
+    && pass "t=1 sends nothing" || fail "t=1 sends nothing"
+
+# Bad inputs exit 2 naming the option and the constraint; memory exits 3.
+expect_rc 2 "world 4 not divisible by t=3" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 3
+expect_in "$TMP/err" "option --tp: tensor-parallel size 3 does not divide the world size 4" "names --tp and world"
+expect_rc 2 "t=4 does not divide h=66" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --hidden 66 --heads 2
+expect_in "$TMP/err" "must divide the hidden size h" "names the hidden-size constraint"
+expect_rc 2 "t=4 does not divide 2 heads" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --heads 2
+expect_in "$TMP/err" "must divide the attention head count" "names the head constraint"
+expect_rc 2 "sp with t=4 and s=30" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --seq 30 --tp-comm sp
+expect_in "$TMP/err" "option --seq" "names --seq for sequence parallelism"
+expect_rc 2 "a bad value in --hidden-list" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --hidden-list 64,66
+expect_in "$TMP/err" "option --hidden" "names the hidden size in a sweep"
+expect_rc 2 "stride 3 on 4 ranks" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 2 --tp-stride 3
+expect_in "$TMP/err" "option --tp-stride" "names --tp-stride"
+expect_rc 2 "unknown mode" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --tp-comm ring
+expect_in "$TMP/err" "expected allreduce" "lists the modes"
+expect_rc 3 "a layer too large for memory" -- mpi 2 "$BIN/tp_layer" -n 1 -w 0 --hidden 65536 --heads 8 --seq 65536
+expect_in "$TMP/err" "bytes (" "says how much memory it needs"
+
+# Corrupted results are caught on either mode and exit 1.
+for mode in allreduce sp; do
+    PARABENCH_TEST_CORRUPT=1 expect_rc 1 "corrupted $mode result on rank 1 exits 1" -- \
+        mpi 2 "$BIN/tp_layer" "${FAST[@]}" -c 1 --tp-comm $mode --unsharded 0
+    expect_in "$TMP/out" "FAILED" "footer says FAILED ($mode)"
+done
+finish
