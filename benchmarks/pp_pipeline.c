@@ -59,6 +59,9 @@ static int parse_scheds(pp_opts *o, const char *option, const char *arg)
 static int parse_mbs(pp_opts *o, const char *option, const char *arg)
 {
     char list[256];
+    size_t len = strlen(arg);
+    if (!len || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
+        return pb_usage(option, "'%s' has an empty entry; expected micro-batch counts >= 1, e.g. 1,2,4", arg);
     snprintf(list, sizeof list, "%s", arg);
     o->nmbs = 0;
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# pp_pipeline under mpirun with 2-4 ranks: validated results for every
+# schedule, sane efficiencies, 1F1B's measured activation peak below GPipe's
+# when m > p, a well-formed trace, replicas, and exit codes for bad inputs.
+source "$(dirname "$0")/lib.sh"
+COLS=stages,micro_batches,schedule,link_class,act_bytes,t_fwd_us,t_bwd_us,step_us,efficiency,efficiency_theory
+COLS=$COLS,layers,hidden,seq,micro_batch,bubble_fraction,p2p_wait_us,peak_act_bytes,stage_peak_act_bytes
+COLS=$COLS,oversubscribed,wrong
+SMALL="--hidden 64 --heads 4 --seq 16 -n 2 -w 1"
+
+for np in 2 3 4; do
+    expect_rc 0 "gpipe + 1f1b, $np stages, m = 1,$((np + 2))" -- \
+        mpi $np "$BIN/pp_pipeline" $SMALL --layers $((np * 2)) --micro-batches 1,$((np + 2)) \
+        --schedule gpipe,1f1b --csv "$TMP/p$np.csv" --json "$TMP/p$np.json" --trace "$TMP/t$np.csv"
+    python3 "$TESTS_DIR/results.py" "$TMP/p$np.csv" "$TMP/p$np.json" --columns $COLS --rows 4 --zero-wrong \
+        --complete --expect stages=$np --expect link_class=intra --positive step_us --positive peak_act_bytes \
+        && pass "CSV/JSON of $np stages" || fail "CSV/JSON of $np stages"
+    expect_in "$TMP/out" "# wrong values: 0 OK" "validation passes ($np stages)"
+    python3 - "$TMP/p$np.csv" "$TMP/t$np.csv" $np <<'PY' && pass "efficiency, memory and trace ($np stages)" || fail "efficiency, memory and trace ($np stages)"
+import csv, sys
+from collections import defaultdict
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+p = int(sys.argv[3])
+peak = {}
+for r in rows:
+    m = int(r["micro_batches"])
+    e, th = float(r["efficiency"]), float(r["efficiency_theory"])
+    assert 0 < e <= 1.0, r                      # timings are noisy here: bounds only
+    assert abs(th - m / (m + p - 1)) < 1e-6, r
+    assert abs(float(r["bubble_fraction"]) - (1 - e)) < 1e-3, r
+    stages = r["stage_peak_act_bytes"].split(";")
+    assert len(stages) == p and max(int(s) for s in stages) == int(r["peak_act_bytes"]), r
+    peak[(r["schedule"], m)] = int(r["peak_act_bytes"])
+big = p + 2
+assert peak[("1f1b", big)] < peak[("gpipe", big)], peak          # measured: 1F1B holds p, GPipe m
+assert peak[("gpipe", big)] == big * peak[("gpipe", 1)], peak
+assert peak[("1f1b", big)] == p * peak[("1f1b", 1)], peak
+# Trace: header, known events, end >= start, every (rank, mb) has fwd and bwd.
+lines = open(sys.argv[2]).read().splitlines()
+assert lines[0] == "schedule,stages,virtual_stages,micro_batches,replica,rank,stage,chunk,mb,event,start_us,end_us"
+ev = list(csv.DictReader(lines))
+seen = defaultdict(set)
+kinds = {"fwd", "bwd", "recv_act", "recv_grad", "send_act", "send_grad", "send_wait"}
+for e in ev:
+    assert e["event"] in kinds, e
+    assert float(e["end_us"]) >= float(e["start_us"]) >= 0, e
+    seen[(e["schedule"], e["micro_batches"], e["rank"])].add((e["event"], e["mb"]))
+for (s, m, rank), got in seen.items():
+    for k in range(int(m)):
+        assert ("fwd", str(k)) in got and ("bwd", str(k)) in got, (s, m, rank, k)
+assert len(seen) == 4 * p, len(seen)
+PY
+done
+
+expect_rc 0 "interleaved, 2 stages x 2 chunks, m = 1,2,4 (m = 1 skipped)" -- \
+    mpi 2 "$BIN/pp_pipeline" $SMALL --layers 8 --micro-batches 1,2,4 --schedule interleaved --csv "$TMP/i.csv" \
+    --json "$TMP/i.json"
+python3 "$TESTS_DIR/results.py" "$TMP/i.csv" "$TMP/i.json" --columns $COLS --rows 2 --zero-wrong --complete \
+    --expect schedule=interleaved && pass "interleaved rows" || fail "interleaved rows"
+expect_in "$TMP/out" "interleaved skipped for m=1" "interleaved notes the skipped m"
+
+expect_rc 0 "4 ranks as 2 replicas of a 2-stage pipeline" -- \
+    mpi 4 "$BIN/pp_pipeline" $SMALL --layers 4 --stages 2 --micro-batches 4 --csv "$TMP/r.csv" --json "$TMP/r.json"
+python3 "$TESTS_DIR/results.py" "$TMP/r.csv" "$TMP/r.json" --columns $COLS --rows 2 --zero-wrong --complete \
+    --expect replicas=2 --expect stages=2 && pass "replica rows" || fail "replica rows"
+
+expect_rc 0 "oversubscribed run is recorded" -- \
+    mpi 4 "$BIN/pp_pipeline" $SMALL --layers 4 --micro-batches 2 --schedule 1f1b --json "$TMP/o.json"
+python3 - "$TMP/o.json" "$(nproc)" <<'PY' && pass "oversubscription in metadata and rows" || fail "oversubscription in metadata and rows"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = 4 > int(sys.argv[2])
+assert bool(d["meta"]["oversubscribed"]) == want, d["meta"]["oversubscribed"]
+assert all(bool(r["oversubscribed"]) == want for r in d["rows"])
+PY
+
+# A corrupted pipeline output is detected.
+expect_rc 1 "corrupted output on rank 0 exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=0 "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 --schedule 1f1b
+expect_in "$TMP/out" "FAILED" "the footer says FAILED"
+
+# Bad inputs: exit 2 naming the option, 3 for too few ranks.
+while IFS='|' read -r args fragment; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "bad option: $args" -- mpi 2 "$BIN/pp_pipeline" $SMALL $args </dev/null  # mpirun reads stdin
+    expect_in "$TMP/err" "$fragment" "message for '$args' names '$fragment'"
+done <<'CASES'
+--layers 3|--stages
+--micro-batches 0|--micro-batches
+--micro-batches 2,,4|--micro-batches
+--schedule zigzag|--schedule
+--stages 0|--stages
+--layers 4 --schedule interleaved --virtual-stages 4|--virtual-stages
+--layers 4 --schedule interleaved --micro-batches 3|--micro-batches
+CASES
+expect_rc 3 "more stages than ranks" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 4 --stages 4
+expect_in "$TMP/err" "too few ranks" "message says too few ranks"
+expect_rc 3 "a model too large for memory" -- mpi 2 "$BIN/pp_pipeline" --model llama-70b --micro-batches 64 -n 1
+expect_in "$TMP/err" "available" "memory message gives both numbers"
+finish
