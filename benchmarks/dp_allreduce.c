@@ -11,6 +11,7 @@
 #include "model.h"
 #include "parse.h"
 #include "runner.h"
+#include "timing.h"
 #include "watchdog.h"
 #include "workload_opts.h"
 
@@ -151,38 +152,39 @@ typedef struct run_ctx {
     dp_opts *o;
     const pb_compute *eng;
     pb_comm *comm;
-    double *samples;
+    double *samples;           /* pb_time_loop's whole-iteration times (unused) */
+    double *t[3];              /* per timed iteration: compute, comm, step */
     double busy_sum, wait_sum; /* step phase, timed iterations */
+    pb_dp_step *s;
 } run_ctx;
 
-typedef struct iter_arg {
-    run_ctx *r;
-    pb_dp_step *s;
-} iter_arg;
-
-static int it_compute(void *a, int iter) { (void)iter; return pb_dp_step_compute(((iter_arg *)a)->s); }
-static int it_comm(void *a, int iter) { (void)iter; return pb_dp_step_comm(((iter_arg *)a)->s); }
-
-static int it_step(void *a, int iter)
+/* Time one sub-phase from an aligned start (the barrier is outside the timed region). */
+static int timed(run_ctx *r, int (*fn)(pb_dp_step *), double *us)
 {
-    iter_arg *x = a;
-    PB_TRY(pb_dp_step_full(x->s));
-    if (iter >= 0) {
-        pb_dp_timing t;
-        pb_dp_last_timing(pb_dp_step_sync(x->s), &t);
-        x->r->busy_sum += t.busy_us;
-        x->r->wait_sum += t.wait_us;
-    }
-    return PB_OK;
+    MPI_Barrier(r->b->w.comm);
+    double t0 = pb_now_us();
+    int status = fn(r->s);
+    *us = pb_now_us() - t0;
+    return status;
 }
 
-/* Time one phase; statistics on rank 0 of the world. */
-static int phase(run_ctx *r, pb_iter_fn fn, iter_arg *x, pb_stats *st, int *done)
+/* One iteration measures all three back to back, so load drift on a shared
+ * machine hits compute, comm and step alike and exposed = step - compute is
+ * a paired difference. */
+static int it_all(void *a, int iter)
 {
-    const pb_common_opts *c = &r->o->common;
-    pb_loop_cfg loop = {c->iters, c->warmup, c->max_seconds};
-    PB_TRY(pb_time_loop(r->b->w.comm, &loop, fn, x, r->samples, done));
-    return pb_gather_stats(r->b->w.comm, r->samples, *done, st);
+    run_ctx *r = a;
+    double us[3];
+    PB_TRY(timed(r, pb_dp_step_compute, &us[0]));
+    PB_TRY(timed(r, pb_dp_step_comm, &us[1]));
+    PB_TRY(timed(r, pb_dp_step_full, &us[2]));
+    if (iter < 0) return PB_OK;
+    for (int k = 0; k < 3; k++) r->t[k][iter] = us[k];
+    pb_dp_timing t;
+    pb_dp_last_timing(pb_dp_step_sync(r->s), &t);
+    r->busy_sum += t.busy_us;
+    r->wait_sum += t.wait_us;
+    return PB_OK;
 }
 
 /* Refuse before allocating: every rank of a node draws on the same host memory. */
@@ -215,17 +217,16 @@ static double max_over_ranks(const pb_world *w, double v)
 
 static int measure(run_ctx *r, pb_dp_step *s, row *out)
 {
-    iter_arg x = {r, s};
+    const pb_common_opts *c = &r->o->common;
+    pb_loop_cfg loop = {c->iters, c->warmup, c->max_seconds};
     int done = 0;
-    pb_watch_what("dp compute", out->grad_bytes);
-    PB_TRY(phase(r, it_compute, &x, &out->compute, &done));
-    pb_watch_what("dp allreduce", out->grad_bytes);
-    PB_TRY(pb_dp_step_zero(s)); /* repeated in-place sums of zeros stay finite */
-    PB_TRY(phase(r, it_comm, &x, &out->comm, &done));
-    PB_TRY(pb_dp_step_zero(s));
-    pb_watch_what("dp step", out->grad_bytes);
+    r->s = s;
     r->busy_sum = r->wait_sum = 0;
-    PB_TRY(phase(r, it_step, &x, &out->step, &done));
+    pb_watch_what("dp step", out->grad_bytes);
+    PB_TRY(pb_time_loop(r->b->w.comm, &loop, it_all, r, r->samples, &done));
+    PB_TRY(pb_gather_stats(r->b->w.comm, r->t[0], done, &out->compute));
+    PB_TRY(pb_gather_stats(r->b->w.comm, r->t[1], done, &out->comm));
+    PB_TRY(pb_gather_stats(r->b->w.comm, r->t[2], done, &out->step));
     out->iters = done;
     out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
     out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
@@ -405,8 +406,9 @@ int main(int argc, char **argv)
     run_ctx r = {.b = &b, .o = &o};
     if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be->name, &r.eng));
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
-    r.samples = malloc(sizeof(double) * (size_t)o.common.iters);
+    r.samples = malloc(sizeof(double) * 4 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
+    for (int k = 0; r.samples && k < 3; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
     if (status == PB_OK) {
         notes(&r);
         status = run_all(&r);
