@@ -1,0 +1,233 @@
+/* hybrid_3d: a training step on a TP x PP x DP grid (common/hybrid.h) with a
+ * placement policy: per-axis time, bytes and link class, and the same step
+ * under the other placements with --compare-placements. See docs/placement.md. */
+#include "bench.h"
+#include "error.h"
+#include "hybrid.h"
+#include "memory.h"
+#include "parse.h"
+#include "runner.h"
+#include "workload_opts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct hy_opts {
+    pb_common_opts common;
+    pb_workload_opts work;
+    int tp, pp, dp, micro_batches, compare;
+    pb_placement placement;
+    const char *rankmap;
+    pb_pp_sched sched;
+    pb_tp_mode tp_mode;
+} hy_opts;
+
+enum { O_TP, O_PP, O_DP, O_PLACEMENT, O_RANKMAP, O_COMPARE, O_MB, O_SCHED, O_TP_COMM };
+
+static const pb_opt own_opts[] = {
+    {"tp", 0, "T", "tensor-parallel size (default 1)", O_TP},
+    {"pp", 0, "P", "pipeline stages (default 1)", O_PP},
+    {"dp", 0, "D", "data-parallel replicas (default: world / (T*P)); T*P*D must equal the world size", O_DP},
+    {"placement", 0, "NAME", "tp-inner (TP inside a node, default), dp-inner, or naive (rank order)", O_PLACEMENT},
+    {"rankmap", 0, "FILE", "explicit placement: lines 'RANK T P D'", O_RANKMAP},
+    {"compare-placements", 0, NULL, "run the step under tp-inner, dp-inner and naive, one row each", O_COMPARE},
+    {"micro-batches", 0, "M", "micro-batches per step (default 2*P)", O_MB},
+    {"schedule", 0, "NAME", "pipeline schedule: 1f1b (default) or gpipe", O_SCHED},
+    {"tp-comm", 0, "MODE", "allreduce (default) or sp (sequence parallel)", O_TP_COMM},
+};
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    hy_opts *o = ctx;
+    long long v = 0;
+    switch (id) {
+    case O_TP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->tp = (int)v; return PB_OK;
+    case O_PP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->pp = (int)v; return PB_OK;
+    case O_DP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->dp = (int)v; return PB_OK;
+    case O_PLACEMENT: return pb_placement_parse(option, arg, &o->placement);
+    case O_RANKMAP:
+        o->rankmap = arg;
+        o->placement = PB_PLACE_RANKMAP;
+        return *arg ? PB_OK : pb_usage(option, "empty file name");
+    case O_COMPARE: o->compare = 1; return PB_OK;
+    case O_MB: PB_TRY(pb_parse_int(option, arg, 1, 1 << 16, &v)); o->micro_batches = (int)v; return PB_OK;
+    case O_SCHED:
+        PB_TRY(pb_pp_sched_parse(option, arg, &o->sched));
+        return o->sched == PB_PP_INTERLEAVED ? pb_usage(option, "'%s' is not available here; expected 1f1b or gpipe", arg)
+                                             : PB_OK;
+    case O_TP_COMM: return pb_tp_mode_parse(option, arg, &o->tp_mode);
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+static const pb_column cols[] = {
+    {"placement", "placement", "", PB_COL_STR, 9, 0},
+    {"tp", "T", "", PB_COL_INT, 3, 0},
+    {"pp", "P", "", PB_COL_INT, 3, 0},
+    {"dp", "D", "", PB_COL_INT, 3, 0},
+    {"nranks", NULL, NULL, PB_COL_INT, 0, 0},
+    {"micro_batches", "m", "", PB_COL_INT, 3, 0},
+    {"schedule", NULL, NULL, PB_COL_STR, 0, 0},
+    {"tp_mode", NULL, NULL, PB_COL_STR, 0, 0},
+    {"layers", NULL, NULL, PB_COL_INT, 0, 0},
+    {"hidden", NULL, NULL, PB_COL_INT, 0, 0},
+    {"seq", NULL, NULL, PB_COL_INT, 0, 0},
+    {"tp_link", "tp link", "", PB_COL_STR, 7, 0},
+    {"pp_link", "pp link", "", PB_COL_STR, 7, 0},
+    {"dp_link", "dp link", "", PB_COL_STR, 7, 0},
+    {"iters", NULL, NULL, PB_COL_INT, 0, 0},
+    {"step_us", "step", "(us)", PB_COL_FLOAT, 11, 1},
+    {"step_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"compute_us", "compute", "(us)", PB_COL_FLOAT, 11, 1},
+    {"tp_comm_us", "tp comm", "(us)", PB_COL_FLOAT, 10, 1},
+    {"pp_wait_us", "pp wait", "(us)", PB_COL_FLOAT, 10, 1},
+    {"dp_comm_us", "dp comm", "(us)", PB_COL_FLOAT, 10, 1},
+    {"tp_bytes", "tp bytes", "(B)", PB_COL_FLOAT, 11, 0},
+    {"pp_bytes", "pp bytes", "(B)", PB_COL_FLOAT, 11, 0},
+    {"dp_bytes", "dp bytes", "(B)", PB_COL_FLOAT, 11, 0},
+    {"wrong", "#wrong", "", PB_COL_INT, 6, 0},
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+typedef struct run {
+    pb_bench *b;
+    hy_opts *o;
+    pb_hybrid *h;
+    double sums[7]; /* per-axis accounting summed over the timed iterations */
+} run;
+
+static int one_step(void *arg, int iter)
+{
+    run *r = arg;
+    pb_hybrid_stats s;
+    PB_TRY(pb_hybrid_step(r->h, &s));
+    if (iter >= 0) {
+        double v[7] = {s.compute_us, s.tp_comm_us, s.pp_wait_us, s.dp_comm_us, s.tp_bytes, s.pp_bytes, s.dp_bytes};
+        for (int i = 0; i < 7; i++) r->sums[i] += v[i];
+    }
+    return PB_OK;
+}
+
+static int report(run *r, pb_placement pol, const pb_hybrid_coords *at, const pb_stats *st, int iters, long long wrong)
+{
+    /* means over ranks of the per-iteration means */
+    double mean[7];
+    for (int i = 0; i < 7; i++) mean[i] = r->sums[i] / (iters > 0 ? iters : 1);
+    MPI_Allreduce(MPI_IN_PLACE, mean, 7, MPI_DOUBLE, MPI_SUM, r->b->w.comm);
+    if (!r->b->rep) return PB_OK;
+    for (int i = 0; i < 7; i++) mean[i] /= r->b->w.size;
+    const hy_opts *o = r->o;
+    pb_value v[NCOLS] = {
+        PB_S(pb_placement_name(pol)), PB_I(o->tp), PB_I(o->pp), PB_I(o->dp), PB_I(r->b->w.size),
+        PB_I(o->micro_batches), PB_S(pb_pp_sched_name(o->sched)), PB_S(pb_tp_mode_name(o->tp_mode)),
+        PB_I(o->work.model.layers), PB_I(o->work.model.hidden), PB_I(o->work.model.seq), PB_S(at->tp_link),
+        PB_S(at->pp_link), PB_S(at->dp_link), PB_I(iters), PB_F(st->mean), PB_F(st->rankmax), PB_F(mean[0]),
+        PB_F(mean[1]), PB_F(mean[2]), PB_F(mean[3]), PB_F(mean[4]), PB_F(mean[5]), PB_F(mean[6]),
+        PB_I(o->common.check ? wrong : -1),
+    };
+    return pb_report_row(r->b->rep, v);
+}
+
+static pb_hybrid_config config(const hy_opts *o, const pb_bench *b, const pb_compute *eng, const int *rank_at)
+{
+    const pb_model *m = &o->work.model;
+    pb_layer_shape sh = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads,
+                         .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype};
+    return (pb_hybrid_config){.eng = eng, .be = b->be, .w = &b->w, .T = o->tp, .P = o->pp, .D = o->dp,
+                              .rank_at = rank_at, .shape = sh, .layers = m->layers, .tp_mode = o->tp_mode,
+                              .sched = o->sched, .micro_batches = o->micro_batches, .seed = o->work.seed,
+                              .grad_dtype = o->work.grad_dtype};
+}
+
+/* The step under one placement: build, time, check, report. */
+static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_placement pol, long long *wrong_total)
+{
+    int world = b->w.size, status = PB_OK;
+    int *rank_at = malloc(sizeof(int) * (size_t)world);
+    PB_CHECK(rank_at, PB_ERR_ENV, "out of memory");
+    if (pol == PB_PLACE_RANKMAP) status = pb_rankmap_read(o->rankmap, o->tp, o->pp, o->dp, rank_at);
+    else pb_grid_place(pol, o->tp, o->pp, o->dp, world, b->w.node_of, rank_at);
+    pb_hybrid_config cfg = config(o, b, eng, rank_at);
+    if (status == PB_OK) status = pb_mem_require(pb_hybrid_bytes(&cfg), "hybrid_3d: stage weights, gradients, "
+                                                                         "activations and pipeline buffers");
+    status = pb_world_agree(&b->w, status);
+    run r = {.b = b, .o = o};
+    if (status == PB_OK) status = pb_world_agree(&b->w, pb_hybrid_create(&cfg, &r.h));
+    double *samples = malloc(sizeof(double) * (size_t)o->common.iters);
+    if (status == PB_OK && !samples) status = pb_fail(PB_ERR_ENV, "out of memory");
+    pb_loop_cfg loop = {o->common.iters, o->common.warmup, o->common.max_seconds};
+    int done = 0;
+    pb_stats st = {0};
+    long long wrong = 0;
+    if (status == PB_OK) status = pb_time_loop(b->w.comm, &loop, one_step, &r, samples, &done);
+    if (status == PB_OK) status = pb_gather_stats(b->w.comm, samples, done, &st);
+    if (status == PB_OK && o->common.check)
+        status = pb_hybrid_check(r.h, pb_test_corrupt_rank() == b->w.rank, &wrong);
+    pb_hybrid_coords at = {0, 0, 0, "?", "?", "?"};
+    if (r.h) pb_hybrid_get_coords(r.h, &at);
+    if (status == PB_OK) status = report(&r, pol, &at, &st, done, wrong);
+    *wrong_total += wrong;
+    pb_hybrid_destroy(r.h);
+    free(samples);
+    free(rank_at);
+    return status;
+}
+
+static int check_grid(hy_opts *o, const pb_world *w)
+{
+    if (o->dp == 0) o->dp = w->size % (o->tp * o->pp) == 0 ? w->size / (o->tp * o->pp) : 0;
+    if (o->dp == 0 || o->tp * o->pp * o->dp != w->size)
+        return pb_usage("--tp/--pp/--dp", "T*P*D = %d*%d*%d must equal the world size %d", o->tp, o->pp, o->dp,
+                        w->size);
+    if (o->work.model.layers % o->pp != 0)
+        return pb_usage("--pp", "%d stages do not divide the %lld layers", o->pp, (long long)o->work.model.layers);
+    if (o->micro_batches == 0) o->micro_batches = 2 * o->pp;
+    if (o->compare && o->placement == PB_PLACE_RANKMAP)
+        return pb_usage("--compare-placements", "compares the built-in placements; do not combine with --rankmap");
+    pb_layer_shape sh = {.b = o->work.model.micro_batch, .s = o->work.model.seq, .h = o->work.model.hidden,
+                         .heads = o->work.model.heads, .tp_size = o->tp, .dtype = o->work.compute_dtype};
+    PB_TRY(pb_tp_shape_check(&sh, o->tp_mode));
+    return pb_pp_sched_valid(o->sched, o->pp, o->micro_batches, 1);
+}
+
+int main(int argc, char **argv)
+{
+    hy_opts o = {.tp = 1, .pp = 1, .placement = PB_PLACE_TP_INNER, .sched = PB_PP_1F1B, .tp_mode = PB_TP_ALLREDUCE};
+    pb_common_defaults(&o.common);
+    o.common.iters = 10;
+    o.common.warmup = 2;
+    pb_workload_defaults(&o.work, "tiny");
+    pb_opt_group groups[] = {
+        {"hybrid_3d options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
+        pb_workload_group(&o.work),
+        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+    };
+    pb_bench b;
+    pb_bench_start(&b, "hybrid_3d", &argc, &argv, MPI_THREAD_MULTIPLE,
+                   "Usage: mpirun -np N hybrid_3d --tp T --pp P [--dp D] [options]\n"
+                   "A training step on a TP x PP x DP grid: TP collectives in every layer, PP send/recv with a 1F1B "
+                   "schedule, the DP all-reduce at the end; per-axis time, bytes and link class.",
+                   groups, 3);
+    int status = pb_workload_resolve(&o.work);
+    if (status == PB_OK) status = check_grid(&o, &b.w);
+    if (status != PB_OK) pb_bench_finish(&b, status);
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    const pb_compute *eng = NULL;
+    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be->name, &eng));
+    if (b.rep && status == PB_OK) {
+        printf("# engine: %s\n", eng->describe());
+        pb_report_header(b.rep);
+    }
+    pb_placement list[3] = {o.placement};
+    int n = 1;
+    if (o.compare) {
+        list[0] = PB_PLACE_TP_INNER, list[1] = PB_PLACE_DP_INNER, list[2] = PB_PLACE_NAIVE;
+        n = 3;
+    }
+    long long wrong = 0;
+    for (int i = 0; i < n && status == PB_OK; i++) status = run_placement(&b, &o, eng, list[i], &wrong);
+    if (b.rep && o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    if (eng) eng->finalize();
+    if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
+    pb_bench_finish(&b, status);
+}
