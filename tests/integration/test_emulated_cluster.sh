@@ -188,6 +188,40 @@ else
     fail "coll_sweep wrote no CSV (see above)"
 fi
 
+# --- hybrid_3d: with ranks launched round-robin over the nodes (--map-by node),
+# rank order ignores nodes: "naive" puts each TP pair across the link, "tp-inner"
+# keeps TP inside a node and sends only pipeline activations across. A TP-heavy
+# step (4 all-reduces of b*s*h per layer) must be faster with tp-inner.
+emu_rr() {
+    timeout 150 "$EMU" mpirun -np 4 --map-by node "$@" &
+    JOB=$!
+    wait "$JOB"
+    local rc=$?
+    JOB=
+    return "$rc"
+}
+expect_rc 0 "hybrid_3d --compare-placements on 2 nodes" -- \
+    emu_rr "$BIN/hybrid_3d" --tp 2 --pp 2 --layers 4 --hidden 64 --heads 2 --seq 2048 --micro-batches 4 \
+    --attn-scores 0 -n 3 -w 1 --compare-placements --csv "$TMP/hy.csv"
+python3 - "$TMP/hy.csv" >"$TMP/check" 2>&1 <<'EOF2'
+import csv, sys
+rows = {r["placement"]: r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))}
+def check(ok, msg):
+    print(("ok: " if ok else "FAIL: ") + msg)
+check(set(rows) == {"tp-inner", "dp-inner", "naive"}, f"three placements measured ({sorted(rows)})")
+if {"tp-inner", "naive"} <= set(rows):
+    ti, nv = rows["tp-inner"], rows["naive"]
+    check(ti["tp_link"] == "intra" and ti["pp_link"] == "inter",
+          f"tp-inner: TP intra, PP inter (got {ti['tp_link']}, {ti['pp_link']})")
+    check(nv["tp_link"] == "inter", f"naive: TP across nodes (got {nv['tp_link']})")
+    check(float(ti["step_us"]) < float(nv["step_us"]),
+          f"tp-inner step {float(ti['step_us']):.0f} us < naive {float(nv['step_us']):.0f} us")
+    check(float(ti["tp_comm_us"]) < float(nv["tp_comm_us"]),
+          f"tp-inner TP comm {float(ti['tp_comm_us']):.0f} us < naive {float(nv['tp_comm_us']):.0f} us")
+    check(all(r["wrong"] == "0" for r in rows.values()), "replicas consistent (#wrong 0)")
+EOF2
+check_report
+
 # --- teardown leaves nothing behind
 expect_rc 0 "emulate-cluster.sh down" -- "$EMU" down
 UP=0

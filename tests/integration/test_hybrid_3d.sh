@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# hybrid_3d on 4 ranks: grids TP x PP x DP, placements, rank maps, the DP
+# consistency check, output columns and bad input. (The placement *effect* is
+# tested on the emulated cluster, test_emulated_cluster.sh.)
+source "$(dirname "$0")/lib.sh"
+export OMPI_MCA_mpi_yield_when_idle=1
+COLS=placement,tp,pp,dp,nranks,micro_batches,schedule,tp_mode,tp_link,pp_link,dp_link,step_us,step_us_max,compute_us,tp_comm_us,pp_wait_us,dp_comm_us,tp_bytes,pp_bytes,dp_bytes,wrong
+SMALL="--layers 4 --hidden 64 --heads 2 --seq 32 -n 2 -w 1"
+
+expect_rc 0 "2x2x1 with --compare-placements" -- \
+    mpi 4 "$BIN/hybrid_3d" --tp 2 --pp 2 $SMALL --compare-placements --csv "$TMP/a.csv" --json "$TMP/a.json"
+python3 "$TESTS_DIR/results.py" "$TMP/a.csv" "$TMP/a.json" --columns $COLS --rows 3 --zero-wrong --complete \
+    --expect tp=2 --expect pp=2 --expect dp=1 --expect tp_link=intra --positive step_us --positive tp_bytes \
+    --positive pp_bytes && pass "CSV/JSON of 2x2x1" || fail "CSV/JSON of 2x2x1"
+python3 - "$TMP/a.csv" <<'PY' && pass "per-axis bytes follow the formulas" || fail "per-axis bytes"
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+for r in rows:
+    b, s, h, t, m, layers, p = 1, 32, 64, 2, int(r["micro_batches"]), 4, 2
+    tp = 8 * b * s * h * (t - 1) / t * 4 * (layers // p) * m     # Megatron volume, fp32, per rank per step
+    assert abs(float(r["tp_bytes"]) - tp) <= 1e-6 * tp, (r["tp_bytes"], tp)
+    assert float(r["dp_bytes"]) == 0, r["dp_bytes"]                # D = 1: no gradient traffic
+    assert set(r["placement"] for r in rows) == {"tp-inner", "dp-inner", "naive"}
+PY
+
+expect_rc 0 "2x1x2: DP replicas end with identical gradients" -- \
+    mpi 4 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL --tp-comm sp --csv "$TMP/b.csv"
+python3 - "$TMP/b.csv" <<'PY' && pass "2x1x2 row" || fail "2x1x2 row"
+import csv, sys
+r = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))[0]
+assert r["dp"] == "2" and r["tp_mode"] == "sp" and r["wrong"] == "0", r
+# DP: ring all-reduce sends 2(D-1)/D of the stage's gradient: 4 layers * 12h^2/t fp32
+grad = 4 * 12 * 64 * 64 / 2 * 4
+assert abs(float(r["dp_bytes"]) - grad) < 1e-6 * grad, (r["dp_bytes"], grad)
+PY
+expect_rc 1 "a corrupted replica is detected" -- \
+    mpi 4 -x PARABENCH_TEST_CORRUPT=3 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL
+expect_in "$TMP/out" "FAILED" "the footer says FAILED"
+
+expect_rc 0 "1x4x1 with GPipe" -- mpi 4 "$BIN/hybrid_3d" --pp 4 --schedule gpipe --micro-batches 4 $SMALL
+
+# An explicit rank map: stages on ranks 3,2 and 1,0 (reversed).
+printf '# rank t p d\n3 0 0 0\n2 1 0 0\n1 0 1 0\n0 1 1 0\n' >"$TMP/map"
+expect_rc 0 "--rankmap" -- mpi 4 "$BIN/hybrid_3d" --tp 2 --pp 2 $SMALL --rankmap "$TMP/map" --csv "$TMP/m.csv"
+expect_in "$TMP/m.csv" "rankmap" "the row names the rankmap placement"
+
+printf '0 0 0 0\n1 1 0 0\n2 0 1 0\n2 1 1 0\n' >"$TMP/badmap"
+while IFS='|' read -r args fragment; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "bad option: $args" -- mpi 4 "$BIN/hybrid_3d" $args
+    expect_in "$TMP/err" "$fragment" "message for '$args' names '$fragment'"
+done <<CASES
+--tp 3|--tp/--pp/--dp
+--tp 2 --pp 2 --dp 2|--tp/--pp/--dp
+--pp 4 --layers 6|--pp
+--tp 2 --hidden 65|--tp
+--placement ring|--placement
+--schedule zigzag|--schedule
+--tp-comm ring|--tp-comm
+--micro-batches 0|--micro-batches
+--tp 2 --pp 2 --rankmap $TMP/badmap|--rankmap
+--tp 2 --pp 2 --rankmap /nonexistent|--rankmap
+--tp 2 --pp 2 --rankmap $TMP/map --compare-placements|--compare-placements
+CASES
+finish
