@@ -47,7 +47,7 @@ ifeq ($(CUDA),1)
   NVCC       = $(CUDA_HOME)/bin/nvcc
   CFLAGS    += -DPB_HAVE_CUDA=1 -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
   LIBS      += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
-               -lnccl -lcublas -lcudart
+               -lnccl -lcublas -lcudart -lstdc++
   COMMON_C  += $(GPU_C)
   NVCCFLAGS  = -O2 -std=c++17 -Icommon -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -59,7 +59,7 @@ endif
 
 COMMON_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COMMON_C)) $(CU_OBJS)
 LIB         = $(BUILD)/lib/libparabench.a
-NOMPI_BINS  = plan
+NOMPI_BINS  = plan acceptance
 BENCH_SRCS  = $(wildcard benchmarks/*.c)
 BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
@@ -118,6 +118,11 @@ lint:
 	printf '%s\n' $(filter-out $(GPU_C),$(wildcard common/*.c benchmarks/*.c)) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
 	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy
+
+# Redraw a run's figures (plots/*.gp, gnuplot) and its report.md / index.html.
+plots:
+	@test -n "$(RESULTS)" && test -d "$(RESULTS)" || { echo "make plots: give RESULTS=<a run_all.sh results directory>" >&2; exit 2; }
+	@python3 scripts/report.py "$(RESULTS)"
 
 clean:
 	rm -rf build build-san build-fuzz

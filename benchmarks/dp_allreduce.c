@@ -404,7 +404,7 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(meta, "comm_thread", "pthread per rank, MPI_THREAD_MULTIPLE (overlap bucket)");
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     run_ctx r = {.b = &b, .o = &o};
-    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be->name, &r.eng));
+    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
     r.samples = malloc(sizeof(double) * 4 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");

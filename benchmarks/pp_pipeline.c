@@ -193,7 +193,7 @@ static int pp_setup(pp_run *r)
     pb_bench *b = r->b;
     const pp_opts *o = r->o;
     const pb_compute *eng = NULL;
-    int status = pb_workload_engine(&o->work, b->be->name, &eng);
+    int status = pb_workload_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
     if (status == PB_OK && (strcmp(b->be->mem, "host") == 0) != (strcmp(eng->name, "blas") == 0))
         status = pb_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
                           "blas with mpi, cublas with nccl", eng->name, strcmp(eng->name, "blas") == 0 ? "host" :

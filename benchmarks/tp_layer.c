@@ -430,7 +430,7 @@ int main(int argc, char **argv)
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
-    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be->name, &r.eng));
+    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));
     if (status == PB_OK && b.rep) pb_report_note(b.rep, "engine: %s", r.eng->describe());
     if (status == PB_OK) status = pb_world_agree(&b.w, place(&r));
     double frac_sum = 0;

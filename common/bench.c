@@ -37,7 +37,7 @@ static const char *default_backend(const pb_world *w)
 int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta)
 {
     const char *name = o->backend ? o->backend : default_backend(&b->w);
-    int status = pb_backend_select(name, &b->be);
+    int status = pb_backend_select(name, o->mem, &b->be);
     char gpu[160] = "none";
     if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);

@@ -60,7 +60,9 @@ typedef struct pb_backend {
 /* The MPI backend (host memory). */
 const pb_backend *pb_backend_mpi(void);
 
-/* Backend by name, as given to --backend; PB_ERR_ENV when the build lacks it. */
-int pb_backend_select(const char *name, const pb_backend **out);
+/* Backend by name and memory, as given to --backend and --mem: mpi/host,
+ * mpi/device (device buffers staged through host memory, so several ranks
+ * can share one GPU), nccl/device. PB_ERR_ENV when the build lacks it. */
+int pb_backend_select(const char *name, const char *mem, const pb_backend **out);
 
 #endif

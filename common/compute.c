@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-/* Weak, so this links before the cuBLAS engine exists and in CUDA=0 builds:
- * an unresolved weak function has address NULL. */
-extern const pb_compute *pb_compute_cublas(void) __attribute__((weak));
+#ifdef PB_HAVE_CUDA
+const pb_compute *pb_compute_cublas(void); /* compute_cublas.c, CUDA builds only */
+#endif
 
 int pb_compute_select(const char *option, const char *name, const pb_compute **out)
 {
@@ -17,10 +17,13 @@ int pb_compute_select(const char *option, const char *name, const pb_compute **o
         return PB_OK;
     }
     if (strcmp(name, "cublas") == 0) {
-        if (!pb_compute_cublas)
-            return pb_fail(PB_ERR_ENV, "compute engine cublas: not in this build (it needs CUDA=1 and common/compute_cublas.c)");
+#ifdef PB_HAVE_CUDA
         *out = pb_compute_cublas();
         return PB_OK;
+#else
+        return pb_fail(PB_ERR_ENV, "compute engine cublas: this build has no CUDA support (rebuild where nvcc, "
+                                   "cuBLAS and NCCL are found, or with `make CUDA=1`)");
+#endif
     }
     return pb_usage(option, "unknown compute engine '%s'; accepted: blas, cublas", name);
 }

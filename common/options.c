@@ -89,7 +89,7 @@ int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group 
 /* ---- common options ---- */
 
 enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TIMEOUT, O_DTYPE, O_OP, O_ROOT, O_CHECK,
-       O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_GPU_OFFSET };
+       O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET };
 
 static const pb_opt common_opts[] = {
     {"minbytes", 'b', "SIZE", "smallest message size in bytes (K/M/G suffixes)", O_MINB},
@@ -109,6 +109,8 @@ static const pb_opt common_opts[] = {
     {"csv", 0, "FILE", "write results as CSV", O_CSV},
     {"json", 0, "FILE", "write results and metadata as JSON", O_JSON},
     {"backend", 0, "NAME", "mpi (host memory) or nccl (GPU memory); default nccl where GPUs are visible", O_BACKEND},
+    {"mem", 0, "WHERE", "host or device buffers; --backend mpi --mem device stages GPU buffers through the host, "
+                        "so several ranks can share a GPU", O_MEM},
     {"gpu-offset", 0, "N", "use GPU (local rank + N) mod GPUs (default 0)", O_GPU_OFFSET},
 };
 
@@ -165,6 +167,11 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
         if (strcmp(arg, "mpi") != 0 && strcmp(arg, "nccl") != 0)
             return pb_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
         o->backend = arg;
+        return PB_OK;
+    case O_MEM:
+        if (strcmp(arg, "host") != 0 && strcmp(arg, "device") != 0)
+            return pb_usage(option, "'%s' is not accepted; expected host or device", arg);
+        o->mem = arg;
         return PB_OK;
     case O_GPU_OFFSET: PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v)); o->gpu_offset = (int)v; return PB_OK;
     default: return pb_usage(option, "not handled");

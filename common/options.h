@@ -54,6 +54,7 @@ typedef struct pb_common_opts {
     int rotate;                    /* --rotate: rotate buffer offsets */
     const char *backend;           /* --backend: "mpi", "nccl", or NULL (nccl where GPUs are visible) */
     int gpu_offset;                /* --gpu-offset: GPU = (local rank + offset) mod GPUs */
+    const char *mem;               /* --mem host|device; NULL: host for mpi, device for nccl */
     const char *csv, *json;        /* --csv, --json */
     int sizes_given;               /* which of -b/-e/--sizes the user set */
 } pb_common_opts;
@@ -68,7 +69,7 @@ enum {
     PB_OPTS_ITERS = 2,   /* -n -w --max-seconds-per-size --timeout */
     PB_OPTS_REDUCE = 4,  /* -d -o -r */
     PB_OPTS_DATA = 8,    /* -c --rotate */
-    PB_OPTS_OUTPUT = 16, /* --csv --json --backend --gpu-offset */
+    PB_OPTS_OUTPUT = 16, /* --csv --json --backend --mem --gpu-offset */
     PB_OPTS_ALL = 31,
 };
 pb_opt_group pb_common_group(pb_common_opts *o, int which);

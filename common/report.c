@@ -106,7 +106,7 @@ static void csv_cell(FILE *f, const pb_column *col, const pb_value *v)
 {
     switch (col->type) {
     case PB_COL_INT: fprintf(f, "%lld", v->i); break;
-    case PB_COL_FLOAT: fprintf(f, "%.6g", v->f); break;
+    case PB_COL_FLOAT: fprintf(f, "%.9g", v->f); break;
     case PB_COL_STR: fprintf(f, "%s", v->s ? v->s : ""); break;
     }
 }

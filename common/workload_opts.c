@@ -1,6 +1,7 @@
 #include "workload_opts.h"
 
 #include "error.h"
+#include "gpu.h"
 #include "parse.h"
 
 #include <string.h>
@@ -91,11 +92,17 @@ int pb_workload_resolve(pb_workload_opts *o)
     return pb_model_validate(&o->model);
 }
 
-int pb_workload_engine(const pb_workload_opts *o, const char *backend, const pb_compute **out)
+int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
+                       const pb_compute **out)
 {
+    int device_backend = be && strcmp(be->mem, "device") == 0;
     const char *name = o->engine;
-    if (!name || !*name) name = backend && strcmp(backend, "nccl") == 0 ? "cublas" : "blas";
+    if (!name || !*name) name = device_backend ? "cublas" : "blas";
     PB_TRY(pb_compute_select("--engine", name, out));
+    if (strcmp(name, "cublas") == 0 && !device_backend) {
+        char gpu[160];
+        PB_TRY(pb_gpu_bind(local_rank, gpu_offset, gpu, sizeof gpu));
+    }
     pb_compute_opts copts = {.threads = o->threads, .device = 0};
     return (*out)->init(&copts);
 }

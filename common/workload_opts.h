@@ -5,6 +5,7 @@
 #ifndef PB_WORKLOAD_OPTS_H
 #define PB_WORKLOAD_OPTS_H
 
+#include "comm.h"
 #include "compute.h"
 #include "options.h"
 #include "presets.h"
@@ -32,7 +33,10 @@ pb_opt_group pb_workload_group(pb_workload_opts *o);
 int pb_workload_resolve(pb_workload_opts *o);
 
 /* Engine by name, initialised with the thread count; "" or NULL picks cublas
- * for the nccl backend and blas otherwise. */
-int pb_workload_engine(const pb_workload_opts *o, const char *backend, const pb_compute **out);
+ * when the backend's buffers are on a GPU and blas otherwise. A cuBLAS engine
+ * next to a host-memory backend binds this rank's GPU itself (local rank +
+ * gpu_offset), since the backend did not. */
+int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
+                       const pb_compute **out);
 
 #endif

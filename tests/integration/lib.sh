@@ -15,7 +15,9 @@ FAILS=0
 # mpirun with the flags every test on a shared 2-core machine needs.
 mpi() {
     local np=$1; shift
-    timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@"
+    # stdin from /dev/null: mpirun forwards stdin to rank 0, and would eat the
+    # here-documents that drive the tests' loops.
+    timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@" </dev/null
 }
 
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }

@@ -53,7 +53,7 @@ done <<CASES
 --tp 3|--tp/--pp/--dp
 --tp 2 --pp 2 --dp 2|--tp/--pp/--dp
 --pp 4 --layers 6|--pp
---tp 2 --hidden 65|--tp
+--tp 4 --heads 2 --hidden 66|--tp
 --placement ring|--placement
 --schedule zigzag|--schedule
 --tp-comm ring|--tp-comm
