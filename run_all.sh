@@ -1,62 +1,94 @@
 #!/usr/bin/env bash
-# parabench main job: install what is missing, build, run the suite on this
+# parabench main job: install what is missing, build, run the whole suite on this
 # machine (or a cluster), and write everything under results/<date>-<host>/.
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
-#                [--backend mpi|nccl] [--out DIR] [--quiet]
+#                [--backend mpi|nccl] [--out DIR] [--acceptance FILE] [--junit FILE] [--quiet]
 #
-# A failing benchmark is recorded and the rest still run; the exit status is
-# 0 when everything passed, 1 when something failed.
+#   --quick        a short pass (well under two minutes on a 2-core machine)
+#   --full         long sweeps (to 256 MB) and bigger workloads
+#   --np N         ranks (default: GPUs when the CUDA build finds devices, else cores, at least 2;
+#                  under Slurm the job's tasks; with --hostfile the slots it lists)
+#   --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
+#   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
+#
+# A failing benchmark is recorded and the rest still run. Exit: 0 all passed;
+# 1 a benchmark failed or a threshold was missed; 2 usage error or bad
+# threshold file; 3 environment (dependencies, output directory).
 set -u
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
 
-PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT=""
+BUILD=${BUILD:-build}
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 die_usage() { echo "run_all.sh: option $1: $2" >&2; exit 2; }
+need() { [ "$2" -ge 2 ] || die_usage "$1" "needs a value"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) PROFILE=quick ;;
         --full) PROFILE=full ;;
-        --np) [ $# -ge 2 ] || die_usage --np "needs a value"; NP=$2; shift
+        --np) need "$1" $#; NP=$2; shift
               [[ "$NP" =~ ^[1-9][0-9]*$ ]] || die_usage --np "'$NP' is not a positive integer" ;;
-        --hostfile) [ $# -ge 2 ] || die_usage --hostfile "needs a file"; HOSTFILE=$2; shift
+        --hostfile) need "$1" $#; HOSTFILE=$2; shift
               [ -r "$HOSTFILE" ] || die_usage --hostfile "'$HOSTFILE' is not a readable file" ;;
-        --ranks-per-node) [ $# -ge 2 ] || die_usage --ranks-per-node "needs a value"; RPN=$2; shift
+        --ranks-per-node) need "$1" $#; RPN=$2; shift
               [[ "$RPN" =~ ^[1-9][0-9]*$ ]] || die_usage --ranks-per-node "'$RPN' is not a positive integer" ;;
-        --backend) [ $# -ge 2 ] || die_usage --backend "needs mpi or nccl"; BACKEND=$2; shift
+        --backend) need "$1" $#; BACKEND=$2; shift
               [[ "$BACKEND" =~ ^(mpi|nccl)$ ]] || die_usage --backend "'$BACKEND' is not accepted; expected mpi or nccl" ;;
-        --out) [ $# -ge 2 ] || die_usage --out "needs a directory"; OUT=$2; shift ;;
+        --out) need "$1" $#; OUT=$2; shift ;;
+        --acceptance) need "$1" $#; ACCEPT=$2; shift
+              [ -r "$ACCEPT" ] || die_usage --acceptance "'$ACCEPT' is not a readable file" ;;
+        --junit) need "$1" $#; JUNIT=$2; shift ;;
         --quiet) QUIET=1 ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "$1" "unknown option; see --help" ;;
     esac
     shift
 done
+[ -n "$JUNIT" ] && [ -z "$ACCEPT" ] && die_usage --junit "needs --acceptance FILE"
 
 say() { [ "$QUIET" = 1 ] || echo "run_all: $*" >&2; }
+hms() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 
 # ---- dependencies and build ----
 scripts/install-deps.sh || { echo "run_all.sh: installing dependencies failed" >&2; exit 3; }
-# -k: a benchmark that does not build is reported as such; the others still run.
-BUILD_FAILED=0 BUILT=0
-if ! make -q all >/dev/null 2>&1; then
-    say "building"
-    BUILT=1
-    if ! make -k -j"$(nproc)" all >/tmp/parabench-build.log 2>&1; then
+BIN=$ROOT/$BUILD/bin
+BUILD_LOG=$(mktemp /tmp/parabench-build.XXXXXX)
+BUILD_FAILED=0
+if ! make -q BUILD="$BUILD" all >/dev/null 2>&1; then
+    say "building ($BUILD/)"
+    # -k: a benchmark that does not build is reported as such; the others still run.
+    if ! make -k -j"$(nproc)" BUILD="$BUILD" all >"$BUILD_LOG" 2>&1; then
         BUILD_FAILED=1
-        echo "run_all.sh: part of the build failed; see /tmp/parabench-build.log" >&2
-        grep -E "error" /tmp/parabench-build.log | head -5 >&2
+        echo "run_all.sh: part of the build failed; see the build log in the results" >&2
+        grep -E "error" "$BUILD_LOG" | head -5 >&2
     fi
 fi
-BIN=$ROOT/build/bin
+# A bad threshold file is a usage error: say so before spending time on the suite.
+if [ -n "$ACCEPT" ]; then
+    [ -x "$BIN/acceptance" ] || { echo "run_all.sh: $BIN/acceptance is not built" >&2; exit 3; }
+    "$BIN/acceptance" --check "$ACCEPT" >/dev/null || exit 2
+fi
 
-# ---- launcher: srun under Slurm, else mpirun (with a hostfile if given) ----
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# ---- machine: ranks and launcher (srun under Slurm, else mpirun, optionally with a hostfile) ----
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
 CORES=$(nproc)
+GPUS=0
+if command -v nvidia-smi >/dev/null 2>&1 && ldd "$BIN/coll_sweep" 2>/dev/null | grep -q libnccl; then
+    GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+fi
+[ "$BACKEND" = mpi ] && GPUS=0
+DEVICE="$CORES cores"
+[ "$GPUS" -gt 0 ] && DEVICE="$GPUS GPUs"
 if [ -z "$NP" ]; then
-    if [ -n "${SLURM_NTASKS:-}" ]; then NP=$SLURM_NTASKS; else NP=$CORES; fi
-    [ "$NP" -ge 2 ] || NP=2
+    if [ -n "${SLURM_NTASKS:-}" ]; then NP=$SLURM_NTASKS
+    elif [ -n "$HOSTFILE" ]; then
+        NP=$(awk '!/^[ \t]*(#|$)/ { n = 1; for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) { sub(/slots=/, "", $i); n = $i }; s += n } END { print s + 0 }' "$HOSTFILE")
+        [ "$NP" -ge 1 ] || die_usage --hostfile "'$HOSTFILE' lists no hosts"
+    elif [ "$GPUS" -gt 0 ]; then NP=$GPUS
+    else NP=$CORES; [ "$NP" -ge 2 ] || NP=2
+    fi
 fi
 if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null 2>&1; then
     LAUNCH=(srun -n "$NP" ${RPN:+--ntasks-per-node=$RPN})
@@ -76,58 +108,134 @@ if [ -z "$OUT" ]; then
     base="results/$(date +%Y%m%d-%H%M%S)-$(hostname -s)"
     OUT=$base; n=1
     while [ -e "$OUT" ]; do OUT="$base-$n"; n=$((n + 1)); done
+elif [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
+    die_usage --out "'$OUT' exists and is not empty; results are never overwritten"
 fi
 mkdir -p "$OUT/logs" || { echo "run_all.sh: cannot create $OUT" >&2; exit 3; }
-[ "$BUILT" = 1 ] && cp /tmp/parabench-build.log "$OUT/logs/build.log"
 OUT=$(cd "$OUT" && pwd)
+mv "$BUILD_LOG" "$OUT/logs/build.log"
+: >"$OUT/steps.tsv"
 
-# ---- the suite: one line per step: name|binary|arguments (profile-specific) ----
+# ---- the suite, per profile (weights: rough seconds here, for the time-left estimate) ----
+MODEL_GPU="--model gpt-1.3b --layers 4"
 case "$PROFILE" in
-    quick) SWEEP="-b 8 -e 4M -f 4 -n 20 -w 3 --max-seconds-per-size 2"
-           P2P="-b 1 -e 4M -f 8 -n 200 -w 20 --max-seconds-per-size 2" ;;
+    quick) SWEEP="-b 8 -e 1M -f 8 -n 10 -w 2 --max-seconds-per-size 0.25"
+           P2P="-b 1 -e 1M -f 16 -n 50 -w 5 --max-seconds-per-size 0.25"
+           MODEL="--model tiny --layers 2 --hidden 128 --seq 64"
+           DP="--grad-bytes 256K,1M,4M -n 3 -w 1"
+           TP="--hidden-list 64,128,256 --layers 1 --seq 64 -n 3 -w 1"
+           PP="--micro-batches 1,2,4,8 -n 2 -w 1"
+           STEP_LIMIT=90 ;;
     full)  SWEEP="-b 8 -e 256M -f 2 -n 100 -w 10 --max-seconds-per-size 20"
-           P2P="-b 1 -e 64M -f 2 -n 1000 -w 100 --max-seconds-per-size 10" ;;
-    *)     SWEEP="-b 8 -e 64M -f 4 -n 50 -w 5 --max-seconds-per-size 5"
-           P2P="-b 1 -e 16M -f 4 -n 500 -w 50 --max-seconds-per-size 5" ;;
+           P2P="-b 1 -e 64M -f 2 -n 1000 -w 100 --max-seconds-per-size 10"
+           MODEL="--model tiny --layers 8 --hidden 512 --seq 256"
+           DP="--grad-bytes 1M,4M,16M,64M,256M -n 10 -w 2"
+           TP="--hidden-list 256,512,1024,2048 --layers 2 --seq 256 -n 10 -w 2"
+           PP="--micro-batches 1,2,4,8,16,32 -n 5 -w 1"
+           STEP_LIMIT=3600 ;;
+    *)     SWEEP="-b 8 -e 64M -f 4 -n 50 -w 5 --max-seconds-per-size 3"
+           P2P="-b 1 -e 16M -f 4 -n 500 -w 50 --max-seconds-per-size 3"
+           MODEL="--model tiny"
+           DP="--grad-bytes 1M,4M,16M,64M -n 5 -w 1"
+           TP="--hidden-list 128,256,512,1024 --layers 1 --seq 128 -n 5 -w 1"
+           PP="--micro-batches 1,2,4,8,16 -n 3 -w 1"
+           STEP_LIMIT=900 ;;
 esac
-STEPS=(
-    "coll_sweep|coll_sweep|--coll all $SWEEP"
-    "p2p_sweep|p2p_sweep|--mode all $P2P"
-)
+[ "$GPUS" -gt 0 ] && MODEL=$MODEL_GPU
+HYBRID_NOTE=""
+if [ $((NP % 4)) -eq 0 ]; then HYBRID="--tp 2 --pp 2 --dp $((NP / 4)) --compare-placements $MODEL -n 2 -w 1"
+else HYBRID_NOTE="needs a world size divisible by 4 (TP 2 x PP 2 x DP n/4); this run has $NP ranks"; fi
 
-FAILED=() START=$SECONDS
+# name|binary|weight|arguments ('-' binary: a step of this script)
+STEPS=(
+    "coll_sweep|coll_sweep|30|--coll all $SWEEP"
+    "coll_sweep_intra|coll_sweep|20|--coll all $SWEEP"
+    "p2p_sweep|p2p_sweep|10|--mode all $P2P"
+    "p2p_matrix|p2p_sweep|4|--matrix --sizes 8,1M -n 20 -w 3 --matrix-csv $OUT/p2p_matrix"
+    "dp_allreduce|dp_allreduce|10|--overlap none,bucket $MODEL $DP"
+    "tp_layer|tp_layer|8|--tp-comm allreduce,sp $MODEL $TP"
+    "pp_pipeline|pp_pipeline|10|--schedule gpipe,1f1b $MODEL $PP --trace $OUT/pp_trace.csv"
+    "hybrid_3d|hybrid_3d|8|${HYBRID:-}"
+    "plan_fit|plan|1|--fit $OUT --csv $OUT/plan_fit.csv"
+)
+[ -n "$ACCEPT" ] && STEPS+=("acceptance|acceptance|1|--thresholds $ACCEPT --results $OUT --junit ${JUNIT:-$OUT/acceptance-junit.xml}")
+STEPS+=("report|-|5|")
+TOTAL_W=0
+for s in "${STEPS[@]}"; do IFS='|' read -r _ _ w _ <<<"$s"; TOTAL_W=$((TOTAL_W + w)); done
+
+FAILED=() ACCEPT_FAILED=0 START=$SECONDS DONE_W=0
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$OUT/steps.tsv"; } # name status rc secs note
+
+# One node's ranks, for the intra-node sweep of a multi-node run.
+intra_launch() {
+    local rpn=$1
+    if [ "$LAUNCHER" = srun ]; then echo "srun -N 1 -n $rpn"
+    else echo "mpirun -np $rpn --bind-to none ${HOSTFILE:+--hostfile $HOSTFILE} --npernode $rpn"; fi
+}
+
+# Number of nodes and ranks on rank 0's node, from the metadata of the first sweep.
+nodes_of_run() {
+    awk -F': *' '/^# nnodes:/ { n = $2 } /^# ranks_per_node:/ { r = $2; gsub(/[^0-9,]/, "", r); split(r, a, ","); r = a[1] }
+                 END { print (n ? n : 1), (r ? r : 0) }' "$OUT/coll_sweep.csv" 2>/dev/null || echo "1 0"
+}
+
 run_step() { # k name binary args
-    local k=$1 name=$2 bin=$3 args=$4
+    local k=$1 name=$2 bin=$3 args=$4 t0=$SECONDS launch=("${LAUNCH[@]}")
     local elapsed=$((SECONDS - START)) eta=""
-    [ "$k" -gt 1 ] && eta=", about $(( elapsed * (${#STEPS[@]} - k + 1) / (k - 1) )) s left"
-    say "[$k/${#STEPS[@]}] $name (${elapsed} s elapsed$eta)"
-    if [ ! -x "$BIN/$bin" ]; then
-        echo "run_all.sh: $name: $BIN/$bin is not built" >"$OUT/logs/$name.err"; FAILED+=("$name(not built)"); return
+    [ "$DONE_W" -gt 0 ] && [ "$elapsed" -gt 0 ] && eta=", about $(hms $((elapsed * (TOTAL_W - DONE_W) / DONE_W))) left"
+    say "[$k/${#STEPS[@]}] $name ($(hms "$elapsed") elapsed$eta)"
+    if [ "$name" = coll_sweep_intra ]; then
+        read -r nnodes rpn <<<"$(nodes_of_run)"
+        if [ "$nnodes" -le 1 ] || [ "$rpn" -lt 2 ]; then record "$name" skipped - 0 "single-node run: coll_sweep is already intra-node"; return; fi
+        read -r -a launch <<<"$(intra_launch "$rpn")"
     fi
+    if [ "$name" = hybrid_3d ] && [ -n "$HYBRID_NOTE" ]; then
+        record "$name" skipped - 0 "$HYBRID_NOTE"; say "  skipped: $HYBRID_NOTE"; return
+    fi
+    if [ "$bin" = - ]; then
+        python3 scripts/report.py --quiet "$OUT" >"$OUT/logs/report.out" 2>"$OUT/logs/report.err"
+        local rc=$?
+        [ "$rc" -eq 0 ] && record report ok 0 $((SECONDS - t0)) "" || { record report failed "$rc" $((SECONDS - t0)) "see logs/report.err"; FAILED+=("report(exit $rc)"); }
+        return
+    fi
+    if [ ! -x "$BIN/$bin" ]; then
+        echo "run_all.sh: $name: $BIN/$bin is not built" >"$OUT/logs/$name.err"
+        record "$name" "not built" - 0 "$BIN/$bin is missing"; FAILED+=("$name(not built)"); say "  $name: not built"; return
+    fi
+    local rc
     # shellcheck disable=SC2086
-    "${LAUNCH[@]}" "$BIN/$bin" $args "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json" \
-        >"$OUT/$name.txt" 2>"$OUT/logs/$name.err"
-    local rc=$?
-    echo "$rc" >"$OUT/logs/$name.rc"
-    if [ "$rc" -ne 0 ]; then
-        FAILED+=("$name(exit $rc)")
-        say "$name failed with exit $rc; see $OUT/logs/$name.err"
+    case "$bin" in
+        plan|acceptance) timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" $args >"$OUT/$name.txt" 2>"$OUT/logs/$name.err" ;;
+        *) timeout -k 10 "$STEP_LIMIT" "${launch[@]}" "$BIN/$bin" $args "${BACKEND_ARGS[@]}" \
+               --csv "$OUT/$name.csv" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/logs/$name.err" ;;
+    esac
+    rc=$?
+    local secs=$((SECONDS - t0)) note=""
+    [ "$rc" -eq 124 ] && note="stopped after the step limit of $STEP_LIMIT s"
+    if [ "$rc" -eq 0 ]; then record "$name" ok 0 "$secs" ""
+    elif [ "$name" = acceptance ] && [ "$rc" -eq 1 ]; then
+        ACCEPT_FAILED=1; record "$name" failed 1 "$secs" "thresholds missed"
+    else
+        FAILED+=("$name(exit $rc)"); record "$name" failed "$rc" "$secs" "${note:-see logs/$name.err}"
+        say "  $name failed with exit $rc; see $OUT/logs/$name.err"
     fi
 }
 
+say "$PROFILE profile: $NP ranks ($DEVICE), $LAUNCHER, results in $OUT"
 k=0
 for step in "${STEPS[@]}"; do
     k=$((k + 1))
-    IFS='|' read -r name bin args <<<"$step"
-    run_step "$k" "$name" "$bin" "$args"
-done
-
-# ---- meta.json: the run's own facts plus the first benchmark's metadata ----
-python3 - "$OUT" "$PROFILE" "$LAUNCHER" "$NP" "${LAUNCH[*]}" "${FAILED[*]:-}" <<'PY'
-import glob, json, os, sys
-out, profile, launcher, np_, launch, failed = sys.argv[1:7]
-meta = {"profile": profile, "launcher": launcher, "nranks": int(np_), "launch": launch,
-        "failed": failed.split() if failed else [], "benchmarks": {}}
+    IFS='|' read -r name bin w args <<<"$step"
+    [ "$name" = report ] && python3 - "$OUT" "$PROFILE" "$LAUNCHER" "$NP" "$DEVICE" "${LAUNCH[*]}" "$BACKEND" "$ACCEPT" <<'PY'
+import glob, json, os, sys, socket, time
+out, profile, launcher, np_, device, launch, backend, accept = sys.argv[1:9]
+steps = [dict(zip(("name", "status", "rc", "seconds", "note"), l.rstrip("\n").split("\t")))
+         for l in open(os.path.join(out, "steps.tsv")) if l.strip()]
+meta = {"profile": profile, "launcher": launcher, "nranks": int(np_), "devices": device, "launch": launch,
+        "backend": backend or "default", "host": socket.gethostname(), "acceptance_file": accept or None,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
+        "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] != "acceptance"],
+        "benchmarks": {}}
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     if path.endswith("meta.json"):
         continue
@@ -139,37 +247,20 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     meta.setdefault("machine", doc.get("meta", {}))
 json.dump(meta, open(os.path.join(out, "meta.json"), "w"), indent=2)
 PY
-
-# ---- summary ----
-python3 - "$OUT" <<'PY' >"$OUT/summary.txt"
-import csv, json, os, sys
-out = sys.argv[1]
-def rows(name):
-    p = os.path.join(out, name + ".csv")
-    if not os.path.exists(p):
-        return []
-    return list(csv.DictReader(l for l in open(p) if not l.startswith("#")))
-coll = rows("coll_sweep")
-for link in ("intra", "inter", "mixed"):
-    ar = [r for r in coll if r["collective"] == "allreduce" and r["link_class"] == link]
-    if ar:
-        best = max(ar, key=lambda r: float(r["busbw_GBps"]))
-        print(f"allreduce busbw ({link}): {float(best['busbw_GBps']):.2f} GB/s at {best['bytes']} B; "
-              f"{float(ar[0]['time_us']):.2f} us at {ar[0]['bytes']} B")
-p2p = rows("p2p_sweep")
-lat = [r for r in p2p if r["mode"] == "latency"]
-bw = [r for r in p2p if r["mode"] == "bw"]
-if lat:
-    print(f"p2p latency ({lat[0]['link_class']}): {float(lat[0]['time_us']):.2f} us at {lat[0]['bytes']} B")
-if bw:
-    best = max(bw, key=lambda r: float(r["bw_GBps"]))
-    print(f"p2p bandwidth ({best['link_class']}): {float(best['bw_GBps']):.2f} GB/s at {best['bytes']} B")
-PY
-[ "$QUIET" = 1 ] || cat "$OUT/summary.txt" >&2
-say "results in $OUT ($((SECONDS - START)) s)"
+    run_step "$k" "$name" "$bin" "$args"
+    DONE_W=$((DONE_W + w))
+done
 [ "$BUILD_FAILED" = 1 ] && FAILED+=("build")
-if [ ${#FAILED[@]} -gt 0 ]; then
-    echo "run_all.sh: failed: ${FAILED[*]}" >&2
-    exit 1
-fi
-exit 0
+
+# ---- summary (stdout, also with --quiet) ----
+echo ""
+echo "parabench $PROFILE run: $NP ranks ($DEVICE), $(hms $((SECONDS - START)))"
+cat "$OUT/summary.txt" 2>/dev/null | sed 's/^/  /'
+[ -n "$ACCEPT" ] && [ -f "$OUT/acceptance.txt" ] && tail -n 1 "$OUT/acceptance.txt" | sed 's/^/  /'
+grep -P '\t(failed|not built)\t' "$OUT/steps.tsv" | awk -F'\t' '{ printf "  %s: %s (%s)\n", $1, $2, $5 }'
+echo "  report: $OUT/report.md"
+echo "          $OUT/index.html"
+rc=0
+if [ ${#FAILED[@]} -gt 0 ]; then echo "run_all.sh: failed: ${FAILED[*]}" >&2; rc=1; fi
+if [ "$ACCEPT_FAILED" = 1 ]; then echo "run_all.sh: acceptance: FAIL (thresholds missed; see $OUT/acceptance.txt)" >&2; rc=1; fi
+exit $rc

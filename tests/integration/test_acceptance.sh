@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# acceptance: rules evaluated against a synthetic results directory (no MPI,
+# no timing): pass, fail (exit 1, JUnit failure), skip (link class absent),
+# missing data, worst-row selection, nearest size; bad threshold files exit 2
+# with FILE:LINE; the shipped example files parse.
+source "$(dirname "$0")/lib.sh"
+ACC=$BIN/acceptance
+[ -x "$ACC" ] || { echo "FAIL: $ACC not built" >&2; exit 1; }
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+R=$TMP/run; mkdir -p "$R"
+cat >"$R/coll_sweep.csv" <<'CSV'
+# parabench coll_sweep
+collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong
+allreduce,8,2,3,intra,5.0,0.0016,0.002,0
+allreduce,67108860,16777215,3,intra,30000,2.2,3.0,0
+allgather,67108860,16777215,3,intra,30000,2.2,1.5,2
+# complete
+CSV
+cat >"$R/pp_pipeline.csv" <<'CSV'
+schedule,stages,micro_batches,link_class,efficiency,efficiency_theory
+1f1b,2,4,intra,0.72,0.8
+1f1b,2,8,intra,0.8,0.888889
+gpipe,2,8,intra,0.6,0.888889
+CSV
+
+cat >"$TMP/pass.thr" <<'EOF2'
+# passes
+busbw coll=allreduce size=64M link=intra >= 2.5 GB/s   # 64M matches 67108860 (rounded to 3 ranks)
+coll_latency coll=allreduce size=8 <= 10 us
+pp_efficiency schedule=1f1b >= 85 %                     # worst of 0.9 and 0.9
+busbw coll=allreduce size=64M link=inter >= 40 GB/s     # no inter rows: skipped
+EOF2
+expect_rc 0 "passing thresholds" -- "$ACC" --thresholds "$TMP/pass.thr" --results "$R" --junit "$TMP/pass.xml"
+expect_in "$TMP/out" "3 passed, 0 failed, 1 skipped of 4 rules: PASS" "pass: verdict line"
+expect_in "$TMP/out" "this run has no inter rows" "pass: inter rule skipped with a reason"
+expect_in "$TMP/pass.xml" "<skipped message=" "pass: JUnit records the skip"
+
+cat >"$TMP/fail.thr" <<'EOF2'
+busbw coll=allreduce size=64M >= 1000000 GB/s
+pp_efficiency >= 0.7
+busbw coll=allgather size=64M >= 0.1 GB/s
+p2p_latency size=8 <= 5 us
+busbw coll=broadcast size=64M >= 1
+busbw coll=allreduce size=1G >= 1
+EOF2
+expect_rc 1 "impossible thresholds fail with exit 1" -- "$ACC" -t "$TMP/fail.thr" -r "$R" --junit "$TMP/fail.xml"
+cp "$TMP/out" "$TMP/fail.out"
+expect_in "$TMP/fail.out" "0 passed, 6 failed" "fail: every rule fails"
+expect_in "$TMP/fail.out" "measured 3, required >= 1e+06 GB/s" "fail: says measured and required"
+expect_in "$TMP/fail.out" "0.675" "fail: worst row across schedules (gpipe 0.6/0.889)"
+expect_in "$TMP/fail.out" "2 wrong values" "fail: wrong data fails a bandwidth rule"
+expect_in "$TMP/fail.out" "no p2p_sweep*.csv" "fail: missing benchmark output"
+expect_in "$TMP/fail.out" "no matching rows" "fail: no row at that size or collective"
+if python3 - "$TMP/fail.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.findall(".//testcase")
+assert root.tag == "testsuites" and root.get("failures") == "6" and len(cases) == 6, root.attrib
+assert all(c.find("failure") is not None for c in cases)
+assert "line 1: busbw coll=allreduce" in cases[0].get("name")
+PY
+then pass "fail: JUnit XML parses and records 6 failures"; else fail "fail: JUnit XML"; fi
+
+# ---- bad threshold files: exit 2, FILE:LINE: message ----
+bad() { # desc line text expected-message
+    printf '%b' "$3" >"$TMP/bad.thr"
+    expect_rc 2 "bad file: $1" -- "$ACC" -t "$TMP/bad.thr" -r "$R"
+    expect_in "$TMP/err" "bad.thr:$2: $4" "bad file: $1: message names line $2"
+}
+bad "unknown metric" 2 "# x\nbandwidth coll=allreduce size=1M >= 1\n" "'bandwidth' is not a metric"
+bad "bad size" 1 "busbw coll=allreduce size=12Q >= 1\n" "size '12Q' is not a size"
+bad "bad comparison" 3 "\n\nbusbw coll=allreduce size=1M > 1\n" "'>' is neither a key=value selector nor a comparison"
+bad "wrong unit" 1 "p2p_latency size=8 <= 3 GB/s\n" "unit 'GB/s' is not accepted for p2p_latency; expected us"
+bad "missing key" 1 "busbw size=1M >= 1\n" "busbw needs coll="
+bad "empty file" 1 "" "no rules"
+expect_rc 2 "missing results directory" -- "$ACC" -t "$TMP/pass.thr" -r "$TMP/nope"
+expect_in "$TMP/err" "is not a directory" "missing results directory: message"
+expect_rc 2 "missing threshold file" -- "$ACC" -t "$TMP/nope.thr" -r "$R"
+for f in "$ROOT"/acceptance/*.thresholds; do
+    expect_rc 0 "shipped $(basename "$f") parses" -- "$ACC" --check "$f"
+done
+finish

@@ -1,0 +1,143 @@
+/* Threshold-file parser: every metric and key, units and percentages, and
+ * every bad form with its FILE:LINE message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "error.h"
+#include "thresholds.h"
+
+#include <string.h>
+
+static int parse(const char *text, pb_th_set *set, char *err, size_t errlen)
+{
+    return pb_th_parse("t.thr", text, strlen(text), set, err, errlen);
+}
+
+static void good_rules(void **state)
+{
+    (void)state;
+    const char *text = "# acceptance for a test\n"
+                       "\n"
+                       "busbw coll=allreduce size=64M link=intra >= 2.5 GB/s   # trailing comment\n"
+                       "  coll_latency   coll=allgather size=8 <= 40 us\n"
+                       "p2p_latency size=8 link=inter <= 12.5\r\n"
+                       "dp_overhead overlap=bucket size=16M <= 20 %\n"
+                       "pp_efficiency schedule=1f1b m=8 stages=2 >= 0.9\n"
+                       "tp_comm_fraction hidden=1024 mode=ar <= 0.5\n"
+                       "fit_error benchmark=coll_sweep <= 0.25";
+    pb_th_set set;
+    char err[256];
+    assert_int_equal(parse(text, &set, err, sizeof err), PB_OK);
+    assert_int_equal(set.n, 7);
+    const pb_th_rule *r = &set.rules[0];
+    assert_int_equal(r->line, 3);
+    assert_string_equal(r->metric->name, "busbw");
+    assert_string_equal(r->text[PB_TH_KEY_COLL], "allreduce");
+    assert_true(r->size == (uint64_t)64 << 20);
+    assert_int_equal(r->op, PB_TH_GE);
+    assert_true(r->value == 2.5);
+    assert_string_equal(r->source_text, "busbw coll=allreduce size=64M link=intra >= 2.5 GB/s");
+    assert_int_equal(set.rules[1].line, 4);
+    assert_int_equal(set.rules[1].op, PB_TH_LE);
+    assert_true(set.rules[2].value == 12.5);
+    assert_true(set.rules[3].value == 0.2); /* 20 % */
+    assert_string_equal(set.rules[3].text[PB_TH_KEY_MODE], "bucket");
+    assert_int_equal(set.rules[4].num[PB_TH_KEY_M], 8);
+    assert_int_equal(set.rules[4].num[PB_TH_KEY_STAGES], 2);
+    assert_int_equal(set.rules[5].num[PB_TH_KEY_HIDDEN], 1024);
+    assert_true(pb_th_passes(&set.rules[0], 2.5));
+    assert_false(pb_th_passes(&set.rules[0], 2.49));
+    assert_true(pb_th_passes(&set.rules[1], 40));
+    assert_false(pb_th_passes(&set.rules[1], 40.1));
+    pb_th_free(&set);
+}
+
+static void bad_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *message; /* expected substring, after "t.thr:LINE: " */
+    } cases[] = {
+        {"bw coll=allreduce size=1M >= 1\n", "t.thr:1: 'bw' is not a metric"},
+        {"# c\nbusbw coll=allreduce size=1M\n", "t.thr:2: missing comparison"},
+        {"busbw coll=allreduce size=1M >=\n", "t.thr:1: missing threshold"},
+        {"busbw coll=allreduce size=1M >= fast\n", "t.thr:1: threshold 'fast' is not a number"},
+        {"busbw coll=allreduce size=1M >= -3\n", "is not a number"},
+        {"busbw coll=allreduce size=1M >= nan\n", "is not a number"},
+        {"busbw coll=allreduce size=1M >= 1 us\n", "unit 'us' is not accepted for busbw; expected GB/s"},
+        {"dp_overhead <= 1 GB/s\n", "expected no unit (a fraction) or %"},
+        {"busbw coll=allreduce size=1M >= 1 GB/s extra\n", "unexpected 'extra'"},
+        {"busbw coll=allreduce size=1M > 1\n", "expected >= or <="},
+        {"busbw coll=allreduc size=1M >= 1\n", "coll 'allreduc' is not a collective"},
+        {"busbw coll=allreduce size=1X >= 1\n", "size '1X' is not a size"},
+        {"busbw coll=allreduce size=0 >= 1\n", "size '0' is not a size"},
+        {"busbw coll=allreduce size=1M link=remote >= 1\n", "expected intra, inter or mixed"},
+        {"busbw coll=allreduce >= 1\n", "busbw needs size="},
+        {"busbw size=1M >= 1\n", "busbw needs coll="},
+        {"busbw coll=allreduce coll=allgather size=1M >= 1\n", "key 'coll' given twice"},
+        {"busbw coll=allreduce size=1M m=3 >= 1\n", "key 'm' does not apply to busbw; accepted: coll, size, link"},
+        {"pp_efficiency m=x >= 1\n", "m 'x' is not accepted; expected a positive integer"},
+        {"pp_efficiency m= >= 1\n", "key 'm' has an empty value"},
+        {"busbw =x >= 1\n", "is not a key=value selector"},
+        {"# only a comment\n\n", "t.thr:2: no rules"},
+        {"", "t.thr:1: no rules"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pb_th_set set;
+        char err[256] = "";
+        int rc = parse(cases[i].text, &set, err, sizeof err);
+        if (rc != PB_ERR_USAGE || !strstr(err, cases[i].message))
+            fail_msg("case %zu '%s': rc %d, message '%s', expected '%s'", i, cases[i].text, rc, err, cases[i].message);
+        assert_int_equal(set.n, 0);
+        assert_null(set.rules);
+    }
+}
+
+static void odd_input(void **state)
+{
+    (void)state;
+    pb_th_set set;
+    char err[128];
+    const char nul[] = "busbw coll=allreduce size=1M >= 1\nx\0y\n";
+    assert_int_equal(pb_th_parse("f", nul, sizeof nul - 1, &set, err, sizeof err), PB_ERR_USAGE);
+    assert_non_null(strstr(err, "f:2: contains a NUL byte"));
+    char longline[PB_TH_LINE_MAX + 20];
+    memset(longline, 'a', sizeof longline - 1);
+    longline[sizeof longline - 1] = '\0';
+    assert_int_equal(parse(longline, &set, err, sizeof err), PB_ERR_USAGE);
+    assert_non_null(strstr(err, "longer than"));
+    /* a tiny error buffer truncates, never overflows */
+    char tiny[8];
+    assert_int_equal(parse("nope >= 1", &set, tiny, sizeof tiny), PB_ERR_USAGE);
+    assert_true(strlen(tiny) < sizeof tiny);
+    assert_int_equal(parse("nope >= 1", &set, NULL, 0), PB_ERR_USAGE);
+}
+
+static void metric_table(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (const pb_th_metric *m = pb_th_metrics(); m->name; m++, n++) {
+        assert_non_null(m->source);
+        assert_non_null(m->column);
+        assert_non_null(m->description);
+    }
+    assert_true(n >= 9);
+    assert_string_equal(pb_th_key_name(PB_TH_KEY_SIZE), "size");
+}
+
+int main(void)
+{
+    pb_set_quiet_usage(1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(good_rules),
+        cmocka_unit_test(bad_rules),
+        cmocka_unit_test(odd_input),
+        cmocka_unit_test(metric_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
