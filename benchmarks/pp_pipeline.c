@@ -82,7 +82,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_MB: return parse_mbs(o, option, arg);
     case OPT_SCHED: return parse_scheds(o, option, arg);
     case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v; return PB_OK;
-    case OPT_TRACE: o->trace = arg; return PB_OK;
+    case OPT_TRACE: o->trace = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
     default: return pb_usage(option, "not handled");
     }
 }
