@@ -65,7 +65,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind
 all: $(BINS)
 
 $(BUILD)/obj/%.o: %.c
@@ -112,6 +112,11 @@ sanitize: export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 sanitize:
 	$(MAKE) BUILD=build-san SAN=1 CUDA=0 test
 
+# Memcheck on the CPU build: the CUDA libraries' own initialisation is not ours to check.
+valgrind:
+	$(MAKE) BUILD=build-vg CUDA=0 all
+	scripts/valgrind-check.sh build-vg
+
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks
@@ -125,7 +130,7 @@ plots:
 	@python3 scripts/report.py "$(RESULTS)"
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-vg
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
