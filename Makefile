@@ -60,6 +60,8 @@ endif
 COMMON_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COMMON_C)) $(CU_OBJS)
 LIB         = $(BUILD)/lib/libparabench.a
 NOMPI_BINS  = plan acceptance
+# No MPI either, but the compute engines: BLAS (and CUDA where built).
+ENGINE_BINS = compute_probe
 BENCH_SRCS  = $(wildcard benchmarks/*.c)
 BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
@@ -85,7 +87,11 @@ $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchma
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $< $(LIB) -lcjson -lm -o $@
 
-$(filter-out $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)),$(BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
+$(patsubst %,$(BUILD)/bin/%,$(ENGINE_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@
+
+$(filter-out $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS) $(ENGINE_BINS)),$(BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@
 
