@@ -146,7 +146,7 @@ static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_plac
     int *rank_at = malloc(sizeof(int) * (size_t)world);
     PB_CHECK(rank_at, PB_ERR_ENV, "out of memory");
     if (pol == PB_PLACE_RANKMAP) status = pb_rankmap_read(o->rankmap, o->tp, o->pp, o->dp, rank_at);
-    else pb_grid_place(pol, o->tp, o->pp, o->dp, world, b->w.node_of, rank_at);
+    else status = pb_grid_place(pol, o->tp, o->pp, o->dp, world, b->w.node_of, rank_at);
     pb_hybrid_config cfg = config(o, b, eng, rank_at);
     if (status == PB_OK) status = pb_mem_require(pb_hybrid_bytes(&cfg), "hybrid_3d: stage weights, gradients, "
                                                                          "activations and pipeline buffers");

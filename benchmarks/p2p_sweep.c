@@ -188,10 +188,11 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const uint6
     pb_p2p_cfg bw = lat;
     bw.mode = PB_P2P_BW;
     if (b->rep) pb_report_header(b->rep);
-    pb_p2p_result rl, rb;
     for (int i = 0; i < n && status == PB_OK; i++) {
         for (int j = i + 1; j < n && status == PB_OK; j++, k++) {
             int pair[2] = {i, j};
+            /* zeroed per pair: rb stays unmeasured when the latency step fails */
+            pb_p2p_result rl = {0}, rb = {0};
             status = measure_on_pair(b, pair, comm, &lat, sizes[0], s, r, &rl);
             if (status == PB_OK) status = measure_on_pair(b, pair, comm, &bw, sizes[nsizes - 1], s, r, &rb);
             pr[k] = (pb_pair_result){i, j, pb_link_class(&b->w, pair, 2), rl.st.mean, rb.bw_GBps, 0};

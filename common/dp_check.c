@@ -50,21 +50,18 @@ static long long count_chunk(pb_dtype t, const void *got, const double *sums, si
     return wrong;
 }
 
-int pb_dp_check(MPI_Comm group, const pb_compute *eng, const void *result, const void *local, uint64_t bytes,
-                pb_dtype t, int corrupt, long long *wrong, uint64_t *hash)
+/* Sum, copy back and count chunk by chunk. Every rank runs every chunk's
+ * allreduce (it is collective), even after its own copy to the host failed. */
+static int check_chunks(MPI_Comm group, const pb_compute *eng, const void *result, const void *local,
+                        uint64_t total, pb_dtype t, int corrupt, char *got, double *sums, long long *wrong,
+                        uint64_t *hash)
 {
     size_t es = pb_dtype_size(t);
-    uint64_t total = bytes / es;
     int nranks = 1;
     MPI_Comm_size(group, &nranks);
     double tol = pb_dp_tolerance(t, nranks);
-    char *got = malloc((size_t)CHUNK * es);
-    double *sums = malloc(sizeof(double) * 2 * (size_t)CHUNK);
-    int status = got && sums ? PB_OK : pb_fail(PB_ERR_ENV, "dp validation: out of host memory");
-    *wrong = 0;
-    *hash = 14695981039346656037ULL;
-    /* Every rank runs the same number of chunks: the control-plane allreduce is collective. */
-    for (uint64_t i = 0; i < total && status == PB_OK; i += CHUNK) {
+    int status = PB_OK;
+    for (uint64_t i = 0; i < total; i += CHUNK) {
         size_t n = (size_t)(total - i < CHUNK ? total - i : CHUNK);
         const char *mine = (const char *)local + i * es;
         for (size_t j = 0; j < n; j++) {
@@ -73,12 +70,29 @@ int pb_dp_check(MPI_Comm group, const pb_compute *eng, const void *result, const
             sums[n + j] = fabs(v);
         }
         MPI_Allreduce(MPI_IN_PLACE, sums, (int)(2 * n), MPI_DOUBLE, MPI_SUM, group);
-        status = eng->to_host(got, (const char *)result + i * es, n * es);
-        if (status != PB_OK) break;
+        if (status == PB_OK) status = eng->to_host(got, (const char *)result + i * es, n * es);
+        if (status != PB_OK) continue;
         if (corrupt && i == 0) pb_dtype_set(t, got, 0, pb_dtype_get(t, got, 0) + 12345.0);
         *hash = fnv1a(*hash, (const unsigned char *)got, n * es);
         *wrong += count_chunk(t, got, sums, n, tol);
     }
+    return status;
+}
+
+int pb_dp_check(MPI_Comm group, const pb_compute *eng, const void *result, const void *local, uint64_t bytes,
+                pb_dtype t, int corrupt, long long *wrong, uint64_t *hash)
+{
+    char *got = malloc((size_t)CHUNK * pb_dtype_size(t));
+    double *sums = malloc(sizeof(double) * 2 * (size_t)CHUNK);
+    int have = got && sums;
+    int status = have ? PB_OK : pb_fail(PB_ERR_ENV, "dp validation: out of host memory");
+    /* Agree first: a rank short of memory must not leave the others in the chunks' allreduce. */
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
+    *wrong = 0;
+    *hash = 14695981039346656037ULL;
+    if (have && status == PB_OK)
+        status = check_chunks(group, eng, result, local, bytes / pb_dtype_size(t), t, corrupt, got, sums, wrong,
+                              hash);
     free(got);
     free(sums);
     return status;

@@ -80,7 +80,10 @@ static int make_sync(pb_dp_step *s, uint64_t g)
     int64_t n = c->nlayers;
     uint64_t *real = malloc(sizeof(uint64_t) * (size_t)n);
     s->shares = malloc(sizeof(uint64_t) * (size_t)n);
-    PB_CHECK(real && s->shares, PB_ERR_ENV, "dp: out of memory for the layout");
+    if (!real || !s->shares) {
+        free(real); /* s->shares, if any, goes with the step (pb_dp_step_destroy) */
+        return pb_fail(PB_ERR_ENV, "dp: out of memory for the layout");
+    }
     for (int64_t i = 0; i < n; i++) real[i] = s->real / (uint64_t)n;
     int status = pb_dp_layout(real, n, g, pb_dtype_size(c->grad_dtype), s->shares);
     free(real);

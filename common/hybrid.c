@@ -161,7 +161,7 @@ int pb_hybrid_create(const pb_hybrid_config *cfg, pb_hybrid **out)
     PB_CHECK(h, PB_ERR_ENV, "out of memory");
     *out = h;
     h->cfg = *cfg;
-    h->acts = calloc((size_t)cfg->micro_batches, sizeof *h->acts);
+    h->acts = calloc((size_t)cfg->micro_batches, sizeof(pb_acts *)); /* one pointer per micro-batch */
     PB_CHECK(h->acts, PB_ERR_ENV, "out of memory");
     PB_TRY(split_groups(h));
     pb_tp_config tc = tp_config(cfg, h->at.t, h->at.p, h->tp_comm);

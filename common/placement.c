@@ -19,35 +19,34 @@ int pb_placement_parse(const char *option, const char *text, pb_placement *out)
     return PB_OK;
 }
 
-/* World ranks ordered by node, keeping rank order within a node (stable). */
+/* World ranks ordered by node, keeping rank order within a node: a stable
+ * insertion sort, so that every entry is written whatever the node numbers. */
 static void by_node(int world, const int *node_of, int *sorted)
 {
-    int k = 0, max_node = 0;
-    for (int r = 0; r < world; r++)
-        if (node_of[r] > max_node) max_node = node_of[r];
-    for (int n = 0; n <= max_node; n++)
-        for (int r = 0; r < world; r++)
-            if (node_of[r] == n) sorted[k++] = r;
+    for (int r = 0; r < world; r++) {
+        int k = r;
+        for (; k > 0 && node_of[sorted[k - 1]] > node_of[r]; k--) sorted[k] = sorted[k - 1];
+        sorted[k] = r;
+    }
 }
 
-void pb_grid_place(pb_placement policy, int T, int P, int D, int world, const int *node_of, int *rank_at)
+int pb_grid_place(pb_placement policy, int T, int P, int D, int world, const int *node_of, int *rank_at)
 {
+    PB_CHECK(T > 0 && P > 0 && D > 0 && T * P * D == world, PB_ERR_USAGE,
+             "placement: %d x %d x %d grid on %d ranks", T, P, D, world);
     int *sorted = malloc(sizeof(int) * (size_t)world);
-    if (!sorted) return;
+    PB_CHECK(sorted, PB_ERR_ENV, "placement: out of memory for %d ranks", world);
     by_node(world, node_of, sorted);
-    for (int d = 0; d < D; d++) {
-        for (int p = 0; p < P; p++) {
-            for (int t = 0; t < T; t++) {
-                int pos = pb_grid_pos(T, P, t, p, d);
-                switch (policy) {
-                case PB_PLACE_DP_INNER: rank_at[pos] = sorted[d + D * (t + T * p)]; break;
-                case PB_PLACE_NAIVE: rank_at[pos] = pos; break;
-                default: rank_at[pos] = sorted[pos]; break; /* tp-inner */
-                }
-            }
-        }
+    /* The i-th rank in node order takes the i-th position in the policy's order:
+     * tp-inner walks positions as numbered (t fastest), dp-inner with d fastest,
+     * i = d + D * (t + T * p). */
+    for (int i = 0; i < world; i++) {
+        int d = i % D, t = (i / D) % T, p = i / (D * T);
+        int pos = policy == PB_PLACE_DP_INNER ? pb_grid_pos(T, P, t, p, d) : i;
+        rank_at[pos] = policy == PB_PLACE_NAIVE ? pos : sorted[i];
     }
     free(sorted);
+    return PB_OK;
 }
 
 int pb_grid_coords(const int *rank_at, int T, int P, int D, int rank, int *t, int *p, int *d)

@@ -22,8 +22,9 @@ int pb_placement_parse(const char *option, const char *text, pb_placement *out);
 static inline int pb_grid_pos(int T, int P, int t, int p, int d) { return t + T * (p + P * d); }
 
 /* Fill rank_at (world entries) for policy tp-inner, dp-inner or naive.
- * node_of[r] is world rank r's node. T*P*D must equal world (checked by the caller). */
-void pb_grid_place(pb_placement policy, int T, int P, int D, int world, const int *node_of, int *rank_at);
+ * node_of[r] is world rank r's node. T*P*D must equal world (checked by the
+ * caller; PB_ERR_USAGE otherwise). PB_ERR_ENV when out of memory. */
+int pb_grid_place(pb_placement policy, int T, int P, int D, int world, const int *node_of, int *rank_at);
 
 /* Coordinates of a world rank in the grid. Returns 0 if found, -1 otherwise. */
 int pb_grid_coords(const int *rank_at, int T, int P, int D, int rank, int *t, int *p, int *d);

@@ -77,9 +77,10 @@ int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *cons
     if (status == PB_OK) status = eng->alloc(&b.dx, bytes);
     b.host = malloc(bytes);
     void *bad = malloc(bytes);
-    if (status == PB_OK && (!b.host || !bad)) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");
+    int have = b.host && bad;
+    if (status == PB_OK && !have) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");
     *wrong = 0;
-    for (int k = 0; k < m && status == PB_OK; k++) {
+    for (int k = 0; have && k < m && status == PB_OK; k++) {
         const void *out = outputs[k];
         if (corrupt && k == 0) { /* a copy with one element off, so the caller's data stays intact */
             for (size_t i = 0; i < bytes; i++) ((unsigned char *)bad)[i] = ((const unsigned char *)out)[i];

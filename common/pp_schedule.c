@@ -96,7 +96,7 @@ int pb_pp_plan_build(pb_pp_sched s, int p, int m, int v, int stage, pb_pp_plan *
     PB_TRY(pb_pp_sched_valid(s, p, m, v));
     PB_CHECK(stage >= 0 && stage < p, PB_ERR_USAGE, "stage %d outside 0..%d", stage, p - 1);
     *out = (pb_pp_plan){.sched = s, .p = p, .m = m, .v = v, .stage = stage};
-    out->a = calloc((size_t)(2 * m * v), sizeof *out->a);
+    out->a = calloc(2 * (size_t)m * (size_t)v, sizeof *out->a);
     PB_CHECK(out->a, PB_ERR_ENV, "out of memory for a schedule of %d actions", 2 * m * v);
     if (s == PB_PP_GPIPE) build_gpipe(out);
     else if (s == PB_PP_1F1B) build_1f1b(out);
@@ -129,34 +129,46 @@ typedef struct msg {
 } msg;
 
 typedef struct fifo {
-    msg *q;
-    int head, tail;
+    int head, tail; /* messages [head, tail) of the link's slots */
 } fifo;
 
-/* Links indexed by [kind][from][to]: kind 0 activations, 1 gradients. */
-static fifo *link_of(fifo *links, int p, int kind, int from, int to) { return &links[(kind * p + from) * p + to]; }
+/* Links indexed by [kind][from][to]: kind 0 activations, 1 gradients. Link i
+ * owns slots [i * per_link, (i + 1) * per_link) of the store. */
+typedef struct links {
+    fifo *f;
+    msg *store;
+    int p, per_link;
+} links;
+
+static size_t link_index(const links *l, int kind, int from, int to)
+{
+    return ((size_t)kind * (size_t)l->p + (size_t)from) * (size_t)l->p + (size_t)to;
+}
+
+static msg *slot(const links *l, size_t link, int k) { return &l->store[link * (size_t)l->per_link + (size_t)k]; }
 
 /* The receiver's virtual stage that action `a` feeds with its output. */
 static int dest_vstage(const pb_pp_action *a) { return a->op == PB_PP_FWD ? a->vstage + 1 : a->vstage - 1; }
 
 /* Try to run stage s's next action; 1 if it ran, 0 if blocked, -1 on a mismatch. */
-static int sim_one(const pb_pp_plan *pl, int *next, double *clock, double *busy, fifo *links, double tf, double tb,
+static int sim_one(const pb_pp_plan *pl, int *next, double *clock, double *busy, const links *l, double tf, double tb,
                    double tm)
 {
     const pb_pp_action *a = &pl->a[*next];
-    int kind = a->op == PB_PP_FWD ? 0 : 1, p = pl->p;
+    int kind = a->op == PB_PP_FWD ? 0 : 1;
     double start = *clock;
     if (a->recv_from >= 0) {
-        fifo *f = link_of(links, p, kind, a->recv_from, pl->stage);
+        size_t i = link_index(l, kind, a->recv_from, pl->stage);
+        fifo *f = &l->f[i];
         if (f->head == f->tail) return 0;
-        msg in = f->q[f->head++];
+        msg in = *slot(l, i, f->head++);
         if (in.vstage != a->vstage || in.mb != a->mb) return -1;
         if (in.at > start) start = in.at;
     }
     double end = start + (kind == 0 ? tf : tb);
     if (a->send_to >= 0) {
-        fifo *f = link_of(links, p, kind, pl->stage, a->send_to);
-        f->q[f->tail++] = (msg){dest_vstage(a), a->mb, end + tm};
+        size_t i = link_index(l, kind, pl->stage, a->send_to);
+        *slot(l, i, l->f[i].tail++) = (msg){dest_vstage(a), a->mb, end + tm};
     }
     if (busy) busy[pl->stage] += end - start;
     *clock = end;
@@ -167,20 +179,29 @@ static int sim_one(const pb_pp_plan *pl, int *next, double *clock, double *busy,
 int pb_pp_simulate(const pb_pp_plan *plans, int p, double t_fwd, double t_bwd, double t_msg, double *step,
                    double *busy)
 {
-    int per_link = plans[0].n; /* no link carries more messages than one stage's actions */
-    fifo *links = calloc((size_t)(2 * p * p), sizeof *links);
-    msg *store = calloc((size_t)(2 * p * p) * (size_t)per_link, sizeof *store);
+    /* no link carries more messages than one stage's actions */
+    links l = {.p = p, .per_link = plans[0].n};
+    size_t nlinks = 2 * (size_t)p * (size_t)p;
+    l.f = calloc(nlinks, sizeof *l.f);
+    l.store = calloc(nlinks * (size_t)l.per_link, sizeof *l.store);
     int *next = calloc((size_t)p, sizeof *next);
     double *clock = calloc((size_t)p, sizeof *clock);
-    int status = links && store && next && clock ? PB_OK : pb_fail(PB_ERR_ENV, "simulation: out of memory");
-    for (int i = 0; status == PB_OK && i < 2 * p * p; i++) links[i].q = store + (size_t)i * (size_t)per_link;
+    if (!l.f || !l.store || !next || !clock) {
+        free(l.f);
+        free(l.store);
+        free(next);
+        free(clock);
+        if (step) *step = 0;
+        return pb_fail(PB_ERR_ENV, "simulation: out of memory");
+    }
+    int status = PB_OK;
     if (busy)
         for (int s = 0; s < p; s++) busy[s] = 0;
     for (int progress = 1; status == PB_OK && progress;) {
         progress = 0;
         for (int s = 0; s < p && status == PB_OK; s++)
             while (next[s] < plans[s].n) {
-                int r = sim_one(&plans[s], &next[s], &clock[s], busy, links, t_fwd, t_bwd, t_msg);
+                int r = sim_one(&plans[s], &next[s], &clock[s], busy, &l, t_fwd, t_bwd, t_msg);
                 if (r < 0) status = pb_fail(PB_ERR_CHECK, "schedule: stage %d receives out of order", s);
                 if (r <= 0) break;
                 progress = 1;
@@ -192,11 +213,11 @@ int pb_pp_simulate(const pb_pp_plan *plans, int p, double t_fwd, double t_bwd, d
             status = pb_fail(PB_ERR_CHECK, "schedule: stage %d deadlocks at action %d", s, next[s]);
         if (clock[s] > last) last = clock[s];
     }
-    for (int i = 0; status == PB_OK && i < 2 * p * p; i++)
-        if (links[i].head != links[i].tail) status = pb_fail(PB_ERR_CHECK, "schedule: a message is never received");
+    for (size_t i = 0; status == PB_OK && i < nlinks; i++)
+        if (l.f[i].head != l.f[i].tail) status = pb_fail(PB_ERR_CHECK, "schedule: a message is never received");
     if (step) *step = last;
-    free(links);
-    free(store);
+    free(l.f);
+    free(l.store);
     free(next);
     free(clock);
     return status;

@@ -68,15 +68,17 @@ int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out)
     pb_pp_stack *st = calloc(1, sizeof *st);
     PB_CHECK(st, PB_ERR_ENV, "pipeline stack: out of memory");
     st->cfg = *cfg;
-    st->chunk = calloc((size_t)cfg->v, sizeof *st->chunk);
-    st->acts = calloc((size_t)(cfg->v * cfg->max_mb), sizeof *st->acts);
+    /* tables of pointers: one stack per chunk, one activation pool per (chunk, micro-batch) */
+    st->chunk = calloc((size_t)cfg->v, sizeof(pb_stack *));
+    st->acts = calloc((size_t)cfg->v * (size_t)cfg->max_mb, sizeof(pb_acts *));
     st->accumulated = calloc((size_t)cfg->v, sizeof *st->accumulated);
-    int status = st->chunk && st->acts && st->accumulated ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline stack: out of memory");
-    for (int c = 0; c < cfg->v && status == PB_OK; c++) {
+    int have = st->chunk && st->acts && st->accumulated;
+    int status = have ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline stack: out of memory");
+    for (int c = 0; have && c < cfg->v && status == PB_OK; c++) {
         pb_stack_config sc = chunk_config(cfg, c);
         status = pb_stack_create(&sc, &st->chunk[c]);
     }
-    if (status == PB_OK) {
+    if (have && status == PB_OK) {
         const pb_layer_shape *sh = pb_stack_shape(st->chunk[0]);
         st->dtype = sh->dtype;
         st->tokens = sh->b * sh->s;

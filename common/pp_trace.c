@@ -54,10 +54,10 @@ int pb_pp_trace_gather(MPI_Comm world, const pb_pp_trace *t, int stage, int repl
     wire_event *mine = malloc(sizeof(wire_event) * (size_t)(n + 1));
     int *counts = rank == 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
     int *displs = rank == 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
-    int ok = mine && (rank != 0 || (counts && displs));
-    for (int i = 0; ok && i < n; i++) mine[i] = (wire_event){t->ev[i], rank, stage, replica};
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world);
-    if (!ok) {
+    int have = mine && (rank != 0 || (counts && displs)), ok = have;
+    for (int i = 0; have && i < n; i++) mine[i] = (wire_event){t->ev[i], rank, stage, replica};
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world); /* all ranks go on, or none */
+    if (!have || !ok) {
         free(mine), free(counts), free(displs);
         return pb_fail(PB_ERR_ENV, "trace: out of memory gathering %d events", n);
     }
@@ -68,8 +68,15 @@ int pb_pp_trace_gather(MPI_Comm world, const pb_pp_trace *t, int stage, int repl
         for (int r = 0; r < size; r++) displs[r] = total, total += counts[r];
         all = malloc((size_t)total + 1);
     }
+    /* rank 0 says whether it can receive: no Gatherv into a NULL buffer */
+    int root_ok = rank != 0 || all;
+    MPI_Bcast(&root_ok, 1, MPI_INT, 0, world);
+    if (!root_ok) {
+        free(all), free(mine), free(counts), free(displs);
+        return pb_fail(PB_ERR_ENV, "trace: out of memory for %d bytes of events", total);
+    }
     MPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, world);
-    int status = rank == 0 && !all ? pb_fail(PB_ERR_ENV, "trace: out of memory") : PB_OK;
+    int status = PB_OK;
     if (rank == 0 && all && f) {
         int ne = total / (int)sizeof(wire_event);
         double t0 = ne ? all[0].e.start_us : 0; /* the configuration's timeline starts at 0 */
@@ -94,9 +101,9 @@ int pb_pp_gather_stages(MPI_Comm world, int p, int stage, const double *mine, in
     MPI_Comm_size(world, &size);
     double *all = rank == 0 ? malloc(sizeof(double) * (size_t)(size * nvals)) : NULL;
     int *stages = rank == 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
-    int ok = rank != 0 || (all && stages);
-    MPI_Bcast(&ok, 1, MPI_INT, 0, world);
-    if (!ok) {
+    int have = rank != 0 || (all && stages), ok = have;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, world); /* only rank 0 allocates: its word is everyone's */
+    if (!have || !ok) {
         free(all), free(stages);
         return pb_fail(PB_ERR_ENV, "pipeline: out of memory gathering stage numbers");
     }

@@ -187,6 +187,8 @@ static int parse_rule(const ctx *c, char *line, pb_th_rule *r)
         if (nt == (int)(sizeof tok / sizeof tok[0])) return bad(c, "too many words (at most 24)");
         tok[nt++] = p;
     }
+    /* parse_all skips blank lines; a direct caller might not */
+    if (nt == 0) return bad(c, "empty rule; expected 'METRIC KEY=VALUE... >= NUMBER' or '<= NUMBER'");
     memset(r, 0, sizeof *r);
     r->line = c->line;
     r->metric = find_metric(tok[0]);
