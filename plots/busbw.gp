@@ -4,7 +4,7 @@ f = data('coll_sweep.csv')
 if (!have(f)) { eval skip('busbw: no coll_sweep.csv') }
 colls = uniq(f, 'collective')
 n = first(uniq(f, 'nranks')); links = uniq(f, 'link_class')
-set title sprintf("Bus bandwidth vs message size (coll\\_sweep, %s ranks, %s)", n, links)
+set title sprintf("Bus bandwidth vs message size (coll_sweep, %s ranks, %s)", n, links)
 set xlabel 'message size (bytes, full buffer S)'
 set ylabel 'bus bandwidth (GB/s = 10⁹ B/s)'
 set logscale x 2

@@ -8,6 +8,7 @@ set title sprintf("Data-parallel overhead vs gradient size (%s ranks, %s)", firs
 set xlabel 'gradients all-reduced per step (bytes)'
 set ylabel 'overhead = exposed comm / compute'
 set logscale x 2
+set offsets graph 0.03, graph 0.03, 0, 0  # keep the end sizes' tics inside the range
 eval 'set xtics '.SIZETICS
 set format y '%.0f%%'
 set key top left

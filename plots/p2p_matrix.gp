@@ -15,7 +15,7 @@ set cbtics
 set cbrange [0:*]
 do for [fmt in "png svg"] {
   eval set_term(fmt, 'p2p_matrix')
-  set multiplot layout 1,2 title "Every pair of ranks: point-to-point latency and bandwidth (p2p\\_sweep --matrix)" font 'Sans,15'
+  set multiplot layout 1,2 title "Every pair of ranks: point-to-point latency and bandwidth (p2p_sweep --matrix)" font 'Sans,15'
   set title 'latency (µs, small message)' font 'Sans,13'
   set palette defined (0 '#fff5eb', 0.5 '#fd8d3c', 1 '#7f2704')
   plot lat matrix rowheaders columnheaders using 1:2:3 with image pixels notitle, \
