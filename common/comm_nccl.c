@@ -5,6 +5,7 @@
 #include "comm.h"
 
 #include "error.h"
+#include "watchdog.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -43,6 +44,9 @@ static ncclDataType_t nccl_type(pb_dtype t)
 
 static ncclRedOp_t nccl_op(pb_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
 
+/* Watchdog hook: a hung NCCL operation is aborted before MPI_Abort ends the job. */
+static void abort_comm(void *arg) { ncclCommAbort(((pb_comm *)arg)->nccl); }
+
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
@@ -65,6 +69,7 @@ static int create(MPI_Comm group, pb_comm **out)
         free(c);
         return status;
     }
+    pb_watchdog_on_abort(abort_comm, c);
     *out = c;
     return PB_OK;
 }
@@ -72,6 +77,7 @@ static int create(MPI_Comm group, pb_comm **out)
 static void destroy(pb_comm *c)
 {
     if (!c) return;
+    pb_watchdog_forget(c);
     cudaStreamSynchronize(c->stream);
     ncclCommDestroy(c->nccl);
     cudaStreamDestroy(c->stream);
