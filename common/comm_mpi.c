@@ -4,6 +4,7 @@
 #include "comm.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -160,13 +161,9 @@ static int no_group(pb_comm *c) { return PB_OK; }
 
 static int next_request(pb_comm *c, MPI_Request **out)
 {
-    if (c->nreq == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 64;
-        MPI_Request *r = realloc(c->reqs, sizeof(MPI_Request) * (size_t)cap);
-        PB_CHECK(r, PB_ERR_ENV, "out of memory for %d requests", cap);
-        c->reqs = r;
-        c->cap = cap;
-    }
+    MPI_Request *r = pb_grow(c->reqs, &c->cap, c->nreq, sizeof(MPI_Request), 64);
+    PB_CHECK(r, PB_ERR_ENV, "out of memory for %d requests", c->nreq + 1);
+    c->reqs = r;
     *out = &c->reqs[c->nreq++];
     return PB_OK;
 }

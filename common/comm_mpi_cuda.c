@@ -17,6 +17,7 @@
 #include "comm.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -307,17 +308,12 @@ static int group_end(pb_comm *c) { return H()->group_end(c->host); }
  * taken (nops incremented) once its operation has been posted. */
 static int next_slot(pb_comm *c, size_t bytes, p2p_op **out)
 {
-    if (c->nops == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 16;
-        p2p_op *o = realloc(c->ops, sizeof *o * (size_t)cap);
-        if (!o) { /* explicit return: the analyzer cannot see that pb_fail returns its status */
-            pb_fail(PB_ERR_ENV, "out of memory for %d staged point-to-point operations", cap);
-            return PB_ERR_ENV;
-        }
-        for (int i = c->cap; i < cap; i++) o[i] = (p2p_op){{NULL, 0}, NULL, 0};
-        c->ops = o;
-        c->cap = cap;
+    p2p_op *o = pb_grow(c->ops, &c->cap, c->nops, sizeof *o, 16); /* new slots zeroed: no pinned buffer yet */
+    if (!o) { /* explicit return: the analyzer cannot see that pb_fail returns its status */
+        pb_fail(PB_ERR_ENV, "out of memory for %d staged point-to-point operations", c->nops + 1);
+        return PB_ERR_ENV;
     }
+    c->ops = o;
     p2p_op *op = &c->ops[c->nops];
     PB_TRY(reserve(&op->buf, bytes));
     *out = op;

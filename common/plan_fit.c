@@ -10,6 +10,7 @@
 
 #include "csv_read.h"
 #include "error.h"
+#include "grow.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -108,13 +109,9 @@ typedef struct {
 
 static int obs_push(obsvec *ov, double ca, double cb, double y)
 {
-    if (ov->n == ov->cap) {
-        int nc = ov->cap ? ov->cap * 2 : 64;
-        pb_fit_obs *g = realloc(ov->v, (size_t)nc * sizeof *g);
-        if (!g) return pb_fail(PB_ERR_ENV, "out of memory");
-        ov->v = g;
-        ov->cap = nc;
-    }
+    pb_fit_obs *g = pb_grow(ov->v, &ov->cap, ov->n, sizeof *g, 64);
+    if (!g) return pb_fail(PB_ERR_ENV, "out of memory");
+    ov->v = g;
     ov->v[ov->n++] = (pb_fit_obs){ca, cb, y};
     return PB_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "csv_read.h"
 #include "error.h"
+#include "grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,13 +28,9 @@ typedef struct {
 
 static int push(predvec *pv, const char *bench, const char *label, const char *link, double pred_us, double meas_us)
 {
-    if (pv->n == pv->cap) {
-        int nc = pv->cap ? pv->cap * 2 : 32;
-        prediction *g = realloc(pv->v, (size_t)nc * sizeof *g);
-        if (!g) return pb_fail(PB_ERR_ENV, "out of memory");
-        pv->v = g;
-        pv->cap = nc;
-    }
+    prediction *g = pb_grow(pv->v, &pv->cap, pv->n, sizeof *g, 32);
+    if (!g) return pb_fail(PB_ERR_ENV, "out of memory");
+    pv->v = g;
     prediction *p = &pv->v[pv->n++];
     snprintf(p->bench, sizeof p->bench, "%s", bench);
     snprintf(p->label, sizeof p->label, "%s", label);

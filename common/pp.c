@@ -2,6 +2,7 @@
 #include "pp.h"
 
 #include "error.h"
+#include "grow.h"
 #include "timing.h"
 
 #include <stdlib.h>
@@ -39,13 +40,9 @@ void pb_pp_trace_free(pb_pp_trace *t)
 static int trace_add(pb_pp_trace *t, int kind, int chunk, int mb, double start, double end)
 {
     if (!t) return PB_OK;
-    if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 256;
-        pb_pp_event *ev = realloc(t->ev, sizeof *ev * (size_t)cap);
-        PB_CHECK(ev, PB_ERR_ENV, "trace: out of memory for %d events", cap);
-        t->ev = ev;
-        t->cap = cap;
-    }
+    pb_pp_event *ev = pb_grow(t->ev, &t->cap, t->n, sizeof *ev, 256);
+    PB_CHECK(ev, PB_ERR_ENV, "trace: out of memory for %d events", t->n + 1);
+    t->ev = ev;
     t->ev[t->n++] = (pb_pp_event){kind, chunk, mb, start - t->origin_us, end - t->origin_us};
     return PB_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "buffers.h"
 #include "coll_exec.h"
+#include "grow.h"
 #include "stats.h"
 
 #include <math.h>
@@ -110,11 +111,31 @@ static void rotation(void **state)
     assert_true(pb_rotbuf_footprint(100, 0) == 4096);
 }
 
+/* Growable arrays: doubling, zeroed new slots, untouched until full. */
+static void growing(void **state)
+{
+    (void)state;
+    int *a = NULL, cap = 0;
+    for (int n = 0; n < 100; n++) {
+        int *g = pb_grow(a, &cap, n, sizeof *g, 4);
+        assert_non_null(g);
+        a = g;
+        assert_true(cap > n);
+        assert_int_equal(a[n], 0); /* new slots are zero */
+        a[n] = n + 1;
+    }
+    assert_int_equal(cap, 128); /* 4, 8, ..., 128 */
+    for (int n = 0; n < 100; n++) assert_int_equal(a[n], n + 1);
+    assert_ptr_equal(pb_grow(a, &cap, 100, sizeof *a, 4), a); /* room left: same array */
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_rank), cmocka_unit_test(across_ranks),       cmocka_unit_test(shapes),
         cmocka_unit_test(expected_results), cmocka_unit_test(tolerance_and_inputs), cmocka_unit_test(rotation),
+        cmocka_unit_test(growing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
