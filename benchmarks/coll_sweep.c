@@ -4,6 +4,7 @@
 #include "buffers.h"
 #include "coll_exec.h"
 #include "error.h"
+#include "parse.h"
 #include "runner.h"
 #include "watchdog.h"
 
@@ -16,32 +17,11 @@ typedef struct sweep_opts {
     int ncolls;
 } sweep_opts;
 
-static int add_coll(sweep_opts *o, pb_coll c)
-{
-    for (int i = 0; i < o->ncolls; i++)
-        if (o->colls[i] == (int)c) return PB_OK;
-    o->colls[o->ncolls++] = (int)c;
-    return PB_OK;
-}
-
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
     sweep_opts *o = ctx;
-    char list[256];
-    snprintf(list, sizeof list, "%s", arg);
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        pb_coll c;
-        if (strcmp(tok, "all") == 0) {
-            for (int k = 0; k < PB_COLL_COUNT; k++) add_coll(o, (pb_coll)k);
-        } else if (pb_coll_from_name(tok, &c) == PB_OK) {
-            add_coll(o, c);
-        } else {
-            return pb_usage(option, "'%s' is not a collective; expected a comma-separated list of allreduce, "
-                                    "allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, or all",
-                            tok);
-        }
-    }
-    return o->ncolls ? PB_OK : pb_usage(option, "empty list of collectives");
+    (void)id;
+    return pb_parse_choice_list(option, arg, pb_coll_names(), 1, o->colls, &o->ncolls);
 }
 
 static const pb_opt own_opts[] = {
@@ -189,7 +169,7 @@ int main(int argc, char **argv)
                    "Usage: mpirun -np N coll_sweep [options]\n"
                    "Collectives over a size sweep: time, algbw, busbw and #wrong per size (nccl-tests definitions).",
                    groups, 2);
-    if (o.ncolls == 0) add_coll(&o, PB_COLL_ALLREDUCE);
+    if (o.ncolls == 0) o.colls[o.ncolls++] = PB_COLL_ALLREDUCE;
     int status = pb_common_validate(&o.common);
     if (status == PB_OK && (o.common.root < 0 || o.common.root >= b.w.size))
         status = pb_usage("-r/--root", "rank %d does not exist; expected 0..%d", o.common.root, b.w.size - 1);

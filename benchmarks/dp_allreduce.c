@@ -63,25 +63,13 @@ static int parse_count(const char *option, const char *text, double *out)
     return PB_OK;
 }
 
-static int handle_overlap(dp_opts *o, const char *option, const char *arg)
-{
-    static const char *const names[] = {"none", "bucket", NULL};
-    char list[64];
-    snprintf(list, sizeof list, "%s", arg);
-    o->noverlap = 0;
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int m = 0;
-        PB_TRY(pb_parse_choice(option, tok, names, &m));
-        if (o->noverlap < PB_DP_OVERLAP_COUNT) o->overlap[o->noverlap++] = m;
-    }
-    return o->noverlap ? PB_OK : pb_usage(option, "empty list; expected none, bucket or none,bucket");
-}
+static const char *const overlap_names[] = {"none", "bucket", NULL}; /* pb_dp_overlap order */
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
     dp_opts *o = ctx;
     switch (id) {
-    case O_OVERLAP: return handle_overlap(o, option, arg);
+    case O_OVERLAP: return pb_parse_choice_list(option, arg, overlap_names, 0, o->overlap, &o->noverlap);
     case O_BUCKET: return pb_parse_double(option, arg, 1.0 / 1024, 4096, &o->bucket_mb);
     case O_GRAD: return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->grad_bytes, MAX_GRADS, &o->ngrad);
     default: break;

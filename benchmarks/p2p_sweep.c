@@ -32,24 +32,6 @@ static const pb_opt own_opts[] = {
      OPT_MATRIX_CSV},
 };
 
-static int parse_modes(p2p_opts *o, const char *option, const char *arg)
-{
-    static const char *const names[] = {"latency", "bw", "bibw", "all", NULL};
-    char list[128];
-    snprintf(list, sizeof list, "%s", arg);
-    o->nmodes = 0;
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int m;
-        PB_TRY(pb_parse_choice(option, tok, names, &m));
-        for (int k = (m == 3 ? 0 : m); k <= (m == 3 ? 2 : m); k++) {
-            int seen = 0;
-            for (int j = 0; j < o->nmodes; j++) seen |= o->modes[j] == k;
-            if (!seen) o->modes[o->nmodes++] = k;
-        }
-    }
-    return o->nmodes ? PB_OK : pb_usage(option, "empty list; expected latency, bw, bibw or all");
-}
-
 static int parse_pair(p2p_opts *o, const char *option, const char *arg)
 {
     const char *comma = strchr(arg, ',');
@@ -73,7 +55,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     p2p_opts *o = ctx;
     long long v;
     switch (id) {
-    case OPT_MODE: return parse_modes(o, option, arg);
+    case OPT_MODE: return pb_parse_choice_list(option, arg, pb_p2p_mode_names(), 1, o->modes, &o->nmodes);
     case OPT_PAIR: return parse_pair(o, option, arg);
     case OPT_WINDOW: PB_TRY(pb_parse_int(option, arg, 1, 4096, &v)); o->window = (int)v; return PB_OK;
     case OPT_MATRIX: o->matrix = 1; return PB_OK;

@@ -22,7 +22,8 @@ typedef struct pp_opts {
     pb_common_opts common;
     pb_workload_opts work;
     int stages;                      /* 0: world size */
-    int mbs[MAX_LIST], nmbs;
+    int64_t mbs[MAX_LIST];
+    size_t nmbs;
     int scheds[PB_PP_SCHED_COUNT], nscheds;
     int virt;                        /* chunks per rank for interleaved */
     const char *trace;
@@ -38,49 +39,14 @@ static const pb_opt own_opts[] = {
     {"trace", 0, "FILE", "write the timeline of the last step of each configuration (CSV)", OPT_TRACE},
 };
 
-static int parse_scheds(pp_opts *o, const char *option, const char *arg)
-{
-    char list[128];
-    snprintf(list, sizeof list, "%s", arg);
-    o->nscheds = 0;
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int all = strcmp(tok, "all") == 0;
-        pb_pp_sched s = PB_PP_GPIPE;
-        if (!all) PB_TRY(pb_pp_sched_parse(option, tok, &s));
-        for (int k = all ? 0 : (int)s; k <= (all ? PB_PP_SCHED_COUNT - 1 : (int)s); k++) {
-            int seen = 0;
-            for (int j = 0; j < o->nscheds; j++) seen |= o->scheds[j] == k;
-            if (!seen) o->scheds[o->nscheds++] = k;
-        }
-    }
-    return o->nscheds ? PB_OK : pb_usage(option, "empty list; expected gpipe, 1f1b, interleaved or all");
-}
-
-static int parse_mbs(pp_opts *o, const char *option, const char *arg)
-{
-    char list[256];
-    size_t len = strlen(arg);
-    if (!len || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
-        return pb_usage(option, "'%s' has an empty entry; expected micro-batch counts >= 1, e.g. 1,2,4", arg);
-    snprintf(list, sizeof list, "%s", arg);
-    o->nmbs = 0;
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long long v;
-        if (o->nmbs == MAX_LIST) return pb_usage(option, "more than %d values", MAX_LIST);
-        PB_TRY(pb_parse_int(option, tok, 1, 1 << 16, &v));
-        o->mbs[o->nmbs++] = (int)v;
-    }
-    return o->nmbs ? PB_OK : pb_usage(option, "empty list; expected micro-batch counts >= 1, e.g. 1,2,4");
-}
-
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
     pp_opts *o = ctx;
     long long v;
     switch (id) {
     case OPT_STAGES: PB_TRY(pb_parse_int(option, arg, 1, MAX_STAGES, &v)); o->stages = (int)v; return PB_OK;
-    case OPT_MB: return parse_mbs(o, option, arg);
-    case OPT_SCHED: return parse_scheds(o, option, arg);
+    case OPT_MB: return pb_parse_int_list(option, arg, 1, 1 << 16, o->mbs, MAX_LIST, &o->nmbs);
+    case OPT_SCHED: return pb_parse_choice_list(option, arg, pb_pp_sched_names(), 1, o->scheds, &o->nscheds);
     case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v; return PB_OK;
     case OPT_TRACE: o->trace = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
     default: return pb_usage(option, "not handled");
@@ -181,11 +147,11 @@ static const char *pipe_link(const pp_run *r)
     return pb_link_class(&r->b->w, ranks, r->p);
 }
 
-static int max_in(const int *v, int n)
+static int max_in(const int64_t *v, size_t n)
 {
-    int m = 0;
-    for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
-    return m;
+    int64_t m = 0;
+    for (size_t i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+    return (int)m; /* micro-batch counts are parsed into [1, 65536] */
 }
 
 /* Engine, stages, executor and the memory check before any of it is allocated. */
@@ -216,9 +182,9 @@ static int pp_setup(pp_run *r)
     for (int s = 0; s < o->nscheds; s++) {
         pb_pp_plan pl;
         int k = o->scheds[s] == PB_PP_INTERLEAVED;
-        for (int j = 0; j < o->nmbs && status == PB_OK; j++) {
+        for (size_t j = 0; j < o->nmbs && status == PB_OK; j++) {
             if (k && o->mbs[j] % r->p) continue;
-            status = pb_pp_plan_build((pb_pp_sched)o->scheds[s], r->p, o->mbs[j], r->v, r->stage, &pl);
+            status = pb_pp_plan_build((pb_pp_sched)o->scheds[s], r->p, (int)o->mbs[j], r->v, r->stage, &pl);
             if (status != PB_OK) break;
             int held = pb_pp_plan_max_in_flight(&pl);
             in_flight[k] = held > in_flight[k] ? held : in_flight[k];
@@ -429,7 +395,7 @@ static int check_shape(const pp_opts *o, int world, int *p)
                             (long long)L);
         /* m values interleaved cannot run are skipped with a note, but one must remain. */
         int ok = 0;
-        for (int k = 0; k < o->nmbs; k++) ok |= o->mbs[k] % *p == 0;
+        for (size_t k = 0; k < o->nmbs; k++) ok |= o->mbs[k] % *p == 0;
         if (!ok) PB_TRY(pb_pp_sched_valid(PB_PP_INTERLEAVED, *p, o->mbs[0], o->virt));
     }
     return PB_OK;
@@ -464,7 +430,8 @@ int main(int argc, char **argv)
     status = pb_bench_open(&b, &o.common, cols, NCOLS, pp_meta(&r));
     if (status == PB_OK) status = pp_setup(&r);
     for (int s = 0; s < o.nscheds && status == PB_OK; s++)
-        for (int k = 0; k < o.nmbs && status == PB_OK; k++) status = pp_config(&r, (pb_pp_sched)o.scheds[s], o.mbs[k]);
+        for (size_t k = 0; k < o.nmbs && status == PB_OK; k++)
+            status = pp_config(&r, (pb_pp_sched)o.scheds[s], (int)o.mbs[k]);
     status = pp_teardown(&r, status);
     pb_bench_finish(&b, status);
 }

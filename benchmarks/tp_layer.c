@@ -22,8 +22,7 @@ typedef struct tp_opts {
     pb_common_opts common;
     pb_workload_opts work;
     int tp, stride, unsharded;
-    pb_tp_mode modes[PB_TP_MODE_COUNT];
-    int nmodes;
+    int modes[PB_TP_MODE_COUNT], nmodes; /* pb_tp_mode values */
     int64_t hidden[MAX_LIST], seq[MAX_LIST];
     size_t nhidden, nseq;
 } tp_opts;
@@ -42,45 +41,16 @@ static const pb_opt own_opts[] = {
                             "memory allows)", O_UNSHARDED},
 };
 
-static int parse_list(const char *option, const char *arg, long long max, int64_t *out, size_t *n)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", arg);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long long v;
-        if (*n == MAX_LIST) return pb_usage(option, "at most %d values", MAX_LIST);
-        PB_TRY(pb_parse_int(option, tok, 1, max, &v));
-        out[(*n)++] = v;
-    }
-    return *n ? PB_OK : pb_usage(option, "empty list; expected comma-separated positive integers");
-}
-
-static int parse_modes(tp_opts *o, const char *option, const char *arg)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", arg);
-    o->nmodes = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        pb_tp_mode m;
-        PB_TRY(pb_tp_mode_parse(option, tok, &m));
-        int seen = 0;
-        for (int i = 0; i < o->nmodes; i++) seen |= o->modes[i] == m;
-        if (!seen) o->modes[o->nmodes++] = m;
-    }
-    return o->nmodes ? PB_OK : pb_usage(option, "empty list; expected allreduce, sp or allreduce,sp");
-}
-
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
     tp_opts *o = ctx;
     long long v = 0;
     switch (id) {
     case O_TP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->tp = (int)v; return PB_OK;
-    case O_COMM: return parse_modes(o, option, arg);
+    case O_COMM: return pb_parse_choice_list(option, arg, pb_tp_mode_names(), 0, o->modes, &o->nmodes);
     case O_STRIDE: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->stride = (int)v; return PB_OK;
-    case O_HIDDEN_LIST: return parse_list(option, arg, 1 << 20, o->hidden, &o->nhidden);
-    case O_SEQ_LIST: return parse_list(option, arg, 1 << 24, o->seq, &o->nseq);
+    case O_HIDDEN_LIST: return pb_parse_int_list(option, arg, 1, 1 << 20, o->hidden, MAX_LIST, &o->nhidden);
+    case O_SEQ_LIST: return pb_parse_int_list(option, arg, 1, 1 << 24, o->seq, MAX_LIST, &o->nseq);
     case O_UNSHARDED: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->unsharded = (int)v; return PB_OK;
     default: return pb_usage(option, "not handled");
     }
@@ -377,7 +347,7 @@ static int check_points(tp_run *r)
     for (size_t i = 0; i < o->nhidden; i++)
         for (size_t j = 0; j < o->nseq; j++)
             for (int m = 0; m < o->nmodes; m++) {
-                point p = point_of(r, o->hidden[i], o->seq[j], o->modes[m]);
+                point p = point_of(r, o->hidden[i], o->seq[j], (pb_tp_mode)o->modes[m]);
                 PB_TRY(pb_tp_shape_check(&p.cfg.shape, p.cfg.mode));
             }
     return PB_OK;

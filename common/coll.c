@@ -4,9 +4,11 @@
 
 #include <string.h>
 
-static const char *const names[PB_COLL_COUNT] = {
-    "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv",
+static const char *const names[PB_COLL_COUNT + 1] = {
+    "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", NULL,
 };
+
+const char *const *pb_coll_names(void) { return names; }
 
 const char *pb_coll_name(pb_coll c)
 {

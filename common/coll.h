@@ -20,6 +20,9 @@ typedef enum {
  * "sendrecv"; NULL for an out-of-range value. */
 const char *pb_coll_name(pb_coll c);
 
+/* Every name, in enum order, NULL-terminated (for option lists). */
+const char *const *pb_coll_names(void);
+
 /* Name -> enum. Returns PB_OK, or PB_ERR_USAGE without printing (callers know
  * which option the name came from and report it themselves). */
 int pb_coll_from_name(const char *name, pb_coll *out);

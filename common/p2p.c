@@ -10,9 +10,10 @@
 
 #define TAG_CTRL 7701
 
-static const char *const mode_names[PB_P2P_MODES] = {"latency", "bw", "bibw"};
+static const char *const mode_names[PB_P2P_MODES + 1] = {"latency", "bw", "bibw", NULL};
 
 const char *pb_p2p_mode_name(pb_p2p_mode m) { return mode_names[m]; }
+const char *const *pb_p2p_mode_names(void) { return mode_names; }
 
 void pb_sleepy_wait(MPI_Request *req)
 {

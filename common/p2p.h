@@ -30,6 +30,7 @@ typedef struct pb_p2p_result {
 } pb_p2p_result;
 
 const char *pb_p2p_mode_name(pb_p2p_mode m);
+const char *const *pb_p2p_mode_names(void); /* NULL-terminated, in enum order */
 
 /* Run by both ranks of the pair; `initiator` is the rank that times. comm is a
  * backend communicator containing both (ranks given in it); ctrl an MPI

@@ -117,6 +117,85 @@ int pb_parse_double(const char *option, const char *text, double min, double max
     return PB_OK;
 }
 
+/* Split `text` at commas into `item` calls; empty items are refused. */
+static int for_each_item(const char *option, const char *text, int (*item)(void *ctx, const char *tok), void *ctx)
+{
+    if (is_blank(text)) return pb_usage(option, "empty list; expected comma-separated values, see --help");
+    for (const char *p = text;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char tok[128];
+        if (len == 0) return pb_usage(option, "'%s' has an empty item; expected comma-separated values", text);
+        if (len >= sizeof tok) return pb_usage(option, "item '%.*s...' is too long", 16, p);
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        PB_TRY(item(ctx, tok));
+        if (!comma) return PB_OK;
+        p = comma + 1;
+    }
+}
+
+struct int_list {
+    const char *option;
+    long long min, max;
+    int64_t *out;
+    size_t cap, n;
+};
+
+static int int_item(void *ctx, const char *tok)
+{
+    struct int_list *l = ctx;
+    long long v;
+    if (l->n == l->cap) return pb_usage(l->option, "too many values; at most %zu", l->cap);
+    PB_TRY(pb_parse_int(l->option, tok, l->min, l->max, &v));
+    l->out[l->n++] = v;
+    return PB_OK;
+}
+
+int pb_parse_int_list(const char *option, const char *text, long long min, long long max, int64_t *out, size_t cap,
+                      size_t *count)
+{
+    struct int_list l = {option, min, max, out, cap, 0};
+    PB_TRY(for_each_item(option, text, int_item, &l));
+    *count = l.n;
+    return PB_OK;
+}
+
+struct choice_list {
+    const char *option;
+    const char *const *names;
+    int allow_all, *out, n;
+};
+
+static void add_once(struct choice_list *l, int k)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->out[i] == k) return;
+    l->out[l->n++] = k;
+}
+
+static int choice_item(void *ctx, const char *tok)
+{
+    struct choice_list *l = ctx;
+    if (l->allow_all && strcmp(tok, "all") == 0) {
+        for (int k = 0; l->names[k]; k++) add_once(l, k);
+        return PB_OK;
+    }
+    int k = 0;
+    PB_TRY(pb_parse_choice(l->option, tok, l->names, &k));
+    add_once(l, k);
+    return PB_OK;
+}
+
+int pb_parse_choice_list(const char *option, const char *text, const char *const *names, int allow_all, int *out,
+                         int *count)
+{
+    struct choice_list l = {option, names, allow_all, out, 0};
+    PB_TRY(for_each_item(option, text, choice_item, &l));
+    *count = l.n;
+    return PB_OK;
+}
+
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out)
 {
     for (int i = 0; names[i]; i++) {

@@ -27,4 +27,15 @@ int pb_parse_double(const char *option, const char *text, double min, double max
 /* Index of `text` in the NULL-terminated `names`, or a usage error listing them. */
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out);
 
+/* A comma-separated list of integers in [min, max] ("1,2,4"), at most `cap`;
+ * empty items and empty lists are refused. */
+int pb_parse_int_list(const char *option, const char *text, long long min, long long max, int64_t *out, size_t cap,
+                      size_t *count);
+
+/* A comma-separated list of names from `names` (NULL-terminated), in the order
+ * given, each kept once; "all" (when allow_all) stands for every name. At
+ * most as many entries as names. */
+int pb_parse_choice_list(const char *option, const char *text, const char *const *names, int allow_all, int *out,
+                         int *count);
+
 #endif

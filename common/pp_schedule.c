@@ -7,6 +7,8 @@
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 
+const char *const *pb_pp_sched_names(void) { return sched_names; }
+
 const char *pb_pp_sched_name(pb_pp_sched s) { return s < PB_PP_SCHED_COUNT ? sched_names[s] : "?"; }
 
 int pb_pp_sched_parse(const char *option, const char *name, pb_pp_sched *out)

@@ -39,6 +39,7 @@ typedef struct pb_pp_plan {
 } pb_pp_plan;
 
 const char *pb_pp_sched_name(pb_pp_sched s);
+const char *const *pb_pp_sched_names(void); /* NULL-terminated, in enum order */
 /* "gpipe", "1f1b", "interleaved"; PB_ERR_USAGE naming `option` otherwise. */
 int pb_pp_sched_parse(const char *option, const char *name, pb_pp_sched *out);
 

@@ -44,6 +44,7 @@
 typedef enum { PB_TP_ALLREDUCE, PB_TP_SP, PB_TP_MODE_COUNT } pb_tp_mode;
 
 const char *pb_tp_mode_name(pb_tp_mode m); /* "allreduce", "sp" */
+const char *const *pb_tp_mode_names(void);  /* NULL-terminated, in enum order */
 /* "allreduce" or "sp"; PB_ERR_USAGE naming `option` otherwise. */
 int pb_tp_mode_parse(const char *option, const char *text, pb_tp_mode *out);
 

@@ -7,7 +7,9 @@
 
 #include <string.h>
 
-static const char *const mode_names[PB_TP_MODE_COUNT] = {"allreduce", "sp"};
+static const char *const mode_names[PB_TP_MODE_COUNT + 1] = {"allreduce", "sp", NULL};
+
+const char *const *pb_tp_mode_names(void) { return mode_names; }
 
 const char *pb_tp_mode_name(pb_tp_mode m)
 {

@@ -79,7 +79,7 @@ expect_in "$TMP/err" "option --hidden" "names the hidden size in a sweep"
 expect_rc 2 "stride 3 on 4 ranks" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 2 --tp-stride 3
 expect_in "$TMP/err" "option --tp-stride" "names --tp-stride"
 expect_rc 2 "unknown mode" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --tp-comm ring
-expect_in "$TMP/err" "expected allreduce" "lists the modes"
+expect_in "$TMP/err" "expected one of: allreduce, sp" "lists the modes"
 expect_rc 3 "a layer too large for memory" -- mpi 2 "$BIN/tp_layer" -n 1 -w 0 --hidden 65536 --heads 8 --seq 65536
 expect_in "$TMP/err" "bytes (" "says how much memory it needs"
 

@@ -72,6 +72,27 @@ static void integers_and_doubles(void **state)
         assert_int_equal(pb_parse_double("--x", badd[i], 0, 10, &d), PB_ERR_USAGE);
 }
 
+static void lists(void **state)
+{
+    (void)state;
+    int64_t v[4];
+    size_t n = 0;
+    assert_int_equal(pb_parse_int_list("--micro-batches", "1,2,32", 1, 64, v, 4, &n), PB_OK);
+    assert_true(n == 3 && v[0] == 1 && v[2] == 32);
+    const char *bad[] = {"", ",", "1,", ",1", "1,,2", "0", "65", "1,x", "1,2,3,4,5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(pb_parse_int_list("--micro-batches", bad[i], 1, 64, v, 4, &n), PB_ERR_USAGE);
+    static const char *const names[] = {"gpipe", "1f1b", "interleaved", NULL};
+    int k[3], m = 0;
+    assert_int_equal(pb_parse_choice_list("--schedule", "1f1b,gpipe,1f1b", names, 1, k, &m), PB_OK);
+    assert_true(m == 2 && k[0] == 1 && k[1] == 0); /* order kept, duplicates dropped */
+    assert_int_equal(pb_parse_choice_list("--schedule", "1f1b,all", names, 1, k, &m), PB_OK);
+    assert_true(m == 3 && k[0] == 1 && k[1] == 0 && k[2] == 2);
+    assert_int_equal(pb_parse_choice_list("--schedule", "all", names, 0, k, &m), PB_ERR_USAGE);
+    assert_int_equal(pb_parse_choice_list("--schedule", "gpipe,", names, 1, k, &m), PB_ERR_USAGE);
+    assert_int_equal(pb_parse_choice_list("--schedule", "", names, 1, k, &m), PB_ERR_USAGE);
+}
+
 static void choices(void **state)
 {
     (void)state;
@@ -156,7 +177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sizes_with_suffixes), cmocka_unit_test(sizes_rejected),
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
-        cmocka_unit_test(choices),             cmocka_unit_test(sweep_sizes),
+        cmocka_unit_test(choices),             cmocka_unit_test(lists),             cmocka_unit_test(sweep_sizes),
         cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
