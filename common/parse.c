@@ -145,7 +145,7 @@ struct int_list {
 static int int_item(void *ctx, const char *tok)
 {
     struct int_list *l = ctx;
-    long long v;
+    long long v = 0;
     if (l->n == l->cap) return pb_usage(l->option, "too many values; at most %zu", l->cap);
     PB_TRY(pb_parse_int(l->option, tok, l->min, l->max, &v));
     l->out[l->n++] = v;
