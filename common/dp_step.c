@@ -186,9 +186,12 @@ int pb_dp_step_validate(pb_dp_step *s, MPI_Comm group, int corrupt, long long *w
     PB_CHECK(s->host_local, PB_ERR_USAGE, "dp: validation needs check = 1 at create");
     /* The contribution: real gradients (deterministic, recomputed identically
      * by the step below) and exact integers in the rest of the buffer. */
-    PB_TRY(pb_dp_fill_known(c->eng, s->grads, c->grad_dtype, s->real_in_buf / es, g / es, c->rank));
-    PB_TRY(pb_dp_step_compute(s));
-    PB_TRY(c->eng->to_host(s->host_local, s->grads, (size_t)g));
+    int status = pb_dp_fill_known(c->eng, s->grads, c->grad_dtype, s->real_in_buf / es, g / es, c->rank);
+    if (status == PB_OK) status = pb_dp_step_compute(s);
+    if (status == PB_OK) status = c->eng->to_host(s->host_local, s->grads, (size_t)g);
+    /* Agree before the collectives below: a local failure must not leave the other ranks waiting in them. */
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
+    PB_TRY(status);
     PB_TRY(pb_dp_step_full(s));
     return pb_dp_check(group, c->eng, s->grads, s->host_local, g, c->grad_dtype, corrupt, wrong, hash);
 }
