@@ -127,8 +127,8 @@ int pb_fit_class_index(const char *name)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Paths "dir/prefix*.csv", sorted. Returns the count (0 on none), -1 on OOM. */
-int pb_fit_list_files(const char *dir, const char *prefix, char ***out)
+/* Paths "dir/prefix*.csv", sorted. Returns the count (0 on none). */
+static int list_files(const char *dir, const char *prefix, char ***out)
 {
     DIR *dp = opendir(dir);
     *out = NULL;
@@ -156,10 +156,29 @@ int pb_fit_list_files(const char *dir, const char *prefix, char ***out)
     return n;
 }
 
-void pb_fit_free_list(char **v, int n)
+static void free_list(char **v, int n)
 {
     for (int i = 0; i < n; i++) free(v[i]);
     free(v);
+}
+
+int pb_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_csv_fn fn, void *ctx)
+{
+    char **files;
+    int nf = list_files(dir, prefix, &files);
+    if (nf == 0) fprintf(out, "note: no %s*.csv in %s: skipped\n", prefix, dir);
+    int st = PB_OK;
+    for (int i = 0; i < nf && st == PB_OK; i++) {
+        pb_csv t;
+        if (pb_csv_read(files[i], &t) != PB_OK) {
+            fprintf(out, "note: %s unreadable or empty: skipped\n", files[i]);
+            continue;
+        }
+        st = fn(ctx, files[i], &t);
+        pb_csv_free(&t);
+    }
+    free_list(files, nf);
+    return st;
 }
 
 /* ---- reading the sweeps ---- */
@@ -219,26 +238,27 @@ static int load_p2p(const pb_csv *t, obsset *os, int *skipped)
     return PB_OK;
 }
 
+typedef struct {
+    obsset *os;
+    int coll;
+    FILE *out;
+} load_ctx;
+
+/* One sweep CSV into the observations (pb_csv_fn). */
+static int load_file(void *arg, const char *path, const pb_csv *t)
+{
+    load_ctx *c = arg;
+    int skipped = 0;
+    int st = c->coll ? load_coll(t, c->os, &skipped) : load_p2p(t, c->os, &skipped);
+    fprintf(c->out, "read %s: %d rows, %d not used for the fit\n", path, t->nrows, skipped);
+    return st;
+}
+
 /* Read every file of one kind into `os`. */
 static int load_kind(const char *dir, const char *prefix, int coll, obsset *os, FILE *out)
 {
-    char **files;
-    int nf = pb_fit_list_files(dir, prefix, &files);
-    if (nf == 0) fprintf(out, "note: no %s*.csv in %s: skipped\n", prefix, dir);
-    int st = PB_OK;
-    for (int i = 0; i < nf && st == PB_OK; i++) {
-        pb_csv t;
-        int skipped = 0;
-        if (pb_csv_read(files[i], &t) != PB_OK) {
-            fprintf(out, "note: %s unreadable or empty: skipped\n", files[i]);
-            continue;
-        }
-        st = coll ? load_coll(&t, os, &skipped) : load_p2p(&t, os, &skipped);
-        fprintf(out, "read %s: %d rows, %d not used for the fit\n", files[i], t.nrows, skipped);
-        pb_csv_free(&t);
-    }
-    pb_fit_free_list(files, nf);
-    return st;
+    load_ctx c = {os, coll, out};
+    return pb_fit_each_csv(dir, prefix, out, load_file, &c);
 }
 
 int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, pb_link *out, char *used, int len)

@@ -4,6 +4,7 @@
 #ifndef PB_PLAN_FIT_H
 #define PB_PLAN_FIT_H
 
+#include "csv_read.h"
 #include "model.h"
 
 #include <stdio.h>
@@ -42,10 +43,13 @@ int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, p
  * (plan_predict.c). Missing files are noted and skipped. */
 int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, const char *cmdline, FILE *out);
 
-/* Helpers shared with plan_predict.c. Paths "dir/prefix*.csv", sorted; the
- * count, 0 when none. Index of "intra", "inter", "mixed", or -1. */
-int pb_fit_list_files(const char *dir, const char *prefix, char ***out);
-void pb_fit_free_list(char **v, int n);
+/* Helpers shared with plan_predict.c. pb_fit_each_csv reads every
+ * "dir/prefix*.csv" in name order and calls fn on each; a missing kind or an
+ * unreadable file is noted on `out` and skipped. It stops at fn's first
+ * non-PB_OK status and returns it. pb_fit_class_index: index of "intra",
+ * "inter", "mixed", or -1. */
+typedef int (*pb_csv_fn)(void *ctx, const char *path, const pb_csv *t);
+int pb_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_csv_fn fn, void *ctx);
 int pb_fit_class_index(const char *name);
 
 /* The whole command. Prints to `out`; writes `csv_path` when non-NULL.

@@ -110,28 +110,30 @@ static int predict_pp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
 
 typedef int (*predictor)(const pb_csv *, int, const pb_fitted *, predvec *);
 
+typedef struct {
+    predictor fn;
+    const pb_fitted *f;
+    predvec *pv;
+    FILE *out;
+} predict_ctx;
+
+/* Every row of one benchmark CSV (pb_csv_fn). */
+static int predict_file(void *arg, const char *path, const pb_csv *t)
+{
+    predict_ctx *c = arg;
+    int st = PB_OK, skipped = 0;
+    for (int r = 0; r < t->nrows && st != PB_ERR_ENV; r++) {
+        st = c->fn(t, r, c->f, c->pv);
+        if (st == PB_ERR_CHECK) skipped++, st = PB_OK;
+    }
+    if (skipped) fprintf(c->out, "note: %s: %d rows lack columns or a fitted link: skipped\n", path, skipped);
+    return st;
+}
+
 static int predict_kind(const char *dir, const char *prefix, predictor fn, const pb_fitted *f, predvec *pv, FILE *out)
 {
-    char **files;
-    int nf = pb_fit_list_files(dir, prefix, &files);
-    if (nf == 0) fprintf(out, "note: no %s*.csv in %s: skipped\n", prefix, dir);
-    int st = PB_OK;
-    for (int i = 0; i < nf && st == PB_OK; i++) {
-        pb_csv t;
-        if (pb_csv_read(files[i], &t) != PB_OK) {
-            fprintf(out, "note: %s unreadable or empty: skipped\n", files[i]);
-            continue;
-        }
-        int skipped = 0;
-        for (int r = 0; r < t.nrows && st != PB_ERR_ENV; r++) {
-            st = fn(&t, r, f, pv);
-            if (st == PB_ERR_CHECK) skipped++, st = PB_OK;
-        }
-        if (skipped) fprintf(out, "note: %s: %d rows lack columns or a fitted link: skipped\n", files[i], skipped);
-        pb_csv_free(&t);
-    }
-    pb_fit_free_list(files, nf);
-    return st;
+    predict_ctx c = {fn, f, pv, out};
+    return pb_fit_each_csv(dir, prefix, out, predict_file, &c);
 }
 
 static double rel_err(const prediction *p) { return p->meas_us > 0 ? (p->pred_us - p->meas_us) / p->meas_us : NAN; }
