@@ -55,6 +55,33 @@ typedef struct pb_backend {
 
     /* Library name and version, for metadata ("Open MPI v4.1.4", "NCCL 2.28.3"). */
     void (*version)(char *buf, size_t len);
+
+    /* ---- Stream-ordered backends only (NCCL). NULL in the MPI backends,
+     * whose operations complete on the host inside sync(). ---- */
+
+    /* Ordering against a compute engine's queue (pb_compute.queue, same
+     * device), without blocking the host: traffic issued on c from now on
+     * starts after the work already queued there (after_queue), or work
+     * queued there from now on starts after the traffic issued on c so far
+     * (before_queue). ordering.h decides when to use these. */
+    int (*after_queue)(pb_comm *c, void *queue);
+    int (*before_queue)(pb_comm *c, void *queue);
+
+    /* Device time of traffic (CUDA events): span_begin/span_end bracket
+     * operations issued on c; after sync(), span_take adds the device time
+     * of the spans since the last take to *us (microseconds) and their
+     * number to *count (either may be NULL). */
+    int (*span_begin)(pb_comm *c);
+    int (*span_end)(pb_comm *c);
+    int (*span_take)(pb_comm *c, double *us, int *count);
+
+    /* CUDA graphs: operations issued on c between capture_begin and
+     * capture_end are recorded into one graph instead of running; replay
+     * launches that graph (complete it with sync). A new capture replaces the
+     * old graph. */
+    int (*capture_begin)(pb_comm *c);
+    int (*capture_end)(pb_comm *c);
+    int (*replay)(pb_comm *c);
 } pb_backend;
 
 /* The MPI backend (host memory). */

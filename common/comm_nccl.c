@@ -1,10 +1,13 @@
 /* NCCL backend: buffers in GPU memory, collectives and send/recv enqueued on
  * one communication stream per communicator; sync() waits for that stream and
  * checks NCCL's asynchronous errors. MPI only hands out the unique id.
- * The GPU is the current device, chosen once per process by pb_gpu_bind. */
+ * The GPU is the current device, chosen once per process by pb_gpu_bind.
+ * The stream-ordered hooks of comm.h (queue ordering, event spans, CUDA
+ * graphs) are all here. */
 #include "comm.h"
 
 #include "error.h"
+#include "spans_cuda.h"
 #include "watchdog.h"
 
 #include <cuda_runtime.h>
@@ -15,6 +18,10 @@ struct pb_comm {
     ncclComm_t nccl;
     cudaStream_t stream;
     int rank, size;
+    cudaEvent_t order;      /* cross-stream ordering (no timing) */
+    pb_cuda_spans spans;    /* device time of traffic */
+    cudaGraphExec_t graph;  /* the last capture, or NULL */
+    int capturing;
 };
 
 #define CUDA_TRY(call)                                                                             \
@@ -64,8 +71,12 @@ static int create(MPI_Comm group, pb_comm **out)
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: %s", cudaGetErrorString(e));
+    if (status == PB_OK && (e = cudaEventCreateWithFlags(&c->order, cudaEventDisableTiming)) != cudaSuccess)
+        status = pb_fail(PB_ERR_ENV, "cudaEventCreate: %s", cudaGetErrorString(e));
     if (status == PB_OK) status = nccl_check(ncclCommInitRank(&c->nccl, c->size, id, c->rank), NULL, "ncclCommInitRank");
     if (status != PB_OK) {
+        if (c->order) cudaEventDestroy(c->order);
+        if (c->stream) cudaStreamDestroy(c->stream);
         free(c);
         return status;
     }
@@ -80,6 +91,9 @@ static void destroy(pb_comm *c)
     pb_watchdog_forget(c);
     cudaStreamSynchronize(c->stream);
     ncclCommDestroy(c->nccl);
+    if (c->graph) cudaGraphExecDestroy(c->graph);
+    pb_cuda_spans_free(&c->spans);
+    cudaEventDestroy(c->order);
     cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -161,6 +175,67 @@ static int sync_stream(pb_comm *c)
     return nccl_check(async, c, "NCCL asynchronous error");
 }
 
+static int after_queue(pb_comm *c, void *queue)
+{
+    CUDA_TRY(cudaEventRecord(c->order, (cudaStream_t)queue));
+    CUDA_TRY(cudaStreamWaitEvent(c->stream, c->order, 0));
+    return PB_OK;
+}
+
+static int before_queue(pb_comm *c, void *queue)
+{
+    CUDA_TRY(cudaEventRecord(c->order, c->stream));
+    CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)queue, c->order, 0));
+    return PB_OK;
+}
+
+static int span_begin(pb_comm *c) { return pb_cuda_span_begin(&c->spans, c->stream); }
+static int span_end(pb_comm *c) { return pb_cuda_span_end(&c->spans, c->stream); }
+static int span_take(pb_comm *c, double *us, int *count) { return pb_cuda_spans_take(&c->spans, us, count); }
+
+/* Capture on this thread only (ThreadLocal): MPI and other threads' CUDA
+ * calls stay legal while the stream records. */
+static int capture_begin(pb_comm *c)
+{
+    PB_CHECK(!c->capturing, PB_ERR_USAGE, "CUDA graph: a capture is already open");
+    CUDA_TRY(cudaStreamSynchronize(c->stream));
+    if (c->graph) cudaGraphExecDestroy(c->graph);
+    c->graph = NULL;
+    CUDA_TRY(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    c->capturing = 1;
+    return PB_OK;
+}
+
+static int capture_end(pb_comm *c)
+{
+    PB_CHECK(c->capturing, PB_ERR_USAGE, "CUDA graph: no capture is open");
+    c->capturing = 0;
+    cudaGraph_t g = NULL;
+    /* Always end the capture, even an invalidated one, so the stream is usable again. */
+    cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (g) cudaGraphDestroy(g);
+        return pb_fail(PB_ERR_ENV, "cudaStreamEndCapture: %s (an operation could not be captured)",
+                       cudaGetErrorString(e));
+    }
+    e = cudaGraphInstantiate(&c->graph, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        c->graph = NULL;
+        (void)cudaGetLastError();
+        return pb_fail(PB_ERR_ENV, "cudaGraphInstantiate: %s", cudaGetErrorString(e));
+    }
+    return PB_OK;
+}
+
+static int replay(pb_comm *c)
+{
+    PB_CHECK(c->graph, PB_ERR_USAGE, "CUDA graph: nothing captured to replay");
+    CUDA_TRY(cudaGraphLaunch(c->graph, c->stream));
+    return PB_OK;
+}
+
 static void version(char *buf, size_t len)
 {
     int v = 0;
@@ -177,6 +252,9 @@ static const pb_backend nccl_backend = {
     .broadcast = broadcast, .reduce = reduce, .alltoall = alltoall,
     .group_start = group_start, .group_end = group_end, .send = send, .recv = recv,
     .sync = sync_stream, .version = version,
+    .after_queue = after_queue, .before_queue = before_queue,
+    .span_begin = span_begin, .span_end = span_end, .span_take = span_take,
+    .capture_begin = capture_begin, .capture_end = capture_end, .replay = replay,
 };
 
 const pb_backend *pb_backend_nccl(void) { return &nccl_backend; }

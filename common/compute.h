@@ -2,8 +2,8 @@
  * function pointers (nccl-tests' testEngine is the model).
  *
  * Two engines share this interface: BLAS (host memory, OpenBLAS, this file's
- * companion compute_blas.c) and, later, cuBLAS (device memory,
- * compute_cublas.c, only built with CUDA=1). Code above the engine (layer.c,
+ * companion compute_blas.c) and cuBLAS (device memory, compute_cublas.c, only
+ * built with CUDA=1). Code above the engine (layer.c,
  * the benchmarks) must treat every engine buffer as opaque: no pointer reads
  * or writes, only the primitives below and to_host/from_host copies.
  *
@@ -78,6 +78,16 @@ typedef struct pb_compute {
     int (*fill)(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_fill_spec *spec);
     /* Wait for all queued work (no-op on BLAS; a stream sync on GPUs). */
     int (*synchronize)(void);
+
+    /* ---- Queued engines only (cuBLAS); NULL on BLAS, whose primitives
+     * complete inside the call. ---- */
+    /* The queue every primitive runs on (a cudaStream_t), for a backend's
+     * after_queue/before_queue (comm.h). */
+    void *(*queue)(void);
+    /* Device time of engine work, as the backend's spans (comm.h). */
+    int (*span_begin)(void);
+    int (*span_end)(void);
+    int (*span_take)(double *us, int *count);
 } pb_compute;
 
 /* The OpenBLAS engine (host memory). */

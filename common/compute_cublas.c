@@ -4,15 +4,16 @@
  *
  * It runs on the CURRENT device: the process chose it once with pb_gpu_bind
  * (gpu_cuda.c), which the NCCL backend shares; opts->device is ignored. The
- * stream is non-blocking, as the NCCL backend's is, so buffers handed to a
- * backend must be complete: callers synchronize() first (layer.c does before
- * every gradient-ready callback). Row-major requests become column-major cuBLAS
- * calls through gemm_map.h. */
+ * stream is non-blocking, as the NCCL backend's is, so a buffer handed to a
+ * backend must be ordered first: ordering.h either makes the backend's stream
+ * wait on this queue (NCCL) or synchronizes (MPI). Row-major requests become
+ * column-major cuBLAS calls through gemm_map.h. */
 #include "compute.h"
 
 #include "error.h"
 #include "gemm_map.h"
 #include "kernels_cuda.h"
+#include "spans_cuda.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -27,6 +28,7 @@ static struct {
     int device;
     cublasHandle_t handle;
     cudaStream_t stream;
+    pb_cuda_spans spans; /* device time of engine work */
     char desc[512];
 } cu;
 
@@ -82,6 +84,7 @@ static void cublas_finalize(void)
 {
     if (!cu.ready) return;
     cudaStreamSynchronize(cu.stream);
+    pb_cuda_spans_free(&cu.spans);
     cublasDestroy(cu.handle);
     cudaStreamDestroy(cu.stream);
     cu.ready = 0;
@@ -299,6 +302,22 @@ static int cublas_synchronize(void)
     return PB_OK;
 }
 
+static void *cublas_queue(void) { return cu.stream; }
+
+static int cublas_span_begin(void)
+{
+    READY("span");
+    return pb_cuda_span_begin(&cu.spans, cu.stream);
+}
+
+static int cublas_span_end(void)
+{
+    READY("span");
+    return pb_cuda_span_end(&cu.spans, cu.stream);
+}
+
+static int cublas_span_take(double *us, int *count) { return pb_cuda_spans_take(&cu.spans, us, count); }
+
 static const pb_compute cublas_engine = {
     .name = "cublas",
     .init = cublas_init,
@@ -320,6 +339,10 @@ static const pb_compute cublas_engine = {
     .convert = cublas_convert,
     .fill = cublas_fill,
     .synchronize = cublas_synchronize,
+    .queue = cublas_queue,
+    .span_begin = cublas_span_begin,
+    .span_end = cublas_span_end,
+    .span_take = cublas_span_take,
 };
 
 const pb_compute *pb_compute_cublas(void) { return &cublas_engine; }

@@ -4,12 +4,19 @@
  * memory) over a backend communicator of the DP group, in one of two modes:
  *   none:   everything after backward, from pb_dp_finish (the documents' model);
  *   bucket: DDP-style buckets (bucket.h). Each becomes ready when backward has
- *           produced its bytes (pb_dp_grad_ready, a pb_grad_ready_fn) and is
- *           all-reduced at once by a dedicated communication thread while the
- *           main thread continues backward; pb_dp_finish waits for the rest.
- * The comm thread calls the backend, i.e. MPI, while the main thread may call
- * MPI too (hybrid_3d's PP/TP traffic), so bucket mode requires
- * MPI_THREAD_MULTIPLE (PB_ERR_ENV otherwise).
+ *           queued its bytes (pb_dp_grad_ready, a pb_grad_ready_fn) and is
+ *           all-reduced at once while backward goes on; pb_dp_finish waits
+ *           for the rest.
+ * How a bucket runs beside backward follows ordering.h:
+ *   host order (MPI backends, BLAS engine): the engine synchronizes, and a
+ *     dedicated communication thread reduces the bucket while the main thread
+ *     queues more backward. The thread calls the backend, i.e. MPI, while the
+ *     main thread may call MPI too (hybrid_3d's PP/TP traffic), so bucket mode
+ *     requires MPI_THREAD_MULTIPLE (PB_ERR_ENV otherwise);
+ *   stream order (NCCL with cuBLAS): the all-reduce is queued on the
+ *     communication stream behind a CUDA event on the compute stream, as
+ *     PyTorch DDP does; no thread, the host never waits until pb_dp_finish,
+ *     and busy_us is the device time of the all-reduces (event spans).
  *
  * The buffer's byte layout is given per layer (`layer_bytes`, backward runs the
  * last layer first). A gradient larger or smaller than the stack that
@@ -25,6 +32,7 @@
 #include "comm.h"
 #include "compute.h"
 #include "layer.h"
+#include "ordering.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -50,7 +58,7 @@ typedef struct pb_dp_config {
 
 /* Accounting of the last step (or pb_dp_reduce_all), this rank, microseconds. */
 typedef struct pb_dp_timing {
-    double busy_us;       /* sum over buckets of issue..completion (staging included) */
+    double busy_us;       /* sum over buckets of issue..completion, staging included (stream order: device time) */
     double wait_us;       /* time pb_dp_finish blocked the caller: the exposed tail */
     double first_post_us; /* first bucket handed to the comm thread, after pb_dp_begin */
     double last_done_us;  /* last bucket complete, after pb_dp_begin */
@@ -77,6 +85,8 @@ int pb_dp_finish(pb_dp *dp);
  * the whole buffer at once). Fills the timing as a step would. */
 int pb_dp_reduce_all(pb_dp *dp);
 void pb_dp_last_timing(const pb_dp *dp, pb_dp_timing *out);
+/* How the buckets are ordered against backward (ordering.h). */
+pb_ordering pb_dp_ordering(const pb_dp *dp);
 
 /* ---- pure arithmetic (dp_layout.c) ---- */
 

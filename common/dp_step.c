@@ -167,13 +167,13 @@ int pb_dp_step_comm(pb_dp_step *s) { return pb_dp_reduce_all(s->dp); }
 
 int pb_dp_step_full(pb_dp_step *s)
 {
-    /* Only bucket mode needs the per-layer callback (and its engine sync). */
+    /* Only bucket mode needs the per-layer callback. pb_dp_finish orders the
+     * rest of the all-reduce after backward and completes both. */
     int bucket = s->cfg.overlap == PB_DP_OVERLAP_BUCKET;
     PB_TRY(pb_dp_begin(s->dp));
     PB_TRY(pb_stack_forward(s->st, s->acts, s->x, s->y));
     PB_TRY(pb_stack_backward(s->st, s->acts, s->dy, NULL, 0, bucket ? pb_dp_grad_ready : NULL,
                              bucket ? s->dp : NULL));
-    PB_TRY(s->cfg.eng->synchronize());
     return pb_dp_finish(s->dp);
 }
 

@@ -131,8 +131,10 @@ int pb_mlp_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx
 /* ---- Whole layers (tp_size 1 only: no communication between blocks) --- */
 
 /* Called after layer `layer` (global index) has its weight gradients
- * complete: bytes [offset, offset+bytes) of the flat gradient buffer. A
- * non-zero return stops backward and is returned. */
+ * queued on the engine: bytes [offset, offset+bytes) of the flat gradient
+ * buffer. They may still be in flight (GPU engines): a callback that hands
+ * them to a communicator orders it first (ordering.h). A non-zero return stops
+ * backward and is returned. */
 typedef int (*pb_grad_ready_fn)(void *user, int64_t layer, uint64_t offset, uint64_t bytes);
 
 int pb_layer_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);

@@ -329,10 +329,7 @@ int pb_stack_backward(pb_stack *st, pb_acts *acts, const void *dy, void *dx, int
     for (int64_t i = n - 1; i >= 0; i--) {
         void *out = i == 0 && dx ? dx : st->sc.pp[i & 1];
         PB_TRY(pb_layer_backward(&st->layers[i], &acts->layers[i], in, out, accumulate));
-        if (ready) {
-            PB_TRY(st->eng->synchronize()); /* the callback may hand the bytes to a communicator */
-            PB_TRY(ready(user, st->cfg.layer0 + i, pb_stack_grad_offset(st, i), layer_bytes));
-        }
+        if (ready) PB_TRY(ready(user, st->cfg.layer0 + i, pb_stack_grad_offset(st, i), layer_bytes));
         in = out;
     }
     return PB_OK;

@@ -3,7 +3,6 @@
 #include "tp.h"
 
 #include "error.h"
-#include "timing.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +20,9 @@ struct pb_tp {
     void *shard;        /* rows x h: between the blocks of a layer in sp mode */
     void *stage[2];     /* backend memory, N x h each (send, receive), when memories differ */
     int stage_to_host;  /* 1: backend in host memory, engine on a device; 0: the reverse */
-    pb_tp_acct acct;
+    pb_ordering order;
+    pb_side_timer compute_t, comm_t;
+    pb_tp_acct acct;    /* bytes and counts; the times live in the timers */
 };
 
 typedef enum { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCESCATTER } coll_op;
@@ -121,6 +122,10 @@ int pb_tp_create(const pb_tp_config *cfg, pb_tp **out)
     tp->es = pb_dtype_size(tp->sh.dtype);
     tp->full = (uint64_t)(tp->sh.b * tp->sh.s * tp->sh.h);
     tp->rows = pb_tp_io_rows(cfg);
+    /* t = 1 issues no collective: nothing to order against */
+    tp->order = cfg->shape.tp_size > 1 ? pb_ordering_plan(cfg->eng, cfg->be) : PB_ORDERING_HOST;
+    pb_side_timer_init(&tp->compute_t, tp->order, cfg->eng, cfg->be, NULL);
+    pb_side_timer_init(&tp->comm_t, tp->order, cfg->eng, cfg->be, cfg->comm);
     pb_stack_config sc = stack_cfg(cfg);
     int status = pb_stack_create(&sc, &tp->st);
     if (status == PB_OK) status = alloc_buffers(tp);
@@ -150,8 +155,21 @@ const pb_tp_config *pb_tp_cfg(const pb_tp *tp) { return &tp->cfg; }
 void *pb_tp_grads(pb_tp *tp) { return pb_stack_grads(tp->st); }
 int pb_tp_acts_alloc(pb_tp *tp, pb_acts **out) { return pb_acts_alloc(tp->st, out); }
 void pb_tp_acts_free(pb_tp *tp, pb_acts *acts) { pb_acts_free(tp->st, acts); }
-void pb_tp_acct_reset(pb_tp *tp) { memset(&tp->acct, 0, sizeof tp->acct); }
-void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out) { *out = tp->acct; }
+void pb_tp_acct_reset(pb_tp *tp)
+{
+    memset(&tp->acct, 0, sizeof tp->acct);
+    tp->compute_t.total_us = tp->comm_t.total_us = 0;
+    tp->compute_t.spans = tp->comm_t.spans = 0;
+}
+
+void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out)
+{
+    *out = tp->acct;
+    out->compute_us = tp->compute_t.total_us;
+    out->comm_us = tp->comm_t.total_us;
+}
+
+pb_ordering pb_tp_ordering(const pb_tp *tp) { return tp->order; }
 
 /* ---- collectives ----------------------------------------------------------- */
 
@@ -188,18 +206,25 @@ static int coll(pb_tp *tp, coll_op op, const void *src, void *dst)
     uint64_t shard = tp->full / (uint64_t)t;
     size_t in = (size_t)((op == OP_ALLGATHER ? shard : tp->full) * tp->es);
     size_t out = (size_t)((op == OP_REDUCESCATTER ? shard : tp->full) * tp->es);
-    double t0 = pb_now_us();
+    const pb_compute *E = tp->cfg.eng;
+    const pb_backend *be = tp->cfg.be;
+    pb_comm *c = tp->cfg.comm;
     int status = PB_OK;
     if (t == 1) {
-        status = tp->cfg.eng->copy(dst, src, in);
+        status = E->copy(dst, src, in);
     } else {
+        /* Host order: the engine synchronizes here and the collective completes
+         * inside the timer. Stream order: events order the two streams. */
         int staged = tp->stage[0] != NULL;
-        if (staged) status = stage_in(tp, src, in);
+        status = pb_ordering_comm_after_compute(tp->order, E, be, c);
+        if (status == PB_OK) status = pb_side_timer_begin(&tp->comm_t);
+        if (status == PB_OK && staged) status = stage_in(tp, src, in);
         if (status == PB_OK) status = issue(tp, op, staged ? tp->stage[0] : src, staged ? tp->stage[1] : dst);
-        if (status == PB_OK) status = tp->cfg.be->sync(tp->cfg.comm);
+        if (status == PB_OK && staged) status = be->sync(c);
         if (status == PB_OK && staged) status = stage_out(tp, dst, out);
+        if (status == PB_OK) status = pb_side_timer_end(&tp->comm_t);
+        if (status == PB_OK) status = pb_ordering_compute_after_comm(tp->order, E, be, c);
     }
-    tp->acct.comm_us += pb_now_us() - t0;
     tp->acct.comm_bytes += op == OP_ALLREDUCE ? pb_tp_allreduce_bytes(tp->full, t, tp->es)
                                               : pb_tp_shard_coll_bytes(shard, t, tp->es);
     tp->acct.colls += t > 1;
@@ -211,25 +236,31 @@ static int coll(pb_tp *tp, coll_op op, const void *src, void *dst)
 typedef int (*block_fwd_fn)(pb_layer *, pb_layer_acts *, const void *, void *);
 typedef int (*block_bwd_fn)(pb_layer *, pb_layer_acts *, const void *, void *, int);
 
-/* A block's compute, timed until the engine has finished it (the next
- * collective needs its result). */
+/* A block's compute, timed to its completion (host order) or by an event
+ * span on the compute stream (stream order). */
 static int timed_fwd(pb_tp *tp, block_fwd_fn fn, pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
-    double t0 = pb_now_us();
-    int status = fn(ly, sv, x, y);
-    if (status == PB_OK) status = tp->cfg.eng->synchronize();
-    tp->acct.compute_us += pb_now_us() - t0;
-    return status;
+    PB_TRY(pb_side_timer_begin(&tp->compute_t));
+    PB_TRY(fn(ly, sv, x, y));
+    return pb_side_timer_end(&tp->compute_t);
 }
 
 static int timed_bwd(pb_tp *tp, block_bwd_fn fn, pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx,
                      int accumulate)
 {
-    double t0 = pb_now_us();
-    int status = fn(ly, sv, dy, dx, accumulate);
-    if (status == PB_OK) status = tp->cfg.eng->synchronize();
-    tp->acct.compute_us += pb_now_us() - t0;
-    return status;
+    PB_TRY(pb_side_timer_begin(&tp->compute_t));
+    PB_TRY(fn(ly, sv, dy, dx, accumulate));
+    return pb_side_timer_end(&tp->compute_t);
+}
+
+/* The end of a pass: its output complete (the compute stream waits on the
+ * last collective, so synchronizing it completes both), the device times read. */
+static int finish_pass(pb_tp *tp)
+{
+    if (tp->order != PB_ORDERING_STREAM) return PB_OK;
+    PB_TRY(tp->cfg.eng->synchronize());
+    PB_TRY(pb_side_timer_take(&tp->compute_t));
+    return pb_side_timer_take(&tp->comm_t);
 }
 
 /* One block forward: in -> (all-gather) -> block -> reduce -> out.
@@ -277,7 +308,7 @@ int pb_tp_forward(pb_tp *tp, pb_acts *acts, const void *x, void *y)
         PB_TRY(block_forward(tp, pb_mlp_forward, ly, sv, mid, out));
         in = out;
     }
-    return PB_OK;
+    return finish_pass(tp);
 }
 
 typedef struct ready_ctx {
@@ -311,5 +342,5 @@ int pb_tp_backward(pb_tp *tp, pb_acts *acts, const void *dy, void *dx, int accum
         PB_TRY(block_backward(tp, pb_attn_backward, ly, sv, mid, out, accumulate, ready ? call_ready : NULL, &rc));
         in = out;
     }
-    return PB_OK;
+    return finish_pass(tp);
 }

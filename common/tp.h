@@ -22,9 +22,14 @@
  * Both move 8*b*s*h*(t-1)/t elements per rank per layer (forward + backward).
  *
  * Communication sits on the critical path: a block's GEMM needs the previous
- * collective's result, so compute and communication alternate. Each region is
- * timed on this rank (host clock, after engine synchronize / backend sync)
- * and summed in the accounting (pb_tp_acct).
+ * collective's result, so compute and communication alternate. How the two
+ * are ordered follows ordering.h: on the host (MPI, BLAS: each region completes
+ * before the next starts, timed by the host clock), or on the streams (NCCL
+ * with cuBLAS: each collective waits on the GEMM before it and the next GEMM
+ * waits on the collective through CUDA events, the host only queues work,
+ * and each region is timed by event spans on its stream). Either way the
+ * times are summed in the accounting (pb_tp_acct), and every pass
+ * (pb_tp_forward, pb_tp_backward) returns with its output complete.
  *
  * Reuse (hybrid_3d): a pipeline stage creates one pb_tp over its TP
  * sub-communicator, allocates one pb_acts per micro-batch in flight
@@ -38,6 +43,7 @@
 #include "comm.h"
 #include "compute.h"
 #include "layer.h"
+#include "ordering.h"
 
 #include <stdint.h>
 
@@ -64,8 +70,8 @@ typedef struct pb_tp_config {
 
 /* What this rank spent and sent since the last reset. */
 typedef struct pb_tp_acct {
-    double compute_us;   /* block GEMMs etc., engine synchronized */
-    double comm_us;      /* collectives, issue to completion (staging included) */
+    double compute_us;   /* block GEMMs etc., to completion (host clock or compute-stream events) */
+    double comm_us;      /* collectives, issue to completion, staging included (host clock or events) */
     uint64_t comm_bytes; /* sent by this rank, algorithm-independent definition (pb_tp_*_bytes) */
     uint64_t colls;      /* collectives issued */
 } pb_tp_acct;
@@ -135,6 +141,8 @@ int pb_tp_backward(pb_tp *tp, pb_acts *acts, const void *dy, void *dx, int accum
 
 void pb_tp_acct_reset(pb_tp *tp);
 void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out);
+/* How compute and communication are ordered and timed (ordering.h). */
+pb_ordering pb_tp_ordering(const pb_tp *tp);
 
 /* ---- validation (tp_check.c) -------------------------------------------- */
 
