@@ -9,6 +9,7 @@
 #include "error.h"
 #include "memory.h"
 #include "model.h"
+#include "ordering.h"
 #include "parse.h"
 #include "runner.h"
 #include "timing.h"
@@ -362,8 +363,13 @@ static void notes(run_ctx *r)
     pb_report_note(r->b->rep, "times: max over ranks of each rank's mean (step, compute and comm alike); exposed = "
                               "step - compute; overhead = exposed/compute; predict = comm/compute (no overlap); "
                               "hidden = 1 - exposed/comm");
-    pb_report_note(r->b->rep, "overlap bucket: a dedicated communication thread (pthread, MPI_THREAD_MULTIPLE) "
-                              "all-reduces each bucket as backward produces it");
+    if (pb_ordering_plan(r->eng, r->b->be) == PB_ORDERING_STREAM)
+        pb_report_note(r->b->rep, "ordering stream: each bucket's all-reduce is queued on the communication stream "
+                                  "behind a CUDA event on the compute stream (overlap bucket), no host wait until the "
+                                  "step ends; comm_busy_us is device time from CUDA events");
+    else
+        pb_report_note(r->b->rep, "ordering host: overlap bucket runs a dedicated communication thread (pthread, "
+                                  "MPI_THREAD_MULTIPLE) that all-reduces each bucket once the engine has produced it");
     pb_report_header(r->b->rep);
 }
 
@@ -389,7 +395,8 @@ int main(int argc, char **argv)
     if (status != PB_OK) pb_bench_finish(&b, status);
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "model", o.work.preset);
-    cJSON_AddStringToObject(meta, "comm_thread", "pthread per rank, MPI_THREAD_MULTIPLE (overlap bucket)");
+    cJSON_AddStringToObject(meta, "comm_thread", "host ordering: pthread per rank, MPI_THREAD_MULTIPLE (overlap "
+                                                 "bucket); stream ordering (NCCL with cuBLAS): none, CUDA events");
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     run_ctx r = {.b = &b, .o = &o};
     if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));

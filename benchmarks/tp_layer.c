@@ -5,6 +5,7 @@
 #include "bench.h"
 #include "error.h"
 #include "memory.h"
+#include "ordering.h"
 #include "parse.h"
 #include "runner.h"
 #include "timing.h"
@@ -401,7 +402,14 @@ int main(int argc, char **argv)
 
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
     if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));
-    if (status == PB_OK && b.rep) pb_report_note(b.rep, "engine: %s", r.eng->describe());
+    if (status == PB_OK && b.rep) {
+        pb_report_note(b.rep, "engine: %s", r.eng->describe());
+        pb_report_note(b.rep, "ordering %s: %s", pb_ordering_name(pb_ordering_plan(r.eng, b.be)),
+                       pb_ordering_plan(r.eng, b.be) == PB_ORDERING_STREAM
+                           ? "collectives wait on their GEMM and the next GEMM on them through CUDA events; "
+                             "compute and comm times are device time from CUDA events"
+                           : "each GEMM and collective completes before the next starts; host clock");
+    }
     if (status == PB_OK) status = pb_world_agree(&b.w, place(&r));
     double frac_sum = 0;
     int rows = 0;
