@@ -2,6 +2,7 @@
 
 #include "error.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,10 @@ static void table_cell(FILE *f, const pb_column *col, const pb_value *v)
 {
     switch (col->type) {
     case PB_COL_INT: fprintf(f, " %*lld", col->width, v->i); break;
-    case PB_COL_FLOAT: fprintf(f, " %*.*f", col->width, col->precision, v->f); break;
+    case PB_COL_FLOAT:
+        if (isnan(v->f)) fprintf(f, " %*s", col->width, "-");
+        else fprintf(f, " %*.*f", col->width, col->precision, v->f);
+        break;
     case PB_COL_STR: fprintf(f, " %*s", col->width, v->s ? v->s : ""); break;
     }
 }
@@ -106,7 +110,9 @@ static void csv_cell(FILE *f, const pb_column *col, const pb_value *v)
 {
     switch (col->type) {
     case PB_COL_INT: fprintf(f, "%lld", v->i); break;
-    case PB_COL_FLOAT: fprintf(f, "%.9g", v->f); break;
+    case PB_COL_FLOAT:
+        if (!isnan(v->f)) fprintf(f, "%.9g", v->f);
+        break;
     case PB_COL_STR: fprintf(f, "%s", v->s ? v->s : ""); break;
     }
 }
@@ -123,6 +129,7 @@ int pb_report_row(pb_report *r, const pb_value *values)
             csv_cell(r->csv, col, &values[c]);
         }
         if (col->type == PB_COL_INT) cJSON_AddNumberToObject(row, col->key, (double)values[c].i);
+        else if (col->type == PB_COL_FLOAT && isnan(values[c].f)) cJSON_AddNullToObject(row, col->key);
         else if (col->type == PB_COL_FLOAT) cJSON_AddNumberToObject(row, col->key, values[c].f);
         else cJSON_AddStringToObject(row, col->key, values[c].s ? values[c].s : "");
     }

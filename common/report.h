@@ -20,6 +20,8 @@ typedef struct pb_column {
     int width, precision; /* table formatting */
 } pb_column;
 
+/* A float value that is NaN means "not measured" (e.g. device time on a host
+ * backend): "-" in the table, an empty CSV cell, null in JSON. */
 typedef struct pb_value {
     long long i;
     double f;
