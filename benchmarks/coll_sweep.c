@@ -2,6 +2,7 @@
  * report them: time, algbw, busbw and #wrong per size. */
 #include "bench.h"
 #include "buffers.h"
+#include "coll_check.h"
 #include "coll_exec.h"
 #include "error.h"
 #include "parse.h"
@@ -71,26 +72,21 @@ static int one_iteration(void *arg, int iter)
     return x->be->sync(x->comm);
 }
 
-/* Run the collective once on known inputs and count wrong elements on all ranks. */
+/* Run the collective once on known inputs and count wrong elements on all
+ * ranks; on the device when the buffers are there (coll_check.h). */
 static int validate(iter_ctx *x, const pb_world *w, long long *wrong_total)
 {
     const pb_coll_shape *sh = &x->shape;
-    size_t ts = pb_dtype_size(x->o->dtype);
-    char *host = malloc(sh->count * ts + 1);
-    PB_CHECK(host, PB_ERR_ENV, "out of host memory for validation (%zu bytes)", sh->count * ts);
     int n = x->be->size(x->comm), me = x->be->rank(x->comm);
-    pb_coll_fill(x->coll, sh, x->o->dtype, me, n, x->o->root, host);
-    int status = x->be->from_host(pb_rotbuf_slot(&x->send, 0), host, sh->send_count * ts);
+    void *send = pb_rotbuf_slot(&x->send, 0), *recv = pb_rotbuf_slot(&x->recv, 0);
+    int status = pb_coll_check_fill(x->be, x->coll, sh, x->o->dtype, me, n, send);
     pb_watch_arm(0, "validate");
     if (status == PB_OK) status = one_iteration(x, 0);
     pb_watch_disarm();
-    if (status == PB_OK) status = x->be->to_host(host, pb_rotbuf_slot(&x->recv, 0), sh->recv_count * ts);
     long long wrong = 0;
-    if (status == PB_OK) {
-        if (pb_test_corrupt_rank() == me) pb_dtype_set(x->o->dtype, host, 0, 12345.0);
-        wrong = (long long)pb_coll_count_wrong(x->coll, sh, x->o->dtype, x->o->op, me, n, x->o->root, host);
-    }
-    free(host);
+    if (status == PB_OK)
+        status = pb_coll_check_count(x->be, x->coll, sh, x->o->dtype, x->o->op, me, n, x->o->root,
+                                     pb_test_corrupt_rank() == me, recv, &wrong);
     MPI_Allreduce(&wrong, wrong_total, 1, MPI_LONG_LONG, MPI_SUM, w->comm);
     return status;
 }

@@ -1,5 +1,6 @@
 #include "p2p.h"
 
+#include "coll_check.h"
 #include "error.h"
 #include "faults.h"
 #include "timing.h"
@@ -104,26 +105,21 @@ static int agree_iterations(pair *p, MPI_Comm ctrl, int *iters)
     return PB_OK;
 }
 
-static unsigned char pattern(int rank, size_t i) { return (unsigned char)(i * 7 + (size_t)rank * 13 + 1); }
-
-/* One exchange each way with known bytes; returns wrong bytes seen by both ranks (on the initiator). */
+/* One exchange each way with known bytes (coll_check.h: checked on the device
+ * when the buffers are there); returns wrong bytes seen by both ranks (on the initiator). */
 static int check_exchange(pair *p, MPI_Comm ctrl, long long *wrong)
 {
-    unsigned char *host = malloc(p->bytes + 1);
-    PB_CHECK(host, PB_ERR_ENV, "out of host memory (%zu bytes)", p->bytes);
-    for (size_t i = 0; i < p->bytes; i++) host[i] = pattern(p->me, i);
-    int status = p->be->from_host(pb_rotbuf_slot(p->sbuf, 0), host, p->bytes);
+    int status = pb_bytes_check_fill(p->be, pb_rotbuf_slot(p->sbuf, 0), p->bytes, p->me);
     int lead = p->me == p->initiator;
     pb_watch_arm(0, "validate");
     for (int turn = 0; turn < 2 && status == PB_OK; turn++) {
         int sending = (turn == 0) == lead;
         status = post_window(p, sending, !sending, 0);
     }
-    if (status == PB_OK) status = p->be->to_host(host, pb_rotbuf_slot(p->rbuf, 0), p->bytes);
     long long mine = 0, theirs = 0;
-    for (size_t i = 0; status == PB_OK && i < p->bytes; i++) mine += host[i] != pattern(p->peer, i);
-    if (pb_test_corrupt_rank() == p->me && p->bytes > 0) mine++;
-    free(host);
+    if (status == PB_OK)
+        status = pb_bytes_check_count(p->be, p->peer, pb_test_corrupt_rank() == p->me, pb_rotbuf_slot(p->rbuf, 0),
+                                      p->bytes, &mine);
     MPI_Sendrecv(&mine, 1, MPI_LONG_LONG, p->peer, TAG_CTRL, &theirs, 1, MPI_LONG_LONG, p->peer, TAG_CTRL, ctrl,
                  MPI_STATUS_IGNORE);
     pb_watch_disarm();
