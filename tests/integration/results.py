@@ -3,6 +3,7 @@
 
 usage: results.py CSV JSON --columns a,b,c [--rows N] [--zero-wrong] [--complete]
                   [--expect COL=VALUE ...] [--positive COL ...]
+--expect COL= (empty value) means "not measured": an empty CSV cell and null in JSON.
 Exits 1 with a message naming what is wrong."""
 import argparse
 import csv
@@ -68,6 +69,10 @@ def main():
         missing = [c for c in want if c not in r]
         if missing:
             fail(f"{a.json}: row lacks {missing}")
+        for e in a.expect:  # COL= (empty: not measured) must be null in JSON
+            col, val = e.split("=", 1)
+            if val == "" and r.get(col) is not None:
+                fail(f"{a.json}: {col} = {r.get(col)}, expected null (not measured)")
 
     for r in rows:
         if a.zero_wrong and r.get("wrong") not in ("0",):
