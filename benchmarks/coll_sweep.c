@@ -1,5 +1,11 @@
 /* coll_sweep: collectives over a size sweep, as nccl-tests' *_perf binaries
- * report them: time, algbw, busbw and #wrong per size. */
+ * report them: time, algbw, busbw and #wrong per size.
+ *
+ * Two clocks, as nccl-tests has: `time` (and algbw, busbw from it) is the host
+ * clock around issue + stream synchronization of each iteration; `devtime` is
+ * the device time of the operation from CUDA events on the communication
+ * stream (stream-ordered backends only). -G replays a CUDA graph of the
+ * operation instead of issuing it, which removes the host's launch cost. */
 #include "bench.h"
 #include "buffers.h"
 #include "coll_check.h"
@@ -9,6 +15,7 @@
 #include "runner.h"
 #include "watchdog.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,18 +23,26 @@ typedef struct sweep_opts {
     pb_common_opts common;
     int colls[PB_COLL_COUNT]; /* which collectives, in the order given */
     int ncolls;
+    int graph; /* -G */
 } sweep_opts;
+
+enum { OPT_COLL, OPT_GRAPH };
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
     sweep_opts *o = ctx;
-    (void)id;
+    if (id == OPT_GRAPH) {
+        o->graph = 1;
+        return PB_OK;
+    }
     return pb_parse_choice_list(option, arg, pb_coll_names(), 1, o->colls, &o->ncolls);
 }
 
 static const pb_opt own_opts[] = {
     {"coll", 0, "LIST", "collectives: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, "
-                        "sendrecv, or all (comma-separated; default allreduce)", 0},
+                        "sendrecv, or all (comma-separated; default allreduce)", OPT_COLL},
+    {"cuda-graph", 'G', NULL, "capture each size's operation in a CUDA graph and time its replays (--backend nccl; "
+                              "fixed buffers, no rotation)", OPT_GRAPH},
 };
 
 static const pb_column cols[] = {
@@ -47,6 +62,7 @@ static const pb_column cols[] = {
     {"time_us_median", NULL, NULL, PB_COL_FLOAT, 0, 0},
     {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2},
     {"time_us_rankmax", NULL, NULL, PB_COL_FLOAT, 0, 0},
+    {"time_us_device", "devtime", "(us)", PB_COL_FLOAT, 10, 2},
     {"algbw_GBps", "algbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
     {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
     {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
@@ -61,15 +77,49 @@ typedef struct iter_ctx {
     pb_rotbuf send, recv;
     const pb_common_opts *o;
     int skip;
+    int events;    /* the backend has CUDA-event spans */
+    int recording; /* inside the timed loop: one span per timed iteration */
+    int graph;     /* -G: replay the captured operation */
 } iter_ctx;
+
+static int issue(iter_ctx *x, int iter)
+{
+    return pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter),
+                         pb_rotbuf_slot(&x->recv, iter), x->o->dtype, x->o->op, x->o->root);
+}
 
 static int one_iteration(void *arg, int iter)
 {
     iter_ctx *x = arg;
     if (x->skip) return PB_OK; /* test-only: leave the peers waiting (PARABENCH_TEST_SKIP) */
-    PB_TRY(pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter),
-                         pb_rotbuf_slot(&x->recv, iter), x->o->dtype, x->o->op, x->o->root));
+    int span = x->recording && x->events && iter >= 0;
+    if (span) PB_TRY(x->be->span_begin(x->comm));
+    PB_TRY(x->graph ? x->be->replay(x->comm) : issue(x, iter));
+    if (span) PB_TRY(x->be->span_end(x->comm));
     return x->be->sync(x->comm);
+}
+
+/* -G: record this size's operation on slot 0 (a graph keeps its pointers)
+ * into the communicator's graph. Nothing runs. */
+static int capture(iter_ctx *x)
+{
+    if (x->skip) return PB_OK;
+    PB_TRY(x->be->capture_begin(x->comm));
+    int status = issue(x, 0);
+    int end = x->be->capture_end(x->comm); /* always: the stream must leave capture mode */
+    return status != PB_OK ? status : end;
+}
+
+/* Mean over iterations and ranks of the device time (NaN without events). */
+static int device_time(iter_ctx *x, const pb_world *w, double *mean_us)
+{
+    double sum = 0, mine = NAN;
+    int count = 0, status = PB_OK;
+    if (x->events) status = x->be->span_take(x->comm, &sum, &count);
+    if (count > 0) mine = sum / count;
+    MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, w->comm);
+    *mean_us /= w->size;
+    return status;
 }
 
 /* Run the collective once on known inputs and count wrong elements on all
@@ -98,7 +148,7 @@ static int has_redop(pb_coll c)
 
 static int has_root(pb_coll c) { return c == PB_COLL_BROADCAST || c == PB_COLL_REDUCE; }
 
-static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, int iters, long long wrong)
+static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, double dev_us, int iters, long long wrong)
 {
     if (!b->rep) return PB_OK;
     int n = b->w.size;
@@ -108,7 +158,7 @@ static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, int iters, l
         PB_S(pb_coll_name(x->coll)), PB_I(x->shape.bytes), PB_I(x->shape.count), PB_S(pb_dtype_name(x->o->dtype)),
         PB_S(has_redop(x->coll) ? pb_redop_name(x->o->op) : "none"), PB_I(has_root(x->coll) ? x->o->root : -1),
         PB_I(n), PB_I(b->w.nnodes), PB_S(pb_link_class(&b->w, NULL, n)), PB_I(iters), PB_F(st->mean),
-        PB_F(st->min), PB_F(st->max), PB_F(st->median), PB_F(st->p99), PB_F(st->rankmax), PB_F(algbw),
+        PB_F(st->min), PB_F(st->max), PB_F(st->median), PB_F(st->p99), PB_F(st->rankmax), PB_F(dev_us), PB_F(algbw),
         PB_F(busbw), PB_I(x->o->check ? wrong : -1),
     };
     return pb_report_row(b->rep, v);
@@ -138,10 +188,15 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         int done = 0;
         pb_stats st = {0};
         long long wrong = 0;
-        status = pb_time_loop(b->w.comm, &loop, one_iteration, x, samples, &done);
+        double dev_us = NAN;
+        if (x->graph) status = pb_world_agree(&b->w, capture(x));
+        x->recording = 1;
+        if (status == PB_OK) status = pb_time_loop(b->w.comm, &loop, one_iteration, x, samples, &done);
+        x->recording = 0;
         if (status == PB_OK) status = pb_gather_stats(b->w.comm, samples, done, &st);
+        if (status == PB_OK) status = device_time(x, &b->w, &dev_us);
         if (status == PB_OK && o->check) status = validate(x, &b->w, &wrong);
-        if (status == PB_OK) status = report_row(b, x, &st, done, wrong);
+        if (status == PB_OK) status = report_row(b, x, &st, dev_us, done, wrong);
         *wrong_sum += wrong;
         *busbw_sum += st.mean > 0 ? (double)x->shape.bytes / st.mean / 1e3 * pb_busbw_factor(x->coll, b->w.size) : 0;
         (*rows)++;
@@ -169,12 +224,24 @@ int main(int argc, char **argv)
     int status = pb_common_validate(&o.common);
     if (status == PB_OK && (o.common.root < 0 || o.common.root >= b.w.size))
         status = pb_usage("-r/--root", "rank %d does not exist; expected 0..%d", o.common.root, b.w.size - 1);
+    if (status == PB_OK) status = pb_bench_select(&b, &o.common);
+    if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
+        status = pb_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
+                          "expected --backend nccl", b.be->name);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
-    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
-    iter_ctx x = {.be = b.be, .o = &o.common, .skip = pb_test_skip_rank() == b.w.rank};
+    iter_ctx x = {.be = b.be, .o = &o.common, .skip = pb_test_skip_rank() == b.w.rank,
+                  .events = b.be->span_begin != NULL, .graph = o.graph};
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "timer", x.events ? "time: host clock, issue to stream synchronization; "
+                                                      "devtime: CUDA events on the communication stream"
+                                                    : "time: host clock, issue to completion; devtime: not measured "
+                                                      "(host backend)");
+    cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
+    cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_check_where(b.be) : "off");
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &x.comm);
     double busbw_sum = 0;
     int rows = 0;
@@ -187,7 +254,9 @@ int main(int argc, char **argv)
     if (b.rep && rows > 0) {
         printf("#\n");
         pb_report_summary(b.rep, "avg_busbw_GBps", "Avg bus bandwidth", busbw_sum / rows, "GB/s");
-        if (o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+        if (o.common.check)
+            pb_report_note(b.rep, "wrong values: %lld %s (checked on the %s)", wrong, wrong ? "FAILED" : "OK",
+                           pb_check_where(b.be));
     }
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);

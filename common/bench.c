@@ -34,16 +34,29 @@ static const char *default_backend(const pb_world *w)
     return gpus > 0 ? "nccl" : "mpi";
 }
 
+int pb_bench_select(pb_bench *b, const pb_common_opts *o)
+{
+    if (b->be) return PB_OK;
+    const char *name = o->backend ? o->backend : default_backend(&b->w);
+    return pb_world_agree(&b->w, pb_backend_select(name, o->mem, &b->be));
+}
+
 int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta)
 {
-    const char *name = o->backend ? o->backend : default_backend(&b->w);
-    int status = pb_backend_select(name, o->mem, &b->be);
+    int status = pb_bench_select(b, o);
+    if (status != PB_OK) {
+        cJSON_Delete(extra_meta);
+        return status;
+    }
     char gpu[160] = "none";
     if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
     status = pb_world_agree(&b->w, status);
-    if (status != PB_OK) return status;
+    if (status != PB_OK) {
+        cJSON_Delete(extra_meta);
+        return status;
+    }
     b->meta = pb_meta_collect(&b->w, b->be, b->argc, b->argv, &b->info);
     if (b->meta) cJSON_AddStringToObject(b->meta, "gpu_rank0", gpu);
     if (b->w.rank != 0) {

@@ -27,9 +27,14 @@ typedef struct pb_bench {
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_opt_group *groups, int ngroups);
 
-/* Select the backend, collect metadata, print the preamble and open the
- * report (rank 0). `extra_meta` entries (may be NULL) are merged into the
- * metadata. Returns a status agreed by all ranks. */
+/* Select the backend (b->be) from --backend/--mem, once: for a benchmark
+ * whose options or metadata depend on what the backend can do. Returns a
+ * status agreed by all ranks. */
+int pb_bench_select(pb_bench *b, const pb_common_opts *o);
+
+/* Select the backend (unless pb_bench_select did), collect metadata, print
+ * the preamble and open the report (rank 0). `extra_meta` entries (may be
+ * NULL) are merged into the metadata. Returns a status agreed by all ranks. */
 int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta);
 
 /* Close the report (complete when status is PB_OK), agree on the worst status
