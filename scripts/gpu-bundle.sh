@@ -9,7 +9,7 @@
 #   scripts/gpu-bundle.sh --selftest-only   the namespace test on the bundle as it is
 #
 # The bundle holds:
-#   bin/            every benchmark (build-gpu/bin) and tests/test_gpu_nogpu
+#   bin/            every benchmark (build-gpu/bin); tests/: test_gpu_nogpu, test_coll_check
 #   lib/            the closure of their shared libraries, and of Open MPI's and
 #                   PMIx's, under their sonames, minus glibc and minus CUDA,
 #                   cuBLAS and NCCL (found on the GPU machine by scripts/gpu-check.sh)
@@ -85,8 +85,9 @@ ldd_pairs() {
 # ---------------------------------------------------------------- build
 build() {
   local jobs; jobs=$(nproc 2>/dev/null || echo 2)
-  say "building: make -j$jobs CUDA=1 BUILD=$BUILD all $BUILD/tests/test_gpu_nogpu"
-  make -j"$jobs" CUDA=1 BUILD=$BUILD all $BUILD/tests/test_gpu_nogpu >&2 || die "build failed"
+  local tests="$BUILD/tests/test_gpu_nogpu $BUILD/tests/test_coll_check"
+  say "building: make -j$jobs CUDA=1 BUILD=$BUILD all $tests"
+  make -j"$jobs" CUDA=1 BUILD=$BUILD all $tests >&2 || die "build failed"
 }
 
 # ---------------------------------------------------------------- bundle
@@ -143,8 +144,10 @@ make_bundle() {
     cp -p "$f" "$BUNDLE/bin/"
     want_deps_of "$f"
   done
-  cp -p "$BUILD/tests/test_gpu_nogpu" "$BUNDLE/tests/"
-  want_deps_of "$BUILD/tests/test_gpu_nogpu"
+  for f in test_gpu_nogpu test_coll_check; do   # the unit tests with GPU cases
+    cp -p "$BUILD/tests/$f" "$BUNDLE/tests/"
+    want_deps_of "$BUILD/tests/$f"
+  done
   # Debug sections off (about half their size); symbols stay for backtraces.
   strip --strip-debug "$BUNDLE"/bin/* "$BUNDLE"/tests/* 2>/dev/null || say "strip failed: binaries keep their debug sections"
 
@@ -418,7 +421,8 @@ in_namespace() {
   fi
   step "plan --reproduce" bash -c 'plan --reproduce | tail -2'
   step "compute_probe (BLAS)" compute_probe --sizes 256 -n 2 --copy-bytes 16M
-  step "test_gpu_nogpu (no GPU: GPU tests skip)" bash -c 'test_gpu_nogpu 2>&1 | tail -4'
+  step "test_gpu_nogpu (no GPU: GPU tests skip)" bash -o pipefail -c 'test_gpu_nogpu 2>&1 | tail -4'
+  step "test_coll_check (no GPU: device path refuses)" bash -o pipefail -c 'test_coll_check 2>&1 | tail -4'
 
   # Components really came from the bundle: the dynamic loader names every file it opens.
   echo

@@ -164,7 +164,31 @@ h_coll() {   # $RES/$2.csv
   [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
   echo "allreduce peak algbw $(csvagg "$c" algbw_GBps max collective=allreduce) GB/s, busbw $(csvagg "$c" busbw_GBps max collective=allreduce) GB/s; peak busbw any coll $(csvagg "$c" busbw_GBps max) GB/s; 0 wrong"
 }
-h_coll_nccl() { h_coll "$1" coll_nccl; }
+h_coll_nccl() {   # also: device time from CUDA events is there, and not above the host time
+  local c=$RES/coll_nccl.csv head dev host
+  head=$(h_coll "$1" coll_nccl)
+  case "$head" in FAIL:*) echo "$head"; return ;; esac
+  dev=$(csvagg "$c" time_us_device max collective=allreduce bytes=134217728)
+  host=$(csvagg "$c" time_us max collective=allreduce bytes=134217728)
+  awk -v d="$dev" -v h="$host" -v head="$head" 'BEGIN {
+    if (d == "n/a" || d + 0 <= 0) { print "FAIL: no device time (time_us_device) at 128 MiB: " d; exit }
+    printf "%s; 128M allreduce host %.1f us, events %.1f us (host/device %.3f)\n", head, h, d, h / d }'
+}
+h_coll_graph() {   # -G: same answers, and the host time per launch against the plain run at 8 B
+  local c=$RES/coll_graph.csv p=$RES/coll_nccl.csv w g n
+  w=$(wrong_of "$c")
+  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
+  g=$(csvagg "$c" time_us first collective=allreduce bytes=8)
+  n=$(csvagg "$p" time_us first collective=allreduce bytes=8)
+  echo "CUDA graph replay: allreduce 8 B $g us (plain issue $n us), devtime $(csvagg "$c" time_us_device first collective=allreduce bytes=8) us; 0 wrong"
+}
+h_coll_check() {
+  if grep -qE '\[       OK \] device_path_matches_host_path' "$1" && ! grep -q '\[  FAILED  \]' "$1"; then
+    echo "device fill and count equal the host's for every collective x type (3 simulated ranks)"
+  else
+    echo "FAIL: $(grep -m1 -E 'FAILED|SKIPPED|Error' "$1" | cut -c1-150)"
+  fi
+}
 h_coll_mpidev() { h_coll "$1" coll_mpidev; }
 h_p2p_mpidev() {
   local c=$RES/p2p_mpidev.csv w; w=$(wrong_of "$c")
@@ -176,7 +200,12 @@ h_dp() {
   [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
   echo "step $(csvagg "$c" step_us min) us min, compute $(csvagg "$c" gflops max) GFLOP/s, busbw $(csvagg "$c" busbw_GBps max) GB/s, max overhead $(csvagg "$c" overhead max); 0 wrong"
 }
-h_dp_nccl() { h_dp "$1" dp_nccl; }
+h_dp_nccl() {   # NCCL with cuBLAS must run in stream ordering (CUDA events, no comm thread)
+  local head; head=$(h_dp "$1" dp_nccl)
+  case "$head" in FAIL:*) echo "$head"; return ;; esac
+  grep -q '^# ordering stream' "$1" || { echo "FAIL: not in stream ordering: $(grep -m1 '^# ordering' "$1")"; return; }
+  echo "$head; ordering stream"
+}
 h_dp_mpidev() { h_dp "$1" dp_mpidev; }
 h_tp() {
   local c=$RES/$2.csv w; w=$(wrong_of "$c")
@@ -317,6 +346,7 @@ step mpi-cpu-smoke 60 h_smoke -- mpirun -np 2 coll_sweep --backend mpi --mem hos
 
 # ---------------------------------------------------------------- GPU unit tests, compute
 step test_gpu_nogpu 120 h_unit -- test_gpu_nogpu
+step test_coll_check 60 h_coll_check -- test_coll_check
 step probe-bf16 90 h_probe_bf16 -- compute_probe --engine cublas -d bfloat16 --sizes 4096,8192 -n 10 --copy-bytes 1G --csv compute_bf16.csv
 step probe-fp32 90 h_probe_fp32 -- compute_probe --engine cublas -d float --sizes 8192 -n 5 --copy-bytes 0 --csv compute_fp32.csv
 
@@ -324,6 +354,8 @@ step probe-fp32 90 h_probe_fp32 -- compute_probe --engine cublas -d float --size
 M="--model gpt-1.3b"
 step coll-nccl-1rank 90 h_coll_nccl -- mpirun -np 1 coll_sweep --backend nccl --coll all -b 8 -e 256M -f 4 \
      --csv coll_nccl.csv --json coll_nccl.json
+step coll-nccl-graph 90 h_coll_graph -- mpirun -np 1 coll_sweep --backend nccl -G --coll allreduce,allgather,sendrecv \
+     -b 8 -e 64M -f 8 --csv coll_graph.csv --json coll_graph.json
 skip p2p-nccl "p2p_sweep needs two ranks and NCCL refuses two ranks on one GPU (Duplicate GPU); see p2p-mpidev-2rank"
 step dp-nccl-1rank 90 h_dp_nccl -- mpirun -np 1 dp_allreduce --backend nccl $M --layers 2 --grad-bytes 256M,1G \
      --overlap none,bucket -n 5 -w 2 --csv dp_nccl.csv --json dp_nccl.json
