@@ -121,9 +121,10 @@ static int one_iteration(void *arg, int iter)
 {
     loop_ctx *c = arg;
     if (c->run->skip) return PB_OK; /* leave the peers waiting: the watchdog must fire */
-    if (!c->tp) {
+    if (!c->tp) { /* timed to completion: a GPU engine only queues the work */
         PB_TRY(pb_stack_forward(c->ref, c->acts, c->x, c->y));
-        return pb_stack_backward(c->ref, c->acts, c->dy, c->dx, 0, NULL, NULL);
+        PB_TRY(pb_stack_backward(c->ref, c->acts, c->dy, c->dx, 0, NULL, NULL));
+        return c->run->eng->synchronize();
     }
     if (iter == 0) pb_tp_acct_reset(c->tp); /* account the timed iterations only */
     PB_TRY(pb_tp_forward(c->tp, c->acts, c->x, c->y));

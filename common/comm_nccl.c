@@ -90,8 +90,8 @@ static void destroy(pb_comm *c)
     if (!c) return;
     pb_watchdog_forget(c);
     cudaStreamSynchronize(c->stream);
+    if (c->graph) cudaGraphExecDestroy(c->graph); /* its kernels use the communicator */
     ncclCommDestroy(c->nccl);
-    if (c->graph) cudaGraphExecDestroy(c->graph);
     pb_cuda_spans_free(&c->spans);
     cudaEventDestroy(c->order);
     cudaStreamDestroy(c->stream);

@@ -253,12 +253,13 @@ static int timed_bwd(pb_tp *tp, block_bwd_fn fn, pb_layer *ly, pb_layer_acts *sv
     return pb_side_timer_end(&tp->compute_t);
 }
 
-/* The end of a pass: its output complete (the compute stream waits on the
- * last collective, so synchronizing it completes both), the device times read. */
+/* The end of a pass: its output complete (in stream order the compute stream
+ * waits on the last collective, so synchronizing it completes both; with t = 1
+ * the pass ends on a queued copy), the device times read. */
 static int finish_pass(pb_tp *tp)
 {
-    if (tp->order != PB_ORDERING_STREAM) return PB_OK;
     PB_TRY(tp->cfg.eng->synchronize());
+    if (tp->order != PB_ORDERING_STREAM) return PB_OK;
     PB_TRY(pb_side_timer_take(&tp->compute_t));
     return pb_side_timer_take(&tp->comm_t);
 }
