@@ -16,7 +16,7 @@ static int reserve(pb_cuda_spans *s)
 {
     int need = 2 * s->n + 2;
     while (s->cap < need) {
-        cudaEvent_t *ev = pb_grow(s->ev, &s->cap, s->cap, sizeof *ev, 32);
+        cudaEvent_t *ev = pb_grow(s->ev, &s->cap, s->cap, sizeof(cudaEvent_t), 32);
         PB_CHECK(ev, PB_ERR_ENV, "out of memory for %d CUDA events", s->cap + 1);
         s->ev = ev;
         for (int i = 0; i < s->cap; i++) { /* the new slots are zero: create their events */
