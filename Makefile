@@ -126,7 +126,7 @@ valgrind:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks
-	printf '%s\n' $(filter-out $(GPU_C),$(wildcard common/*.c benchmarks/*.c)) | \
+	printf '%s\n' $(COMMON_C) $(wildcard benchmarks/*.c) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
 	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy
 
