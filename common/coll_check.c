@@ -8,6 +8,7 @@
 
 #ifdef PB_HAVE_CUDA
 #include "coll_check_cuda.h"
+#include "cuda_status.h"
 
 /* The kernels run on the legacy default stream, which the backends' own
  * copies (cudaMemcpy) also use; each launcher synchronises it before
@@ -15,16 +16,6 @@
  * the callers fill before issuing and count after the backend's sync(). */
 #define CHECK_STREAM ((cudaStream_t)0)
 
-static int cuda_fail(cudaError_t e, const char *file, int line, const char *what)
-{
-    (void)cudaGetLastError(); /* do not leave a launch error for someone else's check */
-    return pb_fail_at(file, line, PB_ERR_ENV, "%s (data validation on the device): %s", what, cudaGetErrorString(e));
-}
-#define CUDA_TRY(call, what)                                                                       \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) return cuda_fail(e_, __FILE__, __LINE__, (what));                   \
-    } while (0)
 #endif
 
 static int on_device(const pb_backend *be)
@@ -55,8 +46,8 @@ int pb_coll_check_fill(const pb_backend *be, pb_coll c, const pb_coll_shape *sh,
 {
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
-        CUDA_TRY(pb_cuda_coll_fill(send, t, c, sh->count, sh->send_count, rank, nranks, CHECK_STREAM),
-                 "filling the send buffer");
+        PB_CUDA_TRY(pb_cuda_coll_fill(send, t, c, sh->count, sh->send_count, rank, nranks, CHECK_STREAM),
+                 "data validation on the device: filling the send buffer");
         return PB_OK;
     }
 #endif
@@ -78,9 +69,9 @@ int pb_coll_check_count(const pb_backend *be, pb_coll c, const pb_coll_shape *sh
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
         unsigned long long n = 0;
-        CUDA_TRY(pb_cuda_coll_count_wrong(recv, t, c, op, sh->count, sh->recv_count, rank, nranks, root, CHECK_STREAM,
+        PB_CUDA_TRY(pb_cuda_coll_count_wrong(recv, t, c, op, sh->count, sh->recv_count, rank, nranks, root, CHECK_STREAM,
                                           &n),
-                 "counting wrong elements");
+                 "data validation on the device: counting wrong elements");
         *wrong = (long long)n;
         return PB_OK;
     }
@@ -98,7 +89,7 @@ int pb_bytes_check_fill(const pb_backend *be, void *buf, size_t bytes, int rank)
 {
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
-        CUDA_TRY(pb_cuda_bytes_fill(buf, bytes, rank, CHECK_STREAM), "filling the send buffer");
+        PB_CUDA_TRY(pb_cuda_bytes_fill(buf, bytes, rank, CHECK_STREAM), "data validation on the device: filling the send buffer");
         return PB_OK;
     }
 #endif
@@ -117,7 +108,7 @@ int pb_bytes_check_count(const pb_backend *be, int sender, int corrupt, void *bu
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
         unsigned long long n = 0;
-        CUDA_TRY(pb_cuda_bytes_count_wrong(buf, bytes, sender, CHECK_STREAM, &n), "counting wrong bytes");
+        PB_CUDA_TRY(pb_cuda_bytes_count_wrong(buf, bytes, sender, CHECK_STREAM, &n), "data validation on the device: counting wrong bytes");
         *wrong = (long long)n;
         return PB_OK;
     }

@@ -16,6 +16,7 @@
  * exactly as with the NCCL backend. The GPU is the current device. */
 #include "comm.h"
 
+#include "cuda_status.h"
 #include "error.h"
 #include "grow.h"
 
@@ -45,18 +46,6 @@ struct pb_comm {
 };
 
 static const pb_backend *H(void) { return pb_backend_mpi(); }
-
-static int cuda_fail(cudaError_t e, const char *file, int line, const char *what)
-{
-    (void)cudaGetLastError(); /* do not leave it for someone else's launch check */
-    return pb_fail_at(file, line, PB_ERR_ENV, "%s: %s", what, cudaGetErrorString(e));
-}
-
-#define CUDA_TRY(call, what)                                                                       \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) return cuda_fail(e_, __FILE__, __LINE__, (what));                   \
-    } while (0)
 
 /* Make `s` hold at least `bytes` (contents not kept); grows at least 2x so a
  * rising size sweep reallocates O(log) times. */
@@ -89,16 +78,16 @@ static void release(staging *s)
 static int d2h(pb_comm *c, void *host, const void *dev, size_t bytes)
 {
     if (!bytes) return PB_OK;
-    CUDA_TRY(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync (staging device to host)");
-    CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize (staging device to host)");
+    PB_CUDA_TRY(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync (staging device to host)");
+    PB_CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize (staging device to host)");
     return PB_OK;
 }
 
 static int h2d(pb_comm *c, void *dev, const void *host, size_t bytes)
 {
     if (!bytes) return PB_OK;
-    CUDA_TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync (staging host to device)");
-    CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize (staging host to device)");
+    PB_CUDA_TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync (staging host to device)");
+    PB_CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize (staging host to device)");
     return PB_OK;
 }
 
@@ -138,7 +127,7 @@ static int create(MPI_Comm group, pb_comm **out)
         e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
         if (e != cudaSuccess) {
             c->stream = NULL;
-            status = cuda_fail(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (staging stream)");
+            status = pb_cuda_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (staging stream)");
         }
     }
     MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
@@ -172,13 +161,13 @@ static void dev_free(void *p)
 
 static int to_host(void *host, const void *dev, size_t bytes)
 {
-    if (bytes) CUDA_TRY(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
+    if (bytes) PB_CUDA_TRY(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
     return PB_OK;
 }
 
 static int from_host(void *dev, const void *host, size_t bytes)
 {
-    if (bytes) CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
+    if (bytes) PB_CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
     return PB_OK;
 }
 

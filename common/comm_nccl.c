@@ -6,6 +6,7 @@
  * graphs) are all here. */
 #include "comm.h"
 
+#include "cuda_status.h"
 #include "error.h"
 #include "spans_cuda.h"
 #include "watchdog.h"
@@ -23,12 +24,6 @@ struct pb_comm {
     cudaGraphExec_t graph;  /* the last capture, or NULL */
     int capturing;
 };
-
-#define CUDA_TRY(call)                                                                             \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) return pb_fail(PB_ERR_ENV, "%s: %s", #call, cudaGetErrorString(e_)); \
-    } while (0)
 
 static int nccl_check(ncclResult_t r, const pb_comm *c, const char *what)
 {
@@ -113,13 +108,13 @@ static void dev_free(void *p) { cudaFree(p); }
 
 static int to_host(void *host, const void *dev, size_t bytes)
 {
-    CUDA_TRY(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+    PB_CUDA_TRY(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
     return PB_OK;
 }
 
 static int from_host(void *dev, const void *host, size_t bytes)
 {
-    CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+    PB_CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
     return PB_OK;
 }
 
@@ -169,7 +164,7 @@ static int recv(pb_comm *c, void *buf, size_t n, pb_dtype t, int peer)
 
 static int sync_stream(pb_comm *c)
 {
-    CUDA_TRY(cudaStreamSynchronize(c->stream));
+    PB_CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(c->nccl, &async);
     return nccl_check(async, c, "NCCL asynchronous error");
@@ -177,15 +172,15 @@ static int sync_stream(pb_comm *c)
 
 static int after_queue(pb_comm *c, void *queue)
 {
-    CUDA_TRY(cudaEventRecord(c->order, (cudaStream_t)queue));
-    CUDA_TRY(cudaStreamWaitEvent(c->stream, c->order, 0));
+    PB_CUDA_TRY(cudaEventRecord(c->order, (cudaStream_t)queue), "cudaEventRecord");
+    PB_CUDA_TRY(cudaStreamWaitEvent(c->stream, c->order, 0), "cudaStreamWaitEvent");
     return PB_OK;
 }
 
 static int before_queue(pb_comm *c, void *queue)
 {
-    CUDA_TRY(cudaEventRecord(c->order, c->stream));
-    CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)queue, c->order, 0));
+    PB_CUDA_TRY(cudaEventRecord(c->order, c->stream), "cudaEventRecord");
+    PB_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)queue, c->order, 0), "cudaStreamWaitEvent");
     return PB_OK;
 }
 
@@ -198,10 +193,10 @@ static int span_take(pb_comm *c, double *us, int *count) { return pb_cuda_spans_
 static int capture_begin(pb_comm *c)
 {
     PB_CHECK(!c->capturing, PB_ERR_USAGE, "CUDA graph: a capture is already open");
-    CUDA_TRY(cudaStreamSynchronize(c->stream));
+    PB_CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
     if (c->graph) cudaGraphExecDestroy(c->graph);
     c->graph = NULL;
-    CUDA_TRY(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    PB_CUDA_TRY(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     c->capturing = 1;
     return PB_OK;
 }
@@ -232,7 +227,7 @@ static int capture_end(pb_comm *c)
 static int replay(pb_comm *c)
 {
     PB_CHECK(c->graph, PB_ERR_USAGE, "CUDA graph: nothing captured to replay");
-    CUDA_TRY(cudaGraphLaunch(c->graph, c->stream));
+    PB_CUDA_TRY(cudaGraphLaunch(c->graph, c->stream), "cudaGraphLaunch");
     return PB_OK;
 }
 

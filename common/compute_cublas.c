@@ -10,6 +10,7 @@
  * column-major cuBLAS calls through gemm_map.h. */
 #include "compute.h"
 
+#include "cuda_status.h"
 #include "error.h"
 #include "gemm_map.h"
 #include "kernels_cuda.h"
@@ -31,20 +32,6 @@ static struct {
     pb_cuda_spans spans; /* device time of engine work */
     char desc[512];
 } cu;
-
-/* A failed runtime call also records a "last error"; clear it, so the next
- * kernel launch check does not report this old failure as its own. */
-static int cuda_fail(cudaError_t e, const char *file, int line, const char *what)
-{
-    (void)cudaGetLastError();
-    return pb_fail_at(file, line, PB_ERR_ENV, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
-#define CUDA_TRY(call, what)                                                                       \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) return cuda_fail(e_, __FILE__, __LINE__, (what));                   \
-    } while (0)
 
 #define CUBLAS_TRY(call, what)                                                                     \
     do {                                                                                           \
@@ -113,14 +100,14 @@ static int cublas_init(const pb_compute_opts *opts)
         return pb_fail(PB_ERR_ENV, "compute engine cublas: no usable GPU (cudaGetDeviceCount: %s)",
                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     }
-    CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+    PB_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
     if (cu.ready && cu.device == dev) return PB_OK;
     cublas_finalize(); /* re-initialised on another device */
     cu.device = dev;
     e = cudaStreamCreateWithFlags(&cu.stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         cu.stream = NULL;
-        return init_failed(cuda_fail(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (compute stream)"));
+        return init_failed(pb_cuda_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (compute stream)"));
     }
     cublasStatus_t s = cublasCreate(&cu.handle);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -156,7 +143,7 @@ static pb_dtype cublas_gemm_dtype(pb_dtype requested)
 static int cublas_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
 {
     size_t f = 0, t = 0;
-    CUDA_TRY(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+    PB_CUDA_TRY(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
     if (free_bytes) *free_bytes = f;
     if (total_bytes) *total_bytes = t;
     return PB_OK;
@@ -182,7 +169,7 @@ static void cublas_free(void *ptr)
 static int cublas_memset(void *ptr, int byte, size_t bytes)
 {
     READY("memset");
-    if (bytes) CUDA_TRY(cudaMemsetAsync(ptr, byte, bytes, cu.stream), "cudaMemsetAsync");
+    if (bytes) PB_CUDA_TRY(cudaMemsetAsync(ptr, byte, bytes, cu.stream), "cudaMemsetAsync");
     return PB_OK;
 }
 
@@ -190,7 +177,7 @@ static int cublas_copy(void *dst, const void *src, size_t bytes)
 {
     READY("copy");
     if (bytes && dst != src)
-        CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu.stream), "cudaMemcpyAsync (device to device)");
+        PB_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu.stream), "cudaMemcpyAsync (device to device)");
     return PB_OK;
 }
 
@@ -200,8 +187,8 @@ static int cublas_to_host(void *host_dst, const void *src, size_t bytes)
 {
     READY("to_host");
     if (!bytes) return PB_OK;
-    CUDA_TRY(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, cu.stream), "cudaMemcpyAsync (device to host)");
-    CUDA_TRY(cudaStreamSynchronize(cu.stream), "cudaStreamSynchronize after a device-to-host copy");
+    PB_CUDA_TRY(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, cu.stream), "cudaMemcpyAsync (device to host)");
+    PB_CUDA_TRY(cudaStreamSynchronize(cu.stream), "cudaStreamSynchronize after a device-to-host copy");
     return PB_OK;
 }
 
@@ -209,8 +196,8 @@ static int cublas_from_host(void *dst, const void *host_src, size_t bytes)
 {
     READY("from_host");
     if (!bytes) return PB_OK;
-    CUDA_TRY(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, cu.stream), "cudaMemcpyAsync (host to device)");
-    CUDA_TRY(cudaStreamSynchronize(cu.stream), "cudaStreamSynchronize after a host-to-device copy");
+    PB_CUDA_TRY(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, cu.stream), "cudaMemcpyAsync (host to device)");
+    PB_CUDA_TRY(cudaStreamSynchronize(cu.stream), "cudaStreamSynchronize after a host-to-device copy");
     return PB_OK;
 }
 
@@ -242,7 +229,7 @@ static int cublas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k
 static int launched(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess) return PB_OK;
-    return cuda_fail(e, __FILE__, __LINE__, what);
+    return pb_cuda_fail_at(e, __FILE__, __LINE__, what);
 }
 
 static int cublas_relu_fwd(pb_dtype t, size_t n, const void *x, void *y)
@@ -298,7 +285,7 @@ static int cublas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_
 static int cublas_synchronize(void)
 {
     READY("synchronize");
-    CUDA_TRY(cudaStreamSynchronize(cu.stream), "cudaStreamSynchronize (compute stream)");
+    PB_CUDA_TRY(cudaStreamSynchronize(cu.stream), "cudaStreamSynchronize (compute stream)");
     return PB_OK;
 }
 
