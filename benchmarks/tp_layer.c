@@ -405,8 +405,9 @@ int main(int argc, char **argv)
     if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));
     if (status == PB_OK && b.rep) {
         pb_report_note(b.rep, "engine: %s", r.eng->describe());
-        pb_report_note(b.rep, "ordering %s: %s", pb_ordering_name(pb_ordering_plan(r.eng, b.be)),
-                       pb_ordering_plan(r.eng, b.be) == PB_ORDERING_STREAM
+        pb_ordering ord = pb_tp_ordering(r.eng, b.be, o.tp);
+        pb_report_note(b.rep, "ordering %s: %s", pb_ordering_name(ord),
+                       ord == PB_ORDERING_STREAM
                            ? "collectives wait on their GEMM and the next GEMM on them through CUDA events; "
                              "compute and comm times are device time from CUDA events"
                            : "each GEMM and collective completes before the next starts; host clock");

@@ -85,8 +85,6 @@ int pb_dp_finish(pb_dp *dp);
  * the whole buffer at once). Fills the timing as a step would. */
 int pb_dp_reduce_all(pb_dp *dp);
 void pb_dp_last_timing(const pb_dp *dp, pb_dp_timing *out);
-/* How the buckets are ordered against backward (ordering.h). */
-pb_ordering pb_dp_ordering(const pb_dp *dp);
 
 /* ---- pure arithmetic (dp_layout.c) ---- */
 

@@ -122,8 +122,7 @@ int pb_tp_create(const pb_tp_config *cfg, pb_tp **out)
     tp->es = pb_dtype_size(tp->sh.dtype);
     tp->full = (uint64_t)(tp->sh.b * tp->sh.s * tp->sh.h);
     tp->rows = pb_tp_io_rows(cfg);
-    /* t = 1 issues no collective: nothing to order against */
-    tp->order = cfg->shape.tp_size > 1 ? pb_ordering_plan(cfg->eng, cfg->be) : PB_ORDERING_HOST;
+    tp->order = pb_tp_ordering(cfg->eng, cfg->be, cfg->shape.tp_size);
     pb_side_timer_init(&tp->compute_t, tp->order, cfg->eng, cfg->be, NULL);
     pb_side_timer_init(&tp->comm_t, tp->order, cfg->eng, cfg->be, cfg->comm);
     pb_stack_config sc = stack_cfg(cfg);
@@ -169,7 +168,10 @@ void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out)
     out->comm_us = tp->comm_t.total_us;
 }
 
-pb_ordering pb_tp_ordering(const pb_tp *tp) { return tp->order; }
+pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_backend *be, int tp_size)
+{
+    return tp_size > 1 && be ? pb_ordering_plan(eng, be) : PB_ORDERING_HOST;
+}
 
 /* ---- collectives ----------------------------------------------------------- */
 

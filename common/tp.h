@@ -141,8 +141,9 @@ int pb_tp_backward(pb_tp *tp, pb_acts *acts, const void *dy, void *dx, int accum
 
 void pb_tp_acct_reset(pb_tp *tp);
 void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out);
-/* How compute and communication are ordered and timed (ordering.h). */
-pb_ordering pb_tp_ordering(const pb_tp *tp);
+/* How a TP group of `tp_size` ranks orders and times compute and
+ * communication (ordering.h): the pair's plan, host when t = 1 (no collective). */
+pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_backend *be, int tp_size);
 
 /* ---- validation (tp_check.c) -------------------------------------------- */
 

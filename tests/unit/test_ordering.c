@@ -11,6 +11,7 @@
 #include "compute.h"
 #include "error.h"
 #include "ordering.h"
+#include "tp.h"
 
 #include <string.h>
 
@@ -80,6 +81,11 @@ static void test_plan_needs_both_sides(void **state)
     pb_compute no_spans = queued_engine;
     no_spans.span_end = NULL;
     assert_int_equal(pb_ordering_plan(&no_spans, &stream_backend), PB_ORDERING_HOST);
+    /* A TP group of one issues no collective: nothing to order against. */
+    assert_int_equal(pb_tp_ordering(&queued_engine, &stream_backend, 2), PB_ORDERING_STREAM);
+    assert_int_equal(pb_tp_ordering(&queued_engine, &stream_backend, 1), PB_ORDERING_HOST);
+    assert_int_equal(pb_tp_ordering(&queued_engine, NULL, 1), PB_ORDERING_HOST);
+    assert_int_equal(pb_tp_ordering(&queued_engine, &host_backend, 4), PB_ORDERING_HOST);
     assert_string_equal(pb_ordering_name(PB_ORDERING_HOST), "host");
     assert_string_equal(pb_ordering_name(PB_ORDERING_STREAM), "stream");
 }
