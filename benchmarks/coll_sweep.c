@@ -164,6 +164,19 @@ static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, double dev_u
     return pb_report_row(b->rep, v);
 }
 
+/* Issue the collective once at the largest size before the first row is
+ * timed: connections, internal buffers and the pages of our buffers are set
+ * up here, so the first size is measured like the others. */
+static int warm_up_sweep(pb_bench *b, iter_ctx *x, uint64_t largest)
+{
+    pb_coll_shape_of(x->coll, largest, x->o->dtype, b->w.size, &x->shape);
+    pb_watch_arm(-1, "warm-up before the sweep");
+    int status = x->skip ? PB_OK : issue(x, 0);
+    if (status == PB_OK && !x->skip) status = x->be->sync(x->comm);
+    pb_watch_disarm();
+    return pb_world_agree(&b->w, status);
+}
+
 /* One collective over the whole sweep. Adds to the busbw sum and wrong count. */
 static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,
                             int *rows, long long *wrong_sum)
@@ -172,19 +185,24 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     pb_coll_shape biggest;
     pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, b->w.size, &biggest);
     size_t ts = pb_dtype_size(o->dtype);
-    PB_TRY(pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send));
-    PB_TRY(pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv));
-    double *samples = malloc(sizeof(double) * (size_t)o->iters);
-    PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", o->iters);
-    if (b->rep) {
+    int status = pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
+    if (status == PB_OK) status = pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
+    int max_iters = pb_iters_max(o, &pb_policy_collective);
+    double *samples = malloc(sizeof(double) * (size_t)max_iters);
+    if (!samples && status == PB_OK) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", max_iters);
+    status = pb_world_agree(&b->w, status);
+    if (status == PB_OK) status = warm_up_sweep(b, x, sizes[nsizes - 1]);
+    if (b->rep && status == PB_OK) {
         printf("#\n# %s\n", pb_coll_name(x->coll));
         pb_report_header(b->rep);
     }
-    pb_loop_cfg loop = {o->iters, o->warmup, o->max_seconds};
-    int status = PB_OK;
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
         pb_coll_shape_of(x->coll, sizes[i], o->dtype, b->w.size, &x->shape);
+        pb_rotbuf_fit(&x->send, x->shape.send_count * ts);
+        pb_rotbuf_fit(&x->recv, x->shape.recv_count * ts);
         pb_watch_what(pb_coll_name(x->coll), x->shape.bytes);
+        pb_loop_cfg loop = {0, 0, o->max_seconds};
+        pb_iters_for(o, &pb_policy_collective, x->shape.bytes, &loop.iters, &loop.warmup);
         int done = 0;
         pb_stats st = {0};
         long long wrong = 0;
@@ -218,7 +236,9 @@ int main(int argc, char **argv)
     pb_bench b;
     pb_bench_start(&b, "coll_sweep", &argc, &argv, MPI_THREAD_SINGLE,
                    "Usage: mpirun -np N coll_sweep [options]\n"
-                   "Collectives over a size sweep: time, algbw, busbw and #wrong per size (nccl-tests definitions).",
+                   "Collectives over a size sweep: time, algbw, busbw and #wrong per size (nccl-tests definitions).\n"
+                   "Iterations per size as OSU: 1000 (+100 warm-up) up to 8 KiB, 100 (+10) above; -n/-w set one "
+                   "count for all.",
                    groups, 2);
     if (o.ncolls == 0) o.colls[o.ncolls++] = PB_COLL_ALLREDUCE;
     int status = pb_common_validate(&o.common);
@@ -241,6 +261,10 @@ int main(int argc, char **argv)
                                                       "(host backend)");
     cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
     cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_check_where(b.be) : "off");
+    cJSON_AddItemToObject(meta, "buffers", pb_buffer_mode_meta(b.be, o.common.rotate));
+    char iters[160];
+    pb_iters_describe(&o.common, &pb_policy_collective, iters, sizeof iters);
+    cJSON_AddStringToObject(meta, "iterations", iters);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &x.comm);
     double busbw_sum = 0;

@@ -98,16 +98,28 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
     return pb_report_row(b->rep, v);
 }
 
+/* The configuration of one mode at one size: OSU's counts unless -n/-w. */
+static pb_p2p_cfg mode_cfg(const p2p_opts *o, pb_p2p_mode mode, size_t bytes)
+{
+    pb_p2p_cfg c = {mode, 0, 0, o->window, o->common.max_seconds, o->common.check};
+    pb_iters_for(&o->common, pb_p2p_policy(mode), bytes, &c.iters, &c.warmup);
+    return c;
+}
+
 /* Measure one size on the pair and bring the result to rank 0 (in *res there). */
 static int measure_on_pair(pb_bench *b, const int pair[2], pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
-                           const pb_rotbuf *s, const pb_rotbuf *r, pb_p2p_result *out)
+                           pb_rotbuf *s, pb_rotbuf *r, pb_p2p_result *out)
 {
     int me = b->w.rank, a = pair[0], peer = me == a ? pair[1] : a;
     int in_pair = me == pair[0] || me == pair[1];
     pb_p2p_result res = {0};
     int status = PB_OK;
     pb_watch_what(pb_p2p_mode_name(cfg->mode), bytes);
-    if (in_pair) status = pb_p2p_measure(b->be, comm, b->w.comm, a, peer, bytes, cfg, s, r, &res);
+    if (in_pair) {
+        pb_rotbuf_fit(s, bytes);
+        pb_rotbuf_fit(r, bytes);
+        status = pb_p2p_measure(b->be, comm, b->w.comm, a, peer, bytes, cfg, s, r, &res);
+    }
     if (me == a && a != 0) MPI_Send(&res, sizeof res, MPI_BYTE, 0, TAG_RESULT, b->w.comm);
     if (me == 0 && a != 0) {
         MPI_Request req;
@@ -120,7 +132,7 @@ static int measure_on_pair(pb_bench *b, const int pair[2], pb_comm *comm, const 
 
 /* One size on --pair: measure, then report on rank 0. */
 static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
-                    const pb_rotbuf *s, const pb_rotbuf *r, long long *wrong)
+                    pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
 {
     pb_p2p_result res;
     int status = measure_on_pair(b, o->pair, comm, cfg, bytes, s, r, &res);
@@ -160,15 +172,12 @@ static int matrix_report(pb_bench *b, const p2p_opts *o, pb_pair_result *pr, int
 
 /* Every pair i < j, one after the other: latency at the smallest size, bandwidth at the largest. */
 static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const uint64_t *sizes, size_t nsizes,
-                      const pb_rotbuf *s, const pb_rotbuf *r, long long *wrong)
+                      pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
 {
     int n = b->w.size, npairs = n * (n - 1) / 2, k = 0, status = PB_OK;
     pb_pair_result *pr = calloc((size_t)npairs, sizeof *pr);
     PB_CHECK(pr, PB_ERR_ENV, "out of memory for %d pairs", npairs);
-    pb_p2p_cfg lat = {PB_P2P_LATENCY, o->common.iters, o->common.warmup, o->window, o->common.max_seconds,
-                      o->common.check};
-    pb_p2p_cfg bw = lat;
-    bw.mode = PB_P2P_BW;
+    pb_p2p_cfg lat = mode_cfg(o, PB_P2P_LATENCY, sizes[0]), bw = mode_cfg(o, PB_P2P_BW, sizes[nsizes - 1]);
     if (b->rep) pb_report_header(b->rep);
     for (int i = 0; i < n && status == PB_OK; i++) {
         for (int j = i + 1; j < n && status == PB_OK; j++, k++) {
@@ -198,8 +207,6 @@ int main(int argc, char **argv)
     pb_common_defaults(&o.common);
     o.common.minbytes = 1;
     o.common.maxbytes = 4u << 20;
-    o.common.iters = 1000;
-    o.common.warmup = 100;
     o.common.max_seconds = 5;
     pb_opt_group groups[] = {
         {"p2p_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
@@ -208,7 +215,9 @@ int main(int argc, char **argv)
     pb_bench b;
     pb_bench_start(&b, "p2p_sweep", &argc, &argv, MPI_THREAD_SINGLE,
                    "Usage: mpirun -np N p2p_sweep [options]\n"
-                   "Point-to-point latency, bandwidth and bidirectional bandwidth between two ranks (OSU method).",
+                   "Point-to-point latency, bandwidth and bidirectional bandwidth between two ranks (OSU method).\n"
+                   "Iterations per size as OSU: latency 10000 (+100 warm-up) up to 8 KiB, 1000 (+10) above; "
+                   "bw and bibw 100 (+10) and 20 (+2); -n/-w set one count for all.",
                    groups, 2);
     int status = pb_common_validate(&o.common);
     if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "p2p_sweep needs at least 2 ranks, got 1");
@@ -220,7 +229,17 @@ int main(int argc, char **argv)
 
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
-    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    status = pb_bench_select(&b, &o.common);
+    cJSON *meta = cJSON_CreateObject();
+    if (status == PB_OK) cJSON_AddItemToObject(meta, "buffers", pb_buffer_mode_meta(b.be, o.common.rotate));
+    cJSON *iters = cJSON_AddObjectToObject(meta, "iterations");
+    for (int m = 0; m < PB_P2P_MODES; m++) {
+        char words[160];
+        pb_iters_describe(&o.common, pb_p2p_policy((pb_p2p_mode)m), words, sizeof words);
+        cJSON_AddStringToObject(iters, pb_p2p_mode_name((pb_p2p_mode)m), words);
+    }
+    if (status == PB_OK) status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
+    else cJSON_Delete(meta);
     pb_comm *comm = NULL;
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &comm);
     int in_pair = o.matrix || b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
@@ -234,14 +253,15 @@ int main(int argc, char **argv)
                b.w.host[o.pair[1]], pb_link_class(&b.w, o.pair, 2));
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, sizes, nsizes, &sbuf, &rbuf, &wrong);
     for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {
-        pb_p2p_cfg cfg = {(pb_p2p_mode)o.modes[m], o.common.iters, o.common.warmup, o.window, o.common.max_seconds,
-                          o.common.check};
+        pb_p2p_mode mode = (pb_p2p_mode)o.modes[m];
         if (b.rep) {
-            printf("#\n# %s\n", pb_p2p_mode_name(cfg.mode));
+            printf("#\n# %s\n", pb_p2p_mode_name(mode));
             pb_report_header(b.rep);
         }
-        for (size_t i = 0; i < nsizes && status == PB_OK; i++)
+        for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
+            pb_p2p_cfg cfg = mode_cfg(&o, mode, sizes[i]);
             status = one_size(&b, &o, comm, &cfg, sizes[i], &sbuf, &rbuf, &wrong);
+        }
     }
     /* Ranks outside the pair wait here the whole run without taking a core. */
     pb_sleepy_barrier(b.w.comm);

@@ -1,68 +1,92 @@
 #include "buffers.h"
 
 #include "error.h"
+#include "gpu.h"
+#include "topo.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define SLOT_ALIGN 4096
-#define MAX_SLOTS 1024
+#define SLOT_ALIGN 4096 /* a page: slots never share one, and the stream prefetchers stop at its edge */
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-int pb_rotation_slots(size_t bytes, size_t llc)
+static int on_device(const pb_backend *be) { return strcmp(be->mem, "device") == 0; }
+
+size_t pb_buffer_cache_bytes(const pb_backend *be)
 {
-    size_t stride = round_up(bytes ? bytes : 1, SLOT_ALIGN);
-    size_t slots = (2 * llc + stride - 1) / stride;
-    if (slots < 1) slots = 1;
-    if (slots > MAX_SLOTS) slots = MAX_SLOTS;
-    return (int)slots;
+    return on_device(be) ? pb_gpu_cache_bytes() : pb_topo_llc_bytes();
 }
 
-size_t pb_llc_bytes(void)
+size_t pb_rotation_pool(size_t largest, size_t cache, int rotate)
 {
-    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (l3 > 0) return (size_t)l3;
-    if (l2 > 0) return (size_t)l2;
-    return (size_t)32 << 20;
+    size_t one = round_up(largest ? largest : 1, SLOT_ALIGN);
+    if (!rotate) return one;
+    size_t want = 2 * (cache ? cache : (size_t)32 << 20);
+    if (want > PB_ROTATE_POOL_MAX) want = PB_ROTATE_POOL_MAX;
+    return want > one ? want : one;
 }
 
-size_t pb_rotbuf_footprint(size_t bytes, int rotate)
+size_t pb_rotation_slots(size_t bytes, size_t pool)
 {
-    int slots = rotate ? pb_rotation_slots(bytes, pb_llc_bytes()) : 1;
-    return round_up(bytes ? bytes : 1, SLOT_ALIGN) * (size_t)slots;
+    size_t slots = pool / round_up(bytes ? bytes : 1, SLOT_ALIGN);
+    return slots ? slots : 1;
 }
 
-int pb_rotbuf_alloc(const pb_backend *be, size_t bytes, int rotate, pb_rotbuf *out)
+int pb_rotbuf_alloc(const pb_backend *be, size_t largest, int rotate, pb_rotbuf *out)
 {
     memset(out, 0, sizeof *out);
     out->be = be;
-    out->bytes = bytes;
-    out->stride = round_up(bytes ? bytes : 1, SLOT_ALIGN);
-    out->slots = rotate ? pb_rotation_slots(bytes, pb_llc_bytes()) : 1;
-    size_t total = out->stride * (size_t)out->slots;
+    out->rotate = rotate;
+    out->pool = pb_rotation_pool(largest, rotate ? pb_buffer_cache_bytes(be) : 0, rotate);
     void *p;
-    PB_TRY(be->alloc(total, &p));
+    PB_TRY(be->alloc(out->pool, &p));
     out->base = p;
     /* Zero through a host buffer so it works for device memory too. */
-    size_t chunk = total < ((size_t)8 << 20) ? total : ((size_t)8 << 20);
+    size_t chunk = out->pool < ((size_t)8 << 20) ? out->pool : ((size_t)8 << 20);
     char *zeros = calloc(1, chunk);
     PB_CHECK(zeros, PB_ERR_ENV, "out of host memory (%zu bytes)", chunk);
-    for (size_t off = 0; off < total; off += chunk)
-        be->from_host(out->base + off, zeros, total - off < chunk ? total - off : chunk);
+    int status = PB_OK;
+    for (size_t off = 0; off < out->pool && status == PB_OK; off += chunk)
+        status = be->from_host(out->base + off, zeros, out->pool - off < chunk ? out->pool - off : chunk);
     free(zeros);
-    return PB_OK;
+    pb_rotbuf_fit(out, largest);
+    return status;
+}
+
+void pb_rotbuf_fit(pb_rotbuf *b, size_t bytes)
+{
+    b->bytes = bytes;
+    b->stride = round_up(bytes ? bytes : 1, SLOT_ALIGN);
+    b->slots = b->rotate ? pb_rotation_slots(bytes, b->pool) : 1;
 }
 
 void *pb_rotbuf_slot(const pb_rotbuf *b, int iter)
 {
-    int k = iter < 0 ? 0 : iter % b->slots;
-    return b->base + (size_t)k * b->stride;
+    size_t k = iter < 0 ? 0 : (size_t)iter % b->slots;
+    return b->base + k * b->stride;
 }
 
 void pb_rotbuf_free(pb_rotbuf *b)
 {
     if (b->base) b->be->free(b->base);
     b->base = NULL;
+}
+
+cJSON *pb_buffer_mode_meta(const pb_backend *be, int rotate)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!rotate) {
+        cJSON_AddStringToObject(m, "mode", "fixed");
+        cJSON_AddStringToObject(m, "meaning", "the same buffers at every iteration (cache-warm, as OSU and nccl-tests)");
+        return m;
+    }
+    size_t cache = pb_buffer_cache_bytes(be);
+    cJSON_AddStringToObject(m, "mode", "rotate");
+    cJSON_AddStringToObject(m, "meaning", "cold cache: each iteration uses the next message-sized slot of a pool "
+                                          "about twice the cache (opt-in, --rotate 1)");
+    cJSON_AddStringToObject(m, "cache", on_device(be) ? "GPU L2" : "host last-level cache (hwloc)");
+    cJSON_AddNumberToObject(m, "cache_bytes", (double)cache);
+    cJSON_AddNumberToObject(m, "pool_bytes_min", (double)pb_rotation_pool(0, cache, 1));
+    return m;
 }

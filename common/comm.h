@@ -50,6 +50,12 @@ typedef struct pb_backend {
     int (*send)(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer);
     int (*recv)(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer);
 
+    /* Blocking point-to-point, complete on return: the calls OSU's latency
+     * test uses. NULL where the library has none (NCCL); callers then post
+     * with send/recv and sync. */
+    int (*send_blocking)(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer);
+    int (*recv_blocking)(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer);
+
     /* Wait until everything issued on `c` has completed. */
     int (*sync)(pb_comm *c);
 

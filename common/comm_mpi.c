@@ -186,6 +186,20 @@ static int recv(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer)
     return check(MPI_Irecv(buf, n, mpi_type(t), peer, 0, c->comm, req), "MPI_Irecv");
 }
 
+static int send_blocking(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer)
+{
+    int n = 0;
+    PB_TRY(int_count(count, &n));
+    return check(MPI_Send(buf, n, mpi_type(t), peer, 0, c->comm), "MPI_Send");
+}
+
+static int recv_blocking(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer)
+{
+    int n = 0;
+    PB_TRY(int_count(count, &n));
+    return check(MPI_Recv(buf, n, mpi_type(t), peer, 0, c->comm, MPI_STATUS_IGNORE), "MPI_Recv");
+}
+
 static int sync_all(pb_comm *c)
 {
     if (c->nreq == 0) return PB_OK;
@@ -211,7 +225,7 @@ static const pb_backend mpi_backend = {
     .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,
     .broadcast = broadcast, .reduce = reduce, .alltoall = alltoall,
     .group_start = no_group, .group_end = no_group, .send = send, .recv = recv,
-    .sync = sync_all, .version = version,
+    .send_blocking = send_blocking, .recv_blocking = recv_blocking, .sync = sync_all, .version = version,
 };
 
 const pb_backend *pb_backend_mpi(void) { return &mpi_backend; }

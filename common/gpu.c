@@ -8,6 +8,8 @@
 
 int pb_gpu_count(void) { return 0; }
 
+size_t pb_gpu_cache_bytes(void) { return 0; }
+
 int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
 {
     (void)local_rank;

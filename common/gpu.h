@@ -15,4 +15,7 @@ int pb_gpu_count(void);
  * there is no GPU or no CUDA support. */
 int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len);
 
+/* L2 cache of the current GPU in bytes (0 without a GPU). */
+size_t pb_gpu_cache_bytes(void);
+
 #endif

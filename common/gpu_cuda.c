@@ -39,3 +39,13 @@ int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
     }
     return PB_OK;
 }
+
+size_t pb_gpu_cache_bytes(void)
+{
+    int dev = 0, l2 = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return l2 > 0 ? (size_t)l2 : 0;
+}

@@ -97,15 +97,17 @@ static const pb_opt common_opts[] = {
     {"stepfactor", 'f', "N", "multiply the size by N between steps (default 2)", O_FACTOR},
     {"stepbytes", 'i', "SIZE", "add SIZE between steps instead of multiplying", O_STEP},
     {"sizes", 0, "LIST", "explicit comma-separated sizes, e.g. 1K,12M (overrides -b/-e)", O_SIZES},
-    {"iters", 'n', "N", "timed iterations per size", O_ITERS},
-    {"warmup_iters", 'w', "N", "untimed warm-up iterations per size", O_WARMUP},
-    {"max-seconds-per-size", 0, "SECS", "stop iterating a size after SECS seconds (0: no cap)", O_CAP},
+    {"iters", 'n', "N", "timed iterations per size (the same N for every size)", O_ITERS},
+    {"warmup_iters", 'w', "N", "untimed warm-up iterations per size (the same N for every size)", O_WARMUP},
+    {"max-seconds-per-size", 0, "SECS", "time cap on one size, warm-up included: warm-up stops after a quarter of "
+                                        "it, timed iterations before the cap (0: no cap)", O_CAP},
     {"timeout", 0, "SECS", "abort with exit 4 when one operation hangs this long (default 300; 0: off)", O_TIMEOUT},
     {"datatype", 'd', "TYPE", "float, bfloat16, half or int32", O_DTYPE},
     {"op", 'o', "OP", "reduction: sum, max or min", O_OP},
     {"root", 'r', "RANK", "root rank of broadcast and reduce", O_ROOT},
     {"check", 'c', "0|1", "validate results (1) or not (0)", O_CHECK},
-    {"rotate", 0, "0|1", "rotate buffer offsets between iterations so caches do not flatter (default 1)", O_ROTATE},
+    {"rotate", 0, "0|1", "1: cold-cache mode, a new message-sized slot of a pool twice the cache at every iteration; "
+                               "0 (default): the same buffers every time, as OSU and nccl-tests", O_ROTATE},
     {"csv", 0, "FILE", "write results as CSV", O_CSV},
     {"json", 0, "FILE", "write results and metadata as JSON", O_JSON},
     {"backend", 0, "NAME", "mpi (host memory) or nccl (GPU memory); default nccl where GPUs are visible", O_BACKEND},
@@ -136,7 +138,7 @@ void pb_common_defaults(pb_common_opts *o)
     o->op = PB_SUM;
     o->max_seconds = 10;
     o->timeout = PB_DEFAULT_TIMEOUT_S;
-    o->rotate = 1;
+    o->rotate = 0;
     o->backend = NULL;
 }
 
@@ -152,8 +154,11 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     case O_SIZES:
         o->sizes_given |= 4;
         return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->sizes, PB_MAX_SIZES, &o->nsizes);
-    case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000000, &v)); o->iters = (int)v; return PB_OK;
-    case O_WARMUP: PB_TRY(pb_parse_int(option, arg, 0, 100000000, &v)); o->warmup = (int)v; return PB_OK;
+    case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000000, &v)); o->iters = (int)v, o->iters_given = 1; return PB_OK;
+    case O_WARMUP:
+        PB_TRY(pb_parse_int(option, arg, 0, 100000000, &v));
+        o->warmup = (int)v, o->warmup_given = 1;
+        return PB_OK;
     case O_CAP: return pb_parse_double(option, arg, 0, 1e7, &o->max_seconds);
     case O_TIMEOUT: return pb_parse_double(option, arg, 0, 1e7, &o->timeout);
     case O_DTYPE: return pb_dtype_parse(option, arg, &o->dtype);
@@ -196,6 +201,36 @@ int pb_common_validate(const pb_common_opts *o)
         return pb_usage("-b/--minbytes", "%llu is larger than -e/--maxbytes %llu", (unsigned long long)o->minbytes,
                         (unsigned long long)o->maxbytes);
     return PB_OK;
+}
+
+const pb_iter_policy pb_policy_collective = {1000, 100, 100, 10, PB_LARGE_MESSAGE + 1};
+
+void pb_iters_for(const pb_common_opts *o, const pb_iter_policy *p, size_t bytes, int *iters, int *warmup)
+{
+    int large = bytes >= p->large_from;
+    *iters = o->iters_given ? o->iters : large ? p->large_iters : p->small_iters;
+    *warmup = o->warmup_given ? o->warmup : large ? p->large_warmup : p->small_warmup;
+}
+
+void pb_iters_describe(const pb_common_opts *o, const pb_iter_policy *p, char *buf, size_t len)
+{
+    int small_n, small_w, large_n, large_w;
+    pb_iters_for(o, p, 0, &small_n, &small_w);
+    pb_iters_for(o, p, p->large_from, &large_n, &large_w);
+    double cap = o->max_seconds;
+    char capped[64] = "";
+    if (cap > 0) snprintf(capped, sizeof capped, "; at most %g s per size, warm-up included", cap);
+    if (small_n == large_n && small_w == large_w)
+        snprintf(buf, len, "%d (+%d warm-up) at every size%s", small_n, small_w, capped);
+    else
+        snprintf(buf, len, "%d (+%d warm-up) up to %zu B, %d (+%d warm-up) above%s", small_n, small_w,
+                 p->large_from - 1, large_n, large_w, capped);
+}
+
+int pb_iters_max(const pb_common_opts *o, const pb_iter_policy *p)
+{
+    if (o->iters_given) return o->iters;
+    return p->small_iters > p->large_iters ? p->small_iters : p->large_iters;
 }
 
 size_t pb_sweep_sizes(const pb_common_opts *o, uint64_t *out, size_t cap)

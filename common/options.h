@@ -45,13 +45,14 @@ typedef struct pb_common_opts {
     uint64_t sizes[PB_MAX_SIZES];  /* --sizes: explicit list (overrides -b/-e) */
     size_t nsizes;
     int iters, warmup;             /* -n, -w */
+    int iters_given, warmup_given; /* set by -n / -w: one count for every size */
     int check;                     /* -c */
     pb_dtype dtype;                /* -d */
     pb_redop op;                   /* -o */
     int root;                      /* -r */
     double max_seconds;            /* --max-seconds-per-size; 0 = no cap */
     double timeout;                /* --timeout: hang watchdog, seconds; 0 = off */
-    int rotate;                    /* --rotate: rotate buffer offsets */
+    int rotate;                    /* --rotate 1: cold-cache buffers (buffers.h); default 0, fixed buffers */
     const char *backend;           /* --backend: "mpi", "nccl", or NULL (nccl where GPUs are visible) */
     int gpu_offset;                /* --gpu-offset: GPU = (local rank + offset) mod GPUs */
     const char *mem;               /* --mem host|device; NULL: host for mpi, device for nccl */
@@ -76,6 +77,35 @@ pb_opt_group pb_common_group(pb_common_opts *o, int which);
 
 /* After parsing: check combinations (-b <= -e, ...). */
 int pb_common_validate(const pb_common_opts *o);
+
+/* Iteration counts per message size for the sweeps, in OSU's style: many
+ * iterations for small messages, fewer for large ones. */
+typedef struct pb_iter_policy {
+    int small_iters, small_warmup; /* messages up to large_from - 1 bytes */
+    int large_iters, large_warmup;
+    size_t large_from;
+} pb_iter_policy;
+
+/* --max-seconds-per-size bounds a size's warm-up and timed iterations
+ * together: warm-up ends after this share of the cap (at least one warm-up
+ * iteration runs when any was asked for), and timed iterations stop when the
+ * next one would end past the cap (at least one runs). */
+#define PB_WARMUP_SHARE 0.25
+
+#define PB_LARGE_MESSAGE 8192 /* OSU's split: sizes above 8 KiB are "large" */
+
+/* OSU's collective counts: 1000 (+100 warm-up) up to 8 KiB, 100 (+10) above. */
+extern const pb_iter_policy pb_policy_collective;
+
+/* The counts for one size: -n and -w when given (for every size, as OSU's
+ * -i and -x), else the policy's. */
+void pb_iters_for(const pb_common_opts *o, const pb_iter_policy *p, size_t bytes, int *iters, int *warmup);
+
+/* The counts in words, for the metadata ("1000 (+100 warm-up) up to 8192 B, ..."). */
+void pb_iters_describe(const pb_common_opts *o, const pb_iter_policy *p, char *buf, size_t len);
+
+/* The largest iteration count any size can get (for sample buffers). */
+int pb_iters_max(const pb_common_opts *o, const pb_iter_policy *p);
 
 /* The list of sizes to run: --sizes, or -b..-e by factor or by steps. */
 size_t pb_sweep_sizes(const pb_common_opts *o, uint64_t *out, size_t cap);

@@ -61,19 +61,31 @@ static int ack(pair *p, int send)
     return p->be->sync(p->comm);
 }
 
+/* One message each way, blocking where the backend has blocking calls (the
+ * calls OSU's latency test makes), else posted and synchronized. */
+static int ping_pong(pair *p, int lead, int iter)
+{
+    const pb_backend *be = p->be;
+    void *s = pb_rotbuf_slot(p->sbuf, iter), *r = pb_rotbuf_slot(p->rbuf, iter);
+    if (!be->send_blocking) {
+        PB_TRY(post_window(p, lead, !lead, iter));
+        return post_window(p, !lead, lead, iter);
+    }
+    if (lead) {
+        PB_TRY(be->send_blocking(p->comm, s, p->bytes, PB_BYTE, p->peer));
+        return be->recv_blocking(p->comm, r, p->bytes, PB_BYTE, p->peer);
+    }
+    PB_TRY(be->recv_blocking(p->comm, r, p->bytes, PB_BYTE, p->peer));
+    return be->send_blocking(p->comm, s, p->bytes, PB_BYTE, p->peer);
+}
+
 /* One iteration, as seen by this rank. */
 static int iteration(pair *p, int iter)
 {
     if (p->skip) return PB_OK; /* leave the peer waiting, for the watchdog test */
     int lead = p->me == p->initiator, w = p->cfg->window;
     switch (p->cfg->mode) {
-    case PB_P2P_LATENCY:
-        if (lead) {
-            PB_TRY(post_window(p, 1, 0, iter));
-            return post_window(p, 0, 1, iter);
-        }
-        PB_TRY(post_window(p, 0, 1, iter));
-        return post_window(p, 1, 0, iter);
+    case PB_P2P_LATENCY: return ping_pong(p, lead, iter);
     case PB_P2P_BW:
         PB_TRY(post_window(p, lead ? w : 0, lead ? 0 : w, iter));
         return ack(p, !lead);
@@ -82,25 +94,43 @@ static int iteration(pair *p, int iter)
     }
 }
 
-/* Warm up, then let the initiator decide how many timed iterations fit in the cap. */
-static int agree_iterations(pair *p, MPI_Comm ctrl, int *iters)
+/* The initiator decides a count and tells its peer (one control message). */
+static int share_count(pair *p, MPI_Comm ctrl, int *n)
 {
-    double t0 = pb_now_us();
-    int warm = p->cfg->warmup > 0 ? p->cfg->warmup : 1;
-    for (int i = -warm; i < 0; i++) {
-        pb_watch_arm(i, "warm-up");
-        PB_TRY(iteration(p, i));
+    if (p->me == p->initiator) return MPI_Send(n, 1, MPI_INT, p->peer, TAG_CTRL, ctrl) == MPI_SUCCESS ? PB_OK : PB_ERR_ENV;
+    return MPI_Recv(n, 1, MPI_INT, p->peer, TAG_CTRL, ctrl, MPI_STATUS_IGNORE) == MPI_SUCCESS ? PB_OK : PB_ERR_ENV;
+}
+
+/* Iterations of `per_us` each that fit in `budget_us`, between lo and hi. */
+static int fitting(double budget_us, double per_us, int lo, int hi)
+{
+    double n = per_us > 0 ? budget_us / per_us : hi;
+    return n < lo ? lo : n > hi ? hi : (int)n;
+}
+
+/* Warm up inside the time cap, then agree on the timed count: the initiator
+ * times one warm-up iteration, runs as many more as fit in PB_WARMUP_SHARE
+ * of the cap (at most the warm-up asked for), and gives the timed iterations
+ * what is left of the cap at the rate seen in warm-up. */
+static int warm_up(pair *p, MPI_Comm ctrl, int *iters)
+{
+    double t0 = pb_now_us(), cap = p->cfg->max_seconds * 1e6;
+    pb_watch_arm(-1, "warm-up");
+    PB_TRY(iteration(p, -1)); /* always one: the decisions need a time */
+    double first = pb_now_us() - t0;
+    int more = p->cfg->warmup > 1 ? p->cfg->warmup - 1 : 0;
+    if (cap > 0) more = fitting(cap * PB_WARMUP_SHARE - first, first, 0, more);
+    pb_watch_arm(0, "agree on warm-up");
+    PB_TRY(share_count(p, ctrl, &more));
+    for (int i = 0; i < more; i++) {
+        pb_watch_arm(-1 - i, "warm-up");
+        PB_TRY(iteration(p, -1));
     }
-    pb_watch_arm(0, "agree on iterations");
+    double spent = pb_now_us() - t0, per_iter = spent / (1 + more);
     int n = p->cfg->iters;
-    if (p->me == p->initiator) {
-        double per_iter = (pb_now_us() - t0) / warm, cap = p->cfg->max_seconds * 1e6;
-        if (cap > 0 && per_iter * n > cap) n = (int)(cap / (per_iter > 0 ? per_iter : 1));
-        if (n < 1) n = 1;
-        MPI_Send(&n, 1, MPI_INT, p->peer, TAG_CTRL, ctrl);
-    } else {
-        MPI_Recv(&n, 1, MPI_INT, p->peer, TAG_CTRL, ctrl, MPI_STATUS_IGNORE);
-    }
+    if (cap > 0) n = fitting(cap - spent, per_iter, 1, n);
+    pb_watch_arm(0, "agree on iterations");
+    PB_TRY(share_count(p, ctrl, &n));
     *iters = n;
     return PB_OK;
 }
@@ -133,24 +163,35 @@ int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initi
     pair p = {be, comm, be->rank(comm), peer, initiator, bytes, cfg, sbuf, rbuf, 0};
     p.skip = pb_test_skip_rank() == p.me;
     int n;
-    PB_TRY(agree_iterations(&p, ctrl, &n));
+    PB_TRY(warm_up(&p, ctrl, &n));
     double *samples = malloc(sizeof(double) * (size_t)n);
     PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", n);
-    int status = PB_OK;
+    int status = PB_OK, done = 0;
+    /* One clock read per iteration, back to back: the samples add up to the
+     * whole loop's time, which is what OSU divides by its iterations. */
+    double prev = pb_now_us();
     for (int i = 0; i < n && status == PB_OK; i++) {
         pb_watch_arm(i, "operation");
-        double t0 = pb_now_us();
         status = iteration(&p, i);
-        samples[i] = pb_now_us() - t0;
-        if (cfg->mode == PB_P2P_LATENCY) samples[i] /= 2;
+        double now = pb_now_us();
+        samples[done++] = cfg->mode == PB_P2P_LATENCY ? (now - prev) / 2 : now - prev;
+        prev = now;
     }
     pb_watch_disarm();
-    pb_stats_of(samples, (size_t)n, &out->st);
+    pb_stats_of(samples, (size_t)done, &out->st);
     free(samples);
-    out->iters = n;
+    out->iters = done;
     double moved = (double)bytes * (cfg->mode == PB_P2P_LATENCY ? 1 : cfg->window) * (cfg->mode == PB_P2P_BIBW ? 2 : 1);
     out->bw_GBps = out->st.mean > 0 ? moved / out->st.mean / 1e3 : 0;
     out->wrong = -1;
     if (status == PB_OK && cfg->check) status = check_exchange(&p, ctrl, &out->wrong);
     return status;
 }
+
+static const pb_iter_policy policies[PB_P2P_MODES] = {
+    [PB_P2P_LATENCY] = {10000, 100, 1000, 10, PB_LARGE_MESSAGE + 1},
+    [PB_P2P_BW] = {100, 10, 20, 2, PB_LARGE_MESSAGE + 1},
+    [PB_P2P_BIBW] = {100, 10, 20, 2, PB_LARGE_MESSAGE + 1},
+};
+
+const pb_iter_policy *pb_p2p_policy(pb_p2p_mode m) { return &policies[m]; }

@@ -1,16 +1,18 @@
 /* Point-to-point measurements between one pair of ranks, the OSU way:
- *  - latency: ping-pong, half the round trip, timed per iteration on the initiator;
+ *  - latency: ping-pong with blocking calls where the backend has them, half
+ *    the round trip, timed on the initiator;
  *  - bw: a window of non-blocking sends, then a small ack from the receiver;
  *  - bibw: both ranks send a window to each other at once.
- * The pair agrees on the iteration count after warm-up, so that a time cap
- * (max_seconds) bounds large sizes on slow links without a per-iteration
- * collective in the measured loop. Ranks outside the pair do not take part
- * and should wait with pb_sleepy_wait so they leave the cores to the pair. */
+ * The pair agrees on the warm-up and timed counts from the first warm-up
+ * iteration's time, so that a time cap (max_seconds) bounds the whole size,
+ * warm-up included, without a per-iteration collective in the measured loop.
+ * Ranks outside the pair do not take part and should wait with pb_sleepy_wait so they leave the cores to the pair. */
 #ifndef PB_P2P_H
 #define PB_P2P_H
 
 #include "buffers.h"
 #include "comm.h"
+#include "options.h"
 #include "stats.h"
 
 typedef enum { PB_P2P_LATENCY, PB_P2P_BW, PB_P2P_BIBW, PB_P2P_MODES } pb_p2p_mode;
@@ -31,6 +33,10 @@ typedef struct pb_p2p_result {
 
 const char *pb_p2p_mode_name(pb_p2p_mode m);
 const char *const *pb_p2p_mode_names(void); /* NULL-terminated, in enum order */
+
+/* OSU's counts per mode: latency 10000 (+100 warm-up) up to 8 KiB and 1000
+ * (+10) above; bw and bibw 100 (+10) and 20 (+2), with a window of 64. */
+const pb_iter_policy *pb_p2p_policy(pb_p2p_mode m);
 
 /* Run by both ranks of the pair; `initiator` is the rank that times. comm is a
  * backend communicator containing both (ranks given in it); ctrl an MPI

@@ -1,6 +1,7 @@
 #include "runner.h"
 
 #include "error.h"
+#include "options.h"
 #include "timing.h"
 #include "watchdog.h"
 
@@ -14,24 +15,42 @@ static int agree(MPI_Comm group, int mine)
     return mine;
 }
 
+/* 1 when this rank wants to end the current phase under the cap. */
+static int past_cap(const pb_loop_cfg *cfg, int warming, double elapsed_us, int done, double timed_sum_us)
+{
+    double cap_us = cfg->max_seconds * 1e6;
+    if (cap_us <= 0 || done == 0) return 0;
+    if (warming) return elapsed_us > cap_us * PB_WARMUP_SHARE;
+    return elapsed_us + timed_sum_us / done > cap_us;
+}
+
 int pb_time_loop(MPI_Comm group, const pb_loop_cfg *cfg, pb_iter_fn fn, void *ctx, double *samples_us, int *done)
 {
-    double start = pb_now_us(), cap_us = cfg->max_seconds * 1e6;
-    int status = PB_OK, timed = 0;
+    double start = pb_now_us(), timed_sum = 0;
+    int status = PB_OK, timed = 0, warm_done = 0;
     for (int i = -cfg->warmup; i < cfg->iters; i++) {
-        int over = cap_us > 0 && pb_now_us() - start > cap_us && timed > 0;
+        int warming = i < 0;
+        int over = past_cap(cfg, warming, pb_now_us() - start, warming ? warm_done : timed, timed_sum);
         pb_watch_arm(i, "align");
         int decision = agree(group, status != PB_OK ? 2 + status : over);
         if (decision >= 2) {
             status = decision - 2;
             break;
         }
-        if (decision == 1) break;
+        if (decision == 1 && i >= 0) break;
+        if (decision == 1) { /* warm-up has had its share of the cap: go on with the timed iterations */
+            i = -1;
+            continue;
+        }
         pb_watch_arm(i, "operation");
         double t0 = pb_now_us();
         status = fn(ctx, i);
         double t1 = pb_now_us();
-        if (i >= 0 && status == PB_OK) samples_us[timed++] = t1 - t0;
+        if (i < 0) warm_done++;
+        else if (status == PB_OK) {
+            samples_us[timed++] = t1 - t0;
+            timed_sum += t1 - t0;
+        }
     }
     /* A last alignment: no rank runs ahead, and a failure in the last iteration reaches everyone. */
     pb_watch_arm(cfg->iters, "align");

@@ -17,11 +17,11 @@ typedef struct pb_loop_cfg {
  * negative during warm-up. Returns a status. */
 typedef int (*pb_iter_fn)(void *ctx, int iter);
 
-/* Run cfg->warmup untimed and up to cfg->iters timed iterations on every rank
- * of `group`. Before each iteration a one-integer allreduce aligns the ranks
- * and decides for all of them whether to go on (the time cap is reached on a
- * rank, or an iteration failed somewhere), so every rank runs the same number
- * of iterations. samples_us gets one time per timed iteration; *done says how
+/* Run up to cfg->warmup untimed and up to cfg->iters timed iterations on
+ * every rank of `group`. Before each iteration a one-integer allreduce aligns
+ * the ranks and decides for all of them whether to go on (the time cap is
+ * reached on a rank, or an iteration failed somewhere), so every rank runs the
+ * same number of iterations. samples_us gets one time per timed iteration; *done says how
  * many (at least 1 unless a failure stopped the loop). Returns the worst
  * status seen on any rank. */
 int pb_time_loop(MPI_Comm group, const pb_loop_cfg *cfg, pb_iter_fn fn, void *ctx, double *samples_us, int *done);

@@ -41,3 +41,22 @@ int pb_topo_read(pb_topo *t)
     hwloc_topology_destroy(topo);
     return PB_OK;
 }
+
+size_t pb_topo_llc_bytes(void)
+{
+    static size_t cached;
+    static int loaded;
+    if (loaded) return cached;
+    loaded = 1;
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0) return 0;
+    if (hwloc_topology_load(topo) == 0) {
+        const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L1CACHE};
+        for (size_t i = 0; i < sizeof levels / sizeof levels[0] && cached == 0; i++) {
+            hwloc_obj_t c = hwloc_get_obj_by_type(topo, levels[i], 0);
+            if (c && c->attr) cached = (size_t)c->attr->cache.size;
+        }
+    }
+    hwloc_topology_destroy(topo);
+    return cached;
+}

@@ -7,7 +7,9 @@
 
 #include "buffers.h"
 #include "coll_exec.h"
+#include "error.h"
 #include "grow.h"
+#include "options.h"
 #include "stats.h"
 
 #include <math.h>
@@ -104,11 +106,65 @@ static void tolerance_and_inputs(void **state)
 static void rotation(void **state)
 {
     (void)state;
-    size_t llc = 32u << 20;
-    assert_int_equal(pb_rotation_slots(1u << 30, llc), 1);   /* bigger than the cache: one slot */
-    assert_int_equal(pb_rotation_slots(32u << 20, llc), 2);  /* slots cover 2x LLC */
-    assert_int_equal(pb_rotation_slots(8, llc), 1024);       /* capped */
-    assert_true(pb_rotbuf_footprint(100, 0) == 4096);
+    size_t cache = 32u << 20, max = PB_ROTATE_POOL_MAX;
+    /* fixed buffers: exactly the largest message, page-rounded */
+    assert_true(pb_rotation_pool(100, cache, 0) == 4096);
+    assert_true(pb_rotation_pool(1u << 20, cache, 0) == 1u << 20);
+    /* rotating: twice the cache, bounded, but never smaller than the largest message */
+    assert_true(pb_rotation_pool(100, cache, 1) == 2 * cache);
+    assert_true(pb_rotation_pool(100, (size_t)8 << 30, 1) == max);
+    assert_true(pb_rotation_pool((size_t)3 << 30, cache, 1) == (size_t)3 << 30);
+    /* slots are sized by the current message, not by the largest of the sweep */
+    assert_true(pb_rotation_slots(8, 2 * cache) == 2 * cache / 4096);
+    assert_true(pb_rotation_slots(1u << 20, 2 * cache) == 64);
+    assert_true(pb_rotation_slots(1u << 30, 2 * cache) == 1); /* bigger than the pool: one slot */
+}
+
+/* A rotating buffer walks message-sized slots through its pool; a fixed one never moves. */
+static void rotating_slots(void **state)
+{
+    (void)state;
+    const pb_backend *be = pb_backend_mpi();
+    pb_rotbuf r, f;
+    assert_int_equal(pb_rotbuf_alloc(be, 1u << 20, 1, &r), PB_OK);
+    assert_int_equal(pb_rotbuf_alloc(be, 1u << 20, 0, &f), PB_OK);
+    assert_true(r.pool >= 2 * (1u << 20));
+    pb_rotbuf_fit(&r, 8);
+    pb_rotbuf_fit(&f, 8);
+    assert_true((char *)pb_rotbuf_slot(&r, 1) - (char *)pb_rotbuf_slot(&r, 0) == 4096);
+    assert_true(pb_rotbuf_slot(&r, (int)r.slots) == pb_rotbuf_slot(&r, 0)); /* wraps after the pool */
+    assert_true((char *)pb_rotbuf_slot(&r, (int)r.slots - 1) + 8 <= r.base + r.pool);
+    assert_true(pb_rotbuf_slot(&r, -5) == pb_rotbuf_slot(&r, 0)); /* warm-up uses slot 0 */
+    assert_true(pb_rotbuf_slot(&f, 7) == pb_rotbuf_slot(&f, 0));
+    pb_rotbuf_fit(&r, 1u << 20);
+    assert_true(r.slots == r.pool / (1u << 20));
+    assert_true((char *)pb_rotbuf_slot(&r, 1) - (char *)pb_rotbuf_slot(&r, 0) == 1u << 20);
+    pb_rotbuf_free(&r);
+    pb_rotbuf_free(&f);
+}
+
+/* OSU's split: 8192 B is small, 8193 B large; -n/-w override every size. */
+static void iteration_policy(void **state)
+{
+    (void)state;
+    pb_common_opts o;
+    pb_common_defaults(&o);
+    int n, w;
+    pb_iters_for(&o, &pb_policy_collective, 8192, &n, &w);
+    assert_int_equal(n, 1000);
+    assert_int_equal(w, 100);
+    pb_iters_for(&o, &pb_policy_collective, 8193, &n, &w);
+    assert_int_equal(n, 100);
+    assert_int_equal(w, 10);
+    assert_int_equal(pb_iters_max(&o, &pb_policy_collective), 1000);
+    assert_int_equal(o.rotate, 0); /* fixed buffers by default, as OSU and nccl-tests */
+    char *argv[] = {"x", "-n", "7", NULL};
+    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
+    assert_int_equal(pb_cli_parse(3, argv, "", &g, 1), PB_OK);
+    pb_iters_for(&o, &pb_policy_collective, 1 << 20, &n, &w);
+    assert_int_equal(n, 7);
+    assert_int_equal(w, 10); /* -w not given: still the policy's */
+    assert_int_equal(pb_iters_max(&o, &pb_policy_collective), 7);
 }
 
 /* Growable arrays: doubling, zeroed new slots, untouched until full. */
@@ -135,6 +191,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_rank), cmocka_unit_test(across_ranks),       cmocka_unit_test(shapes),
         cmocka_unit_test(expected_results), cmocka_unit_test(tolerance_and_inputs), cmocka_unit_test(rotation),
+        cmocka_unit_test(rotating_slots),
+        cmocka_unit_test(iteration_policy),
         cmocka_unit_test(growing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
