@@ -3,12 +3,15 @@
 # machine (or a cluster), and write everything under results/<date>-<host>/.
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
-#                [--backend mpi|nccl] [--out DIR] [--acceptance FILE] [--junit FILE] [--quiet]
+#                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
+#                [--acceptance FILE] [--junit FILE] [--quiet]
 #
 #   --quick        a short pass (well under two minutes on a 2-core machine)
 #   --full         long sweeps (to 256 MB) and bigger workloads
 #   --np N         ranks (default: GPUs when the CUDA build finds devices, else cores, at least 2;
 #                  under Slurm the job's tasks; with --hostfile the slots it lists)
+#   --bind WHAT    where each rank runs: core (default on CPUs: one core per rank), numa (one NUMA
+#                  domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
 #   --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
 #   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
 #
@@ -19,9 +22,9 @@ set -u
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
 
-PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT=""
+PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND=""
 BUILD=${BUILD:-build}
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 die_usage() { echo "run_all.sh: option $1: $2" >&2; exit 2; }
 need() { [ "$2" -ge 2 ] || die_usage "$1" "needs a value"; }
 while [ $# -gt 0 ]; do
@@ -36,6 +39,8 @@ while [ $# -gt 0 ]; do
               [[ "$RPN" =~ ^[1-9][0-9]*$ ]] || die_usage --ranks-per-node "'$RPN' is not a positive integer" ;;
         --backend) need "$1" $#; BACKEND=$2; shift
               [[ "$BACKEND" =~ ^(mpi|nccl)$ ]] || die_usage --backend "'$BACKEND' is not accepted; expected mpi or nccl" ;;
+        --bind) need "$1" $#; BIND=$2; shift
+              [[ "$BIND" =~ ^(none|core|numa|gpu)$ ]] || die_usage --bind "'$BIND' is not accepted; expected none, core, numa or gpu" ;;
         --out) need "$1" $#; OUT=$2; shift ;;
         --acceptance) need "$1" $#; ACCEPT=$2; shift
               [ -r "$ACCEPT" ] || die_usage --acceptance "'$ACCEPT' is not a readable file" ;;
@@ -90,16 +95,33 @@ if [ -z "$NP" ]; then
     else NP=$CORES; [ "$NP" -ge 2 ] || NP=2
     fi
 fi
+# Binding, as OSU's and nccl-tests' guides ask: a rank per core on CPUs, near its GPU with GPUs.
+[ -z "$BIND" ] && { [ "$GPUS" -gt 0 ] && BIND=gpu || BIND=core; }
+[ "$BIND" = gpu ] && [ "$GPUS" -eq 0 ] && die_usage --bind "gpu needs visible GPUs and a CUDA build; expected none, core or numa"
+BIND_APPLIED=$BIND BIND_NOTE=""
+if [ "$BIND" = core ] && [ -z "$HOSTFILE" ] && [ -z "${SLURM_JOB_ID:-}" ] && [ "$NP" -gt "$CORES" ]; then
+    BIND_APPLIED=none BIND_NOTE="$NP ranks on $CORES cores cannot have a core each; ranks run unbound"
+fi
+WRAP=()
+[ "$BIND_APPLIED" = gpu ] && WRAP=("$ROOT/scripts/bind-near-gpu.sh")
 if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null 2>&1; then
-    LAUNCH=(srun -n "$NP" ${RPN:+--ntasks-per-node=$RPN})
+    case "$BIND_APPLIED" in core) CPU_BIND=cores ;; numa) CPU_BIND=ldoms ;; *) CPU_BIND=none ;; esac
+    BIND_ARGS=("--cpu-bind=$CPU_BIND")
+    LAUNCH=(srun -n "$NP" ${RPN:+--ntasks-per-node=$RPN} "${BIND_ARGS[@]}")
     LAUNCHER=srun
 else
-    LAUNCH=(mpirun -np "$NP" --bind-to none)
+    case "$BIND_APPLIED" in
+        core) BIND_ARGS=(--map-by core --bind-to core) ;;
+        numa) BIND_ARGS=(--map-by numa --bind-to numa) ;;
+        *) BIND_ARGS=(--bind-to none) ;;
+    esac
+    LAUNCH=(mpirun -np "$NP" "${BIND_ARGS[@]}")
     [ "$NP" -gt "$CORES" ] && [ -z "$HOSTFILE" ] && LAUNCH+=(--oversubscribe)
     [ -n "$HOSTFILE" ] && LAUNCH+=(--hostfile "$HOSTFILE")
     [ -n "$RPN" ] && LAUNCH+=(--npernode "$RPN")
     LAUNCHER=mpirun
 fi
+LAUNCH+=("${WRAP[@]}")
 BACKEND_ARGS=()
 [ -n "$BACKEND" ] && BACKEND_ARGS=(--backend "$BACKEND")
 
@@ -117,24 +139,26 @@ mv "$BUILD_LOG" "$OUT/logs/build.log"
 : >"$OUT/steps.tsv"
 
 # ---- the suite, per profile (weights: rough seconds here, for the time-left estimate) ----
+# The sweeps take OSU's iteration counts per size (many for small messages, fewer for large ones);
+# each profile only caps the time a size may take, warm-up included.
 MODEL_GPU="--model gpt-1.3b --layers 4"
 case "$PROFILE" in
-    quick) SWEEP="-b 8 -e 1M -f 8 -n 10 -w 2 --max-seconds-per-size 0.25"
-           P2P="-b 1 -e 1M -f 16 -n 50 -w 5 --max-seconds-per-size 0.25"
+    quick) SWEEP="-b 8 -e 1M -f 8 --max-seconds-per-size 0.25"
+           P2P="-b 1 -e 1M -f 16 --max-seconds-per-size 0.25"
            MODEL="--model tiny --layers 2 --hidden 128 --seq 64"
            DP="--grad-bytes 256K,1M,4M -n 3 -w 1"
            TP="--hidden-list 64,128,256 --layers 1 --seq 64 -n 3 -w 1"
            PP="--micro-batches 1,2,4,8 -n 2 -w 1"
            STEP_LIMIT=90 ;;
-    full)  SWEEP="-b 8 -e 256M -f 2 -n 100 -w 10 --max-seconds-per-size 20"
-           P2P="-b 1 -e 64M -f 2 -n 1000 -w 100 --max-seconds-per-size 10"
+    full)  SWEEP="-b 8 -e 256M -f 2 --max-seconds-per-size 20"
+           P2P="-b 1 -e 64M -f 2 --max-seconds-per-size 10"
            MODEL="--model tiny --layers 8 --hidden 512 --seq 256"
            DP="--grad-bytes 1M,4M,16M,64M,256M -n 10 -w 2"
            TP="--hidden-list 256,512,1024,2048 --layers 2 --seq 256 -n 10 -w 2"
            PP="--micro-batches 1,2,4,8,16,32 -n 5 -w 1"
            STEP_LIMIT=3600 ;;
-    *)     SWEEP="-b 8 -e 64M -f 4 -n 50 -w 5 --max-seconds-per-size 3"
-           P2P="-b 1 -e 16M -f 4 -n 500 -w 50 --max-seconds-per-size 3"
+    *)     SWEEP="-b 8 -e 64M -f 4 --max-seconds-per-size 3"
+           P2P="-b 1 -e 16M -f 4 --max-seconds-per-size 3"
            MODEL="--model tiny"
            DP="--grad-bytes 1M,4M,16M,64M -n 5 -w 1"
            TP="--hidden-list 128,256,512,1024 --layers 1 --seq 128 -n 5 -w 1"
@@ -142,6 +166,9 @@ case "$PROFILE" in
            STEP_LIMIT=900 ;;
 esac
 [ "$GPUS" -gt 0 ] && MODEL=$MODEL_GPU
+# One pipeline stage per rank: the stages must divide the layers, so round the model's layers up to a multiple of NP.
+model_layers=$(sed -n 's/.*--layers \([0-9]*\).*/\1/p' <<<"$MODEL"); model_layers=${model_layers:-4} # tiny has 4
+PP_LAYERS=$(( (model_layers + NP - 1) / NP * NP ))
 HYBRID_NOTE=""
 if [ $((NP % 4)) -eq 0 ]; then HYBRID="--tp 2 --pp 2 --dp $((NP / 4)) --compare-placements $MODEL -n 2 -w 1"
 else HYBRID_NOTE="needs a world size divisible by 4 (TP 2 x PP 2 x DP n/4); this run has $NP ranks"; fi
@@ -151,10 +178,10 @@ STEPS=(
     "coll_sweep|coll_sweep|30|--coll all $SWEEP"
     "coll_sweep_intra|coll_sweep|20|--coll all $SWEEP"
     "p2p_sweep|p2p_sweep|10|--mode all $P2P"
-    "p2p_matrix|p2p_sweep|4|--matrix --sizes 8,1M -n 20 -w 3 --matrix-csv $OUT/p2p_matrix"
+    "p2p_matrix|p2p_sweep|4|--matrix --sizes 8,1M --max-seconds-per-size 1 --matrix-csv $OUT/p2p_matrix"
     "dp_allreduce|dp_allreduce|10|--overlap none,bucket $MODEL $DP"
     "tp_layer|tp_layer|8|--tp-comm allreduce,sp $MODEL $TP"
-    "pp_pipeline|pp_pipeline|10|--schedule gpipe,1f1b $MODEL $PP --trace $OUT/pp_trace.csv"
+    "pp_pipeline|pp_pipeline|10|--schedule gpipe,1f1b $MODEL --layers $PP_LAYERS $PP --trace $OUT/pp_trace.csv"
     "hybrid_3d|hybrid_3d|8|${HYBRID:-}"
     "plan_fit|plan|1|--fit $OUT --csv $OUT/plan_fit.csv"
 )
@@ -169,8 +196,8 @@ record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$OUT/steps.
 # One node's ranks, for the intra-node sweep of a multi-node run.
 intra_launch() {
     local rpn=$1
-    if [ "$LAUNCHER" = srun ]; then echo "srun -N 1 -n $rpn"
-    else echo "mpirun -np $rpn --bind-to none ${HOSTFILE:+--hostfile $HOSTFILE} --npernode $rpn"; fi
+    if [ "$LAUNCHER" = srun ]; then echo "srun -N 1 -n $rpn ${BIND_ARGS[*]} ${WRAP[*]}"
+    else echo "mpirun -np $rpn ${BIND_ARGS[*]} ${HOSTFILE:+--hostfile $HOSTFILE} --npernode $rpn ${WRAP[*]}"; fi
 }
 
 # Number of nodes and ranks on rank 0's node, from the metadata of the first sweep.
@@ -221,18 +248,21 @@ run_step() { # k name binary args
     fi
 }
 
-say "$PROFILE profile: $NP ranks ($DEVICE), $LAUNCHER, results in $OUT"
+say "$PROFILE profile: $NP ranks ($DEVICE), $LAUNCHER, bound to: $BIND_APPLIED, results in $OUT"
+[ -n "$BIND_NOTE" ] && say "  binding: $BIND_NOTE"
 k=0
 for step in "${STEPS[@]}"; do
     k=$((k + 1))
     IFS='|' read -r name bin w args <<<"$step"
-    [ "$name" = report ] && python3 - "$OUT" "$PROFILE" "$LAUNCHER" "$NP" "$DEVICE" "${LAUNCH[*]}" "$BACKEND" "$ACCEPT" <<'PY'
+    [ "$name" = report ] && python3 - "$OUT" "$PROFILE" "$LAUNCHER" "$NP" "$DEVICE" "${LAUNCH[*]}" "$BACKEND" "$ACCEPT" "$BIND" "$BIND_APPLIED" "$BIND_NOTE" <<'PY'
 import glob, json, os, sys, socket, time
-out, profile, launcher, np_, device, launch, backend, accept = sys.argv[1:9]
+out, profile, launcher, np_, device, launch, backend, accept, bind_req, bind, bind_note = sys.argv[1:12]
 steps = [dict(zip(("name", "status", "rc", "seconds", "note"), l.rstrip("\n").split("\t")))
          for l in open(os.path.join(out, "steps.tsv")) if l.strip()]
 meta = {"profile": profile, "launcher": launcher, "nranks": int(np_), "devices": device, "launch": launch,
-        "backend": backend or "default", "host": socket.gethostname(), "acceptance_file": accept or None,
+        "backend": backend or "default", "host": socket.gethostname(),
+        "binding": {"requested": bind_req, "applied": bind, "note": bind_note or None,
+                    "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"}, "acceptance_file": accept or None,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
         "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] != "acceptance"],
         "benchmarks": {}}

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Run parabench and the OSU Micro-Benchmarks side by side, interleaved, and
+summarise the ratio parabench/OSU per operation and size (see
+scripts/compare-osu.sh, which finds or builds OSU and calls this)."""
+import argparse
+import csv
+import datetime
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# name: (OSU binary, parabench binary and arguments, metric, buffer factor, default sizes)
+# The buffer factor maps OSU's size to parabench's: OSU's allgather and
+# alltoall sizes are per rank, parabench's (nccl-tests') the whole buffer.
+OPS = {
+    "allreduce": ("collective/osu_allreduce", ["coll_sweep", "--coll", "allreduce", "-d", "float"], "time_us", 1, (8, 1 << 20)),
+    "allgather": ("collective/osu_allgather", ["coll_sweep", "--coll", "allgather", "-d", "float"], "time_us", "n", (8, 1 << 20)),
+    "reduce_scatter": ("collective/osu_reduce_scatter", ["coll_sweep", "--coll", "reducescatter", "-d", "float"], "time_us", 1, (8, 1 << 20)),
+    "bcast": ("collective/osu_bcast", ["coll_sweep", "--coll", "broadcast", "-d", "float"], "time_us", 1, (8, 1 << 20)),
+    "alltoall": ("collective/osu_alltoall", ["coll_sweep", "--coll", "alltoall", "-d", "float"], "time_us", "n", (8, 1 << 20)),
+    "latency": ("pt2pt/osu_latency", ["p2p_sweep", "--mode", "latency"], "time_us", 1, (8, 4 << 20)),
+    "bw": ("pt2pt/osu_bw", ["p2p_sweep", "--mode", "bw"], "bw_MBps", 1, (8, 4 << 20)),
+    "bibw": ("pt2pt/osu_bibw", ["p2p_sweep", "--mode", "bibw"], "bw_MBps", 1, (8, 4 << 20)),
+}
+BAND = (0.95, 1.05)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800)
+    if p.returncode != 0:
+        sys.exit(f"compare_osu: {' '.join(cmd)} failed with exit {p.returncode}:\n{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def osu_values(out, factor):
+    """{parabench size: value} from OSU's table (size, value, ...)."""
+    vals = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 2 and not line.startswith("#") and f[0].isdigit():
+            vals[int(f[0]) * factor] = float(f[1])
+    return vals
+
+
+def parabench_values(path, metric):
+    vals = {}
+    with open(path) as fh:
+        for row in csv.DictReader(l for l in fh if l.strip() and not l.startswith("#")):
+            v = float(row["bw_GBps"]) * 1e3 if metric == "bw_MBps" else float(row["time_us"])
+            vals[int(row["bytes"])] = v
+    return vals
+
+
+def one_op(op, a, launch, tmp, first):
+    osu_bin, pb_cmd, metric, factor, (lo, hi) = OPS[op]
+    f = a.np if factor == "n" else 1
+    lo, hi = a.min or lo, a.max or hi
+    osu_cmd = launch + [os.path.join(a.osu, osu_bin), "-m", f"{max(lo // f, 1)}:{hi // f}"]
+    if osu_bin.startswith("collective/"):
+        osu_cmd += ["-T", "mpi_float"]
+    csv_path = os.path.join(tmp, f"{op}.csv")
+    pb = launch + [os.path.join(a.parabench, pb_cmd[0])] + pb_cmd[1:] + ["-b", str(lo), "-e", str(hi), "-f", "2", "--csv", csv_path]
+    got = {}
+    for tool in (("osu", "parabench") if first == "osu" else ("parabench", "osu")):
+        if tool == "osu":
+            got[tool] = osu_values(run(osu_cmd), f)
+        else:
+            run(pb)
+            got[tool] = parabench_values(csv_path, metric)
+    return metric, got
+
+
+def write_summary(path, rows, header):
+    with open(path, "w", newline="") as fh:
+        for h in header:
+            fh.write(f"# {h}\n")
+        w = csv.writer(fh)
+        w.writerow(["op", "bytes", "metric", "osu_median", "parabench_median", "ratio_median", "ratio_min", "ratio_max", "rounds", "in_band"])
+        w.writerows(rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--osu", required=True, help="OSU's libexec/osu-micro-benchmarks/mpi directory")
+    ap.add_argument("--parabench", required=True, help="parabench's bin directory")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--bind", choices=("core", "none"), default="core")
+    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, from: " + ", ".join(OPS))
+    ap.add_argument("--min", type=int, default=0, help="smallest size in bytes (parabench's buffer size)")
+    ap.add_argument("--max", type=int, default=0, help="largest size in bytes")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    ops = [o for o in a.ops.split(",") if o]
+    bad = [o for o in ops if o not in OPS]
+    if bad or a.rounds < 1 or a.np < 2:
+        ap.error(f"--ops: unknown {bad}; expected {', '.join(OPS)}" if bad else "--rounds must be >= 1 and --np >= 2")
+    host = socket.gethostname()
+    out = a.out or os.path.join("results", datetime.datetime.now().strftime("compare-osu-%Y%m%d-%H%M%S-") + host)
+    os.makedirs(out, exist_ok=True)
+    launch = ["mpirun", "-np", str(a.np)]
+    launch += ["--map-by", "core", "--bind-to", "core"] if a.bind == "core" else ["--bind-to", "none", "--oversubscribe"]
+
+    raw = []  # (round, op, bytes, metric, tool, value)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(1, a.rounds + 1):
+            for op in ops:
+                metric, got = one_op(op, a, launch, tmp, "osu" if r % 2 else "parabench")
+                for tool, vals in got.items():
+                    raw += [(r, op, size, metric, tool, v) for size, v in sorted(vals.items())]
+            print(f"compare_osu: round {r}/{a.rounds} done", file=sys.stderr)
+
+    rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always", "--dirty"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip() or "unknown"
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
+    header = [f"command: scripts/compare-osu.sh OSU --rounds {a.rounds} --np {a.np} --bind {a.bind} --ops {','.join(ops)}"
+              + (f" --min {a.min}" if a.min else "") + (f" --max {a.max}" if a.max else ""),
+              f"date: {datetime.datetime.now().isoformat(timespec='seconds')}", f"commit: {rev}",
+              f"machine: {host}, {os.cpu_count()} CPUs, {cpu}", f"launch: {' '.join(launch)}",
+              "ratio: parabench / OSU of the metric each reports (time_us: lower is faster; bw_MBps: higher is faster)",
+              "ratio_median: median over rounds of the per-round ratio; ratio_min/max: its spread"]
+    with open(os.path.join(out, "compare-osu-raw.csv"), "w", newline="") as fh:
+        for h in header:
+            fh.write(f"# {h}\n")
+        w = csv.writer(fh)
+        w.writerow(["round", "op", "bytes", "metric", "tool", "value"])
+        w.writerows(raw)
+
+    rows = []
+    for op in ops:
+        sizes = sorted({s for (_, o, s, _, _, _) in raw if o == op})
+        for size in sizes:
+            per = {t: {r: v for (r, o, s, _, tt, v) in raw if o == op and s == size and tt == t} for t in ("osu", "parabench")}
+            rounds = sorted(set(per["osu"]) & set(per["parabench"]))
+            ratios = [per["parabench"][r] / per["osu"][r] for r in rounds if per["osu"][r] > 0]
+            if not ratios:
+                continue
+            med = statistics.median(ratios)
+            rows.append([op, size, OPS[op][2], f"{statistics.median(per['osu'][r] for r in rounds):.4g}",
+                         f"{statistics.median(per['parabench'][r] for r in rounds):.4g}", f"{med:.3f}",
+                         f"{min(ratios):.3f}", f"{max(ratios):.3f}", len(ratios), int(BAND[0] <= med <= BAND[1])])
+    summary = os.path.join(out, "compare-osu.csv")
+    write_summary(summary, rows, header)
+
+    print(f"{'op':<15}{'size (B)':>10} {'metric':<8}{'OSU':>11}{'parabench':>11}{'ratio':>8}  spread")
+    for r in rows:
+        flag = "" if r[9] else "  outside 0.95-1.05"
+        print(f"{r[0]:<15}{r[1]:>10} {r[2]:<8}{r[3]:>11}{r[4]:>11}{r[5]:>8}  {r[6]}-{r[7]}{flag}")
+    inside = sum(r[9] for r in rows)
+    print(f"{inside} of {len(rows)} sizes within {BAND[0]}-{BAND[1]} (median of {a.rounds} interleaved rounds)")
+    plot = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plots", "compare_osu.gp")
+    subprocess.run(["gnuplot", "-c", plot, out], check=False)
+    print(f"written: {summary}, {os.path.join(out, 'compare-osu-raw.csv')}, {os.path.join(out, 'plots', 'compare_osu.png')}")
+
+
+if __name__ == "__main__":
+    main()
