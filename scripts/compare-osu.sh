@@ -13,9 +13,10 @@
 # (parabench's defaults are OSU's counts) over the same power-of-two sizes, one
 # after the other, alternating which goes first, for N rounds (default 5).
 # It prints the ratio parabench/OSU of the metric each tool reports (time for
-# latency and collectives, bandwidth for bw and bibw) per size: the median over
-# rounds and its spread, and writes DIR/compare-osu-raw.csv (every value),
-# DIR/compare-osu.csv (the summary) and DIR/plots/compare-osu.png.
+# latency and collectives, bandwidth for bw and bibw) per size: parabench's
+# median over the rounds against OSU's, the fastest round against the fastest,
+# and the spread of the per-round ratios. It writes DIR/compare-osu-raw.csv
+# (every value), DIR/compare-osu.csv (the summary) and DIR/plots/compare_osu.png.
 #
 # A benchmark, not a test: run it on an idle machine. Exit 0 when it ran,
 # 2 on a usage error, 3 when OSU cannot be found or built.
@@ -23,7 +24,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "compare-osu.sh: $2" >&2; exit "$1"; }
 [ $# -ge 1 ] || die 2 "usage: scripts/compare-osu.sh OSU_PREFIX|OSU_TARBALL [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR]"
-case "$1" in -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "$1" in -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 OSU=$1; shift
 
 osu_bin_dir() { echo "$1/libexec/osu-micro-benchmarks/mpi"; }
