@@ -4,6 +4,7 @@
 #include "error.h"
 #include "p2p.h"
 #include "p2p_matrix.h"
+#include "p2p_rounds.h"
 #include "parse.h"
 #include "watchdog.h"
 
@@ -14,20 +15,25 @@
 
 typedef struct p2p_opts {
     pb_common_opts common;
-    int modes[PB_P2P_MODES], nmodes;
+    int modes[PB_P2P_MODES], nmodes, modes_given;
     int pair[2], pair_given;
     int window;
     int matrix;             /* --matrix: every pair, latency at the smallest size, bw at the largest */
+    int matrix_serial;      /* --matrix-serial: one pair at a time instead of concurrent rounds */
     const char *matrix_csv; /* --matrix-csv PREFIX: the matrices and the flagged pair list */
 } p2p_opts;
 
-enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_CSV };
+enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_SERIAL, OPT_MATRIX_CSV };
 
 static const pb_opt own_opts[] = {
     {"mode", 0, "LIST", "latency, bw, bibw or all (comma-separated; default latency)", OPT_MODE},
     {"pair", 0, "A,B", "the two ranks to measure (default 0 and the last rank)", OPT_PAIR},
     {"window", 0, "N", "messages in flight per iteration in bw/bibw modes (default 64, as OSU)", OPT_WINDOW},
-    {"matrix", 0, NULL, "measure every pair: latency at the smallest size, bw at the largest", OPT_MATRIX},
+    {"matrix", 0, NULL, "measure every pair: latency at the smallest size, bw at the largest; disjoint pairs run "
+                        "concurrently in about N rounds (nodes paired whole, rank k with rank k + s; then inside "
+                        "every node at once)", OPT_MATRIX},
+    {"matrix-serial", 0, NULL, "as --matrix, but one pair at a time (N(N-1)/2 runs): to isolate a suspect link",
+     OPT_MATRIX_SERIAL},
     {"matrix-csv", 0, "PREFIX", "with --matrix, write PREFIX-latency.csv, PREFIX-bw.csv (N x N) and PREFIX-pairs.csv",
      OPT_MATRIX_CSV},
 };
@@ -55,10 +61,13 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     p2p_opts *o = ctx;
     long long v;
     switch (id) {
-    case OPT_MODE: return pb_parse_choice_list(option, arg, pb_p2p_mode_names(), 1, o->modes, &o->nmodes);
+    case OPT_MODE:
+        o->modes_given = 1;
+        return pb_parse_choice_list(option, arg, pb_p2p_mode_names(), 1, o->modes, &o->nmodes);
     case OPT_PAIR: return parse_pair(o, option, arg);
     case OPT_WINDOW: PB_TRY(pb_parse_int(option, arg, 1, 4096, &v)); o->window = (int)v; return PB_OK;
     case OPT_MATRIX: o->matrix = 1; return PB_OK;
+    case OPT_MATRIX_SERIAL: o->matrix = o->matrix_serial = 1; return PB_OK;
     case OPT_MATRIX_CSV: o->matrix_csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file prefix");
     default: return pb_usage(option, "not handled");
     }
@@ -81,11 +90,12 @@ static const pb_column cols[] = {
     {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2},
     {"bw_GBps", "bw", "(GB/s)", PB_COL_FLOAT, 9, 3},
     {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
+    {"round", NULL, NULL, PB_COL_INT, 0, 0}, /* --matrix: the round the pair ran in; -1 otherwise */
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
 static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_mode mode, size_t bytes,
-                      const pb_p2p_result *r)
+                      const pb_p2p_result *r, int round)
 {
     const pb_world *w = &b->w;
     int window = mode == PB_P2P_LATENCY ? 1 : o->window;
@@ -93,7 +103,7 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
         PB_S(pb_p2p_mode_name(mode)), PB_I(bytes), PB_I(pair[0]), PB_I(pair[1]), PB_S(w->host[pair[0]]),
         PB_S(w->host[pair[1]]), PB_S(pb_link_class(w, pair, 2)), PB_I(r->iters), PB_I(window),
         PB_F(r->st.mean), PB_F(r->st.min), PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->bw_GBps),
-        PB_I(r->wrong),
+        PB_I(r->wrong), PB_I(round),
     };
     return pb_report_row(b->rep, v);
 }
@@ -138,7 +148,7 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_
     int status = measure_on_pair(b, o->pair, comm, cfg, bytes, s, r, &res);
     if (b->w.rank == 0) {
         if (res.wrong > 0) *wrong += res.wrong;
-        if (status == PB_OK) status = report_row(b, o, o->pair, cfg->mode, bytes, &res);
+        if (status == PB_OK) status = report_row(b, o, o->pair, cfg->mode, bytes, &res, -1);
     }
     return status;
 }
@@ -170,34 +180,36 @@ static int matrix_report(pb_bench *b, const p2p_opts *o, pb_pair_result *pr, int
     return pb_matrix_write_pairs(path, pr, npairs);
 }
 
-/* Every pair i < j, one after the other: latency at the smallest size, bandwidth at the largest. */
-static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const uint64_t *sizes, size_t nsizes,
-                      pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
+/* Every pair, round by round (p2p_schedule.h): latency at the smallest size,
+ * bandwidth at the largest; rows are written as each round completes. */
+static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_schedule *sch, const uint64_t *sizes,
+                      size_t nsizes, pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
 {
-    int n = b->w.size, npairs = n * (n - 1) / 2, k = 0, status = PB_OK;
-    pb_pair_result *pr = calloc((size_t)npairs, sizeof *pr);
-    PB_CHECK(pr, PB_ERR_ENV, "out of memory for %d pairs", npairs);
-    pb_p2p_cfg lat = mode_cfg(o, PB_P2P_LATENCY, sizes[0]), bw = mode_cfg(o, PB_P2P_BW, sizes[nsizes - 1]);
-    if (b->rep) pb_report_header(b->rep);
-    for (int i = 0; i < n && status == PB_OK; i++) {
-        for (int j = i + 1; j < n && status == PB_OK; j++, k++) {
-            int pair[2] = {i, j};
-            /* zeroed per pair: rb stays unmeasured when the latency step fails */
-            pb_p2p_result rl = {0}, rb = {0};
-            status = measure_on_pair(b, pair, comm, &lat, sizes[0], s, r, &rl);
-            if (status == PB_OK) status = measure_on_pair(b, pair, comm, &bw, sizes[nsizes - 1], s, r, &rb);
-            pr[k] = (pb_pair_result){i, j, pb_link_class(&b->w, pair, 2), rl.st.mean, rb.bw_GBps, 0};
-            if (b->w.rank == 0) {
-                *wrong += (rl.wrong > 0 ? rl.wrong : 0) + (rb.wrong > 0 ? rb.wrong : 0);
-                if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &rl);
-                if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &rb);
-            }
-            /* idle ranks sleep until the pair is done; the next pair starts together */
-            pb_sleepy_barrier(b->w.comm);
+    int status = PB_OK;
+    pb_pair_result *pr = calloc((size_t)sch->npairs, sizeof *pr);
+    pb_pair_measure *m = calloc((size_t)sch->npairs, sizeof *m);
+    if (!pr || !m) status = pb_fail(PB_ERR_ENV, "out of memory for %d pairs", sch->npairs);
+    status = pb_world_agree(&b->w, status);
+    pb_round_setup su = {b->be, comm, b->w.comm, mode_cfg(o, PB_P2P_LATENCY, sizes[0]),
+                         mode_cfg(o, PB_P2P_BW, sizes[nsizes - 1]), sizes[0], sizes[nsizes - 1], s, r};
+    if (b->rep && status == PB_OK) pb_report_header(b->rep);
+    for (int first = 0; first < sch->npairs && status == PB_OK;) {
+        int round = sch->pairs[first].round, count = 0;
+        while (first + count < sch->npairs && sch->pairs[first + count].round == round) count++;
+        status = pb_p2p_round(&su, sch, first, count, m + first);
+        for (int k = first; k < first + count && b->w.rank == 0 && status == PB_OK; k++) {
+            int pair[2] = {sch->pairs[k].a, sch->pairs[k].b};
+            pr[k] = (pb_pair_result){pair[0], pair[1], pb_link_class(&b->w, pair, 2), m[k].lat.st.mean,
+                                     m[k].bw.bw_GBps, 0};
+            *wrong += (m[k].lat.wrong > 0 ? m[k].lat.wrong : 0) + (m[k].bw.wrong > 0 ? m[k].bw.wrong : 0);
+            status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
+            if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &m[k].bw, round);
         }
+        first += count;
     }
-    if (status == PB_OK && b->rep) status = matrix_report(b, o, pr, npairs);
+    if (status == PB_OK && b->rep) status = matrix_report(b, o, pr, sch->npairs);
     free(pr);
+    free(m);
     return status;
 }
 
@@ -221,6 +233,9 @@ int main(int argc, char **argv)
                    groups, 2);
     int status = pb_common_validate(&o.common);
     if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "p2p_sweep needs at least 2 ranks, got 1");
+    if (status == PB_OK && o.matrix && (o.pair_given || o.modes_given))
+        status = pb_usage(o.pair_given ? "--pair" : "--mode", "does not apply to --matrix, which measures every pair "
+                          "(latency at the smallest size, bw at the largest); expected one or the other");
     if (!o.pair_given) o.pair[0] = 0, o.pair[1] = b.w.size - 1;
     for (int k = 0; k < 2 && status == PB_OK; k++)
         if (o.pair[k] >= b.w.size)
@@ -230,7 +245,15 @@ int main(int argc, char **argv)
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     status = pb_bench_select(&b, &o.common);
+    pb_schedule sch = {0};
+    if (status == PB_OK && o.matrix)
+        status = pb_world_agree(&b.w, o.matrix_serial ? pb_schedule_serial(b.w.size, &sch)
+                                                      : pb_schedule_concurrent(b.w.node_of, b.w.size, &sch));
     cJSON *meta = cJSON_CreateObject();
+    if (o.matrix) {
+        cJSON_AddStringToObject(meta, "matrix_mode", o.matrix_serial ? "serial" : "concurrent");
+        cJSON_AddNumberToObject(meta, "matrix_rounds", sch.nrounds);
+    }
     if (status == PB_OK) cJSON_AddItemToObject(meta, "buffers", pb_buffer_mode_meta(b.be, o.common.rotate));
     cJSON *iters = cJSON_AddObjectToObject(meta, "iterations");
     for (int m = 0; m < PB_P2P_MODES; m++) {
@@ -251,7 +274,8 @@ int main(int argc, char **argv)
     if (b.rep && status == PB_OK && !o.matrix)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
                b.w.host[o.pair[1]], pb_link_class(&b.w, o.pair, 2));
-    if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, sizes, nsizes, &sbuf, &rbuf, &wrong);
+    if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
+    pb_schedule_free(&sch);
     for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {
         pb_p2p_mode mode = (pb_p2p_mode)o.modes[m];
         if (b.rep) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # p2p_sweep under mpirun with 2, 3 and 4 ranks: all modes, chosen pairs, output files, bad options.
 source "$(dirname "$0")/lib.sh"
-COLS=mode,bytes,rank_a,rank_b,host_a,host_b,link_class,iters,window,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,bw_GBps,wrong
+COLS=mode,bytes,rank_a,rank_b,host_a,host_b,link_class,iters,window,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,bw_GBps,wrong,round
 
 for np in 2 3 4; do
     expect_rc 0 "p2p_sweep all modes, $np ranks" -- \

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# p2p_sweep --matrix: concurrent rounds (the default) against --matrix-serial on
+# 4 and 5 ranks: the same pairs, each once, disjoint within a round, the round
+# count in the metadata; a combination that cannot apply is refused.
+source "$(dirname "$0")/lib.sh"
+
+for np in 4 5; do
+    for mode in matrix matrix-serial; do
+        expect_rc 0 "p2p_sweep --$mode on $np ranks" -- \
+            mpi $np "$BIN/p2p_sweep" --$mode --sizes 8,64K -n 20 -w 2 --json "$TMP/$mode-$np.json"
+    done
+    # single node: a round-robin tournament, N - 1 rounds for even N, N for odd N
+    want=$((np % 2 ? np : np - 1))
+    python3 - "$TMP/matrix-$np.json" "$TMP/matrix-serial-$np.json" "$np" "$want" <<'PY' \
+        && pass "$np ranks: concurrent rounds cover the serial pairs, disjoint per round" || fail "$np ranks: schedules"
+import json, sys
+conc, ser = (json.load(open(p)) for p in sys.argv[1:3])
+n, want = int(sys.argv[3]), int(sys.argv[4])
+assert conc["meta"]["matrix_mode"] == "concurrent" and conc["meta"]["matrix_rounds"] == want, conc["meta"]
+assert ser["meta"]["matrix_mode"] == "serial" and ser["meta"]["matrix_rounds"] == n * (n - 1) // 2, ser["meta"]
+def pairs(doc):
+    return {(r["rank_a"], r["rank_b"]) for r in doc["rows"]}
+everyone = {(a, b) for a in range(n) for b in range(a + 1, n)}
+assert pairs(conc) == pairs(ser) == everyone, (pairs(conc), pairs(ser))
+assert len(conc["rows"]) == 2 * len(everyone)  # latency and bw per pair, once
+by_round = {}
+for r in conc["rows"]:
+    if r["mode"] == "latency":
+        by_round.setdefault(r["round"], []).append((r["rank_a"], r["rank_b"]))
+assert sorted(by_round) == list(range(want)), sorted(by_round)
+for k, ps in by_round.items():
+    ranks = [x for p in ps for x in p]
+    assert len(ranks) == len(set(ranks)), (k, ps)  # no rank twice in a round
+assert all(r["round"] == -1 or r["round"] >= 0 for r in ser["rows"])
+assert sorted({r["round"] for r in ser["rows"]}) == list(range(len(everyone)))
+PY
+done
+
+expect_rc 2 "--matrix with --pair is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --pair 0,1
+expect_in "$TMP/err" "--pair: does not apply to --matrix" "the message names --pair and --matrix"
+expect_rc 2 "--matrix with --mode is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --mode bw
+expect_in "$TMP/err" "--mode: does not apply to --matrix" "the message names --mode and --matrix"
+finish
