@@ -1,7 +1,8 @@
 /* One round of an all-pairs schedule (p2p_schedule.h): the pairs of the round
- * measure at the same time, each its latency at one size and its bandwidth at
- * another; ranks without a pair in the round wait without taking a core; the
- * results come to rank 0. */
+ * measure at the same time, first all their latencies at one size, then (after
+ * a barrier) all their bandwidths at another, so no latency is measured under
+ * bandwidth traffic; ranks without a pair in the round wait without taking a
+ * core; the results come to rank 0. */
 #ifndef PB_P2P_ROUNDS_H
 #define PB_P2P_ROUNDS_H
 
