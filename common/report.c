@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include "error.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,7 +14,26 @@ struct pb_report {
     FILE *table, *csv;
     char *json_path;
     cJSON *root, *rows, *summary, *notes;
+    long changes, changes_at_write; /* rows, notes and summaries added, in all and at the last JSON write */
+    double written_us;              /* when the JSON was last written */
 };
+
+/* The JSON is rewritten whole (a temporary file renamed over it, so it is
+ * always a valid document), but not after every change: only once the changes
+ * have doubled since the last write, or a second has passed. The total work
+ * stays linear in the rows, and the file lags the CSV (flushed per row) by at
+ * most a second or half its rows; pb_report_close writes the final state. */
+#define JSON_REWRITE_US 1e6
+
+static int json_changed(pb_report *r)
+{
+    r->changes++;
+    if (!r->json_path) return PB_OK;
+    if (r->changes < 2 * r->changes_at_write && pb_now_us() - r->written_us < JSON_REWRITE_US) return PB_OK;
+    r->changes_at_write = r->changes;
+    r->written_us = pb_now_us();
+    return pb_json_write_atomic(r->json_path, r->root);
+}
 
 int pb_json_write_atomic(const char *path, const cJSON *json)
 {
@@ -73,6 +93,7 @@ int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSO
     }
     if (json_path) {
         r->json_path = strdup(json_path);
+        r->written_us = pb_now_us();
         return pb_json_write_atomic(json_path, r->root);
     }
     return PB_OK;
@@ -142,7 +163,7 @@ int pb_report_row(pb_report *r, const pb_value *values)
         fputc('\n', r->csv);
         fflush(r->csv);
     }
-    return r->json_path ? pb_json_write_atomic(r->json_path, r->root) : PB_OK;
+    return json_changed(r);
 }
 
 int pb_report_summary(pb_report *r, const char *key, const char *title, double value, const char *unit)
@@ -151,7 +172,7 @@ int pb_report_summary(pb_report *r, const char *key, const char *title, double v
     if (r->csv) fprintf(r->csv, "# summary %s: %.6g\n", key, value);
     cJSON_DeleteItemFromObject(r->summary, key);
     cJSON_AddNumberToObject(r->summary, key, value);
-    return r->json_path ? pb_json_write_atomic(r->json_path, r->root) : PB_OK;
+    return json_changed(r);
 }
 
 int pb_report_note(pb_report *r, const char *fmt, ...)
@@ -164,7 +185,7 @@ int pb_report_note(pb_report *r, const char *fmt, ...)
     if (r->table) fprintf(r->table, "# %s\n", text);
     if (r->csv) fprintf(r->csv, "# note: %s\n", text);
     cJSON_AddItemToArray(r->notes, cJSON_CreateString(text));
-    return r->json_path ? pb_json_write_atomic(r->json_path, r->root) : PB_OK;
+    return json_changed(r);
 }
 
 int pb_report_close(pb_report *r, int complete)
