@@ -176,7 +176,7 @@ else HYBRID_NOTE="needs a world size divisible by 4 (TP 2 x PP 2 x DP n/4); this
 # name|binary|weight|arguments ('-' binary: a step of this script)
 STEPS=(
     "coll_sweep|coll_sweep|30|--coll all $SWEEP"
-    "coll_sweep_intra|coll_sweep|20|--coll all $SWEEP"
+    "coll_sweep_intra|coll_sweep|20|--coll all --groups node $SWEEP"
     "p2p_sweep|p2p_sweep|10|--mode all $P2P"
     "p2p_matrix|p2p_sweep|4|--matrix --sizes 8,1M --max-seconds-per-size 1 --matrix-csv $OUT/p2p_matrix"
     "dp_allreduce|dp_allreduce|10|--overlap none,bucket $MODEL $DP"
@@ -193,13 +193,6 @@ for s in "${STEPS[@]}"; do IFS='|' read -r _ _ w _ <<<"$s"; TOTAL_W=$((TOTAL_W +
 FAILED=() ACCEPT_FAILED=0 START=$SECONDS DONE_W=0
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$OUT/steps.tsv"; } # name status rc secs note
 
-# One node's ranks, for the intra-node sweep of a multi-node run.
-intra_launch() {
-    local rpn=$1
-    if [ "$LAUNCHER" = srun ]; then echo "srun -N 1 -n $rpn ${BIND_ARGS[*]} ${WRAP[*]}"
-    else echo "mpirun -np $rpn ${BIND_ARGS[*]} ${HOSTFILE:+--hostfile $HOSTFILE} --npernode $rpn ${WRAP[*]}"; fi
-}
-
 # Number of nodes and ranks on rank 0's node, from the metadata of the first sweep.
 nodes_of_run() {
     awk -F': *' '/^# nnodes:/ { n = $2 } /^# ranks_per_node:/ { r = $2; gsub(/[^0-9,]/, "", r); split(r, a, ","); r = a[1] }
@@ -211,10 +204,9 @@ run_step() { # k name binary args
     local elapsed=$((SECONDS - START)) eta=""
     [ "$DONE_W" -gt 0 ] && [ "$elapsed" -gt 0 ] && eta=", about $(hms $((elapsed * (TOTAL_W - DONE_W) / DONE_W))) left"
     say "[$k/${#STEPS[@]}] $name ($(hms "$elapsed") elapsed$eta)"
-    if [ "$name" = coll_sweep_intra ]; then
+    if [ "$name" = coll_sweep_intra ]; then # every node's intra-node sweep at once (--groups node)
         read -r nnodes rpn <<<"$(nodes_of_run)"
         if [ "$nnodes" -le 1 ] || [ "$rpn" -lt 2 ]; then record "$name" skipped - 0 "single-node run: coll_sweep is already intra-node"; return; fi
-        read -r -a launch <<<"$(intra_launch "$rpn")"
     fi
     if [ "$name" = hybrid_3d ] && [ -n "$HYBRID_NOTE" ]; then
         record "$name" skipped - 0 "$HYBRID_NOTE"; say "  skipped: $HYBRID_NOTE"; return

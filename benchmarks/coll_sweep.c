@@ -11,6 +11,7 @@
 #include "coll_check.h"
 #include "coll_exec.h"
 #include "error.h"
+#include "groups.h"
 #include "parse.h"
 #include "runner.h"
 #include "watchdog.h"
@@ -24,9 +25,10 @@ typedef struct sweep_opts {
     int colls[PB_COLL_COUNT]; /* which collectives, in the order given */
     int ncolls;
     int graph; /* -G */
+    int groups; /* --groups: pb_groups_kind */
 } sweep_opts;
 
-enum { OPT_COLL, OPT_GRAPH };
+enum { OPT_COLL, OPT_GRAPH, OPT_GROUPS };
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
@@ -35,12 +37,19 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
         o->graph = 1;
         return PB_OK;
     }
+    if (id == OPT_GROUPS) {
+        int n = 0;
+        return pb_parse_choice_list(option, arg, pb_groups_names(), 0, &o->groups, &n);
+    }
     return pb_parse_choice_list(option, arg, pb_coll_names(), 1, o->colls, &o->ncolls);
 }
 
 static const pb_opt own_opts[] = {
     {"coll", 0, "LIST", "collectives: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, "
                         "sendrecv, or all (comma-separated; default allreduce)", OPT_COLL},
+    {"groups", 0, "KIND", "world (default): one collective over all ranks; node: one inside every node at once; "
+                          "rail: one across the nodes among the ranks of each local rank, all rails at once",
+     OPT_GROUPS},
     {"cuda-graph", 'G', NULL, "capture each size's operation in a CUDA graph and time its replays (--backend nccl; "
                               "fixed buffers, no rotation)", OPT_GRAPH},
 };
@@ -66,11 +75,13 @@ static const pb_column cols[] = {
     {"algbw_GBps", "algbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
     {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
     {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
+    {"group", "group", "", PB_COL_STR, 8, 0}, /* "world", or the node / rail (--groups) */
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
 typedef struct iter_ctx {
     const pb_backend *be;
+    const pb_group *g; /* the ranks this rank runs the collective with */
     pb_comm *comm;
     pb_coll coll;
     pb_coll_shape shape;
@@ -111,20 +122,20 @@ static int capture(iter_ctx *x)
 }
 
 /* Mean over iterations and ranks of the device time (NaN without events). */
-static int device_time(iter_ctx *x, const pb_world *w, double *mean_us)
+static int device_time(iter_ctx *x, double *mean_us)
 {
     double sum = 0, mine = NAN;
     int count = 0, status = PB_OK;
     if (x->events) status = x->be->span_take(x->comm, &sum, &count);
     if (count > 0) mine = sum / count;
-    MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, w->comm);
-    *mean_us /= w->size;
+    MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, x->g->comm);
+    *mean_us /= x->g->size;
     return status;
 }
 
 /* Run the collective once on known inputs and count wrong elements on all
  * ranks; on the device when the buffers are there (coll_check.h). */
-static int validate(iter_ctx *x, const pb_world *w, long long *wrong_total)
+static int validate(iter_ctx *x, long long *wrong_total)
 {
     const pb_coll_shape *sh = &x->shape;
     int n = x->be->size(x->comm), me = x->be->rank(x->comm);
@@ -137,7 +148,7 @@ static int validate(iter_ctx *x, const pb_world *w, long long *wrong_total)
     if (status == PB_OK)
         status = pb_coll_check_count(x->be, x->coll, sh, x->o->dtype, x->o->op, me, n, x->o->root,
                                      pb_test_corrupt_rank() == me, recv, &wrong);
-    MPI_Allreduce(&wrong, wrong_total, 1, MPI_LONG_LONG, MPI_SUM, w->comm);
+    MPI_Allreduce(&wrong, wrong_total, 1, MPI_LONG_LONG, MPI_SUM, x->g->comm);
     return status;
 }
 
@@ -148,20 +159,54 @@ static int has_redop(pb_coll c)
 
 static int has_root(pb_coll c) { return c == PB_COLL_BROADCAST || c == PB_COLL_REDUCE; }
 
-static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, double dev_us, int iters, long long wrong)
+/* One size's result in one group, as its leader has it. */
+typedef struct group_row {
+    pb_stats st;
+    double dev_us;
+    int done, nranks, nnodes;
+    long long wrong;
+    size_t bytes, count; /* the group's shape: groups of other sizes split the buffer otherwise */
+    char name[32], link[8];
+} group_row;
+
+#define TAG_GROUP_ROW 7704
+
+static double busbw_of(const iter_ctx *x, const group_row *r)
 {
-    if (!b->rep) return PB_OK;
-    int n = b->w.size;
-    double algbw = st->mean > 0 ? (double)x->shape.bytes / st->mean / 1e3 : 0;
-    double busbw = algbw * pb_busbw_factor(x->coll, n);
+    return r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 * pb_busbw_factor(x->coll, r->nranks) : 0;
+}
+
+static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
+{
+    double algbw = r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 : 0;
     pb_value v[NCOLS] = {
-        PB_S(pb_coll_name(x->coll)), PB_I(x->shape.bytes), PB_I(x->shape.count), PB_S(pb_dtype_name(x->o->dtype)),
+        PB_S(pb_coll_name(x->coll)), PB_I(r->bytes), PB_I(r->count), PB_S(pb_dtype_name(x->o->dtype)),
         PB_S(has_redop(x->coll) ? pb_redop_name(x->o->op) : "none"), PB_I(has_root(x->coll) ? x->o->root : -1),
-        PB_I(n), PB_I(b->w.nnodes), PB_S(pb_link_class(&b->w, NULL, n)), PB_I(iters), PB_F(st->mean),
-        PB_F(st->min), PB_F(st->max), PB_F(st->median), PB_F(st->p99), PB_F(st->rankmax), PB_F(dev_us), PB_F(algbw),
-        PB_F(busbw), PB_I(x->o->check ? wrong : -1),
+        PB_I(r->nranks), PB_I(r->nnodes), PB_S(r->link), PB_I(r->done), PB_F(r->st.mean), PB_F(r->st.min),
+        PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->st.rankmax), PB_F(r->dev_us), PB_F(algbw),
+        PB_F(busbw_of(x, r)), PB_I(x->o->check ? r->wrong : -1), PB_S(r->name),
     };
     return pb_report_row(b->rep, v);
+}
+
+/* The groups' leaders bring their rows to world rank 0, which writes them in
+ * group order. Adds to the busbw sum, the row count and the wrong count. */
+static int report_groups(pb_bench *b, iter_ctx *x, const group_row *mine, double *busbw_sum, int *rows,
+                         long long *wrong_sum)
+{
+    const pb_group *g = x->g;
+    if (g->rank == 0 && b->w.rank != 0) MPI_Send(mine, sizeof *mine, MPI_BYTE, 0, TAG_GROUP_ROW, b->w.comm);
+    if (b->w.rank != 0) return PB_OK;
+    int status = PB_OK;
+    for (int k = 0; k < g->count && status == PB_OK; k++) {
+        group_row r = *mine;
+        if (g->leaders[k] != 0) MPI_Recv(&r, sizeof r, MPI_BYTE, g->leaders[k], TAG_GROUP_ROW, b->w.comm, MPI_STATUS_IGNORE);
+        status = report_row(b, x, &r);
+        *busbw_sum += busbw_of(x, &r);
+        *wrong_sum += r.wrong;
+        (*rows)++;
+    }
+    return status;
 }
 
 /* Issue the collective once at the largest size before the first row is
@@ -169,7 +214,7 @@ static int report_row(pb_bench *b, iter_ctx *x, const pb_stats *st, double dev_u
  * up here, so the first size is measured like the others. */
 static int warm_up_sweep(pb_bench *b, iter_ctx *x, uint64_t largest)
 {
-    pb_coll_shape_of(x->coll, largest, x->o->dtype, b->w.size, &x->shape);
+    pb_coll_shape_of(x->coll, largest, x->o->dtype, x->g->size, &x->shape);
     pb_watch_arm(-1, "warm-up before the sweep");
     int status = x->skip ? PB_OK : issue(x, 0);
     if (status == PB_OK && !x->skip) status = x->be->sync(x->comm);
@@ -183,7 +228,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
 {
     const pb_common_opts *o = x->o;
     pb_coll_shape biggest;
-    pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, b->w.size, &biggest);
+    pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
     size_t ts = pb_dtype_size(o->dtype);
     int status = pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
     if (status == PB_OK) status = pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
@@ -197,27 +242,25 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         pb_report_header(b->rep);
     }
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
-        pb_coll_shape_of(x->coll, sizes[i], o->dtype, b->w.size, &x->shape);
+        pb_coll_shape_of(x->coll, sizes[i], o->dtype, x->g->size, &x->shape);
         pb_rotbuf_fit(&x->send, x->shape.send_count * ts);
         pb_rotbuf_fit(&x->recv, x->shape.recv_count * ts);
         pb_watch_what(pb_coll_name(x->coll), x->shape.bytes);
         pb_loop_cfg loop = {0, 0, o->max_seconds};
         pb_iters_for(o, &pb_policy_collective, x->shape.bytes, &loop.iters, &loop.warmup);
-        int done = 0;
-        pb_stats st = {0};
-        long long wrong = 0;
-        double dev_us = NAN;
+        group_row r = {.dev_us = NAN, .nranks = x->g->size, .nnodes = pb_nodes_spanned(&b->w, x->g->members, x->g->size),
+                       .bytes = x->shape.bytes, .count = x->shape.count};
+        snprintf(r.name, sizeof r.name, "%s", x->g->name);
+        snprintf(r.link, sizeof r.link, "%s", x->g->link);
         if (x->graph) status = pb_world_agree(&b->w, capture(x));
         x->recording = 1;
-        if (status == PB_OK) status = pb_time_loop(b->w.comm, &loop, one_iteration, x, samples, &done);
+        if (status == PB_OK) status = pb_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
         x->recording = 0;
-        if (status == PB_OK) status = pb_gather_stats(b->w.comm, samples, done, &st);
-        if (status == PB_OK) status = device_time(x, &b->w, &dev_us);
-        if (status == PB_OK && o->check) status = validate(x, &b->w, &wrong);
-        if (status == PB_OK) status = report_row(b, x, &st, dev_us, done, wrong);
-        *wrong_sum += wrong;
-        *busbw_sum += st.mean > 0 ? (double)x->shape.bytes / st.mean / 1e3 * pb_busbw_factor(x->coll, b->w.size) : 0;
-        (*rows)++;
+        if (status == PB_OK) status = pb_gather_stats(x->g->comm, samples, r.done, &r.st);
+        if (status == PB_OK) status = device_time(x, &r.dev_us);
+        if (status == PB_OK && o->check) status = validate(x, &r.wrong);
+        status = pb_world_agree(&b->w, status); /* every group stops when one fails */
+        if (status == PB_OK) status = report_groups(b, x, &r, busbw_sum, rows, wrong_sum);
     }
     free(samples);
     pb_rotbuf_free(&x->send);
@@ -242,8 +285,13 @@ int main(int argc, char **argv)
                    groups, 2);
     if (o.ncolls == 0) o.colls[o.ncolls++] = PB_COLL_ALLREDUCE;
     int status = pb_common_validate(&o.common);
-    if (status == PB_OK && (o.common.root < 0 || o.common.root >= b.w.size))
-        status = pb_usage("-r/--root", "rank %d does not exist; expected 0..%d", o.common.root, b.w.size - 1);
+    pb_group g = {.comm = MPI_COMM_NULL};
+    if (status == PB_OK) status = pb_group_split(&b.w, (pb_groups_kind)o.groups, &g);
+    int smallest = g.size;
+    MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, b.w.comm);
+    if (status == PB_OK && (o.common.root < 0 || o.common.root >= smallest))
+        status = pb_usage("-r/--root", "rank %d does not exist in every %s group; expected 0..%d", o.common.root,
+                          pb_groups_names()[o.groups], smallest - 1);
     if (status == PB_OK) status = pb_bench_select(&b, &o.common);
     if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
         status = pb_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
@@ -252,7 +300,7 @@ int main(int argc, char **argv)
 
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
-    iter_ctx x = {.be = b.be, .o = &o.common, .skip = pb_test_skip_rank() == b.w.rank,
+    iter_ctx x = {.be = b.be, .g = &g, .o = &o.common, .skip = pb_test_skip_rank() == b.w.rank,
                   .events = b.be->span_begin != NULL, .graph = o.graph};
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "timer", x.events ? "time: host clock, issue to stream synchronization; "
@@ -265,8 +313,10 @@ int main(int argc, char **argv)
     char iters[160];
     pb_iters_describe(&o.common, &pb_policy_collective, iters, sizeof iters);
     cJSON_AddStringToObject(meta, "iterations", iters);
+    cJSON_AddStringToObject(meta, "groups", pb_groups_names()[o.groups]);
+    cJSON_AddNumberToObject(meta, "group_count", g.count);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
-    if (status == PB_OK) status = b.be->comm_create(b.w.comm, &x.comm);
+    if (status == PB_OK) status = pb_world_agree(&b.w, b.be->comm_create(g.comm, &x.comm));
     double busbw_sum = 0;
     int rows = 0;
     long long wrong = 0;
@@ -275,6 +325,7 @@ int main(int argc, char **argv)
         status = sweep_collective(&b, &x, sizes, nsizes, &busbw_sum, &rows, &wrong);
     }
     if (x.comm) b.be->comm_destroy(x.comm);
+    pb_group_free(&g);
     if (b.rep && rows > 0) {
         printf("#\n");
         pb_report_summary(b.rep, "avg_busbw_GBps", "Avg bus bandwidth", busbw_sum / rows, "GB/s");

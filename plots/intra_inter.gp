@@ -1,5 +1,6 @@
 # The same collective (allreduce) inside one node and across nodes: one line per
-# link class found in coll_sweep.csv and coll_sweep_intra.csv (a multi-node run's one-node sweep).
+# link class found in coll_sweep.csv and coll_sweep_intra.csv (a multi-node run's intra-node sweep of
+# every node at once, coll_sweep --groups node: drawn for its first group, node0).
 dir = ARG1; load system('dirname '.ARG0).'/common.gp'
 files = ''
 do for [name in "coll_sweep.csv coll_sweep_intra.csv"] { if (have(data(name))) { files = files.' '.data(name) } }
@@ -19,6 +20,6 @@ eval footnote('intra: all ranks share a node (shared memory / NVLink); inter: ev
 do for [fmt in "png svg"] {
   eval set_term(fmt, 'intra_inter')
   plot for [fi in files] for [l in uniq(fi, 'link_class')] fi \
-       using (strcol('collective') eq 'allreduce' && strcol('link_class') eq l ? column('bytes') : NaN):(column('busbw_GBps')) \
+       using (strcol('collective') eq 'allreduce' && strcol('link_class') eq l && strcol('group') eq first(uniq(fi, 'group')) ? column('bytes') : NaN):(column('busbw_GBps')) \
        with linespoints lt (l eq 'intra' ? 1 : l eq 'inter' ? 2 : 3) title sprintf('%s (%s ranks)', l, first(uniq(fi, 'nranks')))
 }

@@ -2,7 +2,7 @@
 # coll_sweep under mpirun with 2, 3 and 4 ranks: validated results, CSV/JSON
 # contents, exit codes for bad options and for deliberately corrupted data.
 source "$(dirname "$0")/lib.sh"
-COLS=collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,time_us_device,algbw_GBps,busbw_GBps,wrong
+COLS=collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,time_us_device,algbw_GBps,busbw_GBps,wrong,group
 
 for np in 2 3 4; do
     expect_rc 0 "coll_sweep all collectives, $np ranks" -- \
