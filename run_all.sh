@@ -4,7 +4,7 @@
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
 #                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
-#                [--acceptance FILE] [--junit FILE] [--quiet]
+#                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet]
 #
 #   --quick        a short pass (well under two minutes on a 2-core machine)
 #   --full         long sweeps (to 256 MB) and bigger workloads
@@ -14,6 +14,8 @@
 #                  domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
 #   --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
 #   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
+#   --no-install   never install packages: say what is missing and exit 3 (dependencies found
+#                  on PATH, by pkg-config or through MPI_HOME/CUDA_HOME/NCCL_HOME are never reinstalled)
 #
 # A failing benchmark is recorded and the rest still run. Exit: 0 all passed;
 # 1 a benchmark failed or a threshold was missed; 2 usage error or bad
@@ -22,9 +24,9 @@ set -u
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
 
-PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND=""
+PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND="" INSTALL=1
 BUILD=${BUILD:-build}
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 die_usage() { echo "run_all.sh: option $1: $2" >&2; exit 2; }
 need() { [ "$2" -ge 2 ] || die_usage "$1" "needs a value"; }
 while [ $# -gt 0 ]; do
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
               [ -r "$ACCEPT" ] || die_usage --acceptance "'$ACCEPT' is not a readable file" ;;
         --junit) need "$1" $#; JUNIT=$2; shift ;;
         --quiet) QUIET=1 ;;
+        --no-install) INSTALL=0 ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "$1" "unknown option; see --help" ;;
     esac
@@ -57,7 +60,9 @@ say() { [ "$QUIET" = 1 ] || echo "run_all: $*" >&2; }
 hms() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 
 # ---- dependencies and build ----
-scripts/install-deps.sh || { echo "run_all.sh: installing dependencies failed" >&2; exit 3; }
+DEPS_ARGS=(--for run)
+[ "$INSTALL" = 0 ] && DEPS_ARGS+=(--no-install)
+scripts/install-deps.sh "${DEPS_ARGS[@]}" || { echo "run_all.sh: dependencies are missing (above); nothing was run" >&2; exit 3; }
 BIN=$ROOT/$BUILD/bin
 BUILD_LOG=$(mktemp /tmp/parabench-build.XXXXXX)
 BUILD_FAILED=0
