@@ -186,14 +186,15 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_sc
                       size_t nsizes, pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
 {
     int status = PB_OK;
-    pb_pair_result *pr = calloc((size_t)sch->npairs, sizeof *pr);
-    pb_pair_measure *m = calloc((size_t)sch->npairs, sizeof *m);
+    size_t npairs = (size_t)(sch->npairs > 0 ? sch->npairs : 1);
+    pb_pair_result *pr = calloc(npairs, sizeof *pr);
+    pb_pair_measure *m = calloc(npairs, sizeof *m);
     if (!pr || !m) status = pb_fail(PB_ERR_ENV, "out of memory for %d pairs", sch->npairs);
     status = pb_world_agree(&b->w, status);
     pb_round_setup su = {b->be, comm, b->w.comm, mode_cfg(o, PB_P2P_LATENCY, sizes[0]),
                          mode_cfg(o, PB_P2P_BW, sizes[nsizes - 1]), sizes[0], sizes[nsizes - 1], s, r};
     if (b->rep && status == PB_OK) pb_report_header(b->rep);
-    for (int first = 0; first < sch->npairs && status == PB_OK;) {
+    for (int first = 0; first < sch->npairs && status == PB_OK && pr && m;) {
         int round = sch->pairs[first].round, count = 0;
         while (first + count < sch->npairs && sch->pairs[first + count].round == round) count++;
         status = pb_p2p_round(&su, sch, first, count, m + first);

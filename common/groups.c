@@ -21,15 +21,15 @@ int pb_group_split(const pb_world *w, pb_groups_kind kind, pb_group *g)
     }
     if (status == PB_OK && !g->members) status = pb_fail(PB_ERR_ENV, "out of memory for %d group members", g->size);
     status = pb_world_agree(w, status);
-    if (status != PB_OK) return status;
+    if (status != PB_OK || !g->members) return status != PB_OK ? status : PB_ERR_ENV;
     MPI_Allgather(&w->rank, 1, MPI_INT, g->members, 1, MPI_INT, g->comm);
     /* Number the groups by their lowest world rank: leaders are members[0]. */
     int leader = g->members[0], is_leader = g->rank == 0;
     int *leaders = malloc(sizeof(int) * (size_t)w->size);
     status = pb_world_agree(w, leaders ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d ranks", w->size));
-    if (status != PB_OK) {
+    if (status != PB_OK || !leaders) {
         free(leaders);
-        return status;
+        return status != PB_OK ? status : PB_ERR_ENV;
     }
     MPI_Allgather(&is_leader, 1, MPI_INT, leaders, 1, MPI_INT, w->comm);
     g->count = 0;

@@ -55,7 +55,11 @@ static int group_by_node(const int *node_of, int nranks, int **start, int **memb
     int *fill = calloc((size_t)n + 1, sizeof(int));
     if (!*start || !*members || !fill) {
         free(fill);
-        return pb_fail(PB_ERR_ENV, "out of memory scheduling %d ranks", nranks);
+        free(*start);
+        free(*members);
+        *start = *members = NULL;
+        (void)pb_fail(PB_ERR_ENV, "out of memory scheduling %d ranks", nranks);
+        return PB_ERR_ENV;
     }
     for (int r = 0; r < nranks; r++) (*start)[node_of[r] + 1]++;
     for (int k = 0; k < n; k++) (*start)[k + 1] += (*start)[k];
@@ -130,7 +134,7 @@ int pb_schedule_concurrent(const int *node_of, int nranks, pb_schedule *out)
         free(b.pairs);
         return pb_fail(PB_ERR_ENV, "out of memory scheduling %d ranks", nranks);
     }
-    qsort(b.pairs, (size_t)b.n, sizeof *b.pairs, cmp_pair);
+    if (b.n > 1) qsort(b.pairs, (size_t)b.n, sizeof *b.pairs, cmp_pair);
     out->pairs = b.pairs;
     out->npairs = b.n;
     out->nrounds = base;
