@@ -4,7 +4,7 @@
 # with its defaults on the same 8-byte operation, alternating, several rounds,
 # and prints both medians and their difference. Machines are noisy: read the
 # difference, and run it on an idle machine.
-#   Usage: scripts/harness-overhead.sh [ROUNDS]   (output: docs/measured/harness-overhead.txt)
+#   Usage: scripts/harness-overhead.sh [ROUNDS]   (recorded as docs/measured/harness-overhead.txt by scripts/record.sh)
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -16,10 +16,6 @@ M=(mpirun -np 2 --map-by core --bind-to core --mca btl self,vader)
 col() { python3 -c "import csv,sys; r=list(csv.DictReader(l for l in sys.stdin if not l.startswith('#'))); print(r[-1]['$1'])"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 csv=$(mktemp /tmp/pb-ovh.XXXXXX)
-echo "# command: scripts/harness-overhead.sh $ROUNDS"
-echo "# date: $(date -Iseconds)"
-echo "# commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
-echo "# machine: $(hostname), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
 echo "# launch: ${M[*]}; 20000 iterations (+2000 warm-up) per round, medians of $ROUNDS rounds"
 for op in latency allreduce; do
     ref=() ours=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The report writer's cost per row as the row count grows (tests/perf/json_writer.c):
 # a flat time per row from 12,500 to 100,000 rows means writing is linear in the rows.
-#   Usage: scripts/json-writer-bench.sh   (output: docs/measured/json-writer.txt)
+#   Usage: scripts/json-writer-bench.sh   (recorded as docs/measured/json-writer.txt by scripts/record.sh)
 set -eu
 cd "$(dirname "$0")/.."
 make -s CUDA=0 BUILD=build-cpu build-cpu/lib/libparabench.a >/dev/null
@@ -10,8 +10,4 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Icommon $(pkg-config --cflags libcjson) tests/per
     build-cpu/lib/libparabench.a -lcjson -lm -o build-cpu/perf/json_writer
 tmp=$(mktemp -d /tmp/pb-json.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-echo "# command: scripts/json-writer-bench.sh"
-echo "# date: $(date -Iseconds)"
-echo "# commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
-echo "# machine: $(hostname), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
 for n in 12500 25000 50000 100000; do build-cpu/perf/json_writer "$n" "$tmp"; done

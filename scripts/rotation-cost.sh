@@ -2,7 +2,7 @@
 # What the opt-in cold-cache mode (--rotate 1) costs against the default fixed
 # buffers: the same sweep both ways, alternating, several rounds; prints the
 # median time of each and their ratio per operation and size.
-#   Usage: scripts/rotation-cost.sh [ROUNDS]   (output: docs/measured/rotation-cost.txt)
+#   Usage: scripts/rotation-cost.sh [ROUNDS]   (recorded as docs/measured/rotation-cost.txt by scripts/record.sh)
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -11,10 +11,6 @@ make -s CUDA=0 BUILD=build-cpu all >/dev/null
 M=(mpirun -np 2 --map-by core --bind-to core)
 tmp=$(mktemp -d /tmp/pb-rot.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-echo "# command: scripts/rotation-cost.sh $ROUNDS"
-echo "# date: $(date -Iseconds)"
-echo "# commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
-echo "# machine: $(hostname), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
 echo "# launch: ${M[*]}; default iteration counts; medians of $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
     for rot in 0 1; do
