@@ -171,7 +171,7 @@ int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initi
      * whole loop's time, which is what OSU divides by its iterations. */
     double prev = pb_now_us();
     for (int i = 0; i < n && status == PB_OK; i++) {
-        pb_watch_arm(i, "operation");
+        pb_watch_arm_at(i, "operation", prev);
         status = iteration(&p, i);
         double now = pb_now_us();
         samples[done++] = cfg->mode == PB_P2P_LATENCY ? (now - prev) / 2 : now - prev;

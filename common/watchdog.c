@@ -45,12 +45,14 @@ void pb_watch_what(const char *operation, uint64_t bytes)
     pthread_mutex_unlock(&wd.lock);
 }
 
-void pb_watch_arm(int iter, const char *phase)
+void pb_watch_arm_at(int iter, const char *phase, double now_us)
 {
     atomic_store_explicit(&wd.iter, iter, memory_order_relaxed);
     atomic_store_explicit(&wd.phase, phase, memory_order_relaxed);
-    atomic_store_explicit(&wd.armed_ns, now_ns(), memory_order_release);
+    atomic_store_explicit(&wd.armed_ns, (uint64_t)(now_us * 1e3), memory_order_release);
 }
+
+void pb_watch_arm(int iter, const char *phase) { pb_watch_arm_at(iter, phase, (double)now_ns() * 1e-3); }
 
 void pb_watch_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
 

@@ -24,6 +24,11 @@ void pb_watch_what(const char *operation, uint64_t bytes);
 /* Arm for iteration `iter` (negative: warm-up) in `phase` (a static string,
  * e.g. "align", "operation", "validate"); disarm when it completed. */
 void pb_watch_arm(int iter, const char *phase);
+
+/* The same, with the time (pb_now_us: CLOCK_MONOTONIC in microseconds) the
+ * caller has just read: a timed loop that reads the clock once per iteration
+ * re-arms without a second read inside its measured interval. */
+void pb_watch_arm_at(int iter, const char *phase, double now_us);
 void pb_watch_disarm(void);
 
 /* Called by the watchdog before it aborts the job (e.g. ncclCommAbort). */
