@@ -215,6 +215,7 @@ static int report_groups(pb_bench *b, iter_ctx *x, const group_row *mine, double
 static int warm_up_sweep(pb_bench *b, iter_ctx *x, uint64_t largest)
 {
     pb_coll_shape_of(x->coll, largest, x->o->dtype, x->g->size, &x->shape);
+    pb_watch_what(pb_coll_name(x->coll), x->shape.bytes);
     pb_watch_arm(-1, "warm-up before the sweep");
     int status = x->skip ? PB_OK : issue(x, 0);
     if (status == PB_OK && !x->skip) status = x->be->sync(x->comm);
