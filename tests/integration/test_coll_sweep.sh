@@ -12,7 +12,13 @@ for np in 2 3 4; do
         --complete --expect nranks=$np --expect link_class=intra --positive time_us --expect time_us_device= \
         && pass "CSV/JSON of $np ranks (no device time on the MPI backend)" || fail "CSV/JSON of $np ranks"
     expect_in "$TMP/out" "# wrong values: 0 OK (checked on the host)" "footer says no wrong values, checked on the host ($np ranks)"
-    expect_in "$TMP/out" "Avg bus bandwidth" "footer has the average bus bandwidth ($np ranks)"
+    python3 - "$TMP/out" "$TMP/c$np.csv" "Avg bus bandwidth" busbw_GBps <<'PY' && pass "footer's average bus bandwidth is the mean of the rows' ($np ranks)" || fail "footer's average bus bandwidth ($np ranks)"
+import csv, re, sys
+got = float(re.search(r"# " + sys.argv[3] + r": (\S+)", open(sys.argv[1]).read()).group(1))
+vals = [float(r[sys.argv[4]]) for r in csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith("#"))]
+want = sum(vals) / len(vals)
+assert abs(got - want) <= 1e-4 * abs(want) + 1e-6, (got, want)
+PY
 done
 
 # Every datatype and reduction validates on 2, 3 and 4 ranks. The inputs make
