@@ -67,7 +67,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate docs-check
 all: $(BINS)
 
 $(BUILD)/obj/%.o: %.c
@@ -112,6 +112,12 @@ test: deps all $(UNIT_BINS)
 
 deps:
 	@scripts/install-deps.sh
+
+# Not part of `make test`: each mutation of tests/mutations.txt, applied by
+# pattern to a scratch copy, must make one of its named tests fail
+# (docs/mutations.md). MUTATIONS=name,... runs a subset.
+mutate:
+	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 # Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
 # Open MPI's own never-freed allocations; everything else is reported.
