@@ -119,6 +119,11 @@ deps:
 mutate:
 	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
+# Every performance figure in README.md and docs/ must appear in a recorded
+# output under docs/measured/ (docs/measured/README.md).
+docs-check:
+	@python3 scripts/docs-check.py
+
 # Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
 # Open MPI's own never-freed allocations; everything else is reported.
 sanitize: export ASAN_OPTIONS = fast_unwind_on_malloc=0:detect_leaks=1:abort_on_error=0
