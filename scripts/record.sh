@@ -12,7 +12,7 @@ mkdir -p docs/measured
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16)$' | tr '\n' ' ')
 {
-    echo "# command: $*"
+    echo "# command: $(printf '%s ' "$@" | tr -s ' \n' ' ')"   # one line, however long
     echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "# commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
     echo "# machine: $(hostname), $cpu, $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), cpu flags of note: ${flags:-none of avx2 avx512f avx512_bf16 amx_bf16}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
