@@ -4,7 +4,7 @@
 #   common/*_nccl.c, *_cublas.c, *_cuda.c, *.cu -> compiled only when CUDA=1
 #   benchmarks/X.c        -> build/bin/X  (MPI binaries; `plan` links without MPI)
 #   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
-#   tests/integration/test_*.sh -> run by `make test` against build/bin
+#   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 
 BUILD   ?= build
 MPICC   ?= mpicc
@@ -67,7 +67,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate docs-check
 all: $(BINS)
 
 $(BUILD)/obj/%.o: %.c
@@ -99,16 +99,30 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) -lcmocka $(LIBS) -o $@
 
+# Runners count passed, failed and skipped tests (tests/tally.sh); a skip is
+# never a pass, and under CI=true it fails unless PARABENCH_ALLOWED_SKIPS names it.
 unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+	@tests/unit/run.sh $(UNIT_BINS)
 
 integration: $(BINS)
 	@BUILD=$(BUILD) tests/integration/run.sh
 
-test: deps all unit integration
+test: deps all $(UNIT_BINS)
+	@BUILD=$(BUILD) tests/run.sh $(UNIT_BINS)
 
 deps:
 	@scripts/install-deps.sh
+
+# Not part of `make test`: each mutation of tests/mutations.txt, applied by
+# pattern to a scratch copy, must make one of its named tests fail
+# (docs/mutations.md). MUTATIONS=name,... runs a subset.
+mutate:
+	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
+
+# Every performance figure in README.md and docs/ must appear in a recorded
+# output under docs/measured/ (docs/measured/README.md).
+docs-check:
+	@python3 scripts/docs-check.py
 
 # Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
 # Open MPI's own never-freed allocations; everything else is reported.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # parabench main job: install what is missing, build, run the whole suite on this
-# machine (or a cluster), and write everything under results/<date>-<host>/.
+# machine (or a cluster), and write everything under results/<date>-<time>-<host>/.
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
 #                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]

@@ -28,10 +28,10 @@ void pb_coll_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_s
 int pb_coll_issue(const pb_backend *b, pb_comm *comm, pb_coll c, const pb_coll_shape *sh, const void *send,
                   void *recv, pb_dtype t, pb_redop op, int root);
 
-/* Validation. Inputs are small integers, v(rank, i) in {-1, 0, 1}, so every
- * partial sum is an integer no larger than nranks and exact in every type
- * (bf16 up to 256 ranks, fp16 up to 2048; beyond that a tolerance of
- * nranks * machine epsilon of the type applies, and pb_coll_tolerance says so). */
+/* Validation. Inputs are small integers, v(rank, i) in -1..4 (coll_expect.h),
+ * so every partial sum is an integer of magnitude at most 4 * nranks and exact
+ * in every type (bf16 up to 64 ranks, fp16 up to 512; beyond that a tolerance
+ * applies, and pb_coll_tolerance says so). */
 double pb_coll_input_value(int rank, size_t i);
 
 /* Fill this rank's host-side send buffer (send_count elements). */

@@ -2,9 +2,12 @@
  * element, shared by the host check (coll_exec.c) and the device check
  * (coll_check_cuda.cu): header-only, plain scalars, host+device under nvcc.
  *
- * Input element i of rank r is v(r, i) = ((r + 2i) mod 3) - 1, in {-1, 0, 1},
- * so every partial result of a reduction is an integer no larger than nranks
- * and exact in every type up to the limits of pb_cx_tolerance.
+ * Input element i of rank r is v(r, i) = ((r + 2i) mod 3) - 1 + (i mod 4), in
+ * -1..4: the first term differs between ranks, the second makes the result of
+ * every reduction vary with i on any rank count (with the first term alone, a
+ * sum over 3 ranks is 0 everywhere and hides a broken reduction). Every partial
+ * result is an integer of magnitude at most 4 * nranks, exact in every type up
+ * to the limits of pb_cx_tolerance.
  *
  * Parameters: `count` is the full buffer in elements (pb_coll_shape.count);
  * collectives that split the buffer use chunk = count / nranks per rank. */
@@ -25,8 +28,15 @@
 #endif
 #endif
 
+/* The part of v(rank, i) that all ranks share, and the largest |v|. */
+static inline PB_HD int pb_cx_offset(size_t i) { return (int)(i % 4); }
+#define PB_CX_MAX_INPUT 4
+
 /* v(rank, i). */
-static inline PB_HD int pb_cx_input(int rank, size_t i) { return (int)(((size_t)rank + 2 * i) % 3) - 1; }
+static inline PB_HD int pb_cx_input(int rank, size_t i)
+{
+    return (int)(((size_t)rank + 2 * i) % 3) - 1 + pb_cx_offset(i);
+}
 
 /* Which global element a rank's send element j stands for: allgather ranks
  * send their own chunk of the gathered buffer, every other collective sends
@@ -42,7 +52,7 @@ static inline PB_HD int pb_cx_send_value(pb_coll c, size_t count, int nranks, in
     return pb_cx_input(rank, pb_cx_send_index(c, count, nranks, rank, j));
 }
 
-/* How many ranks r in 0..nranks-1 have v(r, i) = k - 1 (k in 0..2). Over r,
+/* How many ranks r in 0..nranks-1 have v(r, i) = k - 1 + offset(i) (k in 0..2). Over r,
  * (r + 2i) mod 3 takes the residue k exactly when r = m (mod 3), with
  * m = (k - 2i) mod 3; there are ceil((nranks - m) / 3) such r. */
 static inline PB_HD int pb_cx_ranks_with(int nranks, size_t i, int k)
@@ -57,10 +67,11 @@ static inline PB_HD int pb_cx_reduced(pb_redop op, int nranks, size_t i)
 {
     int minus = pb_cx_ranks_with(nranks, i, 0), zero = pb_cx_ranks_with(nranks, i, 1),
         plus = pb_cx_ranks_with(nranks, i, 2);
+    int off = pb_cx_offset(i);
     switch (op) {
-    case PB_MAX: return plus ? 1 : zero ? 0 : -1;
-    case PB_MIN: return minus ? -1 : zero ? 0 : 1;
-    default: return plus - minus;
+    case PB_MAX: return off + (plus ? 1 : zero ? 0 : -1);
+    case PB_MIN: return off + (minus ? -1 : zero ? 0 : 1);
+    default: return plus - minus + nranks * off;
     }
 }
 
@@ -91,12 +102,15 @@ static inline PB_HD int pb_cx_expected(pb_coll c, pb_redop op, size_t count, int
 }
 
 /* Absolute tolerance when checking a reduction over nranks in type t. Integers
- * up to 2^(mantissa bits + 1) are exact: no tolerance below that. */
+ * up to 2^(mantissa bits + 1) are exact, so while every partial result
+ * (|x| <= PB_CX_MAX_INPUT * nranks) stays below that there is no tolerance;
+ * above it, each of the nranks - 1 roundings is off by at most eps * |x|. */
 static inline PB_HD double pb_cx_tolerance(pb_dtype t, int nranks)
 {
-    int exact_limit = t == PB_BFLOAT16 ? 256 : t == PB_FLOAT16 ? 2048 : 1 << 24;
+    double exact_limit = t == PB_BFLOAT16 ? 256 : t == PB_FLOAT16 ? 2048 : 1 << 24;
     double eps = t == PB_BFLOAT16 ? 0x1p-8 : t == PB_FLOAT16 ? 0x1p-11 : 0x1p-24;
-    return nranks <= exact_limit ? 0.0 : nranks * eps * nranks;
+    double big = (double)PB_CX_MAX_INPUT * nranks;
+    return big <= exact_limit ? 0.0 : nranks * eps * big;
 }
 
 /* Whether a received value is wrong; NaN always is. */

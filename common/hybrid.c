@@ -80,16 +80,23 @@ static int backward(void *user, int chunk, int mb, const void *dout, void *din)
     return pb_tp_backward(h->tp, h->acts[mb], dout, din, 1, NULL, NULL);
 }
 
+/* Replica d trains on micro-batches d*m .. d*m + m - 1 of the global batch:
+ * replicas see different data (same weights), so their gradients differ and
+ * only the DP all-reduce makes them equal. */
+static int global_mb(const pb_hybrid *h, int mb) { return h->at.d * h->cfg.micro_batches + mb; }
+
 static int input(void *user, int mb, void *x)
 {
     pb_hybrid *h = user;
-    return pb_pp_fill_input(h->cfg.eng, pb_tp_shape(h->tp)->dtype, x, h->rows, h->cfg.shape.h, h->cfg.seed, mb);
+    return pb_pp_fill_input(h->cfg.eng, pb_tp_shape(h->tp)->dtype, x, h->rows, h->cfg.shape.h, h->cfg.seed,
+                            global_mb(h, mb));
 }
 
 static int loss_grad(void *user, int mb, void *dy)
 {
     pb_hybrid *h = user;
-    return pb_pp_fill_loss_grad(h->cfg.eng, pb_tp_shape(h->tp)->dtype, dy, h->rows, h->cfg.shape.h, h->cfg.seed, mb);
+    return pb_pp_fill_loss_grad(h->cfg.eng, pb_tp_shape(h->tp)->dtype, dy, h->rows, h->cfg.shape.h, h->cfg.seed,
+                                global_mb(h, mb));
 }
 
 static uint64_t act_peak(void *user)
@@ -195,16 +202,23 @@ void pb_hybrid_destroy(pb_hybrid *h)
 
 void pb_hybrid_get_coords(const pb_hybrid *h, pb_hybrid_coords *out) { *out = h->at; }
 
+/* The pipeline step alone: this replica's own gradients, not yet reduced. */
+static int local_step(pb_hybrid *h, pb_pp_stats *ps)
+{
+    /* Gradients accumulate over the micro-batches of one step only. */
+    pb_tp_config tc = tp_config(&h->cfg, h->at.t, h->at.p, h->tp_comm);
+    PB_TRY(h->cfg.eng->memset(pb_tp_grads(h->tp), 0, pb_tp_grad_bytes(&tc)));
+    return pb_pp_exec_step(h->ex, &h->plan, &tp_stage_ops, h, ps, NULL);
+}
+
 int pb_hybrid_step(pb_hybrid *h, pb_hybrid_stats *st)
 {
     memset(st, 0, sizeof *st);
     pb_tp_acct_reset(h->tp);
-    /* Gradients accumulate over the micro-batches of one step only. */
     pb_tp_config tc = tp_config(&h->cfg, h->at.t, h->at.p, h->tp_comm);
-    PB_TRY(h->cfg.eng->memset(pb_tp_grads(h->tp), 0, pb_tp_grad_bytes(&tc)));
     double t0 = pb_now_us();
     pb_pp_stats ps;
-    PB_TRY(pb_pp_exec_step(h->ex, &h->plan, &tp_stage_ops, h, &ps, NULL));
+    PB_TRY(local_step(h, &ps));
     PB_TRY(pb_dp_begin(h->dp));
     PB_TRY(pb_dp_finish(h->dp));
     st->step_us = pb_now_us() - t0;
@@ -224,32 +238,33 @@ int pb_hybrid_step(pb_hybrid *h, pb_hybrid_stats *st)
     return PB_OK;
 }
 
-/* FNV-1a over the gradient bytes, and whether they are all finite. */
-static int digest(pb_hybrid *h, int corrupt, unsigned long long *hash, int *finite)
+/* After the DP all-reduce every replica must hold the sum of all replicas'
+ * local gradients. The expected sum is formed independently of the step:
+ * each rank reruns its pipeline step without the all-reduce, keeps that
+ * local gradient on the host, and pb_dp_check sums those over the DP group
+ * on the control plane (MPI, in double) and compares them with the gradient
+ * a full step leaves. Replicas must also agree bit for bit (one hash). */
+int pb_hybrid_check(pb_hybrid *h, int corrupt, long long *wrong)
 {
     pb_tp_config tc = tp_config(&h->cfg, h->at.t, h->at.p, h->tp_comm);
     uint64_t bytes = pb_tp_grad_bytes(&tc);
-    unsigned char *host = malloc(bytes ? bytes : 1);
-    PB_CHECK(host, PB_ERR_ENV, "out of host memory (%llu bytes)", (unsigned long long)bytes);
-    int status = h->cfg.eng->to_host(host, pb_tp_grads(h->tp), bytes);
-    if (corrupt && bytes) host[0] ^= 0x40;
-    *hash = 1469598103934665603ull;
-    for (uint64_t i = 0; i < bytes; i++) *hash = (*hash ^ host[i]) * 1099511628211ull;
-    *finite = 1;
-    size_t n = bytes / pb_dtype_size(h->cfg.grad_dtype);
-    for (size_t i = 0; i < n && *finite; i++) *finite = isfinite(pb_dtype_get(h->cfg.grad_dtype, host, i));
-    free(host);
-    return status;
-}
-
-int pb_hybrid_check(pb_hybrid *h, int corrupt, long long *wrong)
-{
-    unsigned long long mine = 0, first = 0;
-    int finite = 0;
-    int status = digest(h, corrupt, &mine, &finite);
-    first = mine;
-    MPI_Bcast(&first, 1, MPI_UNSIGNED_LONG_LONG, 0, h->dp_group);
-    long long bad = status != PB_OK || !finite || mine != first;
+    void *local = malloc(bytes ? bytes : 1);
+    int status = local ? PB_OK : pb_fail(PB_ERR_ENV, "out of host memory (%llu bytes)", (unsigned long long)bytes);
+    status = pb_world_agree(h->cfg.w, status);
+    pb_pp_stats ps;
+    pb_hybrid_stats st;
+    if (status == PB_OK) status = pb_world_agree(h->cfg.w, local_step(h, &ps));
+    if (status == PB_OK) status = pb_world_agree(h->cfg.w, h->cfg.eng->to_host(local, pb_tp_grads(h->tp), bytes));
+    if (status == PB_OK) status = pb_world_agree(h->cfg.w, pb_hybrid_step(h, &st));
+    long long bad = 0;
+    uint64_t hash = 0, first = 0;
+    if (status == PB_OK)
+        status = pb_dp_check(h->dp_group, h->cfg.eng, pb_tp_grads(h->tp), local, bytes, h->cfg.grad_dtype, corrupt,
+                             &bad, &hash);
+    first = hash;
+    MPI_Bcast(&first, 1, MPI_UINT64_T, 0, h->dp_group);
+    bad = status != PB_OK || bad > 0 || hash != first;
     MPI_Allreduce(&bad, wrong, 1, MPI_LONG_LONG, MPI_SUM, h->cfg.w->comm);
+    free(local);
     return status;
 }

@@ -62,9 +62,11 @@ void pb_hybrid_get_coords(const pb_hybrid *h, pb_hybrid_coords *out);
 /* One training step (collective over the world). */
 int pb_hybrid_step(pb_hybrid *h, pb_hybrid_stats *stats);
 
-/* After a step: the DP replicas must hold identical, finite gradients.
- * Collective; *wrong counts the ranks whose gradients differ from their
- * replica group's first rank or are not finite. */
+/* After the timed steps: every replica's gradient after a full step must be
+ * the sum over its DP group of the replicas' local gradients (each computed
+ * again by a step without the all-reduce), and identical across the group.
+ * Collective; *wrong counts the ranks whose gradients are wrong or differ from
+ * their replica group's first rank. `corrupt` falsifies this rank's result. */
 int pb_hybrid_check(pb_hybrid *h, int corrupt, long long *wrong);
 
 /* "intra", "inter" or "mixed" over all groups of one axis (collective):

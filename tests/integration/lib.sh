@@ -20,8 +20,52 @@ mpi() {
     timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@" </dev/null
 }
 
+PASSES=0
+# Processes by PID only: a test ends only what it started. `descendants PID`
+# lists every process below PID, walking the parent field of /proc/*/stat.
+descendants() {
+    awk -v root="$1" 'FNR == 1 {
+            pid = FILENAME; gsub(/[^0-9]/, "", pid)
+            sub(/.*\) /, "")        # after the name, which may hold spaces: state, parent, ...
+            parent[pid] = $2
+        }
+        END { q[1] = root; n = 1
+              for (i = 1; i <= n; i++) for (p in parent) if (parent[p] == q[i]) { q[++n] = p; print p } }' \
+        /proc/[0-9]*/stat 2>/dev/null
+}
+# rank_pid PID RANK: the MPI rank RANK among the descendants of PID (Open MPI
+# gives each rank OMPI_COMM_WORLD_RANK in its environment).
+rank_pid() {
+    local p
+    for p in $(descendants "$1"); do
+        { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return 0; }
+    done
+    return 1
+}
+# named_pid PID NAME: the descendant of PID whose command name is NAME.
+named_pid() {
+    local p
+    for p in $(descendants "$1"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] && { echo "$p"; return 0; }; done
+    return 1
+}
+# all_gone PID...: wait up to 10 s for every PID to exit; fail if one is left.
+all_gone() {
+    local p left
+    for _ in $(seq 50); do
+        left=""
+        for p in "$@"; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+        [ -z "$left" ] && return 0
+        sleep 0.2
+    done
+    echo "still running:$left" >&2
+    return 1
+}
+
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
+pass() { echo "ok: $*"; PASSES=$((PASSES + 1)); }
+# A test that cannot run here says why and exits 77: counted as skipped, never
+# as passed (tests/tally.sh; under CI=true an unlisted skip fails).
+skip_test() { echo "SKIP: $(basename "$0"): $*"; exit 77; }
 
 # expect_rc WANT DESC -- command...: run the command, check its exit status.
 expect_rc() {
@@ -39,5 +83,7 @@ expect_in() {
 
 finish() {
     if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed in $(basename "$0")" >&2; exit 1; fi
+    # A test that checked nothing has not passed.
+    if [ "$PASSES" -eq 0 ]; then echo "no check ran in $(basename "$0")" >&2; exit 1; fi
     echo "all checks passed in $(basename "$0")"
 }

@@ -7,7 +7,8 @@
 #  - intra-node bandwidth is well above it (> 4x);
 #  - a coll_sweep allreduce across the nodes is bounded by the link, validates, and
 #    reports 2 nodes / mixed placement.
-# Needs root and network namespaces: skips (exit 0, "SKIP: reason") without them.
+# Needs root and network namespaces: skips (exit 77, "SKIP: reason") without
+# them; under CI=true that skip fails the run (tests/tally.sh).
 # Always tears the emulated cluster down, pass or fail.
 . "$(dirname "$0")/lib.sh"
 
@@ -15,10 +16,9 @@ EMU=$(cd "$TESTS_DIR/../.." && pwd)/scripts/emulate-cluster.sh
 LINK_GBPS=0.125          # 1 Gbit/s in GB/s (1e9 B/s)
 NAME=$(basename "$0")
 
-skip() { echo "SKIP: $NAME: $*"; exit 0; }
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces (emulate-cluster.sh up)"
-command -v python3 >/dev/null || skip "python3 not found (parses the CSV results)"
+[ "$(id -u)" -eq 0 ] || skip_test "needs root to create network namespaces (emulate-cluster.sh up)"
+command -v python3 >/dev/null || skip_test "python3 not found (parses the CSV results)"
 # The binaries are built by `make` before this runs: missing ones are a failure.
 for b in p2p_sweep coll_sweep; do
     [ -x "$BIN/$b" ] || fail "$BIN/$b is missing; build it first (make)"
@@ -55,7 +55,7 @@ UP=1
 rc=$?
 if [ "$rc" -ne 0 ]; then
     if [ "$rc" -eq 3 ] && grep -q "not permitted" "$TMP/up.err"; then
-        skip "network namespaces are not permitted here: $(tail -1 "$TMP/up.err")"
+        skip_test "network namespaces are not permitted here: $(tail -1 "$TMP/up.err")"
     fi
     fail "emulate-cluster.sh up --nodes 2 --rate 1gbit: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
     finish

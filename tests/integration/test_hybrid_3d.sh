@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # hybrid_3d on 4 ranks: grids TP x PP x DP, placements, rank maps, the DP
-# consistency check, output columns and bad input. (The placement *effect* is
+# gradient check (the all-reduced gradient against the sum of the replicas'
+# local gradients, on distinct data per replica), output columns and bad input. (The placement *effect* is
 # tested on the emulated cluster, test_emulated_cluster.sh.)
 source "$(dirname "$0")/lib.sh"
 export OMPI_MCA_mpi_yield_when_idle=1
@@ -23,7 +24,7 @@ for r in rows:
     assert set(r["placement"] for r in rows) == {"tp-inner", "dp-inner", "naive"}
 PY
 
-expect_rc 0 "2x1x2: DP replicas end with identical gradients" -- \
+expect_rc 0 "2x1x2: each replica's gradient is the sum of the replicas' local gradients" -- \
     mpi 4 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL --tp-comm sp --csv "$TMP/b.csv"
 python3 - "$TMP/b.csv" <<'PY' && pass "2x1x2 row" || fail "2x1x2 row"
 import csv, sys

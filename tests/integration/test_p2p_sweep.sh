@@ -8,8 +8,20 @@ for np in 2 3 4; do
         mpi $np "$BIN/p2p_sweep" --mode all -b 1 -e 64K -f 16 -n 20 -w 2 --csv "$TMP/p$np.csv" --json "$TMP/p$np.json"
     # 3 modes x sizes 1, 16, 256, 4K, 64K; default pair 0 and the last rank.
     python3 "$TESTS_DIR/results.py" "$TMP/p$np.csv" "$TMP/p$np.json" --columns $COLS --rows 15 --zero-wrong \
-        --complete --expect rank_a=0 --expect rank_b=$((np - 1)) --expect link_class=intra --positive bw_GBps \
+        --complete --expect rank_a=0 --expect rank_b=$((np - 1)) --expect link_class=intra \
         && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
+    python3 - "$TMP/p$np.csv" <<'PY' && pass "bandwidth = messages x size / time per mode ($np ranks)" || fail "bandwidth formula ($np ranks)"
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+# latency: one message per half round trip; bw: a window of W; bibw: W each way
+per = {"latency": lambda w: 1, "bw": lambda w: w, "bibw": lambda w: 2 * w}
+assert {r["mode"] for r in rows} == set(per), rows
+for r in rows:
+    w = int(r["window"])
+    assert (w == 1) == (r["mode"] == "latency"), r
+    want = per[r["mode"]](w) * int(r["bytes"]) / float(r["time_us"]) / 1e3
+    assert abs(float(r["bw_GBps"]) - want) <= 1e-4 * want + 1e-9, (r, want)
+PY
 done
 
 # A pair that does not include rank 0: the result still reaches rank 0's report.

@@ -1,7 +1,10 @@
 /* Data parallelism: the decoupled gradient layout, the overhead arithmetic,
  * parameter and FLOP counts, bucket readiness sequencing in the synchronizer
  * (against a recording backend), staging, validation, and whole DP steps on
- * one rank (MPI_COMM_SELF). */
+ * one rank (MPI_COMM_SELF) through a backend that counts what each all-reduce
+ * covers: on one rank the sum changes nothing, so only the count shows that a
+ * step all-reduced its whole buffer once. (Sums over real replicas are checked
+ * by tests/integration/test_dp_allreduce.sh on 2 and 3 ranks.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,9 +257,27 @@ static void test_check_counts_and_corruption(void **state)
     E->free(g);
 }
 
+static uint64_t reduced_elems; /* elements passed through all-reduces (comm thread too) */
+static int counting_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op)
+{
+    __atomic_fetch_add(&reduced_elems, (uint64_t)count, __ATOMIC_SEQ_CST);
+    return pb_backend_mpi()->allreduce(c, s, r, count, t, op);
+}
+static pb_backend counting;
+
+/* Elements all-reduced by one call of `phase`. */
+static uint64_t reduced_by(int (*phase)(pb_dp_step *), pb_dp_step *s)
+{
+    uint64_t before = __atomic_load_n(&reduced_elems, __ATOMIC_SEQ_CST);
+    assert_int_equal(phase(s), PB_OK);
+    return __atomic_load_n(&reduced_elems, __ATOMIC_SEQ_CST) - before;
+}
+
 static long long one_step(pb_comm *comm, uint64_t grad_bytes, pb_dp_overlap ov, pb_dtype gt, uint64_t *hash)
 {
-    pb_dp_step_config c = {.eng = E, .be = pb_backend_mpi(), .comm = comm,
+    counting = *pb_backend_mpi();
+    counting.allreduce = counting_allreduce;
+    pb_dp_step_config c = {.eng = E, .be = &counting, .comm = comm,
                            .shape = {.b = 1, .s = 8, .h = 32, .heads = 4, .tp_size = 1, .attn_scores = 1,
                                      .dtype = PB_FLOAT32},
                            .nlayers = 3, .seed = 5, .rank = 0, .grad_dtype = gt, .grad_bytes = grad_bytes,
@@ -271,9 +292,10 @@ static long long one_step(pb_comm *comm, uint64_t grad_bytes, pb_dp_overlap ov, 
     assert_true(pb_dp_step_flops(s) == 3 * 3 * (2.0 * 8 * 12 * 32 * 32 + 4.0 * 8 * 8 * 32));
     uint64_t g = grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&c);
     assert_true(pb_dp_step_real_in_buffer(s) == (pb_dp_step_real_bytes(&c) <= g ? pb_dp_step_real_bytes(&c) : 0));
-    assert_int_equal(pb_dp_step_compute(s), PB_OK);
-    assert_int_equal(pb_dp_step_comm(s), PB_OK);
-    assert_int_equal(pb_dp_step_full(s), PB_OK);
+    uint64_t elems = g / pb_dtype_size(gt);
+    assert_true(reduced_by(pb_dp_step_compute, s) == 0);     /* compute alone: no communication */
+    assert_true(reduced_by(pb_dp_step_comm, s) == elems);    /* the whole buffer, once */
+    assert_true(reduced_by(pb_dp_step_full, s) == elems);
     long long wrong = -1;
     assert_int_equal(pb_dp_step_validate(s, MPI_COMM_SELF, 0, &wrong, hash), PB_OK);
     pb_dp_step_destroy(s);

@@ -97,10 +97,13 @@ static void expected_results(void **state)
 static void tolerance_and_inputs(void **state)
 {
     (void)state;
-    assert_true(pb_coll_tolerance(PB_BFLOAT16, 256) == 0);
-    assert_true(pb_coll_tolerance(PB_BFLOAT16, 512) > 0);
+    assert_true(pb_coll_tolerance(PB_BFLOAT16, 64) == 0);
+    assert_true(pb_coll_tolerance(PB_BFLOAT16, 128) > 0);
     assert_true(pb_coll_tolerance(PB_FLOAT32, 4096) == 0);
-    for (size_t i = 0; i < 100; i++) assert_true(fabs(pb_coll_input_value((int)i, i * 3)) <= 1);
+    for (size_t i = 0; i < 100; i++) {
+        double v = pb_coll_input_value((int)i, i * 3);
+        assert_true(v >= -1 && v <= 4 && v == floor(v)); /* small integers: exact sums */
+    }
 }
 
 static void rotation(void **state)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Regenerate the recorded outputs the docs quote (docs/measured/*.txt, each
+# with its command, date, commit and machine; make docs-check holds the docs
+# to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
+#   scripts/measure-docs.sh [NAME...]   (default: all of them)
+# NAMEs: compute dp_allreduce plan this-machine emulated-cluster (needs root
+# and network namespaces). Exit: 1 if a recording failed, 3 no build.
+set -u
+cd "$(dirname "$0")/.." || exit 3
+B=build/bin
+[ -x $B/coll_sweep ] || { echo "measure-docs: build first (make CUDA=0 all)" >&2; exit 3; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
+MPI=(mpirun -np 2 --oversubscribe --bind-to none)
+rec() { scripts/record.sh "$@" || FAILED="$FAILED $1"; }
+FAILED=
+
+compute() {
+    rec compute $B/compute_probe --sizes 256,512,1024,2048 -n 5 --copy-bytes 64M
+}
+dp_allreduce() {
+    rec dp_allreduce "${MPI[@]}" $B/dp_allreduce --model tiny --overlap none,bucket --grad-bytes 4M,16M,64M -n 5 -w 1
+}
+plan() {
+    rec plan-reproduce $B/plan --reproduce
+    rec plan-llama-70b $B/plan --model llama-70b --gpus 256
+}
+# The figures behind acceptance/this-machine.thresholds: the sizes its rules name, 2 ranks.
+this_machine() {
+    rec this-machine bash -c "${MPI[*]} $B/coll_sweep --coll allreduce,allgather --sizes 8,32K,256K -n 200 -w 20 &&
+        ${MPI[*]} $B/p2p_sweep --mode latency,bw --sizes 1,8,1M -n 200 -w 20"
+}
+# 2 nodes x 2 ranks at 1 Gbit/s (docs/emulated-cluster.md): p2p latency and
+# bandwidth within and across the nodes, an all-reduce across them, up/down time.
+emulated_cluster() {
+    local emu=scripts/emulate-cluster.sh
+    if "$emu" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
+        echo "measure-docs: an emulated cluster is already up; not touching it" >&2; FAILED="$FAILED emulated-cluster"; return
+    fi
+    rec emulated-cluster bash -c "export OMPI_MCA_mpi_yield_when_idle=1
+        t0=\$(date +%s.%N); $emu up --nodes 2 --rate 1gbit || exit 3
+        echo \"up: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\"
+        trap '$emu down >/dev/null' EXIT
+        for pair in 0,1 0,3; do
+            $emu mpirun -np 4 --npernode 2 $B/p2p_sweep --pair \$pair --mode latency,bw --window 8 --sizes 8,4M -n 20 -w 2
+        done
+        $emu mpirun -np 4 --npernode 2 $B/coll_sweep --sizes 4M,8M -n 5 -w 1
+        trap - EXIT; t0=\$(date +%s.%N); $emu down
+        echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
+}
+
+names=${*:-compute dp_allreduce plan this-machine emulated-cluster}
+for n in $names; do
+    case $n in
+    compute | dp_allreduce | plan) $n ;;
+    this-machine) this_machine ;;
+    emulated-cluster) emulated_cluster ;;
+    *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;
+    esac
+done
+[ -z "$FAILED" ] || { echo "measure-docs: failed:$FAILED" >&2; exit 1; }
