@@ -93,10 +93,18 @@ typedef struct iter_ctx {
     int graph;     /* -G: replay the captured operation */
 } iter_ctx;
 
+/* The receive buffer of iteration `iter`: the send buffer itself for a
+ * broadcast on a backend whose broadcast has one buffer (comm.h). */
+static void *recv_slot(const iter_ctx *x, int iter)
+{
+    if (x->coll == PB_COLL_BROADCAST && x->be->broadcast_in_place) return pb_rotbuf_slot(&x->send, iter);
+    return pb_rotbuf_slot(&x->recv, iter);
+}
+
 static int issue(iter_ctx *x, int iter)
 {
-    return pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter),
-                         pb_rotbuf_slot(&x->recv, iter), x->o->dtype, x->o->op, x->o->root);
+    return pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter), recv_slot(x, iter),
+                         x->o->dtype, x->o->op, x->o->root);
 }
 
 static int one_iteration(void *arg, int iter)
@@ -139,7 +147,7 @@ static int validate(iter_ctx *x, long long *wrong_total)
 {
     const pb_coll_shape *sh = &x->shape;
     int n = x->be->size(x->comm), me = x->be->rank(x->comm);
-    void *send = pb_rotbuf_slot(&x->send, 0), *recv = pb_rotbuf_slot(&x->recv, 0);
+    void *send = pb_rotbuf_slot(&x->send, 0), *recv = recv_slot(x, 0);
     int status = pb_coll_check_fill(x->be, x->coll, sh, x->o->dtype, me, n, send);
     pb_watch_arm(0, "validate");
     if (status == PB_OK) status = one_iteration(x, 0);

@@ -25,6 +25,10 @@ typedef struct pb_comm pb_comm; /* a backend communicator over a group of ranks 
 typedef struct pb_backend {
     const char *name; /* "mpi", "nccl" */
     const char *mem;  /* where buffers live: "host" or "device" */
+    /* 1 where the library's broadcast has one buffer (MPI_Bcast): an
+     * out-of-place broadcast would add a copy on the root that OSU does not
+     * make, so callers issue it in place (send == recv). */
+    int broadcast_in_place;
 
     /* Collective over `group`: create a communicator for the traffic. */
     int (*comm_create)(MPI_Comm group, pb_comm **out);

@@ -9,7 +9,7 @@ set xlabel 'message size (bytes; parabench buffer size)'
 set ylabel 'ratio parabench / OSU (median of rounds)'
 set logscale x 2
 eval 'set xtics '.SIZETICS
-set yrange [0.7:1.3]
+set yrange [0.5:2]
 set object 1 rect from graph 0, first 0.95 to graph 1, first 1.05 fc rgb '#e8f4e8' fs solid 1.0 noborder behind
 eval footnote('ratio of the metric each tool reports: time for latency and collectives, bandwidth for bw and bibw; median of each tool over the rounds; band: 0.95-1.05')
 set key outside right top

@@ -15,10 +15,12 @@ import tempfile
 # name: (OSU binary, parabench binary and arguments, metric, buffer factor, default sizes)
 # The buffer factor maps OSU's size to parabench's: OSU's allgather and
 # alltoall sizes are per rank, parabench's (nccl-tests') the whole buffer.
+# parabench's reducescatter is MPI_Reduce_scatter_block (NCCL's semantics), so
+# it is compared with osu_reduce_scatter_block, not the vector osu_reduce_scatter.
 OPS = {
     "allreduce": ("collective/osu_allreduce", ["coll_sweep", "--coll", "allreduce", "-d", "float"], "time_us", 1, (8, 1 << 20)),
     "allgather": ("collective/osu_allgather", ["coll_sweep", "--coll", "allgather", "-d", "float"], "time_us", "n", (8, 1 << 20)),
-    "reduce_scatter": ("collective/osu_reduce_scatter", ["coll_sweep", "--coll", "reducescatter", "-d", "float"], "time_us", 1, (8, 1 << 20)),
+    "reduce_scatter": ("collective/osu_reduce_scatter_block", ["coll_sweep", "--coll", "reducescatter", "-d", "float"], "time_us", 1, (8, 1 << 20)),
     "bcast": ("collective/osu_bcast", ["coll_sweep", "--coll", "broadcast", "-d", "float"], "time_us", 1, (8, 1 << 20)),
     "alltoall": ("collective/osu_alltoall", ["coll_sweep", "--coll", "alltoall", "-d", "float"], "time_us", "n", (8, 1 << 20)),
     "latency": ("pt2pt/osu_latency", ["p2p_sweep", "--mode", "latency"], "time_us", 1, (8, 4 << 20)),
