@@ -63,6 +63,7 @@ void pb_rotbuf_fit(pb_rotbuf *b, size_t bytes)
 
 void *pb_rotbuf_slot(const pb_rotbuf *b, int iter)
 {
+    if (b->slots == 1) return b->base; /* fixed buffers: no division in the timed region */
     size_t k = iter < 0 ? 0 : (size_t)iter % b->slots;
     return b->base + k * b->stride;
 }

@@ -17,6 +17,10 @@
 
 typedef enum { PB_P2P_LATENCY, PB_P2P_BW, PB_P2P_BIBW, PB_P2P_MODES } pb_p2p_mode;
 
+/* Latency up to 8 KiB is timed per batch of this many round trips: the
+ * statistics (min, median, p99) are over batch means; the mean is OSU's. */
+#define PB_P2P_LATENCY_BATCH 16
+
 typedef struct pb_p2p_cfg {
     pb_p2p_mode mode;
     int iters, warmup, window;
@@ -25,7 +29,8 @@ typedef struct pb_p2p_cfg {
 } pb_p2p_cfg;
 
 typedef struct pb_p2p_result {
-    pb_stats st;     /* per iteration: half round trip (latency) or window time (bw, bibw) */
+    pb_stats st;     /* per iteration (latency up to 8 KiB: per batch of PB_P2P_LATENCY_BATCH): half round
+                      * trip (latency) or window time (bw, bibw) */
     double bw_GBps;  /* bytes moved per second, 1e9 B/s (latency mode: size / half round trip) */
     int iters;
     long long wrong; /* -1 when not checked */
