@@ -269,7 +269,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         if (status == PB_OK) status = device_time(x, &r.dev_us);
         if (status == PB_OK && o->check) status = validate(x, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
-        if (status == PB_OK) status = report_groups(b, x, &r, busbw_sum, rows, wrong_sum);
+        if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));
     }
     free(samples);
     pb_rotbuf_free(&x->send);

@@ -206,6 +206,7 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_sc
             status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
             if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &m[k].bw, round);
         }
+        status = pb_world_agree(&b->w, status); /* a row rank 0 could not write stops every rank */
         first += count;
     }
     if (status == PB_OK && b->rep) status = matrix_report(b, o, pr, sch->npairs);
