@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the CUDA binaries and pack them, with the Open MPI runtime they need,
 # into .gpu-bundle/ (git-ignored), for a machine that has a GPU and the CUDA
-# libraries but no Open MPI (the borrowed H200: see docs/gpu/README.md).
+# libraries but no Open MPI, such as a container image (see docs/gpu/README.md).
 #
 #   scripts/gpu-bundle.sh              build + bundle
 #   scripts/gpu-bundle.sh --selftest   build + bundle + prove it runs with the

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU check: every GPU code path of parabench on one GPU, in one short run.
-# Runs on the borrowed GPU machine (no Open MPI, no network) from the bundle that
-# scripts/gpu-bundle.sh made here (.gpu-bundle/, carried by the run tool):
+# Runs on any GPU node, also one without Open MPI or a network, from the bundle
+# that scripts/gpu-bundle.sh makes on a build machine (.gpu-bundle/, copied
+# along with the checkout):
 #
-#   run(command="bash scripts/gpu-check.sh", carry=[".gpu-bundle"], timeout_s=480)
+#   bash scripts/gpu-check.sh
 #
-# Writes to $OUT when set (the run tool's output folder), else to docs/gpu/:
+# Writes to $OUT when set (a folder of your choice), else to docs/gpu/:
 #   gpu-check.log                 every step: command, output, exit code, duration
 #   gpu-check-summary.txt         one line per step: PASS/FAIL/SKIP and its headline number
 #   gpu-check-results.tar.gz      the CSV and JSON files of every benchmark step
