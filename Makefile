@@ -70,11 +70,18 @@ UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 .PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate docs-check
 all: $(BINS)
 
-$(BUILD)/obj/%.o: %.c
+# The compile flags of this build folder (less the git revision): objects are
+# rebuilt when they change, so `make CUDA=0` and `make CUDA=1` into one folder
+# never mix objects built with and without CUDA.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_TEXT  := $(filter-out -DPB_GIT_REV%,$(CFLAGS)) | $(NVCCFLAGS)
+$(shell mkdir -p $(BUILD) && (echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' >$(FLAGS_STAMP)))
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/common/%.cu.o: common/%.cu
+$(BUILD)/obj/common/%.cu.o: common/%.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -I$(NCCL_HOME)/include -c $< -o $@
 
