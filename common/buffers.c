@@ -56,7 +56,6 @@ int pb_rotbuf_alloc(const pb_backend *be, size_t largest, int rotate, pb_rotbuf 
 
 void pb_rotbuf_fit(pb_rotbuf *b, size_t bytes)
 {
-    b->bytes = bytes;
     b->stride = round_up(bytes ? bytes : 1, SLOT_ALIGN);
     b->slots = b->rotate ? pb_rotation_slots(bytes, b->pool) : 1;
 }

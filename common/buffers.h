@@ -19,7 +19,6 @@ typedef struct pb_rotbuf {
     const pb_backend *be;
     char *base;
     size_t pool;   /* bytes allocated */
-    size_t bytes;  /* the current message (pb_rotbuf_fit) */
     size_t stride; /* distance between slots: the message rounded up to 4 KiB */
     size_t slots;  /* 1 unless rotating */
     int rotate;
