@@ -1,8 +1,11 @@
 # parabench build. Sources are discovered by convention, so adding a module or a
 # benchmark needs no edit here:
-#   common/*.c            -> build/lib/libparabench.a (GPU-only files excluded, below)
-#   common/*_nccl.c, *_cublas.c, *_cuda.c, *.cu -> compiled only when CUDA=1
-#   benchmarks/X.c        -> build/bin/X  (MPI binaries; `plan` links without MPI)
+#   common/LAYER/*.c      -> build/lib/libparabench.a (GPU-only files excluded, below)
+#   common/LAYER/*_nccl.c, *_cublas.c, *_cuda.c, *.cu -> compiled only when CUDA=1
+#   benchmarks/X.c        -> build/bin/X  (MPI benchmarks)
+#   tools/X.c             -> build/bin/X  (plan and acceptance link without MPI)
+# The layers of common/ and the order they may include each other in are in
+# docs/ARCHITECTURE.md; `make lint` checks it (scripts/check-layers.py).
 #   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
 #   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 
@@ -37,10 +40,10 @@ LIBS     = $(BLAS_LIBS) -lhwloc -lcjson -lpthread -lm
 GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CFLAGS  += -DPB_GIT_REV='"$(GIT_REV)"'
 
-GPU_PATTERNS = common/%_nccl.c common/%_cublas.c common/%_cuda.c
-ALL_COMMON   = $(wildcard common/*.c)
+GPU_PATTERNS = %_nccl.c %_cublas.c %_cuda.c
+ALL_COMMON   = $(wildcard common/*/*.c)
 GPU_C        = $(filter $(GPU_PATTERNS),$(ALL_COMMON))
-GPU_CU       = $(wildcard common/*.cu)
+GPU_CU       = $(wildcard common/*/*.cu)
 COMMON_C     = $(filter-out $(GPU_C),$(ALL_COMMON))
 
 ifeq ($(CUDA),1)
@@ -63,7 +66,9 @@ NOMPI_BINS  = plan acceptance
 # No MPI either, but the compute engines: BLAS (and CUDA where built).
 ENGINE_BINS = compute_probe
 BENCH_SRCS  = $(wildcard benchmarks/*.c)
-BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
+TOOL_SRCS   = $(wildcard tools/*.c)
+BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
+              $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRCS))
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
@@ -90,11 +95,11 @@ $(LIB): $(COMMON_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 # `plan` needs no MPI: linking it with the plain compiler proves it.
-$(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
+$(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $< $(LIB) -lcjson -lm -o $@
 
-$(patsubst %,$(BUILD)/bin/%,$(ENGINE_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
+$(patsubst %,$(BUILD)/bin/%,$(ENGINE_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@
 
@@ -146,8 +151,9 @@ valgrind:
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks
-	printf '%s\n' $(COMMON_C) $(wildcard benchmarks/*.c) | \
+	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks tools
+	python3 scripts/check-layers.py
+	printf '%s\n' $(COMMON_C) $(BENCH_SRCS) $(TOOL_SRCS) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
 	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy
 
@@ -164,7 +170,7 @@ clean:
 # libFuzzer on the option and size parsers (and, where present, the threshold
 # file parser): each target runs for FUZZ_SECONDS on its corpus in tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_SRCS = common/parse.c common/options.c common/dtype.c common/error.c $(wildcard common/thresholds.c)
+FUZZ_SRCS = common/core/parse.c common/core/options.c common/core/dtype.c common/core/error.c $(wildcard common/plan/thresholds.c)
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_SRCS)
 	@mkdir -p build-fuzz

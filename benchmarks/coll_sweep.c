@@ -6,15 +6,15 @@
  * the device time of the operation from CUDA events on the communication
  * stream (stream-ordered backends only). -G replays a CUDA graph of the
  * operation instead of issuing it, which removes the host's launch cost. */
-#include "bench.h"
-#include "buffers.h"
-#include "coll_check.h"
-#include "coll_exec.h"
-#include "error.h"
-#include "groups.h"
-#include "parse.h"
-#include "runner.h"
-#include "watchdog.h"
+#include "harness/bench.h"
+#include "backend/buffers.h"
+#include "coll/coll_check.h"
+#include "coll/coll_exec.h"
+#include "core/error.h"
+#include "core/groups.h"
+#include "core/parse.h"
+#include "harness/runner.h"
+#include "core/watchdog.h"
 
 #include <math.h>
 #include <stdlib.h>

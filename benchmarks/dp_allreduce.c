@@ -3,18 +3,18 @@
  * overlapped with backward in DDP buckets). Per configuration: compute alone,
  * communication alone, the step, exposed communication and the overhead
  * exposed/compute. The workload lives in common/dp*.c (hybrid_3d reuses it). */
-#include "bench.h"
-#include "coll.h"
-#include "dp.h"
-#include "error.h"
-#include "memory.h"
-#include "model.h"
-#include "ordering.h"
-#include "parse.h"
-#include "runner.h"
-#include "timing.h"
-#include "watchdog.h"
-#include "workload_opts.h"
+#include "harness/bench.h"
+#include "coll/coll.h"
+#include "workload/dp.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "plan/model.h"
+#include "workload/ordering.h"
+#include "core/parse.h"
+#include "harness/runner.h"
+#include "core/timing.h"
+#include "core/watchdog.h"
+#include "workload/workload_opts.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
-/* hybrid_3d: a training step on a TP x PP x DP grid (common/hybrid.h) with a
+/* hybrid_3d: a training step on a TP x PP x DP grid (common/workload/hybrid.h) with a
  * placement policy: per-axis time, bytes and link class, and the same step
  * under the other placements with --compare-placements. See docs/placement.md. */
-#include "bench.h"
-#include "error.h"
-#include "hybrid.h"
-#include "memory.h"
-#include "parse.h"
-#include "runner.h"
-#include "workload_opts.h"
+#include "harness/bench.h"
+#include "core/error.h"
+#include "workload/hybrid.h"
+#include "core/memory.h"
+#include "core/parse.h"
+#include "harness/runner.h"
+#include "workload/workload_opts.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /* p2p_sweep: latency, bandwidth and bidirectional bandwidth between a pair of
  * ranks over a size sweep, as the OSU micro-benchmarks measure them. */
-#include "bench.h"
-#include "error.h"
-#include "p2p.h"
-#include "p2p_matrix.h"
-#include "p2p_rounds.h"
-#include "parse.h"
-#include "watchdog.h"
+#include "harness/bench.h"
+#include "core/error.h"
+#include "coll/p2p.h"
+#include "coll/p2p_matrix.h"
+#include "coll/p2p_rounds.h"
+#include "core/parse.h"
+#include "core/watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>

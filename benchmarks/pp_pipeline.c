@@ -2,15 +2,15 @@
  * GPipe, 1F1B or interleaved 1F1B, activations and gradients moved by backend
  * point-to-point. Reports step time, measured efficiency next to m/(m+p-1),
  * p2p wait, and the measured peak activation memory per stage. docs/pp_pipeline.md. */
-#include "bench.h"
-#include "error.h"
-#include "memory.h"
-#include "model.h"
-#include "parse.h"
-#include "pp.h"
-#include "runner.h"
-#include "timing.h"
-#include "workload_opts.h"
+#include "harness/bench.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "plan/model.h"
+#include "core/parse.h"
+#include "workload/pp.h"
+#include "harness/runner.h"
+#include "core/timing.h"
+#include "workload/workload_opts.h"
 
 #include <stdlib.h>
 #include <string.h>

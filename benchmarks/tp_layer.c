@@ -1,17 +1,17 @@
-/* tp_layer: a Megatron transformer layer split over t ranks (common/tp.h):
+/* tp_layer: a Megatron transformer layer split over t ranks (common/workload/tp.h):
  * per layer, compute, communication and step time, the communication
  * fraction, bytes per rank against 8*b*s*h*(t-1)/t, and the speed-up over
  * the same layer unsharded on one rank. See docs/tp_layer.md. */
-#include "bench.h"
-#include "error.h"
-#include "memory.h"
-#include "ordering.h"
-#include "parse.h"
-#include "runner.h"
-#include "timing.h"
-#include "tp.h"
-#include "watchdog.h"
-#include "workload_opts.h"
+#include "harness/bench.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "workload/ordering.h"
+#include "core/parse.h"
+#include "harness/runner.h"
+#include "core/timing.h"
+#include "workload/tp.h"
+#include "core/watchdog.h"
+#include "workload/workload_opts.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run a command bound to the CPU cores nearest the GPU this rank will use.
-# parabench gives each rank GPU (local rank + offset) mod GPUs (common/gpu.h),
+# parabench gives each rank GPU (local rank + offset) mod GPUs (common/backend/gpu.h),
 # so this wrapper takes the same GPU, asks nvidia-smi for its PCI address and
 # lets hwloc-bind pick the cores on that GPU's side of the machine.
 #

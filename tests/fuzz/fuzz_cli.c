@@ -1,7 +1,7 @@
 /* libFuzzer target: whole command lines through pb_cli_parse with the common
  * option group. The input is split at NUL bytes into argv. */
-#include "error.h"
-#include "options.h"
+#include "core/error.h"
+#include "core/options.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* libFuzzer target: the size parsers (-b/-e values and --sizes lists) on any bytes. */
-#include "error.h"
-#include "parse.h"
+#include "core/error.h"
+#include "core/parse.h"
 
 #include <stdint.h>
 #include <stdlib.h>

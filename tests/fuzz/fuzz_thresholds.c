@@ -1,7 +1,7 @@
 /* libFuzzer target: the acceptance threshold-file parser on any bytes. A
  * parse either succeeds with sane rules or fails with a FILE:LINE message. */
-#include "error.h"
-#include "thresholds.h"
+#include "core/error.h"
+#include "plan/thresholds.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 # ranks (the bf16 and fp16 sums are the library's own user ops).
 source "$(dirname "$0")/lib.sh"
 # Every datatype and reduction validates on 2, 3 and 4 ranks. The inputs make
-# every expected output vary by element (common/coll_expect.h), so a broken
+# every expected output vary by element (common/coll/coll_expect.h), so a broken
 # reduction cannot pass by producing a constant.
 export OMPI_MCA_mpi_yield_when_idle=1
 for np in 2 3 4; do

@@ -2,8 +2,8 @@
  * table through pb_report (JSON and CSV on), and prints N and the time per
  * row. Linear writing shows as a flat time per row. Used by
  * scripts/json-writer-bench.sh. */
-#include "report.h"
-#include "timing.h"
+#include "core/report.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,12 +12,12 @@
  * allreduce: osu_allreduce's loop (time one MPI_Allreduce, then a barrier; mean
  *            over iterations and ranks) against pb_time_loop + pb_coll_issue.
  * Prints "reference US parabench US difference US" (medians over blocks) on rank 0. */
-#include "buffers.h"
-#include "coll_exec.h"
-#include "comm.h"
-#include "p2p.h"
-#include "runner.h"
-#include "stats.h"
+#include "backend/buffers.h"
+#include "coll/coll_exec.h"
+#include "backend/comm.h"
+#include "coll/p2p.h"
+#include "harness/runner.h"
+#include "core/stats.h"
 
 #include <mpi.h>
 #include <stdio.h>

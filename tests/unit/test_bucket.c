@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "bucket.h"
-#include "error.h"
+#include "workload/bucket.h"
+#include "core/error.h"
 
 #include <stdlib.h>
 

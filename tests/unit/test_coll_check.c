@@ -15,19 +15,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "coll_check.h"
-#include "coll_exec.h"
-#include "coll_expect.h"
-#include "comm.h"
-#include "dtype.h"
-#include "error.h"
+#include "coll/coll_check.h"
+#include "coll/coll_exec.h"
+#include "coll/coll_expect.h"
+#include "backend/comm.h"
+#include "core/dtype.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef PB_HAVE_CUDA
-#include "gpu.h"
+#include "backend/gpu.h"
 
 #include <cuda_runtime.h>
 #endif

@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "compute.h"
-#include "error.h"
-#include "rng.h"
+#include "compute/compute.h"
+#include "core/error.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <stdio.h>

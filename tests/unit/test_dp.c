@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "bucket.h"
-#include "dp.h"
-#include "error.h"
-#include "model.h"
-#include "presets.h"
+#include "workload/bucket.h"
+#include "workload/dp.h"
+#include "core/error.h"
+#include "plan/model.h"
+#include "plan/presets.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "dtype.h"
-#include "error.h"
+#include "core/dtype.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <string.h>

@@ -14,12 +14,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "compute.h"
-#include "dtype.h"
-#include "error.h"
-#include "gemm_map.h"
-#include "gpu.h"
-#include "rng.h"
+#include "compute/compute.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "compute/gemm_map.h"
+#include "backend/gpu.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #ifdef PB_HAVE_CUDA
-#include "comm.h"
+#include "backend/comm.h"
 const pb_backend *pb_backend_mpi_device(void); /* comm_mpi_cuda.c */
 /* Weak, as in compute.c, so this test links whatever the Makefile does. A
  * linker does not pull an archive member in for a weak reference, so until

@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "compute.h"
-#include "error.h"
-#include "layer.h"
-#include "presets.h"
+#include "compute/compute.h"
+#include "core/error.h"
+#include "compute/layer.h"
+#include "plan/presets.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "memory.h"
+#include "core/error.h"
+#include "core/memory.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>

@@ -7,10 +7,10 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
-#include "coll.h"
-#include "error.h"
-#include "model.h"
+#include "plan/cluster.h"
+#include "coll/coll.h"
+#include "core/error.h"
+#include "plan/model.h"
 
 #include <math.h>
 #include <string.h>

@@ -7,11 +7,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "comm.h"
-#include "compute.h"
-#include "error.h"
-#include "ordering.h"
-#include "tp.h"
+#include "backend/comm.h"
+#include "compute/compute.h"
+#include "core/error.h"
+#include "workload/ordering.h"
+#include "workload/tp.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "p2p_matrix.h"
+#include "coll/p2p_matrix.h"
 
 #include <stdio.h>
 #include <stdlib.h>

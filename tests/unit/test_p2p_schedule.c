@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "p2p_schedule.h"
+#include "core/error.h"
+#include "coll/p2p_schedule.h"
 
 #include <stdlib.h>
 #include <string.h>

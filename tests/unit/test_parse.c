@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "options.h"
-#include "parse.h"
+#include "core/error.h"
+#include "core/options.h"
+#include "core/parse.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "placement.h"
+#include "core/error.h"
+#include "workload/placement.h"
 
 /* 8 ranks launched round-robin over 2 nodes (mpirun --map-by node): even
  * ranks on node 0, odd on node 1. Grid T=2, P=2, D=2. */

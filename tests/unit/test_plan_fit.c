@@ -8,10 +8,10 @@
 
 #include <cmocka.h>
 
-#include "csv_read.h"
-#include "error.h"
-#include "model.h"
-#include "plan_fit.h"
+#include "core/csv_read.h"
+#include "core/error.h"
+#include "plan/model.h"
+#include "plan/plan_fit.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -7,9 +7,9 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "model.h"
-#include "pp_schedule.h"
+#include "core/error.h"
+#include "plan/model.h"
+#include "workload/pp_schedule.h"
 
 #include <math.h>
 

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "report.h"
+#include "core/error.h"
+#include "core/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "compute.h"
-#include "error.h"
-#include "layer.h"
+#include "compute/compute.h"
+#include "core/error.h"
+#include "compute/layer.h"
 
 #include <math.h>
 #include <stdio.h>

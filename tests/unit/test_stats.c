@@ -5,12 +5,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "buffers.h"
-#include "coll_exec.h"
-#include "error.h"
-#include "grow.h"
-#include "options.h"
-#include "stats.h"
+#include "backend/buffers.h"
+#include "coll/coll_exec.h"
+#include "core/error.h"
+#include "core/grow.h"
+#include "core/options.h"
+#include "core/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

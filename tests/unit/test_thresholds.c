@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "thresholds.h"
+#include "core/error.h"
+#include "plan/thresholds.h"
 
 #include <string.h>
 

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "model.h"
-#include "tp.h"
+#include "core/error.h"
+#include "plan/model.h"
+#include "workload/tp.h"
 
 #include <stdlib.h>
 #include <string.h>

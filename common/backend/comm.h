@@ -1,0 +1,105 @@
+/* The backend interface: a table of function pointers, one table per backend
+ * (MPI in host memory, NCCL in GPU memory). Benchmarks move their measured
+ * traffic only through this table, so a new backend touches one file.
+ *
+ * Semantics, chosen so that both a blocking library (MPI) and a stream-ordered
+ * one (NCCL) fit:
+ *  - every operation is *issued* by its call and is complete after sync();
+ *    MPI collectives happen to complete inside the call, NCCL ones on a stream;
+ *  - send/recv are always non-blocking: post them, then sync(). Between
+ *    group_start() and group_end() they are posted together (NCCL needs this
+ *    to pair a send with a receive; MPI ignores it);
+ *  - counts are in elements, and for allgather/reducescatter/alltoall they are
+ *    per-rank counts as the libraries define them; coll_exec.h maps a buffer
+ *    size in bytes to them as nccl-tests does. */
+#ifndef PB_COMM_H
+#define PB_COMM_H
+
+#include "core/dtype.h"
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct pb_comm pb_comm; /* a backend communicator over a group of ranks */
+
+typedef struct pb_backend {
+    const char *name; /* "mpi", "nccl" */
+    const char *mem;  /* where buffers live: "host" or "device" */
+    /* 1 where the library's broadcast has one buffer (MPI_Bcast): an
+     * out-of-place broadcast would add a copy on the root that OSU does not
+     * make, so callers issue it in place (send == recv). */
+    int broadcast_in_place;
+
+    /* Collective over `group`: create a communicator for the traffic. */
+    int (*comm_create)(MPI_Comm group, pb_comm **out);
+    void (*comm_destroy)(pb_comm *c);
+    int (*rank)(const pb_comm *c);
+    int (*size)(const pb_comm *c);
+
+    /* Buffers in the backend's memory, and copies to and from the host. */
+    int (*alloc)(size_t bytes, void **out);
+    void (*free)(void *p);
+    int (*to_host)(void *host_dst, const void *src, size_t bytes);
+    int (*from_host)(void *dst, const void *host_src, size_t bytes);
+
+    int (*allreduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_redop op);
+    int (*allgather)(pb_comm *c, const void *send, void *recv, size_t sendcount, pb_dtype t);
+    int (*reducescatter)(pb_comm *c, const void *send, void *recv, size_t recvcount, pb_dtype t, pb_redop op);
+    int (*broadcast)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, int root);
+    int (*reduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_redop op, int root);
+    int (*alltoall)(pb_comm *c, const void *send, void *recv, size_t count_per_peer, pb_dtype t);
+
+    int (*group_start)(pb_comm *c);
+    int (*group_end)(pb_comm *c);
+    int (*send)(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer);
+    int (*recv)(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer);
+
+    /* Blocking point-to-point, complete on return: the calls OSU's latency
+     * test uses. NULL where the library has none (NCCL); callers then post
+     * with send/recv and sync. */
+    int (*send_blocking)(pb_comm *c, const void *buf, size_t count, pb_dtype t, int peer);
+    int (*recv_blocking)(pb_comm *c, void *buf, size_t count, pb_dtype t, int peer);
+
+    /* Wait until everything issued on `c` has completed. */
+    int (*sync)(pb_comm *c);
+
+    /* Library name and version, for metadata ("Open MPI v4.1.4", "NCCL 2.28.3"). */
+    void (*version)(char *buf, size_t len);
+
+    /* ---- Stream-ordered backends only (NCCL). NULL in the MPI backends,
+     * whose operations complete on the host inside sync(). ---- */
+
+    /* Ordering against a compute engine's queue (pb_compute.queue, same
+     * device), without blocking the host: traffic issued on c from now on
+     * starts after the work already queued there (after_queue), or work
+     * queued there from now on starts after the traffic issued on c so far
+     * (before_queue). ordering.h decides when to use these. */
+    int (*after_queue)(pb_comm *c, void *queue);
+    int (*before_queue)(pb_comm *c, void *queue);
+
+    /* Device time of traffic (CUDA events): span_begin/span_end bracket
+     * operations issued on c; after sync(), span_take adds the device time
+     * of the spans since the last take to *us (microseconds) and their
+     * number to *count (either may be NULL). */
+    int (*span_begin)(pb_comm *c);
+    int (*span_end)(pb_comm *c);
+    int (*span_take)(pb_comm *c, double *us, int *count);
+
+    /* CUDA graphs: operations issued on c between capture_begin and
+     * capture_end are recorded into one graph instead of running; replay
+     * launches that graph (complete it with sync). A new capture replaces the
+     * old graph. */
+    int (*capture_begin)(pb_comm *c);
+    int (*capture_end)(pb_comm *c);
+    int (*replay)(pb_comm *c);
+} pb_backend;
+
+/* The MPI backend (host memory). */
+const pb_backend *pb_backend_mpi(void);
+
+/* Backend by name and memory, as given to --backend and --mem: mpi/host,
+ * mpi/device (device buffers staged through host memory, so several ranks
+ * can share one GPU), nccl/device. PB_ERR_ENV when the build lacks it. */
+int pb_backend_select(const char *name, const char *mem, const pb_backend **out);
+
+#endif

@@ -1,0 +1,122 @@
+#include "coll/p2p_matrix.h"
+
+#include "core/error.h"
+#include "core/stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static void summarize_class(const pb_pair_result *r, int n, const char *link, pb_class_summary *s)
+{
+    double *lat = malloc(sizeof(double) * (size_t)n), *bw = malloc(sizeof(double) * (size_t)n);
+    int k = 0;
+    for (int i = 0; lat && bw && i < n; i++) {
+        if (strcmp(r[i].link, link) != 0) continue;
+        lat[k] = r[i].lat_us;
+        bw[k] = r[i].bw_GBps;
+        k++;
+    }
+    memset(s, 0, sizeof *s);
+    s->link = link;
+    s->pairs = k;
+    if (k > 0) {
+        qsort(lat, (size_t)k, sizeof(double), cmp_double);
+        qsort(bw, (size_t)k, sizeof(double), cmp_double);
+        s->lat_min = lat[0];
+        s->lat_max = lat[k - 1];
+        s->lat_median = pb_percentile_sorted(lat, (size_t)k, 50);
+        s->bw_min = bw[0];
+        s->bw_max = bw[k - 1];
+        s->bw_median = pb_percentile_sorted(bw, (size_t)k, 50);
+    }
+    free(lat);
+    free(bw);
+}
+
+int pb_matrix_summarize(const pb_pair_result *r, int n, pb_class_summary out[3])
+{
+    static const char *const links[] = {"intra", "inter", "mixed"};
+    int count = 0;
+    for (int c = 0; c < 3; c++) {
+        summarize_class(r, n, links[c], &out[count]);
+        if (out[count].pairs > 0) count++;
+    }
+    return count;
+}
+
+int pb_matrix_flag_slow(pb_pair_result *r, int n, const pb_class_summary *s, int nclasses, double bw_frac,
+                        double lat_factor)
+{
+    int slow = 0;
+    for (int i = 0; i < n; i++) {
+        r[i].slow = 0;
+        for (int c = 0; c < nclasses; c++) {
+            if (strcmp(s[c].link, r[i].link) != 0) continue;
+            r[i].slow = r[i].bw_GBps < bw_frac * s[c].bw_median || r[i].lat_us > lat_factor * s[c].lat_median;
+        }
+        slow += r[i].slow;
+    }
+    return slow;
+}
+
+/* Open path.tmp; finish_file renames it into place, so readers never see half a file. */
+static FILE *start_file(const char *path, char *tmp, size_t len)
+{
+    snprintf(tmp, len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) pb_fail(PB_ERR_ENV, "cannot write %s: %m", tmp);
+    return f;
+}
+
+static int finish_file(FILE *f, const char *tmp, const char *path)
+{
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
+    return PB_OK;
+}
+
+int pb_matrix_write_pairs(const char *path, const pb_pair_result *r, int n)
+{
+    char tmp[4096];
+    FILE *f = start_file(path, tmp, sizeof tmp);
+    if (!f) return PB_ERR_ENV;
+    fprintf(f, "a,b,link_class,latency_us,bw_GBps,slow\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%d,%d,%s,%.6g,%.6g,%d\n", r[i].a, r[i].b, r[i].link, r[i].lat_us, r[i].bw_GBps, r[i].slow);
+    return finish_file(f, tmp, path);
+}
+
+int pb_matrix_write_csv(const char *path, int nranks, const pb_pair_result *r, int n, int which)
+{
+    char tmp[4096];
+    FILE *f = start_file(path, tmp, sizeof tmp);
+    if (!f) return PB_ERR_ENV;
+    double *m = calloc((size_t)nranks * (size_t)nranks, sizeof(double));
+    if (!m) {
+        fclose(f);
+        return pb_fail(PB_ERR_ENV, "out of memory for a %d x %d matrix", nranks, nranks);
+    }
+    for (int i = 0; i < n; i++) {
+        double v = which ? r[i].bw_GBps : r[i].lat_us;
+        m[r[i].a * nranks + r[i].b] = m[r[i].b * nranks + r[i].a] = v;
+    }
+    fprintf(f, "# %s between every pair of ranks (rows and columns are ranks)\nrank", which ? "bw_GBps" : "latency_us");
+    for (int j = 0; j < nranks; j++) fprintf(f, ",%d", j);
+    fputc('\n', f);
+    for (int i = 0; i < nranks; i++) {
+        fprintf(f, "%d", i);
+        for (int j = 0; j < nranks; j++) {
+            if (i == j) fputs(",", f);
+            else fprintf(f, ",%.6g", m[i * nranks + j]);
+        }
+        fputc('\n', f);
+    }
+    free(m);
+    return finish_file(f, tmp, path);
+}

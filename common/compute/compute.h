@@ -1,0 +1,112 @@
+/* Compute engine: the primitives a transformer layer needs, as a table of
+ * function pointers (nccl-tests' testEngine is the model).
+ *
+ * Two engines share this interface: BLAS (host memory, OpenBLAS, this file's
+ * companion compute_blas.c) and cuBLAS (device memory, compute_cublas.c, only
+ * built with CUDA=1). Code above the engine (layer.c,
+ * the benchmarks) must treat every engine buffer as opaque: no pointer reads
+ * or writes, only the primitives below and to_host/from_host copies.
+ *
+ * Matrices are row-major. Element types are pb_dtype from dtype.h; GEMMs take
+ * PB_FLOAT32 or PB_BFLOAT16 storage (the same type for A, B and C) and always
+ * accumulate in fp32. Every primitive returns a pb_status (PB_OK on success). */
+#ifndef PB_COMPUTE_H
+#define PB_COMPUTE_H
+
+#include "core/dtype.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { PB_NOTRANS = 0, PB_TRANS = 1 } pb_trans;
+
+typedef struct pb_compute_opts {
+    int threads; /* BLAS threads per rank; 0 = engine default (1, so ranks do not fight over cores) */
+    int device;  /* GPU ordinal for device engines; ignored by BLAS */
+} pb_compute_opts;
+
+/* Deterministic fill: element (i, j) of a rows x cols block gets
+ *   scale * pb_hash_uniform(seed, stream, row0 + i, col0 + j)   (rng.h)
+ * so a block is exactly the slice [row0.., col0..] of a larger matrix. */
+typedef struct pb_fill_spec {
+    uint64_t seed;
+    uint64_t stream; /* which matrix: e.g. layer * 4 + weight */
+    int64_t row0, col0;
+    float scale;
+} pb_fill_spec;
+
+typedef struct pb_compute {
+    const char *name; /* "blas", "cublas" */
+
+    int (*init)(const pb_compute_opts *opts);
+    void (*finalize)(void);
+    /* One line for the report's metadata, e.g.
+     * "OpenBLAS 0.3.21 (Zen), 1 thread; fp32 sgemm; bf16 runs in fp32 (no avx512_bf16 on this CPU)". */
+    const char *(*describe)(void);
+    /* The type GEMMs really run in when `requested` is asked for: BLAS without
+     * bf16 hardware answers PB_FLOAT32 for PB_BFLOAT16. Callers store
+     * activations and weights in this type and report it. */
+    pb_dtype (*gemm_dtype)(pb_dtype requested);
+    /* Memory the engine allocates from (host for BLAS, device for GPUs);
+     * either pointer may be NULL. */
+    int (*mem_info)(uint64_t *free_bytes, uint64_t *total_bytes);
+
+    int (*alloc)(void **ptr, size_t bytes);
+    void (*free)(void *ptr);
+    int (*memset)(void *ptr, int byte, size_t bytes);
+    int (*copy)(void *dst, const void *src, size_t bytes); /* engine to engine */
+    int (*to_host)(void *host_dst, const void *src, size_t bytes);
+    int (*from_host)(void *dst, const void *host_src, size_t bytes);
+
+    /* C = alpha * op(A) op(B) + beta * C, op(A) m x k, op(B) k x n, C m x n,
+     * leading dimensions in elements. beta == 0 ignores C's old contents. */
+    int (*gemm)(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc, pb_dtype t);
+    /* y = max(x, 0); y may be x. */
+    int (*relu_fwd)(pb_dtype t, size_t n, const void *x, void *y);
+    /* dx = y > 0 ? dy : 0, with y the forward OUTPUT (it has the input's sign
+     * pattern, so the pre-activation need not be kept); dx may be dy. */
+    int (*relu_bwd)(pb_dtype t, size_t n, const void *y, const void *dy, void *dx);
+    /* Row-wise softmax of a rows x cols matrix (dense, leading dimension cols),
+     * computed in fp32 with the row maximum subtracted; y may be x. */
+    int (*softmax_fwd)(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y);
+    /* dx = y * (dy - rowsum(y * dy)), y the forward OUTPUT; dx may be dy. */
+    int (*softmax_bwd)(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx);
+    /* dst[i] = (dst type) src[i]; fp32 <-> bf16 (rounded to nearest even). */
+    int (*convert)(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n);
+    /* Fill a rows x cols block (leading dimension ld) per pb_fill_spec. */
+    int (*fill)(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_fill_spec *spec);
+    /* Wait for all queued work (no-op on BLAS; a stream sync on GPUs). */
+    int (*synchronize)(void);
+
+    /* ---- Queued engines only (cuBLAS); NULL on BLAS, whose primitives
+     * complete inside the call. ---- */
+    /* The queue every primitive runs on (a cudaStream_t), for a backend's
+     * after_queue/before_queue (comm.h). */
+    void *(*queue)(void);
+    /* Device time of engine work, as the backend's spans (comm.h). */
+    int (*span_begin)(void);
+    int (*span_end)(void);
+    int (*span_take)(double *us, int *count);
+} pb_compute;
+
+/* The OpenBLAS engine (host memory). */
+const pb_compute *pb_compute_blas(void);
+
+/* Engine by name ("blas"; "cublas" when built with CUDA). PB_ERR_USAGE names
+ * `option` if unknown, PB_ERR_ENV if known but not compiled in. */
+int pb_compute_select(const char *option, const char *name, const pb_compute **out);
+
+/* GFLOP/s from a FLOP count and seconds (0 when seconds <= 0). */
+double pb_gflops(double flops, double seconds);
+
+/* Monotonic wall clock in seconds. */
+double pb_compute_now(void);
+
+/* Time `iters` GEMMs of m x n x k in type t on `eng` (after one warm-up) and
+ * return the achieved GFLOP/s (2*m*n*k per GEMM). Allocates and frees its own
+ * engine buffers. */
+int pb_gemm_benchmark(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,
+                      double *gflops);
+
+#endif

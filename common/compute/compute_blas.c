@@ -1,0 +1,276 @@
+/* The OpenBLAS compute engine: host memory, cblas_sgemm in fp32, and
+ * cblas_sbgemm for bf16 when both the CPU (avx512_bf16) and the OpenBLAS
+ * build (BUILD_BFLOAT16; Debian's lacks it) support it. sbgemm is looked up
+ * with dlsym, so a library without it still links and runs: bf16 then runs
+ * in fp32 and describe() says so. */
+#include "compute/compute.h"
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/rng.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint,
+                          blasint, float, const bfloat16 *, blasint, const bfloat16 *, blasint, float, float *,
+                          blasint);
+
+static struct {
+    int threads;
+    int cpu_bf16;     /* avx512_bf16 in /proc/cpuinfo */
+    sbgemm_fn sbgemm; /* NULL when this OpenBLAS has no sbgemm */
+    char desc[256];
+} blas = {.threads = 1};
+
+/* True when the "flags" line of /proc/cpuinfo lists `flag` as a whole word. */
+static int cpu_has_flag(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[8192];
+    int found = 0;
+    size_t n = strlen(flag);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        for (char *p = strstr(line, flag); p && !found; p = strstr(p + 1, flag))
+            found = p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == '\0');
+        break; /* every core lists the same flags */
+    }
+    fclose(f);
+    return found;
+}
+
+static int bf16_native(void) { return blas.cpu_bf16 && blas.sbgemm; }
+
+static void build_description(void)
+{
+    const char *cfg = openblas_get_config(); /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." */
+    char version[32] = "?";
+    if (cfg) sscanf(cfg, "OpenBLAS %31s", version);
+    const char *why = blas.cpu_bf16 ? "this OpenBLAS has no sbgemm" : "no avx512_bf16 on this CPU";
+    char bf16[96];
+    if (bf16_native()) snprintf(bf16, sizeof bf16, "bf16 via sbgemm");
+    else snprintf(bf16, sizeof bf16, "bf16 runs in fp32 (%s)", why);
+    snprintf(blas.desc, sizeof blas.desc, "OpenBLAS %s (%s), %d thread%s; fp32 via sgemm; %s", version,
+             openblas_get_corename(), blas.threads, blas.threads == 1 ? "" : "s", bf16);
+}
+
+static int blas_init(const pb_compute_opts *opts)
+{
+    int threads = opts && opts->threads > 0 ? opts->threads : 1;
+    blas.threads = threads;
+    openblas_set_num_threads(threads);
+    blas.cpu_bf16 = cpu_has_flag("avx512_bf16");
+    void *sym = dlsym(RTLD_DEFAULT, "cblas_sbgemm"); /* POSIX: object pointer to function pointer */
+    memcpy(&blas.sbgemm, &sym, sizeof sym);
+    build_description();
+    return PB_OK;
+}
+
+static void blas_finalize(void) {}
+
+static const char *blas_describe(void)
+{
+    if (!blas.desc[0]) build_description();
+    return blas.desc;
+}
+
+static pb_dtype blas_gemm_dtype(pb_dtype requested)
+{
+    return requested == PB_BFLOAT16 && bf16_native() ? PB_BFLOAT16 : PB_FLOAT32;
+}
+
+static int blas_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    return pb_mem_host(free_bytes, total_bytes);
+}
+
+static int blas_alloc(void **ptr, size_t bytes)
+{
+    /* 64-byte alignment: whole cache lines, and AVX-512 friendly. */
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    *ptr = aligned_alloc(64, rounded ? rounded : 64);
+    PB_CHECK(*ptr, PB_ERR_ENV, "allocating %zu bytes of host memory: out of memory", bytes);
+    return PB_OK;
+}
+
+static void blas_free(void *ptr) { free(ptr); }
+
+static int blas_memset(void *ptr, int byte, size_t bytes)
+{
+    memset(ptr, byte, bytes);
+    return PB_OK;
+}
+
+static int blas_copy(void *dst, const void *src, size_t bytes)
+{
+    if (dst != src) memmove(dst, src, bytes);
+    return PB_OK;
+}
+
+/* Copy rows x cols of a bf16 matrix (leading dimension ld) to a dense fp32 one. */
+static void bf16_to_f32_matrix(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t ld)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = pb_bf16_to_float(src[i * ld + j]);
+}
+
+/* bf16 GEMM: A and B go to sbgemm as they are when it is native; otherwise they
+ * are widened to fp32 first (correct, slow: only reached when a caller asks
+ * for bf16 despite gemm_dtype). C is accumulated in fp32 and rounded once. */
+static int gemm_bf16(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                     int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc)
+{
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    size_t need = (size_t)(m * n) + (bf16_native() ? 0 : (size_t)(ar * ac + br * bc));
+    float *cf = calloc(need, sizeof(float));
+    PB_CHECK(cf, PB_ERR_ENV, "bf16 gemm scratch of %zu floats: out of memory", need);
+    uint16_t *cb = c;
+    if (beta != 0.0f) bf16_to_f32_matrix(cf, cb, m, n, ldc);
+    enum CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+    if (bf16_native()) {
+        blas.sbgemm(CblasRowMajor, cta, ctb, (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b,
+                    (blasint)ldb, beta, cf, (blasint)n);
+    } else {
+        float *af = cf + m * n, *bf = af + ar * ac;
+        bf16_to_f32_matrix(af, a, ar, ac, lda);
+        bf16_to_f32_matrix(bf, b, br, bc, ldb);
+        cblas_sgemm(CblasRowMajor, cta, ctb, (blasint)m, (blasint)n, (blasint)k, alpha, af, (blasint)ac, bf,
+                    (blasint)bc, beta, cf, (blasint)n);
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) cb[i * ldc + j] = pb_float_to_bf16(cf[i * n + j]);
+    free(cf);
+    return PB_OK;
+}
+
+static int blas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                     int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc, pb_dtype t)
+{
+    PB_CHECK(m >= 0 && n >= 0 && k >= 0, PB_ERR_USAGE, "gemm: negative shape %lldx%lldx%lld", (long long)m,
+             (long long)n, (long long)k);
+    if (m == 0 || n == 0) return PB_OK;
+    if (t == PB_BFLOAT16) return gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    PB_CHECK(t == PB_FLOAT32, PB_ERR_USAGE, "gemm: type %s not supported (float or bfloat16)", pb_dtype_name(t));
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
+                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    return PB_OK;
+}
+
+static float load(pb_dtype t, const void *p, size_t i)
+{
+    return t == PB_BFLOAT16 ? pb_bf16_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static void store(pb_dtype t, void *p, size_t i, float v)
+{
+    if (t == PB_BFLOAT16) ((uint16_t *)p)[i] = pb_float_to_bf16(v);
+    else ((float *)p)[i] = v;
+}
+
+static int check_float_type(pb_dtype t, const char *what)
+{
+    PB_CHECK(t == PB_FLOAT32 || t == PB_BFLOAT16, PB_ERR_USAGE, "%s: type %s not supported (float or bfloat16)",
+             what, pb_dtype_name(t));
+    return PB_OK;
+}
+
+static int blas_relu_fwd(pb_dtype t, size_t n, const void *x, void *y)
+{
+    PB_TRY(check_float_type(t, "relu"));
+    for (size_t i = 0; i < n; i++) {
+        float v = load(t, x, i);
+        store(t, y, i, v > 0.0f ? v : 0.0f);
+    }
+    return PB_OK;
+}
+
+static int blas_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, void *dx)
+{
+    PB_TRY(check_float_type(t, "relu backward"));
+    for (size_t i = 0; i < n; i++) store(t, dx, i, load(t, y, i) > 0.0f ? load(t, dy, i) : 0.0f);
+    return PB_OK;
+}
+
+static int blas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y)
+{
+    PB_TRY(check_float_type(t, "softmax"));
+    for (int64_t r = 0; r < rows; r++) {
+        size_t o = (size_t)(r * cols);
+        float mx = -INFINITY, sum = 0.0f;
+        for (int64_t j = 0; j < cols; j++) mx = fmaxf(mx, load(t, x, o + (size_t)j));
+        for (int64_t j = 0; j < cols; j++) {
+            float e = expf(load(t, x, o + (size_t)j) - mx);
+            store(t, y, o + (size_t)j, e); /* y may be x: read before write, element by element */
+            sum += e;
+        }
+        for (int64_t j = 0; j < cols; j++) store(t, y, o + (size_t)j, load(t, y, o + (size_t)j) / sum);
+    }
+    return PB_OK;
+}
+
+static int blas_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx)
+{
+    PB_TRY(check_float_type(t, "softmax backward"));
+    for (int64_t r = 0; r < rows; r++) {
+        size_t o = (size_t)(r * cols);
+        float dot = 0.0f;
+        for (int64_t j = 0; j < cols; j++) dot += load(t, y, o + (size_t)j) * load(t, dy, o + (size_t)j);
+        for (int64_t j = 0; j < cols; j++) {
+            float yv = load(t, y, o + (size_t)j);
+            store(t, dx, o + (size_t)j, yv * (load(t, dy, o + (size_t)j) - dot));
+        }
+    }
+    return PB_OK;
+}
+
+static int blas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n)
+{
+    PB_TRY(check_float_type(dst_t, "convert"));
+    PB_TRY(check_float_type(src_t, "convert"));
+    if (dst_t == src_t) return blas_copy(dst, src, n * pb_dtype_size(dst_t));
+    for (size_t i = 0; i < n; i++) store(dst_t, dst, i, load(src_t, src, i));
+    return PB_OK;
+}
+
+static int blas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_fill_spec *s)
+{
+    PB_TRY(check_float_type(t, "fill"));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            store(t, ptr, (size_t)(i * ld + j),
+                  s->scale * pb_hash_uniform(s->seed, s->stream, (uint64_t)(s->row0 + i), (uint64_t)(s->col0 + j)));
+    return PB_OK;
+}
+
+static int blas_synchronize(void) { return PB_OK; }
+
+static const pb_compute blas_engine = {
+    .name = "blas",
+    .init = blas_init,
+    .finalize = blas_finalize,
+    .describe = blas_describe,
+    .gemm_dtype = blas_gemm_dtype,
+    .mem_info = blas_mem_info,
+    .alloc = blas_alloc,
+    .free = blas_free,
+    .memset = blas_memset,
+    .copy = blas_copy,
+    .to_host = blas_copy,
+    .from_host = blas_copy,
+    .gemm = blas_gemm,
+    .relu_fwd = blas_relu_fwd,
+    .relu_bwd = blas_relu_bwd,
+    .softmax_fwd = blas_softmax_fwd,
+    .softmax_bwd = blas_softmax_bwd,
+    .convert = blas_convert,
+    .fill = blas_fill,
+    .synchronize = blas_synchronize,
+};
+
+const pb_compute *pb_compute_blas(void) { return &blas_engine; }

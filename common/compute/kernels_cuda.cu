@@ -1,0 +1,195 @@
+// Device kernels of the cuBLAS engine: elementwise relu, row-wise softmax,
+// fp32 <-> bf16 conversion and the deterministic fill. Deliberately simple:
+// grid-stride loops with size_t indices, fp32 math, one 256-thread block per
+// softmax row with a shared-memory tree reduction. They are O(n) next to the
+// GEMMs, so clarity wins over speed here.
+#include "compute/kernels_cuda.h"
+
+#include "core/rng.h"
+
+#include <cuda_bf16.h>
+#include <math.h>
+
+namespace {
+
+constexpr int kThreads = 256;      // power of two: block_reduce relies on it
+constexpr size_t kMaxBlocks = 4096; // grid-stride loops cover the rest
+
+// Storage type <-> fp32. Stores round to nearest even, as pb_float_to_bf16 does.
+__device__ __forceinline__ float load(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float load(const __nv_bfloat16 *p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+size_t blocks_for(size_t n)
+{
+    size_t b = (n + kThreads - 1) / kThreads;
+    return b < kMaxBlocks ? b : kMaxBlocks;
+}
+
+// No __restrict__ anywhere: outputs may alias inputs (y == x, dx == dy), and
+// every thread reads element i before it writes element i.
+template <typename T> __global__ void relu_fwd_kernel(size_t n, const T *x, T *y)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float v = load(x, i);
+        store(y, i, v > 0.0f ? v : 0.0f); // NaN -> 0, as the BLAS engine does
+    }
+}
+
+template <typename T> __global__ void relu_bwd_kernel(size_t n, const T *y, const T *dy, T *dx)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        store(dx, i, load(y, i) > 0.0f ? load(dy, i) : 0.0f);
+}
+
+template <typename D, typename S> __global__ void convert_kernel(size_t n, const S *src, D *dst)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        store(dst, i, load(src, i));
+}
+
+// Same expression as compute_blas.c's fill, so the values are bit-identical:
+// the hash is integer arithmetic, its float is exact (24 bits times 2^-23),
+// and scale * u is one IEEE single multiply on both sides (no FMA to form).
+template <typename T>
+__global__ void fill_kernel(T *p, int64_t rows, int64_t cols, int64_t ld, uint64_t seed, uint64_t rs, int64_t row0,
+                            int64_t col0, float scale)
+{
+    const size_t total = (size_t)rows * (size_t)cols, c = (size_t)cols;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const size_t i = idx / c, j = idx % c;
+        const float u = pb_hash_uniform(seed, rs, (uint64_t)(row0 + (int64_t)i), (uint64_t)(col0 + (int64_t)j));
+        store(p, i * (size_t)ld + j, scale * u);
+    }
+}
+
+// Block-wide max or sum of one value per thread; every thread gets the
+// result. Must be called by all threads of the block (it synchronises).
+template <bool kMax> __device__ float block_reduce(float v, float *sh)
+{
+    const unsigned t = threadIdx.x;
+    sh[t] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (t < s) sh[t] = kMax ? fmaxf(sh[t], sh[t + s]) : sh[t] + sh[t + s];
+        __syncthreads();
+    }
+    const float r = sh[0];
+    __syncthreads(); // everyone has read sh[0] before sh is reused
+    return r;
+}
+
+// One block per row (rows beyond the grid loop over blocks). The reductions'
+// barriers also order every read of x before the first write of y, so y may
+// be x.
+template <typename T> __global__ void softmax_fwd_kernel(int64_t rows, int64_t cols, const T *x, T *y)
+{
+    __shared__ float sh[kThreads];
+    const size_t c = (size_t)cols;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) { // uniform per block: barriers are safe
+        const size_t o = (size_t)r * c;
+        float mx = -INFINITY;
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) mx = fmaxf(mx, load(x, o + j));
+        mx = block_reduce<true>(mx, sh);
+        float sum = 0.0f;
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) sum += expf(load(x, o + j) - mx);
+        sum = block_reduce<false>(sum, sh);
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) store(y, o + j, expf(load(x, o + j) - mx) / sum);
+    }
+}
+
+template <typename T> __global__ void softmax_bwd_kernel(int64_t rows, int64_t cols, const T *y, const T *dy, T *dx)
+{
+    __shared__ float sh[kThreads];
+    const size_t c = (size_t)cols;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const size_t o = (size_t)r * c;
+        float dot = 0.0f;
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) dot += load(y, o + j) * load(dy, o + j);
+        dot = block_reduce<false>(dot, sh); // after this barrier all reads of dy for dot are done
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) {
+            const float yv = load(y, o + j);
+            store(dx, o + j, yv * (load(dy, o + j) - dot));
+        }
+    }
+}
+
+bool supported(pb_dtype t) { return t == PB_FLOAT32 || t == PB_BFLOAT16; }
+
+using bf16 = __nv_bfloat16;
+
+} // namespace
+
+extern "C" cudaError_t pb_cuda_relu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t s)
+{
+    if (!supported(t)) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    const unsigned g = (unsigned)blocks_for(n);
+    if (t == PB_FLOAT32) relu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)x, (float *)y);
+    else relu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)x, (bf16 *)y);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_cuda_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, void *dx, cudaStream_t s)
+{
+    if (!supported(t)) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    const unsigned g = (unsigned)blocks_for(n);
+    if (t == PB_FLOAT32) relu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)y, (const float *)dy, (float *)dx);
+    else relu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)y, (const bf16 *)dy, (bf16 *)dx);
+    return cudaGetLastError();
+}
+
+// A row per block, at most kMaxBlocks blocks (they loop over the other rows).
+static unsigned row_blocks(int64_t rows) { return (unsigned)((size_t)rows < kMaxBlocks ? (size_t)rows : kMaxBlocks); }
+
+extern "C" cudaError_t pb_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y,
+                                           cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || cols < 0) return cudaErrorInvalidValue;
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    const unsigned g = row_blocks(rows);
+    if (t == PB_FLOAT32) softmax_fwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (const float *)x, (float *)y);
+    else softmax_fwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (const bf16 *)x, (bf16 *)y);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_cuda_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy,
+                                           void *dx, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || cols < 0) return cudaErrorInvalidValue;
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    const unsigned g = row_blocks(rows);
+    if (t == PB_FLOAT32)
+        softmax_bwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (const float *)y, (const float *)dy, (float *)dx);
+    else softmax_bwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (const bf16 *)y, (const bf16 *)dy, (bf16 *)dx);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_cuda_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n,
+                                       cudaStream_t s)
+{
+    if (!supported(dst_t) || !supported(src_t)) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    if (dst_t == src_t)
+        return dst == src ? cudaSuccess : cudaMemcpyAsync(dst, src, n * (dst_t == PB_FLOAT32 ? 4 : 2),
+                                                          cudaMemcpyDeviceToDevice, s);
+    const unsigned g = (unsigned)blocks_for(n);
+    if (dst_t == PB_BFLOAT16) convert_kernel<<<g, kThreads, 0, s>>>(n, (const float *)src, (bf16 *)dst);
+    else convert_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)src, (float *)dst);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_cuda_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, uint64_t seed,
+                                    uint64_t rng_stream, int64_t row0, int64_t col0, float scale, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    const unsigned g = (unsigned)blocks_for((size_t)rows * (size_t)cols);
+    if (t == PB_FLOAT32)
+        fill_kernel<<<g, kThreads, 0, s>>>((float *)ptr, rows, cols, ld, seed, rng_stream, row0, col0, scale);
+    else fill_kernel<<<g, kThreads, 0, s>>>((bf16 *)ptr, rows, cols, ld, seed, rng_stream, row0, col0, scale);
+    return cudaGetLastError();
+}

@@ -1,0 +1,146 @@
+#include "core/csv_read.h"
+
+#include "core/error.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Split one line in place into fields; returns a malloc'ed array of `*n`
+ * pointers into `line` (quotes removed), or NULL on allocation failure. */
+static char **split(char *line, int *n)
+{
+    int cap = 8, k = 0;
+    char **f = malloc((size_t)cap * sizeof *f);
+    if (!f) return NULL;
+    char *p = line;
+    for (;;) {
+        if (k == cap) {
+            char **g = realloc(f, (size_t)(cap *= 2) * sizeof *f);
+            if (!g) return free(f), NULL;
+            f = g;
+        }
+        char *out = p;
+        f[k++] = out;
+        int quoted = *p == '"';
+        if (quoted) p++;
+        while (*p && (quoted || *p != ',')) {
+            if (quoted && *p == '"') {
+                if (p[1] == '"') p++; /* "" is a literal quote */
+                else { quoted = 0; p++; continue; }
+            }
+            *out++ = *p++;
+        }
+        int more = *p == ',';
+        *out = '\0';
+        if (!more) break;
+        p++;
+    }
+    *n = k;
+    return f;
+}
+
+static void chomp(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
+}
+
+static int is_skipped(const char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    return *s == '\0' || *s == '#';
+}
+
+/* Keep the line and its field array; short rows padded to ncols. */
+static int add_row(pb_csv *t, char *line, int *cap)
+{
+    int n;
+    char **f = split(line, &n);
+    if (!f) return PB_ERR_ENV;
+    if (n < t->ncols) {
+        char **g = realloc(f, (size_t)t->ncols * sizeof *f);
+        if (!g) return free(f), PB_ERR_ENV;
+        f = g;
+        for (int i = n; i < t->ncols; i++) f[i] = line + strlen(line); /* "" inside the line */
+    }
+    if (t->nrows == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        char ***r = realloc(t->rows, (size_t)nc * sizeof *r);
+        if (!r) return free(f), PB_ERR_ENV;
+        t->rows = r;
+        *cap = nc;
+    }
+    t->rows[t->nrows++] = f;
+    return PB_OK;
+}
+
+int pb_csv_read(const char *path, pb_csv *out)
+{
+    memset(out, 0, sizeof *out);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return PB_ERR_ENV;
+    char *line = NULL;
+    size_t len = 0;
+    int cap = 0, st = PB_OK;
+    while (st == PB_OK && getline(&line, &len, fp) >= 0) {
+        chomp(line);
+        if (is_skipped(line)) continue;
+        char *copy = strdup(line); /* fields point into it; freed with the row */
+        if (!copy) { st = PB_ERR_ENV; break; }
+        if (!out->header) {
+            out->header = split(copy, &out->ncols);
+            if (!out->header) { free(copy); st = PB_ERR_ENV; }
+            continue;
+        }
+        st = add_row(out, copy, &cap);
+        if (st != PB_OK) free(copy);
+    }
+    free(line);
+    fclose(fp);
+    if (st == PB_OK && !out->header) st = PB_ERR_CHECK;
+    if (st != PB_OK) pb_csv_free(out);
+    return st;
+}
+
+int pb_csv_col(const pb_csv *t, const char *name)
+{
+    for (int i = 0; i < t->ncols; i++)
+        if (strcmp(t->header[i], name) == 0) return i;
+    return -1;
+}
+
+const char *pb_csv_get(const pb_csv *t, int row, const char *name)
+{
+    int c = pb_csv_col(t, name);
+    if (c < 0 || row < 0 || row >= t->nrows) return "";
+    return t->rows[row][c];
+}
+
+int pb_csv_num(const pb_csv *t, int row, const char *name, double *out)
+{
+    const char *s = pb_csv_get(t, row, name);
+    char *end;
+    if (!*s) return PB_ERR_CHECK;
+    double v = strtod(s, &end);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == s || *end || !isfinite(v)) return PB_ERR_CHECK;
+    *out = v;
+    return PB_OK;
+}
+
+void pb_csv_free(pb_csv *t)
+{
+    /* Each row's fields (and the header's) live in one strdup'ed line whose
+     * start is field 0. */
+    for (int r = 0; r < t->nrows; r++) {
+        free(t->rows[r][0]);
+        free(t->rows[r]);
+    }
+    if (t->header) free(t->header[0]);
+    free(t->header);
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,250 @@
+#include "core/options.h"
+
+#include "core/error.h"
+#include "core/parse.h"
+#include "core/watchdog.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_OPTS 96
+
+static void option_label(const pb_opt *o, char *buf, size_t len)
+{
+    if (o->short_name) snprintf(buf, len, "-%c/--%s", o->short_name, o->name);
+    else snprintf(buf, len, "--%s", o->name);
+}
+
+static void print_help(const char *summary, const pb_opt_group *groups, int ngroups)
+{
+    printf("%s\n", summary);
+    for (int g = 0; g < ngroups; g++) {
+        printf("\n%s:\n", groups[g].title);
+        for (int i = 0; i < groups[g].nopts; i++) {
+            const pb_opt *o = &groups[g].opts[i];
+            char left[64];
+            option_label(o, left, sizeof left);
+            if (o->arg) {
+                size_t n = strlen(left);
+                snprintf(left + n, sizeof left - n, " %s", o->arg);
+            }
+            printf("  %-30s %s\n", left, o->help);
+        }
+    }
+    printf("  %-30s %s\n", "-h/--help", "this help");
+}
+
+int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group *groups, int ngroups)
+{
+    struct option longs[MAX_OPTS + 2];
+    const pb_opt *by_index[MAX_OPTS];
+    const pb_opt_group *group_of[MAX_OPTS];
+    char shorts[3 * MAX_OPTS + 4] = ":h";
+    int n = 0;
+    for (int g = 0; g < ngroups; g++) {
+        for (int i = 0; i < groups[g].nopts && n < MAX_OPTS; i++, n++) {
+            const pb_opt *o = &groups[g].opts[i];
+            longs[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, 1000 + n};
+            by_index[n] = o;
+            group_of[n] = &groups[g];
+            if (o->short_name) {
+                size_t len = strlen(shorts);
+                shorts[len] = (char)o->short_name;
+                shorts[len + 1] = '\0';
+                if (o->arg) strcat(shorts, ":");
+            }
+        }
+    }
+    longs[n] = (struct option){"help", no_argument, NULL, 'h'};
+    longs[n + 1] = (struct option){0, 0, 0, 0};
+
+    opterr = 0;
+    optind = 0; /* 0, not 1: glibc then also resets its internal state from an earlier parse */
+    int c, longindex;
+    while ((c = getopt_long(argc, argv, shorts, longs, &longindex)) != -1) {
+        if (c == 'h') {
+            print_help(summary, groups, ngroups);
+            return PB_HELP_SHOWN;
+        }
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            if (c == ':') return pb_usage(bad, "needs a value; see --help");
+            return pb_usage(bad, "unknown option; see --help for the accepted ones");
+        }
+        int k = -1;
+        if (c >= 1000) k = c - 1000;
+        else
+            for (int i = 0; i < n && k < 0; i++)
+                if (by_index[i]->short_name == c) k = i;
+        if (k < 0) return pb_usage(argv[optind - 1], "unknown option; see --help");
+        char label[64];
+        option_label(by_index[k], label, sizeof label);
+        PB_TRY(group_of[k]->handle(group_of[k]->ctx, by_index[k]->id, label, optarg));
+    }
+    if (optind < argc) return pb_usage(argv[optind], "unexpected argument; options start with '-', see --help");
+    return PB_OK;
+}
+
+/* ---- common options ---- */
+
+enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TIMEOUT, O_DTYPE, O_OP, O_ROOT, O_CHECK,
+       O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET };
+
+static const pb_opt common_opts[] = {
+    {"minbytes", 'b', "SIZE", "smallest message size in bytes (K/M/G suffixes)", O_MINB},
+    {"maxbytes", 'e', "SIZE", "largest message size in bytes", O_MAXB},
+    {"stepfactor", 'f', "N", "multiply the size by N between steps (default 2)", O_FACTOR},
+    {"stepbytes", 'i', "SIZE", "add SIZE between steps instead of multiplying", O_STEP},
+    {"sizes", 0, "LIST", "explicit comma-separated sizes, e.g. 1K,12M (overrides -b/-e)", O_SIZES},
+    {"iters", 'n', "N", "timed iterations per size (the same N for every size)", O_ITERS},
+    {"warmup_iters", 'w', "N", "untimed warm-up iterations per size (the same N for every size)", O_WARMUP},
+    {"max-seconds-per-size", 0, "SECS", "time cap on one size, warm-up included: warm-up stops after a quarter of "
+                                        "it, timed iterations before the cap (0: no cap)", O_CAP},
+    {"timeout", 0, "SECS", "abort with exit 4 when one operation hangs this long (default 300; 0: off)", O_TIMEOUT},
+    {"datatype", 'd', "TYPE", "float, bfloat16, half or int32", O_DTYPE},
+    {"op", 'o', "OP", "reduction: sum, max or min", O_OP},
+    {"root", 'r', "RANK", "root rank of broadcast and reduce", O_ROOT},
+    {"check", 'c', "0|1", "validate results (1) or not (0)", O_CHECK},
+    {"rotate", 0, "0|1", "1: cold-cache mode, a new message-sized slot of a pool twice the cache at every iteration; "
+                               "0 (default): the same buffers every time, as OSU and nccl-tests", O_ROTATE},
+    {"csv", 0, "FILE", "write results as CSV", O_CSV},
+    {"json", 0, "FILE", "write results and metadata as JSON", O_JSON},
+    {"backend", 0, "NAME", "mpi (host memory) or nccl (GPU memory); default nccl where GPUs are visible", O_BACKEND},
+    {"mem", 0, "WHERE", "host or device buffers; --backend mpi --mem device stages GPU buffers through the host, "
+                        "so several ranks can share a GPU", O_MEM},
+    {"gpu-offset", 0, "N", "use GPU (local rank + N) mod GPUs (default 0)", O_GPU_OFFSET},
+};
+
+static int group_of_opt(int id)
+{
+    if (id <= O_SIZES) return PB_OPTS_SWEEP;
+    if (id <= O_TIMEOUT) return PB_OPTS_ITERS;
+    if (id <= O_ROOT) return PB_OPTS_REDUCE;
+    if (id <= O_ROTATE) return PB_OPTS_DATA;
+    return PB_OPTS_OUTPUT;
+}
+
+void pb_common_defaults(pb_common_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->minbytes = 8;
+    o->maxbytes = 64u << 20;
+    o->stepfactor = 2;
+    o->iters = 100;
+    o->warmup = 10;
+    o->check = 1;
+    o->dtype = PB_FLOAT32;
+    o->op = PB_SUM;
+    o->max_seconds = 10;
+    o->timeout = PB_DEFAULT_TIMEOUT_S;
+    o->rotate = 0;
+    o->backend = NULL;
+}
+
+static int handle_common(void *ctx, int id, const char *option, const char *arg)
+{
+    pb_common_opts *o = ctx;
+    long long v;
+    switch (id) {
+    case O_MINB: o->sizes_given |= 1; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->minbytes);
+    case O_MAXB: o->sizes_given |= 2; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->maxbytes);
+    case O_FACTOR: return pb_parse_int(option, arg, 2, 1024, &o->stepfactor);
+    case O_STEP: return pb_parse_size(option, arg, PB_SIZE_MAX, &o->stepbytes);
+    case O_SIZES:
+        o->sizes_given |= 4;
+        return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->sizes, PB_MAX_SIZES, &o->nsizes);
+    case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000000, &v)); o->iters = (int)v, o->iters_given = 1; return PB_OK;
+    case O_WARMUP:
+        PB_TRY(pb_parse_int(option, arg, 0, 100000000, &v));
+        o->warmup = (int)v, o->warmup_given = 1;
+        return PB_OK;
+    case O_CAP: return pb_parse_double(option, arg, 0, 1e7, &o->max_seconds);
+    case O_TIMEOUT: return pb_parse_double(option, arg, 0, 1e7, &o->timeout);
+    case O_DTYPE: return pb_dtype_parse(option, arg, &o->dtype);
+    case O_OP: return pb_redop_parse(option, arg, &o->op);
+    case O_ROOT: PB_TRY(pb_parse_int(option, arg, 0, 1 << 24, &v)); o->root = (int)v; return PB_OK;
+    case O_CHECK: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->check = (int)v; return PB_OK;
+    case O_ROTATE: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->rotate = (int)v; return PB_OK;
+    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
+    case O_JSON: o->json = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
+    case O_BACKEND:
+        if (strcmp(arg, "mpi") != 0 && strcmp(arg, "nccl") != 0)
+            return pb_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
+        o->backend = arg;
+        return PB_OK;
+    case O_MEM:
+        if (strcmp(arg, "host") != 0 && strcmp(arg, "device") != 0)
+            return pb_usage(option, "'%s' is not accepted; expected host or device", arg);
+        o->mem = arg;
+        return PB_OK;
+    case O_GPU_OFFSET: PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v)); o->gpu_offset = (int)v; return PB_OK;
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+pb_opt_group pb_common_group(pb_common_opts *o, int which)
+{
+    /* The selected options, in a static table per mask (binaries use one mask each). */
+    static pb_opt selected[PB_OPTS_ALL + 1][sizeof common_opts / sizeof common_opts[0]];
+    static int counts[PB_OPTS_ALL + 1];
+    int mask = which & PB_OPTS_ALL;
+    if (counts[mask] == 0)
+        for (size_t i = 0; i < sizeof common_opts / sizeof common_opts[0]; i++)
+            if (group_of_opt(common_opts[i].id) & mask) selected[mask][counts[mask]++] = common_opts[i];
+    return (pb_opt_group){"Common options", selected[mask], counts[mask], handle_common, o};
+}
+
+int pb_common_validate(const pb_common_opts *o)
+{
+    if (o->nsizes == 0 && o->minbytes > o->maxbytes)
+        return pb_usage("-b/--minbytes", "%llu is larger than -e/--maxbytes %llu", (unsigned long long)o->minbytes,
+                        (unsigned long long)o->maxbytes);
+    return PB_OK;
+}
+
+const pb_iter_policy pb_policy_collective = {1000, 100, 100, 10, PB_LARGE_MESSAGE + 1};
+
+void pb_iters_for(const pb_common_opts *o, const pb_iter_policy *p, size_t bytes, int *iters, int *warmup)
+{
+    int large = bytes >= p->large_from;
+    *iters = o->iters_given ? o->iters : large ? p->large_iters : p->small_iters;
+    *warmup = o->warmup_given ? o->warmup : large ? p->large_warmup : p->small_warmup;
+}
+
+void pb_iters_describe(const pb_common_opts *o, const pb_iter_policy *p, char *buf, size_t len)
+{
+    int small_n, small_w, large_n, large_w;
+    pb_iters_for(o, p, 0, &small_n, &small_w);
+    pb_iters_for(o, p, p->large_from, &large_n, &large_w);
+    double cap = o->max_seconds;
+    char capped[64] = "";
+    if (cap > 0) snprintf(capped, sizeof capped, "; at most %g s per size, warm-up included", cap);
+    if (small_n == large_n && small_w == large_w)
+        snprintf(buf, len, "%d (+%d warm-up) at every size%s", small_n, small_w, capped);
+    else
+        snprintf(buf, len, "%d (+%d warm-up) up to %zu B, %d (+%d warm-up) above%s", small_n, small_w,
+                 p->large_from - 1, large_n, large_w, capped);
+}
+
+int pb_iters_max(const pb_common_opts *o, const pb_iter_policy *p)
+{
+    if (o->iters_given) return o->iters;
+    return p->small_iters > p->large_iters ? p->small_iters : p->large_iters;
+}
+
+size_t pb_sweep_sizes(const pb_common_opts *o, uint64_t *out, size_t cap)
+{
+    if (o->nsizes) {
+        memcpy(out, o->sizes, sizeof(uint64_t) * (o->nsizes < cap ? o->nsizes : cap));
+        return o->nsizes < cap ? o->nsizes : cap;
+    }
+    size_t n = 0;
+    for (uint64_t s = o->minbytes; s <= o->maxbytes && n < cap;) {
+        out[n++] = s;
+        uint64_t next = o->stepbytes ? s + o->stepbytes : s * (uint64_t)o->stepfactor;
+        if (next <= s) break; /* overflow guard */
+        s = next;
+    }
+    return n;
+}

@@ -1,0 +1,206 @@
+#include "core/report.h"
+
+#include "core/error.h"
+#include "core/timing.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pb_report {
+    const pb_column *cols;
+    int ncols;
+    FILE *table, *csv;
+    char *json_path;
+    cJSON *root, *rows, *summary, *notes;
+    long changes, changes_at_write; /* rows, notes and summaries added, in all and at the last JSON write */
+    double written_us;              /* when the JSON was last written */
+};
+
+/* The JSON is rewritten whole (a temporary file renamed over it, so it is
+ * always a valid document), but not after every change: only once the changes
+ * have doubled since the last write, or a second has passed. The total work
+ * stays linear in the rows, and the file lags the CSV (flushed per row) by at
+ * most a second or half its rows; pb_report_close writes the final state. */
+#define JSON_REWRITE_US 1e6
+
+static int json_changed(pb_report *r)
+{
+    r->changes++;
+    if (!r->json_path) return PB_OK;
+    if (r->changes < 2 * r->changes_at_write && pb_now_us() - r->written_us < JSON_REWRITE_US) return PB_OK;
+    r->changes_at_write = r->changes;
+    r->written_us = pb_now_us();
+    return pb_json_write_atomic(r->json_path, r->root);
+}
+
+int pb_json_write_atomic(const char *path, const cJSON *json)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char *text = cJSON_Print(json);
+    PB_CHECK(text, PB_ERR_ENV, "out of memory printing JSON for %s", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        free(text);
+        return pb_fail(PB_ERR_ENV, "cannot write %s: %m", tmp);
+    }
+    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    ok = (fclose(f) == 0) && ok;
+    free(text);
+    if (!ok || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
+    return PB_OK;
+}
+
+static void csv_meta(FILE *csv, const cJSON *meta)
+{
+    for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
+        if (cJSON_IsString(m)) fprintf(csv, "# %s: %s\n", m->string, m->valuestring);
+        else if (cJSON_IsNumber(m)) fprintf(csv, "# %s: %.17g\n", m->string, m->valuedouble);
+        else {
+            char *t = cJSON_PrintUnformatted(m);
+            if (t) fprintf(csv, "# %s: %s\n", m->string, t);
+            free(t);
+        }
+    }
+}
+
+int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSON *meta, FILE *table,
+                   const char *csv_path, const char *json_path, pb_report **out)
+{
+    pb_report *r = calloc(1, sizeof *r);
+    PB_CHECK(r, PB_ERR_ENV, "out of memory for the report");
+    r->cols = cols;
+    r->ncols = ncols;
+    r->table = table;
+    r->root = cJSON_CreateObject();
+    cJSON_AddStringToObject(r->root, "benchmark", benchmark);
+    cJSON_AddBoolToObject(r->root, "complete", 0);
+    if (meta) cJSON_AddItemToObject(r->root, "meta", meta);
+    r->rows = cJSON_AddArrayToObject(r->root, "rows");
+    r->summary = cJSON_AddObjectToObject(r->root, "summary");
+    r->notes = cJSON_AddArrayToObject(r->root, "notes");
+    *out = r;
+    if (csv_path) {
+        r->csv = fopen(csv_path, "w");
+        if (!r->csv) return pb_fail(PB_ERR_ENV, "--csv %s: cannot open for writing: %m", csv_path);
+        fprintf(r->csv, "# parabench %s\n", benchmark);
+        csv_meta(r->csv, meta);
+        for (int c = 0; c < ncols; c++) fprintf(r->csv, "%s%s", c ? "," : "", cols[c].key);
+        fputc('\n', r->csv);
+        fflush(r->csv);
+    }
+    if (json_path) {
+        r->json_path = strdup(json_path);
+        r->written_us = pb_now_us();
+        return pb_json_write_atomic(json_path, r->root);
+    }
+    return PB_OK;
+}
+
+void pb_report_header(pb_report *r)
+{
+    if (!r || !r->table) return;
+    for (int line = 0; line < 2; line++) {
+        fputc('#', r->table);
+        for (int c = 0; c < r->ncols; c++) {
+            const pb_column *col = &r->cols[c];
+            if (!col->title) continue;
+            const char *text = line == 0 ? col->title : (col->unit ? col->unit : "");
+            fprintf(r->table, " %*s", col->width, text);
+        }
+        fputc('\n', r->table);
+    }
+    fflush(r->table);
+}
+
+static void table_cell(FILE *f, const pb_column *col, const pb_value *v)
+{
+    switch (col->type) {
+    case PB_COL_INT: fprintf(f, " %*lld", col->width, v->i); break;
+    case PB_COL_FLOAT:
+        if (isnan(v->f)) fprintf(f, " %*s", col->width, "-");
+        else fprintf(f, " %*.*f", col->width, col->precision, v->f);
+        break;
+    case PB_COL_STR: fprintf(f, " %*s", col->width, v->s ? v->s : ""); break;
+    }
+}
+
+static void csv_cell(FILE *f, const pb_column *col, const pb_value *v)
+{
+    switch (col->type) {
+    case PB_COL_INT: fprintf(f, "%lld", v->i); break;
+    case PB_COL_FLOAT:
+        if (!isnan(v->f)) fprintf(f, "%.9g", v->f);
+        break;
+    case PB_COL_STR: fprintf(f, "%s", v->s ? v->s : ""); break;
+    }
+}
+
+int pb_report_row(pb_report *r, const pb_value *values)
+{
+    cJSON *row = cJSON_CreateObject();
+    if (r->table) fputc(' ', r->table);
+    for (int c = 0; c < r->ncols; c++) {
+        const pb_column *col = &r->cols[c];
+        if (r->table && col->title) table_cell(r->table, col, &values[c]);
+        if (r->csv) {
+            if (c) fputc(',', r->csv);
+            csv_cell(r->csv, col, &values[c]);
+        }
+        if (col->type == PB_COL_INT) cJSON_AddNumberToObject(row, col->key, (double)values[c].i);
+        else if (col->type == PB_COL_FLOAT && isnan(values[c].f)) cJSON_AddNullToObject(row, col->key);
+        else if (col->type == PB_COL_FLOAT) cJSON_AddNumberToObject(row, col->key, values[c].f);
+        else cJSON_AddStringToObject(row, col->key, values[c].s ? values[c].s : "");
+    }
+    cJSON_AddItemToArray(r->rows, row);
+    if (r->table) {
+        fputc('\n', r->table);
+        fflush(r->table);
+    }
+    if (r->csv) {
+        fputc('\n', r->csv);
+        fflush(r->csv);
+    }
+    return json_changed(r);
+}
+
+int pb_report_summary(pb_report *r, const char *key, const char *title, double value, const char *unit)
+{
+    if (r->table) fprintf(r->table, "# %s: %.6g%s%s\n", title, value, unit ? " " : "", unit ? unit : "");
+    if (r->csv) fprintf(r->csv, "# summary %s: %.6g\n", key, value);
+    cJSON_DeleteItemFromObject(r->summary, key);
+    cJSON_AddNumberToObject(r->summary, key, value);
+    return json_changed(r);
+}
+
+int pb_report_note(pb_report *r, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (r->table) fprintf(r->table, "# %s\n", text);
+    if (r->csv) fprintf(r->csv, "# note: %s\n", text);
+    cJSON_AddItemToArray(r->notes, cJSON_CreateString(text));
+    return json_changed(r);
+}
+
+int pb_report_close(pb_report *r, int complete)
+{
+    if (!r) return PB_OK;
+    int status = PB_OK;
+    cJSON_ReplaceItemInObject(r->root, "complete", cJSON_CreateBool(complete));
+    if (r->json_path) status = pb_json_write_atomic(r->json_path, r->root);
+    if (r->csv) {
+        if (complete) fprintf(r->csv, "# complete\n");
+        if (fclose(r->csv) != 0 && status == PB_OK) status = pb_fail(PB_ERR_ENV, "closing the CSV file failed");
+    }
+    if (r->table) fflush(r->table);
+    cJSON_Delete(r->root);
+    free(r->json_path);
+    free(r);
+    return status;
+}

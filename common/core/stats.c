@@ -1,0 +1,67 @@
+#include "core/stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pb_percentile_sorted(const double *sorted, size_t n, double p)
+{
+    if (n == 0) return 0;
+    double pos = p / 100.0 * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n) return sorted[n - 1];
+    double frac = pos - (double)lo;
+    return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+}
+
+static double mean_of(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += x[i];
+    return n ? s / (double)n : 0;
+}
+
+/* min/max/median/p99 of a pool of samples (copied, then sorted). */
+static void pooled(const double *x, size_t n, pb_stats *out)
+{
+    double *sorted = malloc(sizeof(double) * (n ? n : 1));
+    if (!sorted) return;
+    memcpy(sorted, x, sizeof(double) * n);
+    qsort(sorted, n, sizeof(double), cmp_double);
+    out->min = sorted[0];
+    out->max = sorted[n - 1];
+    out->median = pb_percentile_sorted(sorted, n, 50);
+    out->p99 = pb_percentile_sorted(sorted, n, 99);
+    free(sorted);
+}
+
+void pb_stats_of(const double *samples, size_t n, pb_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n == 0) return;
+    out->samples = n;
+    out->mean = mean_of(samples, n);
+    out->rankmax = out->mean;
+    pooled(samples, n, out);
+}
+
+void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (per_rank == 0 || nranks <= 0) return;
+    double sum = 0, worst = 0;
+    for (int r = 0; r < nranks; r++) {
+        double m = mean_of(all + (size_t)r * per_rank, per_rank);
+        sum += m;
+        if (r == 0 || m > worst) worst = m;
+    }
+    out->samples = per_rank * (size_t)nranks;
+    out->mean = sum / nranks;
+    out->rankmax = worst;
+    pooled(all, out->samples, out);
+}

@@ -1,0 +1,134 @@
+#include "core/watchdog.h"
+
+#include "core/error.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_HOOKS 16
+
+static struct {
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+    double timeout_s;
+    int rank;
+    char host[64], benchmark[32];
+    pthread_mutex_t lock; /* guards `what`, written rarely */
+    char what[96];
+    atomic_uint_fast64_t armed_ns; /* 0: disarmed */
+    atomic_int iter;
+    _Atomic(const char *) phase;
+    struct {
+        void (*fn)(void *);
+        void *arg;
+    } hooks[MAX_HOOKS];
+    int nhooks;
+} wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void pb_watch_what(const char *operation, uint64_t bytes)
+{
+    pthread_mutex_lock(&wd.lock);
+    snprintf(wd.what, sizeof wd.what, "%s of %llu bytes", operation, (unsigned long long)bytes);
+    pthread_mutex_unlock(&wd.lock);
+}
+
+void pb_watch_arm_at(int iter, const char *phase, double now_us)
+{
+    atomic_store_explicit(&wd.iter, iter, memory_order_relaxed);
+    atomic_store_explicit(&wd.phase, phase, memory_order_relaxed);
+    atomic_store_explicit(&wd.armed_ns, (uint64_t)(now_us * 1e3), memory_order_release);
+}
+
+void pb_watch_arm(int iter, const char *phase) { pb_watch_arm_at(iter, phase, (double)now_ns() * 1e-3); }
+
+void pb_watch_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
+
+void pb_watchdog_on_abort(void (*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&wd.lock);
+    if (wd.nhooks < MAX_HOOKS) {
+        wd.hooks[wd.nhooks].fn = fn;
+        wd.hooks[wd.nhooks].arg = arg;
+        wd.nhooks++;
+    }
+    pthread_mutex_unlock(&wd.lock);
+}
+
+void pb_watchdog_forget(void *arg)
+{
+    pthread_mutex_lock(&wd.lock);
+    for (int i = 0; i < wd.nhooks; i++) {
+        if (wd.hooks[i].arg == arg) wd.hooks[i--] = wd.hooks[--wd.nhooks];
+    }
+    pthread_mutex_unlock(&wd.lock);
+}
+
+static void fire(double waited_s)
+{
+    char what[96];
+    pthread_mutex_lock(&wd.lock);
+    memcpy(what, wd.what, sizeof what);
+    pthread_mutex_unlock(&wd.lock);
+    int iter = atomic_load(&wd.iter);
+    const char *phase = atomic_load(&wd.phase);
+    fprintf(stderr,
+            "%s: TIMEOUT: rank %d on %s stuck for %.1f s (--timeout %g) in %s, %s iteration %d, phase %s. "
+            "The rank whose line differs (another phase or iteration), or that prints none, is where the hang "
+            "starts.\n",
+            wd.benchmark, wd.rank, wd.host, waited_s, wd.timeout_s, what[0] ? what : "an operation",
+            iter < 0 ? "warm-up" : "timed", iter < 0 ? -iter : iter, phase ? phase : "?");
+    fflush(stderr);
+    sleep(2); /* let the other stuck ranks report before the job goes down */
+    for (int i = 0; i < wd.nhooks; i++) wd.hooks[i].fn(wd.hooks[i].arg);
+    MPI_Abort(MPI_COMM_WORLD, PB_ERR_TIMEOUT);
+    _exit(PB_ERR_TIMEOUT); /* if MPI_Abort ever returns */
+}
+
+static void *watch(void *unused)
+{
+    (void)unused;
+    struct timespec nap = {0, 50 * 1000 * 1000};
+    while (!atomic_load(&wd.stop)) {
+        nanosleep(&nap, NULL);
+        uint64_t armed = atomic_load_explicit(&wd.armed_ns, memory_order_acquire);
+        if (armed == 0) continue;
+        double waited = (double)(now_ns() - armed) * 1e-9;
+        if (waited > wd.timeout_s) fire(waited);
+    }
+    return NULL;
+}
+
+int pb_watchdog_start(double timeout_s, int rank, const char *host, const char *benchmark)
+{
+    if (timeout_s <= 0 || wd.running) return PB_OK;
+    wd.timeout_s = timeout_s;
+    wd.rank = rank;
+    snprintf(wd.host, sizeof wd.host, "%s", host);
+    snprintf(wd.benchmark, sizeof wd.benchmark, "%s", benchmark);
+    atomic_store(&wd.stop, 0);
+    if (pthread_create(&wd.thread, NULL, watch, NULL) != 0)
+        return pb_fail(PB_ERR_ENV, "cannot start the watchdog thread");
+    wd.running = 1;
+    return PB_OK;
+}
+
+void pb_watchdog_stop(void)
+{
+    if (!wd.running) return;
+    atomic_store(&wd.stop, 1);
+    pthread_join(wd.thread, NULL);
+    wd.running = 0;
+}

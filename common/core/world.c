@@ -1,0 +1,98 @@
+#include "core/world.h"
+
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int gather_hosts(pb_world *w)
+{
+    char me[PB_HOST_MAX] = {0};
+    if (gethostname(me, sizeof me - 1) != 0) strcpy(me, "unknown");
+    w->host = calloc((size_t)w->size, PB_HOST_MAX);
+    w->node_of = calloc((size_t)w->size, sizeof(int));
+    PB_CHECK(w->host && w->node_of, PB_ERR_ENV, "out of memory for %d host names", w->size);
+    MPI_Allgather(me, PB_HOST_MAX, MPI_CHAR, w->host, PB_HOST_MAX, MPI_CHAR, w->comm);
+    return PB_OK;
+}
+
+/* Nodes are the shared-memory domains MPI reports; each node is numbered by the
+ * order of its lowest rank, so node 0 always holds rank 0. */
+static void number_nodes(pb_world *w)
+{
+    MPI_Comm local;
+    MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &w->local_rank);
+    MPI_Comm_size(local, &w->local_size);
+    int leader = w->rank; /* lowest world rank on my node */
+    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, local);
+    MPI_Comm_free(&local);
+
+    int *leaders = malloc(sizeof(int) * (size_t)w->size);
+    MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, w->comm);
+    w->nnodes = 0;
+    for (int r = 0; r < w->size; r++) {
+        if (leaders[r] == r) {
+            for (int q = r; q < w->size; q++)
+                if (leaders[q] == r) w->node_of[q] = w->nnodes;
+            w->nnodes++;
+        }
+    }
+    w->node = w->node_of[w->rank];
+    free(leaders);
+}
+
+int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
+{
+    memset(w, 0, sizeof *w);
+    if (MPI_Init_thread(argc, argv, thread_level, &w->thread_level) != MPI_SUCCESS)
+        return pb_fail(PB_ERR_ENV, "MPI_Init_thread failed");
+    MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
+    MPI_Comm_rank(w->comm, &w->rank);
+    MPI_Comm_size(w->comm, &w->size);
+    if (w->rank != 0) pb_set_quiet_usage(1);
+    PB_TRY(gather_hosts(w));
+    number_nodes(w);
+    if (w->thread_level < thread_level && w->rank == 0)
+        fprintf(stderr, "%s: warning: MPI granted thread level %d, asked for %d\n", pb_progname(),
+                w->thread_level, thread_level);
+    return PB_OK;
+}
+
+_Noreturn void pb_world_exit(pb_world *w, int status)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (w->comm != MPI_COMM_NULL && w->comm != 0) MPI_Comm_free(&w->comm);
+    free(w->host);
+    free(w->node_of);
+    MPI_Finalize();
+    exit(status);
+}
+
+int pb_nodes_spanned(const pb_world *w, const int *ranks, int n)
+{
+    if (!ranks) return w->nnodes;
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = w->node_of[ranks[j]] == w->node_of[ranks[i]];
+        count += !seen;
+    }
+    return count;
+}
+
+const char *pb_link_class(const pb_world *w, const int *ranks, int n)
+{
+    if (!ranks) n = w->size;
+    int nodes = pb_nodes_spanned(w, ranks, n);
+    if (nodes <= 1) return "intra";
+    return nodes == n ? "inter" : "mixed";
+}
+
+int pb_world_agree(const pb_world *w, int status)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, w->comm);
+    return status;
+}

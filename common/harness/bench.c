@@ -1,0 +1,94 @@
+#include "harness/bench.h"
+
+#include "core/error.h"
+#include "backend/gpu.h"
+#include "core/watchdog.h"
+
+#include <string.h>
+
+#include <stdlib.h>
+
+void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
+                    const pb_opt_group *groups, int ngroups)
+{
+    memset(b, 0, sizeof *b);
+    b->name = name;
+    b->argc = *argc;
+    b->argv = *argv;
+    pb_set_progname(name);
+    int status = pb_world_init(argc, argv, thread_level, &b->w);
+    if (status != PB_OK) exit(status);
+    /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
+    if (b->w.rank != 0 && !freopen("/dev/null", "w", stdout))
+        fprintf(stderr, "%s: rank %d: cannot silence stdout\n", name, b->w.rank);
+    status = pb_cli_parse(*argc, *argv, summary, groups, ngroups);
+    if (status == PB_HELP_SHOWN) pb_world_exit(&b->w, PB_OK);
+    if (status != PB_OK) pb_world_exit(&b->w, status);
+}
+
+/* The default backend is NCCL when this build has it and every rank sees a GPU. */
+static const char *default_backend(const pb_world *w)
+{
+    int gpus = pb_gpu_count();
+    MPI_Allreduce(MPI_IN_PLACE, &gpus, 1, MPI_INT, MPI_MIN, w->comm);
+    return gpus > 0 ? "nccl" : "mpi";
+}
+
+int pb_bench_select(pb_bench *b, const pb_common_opts *o)
+{
+    if (b->be) return PB_OK;
+    const char *name = o->backend ? o->backend : default_backend(&b->w);
+    return pb_world_agree(&b->w, pb_backend_select(name, o->mem, &b->be));
+}
+
+int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta)
+{
+    int status = pb_bench_select(b, o);
+    if (status != PB_OK) {
+        cJSON_Delete(extra_meta);
+        return status;
+    }
+    char gpu[160] = "none";
+    if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
+        status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
+    if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
+    status = pb_world_agree(&b->w, status);
+    if (status != PB_OK) {
+        cJSON_Delete(extra_meta);
+        return status;
+    }
+    b->meta = pb_meta_collect(&b->w, b->be, b->argc, b->argv, &b->info);
+    if (b->meta) cJSON_AddStringToObject(b->meta, "gpu_rank0", gpu);
+    if (b->w.rank != 0) {
+        cJSON_Delete(extra_meta);
+        return pb_world_agree(&b->w, PB_OK);
+    }
+    for (cJSON *e = extra_meta ? extra_meta->child : NULL; e;) {
+        cJSON *next = e->next;
+        cJSON_AddItemToObject(b->meta, e->string, cJSON_DetachItemViaPointer(extra_meta, e));
+        e = next;
+    }
+    cJSON_Delete(extra_meta);
+    if (b->info.oversubscribed)
+        fprintf(stderr, "%s: warning: %d ranks on a node with %d cores: ranks share cores, compute and "
+                        "latency are distorted (recorded as oversubscribed in the metadata)\n",
+                b->name, b->info.max_ranks_per_node, b->info.min_cores_per_node);
+    printf("# parabench %s\n", b->name);
+    pb_meta_print(stdout, b->meta);
+    status = pb_report_open(b->name, cols, ncols, b->meta, stdout, o->csv, o->json, &b->rep);
+    b->meta = NULL; /* owned by the report now */
+    return pb_world_agree(&b->w, status);
+}
+
+_Noreturn void pb_bench_finish(pb_bench *b, int status)
+{
+    if (b->rep) {
+        int s = pb_report_close(b->rep, status == PB_OK);
+        if (status == PB_OK) status = s;
+        b->rep = NULL;
+    }
+    cJSON_Delete(b->meta);
+    status = pb_world_agree(&b->w, status);
+    pb_watchdog_stop();
+    pb_world_exit(&b->w, status);
+}

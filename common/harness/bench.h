@@ -1,0 +1,44 @@
+/* The life of a benchmark binary, shared by all of them: start MPI, parse
+ * options, select the backend, collect metadata, open the report on rank 0,
+ * and finish with one exit status agreed by every rank. */
+#ifndef PB_BENCH_H
+#define PB_BENCH_H
+
+#include "backend/comm.h"
+#include "core/faults.h"
+#include "harness/meta.h"
+#include "core/options.h"
+#include "core/report.h"
+#include "core/world.h"
+
+typedef struct pb_bench {
+    const char *name;
+    pb_world w;
+    const pb_backend *be;
+    pb_meta_info info;
+    cJSON *meta;    /* rank 0, until handed to the report */
+    pb_report *rep; /* rank 0 only */
+    int argc;
+    char **argv;
+} pb_bench;
+
+/* Start MPI and parse the options. Exits (through pb_bench_finish) on a usage
+ * error or after --help, so a caller continues only with valid options. */
+void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
+                    const pb_opt_group *groups, int ngroups);
+
+/* Select the backend (b->be) from --backend/--mem, once: for a benchmark
+ * whose options or metadata depend on what the backend can do. Returns a
+ * status agreed by all ranks. */
+int pb_bench_select(pb_bench *b, const pb_common_opts *o);
+
+/* Select the backend (unless pb_bench_select did), collect metadata, print
+ * the preamble and open the report (rank 0). `extra_meta` entries (may be
+ * NULL) are merged into the metadata. Returns a status agreed by all ranks. */
+int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta);
+
+/* Close the report (complete when status is PB_OK), agree on the worst status
+ * across ranks, finalize MPI and exit with it. */
+_Noreturn void pb_bench_finish(pb_bench *b, int status);
+
+#endif

@@ -1,0 +1,121 @@
+#include "harness/meta.h"
+
+#include "backend/gpu.h"
+#include "core/topo.h"
+#include "core/version.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+
+static void add_command(cJSON *meta, int argc, char **argv)
+{
+    size_t len = 1;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *cmd = calloc(1, len);
+    if (!cmd) return;
+    for (int i = 0; i < argc; i++) {
+        if (i) strcat(cmd, " ");
+        strcat(cmd, argv[i]);
+    }
+    cJSON_AddStringToObject(meta, "command", cmd);
+    free(cmd);
+}
+
+static void add_date(cJSON *meta)
+{
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(meta, "date", date);
+}
+
+/* hosts: [{name, ranks:[...]}] in node order, plus "ranks_per_node" as text. */
+static void add_hosts(cJSON *meta, const pb_world *w)
+{
+    cJSON *hosts = cJSON_AddArrayToObject(meta, "hosts");
+    cJSON *node_of = cJSON_AddArrayToObject(meta, "rank_node");
+    char per_node[256] = "";
+    for (int node = 0; node < w->nnodes; node++) {
+        cJSON *h = cJSON_CreateObject(), *ranks = cJSON_CreateArray();
+        int count = 0;
+        for (int r = 0; r < w->size; r++) {
+            if (w->node_of[r] != node) continue;
+            if (count++ == 0) cJSON_AddStringToObject(h, "name", w->host[r]);
+            cJSON_AddItemToArray(ranks, cJSON_CreateNumber(r));
+        }
+        cJSON_AddItemToObject(h, "ranks", ranks);
+        cJSON_AddItemToArray(hosts, h);
+        size_t used = strlen(per_node);
+        snprintf(per_node + used, sizeof per_node - used, "%s%d", node ? "," : "", count);
+    }
+    for (int r = 0; r < w->size; r++) cJSON_AddItemToArray(node_of, cJSON_CreateNumber(w->node_of[r]));
+    cJSON_AddStringToObject(meta, "ranks_per_node", per_node);
+}
+
+cJSON *pb_meta_collect(const pb_world *w, const pb_backend *b, int argc, char **argv, pb_meta_info *info)
+{
+    pb_topo topo;
+    if (pb_topo_read(&topo) != 0) memset(&topo, 0, sizeof topo);
+    /* Each rank reports its binding and its node's core count. */
+    char(*bind)[128] = calloc((size_t)w->size, 128);
+    int *cores = calloc((size_t)w->size, sizeof(int));
+    MPI_Gather(topo.binding, 128, MPI_CHAR, bind, 128, MPI_CHAR, 0, w->comm);
+    MPI_Allgather(&topo.cores, 1, MPI_INT, cores, 1, MPI_INT, w->comm);
+
+    memset(info, 0, sizeof *info);
+    info->min_cores_per_node = cores[0];
+    for (int r = 0; r < w->size; r++) {
+        int on_node = 0;
+        for (int q = 0; q < w->size; q++) on_node += w->node_of[q] == w->node_of[r];
+        if (on_node > info->max_ranks_per_node) info->max_ranks_per_node = on_node;
+        if (cores[r] < info->min_cores_per_node) info->min_cores_per_node = cores[r];
+        if (on_node > cores[r]) info->oversubscribed = 1;
+    }
+    cJSON *meta = NULL;
+    if (w->rank == 0) {
+        char lib[256] = "unknown";
+        meta = cJSON_CreateObject();
+        cJSON_AddStringToObject(meta, "parabench_version", PB_VERSION);
+        cJSON_AddStringToObject(meta, "git_revision", PB_GIT_REV);
+        add_command(meta, argc, argv);
+        add_date(meta);
+        cJSON_AddStringToObject(meta, "backend", b ? b->name : "none");
+        if (b) b->version(lib, sizeof lib);
+        cJSON_AddStringToObject(meta, "backend_library", lib);
+        cJSON_AddNumberToObject(meta, "nranks", w->size);
+        cJSON_AddNumberToObject(meta, "nnodes", w->nnodes);
+        add_hosts(meta, w);
+        cJSON *binding = cJSON_AddArrayToObject(meta, "binding");
+        for (int r = 0; r < w->size; r++) cJSON_AddItemToArray(binding, cJSON_CreateString(bind[r]));
+        cJSON *t = cJSON_AddObjectToObject(meta, "topology");
+        cJSON_AddStringToObject(t, "cpu_model", topo.cpu_model);
+        cJSON_AddNumberToObject(t, "packages", topo.packages);
+        cJSON_AddNumberToObject(t, "cores", topo.cores);
+        cJSON_AddNumberToObject(t, "pus", topo.pus);
+        cJSON_AddNumberToObject(t, "numa_nodes", topo.numa_nodes);
+        cJSON_AddNumberToObject(t, "gpus", pb_gpu_count());
+        cJSON_AddBoolToObject(meta, "oversubscribed", info->oversubscribed);
+    }
+    free(bind);
+    free(cores);
+    return meta;
+}
+
+void pb_meta_print(FILE *f, const cJSON *meta)
+{
+    for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
+        if (cJSON_IsString(m)) {
+            fprintf(f, "# %-18s %s\n", m->string, m->valuestring);
+        } else if (cJSON_IsNumber(m)) {
+            fprintf(f, "# %-18s %g\n", m->string, m->valuedouble);
+        } else {
+            char *t = cJSON_PrintUnformatted(m);
+            if (t) fprintf(f, "# %-18s %s\n", m->string, t);
+            free(t);
+        }
+    }
+}

@@ -1,0 +1,109 @@
+/* Closed-form costs. Each function is one formula from DESIGN.md or the paper
+ * cited in model.h; docs/plan.md derives them. */
+#include "plan/model.h"
+
+#include <math.h>
+
+double pb_t_p2p(double bytes, pb_link l) { return l.alpha_s + bytes / l.bw_Bps; }
+
+double pb_t_ring_allreduce(double bytes, int n, pb_link l)
+{
+    if (n <= 1) return 0.0;
+    double k = (double)(n - 1);
+    return 2.0 * k * l.alpha_s + 2.0 * k / n * bytes / l.bw_Bps;
+}
+
+double pb_t_allgather(double bytes, int n, pb_link l)
+{
+    if (n <= 1) return 0.0;
+    double k = (double)(n - 1);
+    return k * l.alpha_s + k / n * bytes / l.bw_Bps;
+}
+
+double pb_t_reducescatter(double bytes, int n, pb_link l) { return pb_t_allgather(bytes, n, l); }
+
+/* ceil(log2 n) rounds of a binomial tree. */
+static double tree_depth(int n) { return n <= 1 ? 0.0 : ceil(log2((double)n)); }
+
+double pb_t_tree_allreduce(double bytes, int n, pb_link l)
+{
+    return 2.0 * tree_depth(n) * pb_t_p2p(bytes, l);
+}
+
+double pb_t_allreduce(double bytes, int n, pb_link l)
+{
+    return fmin(pb_t_ring_allreduce(bytes, n, l), pb_t_tree_allreduce(bytes, n, l));
+}
+
+double pb_t_coll(pb_coll c, double bytes, int n, pb_link l)
+{
+    switch (c) {
+    case PB_COLL_ALLREDUCE: return pb_t_ring_allreduce(bytes, n, l);
+    case PB_COLL_ALLGATHER: return pb_t_allgather(bytes, n, l);
+    case PB_COLL_REDUCESCATTER: return pb_t_reducescatter(bytes, n, l);
+    case PB_COLL_ALLTOALL: return pb_t_allgather(bytes, n, l); /* pairwise: same terms */
+    case PB_COLL_BROADCAST:
+    case PB_COLL_REDUCE: return tree_depth(n) * pb_t_p2p(bytes, l);
+    case PB_COLL_SENDRECV: return pb_t_p2p(bytes, l);
+    default: return 0.0;
+    }
+}
+
+double pb_bus_factor(pb_coll c, int n) { return pb_busbw_factor(c, n); }
+
+double pb_pipe_efficiency(int m, int p) { return (double)m / (double)(m + p - 1); }
+double pb_pipe_bubble_of_step(int m, int p) { return (double)(p - 1) / (double)(m + p - 1); }
+double pb_pipe_bubble_of_compute(int m, int p) { return (double)(p - 1) / (double)m; }
+
+int pb_pipe_in_flight(pb_sched s, int m, int p)
+{
+    /* 1F1B starts backward after p forwards, so at most p are alive. */
+    if (s == PB_SCHED_1F1B) return m < p ? m : p;
+    return m;
+}
+
+double pb_tp_elems_per_rank_layer(double b, double s, double h, int t)
+{
+    if (t <= 1) return 0.0;
+    return 8.0 * b * s * h * (double)(t - 1) / (double)t;
+}
+
+double pb_dp_grad_bytes(double params, int dtype_bytes) { return params * (double)dtype_bytes; }
+
+double pb_layer_flops_fwd(double b, double s, double h)
+{
+    return 2.0 * b * s * 12.0 * h * h + 4.0 * b * s * s * h;
+}
+
+double pb_layer_flops_bwd(double b, double s, double h) { return 2.0 * pb_layer_flops_fwd(b, s, h); }
+
+double pb_logit_flops_fwd(double b, double s, double h, double vocab) { return 2.0 * b * s * h * vocab; }
+
+double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_recompute rc)
+{
+    double sbh = s * b * h, tt = (double)t;
+    double attn = 5.0 * a * s / h; /* softmax, its dropout mask, attention over values */
+    if (t <= 1) sp = 1;            /* with one rank the SP formula is the plain one */
+    switch (rc) {
+    case PB_RECOMPUTE_FULL: return sp ? 2.0 * sbh / tt : 2.0 * sbh;
+    case PB_RECOMPUTE_SELECTIVE: return sp ? sbh * 34.0 / tt : sbh * (10.0 + 24.0 / tt);
+    default: return sp ? sbh * (34.0 + attn) / tt : sbh * (10.0 + 24.0 / tt + attn / tt);
+    }
+}
+
+pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_sched sched,
+                         int sp, pb_recompute rc)
+{
+    pb_mem r;
+    double local = params / ((double)t * (double)p);
+    r.weights = local * PB_BYTES_WEIGHTS;
+    r.grads = local * PB_BYTES_GRADS;
+    r.optimizer = local * PB_BYTES_OPTIMIZER;
+    /* Layers split evenly; the first stage holds the most micro-batches. */
+    double layers = ceil((double)m->layers / (double)p);
+    double per_layer = pb_act_bytes_per_layer((double)m->seq, (double)m->micro_batch, (double)m->hidden,
+                                              (double)m->heads, t, sp, rc);
+    r.activations = (double)pb_pipe_in_flight(sched, micro_batches, p) * layers * per_layer;
+    r.total = r.weights + r.grads + r.optimizer + r.activations;
+    return r;
+}

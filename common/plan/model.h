@@ -1,0 +1,155 @@
+/* The analytical model: alpha-beta collective costs, pipeline bubble, Megatron
+ * tensor-parallel volume, data-parallel gradient bytes, transformer FLOPs,
+ * memory per GPU, and the step time of a (t, p, d) configuration.
+ *
+ * `plan` and the benchmarks' "predicted" columns share these functions, so a
+ * prediction printed by a benchmark is the planner's prediction. Sources and
+ * derivations are in docs/plan.md. Units: bytes, seconds, bytes/s, FLOP. */
+#ifndef PB_MODEL_H
+#define PB_MODEL_H
+
+#include "coll/coll.h"
+#include "plan/presets.h"
+
+#include <stdint.h>
+
+/* ---- alpha-beta costs (Hockney model; Thakur, Rabenseifner, Gropp 2005) ---- */
+
+/* One link class: a = per-message latency, B = per-direction bandwidth. */
+typedef struct pb_link {
+    double alpha_s; /* seconds */
+    double bw_Bps;  /* bytes per second */
+} pb_link;
+
+/* a + S/B */
+double pb_t_p2p(double bytes, pb_link l);
+/* Ring allreduce of an S-byte buffer on n ranks: 2(n-1)a + 2(n-1)/n * S/B. 0 for n <= 1. */
+double pb_t_ring_allreduce(double bytes, int n, pb_link l);
+/* Ring allgather / reducescatter, S = full (gathered) buffer: (n-1)a + (n-1)/n * S/B. */
+double pb_t_allgather(double bytes, int n, pb_link l);
+double pb_t_reducescatter(double bytes, int n, pb_link l);
+/* Binomial-tree reduce followed by binomial-tree broadcast, the short-message
+ * allreduce of Thakur et al. 2005 (reduction compute ignored):
+ * 2*ceil(log2 n)*(a + S/B). Fewer latency terms than the ring, more bytes. */
+double pb_t_tree_allreduce(double bytes, int n, pb_link l);
+/* The better of ring and tree: what a tuned library picks per size. */
+double pb_t_allreduce(double bytes, int n, pb_link l);
+/* Any collective by enum. broadcast/reduce: binomial tree ceil(log2 n)(a + S/B);
+ * alltoall: pairwise exchange (n-1)a + (n-1)/n S/B; sendrecv: a + S/B. */
+double pb_t_coll(pb_coll c, double bytes, int n, pb_link l);
+/* Same as pb_busbw_factor (coll.h); here so model users need one header. */
+double pb_bus_factor(pb_coll c, int n);
+
+/* ---- pipeline (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021) ---- */
+
+/* m/(m+p-1): ideal compute over step time. */
+double pb_pipe_efficiency(int m, int p);
+/* (p-1)/(m+p-1): the bubble as a fraction of the step time. */
+double pb_pipe_bubble_of_step(int m, int p);
+/* (p-1)/m: the bubble relative to the ideal (bubble-free) compute time. */
+double pb_pipe_bubble_of_compute(int m, int p);
+
+typedef enum { PB_SCHED_GPIPE, PB_SCHED_1F1B } pb_sched;
+/* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m). */
+int pb_pipe_in_flight(pb_sched s, int m, int p);
+
+/* ---- tensor and data parallelism volumes ---- */
+
+/* Megatron TP elements sent per rank per layer, forward + backward:
+ * 4 allreduces of b*s*h elements, each 2(t-1)/t per rank => 8*b*s*h*(t-1)/t.
+ * Sequence parallelism (AG + RS per allreduce) moves the same volume. */
+double pb_tp_elems_per_rank_layer(double b, double s, double h, int t);
+/* Gradient bytes a data-parallel allreduce carries: params * dtype size. */
+double pb_dp_grad_bytes(double params, int dtype_bytes);
+
+/* ---- compute (Narayanan et al. 2021, appendix) ---- */
+
+/* Forward FLOPs of one layer: 2*b*s*12h^2 (linear GEMMs) + 4*b*s^2*h (scores). */
+double pb_layer_flops_fwd(double b, double s, double h);
+/* Backward = 2x forward (dX and dW GEMM per weight). */
+double pb_layer_flops_bwd(double b, double s, double h);
+/* Logit layer forward: 2*b*s*h*V (the tied embedding used as output projection). */
+double pb_logit_flops_fwd(double b, double s, double h, double vocab);
+
+/* ---- memory per GPU (Rajbhandari et al. 2020; Korthikanti et al. 2022) ---- */
+
+/* Mixed-precision Adam without ZeRO: bf16 weights 2 + bf16 grads 2 + fp32
+ * master weights 4 + Adam m 4 + Adam v 4 = 16 bytes per parameter. */
+#define PB_BYTES_WEIGHTS 2.0
+#define PB_BYTES_GRADS 2.0
+#define PB_BYTES_OPTIMIZER 12.0
+#define PB_BYTES_PER_PARAM (PB_BYTES_WEIGHTS + PB_BYTES_GRADS + PB_BYTES_OPTIMIZER)
+
+typedef enum { PB_RECOMPUTE_NONE, PB_RECOMPUTE_SELECTIVE, PB_RECOMPUTE_FULL } pb_recompute;
+
+/* Activation bytes one layer keeps for one micro-batch (16-bit activations),
+ * Korthikanti et al. 2022 table 2, a = attention heads:
+ *   none,      t = 1 : s*b*h*(34 + 5*a*s/h)
+ *   none,      TP    : s*b*h*(10 + 24/t + 5*a*s/(h*t))
+ *   none,      TP+SP : s*b*h*(34 + 5*a*s/h)/t
+ *   selective, TP    : s*b*h*(10 + 24/t);  TP+SP: s*b*h*34/t
+ *   full             : 2*s*b*h (the layer input only);  with SP: /t */
+double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_recompute rc);
+
+typedef struct pb_mem {
+    double weights, grads, optimizer, activations, total; /* bytes per GPU */
+} pb_mem;
+
+/* Memory of the most loaded GPU (first stage): params/(t*p) parameters at
+ * 16 B each, plus in-flight micro-batches x layers/p x pb_act_bytes_per_layer. */
+pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_sched sched,
+                         int sp, pb_recompute rc);
+
+/* ---- a machine and a training job ---- */
+
+typedef struct pb_cluster {
+    char name[48];
+    int gpus_per_node;
+    pb_link intra;      /* inside a node (NVLink) */
+    pb_link inter;      /* between nodes, per GPU (one NIC rail per GPU) */
+    double flops;       /* sustained FLOP/s per GPU used for compute time */
+    double mem_bytes;   /* GPU memory */
+} pb_cluster;
+
+typedef struct pb_train {
+    pb_model model;       /* shape; model.micro_batch is b */
+    double params;        /* parameter count used for memory and DP volume */
+    int dtype_bytes;      /* activations and gradients on the wire: 2 for bf16 */
+    int64_t global_batch; /* sequences per step */
+    pb_sched sched;
+    int sp;               /* sequence parallelism */
+    pb_recompute recompute;
+} pb_train;
+
+enum pb_link_class { PB_LINK_INTRA, PB_LINK_INTER };
+/* Rank order: t is always innermost (fills a node first); then d or p. */
+enum pb_order { PB_ORDER_TDP, PB_ORDER_TPD };
+
+typedef struct pb_step {
+    int t, p, d, m;
+    enum pb_order order;
+    enum pb_link_class link_t, link_p, link_d;
+    double t_fwd, t_bwd;  /* compute per micro-batch per stage, s */
+    double c_tp;          /* TP comm per micro-batch per stage (fwd+bwd), s */
+    double c_pp;          /* P2P comm per micro-batch per stage (fwd+bwd sends), s */
+    double c_dp;          /* gradient allreduce per step, s (not overlapped) */
+    double compute;       /* m * (t_fwd + t_bwd): ideal compute per step, s */
+    double bubble;        /* (p-1) * slot time, s */
+    double step;          /* (m+p-1) * (t_fwd+t_bwd+c_tp+c_pp) + c_dp, s */
+    pb_mem mem;
+    char reject[160];     /* empty when the configuration is valid and fits */
+} pb_step;
+
+/* Step time and memory of one (t, p, d) configuration, best of the two rank
+ * orders. Invalid or non-fitting configurations come back with `reject` set
+ * (the numbers are still filled in where they can be computed). */
+void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d, pb_step *out);
+
+/* Every (t, p, d) with t*p*d == gpus, valid ones first sorted by step time,
+ * rejected ones after. Returns the count written (at most cap). */
+int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_step *out, int cap);
+
+const char *pb_link_class_name(enum pb_link_class k);
+const char *pb_order_name(enum pb_order o);
+
+#endif

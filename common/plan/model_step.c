@@ -1,0 +1,127 @@
+/* Step time and memory of a (t, p, d) configuration (model.h), and the
+ * enumeration `plan --model` ranks. The step model:
+ *   slot  = t_fwd + t_bwd + c_tp + c_pp          one micro-batch on one stage
+ *   step  = (m + p - 1) * slot + c_dp            GPipe and 1F1B alike
+ * with no overlap of communication and compute (an upper bound that keeps
+ * every term visible). docs/plan.md states each term's source. */
+#include "plan/model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *pb_link_class_name(enum pb_link_class k) { return k == PB_LINK_INTRA ? "intra" : "inter"; }
+const char *pb_order_name(enum pb_order o) { return o == PB_ORDER_TDP ? "t-d-p" : "t-p-d"; }
+
+/* A group of n ranks with this stride stays inside one node when it spans at
+ * most a node's GPUs (t is innermost, so groups are node-aligned). */
+static enum pb_link_class axis_link(int stride, int n, int gpus_per_node)
+{
+    return (n <= 1 || stride * n <= gpus_per_node) ? PB_LINK_INTRA : PB_LINK_INTER;
+}
+
+static pb_link link_of(const pb_cluster *c, enum pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
+
+/* Fill the time terms for one rank order. */
+static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order order, pb_step *s)
+{
+    const pb_model *md = &job->model;
+    double b = (double)md->micro_batch, sq = (double)md->seq, h = (double)md->hidden;
+    double lps = ceil((double)md->layers / s->p);
+    int stride_d = order == PB_ORDER_TDP ? s->t : s->t * s->p;
+    int stride_p = order == PB_ORDER_TDP ? s->t * s->d : s->t;
+    s->order = order;
+    s->link_t = axis_link(1, s->t, c->gpus_per_node);
+    s->link_d = axis_link(stride_d, s->d, c->gpus_per_node);
+    s->link_p = axis_link(stride_p, s->p, c->gpus_per_node);
+
+    /* Compute: layers of this stage split t ways; the logit layer spread over stages. */
+    double f_fwd = (lps * pb_layer_flops_fwd(b, sq, h) + pb_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
+    double f_extra = 0.0; /* recomputation in backward */
+    if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_fwd;
+    if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = lps * 4.0 * b * sq * sq * h / s->t;
+    s->t_fwd = f_fwd / c->flops;
+    s->t_bwd = (2.0 * f_fwd + f_extra) / c->flops;
+
+    /* TP: 4 allreduces of b*s*h per layer (AG+RS pairs cost the same); full
+     * recomputation replays the 2 forward ones. */
+    double act = b * sq * h * job->dtype_bytes;
+    int n_ar = job->recompute == PB_RECOMPUTE_FULL ? 6 : 4;
+    s->c_tp = lps * n_ar * pb_t_ring_allreduce(act, s->t, link_of(c, s->link_t));
+    /* PP: one activation forward, one gradient back per micro-batch; the
+     * scatter-gather optimization sends act/t from each TP rank. */
+    s->c_pp = s->p > 1 ? 2.0 * pb_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
+    /* DP: this rank's share of the gradients, once per step. */
+    double grads = pb_dp_grad_bytes(job->params / ((double)s->t * s->p), job->dtype_bytes);
+    s->c_dp = pb_t_ring_allreduce(grads, s->d, link_of(c, s->link_d));
+
+    double slot = s->t_fwd + s->t_bwd + s->c_tp + s->c_pp;
+    s->compute = s->m * (s->t_fwd + s->t_bwd);
+    s->bubble = (s->p - 1) * slot;
+    s->step = (s->m + s->p - 1) * slot + s->c_dp;
+}
+
+static void reject(pb_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(pb_step *s, const char *fmt, ...)
+{
+    if (s->reject[0]) return; /* keep the first reason */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->reject, sizeof s->reject, fmt, ap);
+    va_end(ap);
+}
+
+void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d, pb_step *out)
+{
+    const pb_model *md = &job->model;
+    pb_step *s = out;
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->p = p;
+    s->d = d;
+    int64_t per_pipe = md->micro_batch * (int64_t)d;
+    s->m = (int)(job->global_batch / per_pipe);
+    if (t > c->gpus_per_node)
+        reject(s, "t=%d larger than a node (%d GPUs): TP would cross the inter-node network", t, c->gpus_per_node);
+    if (md->heads % t != 0) reject(s, "t=%d does not divide %lld attention heads", t, (long long)md->heads);
+    if (md->layers % p != 0) reject(s, "p=%d does not divide %lld layers", p, (long long)md->layers);
+    if (s->m < 1) {
+        reject(s, "d*b=%lld exceeds the global batch %lld", (long long)per_pipe, (long long)job->global_batch);
+        s->m = 1;
+    } else if (job->global_batch % per_pipe != 0) {
+        reject(s, "global batch %lld is not a multiple of d*b=%lld", (long long)job->global_batch, (long long)per_pipe);
+    }
+    pb_step other = *s;
+    eval_order(job, c, PB_ORDER_TDP, s);
+    eval_order(job, c, PB_ORDER_TPD, &other);
+    if (other.step < s->step) *s = other;
+    s->mem = pb_memory_per_gpu(job->params, md, t, p, s->m, job->sched, job->sp, job->recompute);
+    if (s->mem.total > c->mem_bytes)
+        reject(s, "does not fit: %.1f GB > %.1f GB per GPU", s->mem.total / 1e9, c->mem_bytes / 1e9);
+}
+
+static int by_step(const void *a, const void *b)
+{
+    const pb_step *x = a, *y = b;
+    int xr = x->reject[0] != 0, yr = y->reject[0] != 0;
+    if (xr != yr) return xr - yr;
+    if (!xr && x->step != y->step) return x->step < y->step ? -1 : 1;
+    if (x->t != y->t) return x->t - y->t;
+    return x->p - y->p;
+}
+
+int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_step *out, int cap)
+{
+    int n = 0;
+    for (int t = 1; t <= gpus; t++) {
+        if (gpus % t) continue;
+        for (int p = 1; p <= gpus / t; p++) {
+            if ((gpus / t) % p || n == cap) continue;
+            pb_step_eval(job, c, t, p, gpus / t / p, &out[n++]);
+        }
+    }
+    if (n > 1) qsort(out, (size_t)n, sizeof *out, by_step);
+    return n;
+}

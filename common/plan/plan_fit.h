@@ -1,0 +1,60 @@
+/* `plan --fit RESULTS_DIR`: fit alpha and B per link class from a run's sweep
+ * CSVs, then predict the run's dp_allreduce, tp_layer and pp_pipeline rows
+ * from the model (model.h) and report predicted vs measured. */
+#ifndef PB_PLAN_FIT_H
+#define PB_PLAN_FIT_H
+
+#include "core/csv_read.h"
+#include "plan/model.h"
+
+#include <stdio.h>
+
+/* One observation y = ca*alpha + cb/B (y in seconds, cb in bytes). */
+typedef struct pb_fit_obs {
+    double ca, cb, y;
+} pb_fit_obs;
+
+/* Least squares on relative error (weights 1/y^2), so the small-message
+ * (latency) and large-message (bandwidth) regimes count alike. alpha is
+ * clamped at 0 if the data push it negative; with no ca != 0 alpha is 0.
+ * One robust refit drops points whose relative residual exceeds
+ * max(50%, 4x the median). Returns PB_OK, PB_ERR_CHECK when the data determine
+ * no positive B, PB_ERR_ENV on allocation failure. `rms_rel` and `kept` (may
+ * be NULL) get the rms relative residual and the points kept. */
+int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel, int *kept);
+
+/* Fitted links per link class (intra, inter, mixed) and source (p2p, coll). */
+#define PB_FIT_NCLASS 3
+enum { PB_FIT_P2P, PB_FIT_COLL, PB_FIT_NSRC };
+typedef struct pb_fitted {
+    int have[PB_FIT_NCLASS][PB_FIT_NSRC];
+    pb_link link[PB_FIT_NCLASS][PB_FIT_NSRC];
+    int rows[PB_FIT_NCLASS][PB_FIT_NSRC];
+    int kept[PB_FIT_NCLASS][PB_FIT_NSRC];
+    double rms[PB_FIT_NCLASS][PB_FIT_NSRC];
+} pb_fitted;
+
+/* The link to model a row of class `link_class` with: for a collective the
+ * coll fit, else the p2p fit (and the other way round for P2P); "mixed"
+ * falls back to "inter". `used` gets e.g. "inter/coll". PB_OK or PB_ERR_CHECK. */
+int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, pb_link *out, char *used, int len);
+
+/* Predict the dp_allreduce, tp_layer and pp_pipeline rows found in `dir`
+ * (plan_predict.c). Missing files are noted and skipped. */
+int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, const char *cmdline, FILE *out);
+
+/* Helpers shared with plan_predict.c. pb_fit_each_csv reads every
+ * "dir/prefix*.csv" in name order and calls fn on each; a missing kind or an
+ * unreadable file is noted on `out` and skipped. It stops at fn's first
+ * non-PB_OK status and returns it. pb_fit_class_index: index of "intra",
+ * "inter", "mixed", or -1. */
+typedef int (*pb_csv_fn)(void *ctx, const char *path, const pb_csv *t);
+int pb_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_csv_fn fn, void *ctx);
+int pb_fit_class_index(const char *name);
+
+/* The whole command. Prints to `out`; writes `csv_path` when non-NULL.
+ * Returns PB_OK, PB_ERR_USAGE (bad directory), PB_ERR_ENV (no sweep data),
+ * or PB_ERR_ENV when the CSV cannot be written. */
+int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE *out);
+
+#endif

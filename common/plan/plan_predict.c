@@ -1,0 +1,179 @@
+/* plan --fit, second half: predict each dp_allreduce, tp_layer and
+ * pp_pipeline row of a run from its measured compute plus the modeled
+ * communication (model.h with the fitted links), print predicted vs measured,
+ * and write benchmark,row,predicted_us,measured_us,rel_error. */
+#include "plan/plan_fit.h"
+#include "core/version.h"
+
+#include "core/csv_read.h"
+#include "core/error.h"
+#include "core/grow.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    char bench[16];
+    char label[96];
+    char link[16];
+    double pred_us, meas_us;
+} prediction;
+
+typedef struct {
+    prediction *v;
+    int n, cap;
+} predvec;
+
+static int push(predvec *pv, const char *bench, const char *label, const char *link, double pred_us, double meas_us)
+{
+    prediction *g = pb_grow(pv->v, &pv->cap, pv->n, sizeof *g, 32);
+    if (!g) return pb_fail(PB_ERR_ENV, "out of memory");
+    pv->v = g;
+    prediction *p = &pv->v[pv->n++];
+    snprintf(p->bench, sizeof p->bench, "%s", bench);
+    snprintf(p->label, sizeof p->label, "%s", label);
+    snprintf(p->link, sizeof p->link, "%s", link);
+    p->pred_us = pred_us;
+    p->meas_us = meas_us;
+    return PB_OK;
+}
+
+static int num(const pb_csv *t, int r, const char *col, double *v) { return pb_csv_num(t, r, col, v) == PB_OK; }
+
+/* Overlap column values that mean "none". */
+static int overlapped(const char *v)
+{
+    return *v && strcmp(v, "none") != 0 && strcmp(v, "off") != 0 && strcmp(v, "0") != 0 && strcmp(v, "no") != 0;
+}
+
+/* DP: step = compute + ring allreduce(grad_bytes, n). With overlap, the
+ * allreduce can hide behind backward (2/3 of compute). */
+static int predict_dp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
+{
+    double n, S, comp, step;
+    pb_link l;
+    char used[16], label[96];
+    const char *cls = pb_csv_get(t, r, "link_class");
+    if (!num(t, r, "nranks", &n) || !num(t, r, "grad_bytes", &S) || !num(t, r, "compute_us", &comp) ||
+        !num(t, r, "step_us", &step) || pb_fitted_link(f, cls, 1, &l, used, sizeof used))
+        return PB_ERR_CHECK;
+    double comm = pb_t_ring_allreduce(S, (int)n, l) * 1e6;
+    const char *ov = pb_csv_get(t, r, "overlap");
+    double pred = overlapped(ov) ? fmax(comp, comp / 3.0 + comm) : comp + comm;
+    snprintf(label, sizeof label, "n=%d %s grad_bytes=%.0f%s%s", (int)n, cls, S, *ov ? " overlap=" : "", ov);
+    return push(pv, "dp_allreduce", label, used, pred, step);
+}
+
+/* TP: per layer 4 allreduces (or 4 AG + 4 RS), 8(t-1) latency terms, and the
+ * row's comm_bytes_per_rank at B (else 8*b*s*h*(t-1)/t elements x dtype). */
+static int predict_tp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
+{
+    double tp, comp, step, bytes, b, s, h, layers = 1, dsz = 4;
+    pb_link l;
+    char used[16], label[96];
+    const char *cls = pb_csv_get(t, r, "link_class"), *mode = pb_csv_get(t, r, "mode");
+    if (!num(t, r, "tp", &tp) || !num(t, r, "compute_us", &comp) || !num(t, r, "step_us", &step) ||
+        pb_fitted_link(f, cls, 1, &l, used, sizeof used))
+        return PB_ERR_CHECK;
+    num(t, r, "layers", &layers);
+    const char *dt = pb_csv_get(t, r, "dtype");
+    if (!strcmp(dt, "bf16") || !strcmp(dt, "fp16")) dsz = 2;
+    if (!num(t, r, "comm_bytes_per_rank", &bytes)) {
+        if (!num(t, r, "batch", &b) || !num(t, r, "seq", &s) || !num(t, r, "hidden", &h)) return PB_ERR_CHECK;
+        bytes = layers * pb_tp_elems_per_rank_layer(b, s, h, (int)tp) * dsz;
+    }
+    double comm = tp > 1 ? (layers * 8.0 * (tp - 1) * l.alpha_s + bytes / l.bw_Bps) * 1e6 : 0.0;
+    snprintf(label, sizeof label, "t=%d %s %s bytes_per_rank=%.0f", (int)tp, cls, *mode ? mode : "allreduce", bytes);
+    return push(pv, "tp_layer", label, used, comp + comm, step);
+}
+
+/* PP: (m+p-1) slots of t_fwd + t_bwd + 2 transfers of act_bytes (blocking
+ * sends: each slot pays its transfer). */
+static int predict_pp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
+{
+    double p, m, act, tf, tb, step;
+    pb_link l;
+    char used[16], label[96];
+    const char *cls = pb_csv_get(t, r, "link_class");
+    if (!num(t, r, "stages", &p) || !num(t, r, "micro_batches", &m) || !num(t, r, "act_bytes", &act) ||
+        !num(t, r, "t_fwd_us", &tf) || !num(t, r, "t_bwd_us", &tb) || !num(t, r, "step_us", &step) ||
+        pb_fitted_link(f, cls, 0, &l, used, sizeof used))
+        return PB_ERR_CHECK;
+    double c = p > 1 ? 2.0 * pb_t_p2p(act, l) * 1e6 : 0.0;
+    double pred = (m + p - 1) * (tf + tb + c);
+    snprintf(label, sizeof label, "p=%d m=%d %s %s act_bytes=%.0f", (int)p, (int)m, pb_csv_get(t, r, "schedule"), cls,
+             act);
+    return push(pv, "pp_pipeline", label, used, pred, step);
+}
+
+typedef int (*predictor)(const pb_csv *, int, const pb_fitted *, predvec *);
+
+typedef struct {
+    predictor fn;
+    const pb_fitted *f;
+    predvec *pv;
+    FILE *out;
+} predict_ctx;
+
+/* Every row of one benchmark CSV (pb_csv_fn). */
+static int predict_file(void *arg, const char *path, const pb_csv *t)
+{
+    predict_ctx *c = arg;
+    int st = PB_OK, skipped = 0;
+    for (int r = 0; r < t->nrows && st != PB_ERR_ENV; r++) {
+        st = c->fn(t, r, c->f, c->pv);
+        if (st == PB_ERR_CHECK) skipped++, st = PB_OK;
+    }
+    if (skipped) fprintf(c->out, "note: %s: %d rows lack columns or a fitted link: skipped\n", path, skipped);
+    return st;
+}
+
+static int predict_kind(const char *dir, const char *prefix, predictor fn, const pb_fitted *f, predvec *pv, FILE *out)
+{
+    predict_ctx c = {fn, f, pv, out};
+    return pb_fit_each_csv(dir, prefix, out, predict_file, &c);
+}
+
+static double rel_err(const prediction *p) { return p->meas_us > 0 ? (p->pred_us - p->meas_us) / p->meas_us : NAN; }
+
+static int write_csv(const char *path, const predvec *pv, const char *cmdline)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *fp = fopen(tmp, "w");
+    if (!fp) return pb_fail(PB_ERR_ENV, "cannot write %s", tmp);
+    time_t now = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", localtime(&now));
+    fprintf(fp, "# command: %s\n# date: %s\n# git: %s\n", cmdline, date, PB_GIT_REV);
+    fprintf(fp, "benchmark,row,predicted_us,measured_us,rel_error\n");
+    for (int i = 0; i < pv->n; i++)
+        fprintf(fp, "%s,%s,%.3f,%.3f,%.5f\n", pv->v[i].bench, pv->v[i].label, pv->v[i].pred_us, pv->v[i].meas_us,
+                rel_err(&pv->v[i]));
+    if (fclose(fp) != 0 || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s", path);
+    return PB_OK;
+}
+
+int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, const char *cmdline, FILE *out)
+{
+    predvec pv = {0};
+    int st = predict_kind(dir, "dp_allreduce", predict_dp, f, &pv, out);
+    if (st == PB_OK) st = predict_kind(dir, "tp_layer", predict_tp, f, &pv, out);
+    if (st == PB_OK) st = predict_kind(dir, "pp_pipeline", predict_pp, f, &pv, out);
+    if (st == PB_OK) {
+        fprintf(out, "\npredicted step time (measured compute + modeled communication) vs measured\n");
+        fprintf(out, "%-12s %-52s %-11s %14s %14s %9s\n", "benchmark", "row", "link/fit", "predicted_us",
+                "measured_us", "rel_err");
+        for (int i = 0; i < pv.n; i++) {
+            const prediction *p = &pv.v[i];
+            fprintf(out, "%-12s %-52s %-11s %14.1f %14.1f %+8.1f%%\n", p->bench, p->label, p->link, p->pred_us,
+                    p->meas_us, 100.0 * rel_err(p));
+        }
+        if (pv.n == 0) fprintf(out, "(no dp_allreduce, tp_layer or pp_pipeline rows to predict)\n");
+        if (csv_path) st = write_csv(csv_path, &pv, cmdline);
+    }
+    free(pv.v);
+    return st;
+}

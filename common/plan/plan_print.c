@@ -1,0 +1,219 @@
+/* Printing the planner's results: a ranked table for humans, JSON for tools. */
+#include "plan/plan.h"
+#include "core/version.h"
+
+#include "plan/cluster.h"
+#include "core/error.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <string.h>
+
+static const char *sched_name(pb_sched s) { return s == PB_SCHED_1F1B ? "1f1b" : "gpipe"; }
+static const char *rc_name(pb_recompute r)
+{
+    return r == PB_RECOMPUTE_FULL ? "full" : r == PB_RECOMPUTE_SELECTIVE ? "selective" : "none";
+}
+
+int64_t pb_plan_default_global_batch(const pb_model *m)
+{
+    /* GPT-3 table 2.1: 0.5M tokens = 512 sequences (1.3B), 3.2M = 1536 (175B);
+     * LLaMA: 4M = 4*2^20 tokens per batch. */
+    const char *name = m->name ? m->name : "";
+    if (strcmp(name, "gpt-175b") == 0) return 1536;
+    if (strcmp(name, "gpt-1.3b") == 0) return 512;
+    if (strcmp(name, "tiny") == 0) return 8;
+    int64_t gb = ((int64_t)4 << 20) / m->seq;
+    return gb > 0 ? gb : 1;
+}
+
+void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out)
+{
+    const pb_model *m = &job->model;
+    char desc[256];
+    pb_cluster_describe(c, desc, sizeof desc);
+    fprintf(out, "model   %s: h=%lld L=%lld heads=%lld s=%lld V=%lld b=%lld; %.2fe9 params (layer formula "
+                 "L*12h^2+V*h: %.2fe9); %d-byte activations/gradients\n",
+            m->name ? m->name : "custom", (long long)m->hidden, (long long)m->layers, (long long)m->heads,
+            (long long)m->seq, (long long)m->vocab, (long long)m->micro_batch, job->params / 1e9,
+            pb_model_params(m) / 1e9, job->dtype_bytes);
+    fprintf(out, "job     global batch %lld sequences, schedule %s, sequence parallel %s, recompute %s\n",
+            (long long)job->global_batch, sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));
+    fprintf(out, "cluster %s\n", desc);
+    fprintf(out, "memory  %.0f B/param: bf16 weights %.0f + bf16 grads %.0f + fp32 master/m/v %.0f (no ZeRO); "
+                 "activations per Korthikanti et al. 2022\n",
+            PB_BYTES_PER_PARAM, PB_BYTES_WEIGHTS, PB_BYTES_GRADS, PB_BYTES_OPTIMIZER);
+}
+
+static void print_row(const pb_step *s, int rank, const int mark[3], FILE *out)
+{
+    int marked = mark && s->t == mark[0] && s->p == mark[1] && s->d == mark[2];
+    fprintf(out, "%c%4d %4d %4d %4d %5d  %-5s %5s/%-5s/%-5s %9.4g %9.4g %6.1f %6.1f %6.1f %7.1f %7.1f\n",
+            marked ? '*' : ' ', rank, s->t, s->p, s->d, s->m, pb_order_name(s->order), pb_link_class_name(s->link_t),
+            pb_link_class_name(s->link_p), pb_link_class_name(s->link_d), s->step, s->compute,
+            100.0 * s->m * s->c_tp / s->compute, 100.0 * s->m * s->c_pp / s->compute, 100.0 * s->c_dp / s->compute,
+            100.0 * s->bubble / s->step, s->mem.total / 1e9);
+}
+
+/* Count rejections by kind of reason (the text before the first number). */
+static void summarize_rejects(const pb_step *s, int n, FILE *out)
+{
+    static const char *const kinds[] = {"does not fit", "larger than a node", "does not divide", "global batch",
+                                        "exceeds the global batch"};
+    int count[5] = {0};
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 5 && s[i].reject[0]; k++)
+            if (strstr(s[i].reject, kinds[k])) { count[k]++; break; }
+    static const char *const text[] = {"do not fit in GPU memory", "have t larger than a node",
+                                       "have t not dividing the heads or p not dividing the layers",
+                                       "have a global batch not a multiple of d*b", "have d*b above the global batch"};
+    for (int k = 0; k < 5; k++)
+        if (count[k]) fprintf(out, "  %d %s\n", count[k], text[k]);
+    fprintf(out, "  (run without --top to list each with its reason)\n");
+}
+
+void pb_plan_print_ranking(const pb_step *s, int n, int top, const int mark[3], FILE *out)
+{
+    fprintf(out, "\n tp/pp/dp %% = that axis' communication over the ideal compute m*(t_fwd+t_bwd); "
+                 "bubble %% = (p-1) slots over the step\n");
+    fprintf(out, "%5s %4s %4s %4s %5s  %-5s %-17s %9s %9s %6s %6s %6s %7s %7s\n", "rank", "t", "p", "d", "m", "order",
+            "links t/p/d", "step_s", "compute_s", "tp%", "pp%", "dp%", "bubble%", "mem_GB");
+    int valid = 0, shown = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i].reject[0]) continue;
+        valid++;
+        int marked = mark && s[i].t == mark[0] && s[i].p == mark[1] && s[i].d == mark[2];
+        if (top > 0 && shown >= top && !marked) continue;
+        print_row(&s[i], valid, mark, out);
+        shown++;
+    }
+    if (!valid) fprintf(out, "  (no configuration fits)\n");
+    fprintf(out, "\nrejected (%d)%s\n", n - valid, n - valid == 0 ? "" : ":");
+    if (top > 0) {
+        if (n > valid) summarize_rejects(s, n, out);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (s[i].reject[0]) fprintf(out, "  t=%-3d p=%-3d d=%-4d %s\n", s[i].t, s[i].p, s[i].d, s[i].reject);
+}
+
+void pb_plan_print_step(const pb_step *s, FILE *out)
+{
+    fprintf(out, "\nconfiguration t=%d p=%d d=%d, m=%d micro-batches, rank order %s, links t %s, p %s, d %s\n", s->t,
+            s->p, s->d, s->m, pb_order_name(s->order), pb_link_class_name(s->link_t), pb_link_class_name(s->link_p),
+            pb_link_class_name(s->link_d));
+    if (s->reject[0]) fprintf(out, "  REJECTED: %s\n", s->reject);
+    fprintf(out, "  per micro-batch per stage: fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, PP comm %.3f ms\n",
+            s->t_fwd * 1e3, s->t_bwd * 1e3, s->c_tp * 1e3, s->c_pp * 1e3);
+    fprintf(out, "  step = (m+p-1) x slot + DP allreduce = %d x %.3f ms + %.3f ms = %.4g s\n", s->m + s->p - 1,
+            (s->t_fwd + s->t_bwd + s->c_tp + s->c_pp) * 1e3, s->c_dp * 1e3, s->step);
+    fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step = (p-1)/(m+p-1); efficiency m/(m+p-1) = %.1f%%\n",
+            s->compute, s->bubble, 100.0 * s->bubble / s->step, 100.0 * pb_pipe_efficiency(s->m, s->p));
+    fprintf(out, "  memory per GPU: weights %.2f + grads %.2f + optimizer %.2f + activations %.2f = %.2f GB\n",
+            s->mem.weights / 1e9, s->mem.grads / 1e9, s->mem.optimizer / 1e9, s->mem.activations / 1e9,
+            s->mem.total / 1e9);
+}
+
+int pb_plan_documented(const char *model, int gpus, int want[3])
+{
+    static const struct {
+        const char *model;
+        int gpus, t, p, d;
+    } docs[] = {{"llama-70b", 256, 8, 8, 4}, {"gpt-175b", 512, 8, 16, 4}};
+    for (size_t i = 0; model && i < sizeof docs / sizeof docs[0]; i++)
+        if (!strcmp(model, docs[i].model) && gpus == docs[i].gpus) {
+            want[0] = docs[i].t, want[1] = docs[i].p, want[2] = docs[i].d;
+            return 1;
+        }
+    return 0;
+}
+
+/* Percentage points of ideal compute each term costs. */
+static double pts(double x, const pb_step *s) { return 100.0 * x / s->compute; }
+
+int pb_plan_explain(const pb_step *s, int n, const int want[3], char *buf, int len, double *gap)
+{
+    int rank = 0, valid = 0;
+    const pb_step *doc = NULL;
+    for (int i = 0; i < n && !doc; i++) {
+        if (s[i].reject[0]) continue;
+        valid++;
+        if (s[i].t == want[0] && s[i].p == want[1] && s[i].d == want[2]) doc = &s[i], rank = valid;
+    }
+    if (!doc) {
+        snprintf(buf, (size_t)len, "(%d,%d,%d) is rejected or not a factorization", want[0], want[1], want[2]);
+        return 0;
+    }
+    const pb_step *b = &s[0];
+    *gap = doc->step / b->step - 1.0;
+    if (rank == 1) {
+        snprintf(buf, (size_t)len, "(%d,%d,%d) ranks first", want[0], want[1], want[2]);
+        return 1;
+    }
+    snprintf(buf, (size_t)len,
+             "(%d,%d,%d) ranks %d, %.2f%% behind (%d,%d,%d): vs it, TP %+.1f, bubble %+.1f, DP %+.1f, PP %+.1f "
+             "points of compute; memory %.0f vs %.0f GB/GPU",
+             want[0], want[1], want[2], rank, 100.0 * *gap, b->t, b->p, b->d,
+             pts(doc->m * doc->c_tp, doc) - pts(b->m * b->c_tp, b), pts(doc->bubble, doc) - pts(b->bubble, b),
+             pts(doc->c_dp, doc) - pts(b->c_dp, b), pts(doc->m * doc->c_pp, doc) - pts(b->m * b->c_pp, b),
+             doc->mem.total / 1e9, b->mem.total / 1e9);
+    return rank;
+}
+
+static cJSON *step_json(const pb_step *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "t", s->t);
+    cJSON_AddNumberToObject(o, "p", s->p);
+    cJSON_AddNumberToObject(o, "d", s->d);
+    cJSON_AddNumberToObject(o, "micro_batches", s->m);
+    cJSON_AddStringToObject(o, "order", pb_order_name(s->order));
+    cJSON_AddStringToObject(o, "link_t", pb_link_class_name(s->link_t));
+    cJSON_AddStringToObject(o, "link_p", pb_link_class_name(s->link_p));
+    cJSON_AddStringToObject(o, "link_d", pb_link_class_name(s->link_d));
+    cJSON_AddNumberToObject(o, "step_s", s->step);
+    cJSON_AddNumberToObject(o, "compute_s", s->compute);
+    cJSON_AddNumberToObject(o, "tp_comm_s", s->m * s->c_tp);
+    cJSON_AddNumberToObject(o, "pp_comm_s", s->m * s->c_pp);
+    cJSON_AddNumberToObject(o, "dp_comm_s", s->c_dp);
+    cJSON_AddNumberToObject(o, "bubble_s", s->bubble);
+    cJSON_AddNumberToObject(o, "mem_bytes", s->mem.total);
+    cJSON_AddNumberToObject(o, "act_bytes", s->mem.activations);
+    if (s->reject[0]) cJSON_AddStringToObject(o, "rejected", s->reject);
+    return o;
+}
+
+int pb_plan_write_json(const char *path, const char *cmdline, const pb_train *job, const pb_cluster *c,
+                       const pb_step *s, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+    cJSON_AddStringToObject(meta, "command", cmdline);
+    cJSON_AddStringToObject(meta, "git", PB_GIT_REV);
+    cJSON *jm = cJSON_AddObjectToObject(root, "job");
+    cJSON_AddStringToObject(jm, "model", job->model.name ? job->model.name : "custom");
+    cJSON_AddNumberToObject(jm, "params", job->params);
+    cJSON_AddNumberToObject(jm, "global_batch", (double)job->global_batch);
+    cJSON *jc = cJSON_AddObjectToObject(root, "cluster");
+    cJSON_AddStringToObject(jc, "name", c->name);
+    cJSON_AddNumberToObject(jc, "gpus_per_node", c->gpus_per_node);
+    cJSON_AddNumberToObject(jc, "intra_alpha_s", c->intra.alpha_s);
+    cJSON_AddNumberToObject(jc, "intra_Bps", c->intra.bw_Bps);
+    cJSON_AddNumberToObject(jc, "inter_alpha_s", c->inter.alpha_s);
+    cJSON_AddNumberToObject(jc, "inter_Bps", c->inter.bw_Bps);
+    cJSON_AddNumberToObject(jc, "flops", c->flops);
+    cJSON_AddNumberToObject(jc, "mem_bytes", c->mem_bytes);
+    cJSON *arr = cJSON_AddArrayToObject(root, "configurations");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, step_json(&s[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return pb_fail(PB_ERR_ENV, "out of memory building JSON");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *fp = fopen(tmp, "w");
+    int ok = fp && fputs(text, fp) >= 0 && fputc('\n', fp) != EOF;
+    if (fp && fclose(fp) != 0) ok = 0;
+    cJSON_free(text);
+    if (!ok || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s", path);
+    return PB_OK;
+}

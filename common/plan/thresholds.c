@@ -1,0 +1,298 @@
+/* Threshold-file parser (see thresholds.h and docs/acceptance.md). Pure: no
+ * I/O, no MPI, messages go to the caller's buffer, so libFuzzer can drive it. */
+#include "plan/thresholds.h"
+
+#include "core/error.h"
+#include "core/parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K_COLL (1u << PB_TH_KEY_COLL)
+#define K_SIZE (1u << PB_TH_KEY_SIZE)
+
+/* Columns per key, in enum order: coll, size, link, mode, m, stages, hidden. */
+static const pb_th_metric metrics[] = {
+    {"busbw", "coll_sweep", "busbw_GBps", NULL, 0, "GB/s",
+     {"collective", "bytes", "link_class", NULL, NULL, NULL, NULL}, K_COLL | K_SIZE, NULL,
+     "collective bus bandwidth at a size (nccl-tests busbw)"},
+    {"algbw", "coll_sweep", "algbw_GBps", NULL, 0, "GB/s",
+     {"collective", "bytes", "link_class", NULL, NULL, NULL, NULL}, K_COLL | K_SIZE, NULL,
+     "collective algorithm bandwidth at a size"},
+    {"coll_latency", "coll_sweep", "time_us", NULL, 0, "us",
+     {"collective", "bytes", "link_class", NULL, NULL, NULL, NULL}, K_COLL | K_SIZE, NULL,
+     "collective time at a size (mean over ranks)"},
+    {"p2p_latency", "p2p_sweep", "time_us", NULL, 0, "us",
+     {NULL, "bytes", "link_class", NULL, NULL, NULL, NULL}, K_SIZE, "mode=latency",
+     "point-to-point ping-pong latency (half round trip) at a size"},
+    {"p2p_bw", "p2p_sweep", "bw_GBps", NULL, 0, "GB/s",
+     {NULL, "bytes", "link_class", NULL, NULL, NULL, NULL}, K_SIZE, "mode=bw",
+     "point-to-point unidirectional bandwidth at a size"},
+    {"p2p_bibw", "p2p_sweep", "bw_GBps", NULL, 0, "GB/s",
+     {NULL, "bytes", "link_class", NULL, NULL, NULL, NULL}, K_SIZE, "mode=bibw",
+     "point-to-point bidirectional bandwidth at a size"},
+    {"dp_overhead", "dp_allreduce", "overhead", NULL, 0, "",
+     {NULL, "grad_bytes", "link_class", "overlap", NULL, NULL, NULL}, 0, NULL,
+     "data-parallel exposed communication / compute"},
+    {"tp_comm_fraction", "tp_layer", "comm_fraction", NULL, 0, "",
+     {NULL, NULL, "link_class", "mode", NULL, NULL, "hidden"}, 0, NULL,
+     "tensor-parallel communication share of the layer step"},
+    {"pp_efficiency", "pp_pipeline", "efficiency", "efficiency_theory", 0, "",
+     {NULL, NULL, "link_class", "schedule", "micro_batches", "stages", NULL}, 0, NULL,
+     "pipeline efficiency as a fraction of the theory m/(m+p-1)"},
+    {"fit_error", "plan_fit", "rel_error", NULL, 1, "",
+     {NULL, NULL, NULL, "benchmark", NULL, NULL, NULL}, 0, NULL,
+     "|relative error| of plan --fit's prediction"},
+    {NULL, NULL, NULL, NULL, 0, NULL, {NULL}, 0, NULL, NULL},
+};
+
+static const char *const key_names[PB_TH_NKEYS] = {"coll", "size", "link", "mode", "m", "stages", "hidden"};
+/* Friendlier spellings of `mode` for the metrics where it means something else. */
+static const struct {
+    const char *alias;
+    int key;
+} key_aliases[] = {{"overlap", PB_TH_KEY_MODE}, {"schedule", PB_TH_KEY_MODE}, {"benchmark", PB_TH_KEY_MODE},
+                   {"collective", PB_TH_KEY_COLL}, {"micro_batches", PB_TH_KEY_M}};
+static const char *const collectives[] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                          "reduce", "alltoall", "sendrecv", NULL};
+static const char *const links[] = {"intra", "inter", "mixed", NULL};
+
+const pb_th_metric *pb_th_metrics(void) { return metrics; }
+const char *pb_th_key_name(int key) { return key >= 0 && key < PB_TH_NKEYS ? key_names[key] : "?"; }
+
+int pb_th_passes(const pb_th_rule *rule, double measured)
+{
+    if (!isfinite(measured)) return 0;
+    return rule->op == PB_TH_GE ? measured >= rule->value : measured <= rule->value;
+}
+
+/* Error context: every message starts "NAME:LINE: ". */
+typedef struct ctx {
+    const char *name;
+    int line;
+    char *err;
+    size_t errlen;
+} ctx;
+
+static int bad(const ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(const ctx *c, const char *fmt, ...)
+{
+    if (c->err && c->errlen) {
+        int n = snprintf(c->err, c->errlen, "%s:%d: ", c->name, c->line);
+        if (n >= 0 && (size_t)n < c->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return PB_ERR_USAGE;
+}
+
+static const pb_th_metric *find_metric(const char *name)
+{
+    for (const pb_th_metric *m = metrics; m->name; m++)
+        if (strcmp(m->name, name) == 0) return m;
+    return NULL;
+}
+
+static int find_key(const char *name)
+{
+    for (int k = 0; k < PB_TH_NKEYS; k++)
+        if (strcmp(key_names[k], name) == 0) return k;
+    for (size_t i = 0; i < sizeof key_aliases / sizeof key_aliases[0]; i++)
+        if (strcmp(key_aliases[i].alias, name) == 0) return key_aliases[i].key;
+    return -1;
+}
+
+static int in_list(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(*list, s) == 0) return 1;
+    return 0;
+}
+
+/* "coll, size, link" for the keys a metric accepts. */
+static void accepted_keys(const pb_th_metric *m, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < PB_TH_NKEYS; k++) {
+        if (!m->key_column[k]) continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", k == PB_TH_KEY_MODE ? m->key_column[k] : key_names[k]);
+    }
+}
+
+static int parse_key_value(const ctx *c, pb_th_rule *r, const char *tok)
+{
+    const char *eq = strchr(tok, '=');
+    char key[32];
+    size_t klen = (size_t)(eq - tok);
+    if (klen == 0 || klen >= sizeof key) return bad(c, "'%s' is not a key=value selector; expected KEY=VALUE, then >= or <= and a number", tok);
+    memcpy(key, tok, klen);
+    key[klen] = '\0';
+    const char *val = eq + 1;
+    char acc[128];
+    accepted_keys(r->metric, acc, sizeof acc);
+    int k = find_key(key);
+    if (k < 0 || !r->metric->key_column[k])
+        return bad(c, "key '%s' does not apply to %s; accepted: %s", key, r->metric->name, acc[0] ? acc : "none");
+    if (r->keys & (1u << k)) return bad(c, "key '%s' given twice", key);
+    if (*val == '\0') return bad(c, "key '%s' has an empty value", key);
+    if (strlen(val) >= sizeof r->text[k]) return bad(c, "value of '%s' is too long (at most %zu characters)", key, sizeof r->text[k] - 1);
+    if (k == PB_TH_KEY_COLL && !in_list(val, collectives))
+        return bad(c, "coll '%s' is not a collective; accepted: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv", val);
+    if (k == PB_TH_KEY_LINK && !in_list(val, links))
+        return bad(c, "link '%s' is not accepted; expected intra, inter or mixed", val);
+    if (k == PB_TH_KEY_SIZE && pb_parse_size("size", val, PB_SIZE_MAX, &r->size) != PB_OK)
+        return bad(c, "size '%s' is not a size; expected bytes with an optional K, M or G suffix (1024^n), at most 64G", val);
+    if ((k == PB_TH_KEY_M || k == PB_TH_KEY_STAGES || k == PB_TH_KEY_HIDDEN) &&
+        pb_parse_int(key, val, 1, 1LL << 40, &r->num[k]) != PB_OK)
+        return bad(c, "%s '%s' is not accepted; expected a positive integer", key, val);
+    memcpy(r->text[k], val, strlen(val) + 1);
+    r->keys |= 1u << k;
+    return PB_OK;
+}
+
+static int parse_value(const ctx *c, pb_th_rule *r, const char *num, const char *unit)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(num, &end);
+    if (end == num || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0 || !isdigit((unsigned char)num[0]))
+        return bad(c, "threshold '%s' is not a number; expected a non-negative decimal number", num);
+    const char *want = r->metric->unit;
+    if (unit) {
+        int fraction = want[0] == '\0';
+        if (fraction && strcmp(unit, "%") == 0) v /= 100.0;
+        else if (fraction || strcmp(unit, want) != 0)
+            return bad(c, "unit '%s' is not accepted for %s; expected %s", unit, r->metric->name,
+                       fraction ? "no unit (a fraction) or %" : want);
+    }
+    r->value = v;
+    return PB_OK;
+}
+
+/* One rule: METRIC key=value... OP NUMBER [UNIT]. Tokens are in-place in `line`. */
+static int parse_rule(const ctx *c, char *line, pb_th_rule *r)
+{
+    char *tok[24];
+    int nt = 0;
+    for (char *p = strtok(line, " \t\r"); p; p = strtok(NULL, " \t\r")) {
+        if (nt == (int)(sizeof tok / sizeof tok[0])) return bad(c, "too many words (at most 24)");
+        tok[nt++] = p;
+    }
+    /* parse_all skips blank lines; a direct caller might not */
+    if (nt == 0) return bad(c, "empty rule; expected 'METRIC KEY=VALUE... >= NUMBER' or '<= NUMBER'");
+    memset(r, 0, sizeof *r);
+    r->line = c->line;
+    r->metric = find_metric(tok[0]);
+    if (!r->metric)
+        return bad(c, "'%.40s' is not a metric; accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, "
+                      "dp_overhead, tp_comm_fraction, pp_efficiency, fit_error", tok[0]);
+    int i = 1;
+    for (; i < nt && strchr(tok[i], '='); i++) {
+        if (strcmp(tok[i], ">=") == 0 || strcmp(tok[i], "<=") == 0) break;
+        PB_TRY(parse_key_value(c, r, tok[i]));
+    }
+    if (i >= nt) return bad(c, "missing comparison; expected '%s KEY=VALUE... >= NUMBER' or '<= NUMBER'", r->metric->name);
+    if (strcmp(tok[i], ">=") == 0) r->op = PB_TH_GE;
+    else if (strcmp(tok[i], "<=") == 0) r->op = PB_TH_LE;
+    else return bad(c, "'%.40s' is neither a key=value selector nor a comparison; expected >= or <=", tok[i]);
+    if (i + 1 >= nt) return bad(c, "missing threshold after '%s'", tok[i]);
+    if (i + 3 < nt) return bad(c, "unexpected '%.40s' after the threshold", tok[i + 3]);
+    PB_TRY(parse_value(c, r, tok[i + 1], i + 2 < nt ? tok[i + 2] : NULL));
+    unsigned missing = r->metric->required & ~r->keys;
+    for (int k = 0; k < PB_TH_NKEYS; k++)
+        if (missing & (1u << k)) return bad(c, "%s needs %s=...", r->metric->name, key_names[k]);
+    return PB_OK;
+}
+
+/* Copy line `[s, e)` without its comment, trimmed, into buf. */
+static void clean_line(const char *s, const char *e, char *buf)
+{
+    const char *hash = memchr(s, '#', (size_t)(e - s));
+    if (hash) e = hash;
+    while (s < e && isspace((unsigned char)*s)) s++;
+    while (e > s && isspace((unsigned char)e[-1])) e--;
+    memcpy(buf, s, (size_t)(e - s));
+    buf[e - s] = '\0';
+}
+
+/* The rule as written, runs of blanks made one space (for aligned tables). */
+static void collapse_blanks(const char *in, char *out, size_t len)
+{
+    size_t k = 0;
+    for (; *in && k + 1 < len; in++) {
+        int blank = *in == ' ' || *in == '\t' || *in == '\r';
+        if (blank && k > 0 && out[k - 1] == ' ') continue;
+        out[k++] = blank ? ' ' : *in;
+    }
+    out[k] = '\0';
+}
+
+static int add_rule(pb_th_set *set, int *cap, const pb_th_rule *r)
+{
+    if (set->n == *cap) {
+        int ncap = *cap ? *cap * 2 : 16;
+        pb_th_rule *nr = realloc(set->rules, (size_t)ncap * sizeof *nr);
+        if (!nr) return PB_ERR_ENV;
+        set->rules = nr;
+        *cap = ncap;
+    }
+    set->rules[set->n++] = *r;
+    return PB_OK;
+}
+
+static int parse_all(const char *name, const char *text, size_t len, pb_th_set *out, char *err, size_t errlen)
+{
+    ctx c = {name ? name : "thresholds", 0, err, errlen};
+    char buf[PB_TH_LINE_MAX + 1];
+    int cap = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        c.line++;
+        if (memchr(p, '\0', (size_t)(e - p))) return bad(&c, "contains a NUL byte; expected a text file");
+        if (e - p > PB_TH_LINE_MAX) return bad(&c, "line is longer than %d characters", PB_TH_LINE_MAX);
+        clean_line(p, e, buf);
+        p = nl ? nl + 1 : end;
+        if (buf[0] == '\0') continue;
+        if (out->n == PB_TH_RULES_MAX) return bad(&c, "too many rules (at most %d)", PB_TH_RULES_MAX);
+        pb_th_rule r;
+        char copy[sizeof buf];
+        memcpy(copy, buf, sizeof buf);
+        PB_TRY(parse_rule(&c, copy, &r));
+        collapse_blanks(buf, r.source_text, sizeof r.source_text);
+        if (add_rule(out, &cap, &r) != PB_OK) return PB_ERR_ENV;
+    }
+    if (out->n == 0) {
+        c.line = c.line ? c.line : 1;
+        return bad(&c, "no rules; expected lines like 'busbw coll=allreduce size=64M >= 10 GB/s'");
+    }
+    return PB_OK;
+}
+
+int pb_th_parse(const char *name, const char *text, size_t len, pb_th_set *out, char *err, size_t errlen)
+{
+    out->n = 0;
+    out->rules = NULL;
+    if (err && errlen) err[0] = '\0';
+    int rc = parse_all(name, text, len, out, err, errlen);
+    if (rc == PB_ERR_ENV && err && errlen) snprintf(err, errlen, "%s: out of memory", name ? name : "thresholds");
+    if (rc != PB_OK) pb_th_free(out);
+    return rc;
+}
+
+void pb_th_free(pb_th_set *set)
+{
+    free(set->rules);
+    set->rules = NULL;
+    set->n = 0;
+}

@@ -1,0 +1,190 @@
+/* Pipeline executor: runs one step of a schedule (pp_schedule.h) on one
+ * stage, moving activations forward and their gradients backward by backend
+ * send/recv (comm.h) on the pipeline's communicators. What a stage computes
+ * is not known here: it comes through callbacks (pb_pp_ops), so the same
+ * executor runs plain layer stacks (pb_pp_stack below, pp_pipeline) and
+ * tensor-parallel stages (hybrid_3d, whose callbacks talk to their TP group).
+ *
+ * Transfers. Every receive is posted as early as its buffer allows (one
+ * outstanding per direction, double-buffered) and waited for when the
+ * compute needs it: that wait is the stage's p2p wait. Every send is posted
+ * right after the compute that produced it and is completed only at the end
+ * of the step (also counted as p2p wait), so no compute blocks on a send.
+ * sync() completes everything on a communicator, so each kind of transfer
+ * gets its own: links i -> i+1 are coloured so that a stage's sends and its
+ * receives of one kind never share a communicator (2 colours; 3 on an
+ * odd-length ring). Messages on a link match in posting order, which
+ * pb_pp_check guarantees for the built-in schedules.
+ *
+ * Buffers are the backend's memory (be->alloc), act_count elements of
+ * act_dtype each; the callbacks read and write them through their engine,
+ * which must use the same memory (BLAS with MPI, cuBLAS with NCCL). */
+#ifndef PB_PP_H
+#define PB_PP_H
+
+#include "backend/comm.h"
+#include "compute/compute.h"
+#include "compute/layer.h"
+#include "workload/pp_schedule.h"
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- stage callbacks ---------------------------------------------------- */
+
+typedef struct pb_pp_ops {
+    /* Called once at the start of each step (reset peaks, gradient accumulation). */
+    int (*begin_step)(void *user);
+    /* Hold / release micro-batch mb's saved activations of chunk `chunk`
+     * (before its forward, after its backward). */
+    int (*act_alloc)(void *user, int chunk, int mb);
+    void (*act_free)(void *user, int chunk, int mb);
+    /* in -> out through this rank's layers of `chunk`; must return with the
+     * result complete (engine synchronised), since it is timed and then sent. */
+    int (*forward)(void *user, int chunk, int mb, const void *in, void *out);
+    /* dout -> din, accumulating the weight gradients. din may be NULL on the
+     * first virtual stage only if the callee wants; the executor passes a buffer. */
+    int (*backward)(void *user, int chunk, int mb, const void *dout, void *din);
+    /* First virtual stage: the input of micro-batch mb. Last: dLoss/dOutput. */
+    int (*input)(void *user, int mb, void *x);
+    int (*loss_grad)(void *user, int mb, void *dy);
+    /* Measured peak bytes of saved activations since begin_step. */
+    uint64_t (*act_peak)(void *user);
+} pb_pp_ops;
+
+/* ---- trace -------------------------------------------------------------- */
+
+typedef enum {
+    PB_PP_EV_FWD, PB_PP_EV_BWD,           /* compute */
+    PB_PP_EV_RECV_ACT, PB_PP_EV_RECV_GRAD, /* waiting for a receive to complete */
+    PB_PP_EV_SEND_ACT, PB_PP_EV_SEND_GRAD, /* posting a send */
+    PB_PP_EV_SEND_WAIT,                    /* end of step: completing the sends (mb -1) */
+    PB_PP_EV_COUNT
+} pb_pp_event_kind;
+
+const char *pb_pp_event_name(pb_pp_event_kind k); /* "fwd", "bwd", "recv_act", ... */
+
+typedef struct pb_pp_event {
+    int kind, chunk, mb;
+    double start_us, end_us; /* relative to the trace's origin */
+} pb_pp_event;
+
+typedef struct pb_pp_trace {
+    double origin_us;  /* pb_now_us() value that becomes time 0 */
+    pb_pp_event *ev;
+    int n, cap;
+} pb_pp_trace;
+
+void pb_pp_trace_clear(pb_pp_trace *t);
+void pb_pp_trace_free(pb_pp_trace *t);
+
+/* Common time origin: a barrier on `world`, then every rank reads its clock. */
+int pb_pp_trace_origin(MPI_Comm world, pb_pp_trace *t);
+
+/* Trace file (rank 0): written to "<path>.tmp" (tmp, filled in) and renamed
+ * on a complete close. Format: docs/pp_pipeline.md. */
+FILE *pb_pp_trace_open(const char *path, char *tmp, size_t tmplen);
+int pb_pp_trace_close(FILE *f, const char *tmp, const char *path, int complete);
+
+/* What identifies a configuration's lines in the trace. */
+typedef struct pb_pp_trace_label {
+    const char *schedule;
+    int stages, virtual_stages, micro_batches;
+} pb_pp_trace_label;
+
+/* Collective over `world`: gather every rank's events to rank 0 and append
+ * them to f (rank 0), shifted so the configuration's first event starts at 0. */
+int pb_pp_trace_gather(MPI_Comm world, const pb_pp_trace *t, int stage, int replica, const pb_pp_trace_label *lab,
+                       FILE *f);
+
+/* Collective over `world`: each rank gives nvals numbers of its stage; rank 0
+ * gets per_stage[p * nvals], each the max over the replicas of that stage. */
+int pb_pp_gather_stages(MPI_Comm world, int p, int stage, const double *mine, int nvals, double *per_stage);
+
+/* ---- executor ----------------------------------------------------------- */
+
+typedef struct pb_pp_stats {
+    double step_us;            /* wall time of the step on this stage */
+    double fwd_us, bwd_us;     /* busy compute time, summed over the step */
+    double wait_us;            /* receive waits + completing the sends */
+    double post_us;            /* time spent posting sends and receives */
+    int nfwd, nbwd;            /* compute actions run (m * v each) */
+    uint64_t bytes_sent, bytes_recv;
+    uint64_t peak_act_bytes;   /* ops->act_peak after the step */
+} pb_pp_stats;
+
+typedef struct pb_pp_config {
+    const pb_backend *be;
+    MPI_Comm group;      /* the pipeline's ranks; rank in group = stage */
+    size_t act_count;    /* elements of one activation (b*s*h) */
+    pb_dtype act_dtype;
+    int ring;            /* 1 if the last stage sends to the first (interleaved) */
+    int max_sends;       /* sends of one kind a step may post: m * v of the largest m */
+} pb_pp_config;
+
+typedef struct pb_pp_exec pb_pp_exec;
+
+/* Collective over cfg->group: communicators and buffers. */
+int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out);
+void pb_pp_exec_destroy(pb_pp_exec *ex);
+/* Backend memory the executor allocates for a configuration (pb_mem_require). */
+uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg);
+
+/* Run `plan` (this stage's actions) once. `trace` may be NULL; events are
+ * appended to it. Returns a status; stats are this stage's. */
+int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_plan *plan, const pb_pp_ops *ops, void *user, pb_pp_stats *stats,
+                    pb_pp_trace *trace);
+
+/* ---- default stage: a pb_stack per chunk (no tensor parallelism) -------- */
+
+typedef struct pb_pp_stack_config {
+    const pb_compute *eng;
+    pb_layer_shape shape; /* tp_size 1 */
+    int64_t layers;       /* L of the whole model; p * v must divide it */
+    int p, v, stage;
+    uint64_t seed;
+    pb_dtype grad_dtype;
+    int max_mb;           /* largest m a step will run */
+    int capture;          /* keep host copies of the pipeline's output and input gradient (validation) */
+} pb_pp_stack_config;
+
+typedef struct pb_pp_stack pb_pp_stack;
+
+/* Chunk c of stage s holds layers [(c*p + s) * L/(p*v), ...) of the L-layer model. */
+int64_t pb_pp_chunk_layer0(const pb_pp_stack_config *cfg, int chunk);
+/* Engine memory: weights, gradients and scratch of the chunks, plus `in_flight`
+ * micro-batch chunks of saved activations, plus the capture copies (host). */
+uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight);
+
+int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out);
+void pb_pp_stack_destroy(pb_pp_stack *st);
+const pb_pp_ops *pb_pp_stack_ops(void);
+/* The effective activation type (what the engine computes in). */
+pb_dtype pb_pp_stack_dtype(const pb_pp_stack *st);
+/* With capture: host copy of micro-batch mb's pipeline output (last virtual
+ * stage) or input gradient (first virtual stage); NULL elsewhere. */
+const void *pb_pp_stack_output(const pb_pp_stack *st, int mb);
+const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb);
+/* Copy outputs / input gradients to the capture buffers during the next
+ * steps (only with cfg.capture; off by default, so timed steps do not copy). */
+void pb_pp_stack_set_capture(pb_pp_stack *st, int on);
+/* Seeds of the two generated tensors, shared with a reference run. */
+int pb_pp_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t tokens, int64_t h, uint64_t seed, int mb);
+int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t tokens, int64_t h, uint64_t seed,
+                         int mb);
+
+
+/* ---- validation (-c) ------------------------------------------------------ */
+
+/* Run the whole L-layer model on this rank, as one stack, on the same seeded
+ * inputs and loss gradients, and compare its output and input gradient with
+ * the pipeline's (host copies, one N x h tensor of type t per micro-batch).
+ * Elements differing by more than tol * (1 + |reference|) count as wrong.
+ * corrupt != 0 changes one pipeline element first (test-only fault). */
+int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *const *outputs,
+                          const void *const *input_grads, double tol, int corrupt, long long *wrong);
+/* Bytes of engine memory pb_pp_reference_check allocates. */
+uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
+
+#endif

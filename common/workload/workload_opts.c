@@ -1,0 +1,108 @@
+#include "workload/workload_opts.h"
+
+#include "core/error.h"
+#include "backend/gpu.h"
+#include "core/parse.h"
+
+#include <string.h>
+
+enum { W_MODEL, W_LAYERS, W_HIDDEN, W_HEADS, W_SEQ, W_MB, W_SCORES, W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS,
+       W_SEED };
+
+static const pb_opt workload_opts[] = {
+    {"model", 0, "NAME", "model preset: tiny, gpt-1.3b, llama-7b, llama-70b, gpt-175b", W_MODEL},
+    {"layers", 0, "L", "transformer layers (overrides the preset)", W_LAYERS},
+    {"hidden", 0, "H", "hidden size h (overrides the preset)", W_HIDDEN},
+    {"heads", 0, "N", "attention heads (overrides the preset; must divide h)", W_HEADS},
+    {"seq", 0, "S", "sequence length s (overrides the preset)", W_SEQ},
+    {"micro-batch", 0, "B", "sequences per micro-batch b (default 1)", W_MB},
+    {"attn-scores", 0, "0|1", "also run the attention-score GEMMs, 4*b*s^2*h FLOPs (default 1)", W_SCORES},
+    {"compute-dtype", 0, "TYPE", "GEMM storage type: float or bfloat16 (bf16 runs in fp32 where the CPU lacks it)",
+     W_CDTYPE},
+    {"grad-dtype", 0, "TYPE", "gradient type: float or bfloat16", W_GDTYPE},
+    {"engine", 0, "NAME", "compute engine: blas or cublas (default: cublas with --backend nccl)", W_ENGINE},
+    {"threads", 0, "N", "BLAS threads per rank (default 1: ranks do not fight over cores)", W_THREADS},
+    {"seed", 0, "N", "seed of the weights and inputs", W_SEED},
+};
+
+void pb_workload_defaults(pb_workload_opts *o, const char *preset)
+{
+    memset(o, 0, sizeof *o);
+    o->preset = preset;
+    o->attn_scores = 1;
+    o->compute_dtype = PB_FLOAT32;
+    o->grad_dtype = PB_FLOAT32;
+    o->threads = 1;
+    o->seed = 1234;
+}
+
+static int float_or_bf16(const char *option, const char *arg, pb_dtype *out)
+{
+    PB_TRY(pb_dtype_parse(option, arg, out));
+    if (*out != PB_FLOAT32 && *out != PB_BFLOAT16)
+        return pb_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
+    return PB_OK;
+}
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    pb_workload_opts *o = ctx;
+    long long v = 0;
+    const long long big = 1LL << 40;
+    switch (id) {
+    case W_MODEL: {
+        pb_model m;
+        PB_TRY(pb_model_preset(arg, option, &m));
+        o->preset = arg;
+        return PB_OK;
+    }
+    case W_LAYERS: PB_TRY(pb_parse_int(option, arg, 1, 100000, &v)); o->layers = v; return PB_OK;
+    case W_HIDDEN: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->hidden = v; return PB_OK;
+    case W_HEADS: PB_TRY(pb_parse_int(option, arg, 1, 1 << 16, &v)); o->heads = v; return PB_OK;
+    case W_SEQ: PB_TRY(pb_parse_int(option, arg, 1, 1 << 24, &v)); o->seq = v; return PB_OK;
+    case W_MB: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->micro_batch = v; return PB_OK;
+    case W_SCORES: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->attn_scores = (int)v; return PB_OK;
+    case W_CDTYPE: return float_or_bf16(option, arg, &o->compute_dtype);
+    case W_GDTYPE: return float_or_bf16(option, arg, &o->grad_dtype);
+    case W_ENGINE:
+        if (strcmp(arg, "blas") != 0 && strcmp(arg, "cublas") != 0)
+            return pb_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
+        o->engine = arg;
+        return PB_OK;
+    case W_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
+    case W_SEED: PB_TRY(pb_parse_int(option, arg, 0, big, &v)); o->seed = (uint64_t)v; return PB_OK;
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+pb_opt_group pb_workload_group(pb_workload_opts *o)
+{
+    return (pb_opt_group){"Model and compute options", workload_opts,
+                          (int)(sizeof workload_opts / sizeof workload_opts[0]), handle, o};
+}
+
+int pb_workload_resolve(pb_workload_opts *o)
+{
+    PB_TRY(pb_model_preset(o->preset, "--model", &o->model));
+    if (o->layers) o->model.layers = o->layers;
+    if (o->hidden) o->model.hidden = o->hidden;
+    if (o->heads) o->model.heads = o->heads;
+    if (o->seq) o->model.seq = o->seq;
+    if (o->micro_batch) o->model.micro_batch = o->micro_batch;
+    return pb_model_validate(&o->model);
+}
+
+int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
+                       const pb_compute **out)
+{
+    int device_backend = be && strcmp(be->mem, "device") == 0;
+    const char *name = o->engine;
+    if (!name || !*name) name = device_backend ? "cublas" : "blas";
+    PB_TRY(pb_compute_select("--engine", name, out));
+    if (strcmp(name, "cublas") == 0 && !device_backend) {
+        char gpu[160];
+        PB_TRY(pb_gpu_bind(local_rank, gpu_offset, gpu, sizeof gpu));
+    }
+    pb_compute_opts copts = {.threads = o->threads, .device = 0};
+    return (*out)->init(&copts);
+}

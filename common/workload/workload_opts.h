@@ -1,0 +1,42 @@
+/* Options every workload benchmark (dp_allreduce, tp_layer, pp_pipeline,
+ * hybrid_3d) shares: the model shape, from a preset with overrides, the
+ * compute dtype, and the compute engine. One group, so the four binaries
+ * spell these options the same way. */
+#ifndef PB_WORKLOAD_OPTS_H
+#define PB_WORKLOAD_OPTS_H
+
+#include "backend/comm.h"
+#include "compute/compute.h"
+#include "core/options.h"
+#include "plan/presets.h"
+
+typedef struct pb_workload_opts {
+    pb_model model;          /* preset (--model) with overrides applied */
+    const char *preset;      /* preset name as given */
+    int64_t layers, hidden, heads, seq, micro_batch; /* 0 = from the preset */
+    int attn_scores;         /* --attn-scores 0|1 */
+    pb_dtype compute_dtype;  /* --compute-dtype float|bfloat16 */
+    pb_dtype grad_dtype;     /* --grad-dtype float|bfloat16 */
+    const char *engine;      /* --engine blas|cublas (default: follows --backend) */
+    int threads;             /* --threads: BLAS threads per rank */
+    uint64_t seed;           /* --seed */
+} pb_workload_opts;
+
+void pb_workload_defaults(pb_workload_opts *o, const char *preset);
+
+/* The option group: --model --layers --hidden --heads --seq --micro-batch
+ * --attn-scores --compute-dtype --grad-dtype --engine --threads --seed. */
+pb_opt_group pb_workload_group(pb_workload_opts *o);
+
+/* Apply the overrides to the preset and check the shape (exit 2 naming the
+ * option: zero layers, hidden not divisible by heads, ...). */
+int pb_workload_resolve(pb_workload_opts *o);
+
+/* Engine by name, initialised with the thread count; "" or NULL picks cublas
+ * when the backend's buffers are on a GPU and blas otherwise. A cuBLAS engine
+ * next to a host-memory backend binds this rank's GPU itself (local rank +
+ * gpu_offset), since the backend did not. */
+int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
+                       const pb_compute **out);
+
+#endif

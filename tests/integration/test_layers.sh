@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The layering rule of common/ (scripts/check-layers.py, run by `make lint`):
+# the tree follows it, and a copy of the tree with one include that climbs the
+# layers, one bare include and one file put directly in common/ is refused,
+# each breach named.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+
+expect_rc 0 "the repository follows the layering rule" -- python3 "$ROOT/scripts/check-layers.py" "$ROOT"
+
+cp -r "$ROOT/common" "$TMP/common"
+printf '#include "workload/dp.h"\n' >>"$TMP/common/core/stats.c"
+expect_rc 1 "core including workload is refused" -- python3 "$ROOT/scripts/check-layers.py" "$TMP"
+expect_in "$TMP/err" 'common/core/stats.c: includes "workload/dp.h": layer core (0) may not include workload (5)' "the breach is named"
+
+cp "$ROOT/common/core/stats.c" "$TMP/common/core/stats.c"
+printf '#include "compute/compute.h"\n' >>"$TMP/common/coll/p2p.c"
+expect_rc 1 "coll including compute (same rank) is refused" -- python3 "$ROOT/scripts/check-layers.py" "$TMP"
+expect_in "$TMP/err" "layer coll (3) may not include compute (3)" "the sibling breach is named"
+
+cp "$ROOT/common/coll/p2p.c" "$TMP/common/coll/p2p.c"
+printf '#include "stats.h"\n' >>"$TMP/common/core/error.c"
+touch "$TMP/common/loose.c"
+expect_rc 1 "a bare include and a loose file are refused" -- python3 "$ROOT/scripts/check-layers.py" "$TMP"
+expect_in "$TMP/err" 'common/core/error.c: includes "stats.h" without its folder' "the bare include is named"
+expect_in "$TMP/err" "common/loose.c: sits directly in common/" "the loose file is named"
+finish

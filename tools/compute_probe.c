@@ -1,0 +1,137 @@
+/* compute_probe: what one rank's compute engine sustains, without MPI: GEMM
+ * rates (the planner's --tflops, and a sanity check of the engine) and
+ * engine-memory copy bandwidth (device-to-device on a GPU).
+ *   compute_probe [--engine blas|cublas] [--dtype float|bfloat16] [--sizes 1024,4096]
+ *                 [-n ITERS] [--copy-bytes SIZE] [--threads N] [--csv FILE] */
+#include "compute/compute.h"
+#include "core/error.h"
+#include "backend/gpu.h"
+#include "core/options.h"
+#include "core/parse.h"
+#include "core/report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_SIZES 16
+
+typedef struct probe_opts {
+    const char *engine, *csv;
+    pb_dtype dtype;
+    uint64_t sizes[MAX_SIZES], copy_bytes;
+    size_t nsizes;
+    int iters, threads;
+} probe_opts;
+
+enum { O_ENGINE, O_DTYPE, O_SIZES, O_ITERS, O_COPY, O_THREADS, O_CSV };
+
+static const pb_opt opts[] = {
+    {"engine", 0, "NAME", "blas (default) or cublas", O_ENGINE},
+    {"dtype", 'd', "TYPE", "GEMM type: float (default) or bfloat16", O_DTYPE},
+    {"sizes", 0, "LIST", "square GEMM sizes m = n = k (default 512,1024,2048)", O_SIZES},
+    {"iters", 'n', "N", "GEMMs timed per size (default 10)", O_ITERS},
+    {"copy-bytes", 0, "SIZE", "bytes per engine-memory copy (default 256M; 0 skips)", O_COPY},
+    {"threads", 0, "N", "BLAS threads (default 1)", O_THREADS},
+    {"csv", 0, "FILE", "write the results as CSV", O_CSV},
+};
+
+static int handle(void *ctx, int id, const char *option, const char *arg)
+{
+    probe_opts *o = ctx;
+    long long v;
+    switch (id) {
+    case O_ENGINE:
+        if (strcmp(arg, "blas") != 0 && strcmp(arg, "cublas") != 0)
+            return pb_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
+        o->engine = arg;
+        return PB_OK;
+    case O_DTYPE:
+        PB_TRY(pb_dtype_parse(option, arg, &o->dtype));
+        return o->dtype == PB_FLOAT32 || o->dtype == PB_BFLOAT16
+                   ? PB_OK
+                   : pb_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
+    case O_SIZES: return pb_parse_size_list(option, arg, 65536, o->sizes, MAX_SIZES, &o->nsizes);
+    case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000, &v)); o->iters = (int)v; return PB_OK;
+    case O_COPY:
+        if (strcmp(arg, "0") == 0) return o->copy_bytes = 0, PB_OK;
+        return pb_parse_size(option, arg, PB_SIZE_MAX, &o->copy_bytes);
+    case O_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
+    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
+    default: return pb_usage(option, "not handled");
+    }
+}
+
+static const pb_column cols[] = {
+    {"test", "test", "", PB_COL_STR, 6, 0},
+    {"engine", "engine", "", PB_COL_STR, 7, 0},
+    {"dtype", "type", "", PB_COL_STR, 9, 0},
+    {"size", "size", "", PB_COL_INT, 11, 0},
+    {"rate", "rate", "", PB_COL_FLOAT, 12, 1},
+    {"unit", "unit", "", PB_COL_STR, 7, 0},
+};
+
+/* Copy bandwidth in engine memory: read + write counted once, as bandwidthTest does. */
+static int copy_rate(const pb_compute *e, uint64_t bytes, int iters, double *gbps)
+{
+    void *a = NULL, *b = NULL;
+    int st = e->alloc(&a, bytes);
+    if (st == PB_OK) st = e->alloc(&b, bytes);
+    if (st == PB_OK) st = e->memset(a, 1, bytes);
+    if (st == PB_OK) st = e->copy(b, a, bytes); /* warm-up */
+    if (st == PB_OK) st = e->synchronize();
+    double t0 = pb_compute_now();
+    for (int i = 0; i < iters && st == PB_OK; i++) st = e->copy(b, a, bytes);
+    if (st == PB_OK) st = e->synchronize();
+    double sec = pb_compute_now() - t0;
+    *gbps = sec > 0 ? (double)bytes * iters / sec / 1e9 : 0;
+    if (a) e->free(a);
+    if (b) e->free(b);
+    return st;
+}
+
+static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
+{
+    for (size_t i = 0; i < o->nsizes; i++) {
+        double gflops = 0;
+        int64_t n = (int64_t)o->sizes[i];
+        PB_TRY(pb_gemm_benchmark(e, n, n, n, o->dtype, o->iters, &gflops));
+        pb_value v[] = {PB_S("gemm"), PB_S(e->name), PB_S(pb_dtype_name(e->gemm_dtype(o->dtype))), PB_I(n),
+                        PB_F(gflops), PB_S("GFLOP/s")};
+        PB_TRY(pb_report_row(rep, v));
+    }
+    if (o->copy_bytes == 0) return PB_OK;
+    double gbps = 0;
+    PB_TRY(copy_rate(e, o->copy_bytes, o->iters, &gbps));
+    pb_value v[] = {PB_S("copy"), PB_S(e->name), PB_S("byte"), PB_I(o->copy_bytes), PB_F(gbps), PB_S("GB/s")};
+    return pb_report_row(rep, v);
+}
+
+int main(int argc, char **argv)
+{
+    pb_set_progname(argv[0]);
+    probe_opts o = {.engine = "blas", .dtype = PB_FLOAT32, .sizes = {512, 1024, 2048}, .nsizes = 3,
+                    .copy_bytes = 256u << 20, .iters = 10, .threads = 1};
+    pb_opt_group g = {"compute_probe options", opts, (int)(sizeof opts / sizeof opts[0]), handle, &o};
+    int status = pb_cli_parse(argc, argv,
+                              "Usage: compute_probe [options]\nGEMM rate and engine-memory copy bandwidth of one "
+                              "compute engine (no MPI).",
+                              &g, 1);
+    if (status == PB_HELP_SHOWN) return PB_OK;
+    if (status != PB_OK) return status;
+    const pb_compute *e = NULL;
+    char gpu[160] = "none";
+    status = pb_compute_select("--engine", o.engine, &e);
+    if (status == PB_OK && strcmp(o.engine, "cublas") == 0) status = pb_gpu_bind(0, 0, gpu, sizeof gpu);
+    pb_compute_opts copts = {.threads = o.threads};
+    if (status == PB_OK) status = e->init(&copts);
+    if (status != PB_OK) return status;
+    printf("# compute_probe\n# engine %s\n# gpu    %s\n", e->describe(), gpu);
+    pb_report *rep = NULL;
+    status = pb_report_open("compute_probe", cols, (int)(sizeof cols / sizeof cols[0]), NULL, stdout, o.csv, NULL,
+                            &rep);
+    pb_report_header(rep);
+    if (status == PB_OK) status = run(&o, e, rep);
+    int closed = pb_report_close(rep, status == PB_OK);
+    e->finalize();
+    return status != PB_OK ? status : closed;
+}

@@ -1,0 +1,253 @@
+/* plan: the analytical model and planner (needs no MPI).
+ *
+ *   plan --reproduce                          the seed documents' figures, checked
+ *   plan --model M --cluster C --gpus N       rank every (t, p, d) with t*p*d = N
+ *   plan ... --tp T --pp P --dp D             one configuration, term by term
+ *   plan --fit RESULTS_DIR [--csv FILE]       fit alpha-beta, predict a run's rows
+ *
+ * Exit: 0 ok; 1 a reproduced figure differs, or no configuration is valid
+ * and fits; 2 usage; 3 no sweep data to fit. */
+#include "plan/cluster.h"
+#include "core/error.h"
+#include "plan/model.h"
+#include "core/parse.h"
+#include "plan/plan.h"
+#include "plan/plan_fit.h"
+#include "plan/presets.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CONFIGS 4096
+
+typedef struct {
+    int reproduce;
+    const char *fit_dir, *csv, *json, *model_name, *cluster_name;
+    long long gpus, tp, pp, dp, top;
+    pb_train job;
+    pb_cluster cluster;
+    /* Overrides of the preset model and cluster; < 0 = not given. */
+    long long hidden, layers, heads, seq, vocab, micro_batch;
+    double params, intra_bw, intra_lat, inter_bw, inter_lat, tflops, gpu_mem, gpn;
+    long long global_batch;
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: plan --reproduce\n"
+            "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D] [options]\n"
+            "       plan --fit RESULTS_DIR [--csv FILE]\n"
+            "model:   --model %s\n"
+            "         --hidden H --layers L --heads A --seq S --vocab V --micro-batch B --params P\n"
+            "         --dtype bf16|fp16|fp32 (activations and gradients on the wire)\n"
+            "cluster: --cluster %s\n"
+            "         --gpus-per-node G --intra-bw GB/s --intra-lat us --inter-bw GB/s --inter-lat us\n"
+            "         --tflops sustained-TFLOP/s --gpu-mem GB\n"
+            "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b --recompute none|selective|full\n"
+            "         --sp on|off --top K (rows shown) --json FILE\n",
+            pb_model_preset_names(), pb_cluster_preset_names());
+}
+
+enum {
+    O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
+    O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
+    O_SCHED, O_RC, O_SP, O_HELP
+};
+
+static const struct option long_opts[] = {
+    {"reproduce", no_argument, 0, O_REPRO}, {"fit", required_argument, 0, O_FIT},
+    {"csv", required_argument, 0, O_CSV}, {"json", required_argument, 0, O_JSON},
+    {"model", required_argument, 0, O_MODEL}, {"cluster", required_argument, 0, O_CLUSTER},
+    {"gpus", required_argument, 0, O_GPUS}, {"tp", required_argument, 0, O_TP}, {"pp", required_argument, 0, O_PP},
+    {"dp", required_argument, 0, O_DP}, {"top", required_argument, 0, O_TOP},
+    {"hidden", required_argument, 0, O_HIDDEN}, {"layers", required_argument, 0, O_LAYERS},
+    {"heads", required_argument, 0, O_HEADS}, {"seq", required_argument, 0, O_SEQ},
+    {"vocab", required_argument, 0, O_VOCAB}, {"micro-batch", required_argument, 0, O_MB},
+    {"params", required_argument, 0, O_PARAMS}, {"dtype", required_argument, 0, O_DTYPE},
+    {"gpus-per-node", required_argument, 0, O_GPN}, {"intra-bw", required_argument, 0, O_IBW},
+    {"intra-lat", required_argument, 0, O_ILAT}, {"inter-bw", required_argument, 0, O_XBW},
+    {"inter-lat", required_argument, 0, O_XLAT}, {"tflops", required_argument, 0, O_TFLOPS},
+    {"gpu-mem", required_argument, 0, O_MEM}, {"global-batch", required_argument, 0, O_GB},
+    {"schedule", required_argument, 0, O_SCHED}, {"recompute", required_argument, 0, O_RC},
+    {"sp", required_argument, 0, O_SP}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0},
+};
+
+static int choice(const char *opt, const char *arg, const char *const *names, int *out)
+{
+    return pb_parse_choice(opt, arg, names, out);
+}
+
+/* One option; `name` is "--" + the long name for messages. */
+static int parse_one(options *o, int c, const char *arg)
+{
+    static const char *const dtypes[] = {"bf16", "fp16", "fp32", NULL};
+    static const char *const scheds[] = {"gpipe", "1f1b", NULL};
+    static const char *const rcs[] = {"none", "selective", "full", NULL};
+    static const char *const onoff[] = {"off", "on", NULL};
+    const long long BIG = 1LL << 40;
+    int k;
+    switch (c) {
+    case O_REPRO: o->reproduce = 1; return PB_OK;
+    case O_FIT: o->fit_dir = arg; return PB_OK;
+    case O_CSV: o->csv = arg; return PB_OK;
+    case O_JSON: o->json = arg; return PB_OK;
+    case O_MODEL: o->model_name = arg; return PB_OK;
+    case O_CLUSTER: o->cluster_name = arg; return PB_OK;
+    case O_GPUS: return pb_parse_int("--gpus", arg, 1, 1 << 20, &o->gpus);
+    case O_TP: return pb_parse_int("--tp", arg, 1, 1 << 20, &o->tp);
+    case O_PP: return pb_parse_int("--pp", arg, 1, 1 << 20, &o->pp);
+    case O_DP: return pb_parse_int("--dp", arg, 1, 1 << 20, &o->dp);
+    case O_TOP: return pb_parse_int("--top", arg, 0, MAX_CONFIGS, &o->top);
+    case O_HIDDEN: return pb_parse_int("--hidden", arg, 1, BIG, &o->hidden);
+    case O_LAYERS: return pb_parse_int("--layers", arg, 1, 1 << 20, &o->layers);
+    case O_HEADS: return pb_parse_int("--heads", arg, 1, 1 << 20, &o->heads);
+    case O_SEQ: return pb_parse_int("--seq", arg, 1, BIG, &o->seq);
+    case O_VOCAB: return pb_parse_int("--vocab", arg, 0, BIG, &o->vocab);
+    case O_MB: return pb_parse_int("--micro-batch", arg, 1, BIG, &o->micro_batch);
+    case O_GB: return pb_parse_int("--global-batch", arg, 1, BIG, &o->global_batch);
+    case O_PARAMS: return pb_parse_double("--params", arg, 1, 1e16, &o->params);
+    case O_GPN: return pb_parse_double("--gpus-per-node", arg, 1, 1024, &o->gpn);
+    case O_IBW: return pb_parse_double("--intra-bw", arg, 1e-6, 1e6, &o->intra_bw);
+    case O_ILAT: return pb_parse_double("--intra-lat", arg, 0, 1e6, &o->intra_lat);
+    case O_XBW: return pb_parse_double("--inter-bw", arg, 1e-6, 1e6, &o->inter_bw);
+    case O_XLAT: return pb_parse_double("--inter-lat", arg, 0, 1e6, &o->inter_lat);
+    case O_TFLOPS: return pb_parse_double("--tflops", arg, 1e-6, 1e6, &o->tflops);
+    case O_MEM: return pb_parse_double("--gpu-mem", arg, 1e-3, 1e6, &o->gpu_mem);
+    case O_DTYPE: PB_TRY(choice("--dtype", arg, dtypes, &k)); o->job.dtype_bytes = k == 2 ? 4 : 2; return PB_OK;
+    case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = k ? PB_SCHED_1F1B : PB_SCHED_GPIPE; return PB_OK;
+    case O_RC: PB_TRY(choice("--recompute", arg, rcs, &k)); o->job.recompute = (pb_recompute)k; return PB_OK;
+    case O_SP: PB_TRY(choice("--sp", arg, onoff, &k)); o->job.sp = k; return PB_OK;
+    default: return PB_ERR_USAGE;
+    }
+}
+
+static void set_if(long long v, int64_t *dst) { if (v >= 0) *dst = v; }
+static void setd_if(double v, double *dst, double scale) { if (v >= 0) *dst = v * scale; }
+
+/* Preset (or a blank custom model) with the shape options applied. */
+static int build_job(options *o)
+{
+    pb_model *m = &o->job.model;
+    if (o->model_name) PB_TRY(pb_model_preset(o->model_name, "--model", m));
+    else if (o->hidden < 0 || o->layers < 0 || o->heads < 0 || o->seq < 0)
+        return pb_usage("--model", "missing; give a preset (%s) or all of --hidden --layers --heads --seq",
+                        pb_model_preset_names());
+    else *m = (pb_model){.name = NULL, .micro_batch = 1};
+    set_if(o->hidden, &m->hidden);
+    set_if(o->layers, &m->layers);
+    set_if(o->heads, &m->heads);
+    set_if(o->seq, &m->seq);
+    set_if(o->vocab, &m->vocab);
+    set_if(o->micro_batch, &m->micro_batch);
+    PB_TRY(pb_model_validate(m));
+    o->job.params = o->params > 0 ? o->params : m->nominal_params > 0 ? m->nominal_params : pb_model_params(m);
+    o->job.global_batch = o->global_batch > 0 ? o->global_batch : pb_plan_default_global_batch(m);
+    return PB_OK;
+}
+
+static int build_cluster(options *o)
+{
+    pb_cluster *c = &o->cluster;
+    PB_TRY(pb_cluster_preset(o->cluster_name ? o->cluster_name : "a100", "--cluster", c));
+    if (o->gpn > 0) c->gpus_per_node = (int)o->gpn;
+    setd_if(o->intra_bw, &c->intra.bw_Bps, 1e9);
+    setd_if(o->intra_lat, &c->intra.alpha_s, 1e-6);
+    setd_if(o->inter_bw, &c->inter.bw_Bps, 1e9);
+    setd_if(o->inter_lat, &c->inter.alpha_s, 1e-6);
+    setd_if(o->tflops, &c->flops, 1e12);
+    setd_if(o->gpu_mem, &c->mem_bytes, 1e9);
+    return PB_OK;
+}
+
+static int run_model(options *o, const char *cmdline)
+{
+    PB_TRY(build_job(o));
+    PB_TRY(build_cluster(o));
+    int single = o->tp > 0 || o->pp > 0 || o->dp > 0;
+    if (single && (o->tp < 0 || o->pp < 0 || o->dp < 0))
+        return pb_usage("--tp", "give all three of --tp, --pp and --dp, or none to enumerate");
+    if (single && o->gpus > 0 && o->tp * o->pp * o->dp != o->gpus)
+        return pb_usage("--gpus", "%lld != tp*pp*dp = %lld", o->gpus, o->tp * o->pp * o->dp);
+    if (!single && o->gpus <= 0) return pb_usage("--gpus", "missing; give the GPU count to plan for, e.g. --gpus 256");
+    pb_plan_print_setup(&o->job, &o->cluster, stdout);
+    pb_step *s = calloc(MAX_CONFIGS, sizeof *s);
+    if (!s) return pb_fail(PB_ERR_ENV, "out of memory");
+    int n;
+    if (single) {
+        pb_step_eval(&o->job, &o->cluster, (int)o->tp, (int)o->pp, (int)o->dp, s);
+        n = 1;
+        pb_plan_print_step(s, stdout);
+    } else {
+        n = pb_step_enumerate(&o->job, &o->cluster, (int)o->gpus, s, MAX_CONFIGS);
+        if (n == MAX_CONFIGS) fprintf(stderr, "%s: note: only the first %d factorizations were evaluated\n",
+                                      pb_progname(), MAX_CONFIGS);
+        int want[3], doc = pb_plan_documented(o->job.model.name, (int)o->gpus, want);
+        pb_plan_print_ranking(s, n, (int)o->top, doc ? want : NULL, stdout);
+        if (doc) {
+            char why[512];
+            double gap = 0;
+            pb_plan_explain(s, n, want, why, sizeof why, &gap);
+            printf("\nthe seed documents' configuration (marked *): %s\n", why);
+        }
+        if (n && !s[0].reject[0]) pb_plan_print_step(&s[0], stdout);
+    }
+    int st = o->json ? pb_plan_write_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;
+    /* Nothing runnable is an answer a script must see: exit 1. */
+    int none = n == 0 || s[0].reject[0];
+    free(s);
+    if (st == PB_OK && none) {
+        fprintf(stderr, "%s: no configuration is valid and fits; see the reasons above\n", pb_progname());
+        return PB_ERR_CHECK;
+    }
+    return st;
+}
+
+static void join_args(int argc, char **argv, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < argc; i++) {
+        if (i) strncat(buf, " ", len - strlen(buf) - 1);
+        strncat(buf, argv[i], len - strlen(buf) - 1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    pb_set_progname(argv[0]);
+    options o;
+    memset(&o, 0, sizeof o);
+    o.gpus = o.tp = o.pp = o.dp = o.top = -1;
+    o.hidden = o.layers = o.heads = o.seq = o.vocab = o.micro_batch = o.global_batch = -1;
+    o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = -1;
+    o.job.dtype_bytes = 2;
+    o.job.sched = PB_SCHED_1F1B;
+    o.job.sp = 1;
+    o.job.recompute = PB_RECOMPUTE_SELECTIVE;
+    char cmdline[4096];
+    join_args(argc, argv, cmdline, sizeof cmdline);
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        if (c == 'h' || c == O_HELP) { usage(stdout); return PB_OK; }
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            if (optopt) return pb_usage(bad, "needs a value or is unknown; see plan --help");
+            return pb_usage(bad, "unknown option; see plan --help");
+        }
+        int st = parse_one(&o, c, optarg);
+        if (st != PB_OK) return st;
+    }
+    if (optind < argc) return pb_usage(argv[optind], "unexpected argument; see plan --help");
+    int modes = o.reproduce + (o.fit_dir != NULL) + (o.model_name || o.hidden >= 0 || o.gpus >= 0);
+    if (modes == 0) {
+        usage(stderr);
+        return pb_usage("--reproduce|--model|--fit", "give one of the three modes");
+    }
+    if (modes > 1) return pb_usage("--reproduce|--model|--fit", "give only one of the three modes");
+    if (o.reproduce) return pb_plan_reproduce(stdout);
+    if (o.fit_dir) return pb_plan_fit(o.fit_dir, o.csv, cmdline, stdout);
+    return run_model(&o, cmdline);
+}
