@@ -2,7 +2,7 @@
  *
  * Every fallible function returns an int status: PB_OK (0) or one of the exit
  * codes below, so that a failure deep in the harness can travel unchanged to
- * main() and become the process exit code that DESIGN.md documents. */
+ * main() and become the process exit code (docs/ARCHITECTURE.md, docs/reliability.md). */
 #ifndef PB_ERROR_H
 #define PB_ERROR_H
 

@@ -1,5 +1,5 @@
 /* Statistics of per-iteration times (microseconds), on one rank and across
- * ranks, as DESIGN.md defines them: the headline is the mean across ranks of
+ * ranks, as docs/METRICS.md defines them: the headline is the mean across ranks of
  * each rank's mean (what OSU and IMB report); min, max, median and p99 are over
  * every sample of every rank; rankmax is the slowest rank's mean. */
 #ifndef PB_STATS_H

@@ -33,7 +33,7 @@ void pb_plan_print_step(const pb_step *s, FILE *out);
 int pb_plan_write_json(const char *path, const char *cmdline, const pb_train *job, const pb_cluster *c,
                        const pb_step *s, int n);
 
-/* plan --reproduce: every figure of DESIGN.md's table. PB_OK when every
+/* plan --reproduce: every figure of the seed table (docs/plan.md). PB_OK when every
  * figure the model should reproduce does; PB_ERR_CHECK otherwise. */
 int pb_plan_reproduce(FILE *out);
 

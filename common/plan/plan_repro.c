@@ -1,4 +1,4 @@
-/* plan --reproduce: each figure of DESIGN.md's seed table, from first
+/* plan --reproduce: each figure of the seed table (docs/plan.md), from first
  * principles. For each: the figure as the document states it, the formula
  * with its inputs, the value computed, and a verdict. Figures the model
  * should reproduce ("must") make the command fail when they do not; claims
@@ -94,7 +94,7 @@ static void dp_figures(tally *ty)
                        "a threshold, not a measurement: the model gives where it is crossed",
                        t_exact / compute < 0.2, 1});
     double need = P * PB_BYTES_PER_PARAM;
-    show(ty, &(figure){"SEED-7B-FIT", "seed example (not in DESIGN's table): \"7B fits on one 80 GB A100\"",
+    show(ty, &(figure){"SEED-7B-FIT", "seed example (not in the seed table): \"7B fits on one 80 GB A100\"",
                        "\"A 7 billion parameter model fits on one 80 GB A100\"",
                        "P x 16 B (bf16 weights 2 + bf16 grads 2 + fp32 master/m/v 12), before activations",
                        fmt(c5, sizeof c5, "%.0f GB > 80 GB (bf16 weights alone %.0f GB; weights+grads %.0f GB)",
@@ -208,7 +208,7 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
 int pb_plan_reproduce(FILE *out)
 {
     tally ty = {out, 0, 0};
-    fprintf(out, "plan --reproduce: the seed documents' figures (DESIGN.md, last table), recomputed\n");
+    fprintf(out, "plan --reproduce: the seed documents' figures (docs/plan.md), recomputed\n");
     fprintf(out, "units: GB = 1e9 B, GB/s = 1e9 B/s; presets in docs/plan.md\n");
     dp_figures(&ty);
     pp_figures(&ty);

@@ -1,4 +1,4 @@
-/* Statistics per DESIGN.md, collective shapes and expected results, rotation slots. */
+/* Statistics per docs/METRICS.md, collective shapes and expected results, rotation slots. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
