@@ -23,15 +23,16 @@ mpi() {
 PASSES=0
 # Processes by PID only: a test ends only what it started. `descendants PID`
 # lists every process below PID, walking the parent field of /proc/*/stat.
+# The files go through cat, which skips a process that exits between the glob
+# and the read; awk given the names itself stops at the first one missing.
 descendants() {
-    awk -v root="$1" 'FNR == 1 {
-            pid = FILENAME; gsub(/[^0-9]/, "", pid)
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '{
+            pid = $1
             sub(/.*\) /, "")        # after the name, which may hold spaces: state, parent, ...
             parent[pid] = $2
         }
         END { q[1] = root; n = 1
-              for (i = 1; i <= n; i++) for (p in parent) if (parent[p] == q[i]) { q[++n] = p; print p } }' \
-        /proc/[0-9]*/stat 2>/dev/null
+              for (i = 1; i <= n; i++) for (p in parent) if (parent[p] == q[i]) { q[++n] = p; print p } }'
 }
 # rank_pid PID RANK: the MPI rank RANK among the descendants of PID (Open MPI
 # gives each rank OMPI_COMM_WORLD_RANK in its environment).
