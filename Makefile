@@ -132,9 +132,11 @@ mutate:
 	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 # Every performance figure in README.md and docs/ must appear in a recorded
-# output under docs/measured/ (docs/measured/README.md).
+# output under docs/measured/ (docs/measured/README.md), and every file the
+# code and docs refer to must be in the repository.
 docs-check:
 	@python3 scripts/docs-check.py
+	@python3 scripts/check-refs.py
 
 # Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
 # Open MPI's own never-freed allocations; everything else is reported.

@@ -20,8 +20,8 @@ expect_in "$TMP/err" "layer coll (3) may not include compute (3)" "the sibling b
 
 cp "$ROOT/common/coll/p2p.c" "$TMP/common/coll/p2p.c"
 printf '#include "stats.h"\n' >>"$TMP/common/core/error.c"
-touch "$TMP/common/loose.c"
+touch "$TMP/common/loose.c" # refs: example
 expect_rc 1 "a bare include and a loose file are refused" -- python3 "$ROOT/scripts/check-layers.py" "$TMP"
 expect_in "$TMP/err" 'common/core/error.c: includes "stats.h" without its folder' "the bare include is named"
-expect_in "$TMP/err" "common/loose.c: sits directly in common/" "the loose file is named"
+expect_in "$TMP/err" "common/loose.c: sits directly in common/" "the loose file is named" # refs: example
 finish
