@@ -1,392 +1,502 @@
 #!/usr/bin/env bash
-# The GPU check: every GPU code path of parabench on one GPU, in one short run.
-# Runs on any GPU node, also one without Open MPI or a network, from the bundle
-# that scripts/gpu-bundle.sh makes on a build machine (.gpu-bundle/, copied
-# along with the checkout):
+# The GPU check: every GPU code path of parabench, once, briefly, on one GPU
+# node: the GPU unit tests, the cuBLAS compute probe, coll_sweep and p2p_sweep
+# on NCCL, coll_sweep and p2p_sweep on the MPI backend with device buffers,
+# dp_allreduce / tp_layer / pp_pipeline / hybrid_3d with the cuBLAS engine,
+# with 1 rank and with one rank per GPU (up to 8). See docs/gpu/README.md.
 #
-#   bash scripts/gpu-check.sh
+#   bash scripts/gpu-check.sh [--out DIR] [options]
 #
-# Writes to $OUT when set (a folder of your choice), else to docs/gpu/:
-#   gpu-check.log                 every step: command, output, exit code, duration
-#   gpu-check-summary.txt         one line per step: PASS/FAIL/SKIP and its headline number
-#   gpu-check-results.tar.gz      the CSV and JSON files of every benchmark step
-# Every step runs under `timeout`, failures do not stop the rest, and the whole
-# run keeps to GPU_CHECK_BUDGET seconds (default 300): steps that would start
-# later are skipped. Exit status: 0 when every step passed and nothing skipped
-# but the steps this machine kind cannot run (EXPECTED_SKIPS below: a GPU test
-# skipped on a GPU machine is a failure), 1 otherwise.
-# Details and status: docs/gpu/README.md.
+# Which node it is on (first match; --launcher forces one):
+#   bundle  --bundle DIR given, PB_BUNDLE_DIR set, or the script runs from inside
+#           a bundle (DIR/gpu-check.sh next to DIR/env.sh): CUDA and NCCL here,
+#           no MPI; runs the binaries and Open MPI that scripts/gpu-bundle.sh
+#           packed on a machine with MPI. Nothing is built.
+#   slurm   SLURM_JOB_ID set and srun present (inside salloc or an sbatch
+#           script): builds here, then launches every step as a job step,
+#           srun -N 1 -n R --mpi=TYPE (TYPE: PB_SRUN_MPI, else SLURM_MPI_TYPE,
+#           else pmix if srun lists it, else pmi2).
+#   mpirun  mpirun on PATH: builds here (make CUDA=1), launches with mpirun.
+#   bundle  otherwise, when .gpu-bundle/ lies in the repository.
+#
+# Options:
+#   --out DIR            where the results go (default results/gpu-check-DATE-HOST
+#                        in the repository, ./gpu-check-DATE-HOST from a bundle)
+#   --bundle DIR         use this bundle (case a)
+#   --launcher NAME      mpirun, slurm or bundle instead of detecting
+#   --build DIR          build folder (default build-gpu)
+#   --no-build           use the binaries already in the build folder
+#   --max-ranks N        ranks of the multi-rank steps: min(GPUs, N) (default 8)
+#   --budget SECS        all steps together (default 900); a step that would
+#                        start later is skipped and counted as failed
+#   --step-timeout SECS  per step (default 180); the build has its own (1800)
+# Environment: PB_MPIRUN_ARGS (extra mpirun arguments), PB_SRUN_ARGS (extra srun
+# arguments, e.g. --gpus-per-task=1), PB_SRUN_MPI, PB_CUDA_LIB_DIRS (bundle case:
+# colon-separated folders holding libcudart, libcublas, libnccl).
+#
+# Writes to the output folder (printed at the start and at the end):
+#   summary.txt   one line per step: PASS/FAIL/SKIP, ranks, seconds, headline
+#                 or reason; then the key figures (allreduce busbw at the
+#                 largest size, GEMM TFLOP/s)
+#   check.log     every step's command, output, exit code and duration
+#   *.csv, *.json what each benchmark step wrote
+# Every step runs under `timeout` (and each benchmark with --timeout), a failed
+# step does not stop the others, nothing waits for input.
+#
+# Exit status:
+#   0   every step that can run here passed (steps that cannot run here are
+#       skipped, each with its reason)
+#   1   a step that should have worked failed, or was skipped for lack of time
+#   2   usage error
+#   3   environment: no MPI launcher and no bundle, nothing to build with, or
+#       no binaries
+#   77  skipped: no GPU on this node (nothing was run)
+# shellcheck disable=SC2317,SC2086,SC2046,SC1091  # headlines are called by name; launch prints a command line to split
 set -u
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUNDLE=${PB_BUNDLE_DIR:-$ROOT/.gpu-bundle}
-DEST=${OUT:-$ROOT/docs/gpu}
-BUDGET=${GPU_CHECK_BUDGET:-300}
-mkdir -p "$DEST"
-LOG=$DEST/gpu-check.log
-SUM=$DEST/gpu-check-summary.txt
-TARBALL=$DEST/gpu-check-results.tar.gz
-WORK=$(mktemp -d /tmp/gpu-check.XXXXXX)
-RES=$WORK/results
-mkdir -p "$RES"
+SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$SELF_DIR/.." && pwd)
+BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
+MAX_RANKS=8 BUDGET=900 STEP_TO=180 BUILD_TO=1800
+
+usage() { sed -n '2,/^# shellcheck/p' "${BASH_SOURCE[0]}" | sed -e '/^# shellcheck/d' -e 's/^# \{0,1\}//'; }
+die_usage() { echo "gpu-check.sh: $*" >&2; echo "run with --help for the options" >&2; exit 2; }
+is_uint() { case "$1" in ''|*[!0-9]*) return 1 ;; esac; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) [ $# -ge 2 ] || die_usage "--out needs a folder"; OUTDIR=$2; shift 2 ;;
+    --bundle) [ $# -ge 2 ] || die_usage "--bundle needs a folder"; BUNDLE=$2; shift 2 ;;
+    --launcher) [ $# -ge 2 ] || die_usage "--launcher needs mpirun, slurm or bundle"; LAUNCHER=$2; shift 2
+                case "$LAUNCHER" in mpirun|slurm|bundle) ;; *) die_usage "--launcher: '$LAUNCHER' is not mpirun, slurm or bundle" ;; esac ;;
+    --build) [ $# -ge 2 ] || die_usage "--build needs a folder"; BUILD=$2; shift 2 ;;
+    --no-build) DO_BUILD=0; shift ;;
+    --max-ranks) { is_uint "${2:-}" && [ "$2" -ge 1 ]; } || die_usage "--max-ranks needs a positive integer"; MAX_RANKS=$2; shift 2 ;;
+    --budget) is_uint "${2:-}" || die_usage "--budget needs seconds"; BUDGET=$2; shift 2 ;;
+    --step-timeout) { is_uint "${2:-}" && [ "$2" -ge 10 ]; } || die_usage "--step-timeout needs 10 seconds or more"; STEP_TO=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die_usage "unknown option '$1'" ;;
+  esac
+done
+
+# ---------------------------------------------------------------- which case
+[ -z "$BUNDLE" ] && [ -n "${PB_BUNDLE_DIR:-}" ] && BUNDLE=$PB_BUNDLE_DIR
+[ -z "$BUNDLE" ] && [ -f "$SELF_DIR/env.sh" ] && BUNDLE=$SELF_DIR   # run from inside a bundle
+IN_REPO=0; [ -f "$ROOT/Makefile" ] && [ -d "$ROOT/common" ] && IN_REPO=1
+if [ -z "$LAUNCHER" ]; then
+  if [ -n "$BUNDLE" ]; then LAUNCHER=bundle
+  elif [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null 2>&1; then LAUNCHER=slurm
+  elif command -v mpirun >/dev/null 2>&1; then LAUNCHER=mpirun
+  elif [ -f "$ROOT/.gpu-bundle/env.sh" ]; then LAUNCHER=bundle; BUNDLE=$ROOT/.gpu-bundle
+  fi
+fi
+[ "$LAUNCHER" = bundle ] && [ -z "$BUNDLE" ] && BUNDLE=$ROOT/.gpu-bundle
+[ -n "$BUNDLE" ] && BUNDLE=$(cd "$BUNDLE" 2>/dev/null && pwd || echo "$BUNDLE")
+
+HOST=$(hostname 2>/dev/null || echo "${HOSTNAME:-unknown}")
+HOST=${HOST%%.*}
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+if [ -z "$OUTDIR" ]; then
+  if [ "$IN_REPO" = 1 ] && [ "$LAUNCHER" != bundle ]; then OUTDIR=$ROOT/results/gpu-check-$STAMP-$HOST
+  else OUTDIR=$PWD/gpu-check-$STAMP-$HOST; fi
+fi
+mkdir -p "$OUTDIR" || { echo "gpu-check.sh: cannot create $OUTDIR" >&2; exit 3; }
+OUTDIR=$(cd "$OUTDIR" && pwd)
+LOG=$OUTDIR/check.log
+SUM=$OUTDIR/summary.txt
 : > "$LOG"
 : > "$SUM"
-START=$SECONDS
-NPASS=0 NFAIL=0 NSKIP=0 NBADSKIP=0
-# Skips that are not failures: nvcc is not needed (the binaries come built), and
-# NCCL refuses two ranks on one GPU. Any other skip fails the check.
-EXPECTED_SKIPS="nvcc p2p-nccl"
+START=$SECONDS BUDGET_T0=$SECONDS
+NPASS=0 NFAIL=0 NSKIP=0
+KEYFILE=$OUTDIR/.keys
+: > "$KEYFILE"
+key() { printf '%s\n' "$*" >> "$KEYFILE"; }   # headlines run in a subshell: key figures go through a file
 
 log() { printf '%s\n' "$*" >> "$LOG"; }
-say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+say() { printf 'gpu-check: %s\n' "$*"; printf '%s\n' "$*" >> "$LOG"; }
 sum() { printf '%s\n' "$*" >> "$SUM"; printf '%s\n' "$*"; }
+line() { sum "$(printf '%-4s  %-22s %5s %7s  %s' "$1" "$2" "$3" "$4" "$5")"; }
 
 finish() {
-  ( cd "$WORK" && tar -czf "$TARBALL" results ) 2>/dev/null
+  local rc=$1
   {
     echo "#"
-    echo "# total: $NPASS passed, $NFAIL failed, $NSKIP skipped ($NBADSKIP not expected) in $((SECONDS - START)) s"
+    if [ -s "$KEYFILE" ]; then echo "# key figures"; sed 's/^/#   /' "$KEYFILE"; echo "#"; fi
+    echo "# total: $NPASS passed, $NFAIL failed, $NSKIP skipped in $((SECONDS - START)) s; exit $rc"
   } >> "$SUM"
-  say "== done: $NPASS passed, $NFAIL failed, $NSKIP skipped ($NBADSKIP not expected) in $((SECONDS - START)) s; files in $DEST"
-  rm -rf "$WORK"
+  say "done: $NPASS passed, $NFAIL failed, $NSKIP skipped in $((SECONDS - START)) s; exit $rc"
+  rm -f "$KEYFILE"
+  say "summary: $SUM"
+  exit "$rc"
 }
-trap finish EXIT
 
-# ---------------------------------------------------------------- helpers
-# csvagg FILE COLUMN max|min|sum|first [COL=VAL ...]: aggregate one column of a
-# parabench CSV ('#' lines skipped, the first other line is the header).
+say "output folder: $OUTDIR"
+sum "# parabench GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), host $HOST"
+log "repository: $ROOT ($(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo 'not a git checkout'))"
+log "os: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}"), kernel $(uname -r); $(ldd --version 2>/dev/null | head -1)"
+log "cpus: $(nproc 2>/dev/null); LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-<unset>}; CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>}"
+[ -n "${SLURM_JOB_ID:-}" ] && log "slurm: job $SLURM_JOB_ID, nodes ${SLURM_JOB_NUM_NODES:-?}, tasks ${SLURM_NTASKS:-?}, tasks per node ${SLURM_NTASKS_PER_NODE:-?}, step ${SLURM_STEP_ID:-none}"
+
+# ---------------------------------------------------------------- GPUs
+# Counted before anything is built or launched: without a GPU, stop here (77).
+NGPU=0 GPU_NAME="" GPU_WHY=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  smi=$(timeout 30 nvidia-smi -L 2>&1); src=$?
+  log "nvidia-smi -L (exit $src):"; log "$smi"
+  NGPU=$(printf '%s\n' "$smi" | grep -c '^GPU [0-9]')
+  GPU_NAME=$(printf '%s\n' "$smi" | sed -n 's/^GPU 0: \(.*\) (UUID.*/\1/p' | head -1)
+  [ "$NGPU" = 0 ] && GPU_WHY="nvidia-smi lists no GPU (exit $src: $(printf '%s' "$smi" | head -1 | cut -c1-120))"
+else
+  NGPU=$(find /dev -maxdepth 1 -name 'nvidia[0-9]*' 2>/dev/null | wc -l)
+  [ "$NGPU" = 0 ] && GPU_WHY="no nvidia-smi and no /dev/nvidia<N> device"
+fi
+if [ "$NGPU" -gt 0 ] && [ "${CUDA_VISIBLE_DEVICES+set}" = set ]; then
+  case "$CUDA_VISIBLE_DEVICES" in
+    ""|-1|NoDevFiles*) NGPU=0; GPU_WHY="CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' hides every GPU" ;;
+    *) nv=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .); [ "$nv" -lt "$NGPU" ] && NGPU=$nv ;;
+  esac
+fi
+if [ "$NGPU" = 0 ]; then
+  line SKIP all - - "no GPU on this node: $GPU_WHY"
+  say "no GPU on $HOST ($GPU_WHY): nothing run; exit 77 (skipped)"
+  finish 77
+fi
+
+# Ranks of the multi-rank steps: one per GPU, at most --max-ranks and, under
+# Slurm, at most the job's tasks on this node.
+NP=$NGPU
+[ "$NP" -gt "$MAX_RANKS" ] && NP=$MAX_RANKS
+NP_WHY="one per GPU"
+if [ "$LAUNCHER" = slurm ]; then
+  st=${SLURM_NTASKS_PER_NODE:-${SLURM_NTASKS:-}}; st=${st%%(*}
+  if is_uint "$st" && [ "$st" -lt "$NP" ]; then NP=$st; NP_WHY="the job's $st tasks per node"; fi
+fi
+
+# ---------------------------------------------------------------- steps
+# step NAME RANKS TIMEOUT HEADLINE_FN -- CMD...: runs CMD (in $OUTDIR) under
+# timeout; PASS when it exits 0 and HEADLINE_FN (given the output file) does not
+# print "FAIL: reason".
+step() {
+  local name=$1 np=$2 to=$3 hfn=$4; shift 5
+  local left=$((BUDGET - (SECONDS - BUDGET_T0)))
+  [ -n "${NO_BUDGET:-}" ] && left=$to
+  if [ "$left" -lt 20 ]; then
+    line FAIL "$name" "$np" - "not run: the time budget of $BUDGET s is spent (--budget)"; NFAIL=$((NFAIL + 1)); return
+  fi
+  [ "$to" -gt "$left" ] && to=$left
+  local out=$OUTDIR/.$name.out t0=$SECONDS rc head verdict
+  log ""; log "=== $name, $np rank(s), timeout $to s, at +$((SECONDS - START)) s"; log "\$ $*"
+  ( cd "$OUTDIR" && timeout -k 10 "$to" "$@" < /dev/null ) > "$out" 2>&1
+  rc=$?
+  cat "$out" >> "$LOG"
+  log "--- $name: exit $rc ($(meaning $rc)), $((SECONDS - t0)) s"
+  if [ "$rc" = 0 ]; then
+    verdict=PASS head=""
+    [ "$hfn" != - ] && head=$("$hfn" "$out" "$name" 2>/dev/null)
+    case "$head" in FAIL:*) verdict=FAIL head=${head#FAIL: } ;; esac
+  else
+    verdict=FAIL head="exit $rc ($(meaning $rc)): $(reason_of "$out")"
+  fi
+  if [ "$verdict" = PASS ]; then NPASS=$((NPASS + 1)); else NFAIL=$((NFAIL + 1)); fi
+  line "$verdict" "$name" "$np" "$((SECONDS - t0))s" "$head"
+  rm -f "$out"
+}
+skip() { line SKIP "$1" "$2" - "$3"; log ""; log "=== $1: skipped: $3"; NSKIP=$((NSKIP + 1)); }
+fail() { line FAIL "$1" "$2" - "$3"; log ""; log "=== $1: FAILED: $3"; NFAIL=$((NFAIL + 1)); }
+
+meaning() {
+  case "$1" in
+    0) echo ok ;; 1) echo "wrong data or check failed" ;; 2) echo "usage error" ;;
+    3) echo "environment: GPU, library, memory or ranks" ;; 4) echo "benchmark timeout" ;;
+    124|137) echo "killed: step timeout" ;; 126|127) echo "cannot execute" ;; *) echo "exit $1" ;;
+  esac
+}
+reason_of() {   # the program's own message, a loader error, or the last line
+  local r
+  r=$(grep -m1 -E 'error while loading shared libraries|cannot open shared object|version .GLIBC|not found \(required by' "$1")
+  [ -n "$r" ] && { echo "library: ${r:0:180}"; return; }
+  r=$(grep -m1 -E '^(coll_sweep|p2p_sweep|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d|compute_probe|make)[^ ]*: ' "$1" | grep -v ': warning')
+  [ -z "$r" ] && r=$(grep -m1 -iE 'error|NCCL WARN' "$1")
+  [ -z "$r" ] && r=$(grep -v '^[-[:space:]]*$' "$1" | tail -1)
+  echo "${r:0:200}"
+}
+
+# csvagg FILE COLUMN max|min|sum|last [COL=VAL ...]: one column of a parabench
+# CSV ('#' lines skipped; the first other line is the header).
 csvagg() {
   local f=$1 col=$2 agg=$3; shift 3
-  [ -f "$f" ] || { echo "n/a"; return; }
+  [ -f "$f" ] || { echo n/a; return; }
   awk -F, -v col="$col" -v agg="$agg" -v filt="$*" '
     /^#/ { next }
     !hdr { for (i = 1; i <= NF; i++) idx[$i] = i; hdr = 1; nf = split(filt, fl, " "); next }
     {
       for (j = 1; j <= nf; j++) { split(fl[j], kv, "="); if ($(idx[kv[1]]) != kv[2]) next }
+      if ($(idx[col]) == "") next
       v = $(idx[col]) + 0; n++
       if (agg == "sum") r += v
-      else if (agg == "first") { if (n == 1) r = v }
+      else if (agg == "last") r = v
       else if (n == 1 || (agg == "max" && v > r) || (agg == "min" && v < r)) r = v
     }
-    END { if (!hdr || !(col in idx) || n == 0) print "n/a"; else printf "%.6g\n", r }' "$f"
+    END { if (!hdr || !(col in idx) || n == 0) print "n/a"; else printf "%.4g\n", r }' "$f"
 }
-
-# The reason of a failure: the program's own message ("prog: ..."), a loader
-# error, or the last line.
-reason_of() {
-  local f=$1
-  local r
-  r=$(grep -m1 -E 'error while loading shared libraries|version .GLIBC|cannot open shared object|not found \(required by' "$f")
-  [ -n "$r" ] && { echo "binary failed to start (library mismatch): $r"; return; }
-  r=$(grep -m1 -E '^[a-z_0-9]+: ' "$f" | grep -vE '^(mpirun|orterun|orted|coll_sweep: warning|[a-z_0-9]+: warning):' )
-  [ -z "$r" ] && r=$(grep -v '^[-[:space:]]*$' "$f" | tail -1)
-  echo "${r:0:200}"
-}
-
-code_meaning() {
-  case "$1" in
-    0) echo "ok" ;; 1) echo "check failed" ;; 2) echo "usage error" ;;
-    3) echo "environment: no GPU / library / ranks" ;; 4) echo "benchmark timeout" ;;
-    124|137) echo "killed by timeout" ;; 126|127) echo "cannot execute" ;;
-    *) echo "exit $1" ;;
-  esac
-}
-
-# step NAME TIMEOUT HEADLINE_FN -- CMD...
-#   Runs CMD (in $RES) under timeout, logs it, and writes one summary line.
-#   HEADLINE_FN (or '-') is called with the output file after a success and
-#   prints the headline; it may print "FAIL: reason" to fail the step anyway.
-#   EXPECT_RC (environment) names the exit code that means success (default 0).
-step() {
-  local name=$1 to=$2 hfn=$3; shift 4
-  local left=$((BUDGET - (SECONDS - START)))
-  if [ "$left" -lt 15 ]; then
-    skip "$name" "time budget of $BUDGET s spent"; return 0
-  fi
-  [ "$to" -gt "$left" ] && to=$left
-  local out=$WORK/$name.out
-  log ""
-  log "=== $name  [timeout ${to} s, at +$((SECONDS - START)) s]"
-  log "\$ $*"
-  local t0; t0=$(date +%s.%N)
-  ( cd "$RES" && timeout -k 10 "$to" "$@" ) > "$out" 2>&1
-  local rc=$?
-  local dt; dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  cat "$out" >> "$LOG"
-  log "--- $name: exit $rc ($(code_meaning $rc)), ${dt} s"
-  local want=${EXPECT_RC:-0} head="" verdict
-  if [ "$rc" = "$want" ]; then
-    verdict=PASS
-    if [ "$hfn" != "-" ]; then
-      head=$("$hfn" "$out" 2>/dev/null)
-      case "$head" in FAIL:*) verdict=FAIL; head=${head#FAIL: } ;; esac
-    fi
-    [ "$want" != 0 ] && [ "$verdict" = PASS ] && head="exit $rc as expected${head:+; $head}"
-  else
-    verdict=FAIL
-    head="exit $rc ($(code_meaning $rc)): $(reason_of "$out")"
-  fi
-  if [ "$verdict" = PASS ]; then NPASS=$((NPASS + 1)); else NFAIL=$((NFAIL + 1)); fi
-  sum "$(printf '%-5s %-26s %6ss  %s' "$verdict" "$name" "$dt" "$head")"
-}
-
-skip() {  # skip NAME REASON: counted; fails the check unless NAME is in EXPECTED_SKIPS
-  local tag=SKIP
-  case " $EXPECTED_SKIPS " in *" $1 "*) ;; *) tag=SKIP! NBADSKIP=$((NBADSKIP + 1)) ;; esac
-  log ""
-  log "=== $1: SKIPPED: $2"
-  sum "$(printf '%-5s %-26s %6s  %s' "$tag" "$1" "-" "$2")"
-  NSKIP=$((NSKIP + 1))
+wrong_fail() {  # prints "FAIL: ..." when FILE is missing or has a nonzero wrong column
+  [ -f "$1" ] || { echo "FAIL: no $(basename "$1") written"; return; }
+  local w; w=$(csvagg "$1" wrong sum)
+  [ "$w" = 0 ] || echo "FAIL: $w wrong values in $(basename "$1")"
 }
 
 # ---------------------------------------------------------------- headlines
-h_unit() {
-  local p s f
-  p=$(grep -oE '\[  PASSED  \] [0-9]+' "$1" | grep -oE '[0-9]+$' | tail -1)
-  s=$(grep -oE '\[  SKIPPED \] [0-9]+ test' "$1" | grep -oE '[0-9]+' | tail -1)
-  f=$(grep -oE '\[  FAILED  \] [0-9]+ test' "$1" | grep -oE '[0-9]+' | tail -1)
-  if [ "${s:-0}" != 0 ] || [ "${f:-0}" != 0 ]; then
-    echo "FAIL: ${p:-0} passed, ${s:-0} SKIPPED (GPU tests need a visible GPU), ${f:-0} failed"
-  else
-    echo "${p:-0} tests passed (GEMM fp32/bf16, relu/softmax/convert, fill bit-identical), 0 skipped"
-  fi
+h_info() { grep -v '^[[:space:]]*$' "$1" | tail -1 | cut -c1-150; }
+h_build() { echo "make CUDA=1 BUILD=$BUILD: $(find "$BIN" -maxdepth 1 -type f -perm -u+x 2>/dev/null | wc -l) binaries"; }
+h_unit() {   # the GPU cases must have run: on a GPU none of them may skip
+  local t missing="" found=0
+  grep -q '^\[  FAILED  \]' "$1" && { echo "FAIL: $(grep -m1 '^\[  FAILED  \]' "$1")"; return; }
+  for t in $UNIT_GPU_CASES; do
+    grep -q "^\[ RUN      \] $t\$" "$1" || continue
+    found=$((found + 1))
+    grep -q "^\[       OK \] $t\$" "$1" || missing="$missing $t"
+  done
+  [ "$found" = 0 ] && { echo "FAIL: no GPU case in this test binary (a CPU-only build?)"; return; }
+  t=$(grep -m1 -E '^SKIP' "$1" | cut -c1-100)
+  [ -n "$missing" ] && { echo "FAIL: GPU cases did not run (skipped: does the test see the GPU?):$missing${t:+; $t}"; return; }
+  echo "$(grep -c '^\[       OK \]' "$1") cases passed, GPU cases included"
 }
-h_probe_bf16() {
-  local c=$RES/compute_bf16.csv g4 g8 cp
-  g4=$(csvagg "$c" rate first test=gemm size=4096)
-  g8=$(csvagg "$c" rate first test=gemm size=8192)
-  cp=$(csvagg "$c" rate first test=copy)
-  awk -v g4="$g4" -v g8="$g8" -v cp="$cp" 'BEGIN {
-    printf "bf16 GEMM 4096: %.1f TFLOP/s, 8192: %.1f TFLOP/s (H200 ref ~790); ", g4 / 1000, g8 / 1000
-    printf "D2D copy %.0f GB/s counted once = %.2f TB/s read+write (ref ~4.3)", cp, cp * 2 / 1000 }'
+h_probe() {
+  local c=$OUTDIR/$2.csv g cp
+  [ -f "$c" ] || { echo "FAIL: no $2.csv"; return; }
+  g=$(csvagg "$c" rate max test=gemm); cp=$(csvagg "$c" rate max test=copy)
+  [ "$g" = n/a ] && { echo "FAIL: no GEMM row"; return; }
+  key "$2 (cuBLAS): GEMM $(awk -v g="$g" 'BEGIN { printf "%.1f", g / 1000 }') TFLOP/s (best of sizes up to $(csvagg "$c" size max test=gemm))"
+  echo "GEMM $(awk -v g="$g" 'BEGIN { printf "%.1f", g / 1000 }') TFLOP/s peak$([ "$cp" != n/a ] && echo ", device copy $cp GB/s")"
 }
-h_probe_fp32() {
-  local g; g=$(csvagg "$RES/compute_fp32.csv" rate first test=gemm size=8192)
-  awk -v g="$g" 'BEGIN { printf "fp32 GEMM 8192 (no TF32): %.1f TFLOP/s (H200 fp32 peak ~67)", g / 1000 }'
+h_coll() {   # allreduce busbw at the largest size; on NCCL the CUDA-event device time must be there
+  local c=$OUTDIR/$2.csv f big bw peak dev n=${2##*-} note=""
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
+  big=$(csvagg "$c" bytes max collective=allreduce)
+  [ "$big" = n/a ] && { echo "FAIL: no allreduce row in $2.csv"; return; }
+  big=$(awk -v b="$big" 'BEGIN { printf "%.0f", b }')
+  bw=$(csvagg "$c" busbw_GBps max collective=allreduce bytes="$big")
+  peak=$(csvagg "$c" busbw_GBps max)
+  case "$2" in *nccl*)
+    dev=$(csvagg "$c" time_us_device max)
+    [ "$dev" = n/a ] && { echo "FAIL: no CUDA-event device time (time_us_device) on NCCL"; return; } ;;
+  esac
+  [ "$n" = 1 ] && note=" (1 rank: busbw is 0 by definition)"
+  key "$2: allreduce busbw $bw GB/s at $big B$note; peak busbw over all collectives $peak GB/s"
+  echo "allreduce busbw $bw GB/s at $big B, peak busbw $peak GB/s; 0 wrong"
 }
-wrong_of() { csvagg "$1" wrong sum; }
-h_coll() {   # $RES/$2.csv
-  local c=$RES/$2.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  echo "allreduce peak algbw $(csvagg "$c" algbw_GBps max collective=allreduce) GB/s, busbw $(csvagg "$c" busbw_GBps max collective=allreduce) GB/s; peak busbw any coll $(csvagg "$c" busbw_GBps max) GB/s; 0 wrong"
-}
-h_coll_nccl() {   # also: device time from CUDA events is there, and not above the host time
-  local c=$RES/coll_nccl.csv head dev host
-  head=$(h_coll "$1" coll_nccl)
-  case "$head" in FAIL:*) echo "$head"; return ;; esac
-  dev=$(csvagg "$c" time_us_device max collective=allreduce bytes=134217728)
-  host=$(csvagg "$c" time_us max collective=allreduce bytes=134217728)
-  awk -v d="$dev" -v h="$host" -v head="$head" 'BEGIN {
-    if (d == "n/a" || d + 0 <= 0) { print "FAIL: no device time (time_us_device) at 128 MiB: " d; exit }
-    printf "%s; 128M allreduce host %.1f us, events %.1f us (host/device %.3f)\n", head, h, d, h / d }'
-}
-h_coll_graph() {   # -G: same answers, and the host time per launch against the plain run at 8 B
-  local c=$RES/coll_graph.csv p=$RES/coll_nccl.csv w g n
-  w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  g=$(csvagg "$c" time_us first collective=allreduce bytes=8)
-  n=$(csvagg "$p" time_us first collective=allreduce bytes=8)
-  echo "CUDA graph replay: allreduce 8 B $g us (plain issue $n us), devtime $(csvagg "$c" time_us_device first collective=allreduce bytes=8) us; 0 wrong"
-}
-h_coll_check() {
-  if grep -qE '\[       OK \] device_path_matches_host_path' "$1" && ! grep -q '\[  FAILED  \]' "$1"; then
-    echo "device fill and count equal the host's for every collective x type (3 simulated ranks)"
-  else
-    echo "FAIL: $(grep -m1 -E 'FAILED|SKIPPED|Error' "$1" | cut -c1-150)"
-  fi
-}
-h_coll_mpidev() { h_coll "$1" coll_mpidev; }
-h_p2p_mpidev() {
-  local c=$RES/p2p_mpidev.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  echo "latency min $(csvagg "$c" time_us min mode=latency) us, bw peak $(csvagg "$c" bw_GBps max mode=bw) GB/s, bibw peak $(csvagg "$c" bw_GBps max mode=bibw) GB/s; 0 wrong"
+h_p2p() {
+  local c=$OUTDIR/$2.csv f
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
+  key "$2: bw $(csvagg "$c" bw_GBps max mode=bw) GB/s, latency $(csvagg "$c" time_us min mode=latency) us"
+  echo "latency $(csvagg "$c" time_us min mode=latency) us, bw $(csvagg "$c" bw_GBps max mode=bw) GB/s, bibw $(csvagg "$c" bw_GBps max mode=bibw) GB/s; 0 wrong"
 }
 h_dp() {
-  local c=$RES/$2.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  echo "step $(csvagg "$c" step_us min) us min, compute $(csvagg "$c" gflops max) GFLOP/s, busbw $(csvagg "$c" busbw_GBps max) GB/s, max overhead $(csvagg "$c" overhead max); 0 wrong"
+  local c=$OUTDIR/$2.csv f
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
+  case "$2" in *nccl*) grep -q '^# ordering stream' "$1" || { echo "FAIL: NCCL + cuBLAS did not run in stream ordering: $(grep -m1 '^# ordering' "$1" | cut -c1-80)"; return; } ;; esac
+  echo "step $(csvagg "$c" step_us min) us, $(csvagg "$c" gflops max) GFLOP/s, overhead $(csvagg "$c" overhead max); $(grep -m1 -o '^# ordering [a-z]*' "$1" | cut -c3-); 0 wrong"
 }
-h_dp_nccl() {   # NCCL with cuBLAS must run in stream ordering (CUDA events, no comm thread)
-  local head; head=$(h_dp "$1" dp_nccl)
-  case "$head" in FAIL:*) echo "$head"; return ;; esac
-  grep -q '^# ordering stream' "$1" || { echo "FAIL: not in stream ordering: $(grep -m1 '^# ordering' "$1")"; return; }
-  echo "$head; ordering stream"
-}
-h_dp_mpidev() { h_dp "$1" dp_mpidev; }
 h_tp() {
-  local c=$RES/$2.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
+  local c=$OUTDIR/$2.csv f
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   echo "step $(csvagg "$c" step_us min) us, $(csvagg "$c" gflops max) GFLOP/s, comm fraction $(csvagg "$c" comm_fraction max), max rel err $(csvagg "$c" max_rel_err max); 0 wrong"
 }
-h_tp_nccl() { h_tp "$1" tp_nccl; }
-h_tp_mpidev() { h_tp "$1" tp_mpidev; }
 h_pp() {
-  local c=$RES/$2.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  echo "step $(csvagg "$c" step_us min) us min, efficiency 1f1b $(csvagg "$c" efficiency max schedule=1f1b) (theory $(csvagg "$c" efficiency_theory max schedule=1f1b)); 0 wrong"
+  local c=$OUTDIR/$2.csv f
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
+  echo "step $(csvagg "$c" step_us min) us, 1f1b efficiency $(csvagg "$c" efficiency max schedule=1f1b) (theory $(csvagg "$c" efficiency_theory max schedule=1f1b)); 0 wrong"
 }
-h_pp_nccl() { h_pp "$1" pp_nccl; }
-h_pp_mpidev() { h_pp "$1" pp_mpidev; }
 h_hy() {
-  local c=$RES/$2.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  echo "step $(csvagg "$c" step_us min) us, compute $(csvagg "$c" compute_us min) us, tp $(csvagg "$c" tp_comm_us min) us, pp wait $(csvagg "$c" pp_wait_us min) us, dp $(csvagg "$c" dp_comm_us min) us; 0 wrong"
+  local c=$OUTDIR/$2.csv f
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
+  echo "step $(csvagg "$c" step_us min) us, tp $(csvagg "$c" tp_comm_us min) us, pp wait $(csvagg "$c" pp_wait_us min) us, dp $(csvagg "$c" dp_comm_us min) us; 0 wrong"
 }
-h_hy_nccl() { h_hy "$1" hybrid_nccl; }
-h_hy_mpidev() { h_hy "$1" hybrid_mpidev; }
-h_smoke() {
-  local c=$RES/coll_cpu.csv w; w=$(wrong_of "$c")
-  [ "$w" != 0 ] && { echo "FAIL: $w wrong values"; return; }
-  echo "bundle's Open MPI works: allreduce busbw $(csvagg "$c" busbw_GBps max) GB/s (host memory); 0 wrong"
-}
-h_gpu() { grep -m1 -E '^GPU 0' "$1" | cut -c1-120; }
-h_last() { grep -v '^[[:space:]]*$' "$1" | tail -1 | cut -c1-150; }
-h_dup() {   # the refusal must be NCCL's, not an earlier one (no GPU at all, say)
-  if grep -qiE 'duplicate gpu|ncclCommInitRank' "$1"; then
-    echo "NCCL refused: $(grep -m1 -iE 'duplicate gpu|ncclCommInitRank' "$1" | cut -c1-150)"
-  else
-    echo "FAIL: exit 3, but not NCCL's refusal: $(reason_of "$1")"
-  fi
-}
+h_host() { local f; f=$(wrong_fail "$OUTDIR/$2.csv"); [ -n "$f" ] && { echo "$f"; return; }; echo "MPI works: allreduce busbw $(csvagg "$OUTDIR/$2.csv" busbw_GBps max) GB/s (host memory)"; }
 
-# ---------------------------------------------------------------- environment
-HOST=$(hostname 2>/dev/null || echo "${HOSTNAME:-unknown}")
-say "== parabench GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $HOST, kernel $(uname -r), budget $BUDGET s"
-log "repo: $ROOT ($(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo 'no git'))"
-log "os: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}"); glibc: $(ldd --version 2>/dev/null | head -1)"
-log "initial LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-<unset>}"
-log "network interfaces (mpirun needs lo up): $(tail -n +3 /proc/net/dev 2>/dev/null | cut -d: -f1 | tr -s ' \n' ' ')"
-log "cpus: $(nproc 2>/dev/null), memory: $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo 2>/dev/null)"
-sum "# parabench GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), host $HOST, kernel $(uname -r)"
-sum "# verdict step                       time  headline"
-
-if [ ! -f "$BUNDLE/env.sh" ]; then
-  say "no bundle at $BUNDLE: run scripts/gpu-bundle.sh on the build machine and carry .gpu-bundle"
-  sum "FAIL  bundle                          -   no $BUNDLE/env.sh: run scripts/gpu-bundle.sh and carry .gpu-bundle"
-  NFAIL=$((NFAIL + 1))
-  exit 1
-fi
-# the run tool may not keep the execute bits of carried files
-chmod -R u+rwX,go+rX "$BUNDLE" 2>/dev/null
-chmod +x "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/ompi/bin/* 2>/dev/null
-log "bundle: $(sed -n '1,4p' "$BUNDLE/MANIFEST" 2>/dev/null | tr '\n' ';')"
-
-step gpu-visible 30 h_gpu -- nvidia-smi -L
-step nvidia-smi 30 h_last -- nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv
-if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-  step nvcc 30 h_last -- bash -c 'PATH=$PATH:/usr/local/cuda/bin; nvcc --version | tail -2'
-else
-  skip nvcc "no nvcc on PATH or in /usr/local/cuda/bin (not needed: the binaries come built)"
-fi
-
-# CUDA libraries: the toolkit's first, then the pip wheels (nvidia-* in the torch venv).
-find_lib() {   # find_lib SONAME -> directory
-  local so=$1 d
-  if [ "$so" = libcuda.so.1 ]; then   # the driver's: where the image put it
-    d=$(/sbin/ldconfig -p 2>/dev/null | awk -v so="$so" '$1 == so && /x86-64/ {print $NF; exit}')
-    [ -n "$d" ] && { dirname "$d"; return 0; }
-    local IFS=:
-    for d in ${LD_LIBRARY_PATH:-}; do [ -n "$d" ] && [ -e "$d/$so" ] && { echo "$d"; return 0; }; done
-    unset IFS
-  fi
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64 \
-           /usr/local/cuda-*/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu /usr/local/nvidia/lib64 \
-           /opt/torch/.venv/lib/python3.*/site-packages/nvidia/*/lib \
-           /opt/torch/.venv/lib/python3.*/site-packages/nvidia/*/lib64 \
-           /usr/local/lib/python3*/dist-packages/nvidia/*/lib /usr/lib/python3/dist-packages/nvidia/*/lib; do
-    [ -e "$d/$so" ] && { echo "$d"; return 0; }
-  done
-  # last resort; never a compat/ libcuda (it must match the driver) nor a stub
-  d=$(timeout 20 find /opt /usr/local /usr/lib -xdev -name "$so" -not -path '*/compat/*' -not -path '*/stubs/*' 2>/dev/null | head -1)
-  [ -n "$d" ] && { dirname "$d"; return 0; }
-  return 1
-}
-CUDA_DIRS=""
-MISSING=""
-FOUND=""
-{
-  log ""
-  log "=== cuda-libs: search for the CUDA libraries the binaries need"
-  for so in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2 libcuda.so.1; do
-    if d=$(find_lib "$so"); then
-      log "  $so: $d/$so -> $(readlink -f "$d/$so")"
-      FOUND="$FOUND $so=$d"
-      if [ "$so" = libcuda.so.1 ] && /sbin/ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
-        continue   # the driver library: already in the loader's cache
-      fi
-      case ":$CUDA_DIRS:" in *":$d:"*) ;; *) CUDA_DIRS=${CUDA_DIRS:+$CUDA_DIRS:}$d ;; esac
-    else
-      log "  $so: NOT FOUND"
-      MISSING="$MISSING $so"
-    fi
-  done
-}
-if [ -z "$MISSING" ]; then
-  sum "$(printf 'PASS  %-26s %6s  %s' cuda-libs - "${FOUND# }")"; NPASS=$((NPASS + 1))
-else
-  sum "$(printf 'FAIL  %-26s %6s  %s' cuda-libs - "not found:$MISSING (searched the toolkit, /usr/lib, the torch venv's nvidia wheels)")"; NFAIL=$((NFAIL + 1))
-fi
-
-export PB_EXTRA_LD_LIBRARY_PATH=$CUDA_DIRS
-# shellcheck disable=SC1091
-. "$BUNDLE/env.sh"
+# ---------------------------------------------------------------- launchers
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-log "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-log "$(env | grep -E '^(OPAL|PMIX|OMPI_MCA)_' | sort)"
-
-# Every carried binary and library resolves here (a library mismatch shows here first).
-bundle_ldd() {
-  local f bad=0
-  for f in "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/ompi/bin/*; do
-    if ! ldd "$f" > "$WORK/ldd.txt" 2>&1 || grep -qE 'not found|version .* not found' "$WORK/ldd.txt"; then
-      echo "$(basename "$f"):"; grep -E 'not found' "$WORK/ldd.txt"; bad=$((bad + 1))
+SRUN_MPI="" SRUN_OVERLAP=""
+case "$LAUNCHER" in
+  slurm)
+    SRUN_MPI=${PB_SRUN_MPI:-${SLURM_MPI_TYPE:-}}
+    if [ -z "$SRUN_MPI" ]; then
+      if timeout 20 srun --mpi=list 2>&1 | grep -q pmix; then SRUN_MPI=pmix; else SRUN_MPI=pmi2; fi
     fi
-  done
-  echo "== libraries of $(basename "$BUNDLE")/bin/coll_sweep:"; ldd "$BUNDLE/bin/coll_sweep"
-  echo "binaries with unresolved libraries: $bad"
-  [ "$bad" = 0 ]
+    # Started inside a job step (srun ... bash gpu-check.sh): the steps must share its resources.
+    if [ -n "${SLURM_STEP_ID:-}" ] && timeout 20 srun --help 2>&1 | grep -q -- '--overlap'; then SRUN_OVERLAP=--overlap; fi ;;
+esac
+# launch NP CMD...: the command line that starts NP ranks of CMD on this node
+launch() {
+  local np=$1; shift
+  case "$LAUNCHER" in
+    slurm)  # shellcheck disable=SC2086
+            echo srun -N 1 -n "$np" --ntasks-per-node="$np" --mpi="$SRUN_MPI" $SRUN_OVERLAP ${PB_SRUN_ARGS:-} "$@" ;;
+    mpirun) # shellcheck disable=SC2086
+            echo mpirun -np "$np" --bind-to none ${PB_MPIRUN_ARGS:-} "$@" ;;
+    bundle) # shellcheck disable=SC2086
+            echo mpirun -np "$np" ${PB_MPIRUN_ARGS:-} "$@" ;;
+  esac
 }
-h_ldd() { echo "every binary resolves; nccl: $(grep -m1 libnccl "$1" | awk '{print $3}'), cublas: $(ldd "$BUNDLE/bin/compute_probe" | grep -m1 'libcublas\.' | awk '{print $3}')"; }
-step bundle-ldd 60 h_ldd -- bash -c "$(declare -f bundle_ldd); BUNDLE='$BUNDLE' WORK='$WORK' bundle_ldd"
-step mpi-cpu-smoke 60 h_smoke -- mpirun -np 2 coll_sweep --backend mpi --mem host --sizes 1K,1M -n 5 --csv coll_cpu.csv
+# run1 CMD...: one process without MPI (under Slurm, a one-task job step, so it gets the job's GPUs)
+run1() { if [ "$LAUNCHER" = slurm ]; then launch 1 "$@"; else echo "$@"; fi; }
 
-# ---------------------------------------------------------------- GPU unit tests, compute
-step test_gpu_nogpu 120 h_unit -- test_gpu_nogpu
-step test_coll_check 60 h_coll_check -- test_coll_check
-step probe-bf16 90 h_probe_bf16 -- compute_probe --engine cublas -d bfloat16 --sizes 4096,8192 -n 10 --copy-bytes 1G --csv compute_bf16.csv
-step probe-fp32 90 h_probe_fp32 -- compute_probe --engine cublas -d float --sizes 8192 -n 5 --copy-bytes 0 --csv compute_fp32.csv
+# ---------------------------------------------------------------- environment, build
+case "$LAUNCHER" in
+  "")
+    line SKIP all - - "no mpirun, no srun under Slurm, and no bundle (--bundle DIR): nothing can launch the ranks"
+    say "no MPI launcher and no bundle: install MPI, run under Slurm, or carry a bundle from scripts/gpu-bundle.sh (docs/gpu/README.md)"
+    finish 3 ;;
+  bundle)
+    if [ ! -f "$BUNDLE/env.sh" ]; then
+      line SKIP all - - "no bundle at $BUNDLE (no env.sh): make one with scripts/gpu-bundle.sh"
+      finish 3
+    fi
+    chmod -R u+rwX "$BUNDLE" 2>/dev/null
+    chmod +x "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/ompi/bin/* 2>/dev/null
+    BIN=$BUNDLE/bin TESTS=$BUNDLE/tests
+    log "bundle: $BUNDLE; $(sed -n '2,4p' "$BUNDLE/MANIFEST" 2>/dev/null | tr -s ' \n' ' ')" ;;
+  *)
+    [ "$IN_REPO" = 1 ] || { line SKIP all - - "not in a parabench checkout: cannot build (use --bundle)"; finish 3; }
+    case "$BUILD" in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
+    BIN=$BUILD_ABS/bin TESTS=$BUILD_ABS/tests ;;
+esac
+CASE_TEXT=$(case "$LAUNCHER" in
+  bundle) echo "(a) CUDA and NCCL, MPI from the bundle $BUNDLE" ;;
+  mpirun) echo "(b) MPI, CUDA and NCCL on the node: $(command -v mpirun)" ;;
+  slurm)  echo "(c) Slurm job ${SLURM_JOB_ID:-?}: job steps through srun --mpi=$SRUN_MPI${SRUN_OVERLAP:+ $SRUN_OVERLAP}${PB_SRUN_ARGS:+ $PB_SRUN_ARGS}" ;;
+esac)
+sum "# case $CASE_TEXT"
+sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY)"
 
-# ---------------------------------------------------------------- NCCL, one rank
+if [ "$LAUNCHER" = bundle ]; then
+  # CUDA runtime, cuBLAS and NCCL are not in the bundle: find them on this node.
+  find_lib() {
+    local so=$1 d
+    local IFS=:
+    for d in ${PB_CUDA_LIB_DIRS:-} ${LD_LIBRARY_PATH:-}; do [ -n "$d" ] && [ -e "$d/$so" ] && { echo "$d"; return 0; }; done
+    unset IFS
+    d=$(/sbin/ldconfig -p 2>/dev/null | awk -v so="$so" '$1 == so { print $NF; exit }')
+    [ -n "$d" ] && { dirname "$d"; return 0; }
+    for d in "${CUDA_HOME:-/usr/local/cuda}"/lib64 /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib \
+             /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/local/nvidia/lib64 \
+             "${VIRTUAL_ENV:-/nonexistent}"/lib/python3*/site-packages/nvidia/*/lib \
+             /usr/local/lib/python3*/dist-packages/nvidia/*/lib /usr/lib/python3/dist-packages/nvidia/*/lib \
+             /opt/*/lib/python3*/site-packages/nvidia/*/lib /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib; do
+      [ -e "$d/$so" ] && { echo "$d"; return 0; }
+    done
+    d=$(timeout 20 find /opt /usr/local /usr/lib -xdev -name "$so" -not -path '*/compat/*' -not -path '*/stubs/*' 2>/dev/null | head -1)
+    [ -n "$d" ] && { dirname "$d"; return 0; }
+    return 1
+  }
+  # The sonames the binaries ask for (CUDA 13 for a bundle built with CUDA 13).
+  NEED=$(ldd "$BIN/coll_sweep" "$BIN/compute_probe" 2>/dev/null | awk '$1 ~ /^lib(cudart|cublas|cublasLt|nccl)\.so/ { print $1 }' | sort -u)
+  [ -z "$NEED" ] && NEED="libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2"
+  CUDA_DIRS="" MISSING=""
+  for so in $NEED; do
+    if d=$(find_lib "$so"); then
+      log "cuda-libs: $so in $d"
+      case ":$CUDA_DIRS:" in *":$d:"*) ;; *) CUDA_DIRS=${CUDA_DIRS:+$CUDA_DIRS:}$d ;; esac
+    else MISSING="$MISSING $so"; fi
+  done
+  export PB_EXTRA_LD_LIBRARY_PATH=$CUDA_DIRS
+  # shellcheck disable=SC1091
+  . "$BUNDLE/env.sh"
+  log "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  if [ -n "$MISSING" ]; then
+    fail cuda-libs - "not found on this node:$MISSING (set PB_CUDA_LIB_DIRS to their folders)"
+  else
+    line PASS cuda-libs - - "found in ${CUDA_DIRS:-the loader cache}"; NPASS=$((NPASS + 1))
+  fi
+elif [ "$DO_BUILD" = 1 ]; then
+  NVCC=$(command -v nvcc 2>/dev/null || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
+  LACK=""
+  command -v mpicc >/dev/null 2>&1 || LACK="mpicc"
+  [ -x "$NVCC" ] || LACK="${LACK:+$LACK, }nvcc (set CUDA_HOME)"
+  if [ -n "$LACK" ]; then
+    if [ -x "$BIN/coll_sweep" ] && [ -x "$TESTS/test_gpu_nogpu" ]; then
+      skip build - "no $LACK here: using the binaries in $BUILD"
+    else
+      line SKIP all - - "cannot build (no $LACK) and no binaries in $BUILD"
+      finish 3
+    fi
+  else
+    JOBS=$(nproc 2>/dev/null || echo 4); [ "$JOBS" -gt 16 ] && JOBS=16
+    NO_BUDGET=1 step build - "$BUILD_TO" h_build -- make -C "$ROOT" -j"$JOBS" CUDA=1 BUILD="$BUILD" all \
+         "$BUILD/tests/test_gpu_nogpu" "$BUILD/tests/test_coll_check"
+    grep -q '^FAIL  build' "$SUM" && { say "the build failed: see $LOG"; finish 1; }
+  fi
+else
+  skip build - "--no-build: using the binaries in $BUILD"
+fi
+BUDGET_T0=$SECONDS   # the budget counts from here: the build has its own limit
+[ -x "$BIN/coll_sweep" ] || { line SKIP all - - "no binaries in $BIN"; finish 3; }
+export PATH=$BIN:$TESTS:$PATH
+
+# MPI facts for the summary (parabench stages --mem device through pinned host
+# memory, so it works whether the MPI is CUDA-aware or not).
+MPI_VER=$(timeout 20 mpirun --version 2>/dev/null | head -1)
+CUDA_AWARE=unknown
+if command -v ompi_info >/dev/null 2>&1; then
+  timeout 30 ompi_info --parsable --all 2>/dev/null | grep -q 'mpi_built_with_cuda_support:value:true' && CUDA_AWARE=yes || CUDA_AWARE=no
+fi
+sum "# MPI: ${MPI_VER:-unknown}; CUDA-aware: $CUDA_AWARE (not needed: --mem device stages through pinned host memory)"
+sum "# verdict step              ranks    time  headline or reason"
+
+# ---------------------------------------------------------------- the steps
+UNIT_GPU_CASES="test_gpu_gemm test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
+TO=$STEP_TO
+Q="--timeout 60 --max-seconds-per-size 10"   # no operation hangs, no size runs long
 M="--model gpt-1.3b"
-step coll-nccl-1rank 90 h_coll_nccl -- mpirun -np 1 coll_sweep --backend nccl --coll all -b 8 -e 256M -f 4 \
-     --csv coll_nccl.csv --json coll_nccl.json
-step coll-nccl-graph 90 h_coll_graph -- mpirun -np 1 coll_sweep --backend nccl -G --coll allreduce,allgather,sendrecv \
-     -b 8 -e 64M -f 8 --csv coll_graph.csv --json coll_graph.json
-skip p2p-nccl "p2p_sweep needs two ranks and NCCL refuses two ranks on one GPU (Duplicate GPU); see p2p-mpidev-2rank"
-step dp-nccl-1rank 90 h_dp_nccl -- mpirun -np 1 dp_allreduce --backend nccl $M --layers 2 --grad-bytes 256M,1G \
-     --overlap none,bucket -n 5 -w 2 --csv dp_nccl.csv --json dp_nccl.json
-step tp-nccl-1rank 90 h_tp_nccl -- mpirun -np 1 tp_layer --backend nccl --tp 1 $M -n 5 -w 2 --csv tp_nccl.csv --json tp_nccl.json
-step pp-nccl-1rank 90 h_pp_nccl -- mpirun -np 1 pp_pipeline --backend nccl --stages 1 --micro-batches 1,4 $M --layers 4 \
-     -n 3 -w 1 --csv pp_nccl.csv --json pp_nccl.json
-step hybrid-nccl-1rank 90 h_hy_nccl -- mpirun -np 1 hybrid_3d --backend nccl $M --layers 2 -n 3 -w 1 \
-     --csv hybrid_nccl.csv --json hybrid_nccl.json
+R=$NP; [ "$R" -lt 2 ] && R=2   # MPI on device buffers: several ranks may share one GPU
+# shellcheck disable=SC2046  # launch prints a command line to split
+{
+step mpi-host "$R" "$TO" h_host -- $(launch "$R" coll_sweep --backend mpi --mem host --sizes 1K,1M -n 5 -w 1 $Q --csv mpi-host.csv)
 
-# ---------------------------------------------------------------- MPI on device buffers, 2-4 ranks on the one GPU
-D="--backend mpi --mem device --engine cublas"
-step coll-mpidev-4rank 90 h_coll_mpidev -- mpirun -np 4 coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 4 \
-     -n 5 -w 2 --csv coll_mpidev.csv --json coll_mpidev.json
-step p2p-mpidev-2rank 90 h_p2p_mpidev -- mpirun -np 2 p2p_sweep --backend mpi --mem device --mode all -b 8 -e 16M -f 4 \
-     --window 16 -n 10 -w 2 --csv p2p_mpidev.csv --json p2p_mpidev.json
-step dp-mpidev-4rank 90 h_dp_mpidev -- mpirun -np 4 dp_allreduce $D $M --layers 2 --grad-bytes 256M --overlap none,bucket \
-     -n 3 -w 1 --csv dp_mpidev.csv --json dp_mpidev.json
-step tp-mpidev-2rank 90 h_tp_mpidev -- mpirun -np 2 tp_layer $D --tp 2 $M -n 3 -w 1 --csv tp_mpidev.csv --json tp_mpidev.json
-step pp-mpidev-4rank 90 h_pp_mpidev -- mpirun -np 4 pp_pipeline $D --stages 4 $M --layers 4 --micro-batches 4 \
-     -n 3 -w 1 --csv pp_mpidev.csv --json pp_mpidev.json
-step hybrid-mpidev-4rank 90 h_hy_mpidev -- mpirun -np 4 hybrid_3d $D --tp 2 --pp 2 $M --layers 4 -n 3 -w 1 \
-     --csv hybrid_mpidev.csv --json hybrid_mpidev.json
+step unit-gpu 1 "$TO" h_unit -- $(run1 test_gpu_nogpu)
+step unit-coll-check 1 "$TO" h_unit -- $(run1 test_coll_check)
+step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 4096,8192 -n 10 --copy-bytes 1G --csv probe-bf16.csv)
+step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 8192 -n 5 --copy-bytes 0 --csv probe-fp32.csv)
 
-# ---------------------------------------------------------------- the documented refusal
-EXPECT_RC=3 step nccl-2rank-refused 60 h_dup -- mpirun -np 2 coll_sweep --backend nccl --sizes 1K -n 1
+# NCCL: 1 rank, then one rank per GPU
+step coll-nccl-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll all -b 8 -e 256M -f 4 -n 20 -w 5 $Q --csv coll-nccl-1.csv --json coll-nccl-1.json)
+step coll-nccl-graph-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl -G --coll allreduce,allgather -b 8 -e 64M -f 8 -n 20 -w 5 $Q --csv coll-nccl-graph-1.csv)
+if [ "$NP" -ge 2 ]; then
+  step coll-nccl-$NP "$NP" "$TO" h_coll -- $(launch "$NP" coll_sweep --backend nccl --coll all -b 8 -e 512M -f 4 -n 20 -w 5 $Q --csv coll-nccl-$NP.csv --json coll-nccl-$NP.json)
+  step p2p-nccl-$NP "$NP" "$TO" h_p2p -- $(launch "$NP" p2p_sweep --backend nccl --mode all -b 8 -e 64M -f 4 -n 20 -w 5 --window 16 $Q --csv p2p-nccl-$NP.csv --json p2p-nccl-$NP.json)
+else
+  skip coll-nccl-N 1 "one GPU: the 1-rank NCCL steps cover it (NCCL refuses two ranks on one GPU)"
+  skip p2p-nccl 1 "one GPU: p2p_sweep needs two ranks and NCCL refuses two ranks on one GPU (p2p-mpidev covers the path)"
+fi
 
-step nvidia-smi-after 30 h_last -- nvidia-smi --query-gpu=temperature.gpu,clocks.sm,memory.used --format=csv
-[ "$NFAIL" = 0 ] && [ "$NBADSKIP" = 0 ]
+# MPI on device buffers (staged through pinned host memory)
+step coll-mpidev-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 8 -n 10 -w 2 $Q --csv coll-mpidev-1.csv)
+step coll-mpidev-$R "$R" "$TO" h_coll -- $(launch "$R" coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 8 -n 10 -w 2 $Q --csv coll-mpidev-$R.csv --json coll-mpidev-$R.json)
+step p2p-mpidev-2 2 "$TO" h_p2p -- $(launch 2 p2p_sweep --backend mpi --mem device --mode all -b 8 -e 16M -f 4 -n 10 -w 2 --window 16 $Q --csv p2p-mpidev-2.csv)
+
+# Workloads with the cuBLAS engine: NCCL (stream ordering) at 1 and NP ranks, MPI device buffers (host ordering)
+T=1; for t in 2 4 8; do [ $((NP % t)) = 0 ] && [ "$t" -le "$NP" ] && T=$t; done   # gpt-1.3b: 16 heads
+for n in 1 "$NP"; do
+  [ "$n" = 1 ] || [ "$NP" -ge 2 ] || continue
+  tpn=1; [ "$n" = "$NP" ] && tpn=$T
+  step dp-nccl-$n "$n" "$TO" h_dp -- $(launch "$n" dp_allreduce --backend nccl --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 5 -w 2 $Q --csv dp-nccl-$n.csv --json dp-nccl-$n.json)
+  step tp-nccl-$n "$n" "$TO" h_tp -- $(launch "$n" tp_layer --backend nccl --engine cublas --tp "$tpn" $M -n 5 -w 2 $Q --csv tp-nccl-$n.csv --json tp-nccl-$n.json)
+  step pp-nccl-$n "$n" "$TO" h_pp -- $(launch "$n" pp_pipeline --backend nccl --engine cublas --stages "$n" --layers $((2 * n)) --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-nccl-$n.csv --json pp-nccl-$n.json)
+done
+if [ "$NP" -ge 4 ] && [ $((NP % 2)) = 0 ]; then
+  step hybrid-nccl-$NP "$NP" "$TO" h_hy -- $(launch "$NP" hybrid_3d --backend nccl --engine cublas --tp 2 --pp $((NP / 2)) $M --layers "$NP" -n 3 -w 1 $Q --csv hybrid-nccl-$NP.csv --json hybrid-nccl-$NP.json)
+else
+  skip hybrid-nccl "$NP" "needs an even number of GPUs, 4 or more, for a TP x PP grid"
+fi
+step dp-mpidev-$R "$R" "$TO" h_dp -- $(launch "$R" dp_allreduce --backend mpi --mem device --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 3 -w 1 $Q --csv dp-mpidev-$R.csv)
+step tp-mpidev-2 2 "$TO" h_tp -- $(launch 2 tp_layer --backend mpi --mem device --engine cublas --tp 2 $M -n 3 -w 1 $Q --csv tp-mpidev-2.csv)
+step pp-mpidev-2 2 "$TO" h_pp -- $(launch 2 pp_pipeline --backend mpi --mem device --engine cublas --stages 2 --layers 4 --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-mpidev-2.csv)
+}
+
+if command -v nvidia-smi >/dev/null 2>&1; then
+  log ""; log "=== nvidia-smi after the steps"
+  timeout 30 nvidia-smi --query-gpu=index,name,temperature.gpu,clocks.sm,memory.used,memory.total --format=csv >> "$LOG" 2>&1
+fi
+[ "$NFAIL" = 0 ] && finish 0
+finish 1
