@@ -6,7 +6,7 @@ BUILD=${BUILD:-build}
 BIN=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/$BUILD/bin
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Quiet Open MPI's "no high-performance transport" notices on this machine kind.
+# Quiet Open MPI's "no high-performance transport" notices on machines without InfiniBand.
 export OMPI_MCA_btl_base_warn_component_unused=0
 TMP=$(mktemp -d /tmp/parabench-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
