@@ -44,15 +44,25 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     return pb_parse_choice_list(option, arg, pb_coll_names(), 1, o->colls, &o->ncolls);
 }
 
-static const pb_opt own_opts[] = {
-    {"coll", 0, "LIST", "collectives: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, "
-                        "sendrecv, or all (comma-separated; default allreduce)", OPT_COLL},
+/* --coll's help names the collectives of the table (coll_help). */
+static pb_opt own_opts[] = {
+    {"coll", 0, "LIST", NULL, OPT_COLL},
     {"groups", 0, "KIND", "world (default): one collective over all ranks; node: one inside every node at once; "
                           "rail: one across the nodes among the ranks of each local rank, all rails at once",
      OPT_GROUPS},
     {"cuda-graph", 'G', NULL, "capture each size's operation in a CUDA graph and time its replays (--backend nccl; "
                               "fixed buffers, no rotation)", OPT_GRAPH},
 };
+
+/* The --coll help, from the collective table. */
+static const char *coll_help(void)
+{
+    static char help[512];
+    char names[256];
+    snprintf(help, sizeof help, "collectives: %s, or all (comma-separated; default allreduce)",
+             pb_coll_name_list(names, sizeof names));
+    return help;
+}
 
 static const pb_column cols[] = {
     {"collective", NULL, NULL, PB_COL_STR, 0, 0},
@@ -160,13 +170,6 @@ static int validate(iter_ctx *x, long long *wrong_total)
     return status;
 }
 
-static int has_redop(pb_coll c)
-{
-    return c == PB_COLL_ALLREDUCE || c == PB_COLL_REDUCESCATTER || c == PB_COLL_REDUCE;
-}
-
-static int has_root(pb_coll c) { return c == PB_COLL_BROADCAST || c == PB_COLL_REDUCE; }
-
 /* One size's result in one group, as its leader has it. */
 typedef struct group_row {
     pb_stats st;
@@ -187,9 +190,10 @@ static double busbw_of(const iter_ctx *x, const group_row *r)
 static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
 {
     double algbw = r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 : 0;
+    const pb_coll_desc *d = pb_coll_desc_of(x->coll);
     pb_value v[NCOLS] = {
-        PB_S(pb_coll_name(x->coll)), PB_I(r->bytes), PB_I(r->count), PB_S(pb_dtype_name(x->o->dtype)),
-        PB_S(has_redop(x->coll) ? pb_redop_name(x->o->op) : "none"), PB_I(has_root(x->coll) ? x->o->root : -1),
+        PB_S(d->name), PB_I(r->bytes), PB_I(r->count), PB_S(pb_dtype_name(x->o->dtype)),
+        PB_S(d->has_op ? pb_redop_name(x->o->op) : "none"), PB_I(d->has_root ? x->o->root : -1),
         PB_I(r->nranks), PB_I(r->nnodes), PB_S(r->link), PB_I(r->done), PB_F(r->st.mean), PB_F(r->st.min),
         PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->st.rankmax), PB_F(r->dev_us), PB_F(algbw),
         PB_F(busbw_of(x, r)), PB_I(x->o->check ? r->wrong : -1), PB_S(r->name),
@@ -281,6 +285,7 @@ int main(int argc, char **argv)
 {
     sweep_opts o = {.ncolls = 0};
     pb_common_defaults(&o.common);
+    own_opts[0].help = coll_help(); /* --coll */
     pb_opt_group groups[] = {
         {"coll_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_common_group(&o.common, PB_OPTS_ALL),

@@ -1,9 +1,21 @@
-/* Collective operations: names and nccl-tests bus-bandwidth factors.
+/* Collective operations: one descriptor per collective, in one table
+ * (coll_table.c) indexed by pb_coll. Everything that differs between
+ * collectives (name, busbw factor, reduction op, root, buffer shape, how the
+ * backend is called, the expected result, the cost model) is read from it, so
+ * a new collective is one enum value, one table row and one expected-value
+ * function (docs/adding-a-collective.md).
  *
- * One enum for every module that names a collective (the sweeps, the model,
- * the planner), so a new collective is added here once. */
+ * Plain C, no MPI: coll_expect.h and the device check (nvcc) include it. */
 #ifndef PB_COLL_H
 #define PB_COLL_H
+
+#include "core/dtype.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum {
     PB_COLL_ALLREDUCE,
@@ -16,6 +28,44 @@ typedef enum {
     PB_COLL_COUNT
 } pb_coll;
 
+/* Per-rank element count of a buffer: the full buffer, or one rank's chunk of it. */
+typedef enum { PB_SPAN_FULL, PB_SPAN_CHUNK } pb_coll_span;
+
+/* The algorithm the cost model assumes (the planner fits only ring rows). */
+typedef enum { PB_ALGO_RING, PB_ALGO_PAIRWISE, PB_ALGO_TREE, PB_ALGO_P2P } pb_coll_algo;
+
+/* Alpha-beta cost: t = steps * alpha + bytes * S / B for a buffer of S bytes. */
+typedef struct pb_coll_cost {
+    double steps;
+    double bytes;
+} pb_coll_cost;
+
+/* Tagged, not included: the backend and shape headers need MPI, and this one
+ * is compiled by nvcc too. */
+struct pb_backend;
+struct pb_comm;
+struct pb_coll_shape;
+
+typedef struct pb_coll_desc {
+    const char *name;
+    double (*busbw)(int nranks); /* busbw = algbw * busbw(n), nranks >= 1 */
+    int has_op;                  /* takes a reduction op (redop column) */
+    int has_root;                /* takes a root (root column) */
+    int root_only_output;        /* only the root's receive buffer is defined */
+    pb_coll_span send, recv;     /* per-rank buffer counts */
+    pb_coll_span param;          /* the count argument of the backend call */
+    int (*issue)(const struct pb_backend *b, struct pb_comm *comm, const struct pb_coll_shape *sh, const void *send,
+                 void *recv, pb_dtype t, pb_redop op, int root);
+    /* Exact value of receive element j (coll_expect.h; the device check
+     * reaches the same functions through pb_cx_expected). */
+    int (*expected)(pb_redop op, size_t count, int nranks, int rank, int root, size_t j);
+    pb_coll_algo algo;
+    pb_coll_cost (*cost)(int nranks);
+} pb_coll_desc;
+
+/* The descriptor of c; NULL for an out-of-range value. */
+const pb_coll_desc *pb_coll_desc_of(pb_coll c);
+
 /* "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
  * "sendrecv"; NULL for an out-of-range value. */
 const char *pb_coll_name(pb_coll c);
@@ -23,13 +73,30 @@ const char *pb_coll_name(pb_coll c);
 /* Every name, in enum order, NULL-terminated (for option lists). */
 const char *const *pb_coll_names(void);
 
+/* The names joined by ", " into buf (for help texts); returns buf. */
+const char *pb_coll_name_list(char *buf, size_t size);
+
 /* Name -> enum. Returns PB_OK, or PB_ERR_USAGE without printing (callers know
  * which option the name came from and report it themselves). */
 int pb_coll_from_name(const char *name, pb_coll *out);
 
-/* busbw = algbw * factor (DESIGN.md, nccl-tests' PERFORMANCE.md):
+/* busbw = algbw * factor (nccl-tests' PERFORMANCE.md):
  * allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
  * broadcast, reduce, sendrecv 1. Returns 0 for nranks < 1 or an unknown c. */
 double pb_busbw_factor(pb_coll c, int nranks);
+
+/* The cost terms of c over nranks (zero for an unknown c). */
+pb_coll_cost pb_coll_cost_of(pb_coll c, int nranks);
+
+/* Whether the buffer is split among ranks (count rounded to a multiple of n). */
+int pb_coll_splits(pb_coll c);
+
+/* Whether this rank's receive buffer is defined after c (only the root's is,
+ * for reduce). */
+int pb_coll_output_defined(pb_coll c, int rank, int root);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -64,7 +64,7 @@ int pb_coll_check_count(const pb_backend *be, pb_coll c, const pb_coll_shape *sh
                         int nranks, int root, int corrupt, void *recv, long long *wrong)
 {
     *wrong = 0;
-    if (!pb_cx_output_defined(c, rank, root)) return PB_OK;
+    if (!pb_coll_output_defined(c, rank, root)) return PB_OK;
     if (corrupt && sh->recv_count > 0) PB_TRY(corrupt_first(be, t, 12345.0, recv));
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {

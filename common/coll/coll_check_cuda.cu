@@ -2,7 +2,10 @@
 // count the wrong elements of a receive buffer, so that only an 8-byte count
 // crosses to the host instead of the buffer. The per-element arithmetic is
 // coll_expect.h's, the same the host check (coll_exec.c) runs and the unit
-// tests pin down. Deliberately simple: grid-stride loops with size_t indices,
+// tests pin down. The host wrappers read the collective table (coll.h); the
+// kernels cannot call its function pointers (host code), so the count kernel
+// reaches the expected values through pb_cx_expected, coll_expect.h's one
+// switch on pb_coll. Deliberately simple: grid-stride loops with size_t indices,
 // one count per thread, a shared-memory tree sum per block, one atomicAdd per
 // block into a zeroed device counter.
 #include "coll/coll_check_cuda.h"
@@ -53,10 +56,11 @@ __device__ void add_block_sum(unsigned long long mine, unsigned long long *sh, u
     if (t == 0 && sh[0] != 0) atomicAdd(total, sh[0]);
 }
 
-template <typename T> __global__ void coll_fill_kernel(T *p, size_t n, pb_coll c, size_t count, int nranks, int rank)
+template <typename T>
+__global__ void coll_fill_kernel(T *p, size_t n, pb_coll_span send, size_t count, int nranks, int rank)
 {
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x)
-        store(p, j, pb_cx_send_value(c, count, nranks, rank, j));
+        store(p, j, pb_cx_send_value(send, count, nranks, rank, j));
 }
 
 template <typename T>
@@ -94,8 +98,7 @@ bool supported(pb_dtype t) { return t == PB_FLOAT32 || t == PB_BFLOAT16 || t == 
 bool valid_shape(pb_coll c, size_t count, int nranks, int rank, int root)
 {
     if (!pb_cx_known(c) || nranks < 1 || rank < 0 || rank >= nranks || root < 0 || root >= nranks) return false;
-    const bool splits = c == PB_COLL_ALLGATHER || c == PB_COLL_REDUCESCATTER || c == PB_COLL_ALLTOALL;
-    return !splits || count >= (size_t)nranks;
+    return !pb_coll_splits(c) || count >= (size_t)nranks;
 }
 
 // A zeroed device counter for a count kernel, queued on s.
@@ -138,11 +141,12 @@ extern "C" cudaError_t pb_cuda_coll_fill(void *send, pb_dtype t, pb_coll c, size
     if (!supported(t) || !valid_shape(c, count, nranks, rank, 0)) return cudaErrorInvalidValue;
     if (send_count == 0) return cudaSuccess;
     const unsigned g = (unsigned)blocks_for(send_count);
+    const pb_coll_span sp = pb_coll_desc_of(c)->send; // host side: the table (valid_shape checked c)
     switch (t) {
-    case PB_FLOAT32: coll_fill_kernel<<<g, kThreads, 0, s>>>((float *)send, send_count, c, count, nranks, rank); break;
-    case PB_BFLOAT16: coll_fill_kernel<<<g, kThreads, 0, s>>>((bf16 *)send, send_count, c, count, nranks, rank); break;
-    case PB_FLOAT16: coll_fill_kernel<<<g, kThreads, 0, s>>>((__half *)send, send_count, c, count, nranks, rank); break;
-    default: coll_fill_kernel<<<g, kThreads, 0, s>>>((int32_t *)send, send_count, c, count, nranks, rank); break;
+    case PB_FLOAT32: coll_fill_kernel<<<g, kThreads, 0, s>>>((float *)send, send_count, sp, count, nranks, rank); break;
+    case PB_BFLOAT16: coll_fill_kernel<<<g, kThreads, 0, s>>>((bf16 *)send, send_count, sp, count, nranks, rank); break;
+    case PB_FLOAT16: coll_fill_kernel<<<g, kThreads, 0, s>>>((__half *)send, send_count, sp, count, nranks, rank); break;
+    default: coll_fill_kernel<<<g, kThreads, 0, s>>>((int32_t *)send, send_count, sp, count, nranks, rank); break;
     }
     return launched(s);
 }

@@ -38,18 +38,18 @@ static inline PB_HD int pb_cx_input(int rank, size_t i)
     return (int)(((size_t)rank + 2 * i) % 3) - 1 + pb_cx_offset(i);
 }
 
-/* Which global element a rank's send element j stands for: allgather ranks
- * send their own chunk of the gathered buffer, every other collective sends
- * elements 0..send_count-1. */
-static inline PB_HD size_t pb_cx_send_index(pb_coll c, size_t count, int nranks, int rank, size_t j)
+/* Which global element a rank's send element j stands for: where the send
+ * buffer is one rank's chunk (allgather), ranks send their own chunk of the
+ * whole buffer; otherwise elements 0..send_count-1. */
+static inline PB_HD size_t pb_cx_send_index(pb_coll_span send, size_t count, int nranks, int rank, size_t j)
 {
-    return c == PB_COLL_ALLGATHER ? (size_t)rank * (count / (size_t)nranks) + j : j;
+    return send == PB_SPAN_CHUNK ? (size_t)rank * (count / (size_t)nranks) + j : j;
 }
 
-/* Send element j of `rank`. */
-static inline PB_HD int pb_cx_send_value(pb_coll c, size_t count, int nranks, int rank, size_t j)
+/* Send element j of `rank` (send: the descriptor's send span). */
+static inline PB_HD int pb_cx_send_value(pb_coll_span send, size_t count, int nranks, int rank, size_t j)
 {
-    return pb_cx_input(rank, pb_cx_send_index(c, count, nranks, rank, j));
+    return pb_cx_input(rank, pb_cx_send_index(send, count, nranks, rank, j));
 }
 
 /* How many ranks r in 0..nranks-1 have v(r, i) = k - 1 + offset(i) (k in 0..2). Over r,
@@ -75,29 +75,65 @@ static inline PB_HD int pb_cx_reduced(pb_redop op, int nranks, size_t i)
     }
 }
 
-/* Whether this rank's receive buffer is defined after the collective (only the
- * root's is, for reduce). */
-static inline PB_HD int pb_cx_output_defined(pb_coll c, int rank, int root)
-{
-    return c != PB_COLL_REDUCE || rank == root;
-}
-
 /* Whether c is one this file knows the answer of. */
 static inline PB_HD int pb_cx_known(pb_coll c) { return (int)c >= 0 && (int)c < (int)PB_COLL_COUNT; }
 
-/* The exact value of this rank's receive element j (c must be known). */
+/* The exact value of this rank's receive element j, one function per
+ * collective (the table's `expected`; same signature as it). */
+static inline PB_HD int pb_cx_expect_allreduce(pb_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    return pb_cx_reduced(op, nranks, j);
+}
+
+static inline PB_HD int pb_cx_expect_allgather(pb_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    return pb_cx_input((int)(j / (count / (size_t)nranks)), j);
+}
+
+static inline PB_HD int pb_cx_expect_reducescatter(pb_redop op, size_t count, int nranks, int rank, int root,
+                                                   size_t j)
+{
+    return pb_cx_reduced(op, nranks, (size_t)rank * (count / (size_t)nranks) + j);
+}
+
+static inline PB_HD int pb_cx_expect_broadcast(pb_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    return pb_cx_input(root, j);
+}
+
+/* Defined on the root only (the table's root_only_output). */
+static inline PB_HD int pb_cx_expect_reduce(pb_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    return pb_cx_reduced(op, nranks, j);
+}
+
+/* Block q of my output is block `rank` of q's input. */
+static inline PB_HD int pb_cx_expect_alltoall(pb_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    size_t chunk = count / (size_t)nranks;
+    return pb_cx_input((int)(j / chunk), (size_t)rank * chunk + j % chunk);
+}
+
+/* From rank - 1, as nccl-tests' sendrecv. */
+static inline PB_HD int pb_cx_expect_sendrecv(pb_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    return pb_cx_input((rank - 1 + nranks) % nranks, j);
+}
+
+/* The same by enum, for device code: a kernel cannot call the host table's
+ * function pointers, so this one switch stands in for the table there. The
+ * host check uses the table. A new collective adds its case here. */
 static inline PB_HD int pb_cx_expected(pb_coll c, pb_redop op, size_t count, int nranks, int rank, int root,
                                        size_t j)
 {
-    size_t chunk = count / (size_t)nranks;
     switch (c) {
-    case PB_COLL_REDUCESCATTER: return pb_cx_reduced(op, nranks, (size_t)rank * chunk + j);
-    case PB_COLL_ALLGATHER: return pb_cx_input((int)(j / chunk), j);
-    case PB_COLL_BROADCAST: return pb_cx_input(root, j);
-    case PB_COLL_ALLTOALL: /* block q of my output is block `rank` of q's input */
-        return pb_cx_input((int)(j / chunk), (size_t)rank * chunk + j % chunk);
-    case PB_COLL_SENDRECV: return pb_cx_input((rank - 1 + nranks) % nranks, j);
-    default: return pb_cx_reduced(op, nranks, j); /* allreduce, reduce */
+    case PB_COLL_ALLGATHER: return pb_cx_expect_allgather(op, count, nranks, rank, root, j);
+    case PB_COLL_REDUCESCATTER: return pb_cx_expect_reducescatter(op, count, nranks, rank, root, j);
+    case PB_COLL_BROADCAST: return pb_cx_expect_broadcast(op, count, nranks, rank, root, j);
+    case PB_COLL_REDUCE: return pb_cx_expect_reduce(op, count, nranks, rank, root, j);
+    case PB_COLL_ALLTOALL: return pb_cx_expect_alltoall(op, count, nranks, rank, root, j);
+    case PB_COLL_SENDRECV: return pb_cx_expect_sendrecv(op, count, nranks, rank, root, j);
+    default: return pb_cx_expect_allreduce(op, count, nranks, rank, root, j);
     }
 }
 

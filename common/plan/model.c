@@ -6,21 +6,19 @@
 
 double pb_t_p2p(double bytes, pb_link l) { return l.alpha_s + bytes / l.bw_Bps; }
 
-double pb_t_ring_allreduce(double bytes, int n, pb_link l)
+/* The collective table's alpha-beta terms (coll.h). */
+static double alpha_beta(pb_coll_cost k, double bytes, pb_link l)
 {
-    if (n <= 1) return 0.0;
-    double k = (double)(n - 1);
-    return 2.0 * k * l.alpha_s + 2.0 * k / n * bytes / l.bw_Bps;
+    return k.steps * l.alpha_s + k.bytes * bytes / l.bw_Bps;
 }
 
-double pb_t_allgather(double bytes, int n, pb_link l)
-{
-    if (n <= 1) return 0.0;
-    double k = (double)(n - 1);
-    return k * l.alpha_s + k / n * bytes / l.bw_Bps;
-}
+double pb_t_coll(pb_coll c, double bytes, int n, pb_link l) { return alpha_beta(pb_coll_cost_of(c, n), bytes, l); }
 
-double pb_t_reducescatter(double bytes, int n, pb_link l) { return pb_t_allgather(bytes, n, l); }
+double pb_t_ring_allreduce(double bytes, int n, pb_link l) { return pb_t_coll(PB_COLL_ALLREDUCE, bytes, n, l); }
+
+double pb_t_allgather(double bytes, int n, pb_link l) { return pb_t_coll(PB_COLL_ALLGATHER, bytes, n, l); }
+
+double pb_t_reducescatter(double bytes, int n, pb_link l) { return pb_t_coll(PB_COLL_REDUCESCATTER, bytes, n, l); }
 
 /* ceil(log2 n) rounds of a binomial tree. */
 static double tree_depth(int n) { return n <= 1 ? 0.0 : ceil(log2((double)n)); }
@@ -34,22 +32,6 @@ double pb_t_allreduce(double bytes, int n, pb_link l)
 {
     return fmin(pb_t_ring_allreduce(bytes, n, l), pb_t_tree_allreduce(bytes, n, l));
 }
-
-double pb_t_coll(pb_coll c, double bytes, int n, pb_link l)
-{
-    switch (c) {
-    case PB_COLL_ALLREDUCE: return pb_t_ring_allreduce(bytes, n, l);
-    case PB_COLL_ALLGATHER: return pb_t_allgather(bytes, n, l);
-    case PB_COLL_REDUCESCATTER: return pb_t_reducescatter(bytes, n, l);
-    case PB_COLL_ALLTOALL: return pb_t_allgather(bytes, n, l); /* pairwise: same terms */
-    case PB_COLL_BROADCAST:
-    case PB_COLL_REDUCE: return tree_depth(n) * pb_t_p2p(bytes, l);
-    case PB_COLL_SENDRECV: return pb_t_p2p(bytes, l);
-    default: return 0.0;
-    }
-}
-
-double pb_bus_factor(pb_coll c, int n) { return pb_busbw_factor(c, n); }
 
 double pb_pipe_efficiency(int m, int p) { return (double)m / (double)(m + p - 1); }
 double pb_pipe_bubble_of_step(int m, int p) { return (double)(p - 1) / (double)(m + p - 1); }

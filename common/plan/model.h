@@ -34,11 +34,10 @@ double pb_t_reducescatter(double bytes, int n, pb_link l);
 double pb_t_tree_allreduce(double bytes, int n, pb_link l);
 /* The better of ring and tree: what a tuned library picks per size. */
 double pb_t_allreduce(double bytes, int n, pb_link l);
-/* Any collective by enum. broadcast/reduce: binomial tree ceil(log2 n)(a + S/B);
+/* Any collective by enum, from its cost terms in the collective table
+ * (coll.h). broadcast/reduce: binomial tree ceil(log2 n)(a + S/B);
  * alltoall: pairwise exchange (n-1)a + (n-1)/n S/B; sendrecv: a + S/B. */
 double pb_t_coll(pb_coll c, double bytes, int n, pb_link l);
-/* Same as pb_busbw_factor (coll.h); here so model users need one header. */
-double pb_bus_factor(pb_coll c, int n);
 
 /* ---- pipeline (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021) ---- */
 

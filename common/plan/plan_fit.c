@@ -210,10 +210,9 @@ static int load_coll(const pb_csv *t, obsset *os, int *skipped)
         }
         pb_csv_num(t, r, "wrong", &wrong);
         if (wrong > 0) { (*skipped)++; continue; } /* a wrong result's time means nothing */
-        double steps = n - 1.0;
-        if (c == PB_COLL_ALLREDUCE) PB_TRY(obs_push(&os->obs[k][PB_FIT_COLL], 2 * steps, 2 * steps / n * S, us * 1e-6));
-        else if (c == PB_COLL_ALLGATHER || c == PB_COLL_REDUCESCATTER)
-            PB_TRY(obs_push(&os->obs[k][PB_FIT_COLL], steps, steps / n * S, us * 1e-6));
+        pb_coll_cost cost = pb_coll_cost_of(c, (int)n); /* the table's terms */
+        if (pb_coll_desc_of(c)->algo == PB_ALGO_RING)
+            PB_TRY(obs_push(&os->obs[k][PB_FIT_COLL], cost.steps, cost.bytes * S, us * 1e-6));
         else (*skipped)++; /* tree/pairwise algorithms: not ring-shaped */
     }
     return PB_OK;

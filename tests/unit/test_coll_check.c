@@ -58,9 +58,9 @@ static void inputs(void **state)
             assert_true(pb_coll_input_value(r, i) == v[r][i]);
         }
     /* allgather ranks send their own chunk: count 6 over 3 ranks, rank 1 sends elements 2, 3 */
-    assert_int_equal(pb_cx_send_index(PB_COLL_ALLGATHER, 6, 3, 1, 0), 2);
-    assert_int_equal(pb_cx_send_value(PB_COLL_ALLGATHER, 6, 3, 1, 1), v[1][3]);
-    assert_int_equal(pb_cx_send_index(PB_COLL_ALLTOALL, 6, 3, 1, 4), 4);
+    assert_int_equal(pb_cx_send_index(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 0), 2);
+    assert_int_equal(pb_cx_send_value(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 1), v[1][3]);
+    assert_int_equal(pb_cx_send_index(pb_coll_desc_of(PB_COLL_ALLTOALL)->send, 6, 3, 1, 4), 4);
 }
 
 static void reductions_by_hand(void **state)
@@ -102,9 +102,9 @@ static void data_movement_by_hand(void **state)
     expect_all(PB_COLL_SENDRECV, PB_SUM, 3, 3, 0, 0, (const int[]){1, 1, 1}, 3);
     expect_all(PB_COLL_SENDRECV, PB_SUM, 3, 3, 1, 0, (const int[]){-1, 2, 2}, 3);
     /* reduce: only the root's output is defined */
-    assert_false(pb_cx_output_defined(PB_COLL_REDUCE, 0, 1));
-    assert_true(pb_cx_output_defined(PB_COLL_REDUCE, 1, 1));
-    assert_true(pb_cx_output_defined(PB_COLL_ALLREDUCE, 0, 1));
+    assert_false(pb_coll_output_defined(PB_COLL_REDUCE, 0, 1));
+    assert_true(pb_coll_output_defined(PB_COLL_REDUCE, 1, 1));
+    assert_true(pb_coll_output_defined(PB_COLL_ALLREDUCE, 0, 1));
     assert_false(pb_cx_known(PB_COLL_COUNT));
 }
 

@@ -29,7 +29,7 @@ static void test_bus_factors(void **state)
     CLOSE(pb_busbw_factor(PB_COLL_SENDRECV, 2), 1.0);
     CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 1), 0.0);
     CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 0), 0.0);
-    CLOSE(pb_bus_factor(PB_COLL_ALLREDUCE, 2), 1.0);
+    CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 2), 1.0);
 }
 
 static void test_coll_names(void **state)

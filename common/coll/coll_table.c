@@ -1,0 +1,146 @@
+/* The collective table: one descriptor per collective (coll.h). A new
+ * collective adds its row here, its enum value in coll.h and its expected
+ * value in coll_expect.h; nothing else switches on pb_coll. */
+#include "coll/coll.h"
+
+#include "backend/comm.h"
+#include "coll/coll_exec.h"
+#include "coll/coll_expect.h"
+#include "core/error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* busbw factors, nccl-tests' PERFORMANCE.md. */
+static double bus_twice_ring(int n) { return 2.0 * (n - 1.0) / n; }
+static double bus_ring(int n) { return (n - 1.0) / n; }
+static double bus_one(int n) { return 1.0; }
+
+/* Cost terms: ring allreduce 2(n-1) steps moving 2(n-1)/n of the buffer; ring
+ * allgather / reducescatter (and pairwise alltoall: same terms) n-1 steps and
+ * (n-1)/n; binomial tree ceil(log2 n) rounds of the whole buffer; one p2p. */
+static pb_coll_cost cost_twice_ring(int n)
+{
+    return n <= 1 ? (pb_coll_cost){0, 0} : (pb_coll_cost){2.0 * (n - 1), 2.0 * (n - 1) / n};
+}
+
+static pb_coll_cost cost_ring(int n)
+{
+    return n <= 1 ? (pb_coll_cost){0, 0} : (pb_coll_cost){n - 1.0, (n - 1.0) / n};
+}
+
+static pb_coll_cost cost_tree(int n)
+{
+    double depth = n <= 1 ? 0.0 : ceil(log2((double)n));
+    return (pb_coll_cost){depth, depth};
+}
+
+static pb_coll_cost cost_p2p(int n) { return (pb_coll_cost){1, 1}; }
+
+/* How each collective calls the backend (counts: coll_exec.h). */
+#define ISSUE_ARGS                                                                                                    \
+    const pb_backend *b, pb_comm *comm, const pb_coll_shape *sh, const void *send, void *recv, pb_dtype t,            \
+        pb_redop op, int root
+
+static int issue_allreduce(ISSUE_ARGS) { return b->allreduce(comm, send, recv, sh->param, t, op); }
+static int issue_allgather(ISSUE_ARGS) { return b->allgather(comm, send, recv, sh->param, t); }
+static int issue_reducescatter(ISSUE_ARGS) { return b->reducescatter(comm, send, recv, sh->param, t, op); }
+static int issue_broadcast(ISSUE_ARGS) { return b->broadcast(comm, send, recv, sh->param, t, root); }
+static int issue_reduce(ISSUE_ARGS) { return b->reduce(comm, send, recv, sh->param, t, op, root); }
+static int issue_alltoall(ISSUE_ARGS) { return b->alltoall(comm, send, recv, sh->param, t); }
+
+/* Send to rank+1, receive from rank-1, as nccl-tests' sendrecv. */
+static int issue_sendrecv(ISSUE_ARGS)
+{
+    int me = b->rank(comm), n = b->size(comm);
+    PB_TRY(b->group_start(comm));
+    PB_TRY(b->send(comm, send, sh->param, t, (me + 1) % n));
+    PB_TRY(b->recv(comm, recv, sh->param, t, (me - 1 + n) % n));
+    return b->group_end(comm);
+}
+
+#define FULL PB_SPAN_FULL
+#define CHUNK PB_SPAN_CHUNK
+
+static const pb_coll_desc table[] = {
+    /* name, busbw, has_op, has_root, root_only_output, send, recv, param, issue, expected, algo, cost */
+    [PB_COLL_ALLREDUCE] = {"allreduce", bus_twice_ring, 1, 0, 0, FULL, FULL, FULL, issue_allreduce,
+                           pb_cx_expect_allreduce, PB_ALGO_RING, cost_twice_ring},
+    [PB_COLL_ALLGATHER] = {"allgather", bus_ring, 0, 0, 0, CHUNK, FULL, CHUNK, issue_allgather,
+                           pb_cx_expect_allgather, PB_ALGO_RING, cost_ring},
+    [PB_COLL_REDUCESCATTER] = {"reducescatter", bus_ring, 1, 0, 0, FULL, CHUNK, CHUNK, issue_reducescatter,
+                               pb_cx_expect_reducescatter, PB_ALGO_RING, cost_ring},
+    [PB_COLL_BROADCAST] = {"broadcast", bus_one, 0, 1, 0, FULL, FULL, FULL, issue_broadcast,
+                           pb_cx_expect_broadcast, PB_ALGO_TREE, cost_tree},
+    [PB_COLL_REDUCE] = {"reduce", bus_one, 1, 1, 1, FULL, FULL, FULL, issue_reduce, pb_cx_expect_reduce,
+                        PB_ALGO_TREE, cost_tree},
+    [PB_COLL_ALLTOALL] = {"alltoall", bus_ring, 0, 0, 0, FULL, FULL, CHUNK, issue_alltoall, pb_cx_expect_alltoall,
+                          PB_ALGO_PAIRWISE, cost_ring},
+    [PB_COLL_SENDRECV] = {"sendrecv", bus_one, 0, 0, 0, FULL, FULL, FULL, issue_sendrecv, pb_cx_expect_sendrecv,
+                          PB_ALGO_P2P, cost_p2p},
+};
+_Static_assert(sizeof table / sizeof table[0] == PB_COLL_COUNT, "one descriptor per pb_coll");
+
+const pb_coll_desc *pb_coll_desc_of(pb_coll c)
+{
+    if ((int)c < 0 || c >= PB_COLL_COUNT) return NULL;
+    return &table[c];
+}
+
+const char *const *pb_coll_names(void)
+{
+    static const char *names[PB_COLL_COUNT + 1];
+    for (int i = 0; i < PB_COLL_COUNT; i++) names[i] = table[i].name;
+    return names;
+}
+
+const char *pb_coll_name_list(char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size > 0) buf[0] = '\0';
+    for (int i = 0; i < PB_COLL_COUNT && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", table[i].name);
+    return buf;
+}
+
+const char *pb_coll_name(pb_coll c)
+{
+    const pb_coll_desc *d = pb_coll_desc_of(c);
+    return d ? d->name : NULL;
+}
+
+int pb_coll_from_name(const char *name, pb_coll *out)
+{
+    for (int i = 0; name && i < PB_COLL_COUNT; i++) {
+        if (strcmp(name, table[i].name) == 0) {
+            *out = (pb_coll)i;
+            return PB_OK;
+        }
+    }
+    return PB_ERR_USAGE;
+}
+
+double pb_busbw_factor(pb_coll c, int nranks)
+{
+    const pb_coll_desc *d = pb_coll_desc_of(c);
+    return d && nranks >= 1 ? d->busbw(nranks) : 0.0;
+}
+
+pb_coll_cost pb_coll_cost_of(pb_coll c, int nranks)
+{
+    const pb_coll_desc *d = pb_coll_desc_of(c);
+    return d ? d->cost(nranks) : (pb_coll_cost){0, 0};
+}
+
+int pb_coll_splits(pb_coll c)
+{
+    const pb_coll_desc *d = pb_coll_desc_of(c);
+    return d && (d->send == PB_SPAN_CHUNK || d->recv == PB_SPAN_CHUNK || d->param == PB_SPAN_CHUNK);
+}
+
+int pb_coll_output_defined(pb_coll c, int rank, int root)
+{
+    const pb_coll_desc *d = pb_coll_desc_of(c);
+    return !d || !d->root_only_output || rank == root;
+}
