@@ -325,7 +325,7 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(meta, "groups", pb_groups_names()[o.groups]);
     cJSON_AddNumberToObject(meta, "group_count", g.count);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
-    if (status == PB_OK) status = pb_world_agree(&b.w, b.be->comm_create(g.comm, &x.comm));
+    if (status == PB_OK) status = pb_agree(b.w.comm, b.be->comm_create(g.comm, &x.comm), "comm");
     double busbw_sum = 0;
     int rows = 0;
     long long wrong = 0;

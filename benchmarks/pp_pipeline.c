@@ -206,7 +206,7 @@ static int pp_setup(pp_run *r)
     for (int k = 0; k < 2 && status == PB_OK; k++)
         if (need_kind[k]) status = pb_pp_stack_create(&r->scf[k], &r->stk[k]);
     status = pb_world_agree(&b->w, status);
-    if (status == PB_OK) status = pb_world_agree(&b->w, pb_pp_exec_create(&xc, &r->ex));
+    if (status == PB_OK) status = pb_agree(b->w.comm, pb_pp_exec_create(&xc, &r->ex), "pipeline");
     r->traced = o->trace != NULL;
     if (status == PB_OK && r->traced) pb_pp_trace_origin(b->w.comm, &r->trace);
     if (status == PB_OK && b->rep) {

@@ -415,7 +415,7 @@ int main(int argc, char **argv)
                              "compute and comm times are device time from CUDA events"
                            : "each GEMM and collective completes before the next starts; host clock");
     }
-    if (status == PB_OK) status = pb_world_agree(&b.w, place(&r));
+    if (status == PB_OK) status = pb_agree(b.w.comm, place(&r), "comm"); /* agreed in the TP group, then here */
     double frac_sum = 0;
     int rows = 0;
     long long wrong = 0;

@@ -98,26 +98,38 @@ static const char *status_word(int status)
     return status >= 0 && status <= PB_ERR_TIMEOUT ? words[status] : "error";
 }
 
-/* What the failing rank tells its peers: who it is in the world, and why. */
+/* What the failing rank tells its peers: who failed, in the world, where and why. */
 typedef struct agree_note {
-    int world_rank;
-    char why[160];
+    int world_rank, status;
+    char site[32], why[160];
 } agree_note;
+
+/* The last failure this rank learnt of. A rank that only agreed to a failure
+ * in a sub-communicator passes on the original when the world agrees after,
+ * so the ranks outside that group hear who really failed. */
+static agree_note heard = {.world_rank = -1};
 
 static void tell(MPI_Comm comm, int me, int failed, int local_status, int status, const char *site)
 {
     agree_note note = {0};
-    if (me == failed) {
+    int fresh = 0;
+    if (me == failed && heard.world_rank >= 0 && heard.status == status) {
+        note = heard;
+    } else if (me == failed) {
+        fresh = 1;
         MPI_Comm_rank(MPI_COMM_WORLD, &note.world_rank);
+        note.status = status;
+        snprintf(note.site, sizeof note.site, "%s", site);
         snprintf(note.why, sizeof note.why, "%s", *pb_last_error() ? pb_last_error() : status_word(status));
     }
     /* Every rank knows the status is not OK, so every rank takes part. */
     MPI_Bcast(&note, sizeof note, MPI_BYTE, failed, comm);
-    if (me == failed)
+    heard = note;
+    if (fresh)
         fprintf(stderr, "%s: rank %d failed at %s (exit %d, %s); every rank stops\n", pb_progname(),
-                note.world_rank, site, status, status_word(status));
+                note.world_rank, note.site, status, status_word(status));
     else if (local_status == PB_OK)
-        fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_progname(), note.world_rank, site, note.why);
+        fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_progname(), note.world_rank, note.site, note.why);
 }
 
 int pb_agree(MPI_Comm comm, int local_status, const char *site)

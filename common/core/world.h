@@ -39,6 +39,8 @@ int pb_nodes_spanned(const pb_world *w, const int *ranks, int n);
  * the worst status. With a `site`, a failure is named once per rank: the
  * failing rank (the lowest world rank with the worst status) says where it
  * failed, the ranks that did not fail say which rank failed, where, and why.
+ * After a failure agreed in a sub-communicator, a pb_agree over the world
+ * names the original failure to the ranks outside that group.
  * NULL `site`, or a usage error (every rank finds it, rank 0 prints it): silent. */
 int pb_agree(MPI_Comm comm, int local_status, const char *site);
 

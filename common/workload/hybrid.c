@@ -146,8 +146,8 @@ static int split_groups(pb_hybrid *h)
     h->at.dp_link = pb_hybrid_axis_link(c->w, group_link(c->w, h->dp_group));
     /* Each creation is agreed in its group; the world agrees before the next
      * one, whose groups cut across these. */
-    PB_TRY(pb_world_agree(c->w, c->be->comm_create(h->tp_group, &h->tp_comm)));
-    return pb_world_agree(c->w, c->be->comm_create(h->dp_group, &h->dp_comm));
+    PB_TRY(pb_agree(c->w->comm, c->be->comm_create(h->tp_group, &h->tp_comm), "comm"));
+    return pb_agree(c->w->comm, c->be->comm_create(h->dp_group, &h->dp_comm), "comm");
 }
 
 static int create_dp(pb_hybrid *h)
@@ -182,7 +182,7 @@ int pb_hybrid_create(const pb_hybrid_config *cfg, pb_hybrid **out)
     h->rows = pb_tp_io_rows(&tc);
     pb_pp_config pc = {.be = cfg->be, .group = h->pp_group, .act_count = (size_t)h->rows * (size_t)cfg->shape.h,
                        .act_dtype = pb_tp_shape(h->tp)->dtype, .ring = 0, .max_sends = cfg->micro_batches};
-    PB_TRY(pb_world_agree(cfg->w, pb_pp_exec_create(&pc, &h->ex))); /* agreed in the pipeline, then here */
+    PB_TRY(pb_agree(world, pb_pp_exec_create(&pc, &h->ex), "pipeline")); /* agreed in the pipeline, then here */
     PB_TRY(pb_agree(world, pb_pp_plan_build(cfg->sched, cfg->P, cfg->micro_batches, 1, h->at.p, &h->plan),
                     "hybrid plan"));
     return create_dp(h);
