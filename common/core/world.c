@@ -142,7 +142,8 @@ int pb_agree(MPI_Comm comm, int local_status, const char *site)
     /* MAXLOC: the worst status, and on a tie the lowest rank that has it. */
     MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, comm);
     /* A usage error is found alike on every rank and printed by rank 0 alone. */
-    if (worst.status != PB_OK && worst.status != PB_ERR_USAGE && site) tell(comm, me, worst.rank, local_status, worst.status, site);
+    if (worst.status != PB_OK && worst.status != PB_ERR_USAGE && site)
+        tell(comm, me, worst.rank, local_status, worst.status, site);
     return worst.status;
 }
 
