@@ -248,7 +248,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     int max_iters = pb_iters_max(o, &pb_policy_collective);
     double *samples = malloc(sizeof(double) * (size_t)max_iters);
     if (!samples && status == PB_OK) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", max_iters);
-    status = pb_world_agree(&b->w, status);
+    status = pb_agree(b->w.comm, status, "buffers");
     if (status == PB_OK) status = warm_up_sweep(b, x, sizes[nsizes - 1]);
     if (b->rep && status == PB_OK) {
         printf("#\n# %s\n", pb_coll_name(x->coll));
@@ -330,7 +330,7 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(meta, "groups", pb_groups_names()[o.groups]);
     cJSON_AddNumberToObject(meta, "group_count", g.count);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
-    if (status == PB_OK) status = pb_world_agree(&b.w, b.be->comm_create(g.comm, &x.comm));
+    if (status == PB_OK) status = pb_agree(b.w.comm, b.be->comm_create(g.comm, &x.comm), "comm");
     double busbw_sum = 0;
     int rows = 0;
     long long wrong = 0;

@@ -399,10 +399,13 @@ int main(int argc, char **argv)
                                                  "bucket); stream ordering (NCCL with cuBLAS): none, CUDA events");
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     run_ctx r = {.b = &b, .o = &o};
-    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));
+    if (status == PB_OK)
+        status = pb_agree(b.w.comm, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
+                          "engine");
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
     r.samples = malloc(sizeof(double) * 4 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
+    status = pb_agree(b.w.comm, status, "samples"); /* run_all starts with collectives */
     for (int k = 0; r.samples && k < 3; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
     if (status == PB_OK) {
         notes(&r);

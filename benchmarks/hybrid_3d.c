@@ -213,7 +213,9 @@ int main(int argc, char **argv)
     if (status != PB_OK) pb_bench_finish(&b, status);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
     const pb_compute *eng = NULL;
-    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &eng));
+    if (status == PB_OK)
+        status = pb_agree(b.w.comm, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &eng),
+                          "engine");
     if (b.rep && status == PB_OK) {
         printf("# engine: %s\n", eng->describe());
         pb_report_header(b.rep);

@@ -271,7 +271,7 @@ int main(int argc, char **argv)
     pb_rotbuf sbuf = {0}, rbuf = {0};
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
-    status = pb_world_agree(&b.w, status);
+    status = pb_agree(b.w.comm, status, "buffers");
     long long wrong = 0;
     if (b.rep && status == PB_OK && !o.matrix)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],

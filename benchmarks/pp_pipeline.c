@@ -165,7 +165,7 @@ static int pp_setup(pp_run *r)
         status = pb_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
                           "blas with mpi, cublas with nccl", eng->name, strcmp(eng->name, "blas") == 0 ? "host" :
                           "device", b->be->name, b->be->mem);
-    status = pb_world_agree(&b->w, status);
+    status = pb_agree(b->w.comm, status, "engine");
     if (status != PB_OK) return status;
     int need_kind[2] = {0, 0}, mmax = max_in(o->mbs, o->nmbs), in_flight[2] = {0, 0};
     for (int s = 0; s < o->nscheds; s++) need_kind[o->scheds[s] == PB_PP_INTERLEAVED] = 1;
@@ -206,7 +206,7 @@ static int pp_setup(pp_run *r)
     for (int k = 0; k < 2 && status == PB_OK; k++)
         if (need_kind[k]) status = pb_pp_stack_create(&r->scf[k], &r->stk[k]);
     status = pb_world_agree(&b->w, status);
-    if (status == PB_OK) status = pb_world_agree(&b->w, pb_pp_exec_create(&xc, &r->ex));
+    if (status == PB_OK) status = pb_agree(b->w.comm, pb_pp_exec_create(&xc, &r->ex), "pipeline");
     r->traced = o->trace != NULL;
     if (status == PB_OK && r->traced) pb_pp_trace_origin(b->w.comm, &r->trace);
     if (status == PB_OK && b->rep) {
@@ -351,15 +351,15 @@ static int pp_config(pp_run *r, pb_pp_sched sched, int m)
     int done = 0;
     pb_loop_cfg lc = {o->common.iters, o->common.warmup, o->common.max_seconds};
     if (!samples) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->common.iters);
-    status = pb_world_agree(&b->w, status);
+    status = pb_agree(b->w.comm, status, "samples");
     if (status == PB_OK) status = pb_time_loop(b->w.comm, &lc, one_step, r, samples, &done);
     pb_stats st = {0};
     double ps[MAX_STAGES * NV];
     if (status == PB_OK) {
         double d = done > 0 ? done : 1;
         double mine[NV] = {r->fwd / d, r->bwd / d, r->wait / d, (double)r->peak, r->bytes / d};
-        pb_gather_stats(b->w.comm, samples, done, &st);
-        status = pb_pp_gather_stages(b->w.comm, r->p, r->stage, mine, NV, ps);
+        status = pb_gather_stats(b->w.comm, samples, done, &st);
+        if (status == PB_OK) status = pb_pp_gather_stages(b->w.comm, r->p, r->stage, mine, NV, ps);
     }
     pb_pp_trace_label lab = {pb_pp_sched_name(sched), r->p, r->plan.v, m};
     if (status == PB_OK && r->traced)

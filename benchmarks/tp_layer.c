@@ -153,10 +153,11 @@ static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, pb_st
 {
     const pb_common_opts *o = &r->o->common;
     double *samples = malloc(sizeof(double) * (size_t)o->iters);
-    PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", o->iters);
+    int status = pb_agree(r->b->w.comm, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->iters),
+                          "samples");
     pb_loop_cfg loop = {o->iters, o->warmup, o->max_seconds};
     pb_watch_what(what, bytes);
-    int status = pb_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
+    if (status == PB_OK) status = pb_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
     if (status == PB_OK) status = pb_gather_stats(r->b->w.comm, samples, *done, st);
     free(samples);
     return status;
@@ -402,7 +403,9 @@ int main(int argc, char **argv)
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
-    if (status == PB_OK) status = pb_world_agree(&b.w, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng));
+    if (status == PB_OK)
+        status = pb_agree(b.w.comm, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
+                          "engine");
     if (status == PB_OK && b.rep) {
         pb_report_note(b.rep, "engine: %s", r.eng->describe());
         pb_ordering ord = pb_tp_ordering(r.eng, b.be, o.tp);
@@ -412,7 +415,7 @@ int main(int argc, char **argv)
                              "compute and comm times are device time from CUDA events"
                            : "each GEMM and collective completes before the next starts; host clock");
     }
-    if (status == PB_OK) status = pb_world_agree(&b.w, place(&r));
+    if (status == PB_OK) status = pb_agree(b.w.comm, place(&r), "comm"); /* agreed in the TP group, then here */
     double frac_sum = 0;
     int rows = 0;
     long long wrong = 0;

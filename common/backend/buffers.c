@@ -1,6 +1,7 @@
 #include "backend/buffers.h"
 
 #include "core/error.h"
+#include "core/faults.h"
 #include "backend/gpu.h"
 #include "core/topo.h"
 
@@ -40,6 +41,7 @@ int pb_rotbuf_alloc(const pb_backend *be, size_t largest, int rotate, pb_rotbuf 
     out->rotate = rotate;
     out->pool = pb_rotation_pool(largest, rotate ? pb_buffer_cache_bytes(be) : 0, rotate);
     void *p;
+    if (pb_test_fail("buffers")) return pb_fail(PB_ERR_ENV, "out of memory for %zu bytes of buffers", out->pool);
     PB_TRY(be->alloc(out->pool, &p));
     out->base = p;
     /* Zero through a host buffer so it works for device memory too. */

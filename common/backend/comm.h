@@ -30,7 +30,10 @@ typedef struct pb_backend {
      * make, so callers issue it in place (send == recv). */
     int broadcast_in_place;
 
-    /* Collective over `group`: create a communicator for the traffic. */
+    /* Collective over `group`: create a communicator for the traffic. The
+     * status is agreed over `group` (pb_agree, site "comm"): every rank of
+     * the group gets the same one; a caller whose groups split the world
+     * agrees over the world after it. */
     int (*comm_create)(MPI_Comm group, pb_comm **out);
     void (*comm_destroy)(pb_comm *c);
     int (*rank)(const pb_comm *c);

@@ -4,7 +4,9 @@
 #include "backend/comm.h"
 
 #include "core/error.h"
+#include "core/faults.h"
 #include "core/grow.h"
+#include "core/world.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -71,10 +73,17 @@ static int check(int rc, const char *what)
     return pb_fail(PB_ERR_ENV, "%s failed: %s", what, msg);
 }
 
+/* Collective over `group`, agreed before the collective MPI_Comm_dup: a rank
+ * that failed does not leave its peers waiting in it. */
 static int create(MPI_Comm group, pb_comm **out)
 {
-    pb_comm *c = calloc(1, sizeof *c);
-    PB_CHECK(c, PB_ERR_ENV, "out of memory for a communicator");
+    pb_comm *c = pb_test_fail("comm") ? NULL : calloc(1, sizeof *c);
+    int status = c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator");
+    status = pb_agree(group, status, "comm");
+    if (status != PB_OK) {
+        free(c);
+        return status;
+    }
     MPI_Comm_dup(group, &c->comm);
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);

@@ -19,6 +19,7 @@
 #include "backend/cuda_status.h"
 #include "core/error.h"
 #include "core/grow.h"
+#include "core/world.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -111,8 +112,8 @@ static void destroy(pb_comm *c)
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
-    PB_CHECK(c, PB_ERR_ENV, "out of memory for a communicator");
-    int status = H()->comm_create(group, &c->host);
+    int status = pb_agree(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
+    if (status == PB_OK) status = H()->comm_create(group, &c->host); /* agrees itself */
     if (status != PB_OK) {
         free(c);
         return status;
@@ -130,7 +131,7 @@ static int create(MPI_Comm group, pb_comm **out)
             status = pb_cuda_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (staging stream)");
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
+    status = pb_agree(group, status, "comm");
     if (status != PB_OK) {
         destroy(c);
         return status;

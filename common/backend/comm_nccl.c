@@ -8,8 +8,10 @@
 
 #include "backend/cuda_status.h"
 #include "core/error.h"
+#include "core/faults.h"
 #include "backend/spans_cuda.h"
 #include "core/watchdog.h"
+#include "core/world.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -52,13 +54,16 @@ static void abort_comm(void *arg) { ncclCommAbort(((pb_comm *)arg)->nccl); }
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
-    PB_CHECK(c, PB_ERR_ENV, "out of memory for a communicator");
+    int status = pb_agree(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
+    if (status != PB_OK) {
+        free(c);
+        return status;
+    }
     MPI_Comm_rank(group, &c->rank);
     MPI_Comm_size(group, &c->size);
     ncclUniqueId id;
-    int status = PB_OK;
     if (c->rank == 0) status = nccl_check(ncclGetUniqueId(&id), NULL, "ncclGetUniqueId");
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
+    status = pb_agree(group, status, "nccl-id");
     if (status != PB_OK) {
         free(c);
         return status;
@@ -68,6 +73,10 @@ static int create(MPI_Comm group, pb_comm **out)
     if (e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: %s", cudaGetErrorString(e));
     if (status == PB_OK && (e = cudaEventCreateWithFlags(&c->order, cudaEventDisableTiming)) != cudaSuccess)
         status = pb_fail(PB_ERR_ENV, "cudaEventCreate: %s", cudaGetErrorString(e));
+    if (status == PB_OK && pb_test_fail("nccl-stream"))
+        status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: out of memory");
+    /* ncclCommInitRank is collective: a rank without a stream must not leave the others in it. */
+    status = pb_agree(group, status, "nccl-stream");
     if (status == PB_OK) status = nccl_check(ncclCommInitRank(&c->nccl, c->size, id, c->rank), NULL, "ncclCommInitRank");
     if (status != PB_OK) {
         if (c->order) cudaEventDestroy(c->order);

@@ -5,6 +5,7 @@
 
 static const char *progname = "parabench";
 static int quiet_usage;
+static char last_error[160]; /* the "why" of the last pb_fail, for pb_agree's note to the peers */
 
 void pb_set_quiet_usage(int quiet) { quiet_usage = quiet; }
 
@@ -18,14 +19,19 @@ const char *pb_progname(void) { return progname; }
 
 int pb_fail_at(const char *file, int line, int status, const char *fmt, ...)
 {
-    va_list ap;
+    va_list ap, copy;
     va_start(ap, fmt);
+    va_copy(copy, ap);
+    vsnprintf(last_error, sizeof last_error, fmt, copy);
+    va_end(copy);
     fprintf(stderr, "%s: %s:%d: ", progname, file, line);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
     return status;
 }
+
+const char *pb_last_error(void) { return last_error; }
 
 int pb_usage(const char *option, const char *fmt, ...)
 {

@@ -22,6 +22,9 @@ int pb_fail_at(const char *file, int line, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define pb_fail(status, ...) pb_fail_at(__FILE__, __LINE__, (status), __VA_ARGS__)
 
+/* The message of the last pb_fail on this rank (truncated), "" before any. */
+const char *pb_last_error(void);
+
 /* Usage errors name the option and what it accepts, e.g.
  *   pb_usage("-e", "'%s' is not a size; expected a number with optional K/M/G", arg)
  * prints "parabench: option -e: ..." and returns PB_ERR_USAGE. */

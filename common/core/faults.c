@@ -1,6 +1,8 @@
 #include "core/faults.h"
 
+#include <mpi.h>
 #include <stdlib.h>
+#include <string.h>
 
 int pb_fault_rank(const char *variable)
 {
@@ -9,4 +11,16 @@ int pb_fault_rank(const char *variable)
     char *end;
     long r = strtol(v, &end, 10);
     return *end == '\0' && r >= 0 ? (int)r : -1;
+}
+
+int pb_test_fail(const char *site)
+{
+    const char *v = getenv("PARABENCH_TEST_FAIL");
+    const char *colon = v ? strrchr(v, ':') : NULL;
+    if (!colon || (size_t)(colon - v) != strlen(site) || strncmp(v, site, strlen(site)) != 0) return 0;
+    char *end;
+    long r = strtol(colon + 1, &end, 10);
+    int me = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    return colon[1] != '\0' && *end == '\0' && r == me;
 }

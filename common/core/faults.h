@@ -2,7 +2,20 @@
  * user sees can produce wrong results (docs/reliability.md):
  *   PARABENCH_TEST_CORRUPT=RANK  that rank corrupts one element it validates;
  *   PARABENCH_TEST_SKIP=RANK     that rank skips the measured operations, so
- *                                its peers hang and the watchdog must fire. */
+ *                                its peers hang and the watchdog must fire;
+ *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
+ *                                the status the real failure has (exit 3 for
+ *                                all of these), before the collective that
+ *                                follows, which must agree (world.h pb_agree).
+ *                                Sites:
+ *     comm          a backend's comm_create (comm_mpi.c, and so
+ *                   comm_mpi_cuda.c), on every communicator it makes
+ *     buffers       coll_sweep's and p2p_sweep's buffer allocation
+ *     gather        runner.c's gather of timings, on the group's rank 0
+ *     engine        a workload's compute engine creation (workload_opts.c)
+ *     report        opening the CSV/JSON output on rank 0 (bench.c)
+ *     nccl-stream   stream and event creation before ncclCommInitRank
+ *                   (comm_nccl.c; GPU only) */
 #ifndef PB_FAULTS_H
 #define PB_FAULTS_H
 
@@ -10,6 +23,9 @@
 int pb_fault_rank(const char *variable);
 
 static inline int pb_test_corrupt_rank(void) { return pb_fault_rank("PARABENCH_TEST_CORRUPT"); }
+/* 1 when PARABENCH_TEST_FAIL names `site` and this process's world rank. */
+int pb_test_fail(const char *site);
+
 static inline int pb_test_skip_rank(void) { return pb_fault_rank("PARABENCH_TEST_SKIP"); }
 
 #endif

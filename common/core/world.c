@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,8 +92,59 @@ const char *pb_link_class(const pb_world *w, const int *ranks, int n)
     return nodes == n ? "inter" : "mixed";
 }
 
-int pb_world_agree(const pb_world *w, int status)
+static const char *status_word(int status)
 {
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, w->comm);
-    return status;
+    static const char *words[] = {"ok", "wrong data", "usage error", "environment error", "timeout"};
+    return status >= 0 && status <= PB_ERR_TIMEOUT ? words[status] : "error";
 }
+
+/* What the failing rank tells its peers: who failed, in the world, where and why. */
+typedef struct agree_note {
+    int world_rank, status;
+    char site[32], why[160];
+} agree_note;
+
+/* The last failure this rank learnt of. A rank that only agreed to a failure
+ * in a sub-communicator passes on the original when the world agrees after,
+ * so the ranks outside that group hear who really failed. */
+static agree_note heard = {.world_rank = -1};
+
+static void tell(MPI_Comm comm, int me, int failed, int local_status, int status, const char *site)
+{
+    agree_note note = {0};
+    int fresh = 0;
+    if (me == failed && heard.world_rank >= 0 && heard.status == status) {
+        note = heard;
+    } else if (me == failed) {
+        fresh = 1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &note.world_rank);
+        note.status = status;
+        snprintf(note.site, sizeof note.site, "%s", site);
+        snprintf(note.why, sizeof note.why, "%s", *pb_last_error() ? pb_last_error() : status_word(status));
+    }
+    /* Every rank knows the status is not OK, so every rank takes part. */
+    MPI_Bcast(&note, sizeof note, MPI_BYTE, failed, comm);
+    heard = note;
+    if (fresh)
+        fprintf(stderr, "%s: rank %d failed at %s (exit %d, %s); every rank stops\n", pb_progname(),
+                note.world_rank, note.site, status, status_word(status));
+    else if (local_status == PB_OK)
+        fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_progname(), note.world_rank, note.site, note.why);
+}
+
+int pb_agree(MPI_Comm comm, int local_status, const char *site)
+{
+    int me;
+    MPI_Comm_rank(comm, &me);
+    struct {
+        int status, rank;
+    } mine = {local_status, me}, worst;
+    /* MAXLOC: the worst status, and on a tie the lowest rank that has it. */
+    MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, comm);
+    /* A usage error is found alike on every rank and printed by rank 0 alone. */
+    if (worst.status != PB_OK && worst.status != PB_ERR_USAGE && site)
+        tell(comm, me, worst.rank, local_status, worst.status, site);
+    return worst.status;
+}
+
+int pb_world_agree(const pb_world *w, int status) { return pb_agree(w->comm, status, NULL); }

@@ -1,6 +1,7 @@
 #include "harness/bench.h"
 
 #include "core/error.h"
+#include "core/faults.h"
 #include "backend/gpu.h"
 #include "core/watchdog.h"
 
@@ -61,7 +62,7 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
     if (b->meta) cJSON_AddStringToObject(b->meta, "gpu_rank0", gpu);
     if (b->w.rank != 0) {
         cJSON_Delete(extra_meta);
-        return pb_world_agree(&b->w, PB_OK);
+        return pb_agree(b->w.comm, PB_OK, "report");
     }
     for (cJSON *e = extra_meta ? extra_meta->child : NULL; e;) {
         cJSON *next = e->next;
@@ -75,9 +76,13 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
                 b->name, b->info.max_ranks_per_node, b->info.min_cores_per_node);
     printf("# parabench %s\n", b->name);
     pb_meta_print(stdout, b->meta);
-    status = pb_report_open(b->name, cols, ncols, b->meta, stdout, o->csv, o->json, &b->rep);
-    b->meta = NULL; /* owned by the report now */
-    return pb_world_agree(&b->w, status);
+    if (pb_test_fail("report")) {
+        status = pb_fail(PB_ERR_ENV, "cannot open the output files");
+    } else {
+        status = pb_report_open(b->name, cols, ncols, b->meta, stdout, o->csv, o->json, &b->rep);
+        b->meta = NULL; /* owned by the report now */
+    }
+    return pb_agree(b->w.comm, status, "report");
 }
 
 _Noreturn void pb_bench_finish(pb_bench *b, int status)

@@ -144,8 +144,10 @@ static int split_groups(pb_hybrid *h)
     h->at.tp_link = pb_hybrid_axis_link(c->w, group_link(c->w, h->tp_group));
     h->at.pp_link = pb_hybrid_axis_link(c->w, group_link(c->w, h->pp_group));
     h->at.dp_link = pb_hybrid_axis_link(c->w, group_link(c->w, h->dp_group));
-    PB_TRY(c->be->comm_create(h->tp_group, &h->tp_comm));
-    return c->be->comm_create(h->dp_group, &h->dp_comm);
+    /* Each creation is agreed in its group; the world agrees before the next
+     * one, whose groups cut across these. */
+    PB_TRY(pb_agree(c->w->comm, c->be->comm_create(h->tp_group, &h->tp_comm), "comm"));
+    return pb_agree(c->w->comm, c->be->comm_create(h->dp_group, &h->dp_comm), "comm");
 }
 
 static int create_dp(pb_hybrid *h)
@@ -164,20 +166,25 @@ static int create_dp(pb_hybrid *h)
 
 int pb_hybrid_create(const pb_hybrid_config *cfg, pb_hybrid **out)
 {
+    /* Every step that can fail on one rank is agreed over the world before
+     * the next one, which starts with a collective. */
+    MPI_Comm world = cfg->w->comm;
     pb_hybrid *h = calloc(1, sizeof *h);
-    PB_CHECK(h, PB_ERR_ENV, "out of memory");
     *out = h;
-    h->cfg = *cfg;
-    h->acts = calloc((size_t)cfg->micro_batches, sizeof(pb_acts *)); /* one pointer per micro-batch */
-    PB_CHECK(h->acts, PB_ERR_ENV, "out of memory");
+    if (h) {
+        h->cfg = *cfg;
+        h->acts = calloc((size_t)cfg->micro_batches, sizeof(pb_acts *)); /* one pointer per micro-batch */
+    }
+    PB_TRY(pb_agree(world, h && h->acts ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"), "hybrid"));
     PB_TRY(split_groups(h));
     pb_tp_config tc = tp_config(cfg, h->at.t, h->at.p, h->tp_comm);
-    PB_TRY(pb_tp_create(&tc, &h->tp));
+    PB_TRY(pb_agree(world, pb_tp_create(&tc, &h->tp), "hybrid tp"));
     h->rows = pb_tp_io_rows(&tc);
     pb_pp_config pc = {.be = cfg->be, .group = h->pp_group, .act_count = (size_t)h->rows * (size_t)cfg->shape.h,
                        .act_dtype = pb_tp_shape(h->tp)->dtype, .ring = 0, .max_sends = cfg->micro_batches};
-    PB_TRY(pb_pp_exec_create(&pc, &h->ex));
-    PB_TRY(pb_pp_plan_build(cfg->sched, cfg->P, cfg->micro_batches, 1, h->at.p, &h->plan));
+    PB_TRY(pb_agree(world, pb_pp_exec_create(&pc, &h->ex), "pipeline")); /* agreed in the pipeline, then here */
+    PB_TRY(pb_agree(world, pb_pp_plan_build(cfg->sched, cfg->P, cfg->micro_batches, 1, h->at.p, &h->plan),
+                    "hybrid plan"));
     return create_dp(h);
 }
 

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/grow.h"
+#include "core/world.h"
 #include "core/timing.h"
 
 #include <stdlib.h>
@@ -76,19 +77,22 @@ static int alloc_buffers(pb_pp_exec *ex)
 int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
 {
     pb_pp_exec *ex = calloc(1, sizeof *ex);
-    PB_CHECK(ex, PB_ERR_ENV, "pipeline: out of memory");
+    /* Agreed before the communicators: their creation is collective over the pipeline. */
+    int status = pb_agree(cfg->group, ex ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline: out of memory"), "pipeline");
+    if (status != PB_OK) {
+        free(ex);
+        return status;
+    }
     ex->cfg = *cfg;
     MPI_Comm_size(cfg->group, &ex->p);
     MPI_Comm_rank(cfg->group, &ex->stage);
     ex->bytes = cfg->act_count * pb_dtype_size(cfg->act_dtype);
     ex->ncolors = cfg->ring && ex->p % 2 == 1 && ex->p > 1 ? 3 : 2;
-    int status = PB_OK;
-    /* Created in the same order on every rank: communicator creation is collective. */
-    for (int k = 0; k < KINDS; k++)
-        for (int c = 0; c < ex->ncolors; c++) {
-            int s = cfg->be->comm_create(cfg->group, &ex->comm[k][c]);
-            if (status == PB_OK) status = s;
-        }
+    /* Created in the same order on every rank: communicator creation is
+     * collective, and its status agreed over the group, so all stop at once. */
+    for (int k = 0; k < KINDS && status == PB_OK; k++)
+        for (int c = 0; c < ex->ncolors && status == PB_OK; c++)
+            status = cfg->be->comm_create(cfg->group, &ex->comm[k][c]);
     if (status == PB_OK) {
         int p = ex->p, out_link = ex->stage, in_link = (ex->stage - 1 + p) % p;
         /* Activations travel on link stage -> stage+1; gradients come back on the same link index. */

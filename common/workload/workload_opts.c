@@ -1,6 +1,7 @@
 #include "workload/workload_opts.h"
 
 #include "core/error.h"
+#include "core/faults.h"
 #include "backend/gpu.h"
 #include "core/parse.h"
 
@@ -99,6 +100,7 @@ int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int loca
     const char *name = o->engine;
     if (!name || !*name) name = device_backend ? "cublas" : "blas";
     PB_TRY(pb_compute_select("--engine", name, out));
+    if (pb_test_fail("engine")) return pb_fail(PB_ERR_ENV, "engine %s: initialisation failed", name);
     if (strcmp(name, "cublas") == 0 && !device_backend) {
         char gpu[160];
         PB_TRY(pb_gpu_bind(local_rank, gpu_offset, gpu, sizeof gpu));
