@@ -64,30 +64,55 @@ static const char *coll_help(void)
     return help;
 }
 
-static const pb_column cols[] = {
-    {"collective", NULL, NULL, PB_COL_STR, 0, 0},
-    {"bytes", "size", "(B)", PB_COL_INT, 12, 0},
-    {"count", "count", "(elements)", PB_COL_INT, 12, 0},
-    {"dtype", "type", "", PB_COL_STR, 8, 0},
-    {"redop", "redop", "", PB_COL_STR, 6, 0},
-    {"root", "root", "", PB_COL_INT, 5, 0},
-    {"nranks", NULL, NULL, PB_COL_INT, 0, 0},
-    {"nnodes", NULL, NULL, PB_COL_INT, 0, 0},
-    {"link_class", "link", "", PB_COL_STR, 6, 0},
-    {"iters", "iters", "", PB_COL_INT, 6, 0},
-    {"time_us", "time", "(us)", PB_COL_FLOAT, 10, 2},
-    {"time_us_min", NULL, NULL, PB_COL_FLOAT, 0, 0},
-    {"time_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0},
-    {"time_us_median", NULL, NULL, PB_COL_FLOAT, 0, 0},
-    {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2},
-    {"time_us_rankmax", NULL, NULL, PB_COL_FLOAT, 0, 0},
-    {"time_us_device", "devtime", "(us)", PB_COL_FLOAT, 10, 2},
-    {"algbw_GBps", "algbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
-    {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3},
-    {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
-    {"group", "group", "", PB_COL_STR, 8, 0}, /* "world", or the node / rail (--groups) */
+enum {
+    COL_COLLECTIVE,
+    COL_BYTES,
+    COL_COUNT,
+    COL_DTYPE,
+    COL_REDOP,
+    COL_ROOT,
+    COL_NRANKS,
+    COL_NNODES,
+    COL_LINK_CLASS,
+    COL_ITERS,
+    COL_TIME_US,
+    COL_TIME_US_MIN,
+    COL_TIME_US_MAX,
+    COL_TIME_US_MEDIAN,
+    COL_TIME_US_P99,
+    COL_TIME_US_RANKMAX,
+    COL_TIME_US_DEVICE,
+    COL_ALGBW_GBPS,
+    COL_BUSBW_GBPS,
+    COL_WRONG,
+    COL_GROUP,
+    NCOLS
 };
-#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+static const pb_column cols[] = {
+    [COL_COLLECTIVE] = {"collective", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 12, 0, "B"},
+    [COL_COUNT] = {"count", "count", "(elements)", PB_COL_INT, 12, 0, "elements"},
+    [COL_DTYPE] = {"dtype", "type", "", PB_COL_STR, 8, 0, ""},
+    [COL_REDOP] = {"redop", "redop", "", PB_COL_STR, 6, 0, ""},
+    [COL_ROOT] = {"root", "root", "", PB_COL_INT, 5, 0, ""},
+    [COL_NRANKS] = {"nranks", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    [COL_NNODES] = {"nnodes", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    [COL_LINK_CLASS] = {"link_class", "link", "", PB_COL_STR, 6, 0, ""},
+    [COL_ITERS] = {"iters", "iters", "", PB_COL_INT, 6, 0, ""},
+    [COL_TIME_US] = {"time_us", "time", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_TIME_US_MIN] = {"time_us_min", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_TIME_US_MAX] = {"time_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_TIME_US_MEDIAN] = {"time_us_median", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_TIME_US_P99] = {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_TIME_US_RANKMAX] = {"time_us_rankmax", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_TIME_US_DEVICE] = {"time_us_device", "devtime", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_ALGBW_GBPS] = {"algbw_GBps", "algbw", "(GB/s)", PB_COL_FLOAT, 8, 3, "GB/s"},
+    [COL_BUSBW_GBPS] = {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3, "GB/s"},
+    [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 7, 0, ""},
+    [COL_GROUP] = {"group", "group", "", PB_COL_STR, 8, 0, ""}, /* "world", or the node / rail (--groups) */
+};
+_Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
 typedef struct iter_ctx {
     const pb_backend *be;
@@ -192,11 +217,27 @@ static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
     double algbw = r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 : 0;
     const pb_coll_desc *d = pb_coll_desc_of(x->coll);
     pb_value v[NCOLS] = {
-        PB_S(d->name), PB_I(r->bytes), PB_I(r->count), PB_S(pb_dtype_name(x->o->dtype)),
-        PB_S(d->has_op ? pb_redop_name(x->o->op) : "none"), PB_I(d->has_root ? x->o->root : -1),
-        PB_I(r->nranks), PB_I(r->nnodes), PB_S(r->link), PB_I(r->done), PB_F(r->st.mean), PB_F(r->st.min),
-        PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->st.rankmax), PB_F(r->dev_us), PB_F(algbw),
-        PB_F(busbw_of(x, r)), PB_I(x->o->check ? r->wrong : -1), PB_S(r->name),
+        [COL_COLLECTIVE] = PB_S(d->name),
+        [COL_BYTES] = PB_I(r->bytes),
+        [COL_COUNT] = PB_I(r->count),
+        [COL_DTYPE] = PB_S(pb_dtype_name(x->o->dtype)),
+        [COL_REDOP] = PB_S(d->has_op ? pb_redop_name(x->o->op) : "none"),
+        [COL_ROOT] = PB_I(d->has_root ? x->o->root : -1),
+        [COL_NRANKS] = PB_I(r->nranks),
+        [COL_NNODES] = PB_I(r->nnodes),
+        [COL_LINK_CLASS] = PB_S(r->link),
+        [COL_ITERS] = PB_I(r->done),
+        [COL_TIME_US] = PB_F(r->st.mean),
+        [COL_TIME_US_MIN] = PB_F(r->st.min),
+        [COL_TIME_US_MAX] = PB_F(r->st.max),
+        [COL_TIME_US_MEDIAN] = PB_F(r->st.median),
+        [COL_TIME_US_P99] = PB_F(r->st.p99),
+        [COL_TIME_US_RANKMAX] = PB_F(r->st.rankmax),
+        [COL_TIME_US_DEVICE] = PB_F(r->dev_us),
+        [COL_ALGBW_GBPS] = PB_F(algbw),
+        [COL_BUSBW_GBPS] = PB_F(busbw_of(x, r)),
+        [COL_WRONG] = PB_I(x->o->check ? r->wrong : -1),
+        [COL_GROUP] = PB_S(r->name),
     };
     return pb_report_row(b->rep, v);
 }

@@ -73,26 +73,47 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     }
 }
 
-static const pb_column cols[] = {
-    {"mode", NULL, NULL, PB_COL_STR, 0, 0},
-    {"bytes", "size", "(B)", PB_COL_INT, 12, 0},
-    {"rank_a", NULL, NULL, PB_COL_INT, 0, 0},
-    {"rank_b", NULL, NULL, PB_COL_INT, 0, 0},
-    {"host_a", NULL, NULL, PB_COL_STR, 0, 0},
-    {"host_b", NULL, NULL, PB_COL_STR, 0, 0},
-    {"link_class", "link", "", PB_COL_STR, 6, 0},
-    {"iters", "iters", "", PB_COL_INT, 7, 0},
-    {"window", "window", "", PB_COL_INT, 6, 0},
-    {"time_us", "time", "(us)", PB_COL_FLOAT, 11, 2},
-    {"time_us_min", "min", "(us)", PB_COL_FLOAT, 10, 2},
-    {"time_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0},
-    {"time_us_median", "median", "(us)", PB_COL_FLOAT, 10, 2},
-    {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2},
-    {"bw_GBps", "bw", "(GB/s)", PB_COL_FLOAT, 9, 3},
-    {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
-    {"round", NULL, NULL, PB_COL_INT, 0, 0}, /* --matrix: the round the pair ran in; -1 otherwise */
+enum {
+    COL_MODE,
+    COL_BYTES,
+    COL_RANK_A,
+    COL_RANK_B,
+    COL_HOST_A,
+    COL_HOST_B,
+    COL_LINK_CLASS,
+    COL_ITERS,
+    COL_WINDOW,
+    COL_TIME_US,
+    COL_TIME_US_MIN,
+    COL_TIME_US_MAX,
+    COL_TIME_US_MEDIAN,
+    COL_TIME_US_P99,
+    COL_BW_GBPS,
+    COL_WRONG,
+    COL_ROUND,
+    NCOLS
 };
-#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+static const pb_column cols[] = {
+    [COL_MODE] = {"mode", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 12, 0, "B"},
+    [COL_RANK_A] = {"rank_a", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    [COL_RANK_B] = {"rank_b", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    [COL_HOST_A] = {"host_a", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_HOST_B] = {"host_b", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_LINK_CLASS] = {"link_class", "link", "", PB_COL_STR, 6, 0, ""},
+    [COL_ITERS] = {"iters", "iters", "", PB_COL_INT, 7, 0, ""},
+    [COL_WINDOW] = {"window", "window", "", PB_COL_INT, 6, 0, ""},
+    [COL_TIME_US] = {"time_us", "time", "(us)", PB_COL_FLOAT, 11, 2, "us"},
+    [COL_TIME_US_MIN] = {"time_us_min", "min", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_TIME_US_MAX] = {"time_us_max", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_TIME_US_MEDIAN] = {"time_us_median", "median", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_TIME_US_P99] = {"time_us_p99", "p99", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_BW_GBPS] = {"bw_GBps", "bw", "(GB/s)", PB_COL_FLOAT, 9, 3, "GB/s"},
+    [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 7, 0, ""},
+    [COL_ROUND] = {"round", NULL, NULL, PB_COL_INT, 0, 0, ""}, /* --matrix: the round the pair ran in; -1 otherwise */
+};
+_Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
 static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_mode mode, size_t bytes,
                       const pb_p2p_result *r, int round)
@@ -100,10 +121,23 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
     const pb_world *w = &b->w;
     int window = mode == PB_P2P_LATENCY ? 1 : o->window;
     pb_value v[NCOLS] = {
-        PB_S(pb_p2p_mode_name(mode)), PB_I(bytes), PB_I(pair[0]), PB_I(pair[1]), PB_S(w->host[pair[0]]),
-        PB_S(w->host[pair[1]]), PB_S(pb_link_class(w, pair, 2)), PB_I(r->iters), PB_I(window),
-        PB_F(r->st.mean), PB_F(r->st.min), PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->bw_GBps),
-        PB_I(r->wrong), PB_I(round),
+        [COL_MODE] = PB_S(pb_p2p_mode_name(mode)),
+        [COL_BYTES] = PB_I(bytes),
+        [COL_RANK_A] = PB_I(pair[0]),
+        [COL_RANK_B] = PB_I(pair[1]),
+        [COL_HOST_A] = PB_S(w->host[pair[0]]),
+        [COL_HOST_B] = PB_S(w->host[pair[1]]),
+        [COL_LINK_CLASS] = PB_S(pb_link_class(w, pair, 2)),
+        [COL_ITERS] = PB_I(r->iters),
+        [COL_WINDOW] = PB_I(window),
+        [COL_TIME_US] = PB_F(r->st.mean),
+        [COL_TIME_US_MIN] = PB_F(r->st.min),
+        [COL_TIME_US_MAX] = PB_F(r->st.max),
+        [COL_TIME_US_MEDIAN] = PB_F(r->st.median),
+        [COL_TIME_US_P99] = PB_F(r->st.p99),
+        [COL_BW_GBPS] = PB_F(r->bw_GBps),
+        [COL_WRONG] = PB_I(r->wrong),
+        [COL_ROUND] = PB_I(round),
     };
     return pb_report_row(b->rep, v);
 }

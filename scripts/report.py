@@ -61,6 +61,16 @@ def rows(out, name):
         return []
 
 
+def units(out, name):
+    """{column: unit} from the run's JSON document (its "columns" schema, which
+    the benchmark writes from its own column table); {} without one."""
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            return {c["key"]: c.get("unit", "") for c in json.load(f).get("columns", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def num(r, key, default=float("nan")):
     try:
         return float(r.get(key, ""))
@@ -156,8 +166,8 @@ def steps(out):
     return [dict(zip(keys, l.rstrip("\n").split("\t"))) for l in open(path) if l.strip()]
 
 
-def fmt_cell(col, v):
-    if col in ("bytes", "grad_bytes", "comm_bytes_per_rank", "peak_act_bytes"):
+def fmt_cell(v, unit):
+    if unit == "B":
         try:
             return human_bytes(v)
         except ValueError:
@@ -174,7 +184,8 @@ def table(out, name, limit=60):
     if not rs:
         return None, None
     cols = [c for c in TABLES[name] if c in rs[0]]
-    body = [[fmt_cell(c, r.get(c, "")) for c in cols] for r in rs[:limit]]
+    unit = units(out, name)
+    body = [[fmt_cell(r.get(c, ""), unit.get(c, "")) for c in cols] for r in rs[:limit]]
     return cols, body
 
 

@@ -61,14 +61,25 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     }
 }
 
-static const pb_column cols[] = {
-    {"test", "test", "", PB_COL_STR, 6, 0},
-    {"engine", "engine", "", PB_COL_STR, 7, 0},
-    {"dtype", "type", "", PB_COL_STR, 9, 0},
-    {"size", "size", "", PB_COL_INT, 11, 0},
-    {"rate", "rate", "", PB_COL_FLOAT, 12, 1},
-    {"unit", "unit", "", PB_COL_STR, 7, 0},
+enum {
+    COL_TEST,
+    COL_ENGINE,
+    COL_DTYPE,
+    COL_SIZE,
+    COL_RATE,
+    COL_UNIT,
+    NCOLS
 };
+
+static const pb_column cols[] = {
+    [COL_TEST] = {"test", "test", "", PB_COL_STR, 6, 0, ""},
+    [COL_ENGINE] = {"engine", "engine", "", PB_COL_STR, 7, 0, ""},
+    [COL_DTYPE] = {"dtype", "type", "", PB_COL_STR, 9, 0, ""},
+    [COL_SIZE] = {"size", "size", "", PB_COL_INT, 11, 0, ""},
+    [COL_RATE] = {"rate", "rate", "", PB_COL_FLOAT, 12, 1, ""},
+    [COL_UNIT] = {"unit", "unit", "", PB_COL_STR, 7, 0, ""},
+};
+_Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
 /* Copy bandwidth in engine memory: read + write counted once, as bandwidthTest does. */
 static int copy_rate(const pb_compute *e, uint64_t bytes, int iters, double *gbps)
@@ -95,14 +106,27 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
         double gflops = 0;
         int64_t n = (int64_t)o->sizes[i];
         PB_TRY(pb_gemm_benchmark(e, n, n, n, o->dtype, o->iters, &gflops));
-        pb_value v[] = {PB_S("gemm"), PB_S(e->name), PB_S(pb_dtype_name(e->gemm_dtype(o->dtype))), PB_I(n),
-                        PB_F(gflops), PB_S("GFLOP/s")};
+        pb_value v[NCOLS] = {
+            [COL_TEST] = PB_S("gemm"),
+            [COL_ENGINE] = PB_S(e->name),
+            [COL_DTYPE] = PB_S(pb_dtype_name(e->gemm_dtype(o->dtype))),
+            [COL_SIZE] = PB_I(n),
+            [COL_RATE] = PB_F(gflops),
+            [COL_UNIT] = PB_S("GFLOP/s"),
+        };
         PB_TRY(pb_report_row(rep, v));
     }
     if (o->copy_bytes == 0) return PB_OK;
     double gbps = 0;
     PB_TRY(copy_rate(e, o->copy_bytes, o->iters, &gbps));
-    pb_value v[] = {PB_S("copy"), PB_S(e->name), PB_S("byte"), PB_I(o->copy_bytes), PB_F(gbps), PB_S("GB/s")};
+    pb_value v[NCOLS] = {
+        [COL_TEST] = PB_S("copy"),
+        [COL_ENGINE] = PB_S(e->name),
+        [COL_DTYPE] = PB_S("byte"),
+        [COL_SIZE] = PB_I(o->copy_bytes),
+        [COL_RATE] = PB_F(gbps),
+        [COL_UNIT] = PB_S("GB/s"),
+    };
     return pb_report_row(rep, v);
 }
 
@@ -127,7 +151,7 @@ int main(int argc, char **argv)
     if (status != PB_OK) return status;
     printf("# compute_probe\n# engine %s\n# gpu    %s\n", e->describe(), gpu);
     pb_report *rep = NULL;
-    status = pb_report_open("compute_probe", cols, (int)(sizeof cols / sizeof cols[0]), NULL, stdout, o.csv, NULL,
+    status = pb_report_open("compute_probe", cols, NCOLS, NULL, stdout, o.csv, NULL,
                             &rep);
     pb_report_header(rep);
     if (status == PB_OK) status = run(&o, e, rep);

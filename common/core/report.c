@@ -66,6 +66,31 @@ static void csv_meta(FILE *csv, const cJSON *meta)
     }
 }
 
+static const char *type_name(pb_col_type t)
+{
+    switch (t) {
+    case PB_COL_INT: return "int";
+    case PB_COL_FLOAT: return "float";
+    case PB_COL_STR: return "string";
+    }
+    return "unset";
+}
+
+/* The schema: what each row key means, so a reader needs no copy of it. */
+static int add_schema(cJSON *root, const pb_column *cols, int ncols)
+{
+    cJSON *schema = cJSON_AddArrayToObject(root, "columns");
+    for (int c = 0; c < ncols; c++) {
+        PB_CHECK(cols[c].key, PB_ERR_CHECK, "report: column %d has no key (missing from the column table)", c);
+        cJSON *col = cJSON_CreateObject();
+        cJSON_AddStringToObject(col, "key", cols[c].key);
+        cJSON_AddStringToObject(col, "unit", cols[c].unit ? cols[c].unit : "");
+        cJSON_AddStringToObject(col, "type", type_name(cols[c].type));
+        cJSON_AddItemToArray(schema, col);
+    }
+    return PB_OK;
+}
+
 int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSON *meta, FILE *table,
                    const char *csv_path, const char *json_path, pb_report **out)
 {
@@ -78,10 +103,11 @@ int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSO
     cJSON_AddStringToObject(r->root, "benchmark", benchmark);
     cJSON_AddBoolToObject(r->root, "complete", 0);
     if (meta) cJSON_AddItemToObject(r->root, "meta", meta);
+    *out = r;
+    PB_TRY(add_schema(r->root, cols, ncols));
     r->rows = cJSON_AddArrayToObject(r->root, "rows");
     r->summary = cJSON_AddObjectToObject(r->root, "summary");
     r->notes = cJSON_AddArrayToObject(r->root, "notes");
-    *out = r;
     if (csv_path) {
         r->csv = fopen(csv_path, "w");
         if (!r->csv) return pb_fail(PB_ERR_ENV, "--csv %s: cannot open for writing: %m", csv_path);
@@ -107,7 +133,7 @@ void pb_report_header(pb_report *r)
         for (int c = 0; c < r->ncols; c++) {
             const pb_column *col = &r->cols[c];
             if (!col->title) continue;
-            const char *text = line == 0 ? col->title : (col->unit ? col->unit : "");
+            const char *text = line == 0 ? col->title : (col->subtitle ? col->subtitle : "");
             fprintf(r->table, " %*s", col->width, text);
         }
         fputc('\n', r->table);
@@ -138,8 +164,22 @@ static void csv_cell(FILE *f, const pb_column *col, const pb_value *v)
     }
 }
 
+/* Every value set, each for its column's type: a row one value short is a
+ * bug that would otherwise write a silent 0. */
+static int row_complete(const pb_report *r, const pb_value *values)
+{
+    for (int c = 0; c < r->ncols; c++) {
+        const pb_column *col = &r->cols[c];
+        PB_CHECK(values[c].type != 0, PB_ERR_CHECK, "report: the row has no value for column '%s'", col->key);
+        PB_CHECK(values[c].type == col->type, PB_ERR_CHECK, "report: column '%s' is %s, the row's value is %s",
+                 col->key, type_name(col->type), type_name(values[c].type));
+    }
+    return PB_OK;
+}
+
 int pb_report_row(pb_report *r, const pb_value *values)
 {
+    PB_TRY(row_complete(r, values));
     cJSON *row = cJSON_CreateObject();
     if (r->table) fputc(' ', r->table);
     for (int c = 0; c < r->ncols; c++) {

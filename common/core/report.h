@@ -10,39 +10,53 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
-typedef enum { PB_COL_INT, PB_COL_FLOAT, PB_COL_STR } pb_col_type;
+/* Nonzero: a value with no type (0) is one that was never set. */
+typedef enum { PB_COL_INT = 1, PB_COL_FLOAT, PB_COL_STR } pb_col_type;
 
+/* One result column. A benchmark declares its columns once, as a table indexed
+ * by an enum of column indexes; the CSV header, the JSON keys and the JSON
+ * "columns" schema all come from it. */
 typedef struct pb_column {
-    const char *key;   /* CSV header and JSON key */
-    const char *title; /* table header; NULL: not shown in the table */
-    const char *unit;  /* second table header line, e.g. "(us)" */
+    const char *key;      /* CSV header and JSON key */
+    const char *title;    /* table header; NULL: not shown in the table */
+    const char *subtitle; /* second table header line, e.g. "(us)" */
     pb_col_type type;
     int width, precision; /* table formatting */
+    const char *unit;     /* the values' unit in the schema, e.g. "us", "B", "GB/s"; "" when none */
 } pb_column;
 
 /* A float value that is NaN means "not measured" (e.g. device time on a host
- * backend): "-" in the table, an empty CSV cell, null in JSON. */
+ * backend): "-" in the table, an empty CSV cell, null in JSON. `type` is the
+ * column type the value was made for; 0 (a value left out of a row's
+ * initializer) makes the writer refuse the row. */
 typedef struct pb_value {
+    pb_col_type type;
     long long i;
     double f;
     const char *s;
 } pb_value;
 
-#define PB_I(x) ((pb_value){.i = (long long)(x)})
-#define PB_F(x) ((pb_value){.f = (double)(x)})
-#define PB_S(x) ((pb_value){.s = (x)})
+#define PB_I(x) ((pb_value){.type = PB_COL_INT, .i = (long long)(x)})
+#define PB_F(x) ((pb_value){.type = PB_COL_FLOAT, .f = (double)(x)})
+#define PB_S(x) ((pb_value){.type = PB_COL_STR, .s = (x)})
 
 typedef struct pb_report pb_report;
 
 /* Open the writers. `meta` (owned by the report afterwards) goes in the JSON
- * and as "# key: value" lines at the top of the CSV. table may be NULL. */
+ * and as "# key: value" lines at the top of the CSV. The JSON also has
+ * "columns": the key, unit and type of every column. table may be NULL.
+ * Refuses (PB_ERR_CHECK) a column without a key: an index missing from the
+ * benchmark's table. */
 int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSON *meta, FILE *table,
                    const char *csv_path, const char *json_path, pb_report **out);
 
 /* Print the table header (again, e.g. before each collective). */
 void pb_report_header(pb_report *r);
 
-/* Write one row of ncols values, in column order, to all writers. */
+/* Write one row of ncols values, indexed by column, to all writers. A row
+ * with a value not set, or set for another type than its column's, is
+ * refused whole (nothing written): PB_ERR_CHECK and a message naming the
+ * column. */
 int pb_report_row(pb_report *r, const pb_value *values);
 
 /* A summary figure: a table line "# title: value unit", a JSON summary entry

@@ -4,7 +4,9 @@
 usage: results.py CSV JSON --columns a,b,c [--rows N] [--zero-wrong] [--complete]
                   [--expect COL=VALUE ...] [--positive COL ...]
 --expect COL= (empty value) means "not measured": an empty CSV cell and null in JSON.
-Exits 1 with a message naming what is wrong."""
+The full column list, units and types come from the JSON document's "columns"
+schema: the CSV header and every JSON row must match it. --columns names the
+columns a test relies on. Exits 1 with a message naming what is wrong."""
 import argparse
 import csv
 import json
@@ -25,6 +27,36 @@ def read_csv(path):
         fail(f"{path}: no header row")
     rows = list(csv.DictReader(body))
     return rows, comments, body[0].split(",")
+
+
+# JSON value types each schema type admits (a float cell may be null: not measured;
+# cJSON writes a whole float without a point).
+JSON_TYPES = {"int": (int,), "float": (int, float, type(None)), "string": (str,)}
+
+
+def read_schema(path, doc):
+    """The "columns" schema: [(key, unit, type)], each entry complete."""
+    cols = doc.get("columns")
+    if not isinstance(cols, list) or not cols:
+        fail(f"{path}: no 'columns' schema")
+    out = []
+    for c in cols:
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str) for k in ("key", "unit", "type")):
+            fail(f"{path}: schema entry {c} lacks a key, unit or type")
+        if c["type"] not in JSON_TYPES:
+            fail(f"{path}: column {c['key']}: type '{c['type']}' is not one of {sorted(JSON_TYPES)}")
+        out.append((c["key"], c["unit"], c["type"]))
+    return out
+
+
+def check_row_types(path, schema, r):
+    keys = [k for k, _, _ in schema]
+    if list(r) != keys:
+        fail(f"{path}: row keys {list(r)} differ from the schema's {keys}")
+    for key, _, typ in schema:
+        v = r[key]
+        if isinstance(v, bool) or not isinstance(v, JSON_TYPES[typ]):
+            fail(f"{path}: {key} = {v!r} is not of the schema's type {typ}")
 
 
 def main():
@@ -61,11 +93,23 @@ def main():
                 "topology", "nranks"):
         if key not in doc["meta"]:
             fail(f"{a.json}: meta.{key} missing")
+    schema = read_schema(a.json, doc)
+    types = {k: t for k, _, t in schema}
+    if header != [k for k, _, _ in schema]:
+        fail(f"{a.csv}: header {header} differs from the JSON schema's columns {[k for k, _, _ in schema]}")
+    for e in a.expect:
+        col, val = e.split("=", 1)
+        if val == "" and types.get(col) != "float":
+            fail(f"{a.json}: {col} is {types.get(col)}; only a float column can be 'not measured'")
+    for col in a.positive:
+        if types.get(col) not in ("int", "float"):
+            fail(f"{a.json}: --positive {col}: the column is {types.get(col)}, not a number")
     if len(doc["rows"]) != len(rows):
         fail(f"JSON has {len(doc['rows'])} rows, CSV {len(rows)}")
     if a.complete and doc["complete"] is not True:
         fail(f"{a.json}: complete is {doc['complete']}")
     for r in doc["rows"]:
+        check_row_types(a.json, schema, r)
         missing = [c for c in want if c not in r]
         if missing:
             fail(f"{a.json}: row lacks {missing}")

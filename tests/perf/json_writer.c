@@ -8,11 +8,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const pb_column cols[] = {
-    {"collective", NULL, NULL, PB_COL_STR, 0, 0},   {"bytes", "size", "(B)", PB_COL_INT, 12, 0},
-    {"iters", "iters", "", PB_COL_INT, 6, 0},       {"time_us", "time", "(us)", PB_COL_FLOAT, 10, 2},
-    {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3}, {"wrong", "#wrong", "", PB_COL_INT, 7, 0},
+enum {
+    COL_COLLECTIVE,
+    COL_BYTES,
+    COL_ITERS,
+    COL_TIME_US,
+    COL_BUSBW_GBPS,
+    COL_WRONG,
+    NCOLS
 };
+
+static const pb_column cols[] = {
+    [COL_COLLECTIVE] = {"collective", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 12, 0, "B"},
+    [COL_ITERS] = {"iters", "iters", "", PB_COL_INT, 6, 0, ""},
+    [COL_TIME_US] = {"time_us", "time", "(us)", PB_COL_FLOAT, 10, 2, "us"},
+    [COL_BUSBW_GBPS] = {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3, "GB/s"},
+    [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 7, 0, ""},
+};
+_Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
 int main(int argc, char **argv)
 {

@@ -1,6 +1,8 @@
 /* The report writer: the CSV has every row as soon as it is written; the JSON
  * is rewritten whole (always a valid document) once the rows have doubled
- * since the last write, or a second has passed, and completely at close. */
+ * since the last write, or a second has passed, and completely at close. A
+ * row with a value unset is refused naming the column; the JSON carries the
+ * column schema. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,14 +14,19 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-static const pb_column cols[] = {
-    {"bytes", "size", "(B)", PB_COL_INT, 8, 0},
-    {"time_us", "time", "(us)", PB_COL_FLOAT, 8, 2},
-};
+enum { COL_BYTES, COL_TIME_US, COL_NAME, NCOLS };
 
-static int json_rows(const char *path, int *complete)
+static const pb_column cols[] = {
+    [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 8, 0, "B"},
+    [COL_TIME_US] = {"time_us", "time", "(us)", PB_COL_FLOAT, 8, 2, "us"},
+    [COL_NAME] = {"name", NULL, NULL, PB_COL_STR, 0, 0, ""},
+};
+_Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
+
+static cJSON *read_json(const char *path)
 {
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -29,6 +36,12 @@ static int json_rows(const char *path, int *complete)
     buf[n] = '\0';
     cJSON *doc = cJSON_Parse(buf);
     assert_non_null(doc); /* always a valid document */
+    return doc;
+}
+
+static int json_rows(const char *path, int *complete)
+{
+    cJSON *doc = read_json(path);
     *complete = cJSON_IsTrue(cJSON_GetObjectItem(doc, "complete"));
     int rows = cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rows"));
     cJSON_Delete(doc);
@@ -55,12 +68,12 @@ static void json_written_at_doublings(void **state)
     snprintf(csv, sizeof csv, "%s/r.csv", dir);
     snprintf(json, sizeof json, "%s/r.json", dir);
     pb_report *r;
-    assert_int_equal(pb_report_open("test", cols, 2, cJSON_CreateObject(), NULL, csv, json, &r), PB_OK);
+    assert_int_equal(pb_report_open("test", cols, NCOLS, cJSON_CreateObject(), NULL, csv, json, &r), PB_OK);
     int complete = 1;
     assert_int_equal(json_rows(json, &complete), 0);
     assert_false(complete);
     for (int i = 1; i <= 9; i++) {
-        pb_value v[2] = {PB_I(i), PB_F(i * 0.5)};
+        pb_value v[NCOLS] = {[COL_BYTES] = PB_I(i), [COL_TIME_US] = PB_F(i * 0.5), [COL_NAME] = PB_S("x")};
         assert_int_equal(pb_report_row(r, v), PB_OK);
         assert_int_equal(csv_rows(csv), i); /* the CSV never lags */
         int in_json = json_rows(json, &complete);
@@ -75,8 +88,94 @@ static void json_written_at_doublings(void **state)
     rmdir(dir);
 }
 
+/* Run pb_report_row with stderr going to a file; return its status and what it printed. */
+static int row_stderr(pb_report *r, const pb_value *v, char *msg, size_t len)
+{
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = tmpfile();
+    assert_non_null(cap);
+    dup2(fileno(cap), 2);
+    int status = pb_report_row(r, v);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    size_t n = fread(msg, 1, len - 1, cap);
+    msg[n] = '\0';
+    fclose(cap);
+    return status;
+}
+
+static void row_missing_value_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pb-report.XXXXXX", csv[64], msg[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    pb_report *r;
+    assert_int_equal(pb_report_open("test", cols, NCOLS, NULL, NULL, csv, NULL, &r), PB_OK);
+    pb_value full[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5), [COL_NAME] = PB_S("a")};
+    assert_int_equal(row_stderr(r, full, msg, sizeof msg), PB_OK);
+    assert_string_equal(msg, "");
+    /* one value short: the last column would have been a silent 0 */
+    pb_value shortrow[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5)};
+    assert_int_equal(row_stderr(r, shortrow, msg, sizeof msg), PB_ERR_CHECK);
+    assert_non_null(strstr(msg, "no value for column 'name'"));
+    pb_value middle[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_NAME] = PB_S("b")};
+    assert_int_equal(row_stderr(r, middle, msg, sizeof msg), PB_ERR_CHECK);
+    assert_non_null(strstr(msg, "no value for column 'time_us'"));
+    /* an int where the column is float would lose the value */
+    pb_value typed[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_I(2), [COL_NAME] = PB_S("c")};
+    assert_int_equal(row_stderr(r, typed, msg, sizeof msg), PB_ERR_CHECK);
+    assert_non_null(strstr(msg, "column 'time_us' is float"));
+    assert_int_equal(csv_rows(csv), 1); /* refused rows leave nothing, not half a line */
+    assert_int_equal(pb_report_close(r, 1), PB_OK);
+    unlink(csv);
+    rmdir(dir);
+}
+
+static void json_has_schema(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pb-report.XXXXXX", json[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    pb_report *r;
+    assert_int_equal(pb_report_open("test", cols, NCOLS, NULL, NULL, NULL, json, &r), PB_OK);
+    assert_int_equal(pb_report_close(r, 1), PB_OK);
+    cJSON *doc = read_json(json);
+    const cJSON *schema = cJSON_GetObjectItem(doc, "columns");
+    assert_int_equal(cJSON_GetArraySize(schema), NCOLS);
+    const char *want[NCOLS][3] = {{"bytes", "B", "int"}, {"time_us", "us", "float"}, {"name", "", "string"}};
+    for (int c = 0; c < NCOLS; c++) {
+        const cJSON *col = cJSON_GetArrayItem(schema, c);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(col, "key")), want[c][0]);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(col, "unit")), want[c][1]);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(col, "type")), want[c][2]);
+    }
+    cJSON_Delete(doc);
+    unlink(json);
+    rmdir(dir);
+}
+
+/* A column index with no table entry has no key: refused at open. */
+static void table_gap_refused(void **state)
+{
+    (void)state;
+    static const pb_column gap[3] = {
+        [0] = {"a", NULL, NULL, PB_COL_INT, 0, 0, ""},
+        [2] = {"c", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    };
+    pb_report *r = NULL;
+    assert_int_equal(pb_report_open("test", gap, 3, NULL, NULL, NULL, NULL, &r), PB_ERR_CHECK);
+    pb_report_close(r, 0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(json_written_at_doublings)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(json_written_at_doublings),
+                                       cmocka_unit_test(row_missing_value_refused), cmocka_unit_test(json_has_schema),
+                                       cmocka_unit_test(table_gap_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
