@@ -3,7 +3,7 @@
  * collectives (name, busbw factor, reduction op, root, buffer shape, how the
  * backend is called, the expected result, the cost model) is read from it, so
  * a new collective is one enum value, one table row and one expected-value
- * function (docs/adding-a-collective.md).
+ * function (docs/ARCHITECTURE.md, "A collective").
  *
  * Plain C, no MPI: coll_expect.h and the device check (nvcc) include it. */
 #ifndef PB_COLL_H
@@ -80,7 +80,7 @@ const char *pb_coll_name_list(char *buf, size_t size);
  * which option the name came from and report it themselves). */
 int pb_coll_from_name(const char *name, pb_coll *out);
 
-/* busbw = algbw * factor (nccl-tests' PERFORMANCE.md):
+/* busbw = algbw * factor (docs/METRICS.md, the nccl-tests definitions):
  * allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
  * broadcast, reduce, sendrecv 1. Returns 0 for nranks < 1 or an unknown c. */
 double pb_busbw_factor(pb_coll c, int nranks);

@@ -1,4 +1,4 @@
-/* The timing loop every benchmark shares (DESIGN.md "Time"): each rank times
+/* The timing loop every benchmark shares (docs/METRICS.md "Time"): each rank times
  * each iteration from an aligned start to completion; the alignment is
  * outside the timed region. */
 #ifndef PB_RUNNER_H

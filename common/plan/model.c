@@ -1,4 +1,4 @@
-/* Closed-form costs. Each function is one formula from DESIGN.md or the paper
+/* Closed-form costs. Each function is one formula from docs/METRICS.md, docs/plan.md or the paper
  * cited in model.h; docs/plan.md derives them. */
 #include "plan/model.h"
 
