@@ -96,9 +96,14 @@ stop_tree() {
     wait "$pid" 2>/dev/null
     return 0
 }
-# run_bg COMMAND...: run it in the background (stdin from /dev/null), wait, return its status.
+# run_bg OUTFILE ERRFILE COMMAND...: run it in the background (stdin from /dev/null, stdout and
+# stderr to the files; ERRFILE - : with stdout), wait, return its status. The redirections are
+# made here, not on the call, so that a trap running during the wait writes to run_all's own.
 run_bg() {
-    "$@" </dev/null &
+    local out=$1 err=$2; shift 2
+    if [ "$err" = - ]; then "$@" </dev/null >"$out" 2>&1 &
+    else "$@" </dev/null >"$out" 2>"$err" &
+    fi
     CHILD=$!
     wait "$CHILD"
     local rc=$?
@@ -120,7 +125,7 @@ on_signal() { # SIGNAL (INT or TERM)
     STEP_NAME=""
     [ -n "$step" ] && record "$step" interrupted - $((SECONDS - STEP_T0)) "stopped by SIG$sig"
     write_meta "SIG$sig" "$step"
-    [ "$step" = report ] || run_report >/dev/null
+    [ "$step" = report ] || run_report
     summary
     echo "run_all.sh: interrupted by SIG$sig${step:+ during $step}; what completed is in $OUT (meta.json, report.md)" >&2
     exit "$code"
@@ -138,7 +143,7 @@ BUILD_FAILED=0
 if ! make -q BUILD="$BUILD" all >/dev/null 2>&1; then
     say "building ($BUILD/)"
     # -k: a benchmark that does not build is reported as such; the others still run.
-    if ! run_bg make -k -j"$(nproc)" BUILD="$BUILD" all >"$BUILD_LOG" 2>&1; then
+    if ! run_bg "$BUILD_LOG" - make -k -j"$(nproc)" BUILD="$BUILD" all; then
         BUILD_FAILED=1
         echo "run_all.sh: part of the build failed; see the build log in the results" >&2
         grep -E "error" "$BUILD_LOG" | head -5 >&2
@@ -332,7 +337,7 @@ os.replace(tmp, os.path.join(out, "meta.json"))
 PY
 }
 
-run_report() { run_bg python3 scripts/report.py --quiet "$OUT" >"$OUT/logs/report.out" 2>"$OUT/logs/report.err"; }
+run_report() { run_bg "$OUT/logs/report.out" "$OUT/logs/report.err" python3 scripts/report.py --quiet "$OUT"; }
 
 run_step() { # k name binary
     local k=$1 name=$2 bin=$3 t0=$SECONDS launch=("${LAUNCH[@]}") ARGS=()
@@ -363,9 +368,9 @@ run_step() { # k name binary
     step_args "$name"
     # timeout puts itself and the launcher in a process group of their own: a signal's trap stops that.
     case "$bin" in
-        plan|acceptance) run_bg timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" "${ARGS[@]}" >"$OUT/$name.txt" 2>"$OUT/logs/$name.err" ;;
-        *) run_bg timeout -k 10 "$STEP_LIMIT" "${launch[@]}" "$BIN/$bin" "${ARGS[@]}" "${BACKEND_ARGS[@]}" \
-               --csv "$OUT/$name.csv" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/logs/$name.err" ;;
+        plan|acceptance) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" "${ARGS[@]}" ;;
+        *) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 10 "$STEP_LIMIT" "${launch[@]}" "$BIN/$bin" \
+               "${ARGS[@]}" "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json" ;;
     esac
     rc=$?
     STEP_NAME=""
