@@ -117,7 +117,6 @@ on_signal() { # SIGNAL (INT or TERM)
     echo "run_all.sh: SIG$sig: stopping${STEP_NAME:+ the step $STEP_NAME}" >&2
     stop_tree "$CHILD"; CHILD=""
     if [ "$OUT_READY" != 1 ]; then
-        [ -n "$BUILD_LOG" ] && rm -f "$BUILD_LOG"
         echo "run_all.sh: interrupted by SIG$sig before any step ran" >&2
         exit "$code"
     fi
@@ -131,6 +130,8 @@ on_signal() { # SIGNAL (INT or TERM)
     exit "$code"
 }
 trap 'on_signal INT' INT
+# The build log waits in /tmp until the results directory exists: never leave it there.
+trap '[ -n "$BUILD_LOG" ] && rm -f "$BUILD_LOG"' EXIT
 trap 'on_signal TERM' TERM
 
 # ---- dependencies and build ----
@@ -214,7 +215,7 @@ elif [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
 fi
 mkdir -p "$OUT/logs" || { echo "run_all.sh: cannot create $OUT" >&2; exit 3; }
 OUT=$(cd "$OUT" && pwd)
-mv "$BUILD_LOG" "$OUT/logs/build.log"
+mv "$BUILD_LOG" "$OUT/logs/build.log" && BUILD_LOG=""
 : >"$OUT/steps.tsv"
 OUT_READY=1
 
@@ -406,6 +407,7 @@ for step in "${STEPS[@]}"; do
     run_step "$k" "$name" "$bin"
     DONE_W=$((DONE_W + w))
 done
+trap - INT TERM # every step is recorded and the report written: a signal now just ends the summary
 [ "$BUILD_FAILED" = 1 ] && FAILED+=("build")
 
 summary
