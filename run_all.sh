@@ -67,6 +67,7 @@ hms() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 # (TERM, then KILL after STOP_GRACE seconds), record the step as interrupted, write meta.json and
 # the report for what completed, and exit 128 + the signal's number (130, 143).
 CHILD="" STEP_NAME="" STEP_T0=0 OUT_READY=0 BUILD_LOG="" STOP_GRACE=${STOP_GRACE:-5}
+[[ "$STOP_GRACE" =~ ^[0-9]{1,4}$ ]] || STOP_GRACE=5
 # descendants PID: every process below PID (Linux /proc; the names may hold spaces).
 descendants() {
     cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '{ pid = $1; sub(/.*\) /, ""); parent[pid] = $2 }
@@ -83,6 +84,7 @@ stop_tree() {
     pgid=$(awk '{ sub(/.*\) /, ""); print $3 }' "/proc/$pid/stat" 2>/dev/null)
     [ "$pgid" = "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null
     kill -TERM "${pids[@]}" 2>/dev/null
+    left=("${pids[@]}")
     for _ in $(seq $((STOP_GRACE * 10))); do
         left=()
         for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left+=("$p"); done
@@ -130,9 +132,9 @@ on_signal() { # SIGNAL (INT or TERM)
     exit "$code"
 }
 trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
 # The build log waits in /tmp until the results directory exists: never leave it there.
 trap '[ -n "$BUILD_LOG" ] && rm -f "$BUILD_LOG"' EXIT
-trap 'on_signal TERM' TERM
 
 # ---- dependencies and build ----
 DEPS_ARGS=(--for run)
