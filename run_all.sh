@@ -19,7 +19,9 @@
 #
 # A failing benchmark is recorded and the rest still run. Exit: 0 all passed;
 # 1 a benchmark failed or a threshold was missed; 2 usage error or bad
-# threshold file; 3 environment (dependencies, output directory).
+# threshold file; 3 environment (dependencies, output directory); 130 SIGINT,
+# 143 SIGTERM: the running step is stopped (its whole process tree) and recorded
+# as interrupted, and meta.json and the report are written for what completed.
 set -u
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
@@ -59,6 +61,81 @@ done
 say() { [ "$QUIET" = 1 ] || echo "run_all: $*" >&2; }
 hms() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 
+# ---- signals: SIGINT (Ctrl-C) and SIGTERM (Slurm at the time limit) stop the run cleanly ----
+# Long commands run in the background and are waited for (run_bg), so that a trap runs at once
+# instead of when the command ends. On a signal: stop the running command's whole process tree
+# (TERM, then KILL after STOP_GRACE seconds), record the step as interrupted, write meta.json and
+# the report for what completed, and exit 128 + the signal's number (130, 143).
+CHILD="" STEP_NAME="" STEP_T0=0 OUT_READY=0 BUILD_LOG="" STOP_GRACE=${STOP_GRACE:-5}
+[[ "$STOP_GRACE" =~ ^[0-9]{1,4}$ ]] || STOP_GRACE=5
+# descendants PID: every process below PID (Linux /proc; the names may hold spaces).
+descendants() {
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '{ pid = $1; sub(/.*\) /, ""); parent[pid] = $2 }
+        END { q[1] = root; n = 1
+              for (i = 1; i <= n; i++) for (p in parent) if (parent[p] == q[i]) { q[++n] = p; print p } }'
+}
+# stop_tree PID: TERM to PID, its process group when it leads one (timeout makes its own) and
+# every descendant found now (a launcher may put ranks in groups of their own); KILL what is
+# left after STOP_GRACE seconds; reap PID.
+stop_tree() {
+    local pid=$1 pids p left pgid
+    [ -n "$pid" ] || return 0
+    mapfile -t pids < <(echo "$pid"; descendants "$pid")
+    pgid=$(awk '{ sub(/.*\) /, ""); print $3 }' "/proc/$pid/stat" 2>/dev/null)
+    [ "$pgid" = "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null
+    kill -TERM "${pids[@]}" 2>/dev/null
+    left=("${pids[@]}")
+    for _ in $(seq $((STOP_GRACE * 10))); do
+        left=()
+        for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left+=("$p"); done
+        [ ${#left[@]} -eq 0 ] && break
+        sleep 0.1
+    done
+    if [ ${#left[@]} -gt 0 ]; then
+        [ "$pgid" = "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null
+        kill -KILL "${left[@]}" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    return 0
+}
+# run_bg OUTFILE ERRFILE COMMAND...: run it in the background (stdin from /dev/null, stdout and
+# stderr to the files; ERRFILE - : with stdout), wait, return its status. The redirections are
+# made here, not on the call, so that a trap running during the wait writes to run_all's own.
+run_bg() {
+    local out=$1 err=$2; shift 2
+    if [ "$err" = - ]; then "$@" </dev/null >"$out" 2>&1 &
+    else "$@" </dev/null >"$out" 2>"$err" &
+    fi
+    CHILD=$!
+    wait "$CHILD"
+    local rc=$?
+    CHILD=""
+    return $rc
+}
+on_signal() { # SIGNAL (INT or TERM)
+    local sig=$1 code=$((128 + $(kill -l "$1")))
+    # A second signal while finishing: stop what runs (the report) and leave at once.
+    trap 'stop_tree "$CHILD"; exit '"$code" INT TERM
+    echo "run_all.sh: SIG$sig: stopping${STEP_NAME:+ the step $STEP_NAME}" >&2
+    stop_tree "$CHILD"; CHILD=""
+    if [ "$OUT_READY" != 1 ]; then
+        echo "run_all.sh: interrupted by SIG$sig before any step ran" >&2
+        exit "$code"
+    fi
+    local step=$STEP_NAME
+    STEP_NAME=""
+    [ -n "$step" ] && record "$step" interrupted - $((SECONDS - STEP_T0)) "stopped by SIG$sig"
+    write_meta "SIG$sig" "$step"
+    [ "$step" = report ] || run_report
+    summary
+    echo "run_all.sh: interrupted by SIG$sig${step:+ during $step}; what completed is in $OUT (meta.json, report.md)" >&2
+    exit "$code"
+}
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+# The build log waits in /tmp until the results directory exists: never leave it there.
+trap '[ -n "$BUILD_LOG" ] && rm -f "$BUILD_LOG"' EXIT
+
 # ---- dependencies and build ----
 DEPS_ARGS=(--for run)
 [ "$INSTALL" = 0 ] && DEPS_ARGS+=(--no-install)
@@ -69,7 +146,7 @@ BUILD_FAILED=0
 if ! make -q BUILD="$BUILD" all >/dev/null 2>&1; then
     say "building ($BUILD/)"
     # -k: a benchmark that does not build is reported as such; the others still run.
-    if ! make -k -j"$(nproc)" BUILD="$BUILD" all >"$BUILD_LOG" 2>&1; then
+    if ! run_bg "$BUILD_LOG" - make -k -j"$(nproc)" BUILD="$BUILD" all; then
         BUILD_FAILED=1
         echo "run_all.sh: part of the build failed; see the build log in the results" >&2
         grep -E "error" "$BUILD_LOG" | head -5 >&2
@@ -140,60 +217,81 @@ elif [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
 fi
 mkdir -p "$OUT/logs" || { echo "run_all.sh: cannot create $OUT" >&2; exit 3; }
 OUT=$(cd "$OUT" && pwd)
-mv "$BUILD_LOG" "$OUT/logs/build.log"
+mv "$BUILD_LOG" "$OUT/logs/build.log" && BUILD_LOG=""
 : >"$OUT/steps.tsv"
+OUT_READY=1
 
 # ---- the suite, per profile (weights: rough seconds here, for the time-left estimate) ----
 # The sweeps take OSU's iteration counts per size (many for small messages, fewer for large ones);
-# each profile only caps the time a size may take, warm-up included.
-MODEL_GPU="--model gpt-1.3b --layers 4"
+# each profile only caps the time a size may take, warm-up included. Arguments are bash arrays,
+# never split on spaces, so that paths with spaces (the checkout, --out) pass through whole.
+MODEL_GPU=(--model gpt-1.3b --layers 4)
+# shellcheck disable=SC2054 # commas separate the values of one option
 case "$PROFILE" in
-    quick) SWEEP="-b 8 -e 1M -f 8 --max-seconds-per-size 0.25"
-           P2P="-b 1 -e 1M -f 16 --max-seconds-per-size 0.25"
-           MODEL="--model tiny --layers 2 --hidden 128 --seq 64"
-           DP="--grad-bytes 256K,1M,4M -n 3 -w 1"
-           TP="--hidden-list 64,128,256 --layers 1 --seq 64 -n 3 -w 1"
-           PP="--micro-batches 1,2,4,8 -n 2 -w 1"
+    quick) SWEEP=(-b 8 -e 1M -f 8 --max-seconds-per-size 0.25)
+           P2P=(-b 1 -e 1M -f 16 --max-seconds-per-size 0.25)
+           MODEL=(--model tiny --layers 2 --hidden 128 --seq 64)
+           DP=(--grad-bytes 256K,1M,4M -n 3 -w 1)
+           TP=(--hidden-list 64,128,256 --layers 1 --seq 64 -n 3 -w 1)
+           PP=(--micro-batches 1,2,4,8 -n 2 -w 1)
            STEP_LIMIT=90 ;;
-    full)  SWEEP="-b 8 -e 256M -f 2 --max-seconds-per-size 20"
-           P2P="-b 1 -e 64M -f 2 --max-seconds-per-size 10"
-           MODEL="--model tiny --layers 8 --hidden 512 --seq 256"
-           DP="--grad-bytes 1M,4M,16M,64M,256M -n 10 -w 2"
-           TP="--hidden-list 256,512,1024,2048 --layers 2 --seq 256 -n 10 -w 2"
-           PP="--micro-batches 1,2,4,8,16,32 -n 5 -w 1"
+    full)  SWEEP=(-b 8 -e 256M -f 2 --max-seconds-per-size 20)
+           P2P=(-b 1 -e 64M -f 2 --max-seconds-per-size 10)
+           MODEL=(--model tiny --layers 8 --hidden 512 --seq 256)
+           DP=(--grad-bytes 1M,4M,16M,64M,256M -n 10 -w 2)
+           TP=(--hidden-list 256,512,1024,2048 --layers 2 --seq 256 -n 10 -w 2)
+           PP=(--micro-batches 1,2,4,8,16,32 -n 5 -w 1)
            STEP_LIMIT=3600 ;;
-    *)     SWEEP="-b 8 -e 64M -f 4 --max-seconds-per-size 3"
-           P2P="-b 1 -e 16M -f 4 --max-seconds-per-size 3"
-           MODEL="--model tiny"
-           DP="--grad-bytes 1M,4M,16M,64M -n 5 -w 1"
-           TP="--hidden-list 128,256,512,1024 --layers 1 --seq 128 -n 5 -w 1"
-           PP="--micro-batches 1,2,4,8,16 -n 3 -w 1"
+    *)     SWEEP=(-b 8 -e 64M -f 4 --max-seconds-per-size 3)
+           P2P=(-b 1 -e 16M -f 4 --max-seconds-per-size 3)
+           MODEL=(--model tiny)
+           DP=(--grad-bytes 1M,4M,16M,64M -n 5 -w 1)
+           TP=(--hidden-list 128,256,512,1024 --layers 1 --seq 128 -n 5 -w 1)
+           PP=(--micro-batches 1,2,4,8,16 -n 3 -w 1)
            STEP_LIMIT=900 ;;
 esac
-[ "$GPUS" -gt 0 ] && MODEL=$MODEL_GPU
+[ "$GPUS" -gt 0 ] && MODEL=("${MODEL_GPU[@]}")
 # One pipeline stage per rank: the stages must divide the layers, so round the model's layers up to a multiple of NP.
-model_layers=$(sed -n 's/.*--layers \([0-9]*\).*/\1/p' <<<"$MODEL"); model_layers=${model_layers:-4} # tiny has 4
+model_layers=4 # tiny has 4
+for ((i = 0; i + 1 < ${#MODEL[@]}; i++)); do [ "${MODEL[i]}" = --layers ] && model_layers=${MODEL[i + 1]}; done
 PP_LAYERS=$(( (model_layers + NP - 1) / NP * NP ))
-HYBRID_NOTE=""
-if [ $((NP % 4)) -eq 0 ]; then HYBRID="--tp 2 --pp 2 --dp $((NP / 4)) --compare-placements $MODEL -n 2 -w 1"
+HYBRID=() HYBRID_NOTE=""
+if [ $((NP % 4)) -eq 0 ]; then HYBRID=(--tp 2 --pp 2 --dp $((NP / 4)) --compare-placements "${MODEL[@]}" -n 2 -w 1)
 else HYBRID_NOTE="needs a world size divisible by 4 (TP 2 x PP 2 x DP n/4); this run has $NP ranks"; fi
 
-# name|binary|weight|arguments ('-' binary: a step of this script)
+# name|binary|weight ('-' binary: a step of this script); step_args gives each step's arguments.
 STEPS=(
-    "coll_sweep|coll_sweep|30|--coll all $SWEEP"
-    "coll_sweep_intra|coll_sweep|20|--coll all --groups node $SWEEP"
-    "p2p_sweep|p2p_sweep|10|--mode all $P2P"
-    "p2p_matrix|p2p_sweep|4|--matrix --sizes 8,1M --max-seconds-per-size 1 --matrix-csv $OUT/p2p_matrix"
-    "dp_allreduce|dp_allreduce|10|--overlap none,bucket $MODEL $DP"
-    "tp_layer|tp_layer|8|--tp-comm allreduce,sp $MODEL $TP"
-    "pp_pipeline|pp_pipeline|10|--schedule gpipe,1f1b $MODEL --layers $PP_LAYERS $PP --trace $OUT/pp_trace.csv"
-    "hybrid_3d|hybrid_3d|8|${HYBRID:-}"
-    "plan_fit|plan|1|--fit $OUT --csv $OUT/plan_fit.csv"
+    "coll_sweep|coll_sweep|30"
+    "coll_sweep_intra|coll_sweep|20"
+    "p2p_sweep|p2p_sweep|10"
+    "p2p_matrix|p2p_sweep|4"
+    "dp_allreduce|dp_allreduce|10"
+    "tp_layer|tp_layer|8"
+    "pp_pipeline|pp_pipeline|10"
+    "hybrid_3d|hybrid_3d|8"
+    "plan_fit|plan|1"
 )
-[ -n "$ACCEPT" ] && STEPS+=("acceptance|acceptance|1|--thresholds $ACCEPT --results $OUT --junit ${JUNIT:-$OUT/acceptance-junit.xml}")
-STEPS+=("report|-|5|")
+[ -n "$ACCEPT" ] && STEPS+=("acceptance|acceptance|1")
+STEPS+=("report|-|5")
+# step_args NAME: the step's arguments in the array ARGS, one word per element.
+# shellcheck disable=SC2054
+step_args() {
+    case "$1" in
+        coll_sweep)       ARGS=(--coll all "${SWEEP[@]}") ;;
+        coll_sweep_intra) ARGS=(--coll all --groups node "${SWEEP[@]}") ;;
+        p2p_sweep)        ARGS=(--mode all "${P2P[@]}") ;;
+        p2p_matrix)       ARGS=(--matrix --sizes 8,1M --max-seconds-per-size 1 --matrix-csv "$OUT/p2p_matrix") ;;
+        dp_allreduce)     ARGS=(--overlap none,bucket "${MODEL[@]}" "${DP[@]}") ;;
+        tp_layer)         ARGS=(--tp-comm allreduce,sp "${MODEL[@]}" "${TP[@]}") ;;
+        pp_pipeline)      ARGS=(--schedule gpipe,1f1b "${MODEL[@]}" --layers "$PP_LAYERS" "${PP[@]}" --trace "$OUT/pp_trace.csv") ;;
+        hybrid_3d)        ARGS=("${HYBRID[@]}") ;;
+        plan_fit)         ARGS=(--fit "$OUT" --csv "$OUT/plan_fit.csv") ;;
+        acceptance)       ARGS=(--thresholds "$ACCEPT" --results "$OUT" --junit "${JUNIT:-$OUT/acceptance-junit.xml}") ;;
+        *)                ARGS=() ;;
+    esac
+}
 TOTAL_W=0
-for s in "${STEPS[@]}"; do IFS='|' read -r _ _ w _ <<<"$s"; TOTAL_W=$((TOTAL_W + w)); done
+for s in "${STEPS[@]}"; do IFS='|' read -r _ _ w <<<"$s"; TOTAL_W=$((TOTAL_W + w)); done
 
 FAILED=() ACCEPT_FAILED=0 START=$SECONDS DONE_W=0
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$OUT/steps.tsv"; } # name status rc secs note
@@ -204,8 +302,48 @@ nodes_of_run() {
                  END { print (n ? n : 1), (r ? r : 0) }' "$OUT/coll_sweep.csv" 2>/dev/null || echo "1 0"
 }
 
-run_step() { # k name binary args
-    local k=$1 name=$2 bin=$3 args=$4 t0=$SECONDS launch=("${LAUNCH[@]}")
+# write_meta [SIGNAL STEP]: meta.json from steps.tsv and the benchmarks' JSON; after a signal,
+# which signal, the step it stopped and the steps that never ran.
+write_meta() {
+    local planned=() s
+    for s in "${STEPS[@]}"; do planned+=("${s%%|*}"); done
+    python3 - "$OUT" "$PROFILE" "$LAUNCHER" "$NP" "$DEVICE" "${LAUNCH[*]}" "$BACKEND" "$ACCEPT" "$BIND" "$BIND_APPLIED" \
+        "$BIND_NOTE" "${1:-}" "${2:-}" "${planned[@]}" <<'PY'
+import glob, json, os, sys, socket, time
+out, profile, launcher, np_, device, launch, backend, accept, bind_req, bind, bind_note, signal, sig_step = sys.argv[1:14]
+planned = sys.argv[14:]
+steps = [dict(zip(("name", "status", "rc", "seconds", "note"), l.rstrip("\n").split("\t")))
+         for l in open(os.path.join(out, "steps.tsv")) if l.strip()]
+meta = {"profile": profile, "launcher": launcher, "nranks": int(np_), "devices": device, "launch": launch,
+        "backend": backend or "default", "host": socket.gethostname(),
+        "binding": {"requested": bind_req, "applied": bind, "note": bind_note or None,
+                    "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"}, "acceptance_file": accept or None,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
+        "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] != "acceptance"],
+        "interrupted": signal or None, "benchmarks": {}}
+if signal:
+    done = {s["name"] for s in steps}
+    meta["interrupted_step"] = sig_step or None
+    meta["not_run"] = [n for n in planned if n not in done and n != "report"]
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    if path.endswith("meta.json"):
+        continue
+    try:
+        doc = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    meta["benchmarks"][os.path.basename(path)[:-5]] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
+    meta.setdefault("machine", doc.get("meta", {}))
+tmp = os.path.join(out, ".meta.json.tmp")
+json.dump(meta, open(tmp, "w"), indent=2)
+os.replace(tmp, os.path.join(out, "meta.json"))
+PY
+}
+
+run_report() { run_bg "$OUT/logs/report.out" "$OUT/logs/report.err" python3 scripts/report.py --quiet "$OUT"; }
+
+run_step() { # k name binary
+    local k=$1 name=$2 bin=$3 t0=$SECONDS launch=("${LAUNCH[@]}") ARGS=()
     local elapsed=$((SECONDS - START)) eta=""
     [ "$DONE_W" -gt 0 ] && [ "$elapsed" -gt 0 ] && eta=", about $(hms $((elapsed * (TOTAL_W - DONE_W) / DONE_W))) left"
     say "[$k/${#STEPS[@]}] $name ($(hms "$elapsed") elapsed$eta)"
@@ -216,24 +354,29 @@ run_step() { # k name binary args
     if [ "$name" = hybrid_3d ] && [ -n "$HYBRID_NOTE" ]; then
         record "$name" skipped - 0 "$HYBRID_NOTE"; say "  skipped: $HYBRID_NOTE"; return
     fi
+    local rc
+    STEP_NAME=$name STEP_T0=$t0 # from here a signal records this step as interrupted
     if [ "$bin" = - ]; then
-        python3 scripts/report.py --quiet "$OUT" >"$OUT/logs/report.out" 2>"$OUT/logs/report.err"
-        local rc=$?
+        run_report
+        rc=$?
+        STEP_NAME=""
         [ "$rc" -eq 0 ] && record report ok 0 $((SECONDS - t0)) "" || { record report failed "$rc" $((SECONDS - t0)) "see logs/report.err"; FAILED+=("report(exit $rc)"); }
         return
     fi
     if [ ! -x "$BIN/$bin" ]; then
+        STEP_NAME=""
         echo "run_all.sh: $name: $BIN/$bin is not built" >"$OUT/logs/$name.err"
         record "$name" "not built" - 0 "$BIN/$bin is missing"; FAILED+=("$name(not built)"); say "  $name: not built"; return
     fi
-    local rc
-    # shellcheck disable=SC2086
+    step_args "$name"
+    # timeout puts itself and the launcher in a process group of their own: a signal's trap stops that.
     case "$bin" in
-        plan|acceptance) timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" $args >"$OUT/$name.txt" 2>"$OUT/logs/$name.err" ;;
-        *) timeout -k 10 "$STEP_LIMIT" "${launch[@]}" "$BIN/$bin" $args "${BACKEND_ARGS[@]}" \
-               --csv "$OUT/$name.csv" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/logs/$name.err" ;;
+        plan|acceptance) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" "${ARGS[@]}" ;;
+        *) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 10 "$STEP_LIMIT" "${launch[@]}" "$BIN/$bin" \
+               "${ARGS[@]}" "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json" ;;
     esac
     rc=$?
+    STEP_NAME=""
     local secs=$((SECONDS - t0)) note=""
     [ "$rc" -eq 124 ] && note="stopped after the step limit of $STEP_LIMIT s"
     if [ "$rc" -eq 0 ]; then record "$name" ok 0 "$secs" ""
@@ -245,48 +388,31 @@ run_step() { # k name binary args
     fi
 }
 
+# ---- summary (stdout, also with --quiet) ----
+summary() {
+    echo ""
+    echo "parabench $PROFILE run: $NP ranks ($DEVICE), $(hms $((SECONDS - START)))"
+    sed 's/^/  /' "$OUT/summary.txt" 2>/dev/null
+    [ -n "$ACCEPT" ] && [ -f "$OUT/acceptance.txt" ] && tail -n 1 "$OUT/acceptance.txt" | sed 's/^/  /'
+    grep -P '\t(failed|not built|interrupted)\t' "$OUT/steps.tsv" | awk -F'\t' '{ printf "  %s: %s (%s)\n", $1, $2, $5 }'
+    echo "  report: $OUT/report.md"
+    echo "          $OUT/index.html"
+}
+
 say "$PROFILE profile: $NP ranks ($DEVICE), $LAUNCHER, bound to: $BIND_APPLIED, results in $OUT"
 [ -n "$BIND_NOTE" ] && say "  binding: $BIND_NOTE"
 k=0
 for step in "${STEPS[@]}"; do
     k=$((k + 1))
-    IFS='|' read -r name bin w args <<<"$step"
-    [ "$name" = report ] && python3 - "$OUT" "$PROFILE" "$LAUNCHER" "$NP" "$DEVICE" "${LAUNCH[*]}" "$BACKEND" "$ACCEPT" "$BIND" "$BIND_APPLIED" "$BIND_NOTE" <<'PY'
-import glob, json, os, sys, socket, time
-out, profile, launcher, np_, device, launch, backend, accept, bind_req, bind, bind_note = sys.argv[1:12]
-steps = [dict(zip(("name", "status", "rc", "seconds", "note"), l.rstrip("\n").split("\t")))
-         for l in open(os.path.join(out, "steps.tsv")) if l.strip()]
-meta = {"profile": profile, "launcher": launcher, "nranks": int(np_), "devices": device, "launch": launch,
-        "backend": backend or "default", "host": socket.gethostname(),
-        "binding": {"requested": bind_req, "applied": bind, "note": bind_note or None,
-                    "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"}, "acceptance_file": accept or None,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
-        "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] != "acceptance"],
-        "benchmarks": {}}
-for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    if path.endswith("meta.json"):
-        continue
-    try:
-        doc = json.load(open(path))
-    except (OSError, ValueError):
-        continue
-    meta["benchmarks"][os.path.basename(path)[:-5]] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
-    meta.setdefault("machine", doc.get("meta", {}))
-json.dump(meta, open(os.path.join(out, "meta.json"), "w"), indent=2)
-PY
-    run_step "$k" "$name" "$bin" "$args"
+    IFS='|' read -r name bin w <<<"$step"
+    [ "$name" = report ] && write_meta
+    run_step "$k" "$name" "$bin"
     DONE_W=$((DONE_W + w))
 done
+trap - INT TERM # every step is recorded and the report written: a signal now just ends the summary
 [ "$BUILD_FAILED" = 1 ] && FAILED+=("build")
 
-# ---- summary (stdout, also with --quiet) ----
-echo ""
-echo "parabench $PROFILE run: $NP ranks ($DEVICE), $(hms $((SECONDS - START)))"
-cat "$OUT/summary.txt" 2>/dev/null | sed 's/^/  /'
-[ -n "$ACCEPT" ] && [ -f "$OUT/acceptance.txt" ] && tail -n 1 "$OUT/acceptance.txt" | sed 's/^/  /'
-grep -P '\t(failed|not built)\t' "$OUT/steps.tsv" | awk -F'\t' '{ printf "  %s: %s (%s)\n", $1, $2, $5 }'
-echo "  report: $OUT/report.md"
-echo "          $OUT/index.html"
+summary
 rc=0
 if [ ${#FAILED[@]} -gt 0 ]; then echo "run_all.sh: failed: ${FAILED[*]}" >&2; rc=1; fi
 if [ "$ACCEPT_FAILED" = 1 ]; then echo "run_all.sh: acceptance: FAIL (thresholds missed; see $OUT/acceptance.txt)" >&2; rc=1; fi
