@@ -1,5 +1,5 @@
 # algbw vs busbw on one collective (allreduce): the same measurement, two normalisations.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('coll_sweep.csv')
 if (!have(f)) { eval skip('algbw_busbw: no coll_sweep.csv') }
 # allreduce shows the gap best, except at n = 2 where its factor is 1: then allgather (1/2).

@@ -1,5 +1,5 @@
 # Bus bandwidth vs message size, one line per collective (coll_sweep.csv).
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('coll_sweep.csv')
 if (!have(f)) { eval skip('busbw: no coll_sweep.csv') }
 colls = uniq(f, 'collective')

@@ -1,6 +1,6 @@
 # parabench / OSU per operation and size (scripts/compare-osu.sh): parabench's
 # median over interleaved rounds / OSU's, against the 0.95-1.05 band.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('compare-osu.csv')
 if (!have(f)) { eval skip('compare_osu: no compare-osu.csv') }
 ops = uniq(f, 'op')

@@ -1,6 +1,6 @@
 # Data parallelism: exposed communication / compute vs gradient size, per overlap
 # mode, against the no-overlap prediction comm/compute.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('dp_allreduce.csv')
 if (!have(f)) { eval skip('dp_overhead: no dp_allreduce.csv') }
 modes = uniq(f, 'overlap')

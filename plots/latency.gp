@@ -1,5 +1,5 @@
 # Latency vs size for small messages (<= 64 KiB): every collective, and p2p ping-pong.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('coll_sweep.csv'); p = data('p2p_sweep.csv')
 if (!have(f) && !have(p)) { eval skip('latency: no coll_sweep.csv or p2p_sweep.csv') }
 colls = have(f) ? uniq(f, 'collective') : ''

@@ -1,5 +1,5 @@
 # Point-to-point bandwidth vs size: unidirectional (window of sends) and bidirectional.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('p2p_sweep.csv')
 if (!have(f)) { eval skip('p2p_bw: no p2p_sweep.csv') }
 set title sprintf("Point-to-point bandwidth (ranks %s and %s, %s)", first(uniq(f, 'rank_a')), first(uniq(f, 'rank_b')), uniq(f, 'link_class'))

@@ -1,5 +1,5 @@
 # The all-pairs matrix (p2p_sweep --matrix) as two heat maps: latency and bandwidth.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 lat = data('p2p_matrix-latency.csv'); bw = data('p2p_matrix-bw.csv')
 if (!have(lat) || !have(bw)) { eval skip('p2p_matrix: no p2p_matrix-latency.csv / -bw.csv') }
 set datafile columnheaders

@@ -1,5 +1,5 @@
 # The planner's predictions against the measurements (plan --fit over this run).
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('plan_fit.csv')
 if (!have(f)) { eval skip('plan_fit: no plan_fit.csv') }
 benches = uniq(f, 'benchmark')

@@ -1,5 +1,5 @@
 # Pipeline efficiency vs micro-batches, per schedule, against theory m/(m+p-1).
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('pp_pipeline.csv')
 if (!have(f)) { eval skip('pp_efficiency: no pp_pipeline.csv') }
 scheds = uniq(f, 'schedule')

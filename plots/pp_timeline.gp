@@ -1,6 +1,6 @@
 # The timeline of one pipeline step (pp_pipeline --trace): one row per stage,
 # forward and backward boxes labelled by micro-batch; white gaps are the bubble.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('pp_trace.csv')
 if (!have(f)) { eval skip('pp_timeline: no pp_trace.csv') }
 scheds = uniq(f, 'schedule')

@@ -1,5 +1,5 @@
 # Tensor parallelism: communication share of the layer step vs hidden size, per mode.
-dir = ARG1; load system('dirname '.ARG0).'/common.gp'
+dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 f = data('tp_layer.csv')
 if (!have(f)) { eval skip('tp_fraction: no tp_layer.csv') }
 modes = uniq(f, 'mode')

@@ -41,7 +41,7 @@ def file_scope(text):
 def exported(text):
     scope = file_scope(text)
     names = set()
-    for stmt in scope.split(";"):
+    for stmt in re.split(r"[;}]", scope):
         if re.search(r"\btypedef\b", stmt):
             continue
         m = FUNCTION.search(stmt)

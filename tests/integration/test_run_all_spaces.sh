@@ -35,14 +35,17 @@ check_run "--out with a space" "$TMP/a/res sp" $? "$TMP/a.err"
 left=""
 for f in "$TMP/a"/* "$TMP/a"/.[!.]*; do [ -e "$f" ] && [ "$f" != "$TMP/a/res sp" ] && left="$left '${f##*/}'"; done
 [ -z "$left" ] && pass "--out with a space: nothing written under a split-off name" || fail "written beside the results: $left"
-# The figures (report.py, plots/*.gp). Not intra_inter: plots/intra_inter.gp keeps its
-# CSV paths in a space-separated word list, so it cannot draw from such a directory yet.
-missing=""
-for g in busbw latency algbw_busbw p2p_bw p2p_matrix dp_overhead tp_fraction pp_efficiency pp_timeline plan_fit; do
-    [ -s "$TMP/a/res sp/plots/$g.png" ] && [ -s "$TMP/a/res sp/plots/$g.svg" ] || missing="$missing $g"
-done
-[ -z "$missing" ] && pass "--out with a space: the figures are drawn (intra_inter not checked)" \
-    || fail "--out with a space: figures missing:$missing"
+# The figures (report.py, plots/*.gp), every one drawn from a path with a space.
+FIGURES="busbw latency algbw_busbw intra_inter p2p_bw p2p_matrix dp_overhead tp_fraction pp_efficiency pp_timeline plan_fit"
+# check_figures NAME DIR: every figure of FIGURES is in DIR/plots as a PNG and an SVG.
+check_figures() {
+    local missing="" g
+    for g in $FIGURES; do
+        [ -s "$2/plots/$g.png" ] && [ -s "$2/plots/$g.svg" ] || missing="$missing $g"
+    done
+    [ -z "$missing" ] && pass "$1: every figure is drawn" || fail "$1: figures missing:$missing"
+}
+check_figures "--out with a space" "$TMP/a/res sp"
 
 # ---- a checkout whose path holds a space: the tracked files and the build, times kept ----
 CO="$TMP/check out"
@@ -64,4 +67,5 @@ run=$(find "$CO/results" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1
     && pass "checkout with a space: one results directory, $run" || fail "checkout with a space: results/ holds: $(ls -A "$CO/results" 2>&1)"
 check_run "checkout with a space" "$run" "$rc" "$TMP/b.err"
 expect_in "$run/meta.json" "\"launch\": \"mpirun -np 2" "checkout with a space: meta.json has the launch line"
+check_figures "checkout with a space" "$run"
 finish
