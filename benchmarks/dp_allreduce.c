@@ -181,7 +181,7 @@ static int memory_check(run_ctx *r, const pb_dp_step_config *sc)
 {
     uint64_t eng_bytes = 0, host_bytes = 0;
     pb_dp_step_bytes(sc, &eng_bytes, &host_bytes);
-    int status = PB_OK, host_engine = strcmp(r->eng->name, "blas") == 0;
+    int status = PB_OK, host_engine = r->eng->mem == PB_MEM_HOST;
     uint64_t per_node = (uint64_t)r->b->w.local_size;
     char what[160];
     snprintf(what, sizeof what, "dp_allreduce (%d ranks on this node x (layers, activations, %llu-byte gradient%s))",

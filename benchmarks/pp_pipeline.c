@@ -161,10 +161,10 @@ static int pp_setup(pp_run *r)
     const pp_opts *o = r->o;
     const pb_compute *eng = NULL;
     int status = pb_workload_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
-    if (status == PB_OK && (strcmp(b->be->mem, "host") == 0) != (strcmp(eng->name, "blas") == 0))
+    if (status == PB_OK && b->be->mem != eng->mem)
         status = pb_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
-                          "blas with mpi, cublas with nccl", eng->name, strcmp(eng->name, "blas") == 0 ? "host" :
-                          "device", b->be->name, b->be->mem);
+                          "blas with mpi, cublas with nccl", eng->name, pb_mem_kind_name(eng->mem),
+                          b->be->name, pb_mem_kind_name(b->be->mem));
     status = pb_world_agree(&b->w, status);
     if (status != PB_OK) return status;
     int need_kind[2] = {0, 0}, mmax = max_in(o->mbs, o->nmbs), in_flight[2] = {0, 0};

@@ -227,7 +227,7 @@ static int memory_plan(tp_run *r, point *p, int want_ref)
     uint64_t full = (uint64_t)(rs.b * rs.s * rs.h) * pb_dtype_size(rs.dtype);
     uint64_t tp = pb_tp_bytes(&p->cfg) + 2 * pb_tp_act_bytes(&p->cfg) + 6 * io;
     uint64_t ref = pb_stack_bytes(&rc) + 2 * pb_layer_act_bytes(&rs, rc.nlayers) + 8 * full;
-    int host = strcmp(r->eng->name, "blas") == 0;
+    int host = r->eng->mem == PB_MEM_HOST;
     int status = host ? pb_mem_host(&avail, NULL) : r->eng->mem_info(&avail, NULL);
     if (status == PB_OK && host) avail /= (uint64_t)r->b->w.local_size;
     const char *where = host ? "host (per rank)" : "device";

@@ -121,7 +121,7 @@ int main(int argc, char **argv)
     const pb_compute *e = NULL;
     char gpu[160] = "none";
     status = pb_compute_select("--engine", o.engine, &e);
-    if (status == PB_OK && strcmp(o.engine, "cublas") == 0) status = pb_gpu_bind(0, 0, gpu, sizeof gpu);
+    if (status == PB_OK && e->mem == PB_MEM_DEVICE) status = pb_gpu_bind(0, 0, gpu, sizeof gpu);
     pb_compute_opts copts = {.threads = o.threads};
     if (status == PB_OK) status = e->init(&copts);
     if (status != PB_OK) return status;

@@ -14,6 +14,7 @@
 #define PB_COMPUTE_H
 
 #include "core/dtype.h"
+#include "core/memory.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,7 @@ typedef struct pb_fill_spec {
 
 typedef struct pb_compute {
     const char *name; /* "blas", "cublas" */
+    pb_mem_kind mem;  /* where its buffers live */
 
     int (*init)(const pb_compute_opts *opts);
     void (*finalize)(void);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *pb_mem_kind_name(pb_mem_kind k) { return k == PB_MEM_DEVICE ? "device" : "host"; }
+
 /* cgroup "no limit" is written as "max" (v2) or a huge page-rounded number (v1). */
 #define NO_LIMIT ((uint64_t)1 << 60)
 

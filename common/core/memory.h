@@ -9,6 +9,13 @@
 
 #include <stdint.h>
 
+/* Where a backend's or an engine's buffers live. Host is 0 so a table that
+ * leaves it out (a test's fake) is host memory. */
+typedef enum { PB_MEM_HOST = 0, PB_MEM_DEVICE = 1 } pb_mem_kind;
+
+/* "host" or "device", as --mem spells them. */
+const char *pb_mem_kind_name(pb_mem_kind k);
+
 /* Host memory: `avail` is MemAvailable from /proc/meminfo, lowered to the
  * cgroup's headroom (limit - usage, cgroup v2 memory.max/memory.current or v1
  * memory.limit_in_bytes/usage_in_bytes) when a limit is set; `total` is

@@ -49,7 +49,7 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
         return status;
     }
     char gpu[160] = "none";
-    if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
+    if (status == PB_OK && b->be->mem == PB_MEM_DEVICE)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
     status = pb_world_agree(&b->w, status);

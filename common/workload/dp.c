@@ -34,9 +34,6 @@ struct pb_dp {
     pb_dp_timing timing;
 };
 
-/* BLAS works in host memory; every other engine in device memory. */
-static int engine_is_host(const pb_compute *eng) { return strcmp(eng->name, "blas") == 0; }
-
 /* Largest element count a backend call takes (MPI counts are ints). */
 static uint64_t max_call_bytes(pb_dtype t)
 {
@@ -189,9 +186,8 @@ int pb_dp_create(const pb_dp_config *cfg, pb_dp **out)
     pb_side_timer_init(&dp->comm_t, order, cfg->eng, cfg->be, cfg->comm);
     int s = build_plan(dp);
     dp->cfg.layer_bytes = NULL; /* the caller's array; only the plan keeps the layout */
-    int host_backend = strcmp(cfg->be->mem, "host") == 0;
-    if (s == PB_OK && engine_is_host(cfg->eng) != host_backend) {
-        dp->stage_to_host = host_backend;
+    if (s == PB_OK && cfg->eng->mem != cfg->be->mem) {
+        dp->stage_to_host = cfg->be->mem == PB_MEM_HOST;
         s = cfg->be->alloc((size_t)dp->max_bucket, &dp->stage);
     }
     if (s == PB_OK && cfg->overlap == PB_DP_OVERLAP_BUCKET && order == PB_ORDERING_HOST) s = start_thread(dp);

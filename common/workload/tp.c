@@ -46,8 +46,7 @@ static pb_stack_config stack_cfg(const pb_tp_config *cfg)
 static int needs_staging(const pb_tp_config *cfg)
 {
     if (cfg->shape.tp_size <= 1 || !cfg->be) return 0;
-    int host_engine = strcmp(cfg->eng->name, "blas") == 0, host_backend = strcmp(cfg->be->mem, "host") == 0;
-    return host_engine != host_backend;
+    return cfg->eng->mem != cfg->be->mem;
 }
 
 int64_t pb_tp_io_rows(const pb_tp_config *cfg)
@@ -106,7 +105,7 @@ static int alloc_buffers(pb_tp *tp)
     PB_TRY(E->alloc(&tp->io[1], io));
     PB_TRY(E->alloc(&tp->shard, io));
     if (!needs_staging(&tp->cfg)) return PB_OK;
-    tp->stage_to_host = strcmp(tp->cfg.be->mem, "host") == 0;
+    tp->stage_to_host = tp->cfg.be->mem == PB_MEM_HOST;
     PB_TRY(tp->cfg.be->alloc(full, &tp->stage[0]));
     return tp->cfg.be->alloc(full, &tp->stage[1]);
 }

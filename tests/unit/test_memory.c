@@ -65,6 +65,14 @@ static int fake_device(uint64_t *free_bytes, uint64_t *total_bytes)
     return PB_OK;
 }
 
+/* The names are what --mem accepts and what messages print. */
+static void test_mem_kind_names(void **state)
+{
+    (void)state;
+    assert_string_equal(pb_mem_kind_name(PB_MEM_HOST), "host");
+    assert_string_equal(pb_mem_kind_name(PB_MEM_DEVICE), "device");
+}
+
 static void test_device_hook(void **state)
 {
     (void)state;
@@ -77,7 +85,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_meminfo), cmocka_unit_test(test_host_available),
         cmocka_unit_test(test_check_message_and_status), cmocka_unit_test(test_absurd_size_exits_3),
-        cmocka_unit_test(test_device_hook),
+        cmocka_unit_test(test_device_hook), cmocka_unit_test(test_mem_kind_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
