@@ -243,7 +243,7 @@ static int report(run_ctx *r, const row *w)
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->hash);
     int check = r->o->common.check;
     pb_value v[NCOLS] = {
-        PB_I(n), PB_S(pb_link_class(&r->b->w, NULL, n)), PB_S(wo->preset), PB_I(m->layers), PB_I(m->hidden),
+        PB_I(n), PB_S(pb_link_name(pb_world_link(&r->b->w, NULL, n))), PB_S(wo->preset), PB_I(m->layers), PB_I(m->hidden),
         PB_I(m->heads), PB_I(m->seq), PB_I(m->micro_batch), PB_S(pb_dtype_name(r->eng->gemm_dtype(wo->compute_dtype))),
         PB_S(pb_dtype_name(wo->grad_dtype)), PB_I(w->grad_bytes), PB_I(w->real_bytes),
         PB_S(pb_dp_overlap_name(w->overlap)), PB_I(w->bucket_bytes), PB_I(w->buckets), PB_I(w->iters),

@@ -101,7 +101,7 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
     int window = mode == PB_P2P_LATENCY ? 1 : o->window;
     pb_value v[NCOLS] = {
         PB_S(pb_p2p_mode_name(mode)), PB_I(bytes), PB_I(pair[0]), PB_I(pair[1]), PB_S(w->host[pair[0]]),
-        PB_S(w->host[pair[1]]), PB_S(pb_link_class(w, pair, 2)), PB_I(r->iters), PB_I(window),
+        PB_S(w->host[pair[1]]), PB_S(pb_link_name(pb_world_link(w, pair, 2))), PB_I(r->iters), PB_I(window),
         PB_F(r->st.mean), PB_F(r->st.min), PB_F(r->st.max), PB_F(r->st.median), PB_F(r->st.p99), PB_F(r->bw_GBps),
         PB_I(r->wrong), PB_I(round),
     };
@@ -200,7 +200,7 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_sc
         status = pb_p2p_round(&su, sch, first, count, m + first);
         for (int k = first; k < first + count && b->w.rank == 0 && status == PB_OK; k++) {
             int pair[2] = {sch->pairs[k].a, sch->pairs[k].b};
-            pr[k] = (pb_pair_result){pair[0], pair[1], pb_link_class(&b->w, pair, 2), m[k].lat.st.mean,
+            pr[k] = (pb_pair_result){pair[0], pair[1], pb_link_name(pb_world_link(&b->w, pair, 2)), m[k].lat.st.mean,
                                      m[k].bw.bw_GBps, 0};
             *wrong += (m[k].lat.wrong > 0 ? m[k].lat.wrong : 0) + (m[k].bw.wrong > 0 ? m[k].bw.wrong : 0);
             status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
     long long wrong = 0;
     if (b.rep && status == PB_OK && !o.matrix)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
-               b.w.host[o.pair[1]], pb_link_class(&b.w, o.pair, 2));
+               b.w.host[o.pair[1]], pb_link_name(pb_world_link(&b.w, o.pair, 2)));
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
     pb_schedule_free(&sch);
     for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {

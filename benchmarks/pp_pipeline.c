@@ -144,7 +144,7 @@ static const char *pipe_link(const pp_run *r)
 {
     int ranks[MAX_STAGES];
     for (int s = 0; s < r->p; s++) ranks[s] = s;
-    return pb_link_class(&r->b->w, ranks, r->p);
+    return pb_link_name(pb_world_link(&r->b->w, ranks, r->p));
 }
 
 static int max_in(const int64_t *v, size_t n)

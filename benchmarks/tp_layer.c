@@ -324,20 +324,20 @@ static int place(tp_run *r)
     r->ngroups = b->w.size / t;
     int *ranks = malloc(sizeof(int) * (size_t)t);
     PB_CHECK(ranks, PB_ERR_ENV, "out of memory");
-    r->link = NULL;
+    pb_link_class all = PB_LINK_INTRA;
     for (int g = 0; g < r->ngroups; g++) {
         pb_tp_group_ranks(b->w.size, t, r->o->stride, g, ranks);
-        const char *cls = pb_link_class(&b->w, ranks, t);
-        r->link = !r->link || strcmp(r->link, cls) == 0 ? cls : "mixed";
+        pb_link_class cls = pb_world_link(&b->w, ranks, t);
+        all = g == 0 ? cls : pb_link_join(all, cls);
         if (b->rep) {
             char list[256] = "";
             for (int k = 0, len = 0; k < t && len < (int)sizeof list - 16; k++)
                 len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", k ? "," : "", ranks[k]);
-            pb_report_note(b->rep, "TP group %d: ranks {%s}, %s", g, list, cls);
+            pb_report_note(b->rep, "TP group %d: ranks {%s}, %s", g, list, pb_link_name(cls));
         }
     }
     free(ranks);
-    if (t == 1) r->link = "none";
+    r->link = t == 1 ? "none" : pb_link_name(all);
     MPI_Comm_split(b->w.comm, r->group, r->index, &r->group_comm);
     return b->be->comm_create(r->group_comm, &r->comm);
 }

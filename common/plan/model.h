@@ -9,6 +9,7 @@
 #define PB_MODEL_H
 
 #include "coll/coll.h"
+#include "core/link_class.h"
 #include "plan/presets.h"
 
 #include <stdint.h>
@@ -121,14 +122,13 @@ typedef struct pb_train {
     pb_recompute recompute;
 } pb_train;
 
-enum pb_link_class { PB_LINK_INTRA, PB_LINK_INTER };
 /* Rank order: t is always innermost (fills a node first); then d or p. */
 enum pb_order { PB_ORDER_TDP, PB_ORDER_TPD };
 
 typedef struct pb_step {
     int t, p, d, m;
     enum pb_order order;
-    enum pb_link_class link_t, link_p, link_d;
+    pb_link_class link_t, link_p, link_d; /* intra or inter */
     double t_fwd, t_bwd;  /* compute per micro-batch per stage, s */
     double c_tp;          /* TP comm per micro-batch per stage (fwd+bwd), s */
     double c_pp;          /* P2P comm per micro-batch per stage (fwd+bwd sends), s */
@@ -149,7 +149,6 @@ void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d,
  * rejected ones after. Returns the count written (at most cap). */
 int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_step *out, int cap);
 
-const char *pb_link_class_name(enum pb_link_class k);
 const char *pb_order_name(enum pb_order o);
 
 #endif

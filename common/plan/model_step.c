@@ -12,17 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *pb_link_class_name(enum pb_link_class k) { return k == PB_LINK_INTRA ? "intra" : "inter"; }
 const char *pb_order_name(enum pb_order o) { return o == PB_ORDER_TDP ? "t-d-p" : "t-p-d"; }
 
 /* A group of n ranks with this stride stays inside one node when it spans at
  * most a node's GPUs (t is innermost, so groups are node-aligned). */
-static enum pb_link_class axis_link(int stride, int n, int gpus_per_node)
+static pb_link_class axis_link(int stride, int n, int gpus_per_node)
 {
     return (n <= 1 || stride * n <= gpus_per_node) ? PB_LINK_INTRA : PB_LINK_INTER;
 }
 
-static pb_link link_of(const pb_cluster *c, enum pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
+static pb_link link_of(const pb_cluster *c, pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
 
 /* Fill the time terms for one rank order. */
 static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order order, pb_step *s)
