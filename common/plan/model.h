@@ -10,6 +10,7 @@
 
 #include "coll/coll.h"
 #include "core/link_class.h"
+#include "plan/pp_sched.h"
 #include "plan/presets.h"
 
 #include <stdint.h>
@@ -50,9 +51,9 @@ double pb_pipe_bubble_of_step(int m, int p);
 /* (p-1)/m: the bubble relative to the ideal (bubble-free) compute time. */
 double pb_pipe_bubble_of_compute(int m, int p);
 
-typedef enum { PB_SCHED_GPIPE, PB_SCHED_1F1B } pb_sched;
-/* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m). */
-int pb_pipe_in_flight(pb_sched s, int m, int p);
+/* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m)
+ * (the planner offers no interleaved schedule; it counts as GPipe here). */
+int pb_pipe_in_flight(pb_pp_sched s, int m, int p);
 
 /* ---- tensor and data parallelism volumes ---- */
 
@@ -98,7 +99,7 @@ typedef struct pb_mem {
 
 /* Memory of the most loaded GPU (first stage): params/(t*p) parameters at
  * 16 B each, plus in-flight micro-batches x layers/p x pb_act_bytes_per_layer. */
-pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_sched sched,
+pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
                          int sp, pb_recompute rc);
 
 /* ---- a machine and a training job ---- */
@@ -117,7 +118,7 @@ typedef struct pb_train {
     double params;        /* parameter count used for memory and DP volume */
     int dtype_bytes;      /* activations and gradients on the wire: 2 for bf16 */
     int64_t global_batch; /* sequences per step */
-    pb_sched sched;
+    pb_pp_sched sched;
     int sp;               /* sequence parallelism */
     pb_recompute recompute;
 } pb_train;

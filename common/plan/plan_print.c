@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-static const char *sched_name(pb_sched s) { return s == PB_SCHED_1F1B ? "1f1b" : "gpipe"; }
 static const char *rc_name(pb_recompute r)
 {
     return r == PB_RECOMPUTE_FULL ? "full" : r == PB_RECOMPUTE_SELECTIVE ? "selective" : "none";
@@ -38,7 +37,7 @@ void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out)
             (long long)m->seq, (long long)m->vocab, (long long)m->micro_batch, job->params / 1e9,
             pb_model_params(m) / 1e9, job->dtype_bytes);
     fprintf(out, "job     global batch %lld sequences, schedule %s, sequence parallel %s, recompute %s\n",
-            (long long)job->global_batch, sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));
+            (long long)job->global_batch, pb_pp_sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));
     fprintf(out, "cluster %s\n", desc);
     fprintf(out, "memory  %.0f B/param: bf16 weights %.0f + bf16 grads %.0f + fp32 master/m/v %.0f (no ZeRO); "
                  "activations per Korthikanti et al. 2022\n",

@@ -181,7 +181,7 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
 {
     static pb_step s[1024];
     char f[512], c[512], v[160], a[512];
-    pb_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_SCHED_1F1B, .sp = 1,
+    pb_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
                     .recompute = PB_RECOMPUTE_SELECTIVE};
     pb_model_preset(model, "--model", &job.model);
     job.params = job.model.nominal_params;
