@@ -258,7 +258,7 @@ static int report(tp_run *r, const point *p)
     const pb_layer_shape *sh = &p->cfg.shape;
     size_t es = pb_dtype_size(r->eng->gemm_dtype(sh->dtype));
     double expected = pb_tp_expected_bytes_layer(sh, es), busy = p->compute_us + p->comm_us;
-    double flops = pb_layer_fwd_flops(sh) + pb_layer_bwd_flops(sh);
+    double flops = pb_layer_step_flops(sh);
     double speedup = p->timed_ref && p->step_us > 0 ? p->unsharded_us / p->step_us : NAN;
     pb_value v[NCOLS] = {
         PB_I(sh->tp_size), PB_I(r->b->w.size), PB_I(r->ngroups), PB_I(r->b->w.nnodes), PB_S(r->link),

@@ -70,13 +70,6 @@ double pb_tp_elems_per_rank_layer(double b, double s, double h, int t)
 
 double pb_dp_grad_bytes(double params, int dtype_bytes) { return params * (double)dtype_bytes; }
 
-double pb_layer_flops_fwd(double b, double s, double h)
-{
-    return 2.0 * b * s * 12.0 * h * h + 4.0 * b * s * s * h;
-}
-
-double pb_layer_flops_bwd(double b, double s, double h) { return 2.0 * pb_layer_flops_fwd(b, s, h); }
-
 double pb_logit_flops_fwd(double b, double s, double h, double vocab) { return 2.0 * b * s * h * vocab; }
 
 double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_recompute rc)

@@ -9,6 +9,7 @@
 #define PB_MODEL_H
 
 #include "coll/coll.h"
+#include "core/flops.h"
 #include "core/link_class.h"
 #include "plan/pp_sched.h"
 #include "plan/presets.h"
@@ -66,10 +67,7 @@ double pb_dp_grad_bytes(double params, int dtype_bytes);
 
 /* ---- compute (Narayanan et al. 2021, appendix) ---- */
 
-/* Forward FLOPs of one layer: 2*b*s*12h^2 (linear GEMMs) + 4*b*s^2*h (scores). */
-double pb_layer_flops_fwd(double b, double s, double h);
-/* Backward = 2x forward (dX and dW GEMM per weight). */
-double pb_layer_flops_bwd(double b, double s, double h);
+/* A layer's forward and backward: core/flops.h (t = 1, with scores). */
 /* Logit layer forward: 2*b*s*h*V (the tied embedding used as output projection). */
 double pb_logit_flops_fwd(double b, double s, double h, double vocab);
 

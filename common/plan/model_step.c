@@ -37,7 +37,7 @@ static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order o
     s->link_p = axis_link(stride_p, s->p, c->gpus_per_node);
 
     /* Compute: layers of this stage split t ways; the logit layer spread over stages. */
-    double f_fwd = (lps * pb_layer_flops_fwd(b, sq, h) + pb_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
+    double f_fwd = (lps * pb_layer_flops_fwd(b, sq, h, 1, 1) + pb_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
     double f_extra = 0.0; /* recomputation in backward */
     if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_fwd;
     if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = lps * 4.0 * b * sq * sq * h / s->t;

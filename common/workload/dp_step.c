@@ -152,7 +152,7 @@ pb_dp *pb_dp_step_sync(pb_dp_step *s) { return s->dp; }
 
 double pb_dp_step_flops(const pb_dp_step *s)
 {
-    return (double)s->cfg.nlayers * (pb_layer_fwd_flops(&s->eff) + pb_layer_bwd_flops(&s->eff));
+    return (double)s->cfg.nlayers * pb_layer_step_flops(&s->eff);
 }
 
 int pb_dp_step_compute(pb_dp_step *s)

@@ -96,8 +96,8 @@ static void test_flops(void **state)
 {
     (void)state;
     double b = 2, s = 1024, h = 4096;
-    CLOSE(pb_layer_flops_fwd(b, s, h), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
-    CLOSE(pb_layer_flops_bwd(b, s, h), 2 * pb_layer_flops_fwd(b, s, h));
+    CLOSE(pb_layer_flops_fwd(b, s, h, 1, 1), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
+    CLOSE(pb_layer_flops_bwd(b, s, h, 1, 1), 2 * pb_layer_flops_fwd(b, s, h, 1, 1));
     CLOSE(pb_logit_flops_fwd(1, 2048, 4096, 32000), 2.0 * 2048 * 4096 * 32000);
 }
 
