@@ -9,6 +9,7 @@
 #include "core/options.h"
 #include "core/parse.h"
 #include "core/report.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -79,10 +80,10 @@ static int copy_rate(const pb_compute *e, uint64_t bytes, int iters, double *gbp
     if (st == PB_OK) st = e->memset(a, 1, bytes);
     if (st == PB_OK) st = e->copy(b, a, bytes); /* warm-up */
     if (st == PB_OK) st = e->synchronize();
-    double t0 = pb_compute_now();
+    double t0 = pb_now_us();
     for (int i = 0; i < iters && st == PB_OK; i++) st = e->copy(b, a, bytes);
     if (st == PB_OK) st = e->synchronize();
-    double sec = pb_compute_now() - t0;
+    double sec = (pb_now_us() - t0) * 1e-6;
     *gbps = sec > 0 ? (double)bytes * iters / sec / 1e9 : 0;
     if (a) e->free(a);
     if (b) e->free(b);

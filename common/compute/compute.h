@@ -102,9 +102,6 @@ int pb_compute_select(const char *option, const char *name, const pb_compute **o
 /* GFLOP/s from a FLOP count and seconds (0 when seconds <= 0). */
 double pb_gflops(double flops, double seconds);
 
-/* Monotonic wall clock in seconds. */
-double pb_compute_now(void);
-
 /* Time `iters` GEMMs of m x n x k in type t on `eng` (after one warm-up) and
  * return the achieved GFLOP/s (2*m*n*k per GEMM). Allocates and frees its own
  * engine buffers. */
