@@ -5,6 +5,7 @@
 
 #include "workload/bucket.h"
 #include "core/error.h"
+#include "workload/staging.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ void pb_dp_step_bytes(const pb_dp_step_config *cfg, uint64_t *engine_bytes, uint
     uint64_t tokens = token_bytes(cfg, &eff);
     *engine_bytes = pb_stack_bytes(&sc) + pb_layer_act_bytes(&eff, cfg->nlayers) + 3 * tokens + g;
     /* A staging bucket when engine and backend memory differ (counted here, as an upper bound). */
-    if (cfg->eng->mem != cfg->be->mem) *engine_bytes += g;
+    if (pb_staging_needed(cfg->eng, cfg->be)) *engine_bytes += g;
     *host_bytes = cfg->check ? g + ((uint64_t)1 << 20) * (pb_dtype_size(cfg->grad_dtype) + 16) : 0;
 }
 
