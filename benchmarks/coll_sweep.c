@@ -338,9 +338,11 @@ int main(int argc, char **argv)
     if (b.rep && rows > 0) {
         printf("#\n");
         pb_report_summary(b.rep, "avg_busbw_GBps", "Avg bus bandwidth", busbw_sum / rows, "GB/s");
-        if (o.common.check)
-            pb_report_note(b.rep, "wrong values: %lld %s (checked on the %s)", wrong, wrong ? "FAILED" : "OK",
-                           pb_check_where(b.be));
+        if (o.common.check) {
+            char detail[32];
+            snprintf(detail, sizeof detail, "checked on the %s", pb_check_where(b.be));
+            pb_bench_note_wrong(b.rep, wrong, detail);
+        }
     }
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);

@@ -351,7 +351,7 @@ static int run_all(run_ctx *r)
     if (r->b->rep && status == PB_OK) {
         printf("#\n");
         pb_report_summary(r->b->rep, "max_overhead", "Largest overhead (exposed/compute)", worst, "");
-        if (r->o->common.check) pb_report_note(r->b->rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+        if (r->o->common.check) pb_bench_note_wrong(r->b->rep, wrong, NULL);
     }
     return status == PB_OK && wrong > 0 ? PB_ERR_CHECK : status;
 }

@@ -226,7 +226,7 @@ int main(int argc, char **argv)
     }
     long long wrong = 0;
     for (int i = 0; i < n && status == PB_OK; i++) status = run_placement(&b, &o, eng, list[i], &wrong);
-    if (b.rep && o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    if (o.common.check) pb_bench_note_wrong(b.rep, wrong, NULL);
     if (eng) eng->finalize();
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);

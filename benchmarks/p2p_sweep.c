@@ -296,7 +296,7 @@ int main(int argc, char **argv)
         pb_rotbuf_free(&rbuf);
     }
     if (comm) b.be->comm_destroy(comm);
-    if (b.rep && o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    if (o.common.check) pb_bench_note_wrong(b.rep, wrong, NULL);
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);
 }

@@ -226,8 +226,7 @@ static int pp_setup(pp_run *r)
 static int pp_teardown(pp_run *r, int status)
 {
     pb_bench *b = r->b;
-    if (b->rep && status == PB_OK && r->o->common.check)
-        pb_report_note(b->rep, "wrong values: %lld %s", r->wrong, r->wrong ? "FAILED" : "OK");
+    if (status == PB_OK && r->o->common.check) pb_bench_note_wrong(b->rep, r->wrong, NULL);
     if (status == PB_OK && r->wrong) status = PB_ERR_CHECK;
     int s = pb_pp_trace_close(r->trace_file, r->tmp, r->o->trace ? r->o->trace : "", status == PB_OK);
     if (status == PB_OK) status = s;

@@ -371,10 +371,11 @@ static void footer(tp_run *r, double frac_sum, int rows, long long wrong)
     if (!r->b->rep || rows == 0) return;
     printf("#\n");
     pb_report_summary(r->b->rep, "avg_comm_fraction", "Avg communication fraction", frac_sum / rows, "");
-    if (r->o->common.check)
-        pb_report_note(r->b->rep, "wrong values: %lld %s (tolerance %g of max |unsharded value|, %s)", wrong,
-                       wrong ? "FAILED" : "OK", pb_tp_tolerance(r->eng->gemm_dtype(r->o->work.compute_dtype)),
-                       pb_dtype_name(r->eng->gemm_dtype(r->o->work.compute_dtype)));
+    if (!r->o->common.check) return;
+    pb_dtype t = r->eng->gemm_dtype(r->o->work.compute_dtype);
+    char detail[96];
+    snprintf(detail, sizeof detail, "tolerance %g of max |unsharded value|, %s", pb_tp_tolerance(t), pb_dtype_name(t));
+    pb_bench_note_wrong(r->b->rep, wrong, detail);
 }
 
 int main(int argc, char **argv)

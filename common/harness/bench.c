@@ -92,3 +92,11 @@ _Noreturn void pb_bench_finish(pb_bench *b, int status)
     pb_watchdog_stop();
     pb_world_exit(&b->w, status);
 }
+
+void pb_bench_note_wrong(pb_report *rep, long long wrong, const char *detail)
+{
+    if (!rep) return;
+    const char *verdict = wrong ? "FAILED" : "OK";
+    if (detail) pb_report_note(rep, "wrong values: %lld %s (%s)", wrong, verdict, detail);
+    else pb_report_note(rep, "wrong values: %lld %s", wrong, verdict);
+}
