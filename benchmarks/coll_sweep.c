@@ -238,7 +238,10 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     const pb_common_opts *o = x->o;
     pb_coll_shape biggest;
     pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
-    size_t ts = pb_dtype_size(o->dtype);
+    size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffer_cache_bytes(b->be) : 0;
+    pb_mem_need need = {b->be->mem, NULL, pb_rotation_pool(biggest.send_count * ts, cache, o->rotate) +
+                                              pb_rotation_pool(biggest.recv_count * ts, cache, o->rotate), 0};
+    PB_TRY(pb_bench_mem_require(b, &need, "-e/--maxbytes (send and receive buffers)"));
     int status = pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
     if (status == PB_OK) status = pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
     int max_iters = pb_iters_max(o, &pb_policy_collective);

@@ -269,6 +269,11 @@ int main(int argc, char **argv)
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &comm);
     int in_pair = o.matrix || b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
     pb_rotbuf sbuf = {0}, rbuf = {0};
+    size_t cache = o.common.rotate ? pb_buffer_cache_bytes(b.be) : 0;
+    pb_mem_need need = {b.be->mem, NULL, 0, 0};
+    if (in_pair) need.bytes = 2 * pb_rotation_pool(sizes[nsizes - 1], cache, o.common.rotate);
+    status = pb_world_agree(&b.w, status);
+    if (status == PB_OK) status = pb_bench_mem_require(&b, &need, "-e/--maxbytes (send and receive buffers)");
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
     status = pb_world_agree(&b.w, status);

@@ -198,8 +198,9 @@ static int pp_setup(pp_run *r)
     uint64_t need = pb_pp_exec_bytes(&xc);
     for (int k = 0; k < 2; k++) need += need_kind[k] ? pb_pp_stack_bytes(&r->scf[k], in_flight[k]) : 0;
     if (o->common.check && r->stage == 0) need += pb_pp_reference_bytes(&r->scfg);
-    if (status == PB_OK) status = pb_mem_require(need, "pp_pipeline stage (weights, activations, buffers)");
+    pb_mem_need mn = {eng->mem, eng->mem_info, need, 0};
     status = pb_world_agree(&b->w, status);
+    if (status == PB_OK) status = pb_bench_mem_require(b, &mn, "pp_pipeline stage (weights, activations, buffers)");
     if (status != PB_OK) return status;
     MPI_Comm_split(b->w.comm, r->replica, r->stage, &r->pipe);
     xc.group = r->pipe;

@@ -107,6 +107,17 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
     return pb_report_row(rep, v);
 }
 
+/* Refuse before allocating: three n x n matrices for the largest GEMM, two
+ * copy buffers; each message names its option. */
+static int memory_check(const probe_opts *o, const pb_compute *e)
+{
+    uint64_t n = 0, es = pb_dtype_size(e->gemm_dtype(o->dtype));
+    for (size_t i = 0; i < o->nsizes; i++) n = o->sizes[i] > n ? o->sizes[i] : n;
+    pb_mem_need gemm = {e->mem, e->mem_info, 3 * n * n * es, 0}, copy = {e->mem, e->mem_info, 2 * o->copy_bytes, 0};
+    PB_TRY(pb_mem_require(&gemm, 1, "--sizes (three matrices of the largest GEMM)"));
+    return pb_mem_require(&copy, 1, "--copy-bytes (two copy buffers)");
+}
+
 int main(int argc, char **argv)
 {
     pb_set_progname(argv[0]);
@@ -125,6 +136,7 @@ int main(int argc, char **argv)
     if (status == PB_OK && e->mem == PB_MEM_DEVICE) status = pb_gpu_bind(0, 0, gpu, sizeof gpu);
     pb_compute_opts copts = {.threads = o.threads};
     if (status == PB_OK) status = e->init(&copts);
+    if (status == PB_OK) status = memory_check(&o, e);
     if (status != PB_OK) return status;
     printf("# compute_probe\n# engine %s\n# gpu    %s\n", e->describe(), gpu);
     pb_report *rep = NULL;

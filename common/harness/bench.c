@@ -100,3 +100,14 @@ void pb_bench_note_wrong(pb_report *rep, long long wrong, const char *detail)
     if (detail) pb_report_note(rep, "wrong values: %lld %s (%s)", wrong, verdict, detail);
     else pb_report_note(rep, "wrong values: %lld %s", wrong, verdict);
 }
+
+int pb_bench_mem_require(pb_bench *b, const pb_mem_need *need, const char *what)
+{
+    /* The node's host memory is checked once, by its first rank; device memory by every rank. */
+    pb_mem_need mine = *need;
+    if (b->w.local_rank != 0) {
+        if (mine.where == PB_MEM_HOST) mine.bytes = 0;
+        mine.host_bytes = 0;
+    }
+    return pb_world_agree(&b->w, pb_mem_require(&mine, b->w.local_size, what));
+}
