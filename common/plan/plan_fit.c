@@ -132,12 +132,9 @@ static int list_files(const char *dir, const char *prefix, char ***out)
     while ((e = readdir(dp))) {
         size_t l = strlen(e->d_name);
         if (strncmp(e->d_name, prefix, pl) != 0 || l < pl + 4 || strcmp(e->d_name + l - 4, ".csv") != 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **g = realloc(v, (size_t)cap * sizeof *g);
-            if (!g) break;
-            v = g;
-        }
+        char **g = pb_grow(v, &cap, n, sizeof *g, 8);
+        if (!g) break;
+        v = g;
         size_t len = strlen(dir) + l + 2;
         if (!(v[n] = malloc(len))) break;
         snprintf(v[n++], len, "%s/%s", dir, e->d_name);

@@ -3,6 +3,7 @@
 #include "plan/thresholds.h"
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/link_class.h"
 #include "core/parse.h"
 
@@ -238,13 +239,9 @@ static void collapse_blanks(const char *in, char *out, size_t len)
 
 static int add_rule(pb_th_set *set, int *cap, const pb_th_rule *r)
 {
-    if (set->n == *cap) {
-        int ncap = *cap ? *cap * 2 : 16;
-        pb_th_rule *nr = realloc(set->rules, (size_t)ncap * sizeof *nr);
-        if (!nr) return PB_ERR_ENV;
-        set->rules = nr;
-        *cap = ncap;
-    }
+    pb_th_rule *nr = pb_grow(set->rules, cap, set->n, sizeof *nr, 16);
+    if (!nr) return PB_ERR_ENV;
+    set->rules = nr;
     set->rules[set->n++] = *r;
     return PB_OK;
 }
