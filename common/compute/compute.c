@@ -12,7 +12,8 @@ const pb_compute *pb_compute_cublas(void); /* compute_cublas.c, CUDA builds only
 
 int pb_compute_select(const char *option, const char *name, const pb_compute **out)
 {
-    if (strcmp(name, "blas") == 0) {
+    /* By the name the engine declares, so the spelling lives in its table. */
+    if (strcmp(name, pb_compute_blas()->name) == 0) {
         *out = pb_compute_blas();
         return PB_OK;
     }
