@@ -283,7 +283,10 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     const pb_common_opts *o = x->o;
     pb_coll_shape biggest;
     pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
-    size_t ts = pb_dtype_size(o->dtype);
+    size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffer_cache_bytes(b->be) : 0;
+    pb_mem_need need = {b->be->mem, NULL, pb_rotation_pool(biggest.send_count * ts, cache, o->rotate) +
+                                              pb_rotation_pool(biggest.recv_count * ts, cache, o->rotate), 0};
+    PB_TRY(pb_bench_mem_require(b, &need, "-e/--maxbytes (send and receive buffers)"));
     int status = pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
     if (status == PB_OK) status = pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
     int max_iters = pb_iters_max(o, &pb_policy_collective);
@@ -384,9 +387,11 @@ int main(int argc, char **argv)
     if (b.rep && rows > 0) {
         printf("#\n");
         pb_report_summary(b.rep, "avg_busbw_GBps", "Avg bus bandwidth", busbw_sum / rows, "GB/s");
-        if (o.common.check)
-            pb_report_note(b.rep, "wrong values: %lld %s (checked on the %s)", wrong, wrong ? "FAILED" : "OK",
-                           pb_check_where(b.be));
+        if (o.common.check) {
+            char detail[32];
+            snprintf(detail, sizeof detail, "checked on the %s", pb_check_where(b.be));
+            pb_bench_note_wrong(b.rep, wrong, detail);
+        }
     }
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);

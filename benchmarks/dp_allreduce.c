@@ -217,21 +217,12 @@ static int memory_check(run_ctx *r, const pb_dp_step_config *sc)
 {
     uint64_t eng_bytes = 0, host_bytes = 0;
     pb_dp_step_bytes(sc, &eng_bytes, &host_bytes);
-    int status = PB_OK, host_engine = strcmp(r->eng->name, "blas") == 0;
-    uint64_t per_node = (uint64_t)r->b->w.local_size;
     char what[160];
     snprintf(what, sizeof what, "dp_allreduce (%d ranks on this node x (layers, activations, %llu-byte gradient%s))",
              r->b->w.local_size, (unsigned long long)(sc->grad_bytes ? sc->grad_bytes : pb_dp_step_real_bytes(sc)),
              sc->check ? ", validation copy" : "");
-    if (r->b->w.local_rank == 0) {
-        if (host_engine) {
-            status = pb_mem_require((eng_bytes + host_bytes) * per_node, what);
-        } else {
-            status = pb_mem_require_from(r->eng->mem_info, eng_bytes, what, "device");
-            if (status == PB_OK) status = pb_mem_require(host_bytes * per_node, what);
-        }
-    }
-    return pb_world_agree(&r->b->w, status);
+    pb_mem_need need = {r->eng->mem, r->eng->mem_info, eng_bytes, host_bytes};
+    return pb_bench_mem_require(r->b, &need, what);
 }
 
 static double max_over_ranks(const pb_world *w, double v)
@@ -280,7 +271,7 @@ static int report(run_ctx *r, const row *w)
     int check = r->o->common.check;
     pb_value v[NCOLS] = {
         [COL_NRANKS] = PB_I(n),
-        [COL_LINK_CLASS] = PB_S(pb_link_class(&r->b->w, NULL, n)),
+        [COL_LINK_CLASS] = PB_S(pb_link_name(pb_world_link(&r->b->w, NULL, n))),
         [COL_MODEL] = PB_S(wo->preset),
         [COL_LAYERS] = PB_I(m->layers),
         [COL_HIDDEN] = PB_I(m->hidden),
@@ -411,7 +402,7 @@ static int run_all(run_ctx *r)
     if (r->b->rep && status == PB_OK) {
         printf("#\n");
         pb_report_summary(r->b->rep, "max_overhead", "Largest overhead (exposed/compute)", worst, "");
-        if (r->o->common.check) pb_report_note(r->b->rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+        if (r->o->common.check) pb_bench_note_wrong(r->b->rep, wrong, NULL);
     }
     return status == PB_OK && wrong > 0 ? PB_ERR_CHECK : status;
 }

@@ -196,9 +196,10 @@ static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_plac
     if (pol == PB_PLACE_RANKMAP) status = pb_rankmap_read(o->rankmap, o->tp, o->pp, o->dp, rank_at);
     else status = pb_grid_place(pol, o->tp, o->pp, o->dp, world, b->w.node_of, rank_at);
     pb_hybrid_config cfg = config(o, b, eng, rank_at);
-    if (status == PB_OK) status = pb_mem_require(pb_hybrid_bytes(&cfg), "hybrid_3d: stage weights, gradients, "
-                                                                         "activations and pipeline buffers");
+    pb_mem_need need = {eng->mem, eng->mem_info, pb_hybrid_bytes(&cfg), 0};
     status = pb_world_agree(&b->w, status);
+    if (status == PB_OK)
+        status = pb_bench_mem_require(b, &need, "hybrid_3d: stage weights, gradients, activations and pipeline buffers");
     run r = {.b = b, .o = o};
     if (status == PB_OK) status = pb_world_agree(&b->w, pb_hybrid_create(&cfg, &r.h));
     double *samples = malloc(sizeof(double) * (size_t)o->common.iters);
@@ -276,7 +277,7 @@ int main(int argc, char **argv)
     }
     long long wrong = 0;
     for (int i = 0; i < n && status == PB_OK; i++) status = run_placement(&b, &o, eng, list[i], &wrong);
-    if (b.rep && o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    if (o.common.check) pb_bench_note_wrong(b.rep, wrong, NULL);
     if (eng) eng->finalize();
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);

@@ -127,7 +127,7 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
         [COL_RANK_B] = PB_I(pair[1]),
         [COL_HOST_A] = PB_S(w->host[pair[0]]),
         [COL_HOST_B] = PB_S(w->host[pair[1]]),
-        [COL_LINK_CLASS] = PB_S(pb_link_class(w, pair, 2)),
+        [COL_LINK_CLASS] = PB_S(pb_link_name(pb_world_link(w, pair, 2))),
         [COL_ITERS] = PB_I(r->iters),
         [COL_WINDOW] = PB_I(window),
         [COL_TIME_US] = PB_F(r->st.mean),
@@ -234,7 +234,7 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_sc
         status = pb_p2p_round(&su, sch, first, count, m + first);
         for (int k = first; k < first + count && b->w.rank == 0 && status == PB_OK; k++) {
             int pair[2] = {sch->pairs[k].a, sch->pairs[k].b};
-            pr[k] = (pb_pair_result){pair[0], pair[1], pb_link_class(&b->w, pair, 2), m[k].lat.st.mean,
+            pr[k] = (pb_pair_result){pair[0], pair[1], pb_link_name(pb_world_link(&b->w, pair, 2)), m[k].lat.st.mean,
                                      m[k].bw.bw_GBps, 0};
             *wrong += (m[k].lat.wrong > 0 ? m[k].lat.wrong : 0) + (m[k].bw.wrong > 0 ? m[k].bw.wrong : 0);
             status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
@@ -303,13 +303,18 @@ int main(int argc, char **argv)
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &comm);
     int in_pair = o.matrix || b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
     pb_rotbuf sbuf = {0}, rbuf = {0};
+    size_t cache = o.common.rotate ? pb_buffer_cache_bytes(b.be) : 0;
+    pb_mem_need need = {b.be->mem, NULL, 0, 0};
+    if (in_pair) need.bytes = 2 * pb_rotation_pool(sizes[nsizes - 1], cache, o.common.rotate);
+    status = pb_world_agree(&b.w, status);
+    if (status == PB_OK) status = pb_bench_mem_require(&b, &need, "-e/--maxbytes (send and receive buffers)");
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
     if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
     status = pb_agree(b.w.comm, status, "buffers");
     long long wrong = 0;
     if (b.rep && status == PB_OK && !o.matrix)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
-               b.w.host[o.pair[1]], pb_link_class(&b.w, o.pair, 2));
+               b.w.host[o.pair[1]], pb_link_name(pb_world_link(&b.w, o.pair, 2)));
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
     pb_schedule_free(&sch);
     for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {
@@ -330,7 +335,7 @@ int main(int argc, char **argv)
         pb_rotbuf_free(&rbuf);
     }
     if (comm) b.be->comm_destroy(comm);
-    if (b.rep && o.common.check) pb_report_note(b.rep, "wrong values: %lld %s", wrong, wrong ? "FAILED" : "OK");
+    if (o.common.check) pb_bench_note_wrong(b.rep, wrong, NULL);
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;
     pb_bench_finish(&b, status);
 }

@@ -178,7 +178,7 @@ static const char *pipe_link(const pp_run *r)
 {
     int ranks[MAX_STAGES];
     for (int s = 0; s < r->p; s++) ranks[s] = s;
-    return pb_link_class(&r->b->w, ranks, r->p);
+    return pb_link_name(pb_world_link(&r->b->w, ranks, r->p));
 }
 
 static int max_in(const int64_t *v, size_t n)
@@ -195,10 +195,10 @@ static int pp_setup(pp_run *r)
     const pp_opts *o = r->o;
     const pb_compute *eng = NULL;
     int status = pb_workload_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
-    if (status == PB_OK && (strcmp(b->be->mem, "host") == 0) != (strcmp(eng->name, "blas") == 0))
+    if (status == PB_OK && b->be->mem != eng->mem)
         status = pb_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
-                          "blas with mpi, cublas with nccl", eng->name, strcmp(eng->name, "blas") == 0 ? "host" :
-                          "device", b->be->name, b->be->mem);
+                          "blas with mpi, cublas with nccl", eng->name, pb_mem_kind_name(eng->mem),
+                          b->be->name, pb_mem_kind_name(b->be->mem));
     status = pb_agree(b->w.comm, status, "engine");
     if (status != PB_OK) return status;
     int need_kind[2] = {0, 0}, mmax = max_in(o->mbs, o->nmbs), in_flight[2] = {0, 0};
@@ -232,8 +232,9 @@ static int pp_setup(pp_run *r)
     uint64_t need = pb_pp_exec_bytes(&xc);
     for (int k = 0; k < 2; k++) need += need_kind[k] ? pb_pp_stack_bytes(&r->scf[k], in_flight[k]) : 0;
     if (o->common.check && r->stage == 0) need += pb_pp_reference_bytes(&r->scfg);
-    if (status == PB_OK) status = pb_mem_require(need, "pp_pipeline stage (weights, activations, buffers)");
+    pb_mem_need mn = {eng->mem, eng->mem_info, need, 0};
     status = pb_world_agree(&b->w, status);
+    if (status == PB_OK) status = pb_bench_mem_require(b, &mn, "pp_pipeline stage (weights, activations, buffers)");
     if (status != PB_OK) return status;
     MPI_Comm_split(b->w.comm, r->replica, r->stage, &r->pipe);
     xc.group = r->pipe;
@@ -260,8 +261,7 @@ static int pp_setup(pp_run *r)
 static int pp_teardown(pp_run *r, int status)
 {
     pb_bench *b = r->b;
-    if (b->rep && status == PB_OK && r->o->common.check)
-        pb_report_note(b->rep, "wrong values: %lld %s", r->wrong, r->wrong ? "FAILED" : "OK");
+    if (status == PB_OK && r->o->common.check) pb_bench_note_wrong(b->rep, r->wrong, NULL);
     if (status == PB_OK && r->wrong) status = PB_ERR_CHECK;
     int s = pb_pp_trace_close(r->trace_file, r->tmp, r->o->trace ? r->o->trace : "", status == PB_OK);
     if (status == PB_OK) status = s;

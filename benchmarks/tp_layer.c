@@ -258,12 +258,13 @@ static int memory_plan(tp_run *r, point *p, int want_ref)
     uint64_t full = (uint64_t)(rs.b * rs.s * rs.h) * pb_dtype_size(rs.dtype);
     uint64_t tp = pb_tp_bytes(&p->cfg) + 2 * pb_tp_act_bytes(&p->cfg) + 6 * io;
     uint64_t ref = pb_stack_bytes(&rc) + 2 * pb_layer_act_bytes(&rs, rc.nlayers) + 8 * full;
-    int host = strcmp(r->eng->name, "blas") == 0;
+    int check = r->o->common.check;
+    pb_mem_need need = {r->eng->mem, r->eng->mem_info, check ? tp + ref : tp, 0};
+    PB_TRY(pb_bench_mem_require(r->b, &need, check ? "the sharded layers and their validation" : "the sharded layers"));
+    /* The unsharded reference is optional without --check: run it where it fits. */
+    int host = r->eng->mem == PB_MEM_HOST;
     int status = host ? pb_mem_host(&avail, NULL) : r->eng->mem_info(&avail, NULL);
     if (status == PB_OK && host) avail /= (uint64_t)r->b->w.local_size;
-    const char *where = host ? "host (per rank)" : "device";
-    if (status == PB_OK) status = pb_mem_check(tp, avail, "the sharded layers", where);
-    if (status == PB_OK && r->o->common.check) status = pb_mem_check(tp + ref, avail, "validation", where);
     int fits = status == PB_OK && want_ref && tp + ref <= avail, all = 0;
     MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, r->b->w.comm);
     p->have_ref = all;
@@ -289,7 +290,7 @@ static int report(tp_run *r, const point *p)
     const pb_layer_shape *sh = &p->cfg.shape;
     size_t es = pb_dtype_size(r->eng->gemm_dtype(sh->dtype));
     double expected = pb_tp_expected_bytes_layer(sh, es), busy = p->compute_us + p->comm_us;
-    double flops = pb_layer_fwd_flops(sh) + pb_layer_bwd_flops(sh);
+    double flops = pb_layer_step_flops(sh);
     double speedup = p->timed_ref && p->step_us > 0 ? p->unsharded_us / p->step_us : NAN;
     pb_value v[NCOLS] = {
         [COL_TP] = PB_I(sh->tp_size),
@@ -373,20 +374,20 @@ static int place(tp_run *r)
     r->ngroups = b->w.size / t;
     int *ranks = malloc(sizeof(int) * (size_t)t);
     PB_CHECK(ranks, PB_ERR_ENV, "out of memory");
-    r->link = NULL;
+    pb_link_class all = PB_LINK_INTRA;
     for (int g = 0; g < r->ngroups; g++) {
         pb_tp_group_ranks(b->w.size, t, r->o->stride, g, ranks);
-        const char *cls = pb_link_class(&b->w, ranks, t);
-        r->link = !r->link || strcmp(r->link, cls) == 0 ? cls : "mixed";
+        pb_link_class cls = pb_world_link(&b->w, ranks, t);
+        all = g == 0 ? cls : pb_link_join(all, cls);
         if (b->rep) {
             char list[256] = "";
             for (int k = 0, len = 0; k < t && len < (int)sizeof list - 16; k++)
                 len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", k ? "," : "", ranks[k]);
-            pb_report_note(b->rep, "TP group %d: ranks {%s}, %s", g, list, cls);
+            pb_report_note(b->rep, "TP group %d: ranks {%s}, %s", g, list, pb_link_name(cls));
         }
     }
     free(ranks);
-    if (t == 1) r->link = "none";
+    r->link = t == 1 ? "none" : pb_link_name(all);
     MPI_Comm_split(b->w.comm, r->group, r->index, &r->group_comm);
     return b->be->comm_create(r->group_comm, &r->comm);
 }
@@ -420,10 +421,11 @@ static void footer(tp_run *r, double frac_sum, int rows, long long wrong)
     if (!r->b->rep || rows == 0) return;
     printf("#\n");
     pb_report_summary(r->b->rep, "avg_comm_fraction", "Avg communication fraction", frac_sum / rows, "");
-    if (r->o->common.check)
-        pb_report_note(r->b->rep, "wrong values: %lld %s (tolerance %g of max |unsharded value|, %s)", wrong,
-                       wrong ? "FAILED" : "OK", pb_tp_tolerance(r->eng->gemm_dtype(r->o->work.compute_dtype)),
-                       pb_dtype_name(r->eng->gemm_dtype(r->o->work.compute_dtype)));
+    if (!r->o->common.check) return;
+    pb_dtype t = r->eng->gemm_dtype(r->o->work.compute_dtype);
+    char detail[96];
+    snprintf(detail, sizeof detail, "tolerance %g of max |unsharded value|, %s", pb_tp_tolerance(t), pb_dtype_name(t));
+    pb_bench_note_wrong(r->b->rep, wrong, detail);
 }
 
 int main(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include "core/options.h"
 #include "core/parse.h"
 #include "core/report.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -90,10 +91,10 @@ static int copy_rate(const pb_compute *e, uint64_t bytes, int iters, double *gbp
     if (st == PB_OK) st = e->memset(a, 1, bytes);
     if (st == PB_OK) st = e->copy(b, a, bytes); /* warm-up */
     if (st == PB_OK) st = e->synchronize();
-    double t0 = pb_compute_now();
+    double t0 = pb_now_us();
     for (int i = 0; i < iters && st == PB_OK; i++) st = e->copy(b, a, bytes);
     if (st == PB_OK) st = e->synchronize();
-    double sec = pb_compute_now() - t0;
+    double sec = (pb_now_us() - t0) * 1e-6;
     *gbps = sec > 0 ? (double)bytes * iters / sec / 1e9 : 0;
     if (a) e->free(a);
     if (b) e->free(b);
@@ -130,6 +131,17 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
     return pb_report_row(rep, v);
 }
 
+/* Refuse before allocating: three n x n matrices for the largest GEMM, two
+ * copy buffers; each message names its option. */
+static int memory_check(const probe_opts *o, const pb_compute *e)
+{
+    uint64_t n = 0, es = pb_dtype_size(e->gemm_dtype(o->dtype));
+    for (size_t i = 0; i < o->nsizes; i++) n = o->sizes[i] > n ? o->sizes[i] : n;
+    pb_mem_need gemm = {e->mem, e->mem_info, 3 * n * n * es, 0}, copy = {e->mem, e->mem_info, 2 * o->copy_bytes, 0};
+    PB_TRY(pb_mem_require(&gemm, 1, "--sizes (three matrices of the largest GEMM)"));
+    return pb_mem_require(&copy, 1, "--copy-bytes (two copy buffers)");
+}
+
 int main(int argc, char **argv)
 {
     pb_set_progname(argv[0]);
@@ -145,9 +157,10 @@ int main(int argc, char **argv)
     const pb_compute *e = NULL;
     char gpu[160] = "none";
     status = pb_compute_select("--engine", o.engine, &e);
-    if (status == PB_OK && strcmp(o.engine, "cublas") == 0) status = pb_gpu_bind(0, 0, gpu, sizeof gpu);
+    if (status == PB_OK && e->mem == PB_MEM_DEVICE) status = pb_gpu_bind(0, 0, gpu, sizeof gpu);
     pb_compute_opts copts = {.threads = o.threads};
     if (status == PB_OK) status = e->init(&copts);
+    if (status == PB_OK) status = memory_check(&o, e);
     if (status != PB_OK) return status;
     printf("# compute_probe\n# engine %s\n# gpu    %s\n", e->describe(), gpu);
     pb_report *rep = NULL;

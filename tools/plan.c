@@ -117,7 +117,7 @@ static int parse_one(options *o, int c, const char *arg)
     case O_TFLOPS: return pb_parse_double("--tflops", arg, 1e-6, 1e6, &o->tflops);
     case O_MEM: return pb_parse_double("--gpu-mem", arg, 1e-3, 1e6, &o->gpu_mem);
     case O_DTYPE: PB_TRY(choice("--dtype", arg, dtypes, &k)); o->job.dtype_bytes = k == 2 ? 4 : 2; return PB_OK;
-    case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = k ? PB_SCHED_1F1B : PB_SCHED_GPIPE; return PB_OK;
+    case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = k ? PB_PP_1F1B : PB_PP_GPIPE; return PB_OK;
     case O_RC: PB_TRY(choice("--recompute", arg, rcs, &k)); o->job.recompute = (pb_recompute)k; return PB_OK;
     case O_SP: PB_TRY(choice("--sp", arg, onoff, &k)); o->job.sp = k; return PB_OK;
     default: return PB_ERR_USAGE;
@@ -223,7 +223,7 @@ int main(int argc, char **argv)
     o.hidden = o.layers = o.heads = o.seq = o.vocab = o.micro_batch = o.global_batch = -1;
     o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = -1;
     o.job.dtype_bytes = 2;
-    o.job.sched = PB_SCHED_1F1B;
+    o.job.sched = PB_PP_1F1B;
     o.job.sp = 1;
     o.job.recompute = PB_RECOMPUTE_SELECTIVE;
     char cmdline[4096];

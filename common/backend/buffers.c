@@ -12,7 +12,7 @@
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-static int on_device(const pb_backend *be) { return strcmp(be->mem, "device") == 0; }
+static int on_device(const pb_backend *be) { return be->mem == PB_MEM_DEVICE; }
 
 size_t pb_buffer_cache_bytes(const pb_backend *be)
 {

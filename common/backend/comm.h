@@ -16,6 +16,7 @@
 #define PB_COMM_H
 
 #include "core/dtype.h"
+#include "core/memory.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -24,7 +25,7 @@ typedef struct pb_comm pb_comm; /* a backend communicator over a group of ranks 
 
 typedef struct pb_backend {
     const char *name; /* "mpi", "nccl" */
-    const char *mem;  /* where buffers live: "host" or "device" */
+    pb_mem_kind mem;  /* where buffers live */
     /* 1 where the library's broadcast has one buffer (MPI_Bcast): an
      * out-of-place broadcast would add a copy on the root that OSU does not
      * make, so callers issue it in place (send == recv). */

@@ -228,7 +228,7 @@ static void version(char *buf, size_t len)
 }
 
 static const pb_backend mpi_backend = {
-    .name = "mpi", .mem = "host", .broadcast_in_place = 1,
+    .name = "mpi", .mem = PB_MEM_HOST, .broadcast_in_place = 1,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = host_alloc, .free = host_free, .to_host = host_copy, .from_host = host_copy,
     .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,

@@ -358,7 +358,7 @@ static void version(char *buf, size_t len)
 }
 
 static const pb_backend mpi_device_backend = {
-    .name = "mpi", .mem = "device",
+    .name = "mpi", .mem = PB_MEM_DEVICE,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = dev_alloc, .free = dev_free, .to_host = to_host, .from_host = from_host,
     .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,

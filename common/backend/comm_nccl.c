@@ -249,7 +249,7 @@ static void version(char *buf, size_t len)
 }
 
 static const pb_backend nccl_backend = {
-    .name = "nccl", .mem = "device",
+    .name = "nccl", .mem = PB_MEM_DEVICE,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = dev_alloc, .free = dev_free, .to_host = to_host, .from_host = from_host,
     .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,

@@ -21,7 +21,7 @@
 static int on_device(const pb_backend *be)
 {
 #ifdef PB_HAVE_CUDA
-    return be->mem && strcmp(be->mem, "device") == 0;
+    return be->mem == PB_MEM_DEVICE;
 #else
     (void)be;
     return 0;

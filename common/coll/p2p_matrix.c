@@ -1,6 +1,7 @@
 #include "coll/p2p_matrix.h"
 
 #include "core/error.h"
+#include "core/link_class.h"
 #include "core/stats.h"
 
 #include <stdio.h>
@@ -42,10 +43,9 @@ static void summarize_class(const pb_pair_result *r, int n, const char *link, pb
 
 int pb_matrix_summarize(const pb_pair_result *r, int n, pb_class_summary out[3])
 {
-    static const char *const links[] = {"intra", "inter", "mixed"};
     int count = 0;
-    for (int c = 0; c < 3; c++) {
-        summarize_class(r, n, links[c], &out[count]);
+    for (int c = 0; c < PB_LINK_NCLASS; c++) {
+        summarize_class(r, n, pb_link_name(c), &out[count]);
         if (out[count].pairs > 0) count++;
     }
     return count;

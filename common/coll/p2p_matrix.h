@@ -7,7 +7,7 @@
 
 typedef struct pb_pair_result {
     int a, b;
-    const char *link;   /* "intra" or "inter" */
+    const char *link;   /* pb_link_name of the pair */
     double lat_us;      /* half round trip at the small size */
     double bw_GBps;     /* streaming bandwidth at the large size */
     int slow;           /* set by pb_matrix_flag_slow */

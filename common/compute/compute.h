@@ -14,6 +14,7 @@
 #define PB_COMPUTE_H
 
 #include "core/dtype.h"
+#include "core/memory.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,7 @@ typedef struct pb_fill_spec {
 
 typedef struct pb_compute {
     const char *name; /* "blas", "cublas" */
+    pb_mem_kind mem;  /* where its buffers live */
 
     int (*init)(const pb_compute_opts *opts);
     void (*finalize)(void);
@@ -99,9 +101,6 @@ int pb_compute_select(const char *option, const char *name, const pb_compute **o
 
 /* GFLOP/s from a FLOP count and seconds (0 when seconds <= 0). */
 double pb_gflops(double flops, double seconds);
-
-/* Monotonic wall clock in seconds. */
-double pb_compute_now(void);
 
 /* Time `iters` GEMMs of m x n x k in type t on `eng` (after one warm-up) and
  * return the achieved GFLOP/s (2*m*n*k per GEMM). Allocates and frees its own

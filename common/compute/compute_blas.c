@@ -252,6 +252,7 @@ static int blas_synchronize(void) { return PB_OK; }
 
 static const pb_compute blas_engine = {
     .name = "blas",
+    .mem = PB_MEM_HOST,
     .init = blas_init,
     .finalize = blas_finalize,
     .describe = blas_describe,

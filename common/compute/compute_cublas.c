@@ -307,6 +307,7 @@ static int cublas_span_take(double *us, int *count) { return pb_cuda_spans_take(
 
 static const pb_compute cublas_engine = {
     .name = "cublas",
+    .mem = PB_MEM_DEVICE,
     .init = cublas_init,
     .finalize = cublas_finalize,
     .describe = cublas_describe,

@@ -4,6 +4,7 @@
 #include "compute/layer_impl.h"
 
 #include "core/error.h"
+#include "core/flops.h"
 
 #include <math.h>
 
@@ -58,21 +59,12 @@ int64_t pb_weight_offset(const pb_layer_shape *sh, enum pb_weight w)
 
 int64_t pb_layer_params_local(const pb_layer_shape *sh) { return pb_weight_offset(sh, PB_W_COUNT); }
 
-double pb_attn_fwd_flops(const pb_layer_shape *sh)
+double pb_layer_step_flops(const pb_layer_shape *sh)
 {
-    double b = (double)sh->b, s = (double)sh->s, h = (double)sh->h, t = (double)sh->tp_size;
-    double linear = 2.0 * b * s * 4.0 * h * h / t;
-    return linear + (sh->attn_scores ? 4.0 * b * s * s * h / t : 0.0);
+    double b = (double)sh->b, s = (double)sh->s, h = (double)sh->h;
+    return pb_layer_flops_fwd(b, s, h, sh->tp_size, sh->attn_scores) +
+           pb_layer_flops_bwd(b, s, h, sh->tp_size, sh->attn_scores);
 }
-
-double pb_mlp_fwd_flops(const pb_layer_shape *sh)
-{
-    double b = (double)sh->b, s = (double)sh->s, h = (double)sh->h, t = (double)sh->tp_size;
-    return 2.0 * b * s * 8.0 * h * h / t;
-}
-
-double pb_layer_fwd_flops(const pb_layer_shape *sh) { return pb_attn_fwd_flops(sh) + pb_mlp_fwd_flops(sh); }
-double pb_layer_bwd_flops(const pb_layer_shape *sh) { return 2.0 * pb_layer_fwd_flops(sh); }
 
 static uint64_t align_up(uint64_t bytes) { return (bytes + PB_ACT_ALIGN - 1) / PB_ACT_ALIGN * PB_ACT_ALIGN; }
 

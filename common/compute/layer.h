@@ -48,13 +48,10 @@ int64_t pb_weight_offset(const pb_layer_shape *sh, enum pb_weight w);
 /* Parameters of one layer held by this rank: 12*h*h/t. */
 int64_t pb_layer_params_local(const pb_layer_shape *sh);
 
-/* FLOPs one rank executes for one micro-batch (DESIGN.md, divided by t):
- *   attention forward 2*b*s*4h^2/t (+ 4*b*s^2*h/t with attn_scores),
- *   MLP forward 2*b*s*8h^2/t, backward twice forward. */
-double pb_attn_fwd_flops(const pb_layer_shape *sh);
-double pb_mlp_fwd_flops(const pb_layer_shape *sh);
-double pb_layer_fwd_flops(const pb_layer_shape *sh);
-double pb_layer_bwd_flops(const pb_layer_shape *sh);
+/* FLOPs one rank executes for one layer's forward and backward of one
+ * micro-batch of shape sh: core/flops.h's count, with the shape's t and
+ * attn_scores. */
+double pb_layer_step_flops(const pb_layer_shape *sh);
 
 /* Bytes one micro-batch's saved activations take for `nlayers` layers (what a
  * pipeline stage holds per micro-batch in flight; pb_acts_alloc takes exactly this). */

@@ -1,6 +1,7 @@
 #include "core/csv_read.h"
 
 #include "core/error.h"
+#include "core/grow.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -17,11 +18,9 @@ static char **split(char *line, int *n)
     if (!f) return NULL;
     char *p = line;
     for (;;) {
-        if (k == cap) {
-            char **g = realloc(f, (size_t)(cap *= 2) * sizeof *f);
-            if (!g) return free(f), NULL;
-            f = g;
-        }
+        char **g = pb_grow(f, &cap, k, sizeof *f, 8);
+        if (!g) return free(f), NULL;
+        f = g;
         char *out = p;
         f[k++] = out;
         int quoted = *p == '"';
@@ -66,13 +65,9 @@ static int add_row(pb_csv *t, char *line, int *cap)
         f = g;
         for (int i = n; i < t->ncols; i++) f[i] = line + strlen(line); /* "" inside the line */
     }
-    if (t->nrows == *cap) {
-        int nc = *cap ? *cap * 2 : 64;
-        char ***r = realloc(t->rows, (size_t)nc * sizeof *r);
-        if (!r) return free(f), PB_ERR_ENV;
-        t->rows = r;
-        *cap = nc;
-    }
+    char ***r = pb_grow(t->rows, cap, t->nrows, sizeof *r, 64);
+    if (!r) return free(f), PB_ERR_ENV;
+    t->rows = r;
     t->rows[t->nrows++] = f;
     return PB_OK;
 }

@@ -41,7 +41,7 @@ int pb_group_split(const pb_world *w, pb_groups_kind kind, pb_group *g)
     g->leaders = leaders;
     if (kind == PB_GROUPS_WORLD) snprintf(g->name, sizeof g->name, "world");
     else snprintf(g->name, sizeof g->name, "%s%d", names[kind], kind == PB_GROUPS_NODE ? w->node : w->local_rank);
-    g->link = pb_link_class(w, g->members, g->size);
+    g->link = pb_link_name(pb_world_link(w, g->members, g->size));
     return PB_OK;
 }
 

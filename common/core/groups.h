@@ -19,7 +19,7 @@ typedef struct pb_group {
     int *members;     /* world ranks of the group, in group rank order */
     int *leaders;     /* world rank leading each group (its members[0]), by group number */
     char name[32];    /* "world", "node3", "rail1" */
-    const char *link; /* pb_link_class of the members */
+    const char *link; /* pb_link_name of the members' pb_world_link */
 } pb_group;
 
 const char *const *pb_groups_names(void); /* NULL-terminated, in enum order */

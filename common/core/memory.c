@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *pb_mem_kind_name(pb_mem_kind k) { return k == PB_MEM_DEVICE ? "device" : "host"; }
+
 /* cgroup "no limit" is written as "max" (v2) or a huge page-rounded number (v1). */
 #define NO_LIMIT ((uint64_t)1 << 60)
 
@@ -86,11 +88,16 @@ int pb_mem_check(uint64_t bytes, uint64_t avail, const char *what, const char *w
                    (double)avail / gib);
 }
 
-int pb_mem_require(uint64_t bytes, const char *what) { return pb_mem_require_from(pb_mem_host, bytes, what, "host"); }
-
-int pb_mem_require_from(pb_mem_query_fn query, uint64_t bytes, const char *what, const char *where)
+int pb_mem_require(const pb_mem_need *need, int ranks, const char *what)
 {
-    uint64_t avail = 0;
-    PB_TRY(query(&avail, NULL));
-    return pb_mem_check(bytes, avail, what, where);
+    uint64_t host = need->host_bytes, avail = 0, r = ranks > 1 ? (uint64_t)ranks : 1;
+    if (need->where == PB_MEM_HOST) host += need->bytes;
+    if (need->where == PB_MEM_DEVICE && need->dev_query && need->bytes) {
+        PB_TRY(need->dev_query(&avail, NULL));
+        PB_TRY(pb_mem_check(need->bytes, avail, what, pb_mem_kind_name(PB_MEM_DEVICE)));
+    }
+    if (host == 0) return PB_OK;
+    PB_TRY(pb_mem_host(&avail, NULL));
+    host = host > UINT64_MAX / r ? UINT64_MAX : host * r; /* saturate: an absurd size must still fail */
+    return pb_mem_check(host, avail, what, pb_mem_kind_name(PB_MEM_HOST));
 }

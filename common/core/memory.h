@@ -9,6 +9,13 @@
 
 #include <stdint.h>
 
+/* Where a backend's or an engine's buffers live. Host is 0 so a table that
+ * leaves it out (a test's fake) is host memory. */
+typedef enum { PB_MEM_HOST = 0, PB_MEM_DEVICE = 1 } pb_mem_kind;
+
+/* "host" or "device", as --mem spells them. */
+const char *pb_mem_kind_name(pb_mem_kind k);
+
 /* Host memory: `avail` is MemAvailable from /proc/meminfo, lowered to the
  * cgroup's headroom (limit - usage, cgroup v2 memory.max/memory.current or v1
  * memory.limit_in_bytes/usage_in_bytes) when a limit is set; `total` is
@@ -23,12 +30,21 @@ int pb_mem_parse_meminfo(const char *text, const char *key, uint64_t *bytes);
  *   "<what> needs N bytes (X GiB) of <where> memory; Y bytes (Z GiB) available". */
 int pb_mem_check(uint64_t bytes, uint64_t avail, const char *what, const char *where);
 
-/* pb_mem_check against host memory (pb_mem_host). */
-int pb_mem_require(uint64_t bytes, const char *what);
-
-/* Device hook: the same check against an engine's memory query (for a GPU
- * engine, cudaMemGetInfo's free bytes; pass pb_compute's mem_info). */
+/* Free and total bytes of a device (a GPU engine's mem_info: cudaMemGetInfo). */
 typedef int (*pb_mem_query_fn)(uint64_t *free_bytes, uint64_t *total_bytes);
-int pb_mem_require_from(pb_mem_query_fn query, uint64_t bytes, const char *what, const char *where);
+
+/* What one rank is about to allocate. */
+typedef struct pb_mem_need {
+    pb_mem_kind where;         /* the memory `bytes` lives in */
+    pb_mem_query_fn dev_query; /* where == PB_MEM_DEVICE: its query; NULL leaves device bytes unchecked */
+    uint64_t bytes;            /* in `where` */
+    uint64_t host_bytes;       /* host memory besides (validation copies) */
+} pb_mem_need;
+
+/* The one memory pre-check, made before allocating: device bytes against
+ * dev_query, host bytes times `ranks` (the ranks of this node, which draw on
+ * the same host memory) against pb_mem_host. PB_OK, or PB_ERR_ENV with
+ * pb_mem_check's message; `what` should name the option that asks for it. */
+int pb_mem_require(const pb_mem_need *need, int ranks, const char *what);
 
 #endif

@@ -84,12 +84,12 @@ int pb_nodes_spanned(const pb_world *w, const int *ranks, int n)
     return count;
 }
 
-const char *pb_link_class(const pb_world *w, const int *ranks, int n)
+pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n)
 {
     if (!ranks) n = w->size;
     int nodes = pb_nodes_spanned(w, ranks, n);
-    if (nodes <= 1) return "intra";
-    return nodes == n ? "inter" : "mixed";
+    if (nodes <= 1) return PB_LINK_INTRA;
+    return nodes == n ? PB_LINK_INTER : PB_LINK_MIXED;
 }
 
 static const char *status_word(int status)

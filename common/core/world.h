@@ -5,6 +5,8 @@
 #ifndef PB_WORLD_H
 #define PB_WORLD_H
 
+#include "core/link_class.h"
+
 #include <mpi.h>
 
 #define PB_HOST_MAX 64
@@ -27,9 +29,9 @@ int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w);
  * code. All ranks must call it with the same status. */
 _Noreturn void pb_world_exit(pb_world *w, int status);
 
-/* "intra" if all listed ranks share one node, "inter" if each is on a
- * different node, "mixed" otherwise. NULL ranks means every rank. */
-const char *pb_link_class(const pb_world *w, const int *ranks, int n);
+/* PB_LINK_INTRA if all listed ranks share one node, PB_LINK_INTER if each is
+ * on a different node, PB_LINK_MIXED otherwise. NULL ranks means every rank. */
+pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n);
 
 /* Number of distinct nodes among the listed ranks (NULL: all). */
 int pb_nodes_spanned(const pb_world *w, const int *ranks, int n);

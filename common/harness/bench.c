@@ -50,7 +50,7 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
         return status;
     }
     char gpu[160] = "none";
-    if (status == PB_OK && strcmp(b->be->mem, "device") == 0)
+    if (status == PB_OK && b->be->mem == PB_MEM_DEVICE)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
     status = pb_world_agree(&b->w, status);
@@ -96,4 +96,23 @@ _Noreturn void pb_bench_finish(pb_bench *b, int status)
     status = pb_world_agree(&b->w, status);
     pb_watchdog_stop();
     pb_world_exit(&b->w, status);
+}
+
+void pb_bench_note_wrong(pb_report *rep, long long wrong, const char *detail)
+{
+    if (!rep) return;
+    const char *verdict = wrong ? "FAILED" : "OK";
+    if (detail) pb_report_note(rep, "wrong values: %lld %s (%s)", wrong, verdict, detail);
+    else pb_report_note(rep, "wrong values: %lld %s", wrong, verdict);
+}
+
+int pb_bench_mem_require(pb_bench *b, const pb_mem_need *need, const char *what)
+{
+    /* The node's host memory is checked once, by its first rank; device memory by every rank. */
+    pb_mem_need mine = *need;
+    if (b->w.local_rank != 0) {
+        if (mine.where == PB_MEM_HOST) mine.bytes = 0;
+        mine.host_bytes = 0;
+    }
+    return pb_world_agree(&b->w, pb_mem_require(&mine, b->w.local_size, what));
 }

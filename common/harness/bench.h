@@ -37,6 +37,16 @@ int pb_bench_select(pb_bench *b, const pb_common_opts *o);
  * NULL) are merged into the metadata. Returns a status agreed by all ranks. */
 int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta);
 
+/* pb_mem_require for this rank with the node's ranks sharing host memory,
+ * agreed by all ranks: every binary's check before it allocates. */
+int pb_bench_mem_require(pb_bench *b, const pb_mem_need *need, const char *what);
+
+/* The footer of a run that checked its results, one text for every
+ * benchmark: "wrong values: N OK" or "wrong values: N FAILED", then
+ * " (detail)" when detail is not NULL. A NULL report (ranks other than 0)
+ * does nothing. */
+void pb_bench_note_wrong(pb_report *rep, long long wrong, const char *detail);
+
 /* Close the report (complete when status is PB_OK), agree on the worst status
  * across ranks, finalize MPI and exit with it. */
 _Noreturn void pb_bench_finish(pb_bench *b, int status);

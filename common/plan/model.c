@@ -37,10 +37,10 @@ double pb_pipe_efficiency(int m, int p) { return (double)m / (double)(m + p - 1)
 double pb_pipe_bubble_of_step(int m, int p) { return (double)(p - 1) / (double)(m + p - 1); }
 double pb_pipe_bubble_of_compute(int m, int p) { return (double)(p - 1) / (double)m; }
 
-int pb_pipe_in_flight(pb_sched s, int m, int p)
+int pb_pipe_in_flight(pb_pp_sched s, int m, int p)
 {
     /* 1F1B starts backward after p forwards, so at most p are alive. */
-    if (s == PB_SCHED_1F1B) return m < p ? m : p;
+    if (s == PB_PP_1F1B) return m < p ? m : p;
     return m;
 }
 
@@ -51,13 +51,6 @@ double pb_tp_elems_per_rank_layer(double b, double s, double h, int t)
 }
 
 double pb_dp_grad_bytes(double params, int dtype_bytes) { return params * (double)dtype_bytes; }
-
-double pb_layer_flops_fwd(double b, double s, double h)
-{
-    return 2.0 * b * s * 12.0 * h * h + 4.0 * b * s * s * h;
-}
-
-double pb_layer_flops_bwd(double b, double s, double h) { return 2.0 * pb_layer_flops_fwd(b, s, h); }
 
 double pb_logit_flops_fwd(double b, double s, double h, double vocab) { return 2.0 * b * s * h * vocab; }
 
@@ -73,7 +66,7 @@ double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int
     }
 }
 
-pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_sched sched,
+pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
                          int sp, pb_recompute rc)
 {
     pb_mem r;

@@ -9,6 +9,9 @@
 #define PB_MODEL_H
 
 #include "coll/coll.h"
+#include "core/flops.h"
+#include "core/link_class.h"
+#include "plan/pp_sched.h"
 #include "plan/presets.h"
 
 #include <stdint.h>
@@ -48,9 +51,9 @@ double pb_pipe_bubble_of_step(int m, int p);
 /* (p-1)/m: the bubble relative to the ideal (bubble-free) compute time. */
 double pb_pipe_bubble_of_compute(int m, int p);
 
-typedef enum { PB_SCHED_GPIPE, PB_SCHED_1F1B } pb_sched;
-/* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m). */
-int pb_pipe_in_flight(pb_sched s, int m, int p);
+/* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m)
+ * (the planner offers no interleaved schedule; it counts as GPipe here). */
+int pb_pipe_in_flight(pb_pp_sched s, int m, int p);
 
 /* ---- tensor and data parallelism volumes ---- */
 
@@ -63,10 +66,7 @@ double pb_dp_grad_bytes(double params, int dtype_bytes);
 
 /* ---- compute (Narayanan et al. 2021, appendix) ---- */
 
-/* Forward FLOPs of one layer: 2*b*s*12h^2 (linear GEMMs) + 4*b*s^2*h (scores). */
-double pb_layer_flops_fwd(double b, double s, double h);
-/* Backward = 2x forward (dX and dW GEMM per weight). */
-double pb_layer_flops_bwd(double b, double s, double h);
+/* A layer's forward and backward: core/flops.h (t = 1, with scores). */
 /* Logit layer forward: 2*b*s*h*V (the tied embedding used as output projection). */
 double pb_logit_flops_fwd(double b, double s, double h, double vocab);
 
@@ -96,7 +96,7 @@ typedef struct pb_mem {
 
 /* Memory of the most loaded GPU (first stage): params/(t*p) parameters at
  * 16 B each, plus in-flight micro-batches x layers/p x pb_act_bytes_per_layer. */
-pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_sched sched,
+pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
                          int sp, pb_recompute rc);
 
 /* ---- a machine and a training job ---- */
@@ -115,19 +115,18 @@ typedef struct pb_train {
     double params;        /* parameter count used for memory and DP volume */
     int dtype_bytes;      /* activations and gradients on the wire: 2 for bf16 */
     int64_t global_batch; /* sequences per step */
-    pb_sched sched;
+    pb_pp_sched sched;
     int sp;               /* sequence parallelism */
     pb_recompute recompute;
 } pb_train;
 
-enum pb_link_class { PB_LINK_INTRA, PB_LINK_INTER };
 /* Rank order: t is always innermost (fills a node first); then d or p. */
 enum pb_order { PB_ORDER_TDP, PB_ORDER_TPD };
 
 typedef struct pb_step {
     int t, p, d, m;
     enum pb_order order;
-    enum pb_link_class link_t, link_p, link_d;
+    pb_link_class link_t, link_p, link_d; /* intra or inter */
     double t_fwd, t_bwd;  /* compute per micro-batch per stage, s */
     double c_tp;          /* TP comm per micro-batch per stage (fwd+bwd), s */
     double c_pp;          /* P2P comm per micro-batch per stage (fwd+bwd sends), s */
@@ -148,7 +147,6 @@ void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d,
  * rejected ones after. Returns the count written (at most cap). */
 int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_step *out, int cap);
 
-const char *pb_link_class_name(enum pb_link_class k);
 const char *pb_order_name(enum pb_order o);
 
 #endif

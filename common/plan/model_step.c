@@ -12,17 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *pb_link_class_name(enum pb_link_class k) { return k == PB_LINK_INTRA ? "intra" : "inter"; }
 const char *pb_order_name(enum pb_order o) { return o == PB_ORDER_TDP ? "t-d-p" : "t-p-d"; }
 
 /* A group of n ranks with this stride stays inside one node when it spans at
  * most a node's GPUs (t is innermost, so groups are node-aligned). */
-static enum pb_link_class axis_link(int stride, int n, int gpus_per_node)
+static pb_link_class axis_link(int stride, int n, int gpus_per_node)
 {
     return (n <= 1 || stride * n <= gpus_per_node) ? PB_LINK_INTRA : PB_LINK_INTER;
 }
 
-static pb_link link_of(const pb_cluster *c, enum pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
+static pb_link link_of(const pb_cluster *c, pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
 
 /* Fill the time terms for one rank order. */
 static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order order, pb_step *s)
@@ -38,7 +37,7 @@ static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order o
     s->link_p = axis_link(stride_p, s->p, c->gpus_per_node);
 
     /* Compute: layers of this stage split t ways; the logit layer spread over stages. */
-    double f_fwd = (lps * pb_layer_flops_fwd(b, sq, h) + pb_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
+    double f_fwd = (lps * pb_layer_flops_fwd(b, sq, h, 1, 1) + pb_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
     double f_extra = 0.0; /* recomputation in backward */
     if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_fwd;
     if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = lps * 4.0 * b * sq * sq * h / s->t;

@@ -20,7 +20,6 @@
 
 #define NCLASS PB_FIT_NCLASS
 #define NSRC PB_FIT_NSRC
-static const char *const class_names[NCLASS] = {"intra", "inter", "mixed"};
 static const char *const src_names[NSRC] = {"p2p", "coll"};
 
 /* One weighted least-squares solve over the observations with keep[i] set. */
@@ -116,13 +115,6 @@ static int obs_push(obsvec *ov, double ca, double cb, double y)
     return PB_OK;
 }
 
-int pb_fit_class_index(const char *name)
-{
-    for (int i = 0; i < NCLASS; i++)
-        if (strcmp(name, class_names[i]) == 0) return i;
-    return -1;
-}
-
 /* ---- directory scan ---- */
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -140,12 +132,9 @@ static int list_files(const char *dir, const char *prefix, char ***out)
     while ((e = readdir(dp))) {
         size_t l = strlen(e->d_name);
         if (strncmp(e->d_name, prefix, pl) != 0 || l < pl + 4 || strcmp(e->d_name + l - 4, ".csv") != 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **g = realloc(v, (size_t)cap * sizeof *g);
-            if (!g) break;
-            v = g;
-        }
+        char **g = pb_grow(v, &cap, n, sizeof *g, 8);
+        if (!g) break;
+        v = g;
         size_t len = strlen(dir) + l + 2;
         if (!(v[n] = malloc(len))) break;
         snprintf(v[n++], len, "%s/%s", dir, e->d_name);
@@ -200,7 +189,7 @@ static int load_coll(const pb_csv *t, obsset *os, int *skipped)
 {
     for (int r = 0; r < t->nrows; r++) {
         double S, n, us, wrong = 0;
-        int k = pb_fit_class_index(pb_csv_get(t, r, "link_class"));
+        int k = pb_link_parse(pb_csv_get(t, r, "link_class"));
         pb_coll c;
         if (pb_coll_from_name(pb_csv_get(t, r, "collective"), &c) != PB_OK || k < 0 ||
             pb_csv_num(t, r, "bytes", &S) || pb_csv_num(t, r, "nranks", &n) || row_time(t, r, &us) ||
@@ -223,7 +212,7 @@ static int load_p2p(const pb_csv *t, obsset *os, int *skipped)
 {
     for (int r = 0; r < t->nrows; r++) {
         const char *mode = pb_csv_get(t, r, "mode");
-        int k = pb_fit_class_index(pb_csv_get(t, r, "link_class"));
+        int k = pb_link_parse(pb_csv_get(t, r, "link_class"));
         double S, us, bw;
         double wrong = 0;
         pb_csv_num(t, r, "wrong", &wrong);
@@ -262,15 +251,15 @@ static int load_kind(const char *dir, const char *prefix, int coll, obsset *os, 
 
 int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, pb_link *out, char *used, int len)
 {
-    int k = pb_fit_class_index(link_class);
+    int k = pb_link_parse(link_class);
     if (k < 0) return PB_ERR_CHECK;
     int order[2] = {collective ? PB_FIT_COLL : PB_FIT_P2P, collective ? PB_FIT_P2P : PB_FIT_COLL};
-    int classes[2] = {k, k == 2 ? 1 : k}; /* mixed -> inter: its slowest hop */
+    int classes[2] = {k, k == PB_LINK_MIXED ? PB_LINK_INTER : k}; /* mixed -> inter: its slowest hop */
     for (int ci = 0; ci < 2; ci++)
         for (int si = 0; si < 2; si++)
             if (f->have[classes[ci]][order[si]]) {
                 *out = f->link[classes[ci]][order[si]];
-                snprintf(used, (size_t)len, "%s/%s", class_names[classes[ci]], src_names[order[si]]);
+                snprintf(used, (size_t)len, "%s/%s", pb_link_name(classes[ci]), src_names[order[si]]);
                 return PB_OK;
             }
     return PB_ERR_CHECK;
@@ -287,10 +276,10 @@ static void print_fits(const pb_fitted *f, FILE *out)
             const char *model = s == PB_FIT_P2P ? "t = a + S/B (latency rows; bw rows >= 1 MiB as S/B)"
                                                 : "t = 2(n-1)a + 2(n-1)/n S/B (allreduce); (n-1)a + (n-1)/n S/B (AG/RS)";
             if (f->have[k][s])
-                fprintf(out, "%-6s %-5s %6d %6d %12.3f %12.4f %10.4f  %s\n", class_names[k], src_names[s],
+                fprintf(out, "%-6s %-5s %6d %6d %12.3f %12.4f %10.4f  %s\n", pb_link_name(k), src_names[s],
                         f->rows[k][s], f->kept[k][s], f->link[k][s].alpha_s * 1e6, f->link[k][s].bw_Bps / 1e9, f->rms[k][s], model);
             else
-                fprintf(out, "%-6s %-5s %6d %6s %12s %12s %10s  no positive B fits these rows\n", class_names[k],
+                fprintf(out, "%-6s %-5s %6d %6s %12s %12s %10s  no positive B fits these rows\n", pb_link_name(k),
                         src_names[s], f->rows[k][s], "-", "-", "-", "-");
         }
 }

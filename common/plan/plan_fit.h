@@ -5,6 +5,7 @@
 #define PB_PLAN_FIT_H
 
 #include "core/csv_read.h"
+#include "core/link_class.h"
 #include "plan/model.h"
 
 #include <stdio.h>
@@ -24,7 +25,7 @@ typedef struct pb_fit_obs {
 int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel, int *kept);
 
 /* Fitted links per link class (intra, inter, mixed) and source (p2p, coll). */
-#define PB_FIT_NCLASS 3
+#define PB_FIT_NCLASS PB_LINK_NCLASS /* indexed by pb_link_class */
 enum { PB_FIT_P2P, PB_FIT_COLL, PB_FIT_NSRC };
 typedef struct pb_fitted {
     int have[PB_FIT_NCLASS][PB_FIT_NSRC];
@@ -46,11 +47,9 @@ int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, c
 /* Helpers shared with plan_predict.c. pb_fit_each_csv reads every
  * "dir/prefix*.csv" in name order and calls fn on each; a missing kind or an
  * unreadable file is noted on `out` and skipped. It stops at fn's first
- * non-PB_OK status and returns it. pb_fit_class_index: index of "intra",
- * "inter", "mixed", or -1. */
+ * non-PB_OK status and returns it. */
 typedef int (*pb_csv_fn)(void *ctx, const char *path, const pb_csv *t);
 int pb_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_csv_fn fn, void *ctx);
-int pb_fit_class_index(const char *name);
 
 /* The whole command. Prints to `out`; writes `csv_path` when non-NULL.
  * Returns PB_OK, PB_ERR_USAGE (bad directory), PB_ERR_ENV (no sweep data),

@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-static const char *sched_name(pb_sched s) { return s == PB_SCHED_1F1B ? "1f1b" : "gpipe"; }
 static const char *rc_name(pb_recompute r)
 {
     return r == PB_RECOMPUTE_FULL ? "full" : r == PB_RECOMPUTE_SELECTIVE ? "selective" : "none";
@@ -38,7 +37,7 @@ void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out)
             (long long)m->seq, (long long)m->vocab, (long long)m->micro_batch, job->params / 1e9,
             pb_model_params(m) / 1e9, job->dtype_bytes);
     fprintf(out, "job     global batch %lld sequences, schedule %s, sequence parallel %s, recompute %s\n",
-            (long long)job->global_batch, sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));
+            (long long)job->global_batch, pb_pp_sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));
     fprintf(out, "cluster %s\n", desc);
     fprintf(out, "memory  %.0f B/param: bf16 weights %.0f + bf16 grads %.0f + fp32 master/m/v %.0f (no ZeRO); "
                  "activations per Korthikanti et al. 2022\n",
@@ -49,8 +48,8 @@ static void print_row(const pb_step *s, int rank, const int mark[3], FILE *out)
 {
     int marked = mark && s->t == mark[0] && s->p == mark[1] && s->d == mark[2];
     fprintf(out, "%c%4d %4d %4d %4d %5d  %-5s %5s/%-5s/%-5s %9.4g %9.4g %6.1f %6.1f %6.1f %7.1f %7.1f\n",
-            marked ? '*' : ' ', rank, s->t, s->p, s->d, s->m, pb_order_name(s->order), pb_link_class_name(s->link_t),
-            pb_link_class_name(s->link_p), pb_link_class_name(s->link_d), s->step, s->compute,
+            marked ? '*' : ' ', rank, s->t, s->p, s->d, s->m, pb_order_name(s->order), pb_link_name(s->link_t),
+            pb_link_name(s->link_p), pb_link_name(s->link_d), s->step, s->compute,
             100.0 * s->m * s->c_tp / s->compute, 100.0 * s->m * s->c_pp / s->compute, 100.0 * s->c_dp / s->compute,
             100.0 * s->bubble / s->step, s->mem.total / 1e9);
 }
@@ -100,8 +99,8 @@ void pb_plan_print_ranking(const pb_step *s, int n, int top, const int mark[3], 
 void pb_plan_print_step(const pb_step *s, FILE *out)
 {
     fprintf(out, "\nconfiguration t=%d p=%d d=%d, m=%d micro-batches, rank order %s, links t %s, p %s, d %s\n", s->t,
-            s->p, s->d, s->m, pb_order_name(s->order), pb_link_class_name(s->link_t), pb_link_class_name(s->link_p),
-            pb_link_class_name(s->link_d));
+            s->p, s->d, s->m, pb_order_name(s->order), pb_link_name(s->link_t), pb_link_name(s->link_p),
+            pb_link_name(s->link_d));
     if (s->reject[0]) fprintf(out, "  REJECTED: %s\n", s->reject);
     fprintf(out, "  per micro-batch per stage: fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, PP comm %.3f ms\n",
             s->t_fwd * 1e3, s->t_bwd * 1e3, s->c_tp * 1e3, s->c_pp * 1e3);
@@ -168,9 +167,9 @@ static cJSON *step_json(const pb_step *s)
     cJSON_AddNumberToObject(o, "d", s->d);
     cJSON_AddNumberToObject(o, "micro_batches", s->m);
     cJSON_AddStringToObject(o, "order", pb_order_name(s->order));
-    cJSON_AddStringToObject(o, "link_t", pb_link_class_name(s->link_t));
-    cJSON_AddStringToObject(o, "link_p", pb_link_class_name(s->link_p));
-    cJSON_AddStringToObject(o, "link_d", pb_link_class_name(s->link_d));
+    cJSON_AddStringToObject(o, "link_t", pb_link_name(s->link_t));
+    cJSON_AddStringToObject(o, "link_p", pb_link_name(s->link_p));
+    cJSON_AddStringToObject(o, "link_d", pb_link_name(s->link_d));
     cJSON_AddNumberToObject(o, "step_s", s->step);
     cJSON_AddNumberToObject(o, "compute_s", s->compute);
     cJSON_AddNumberToObject(o, "tp_comm_s", s->m * s->c_tp);

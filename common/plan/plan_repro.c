@@ -159,7 +159,7 @@ static void tp_figures(tally *ty)
     pb_cluster_preset("a100", "--cluster", &a100);
     pb_cluster_preset("a100-eth100", "--cluster", &eth);
     double b = 1, s = 4096, h = 8192, act = b * s * h * 2;
-    double comp = (pb_layer_flops_fwd(b, s, h) + pb_layer_flops_bwd(b, s, h)) / 8 / a100.flops;
+    double comp = (pb_layer_flops_fwd(b, s, h, 1, 1) + pb_layer_flops_bwd(b, s, h, 1, 1)) / 8 / a100.flops;
     double nvl = 4 * pb_t_ring_allreduce(act, 8, a100.intra), en = 4 * pb_t_ring_allreduce(act, 8, eth.inter);
     show(ty, &(figure){"RULE-TP", "rule of thumb: TP inside a node over NVLink, not across 100 Gbit/s Ethernet",
                        "\"600 GB per second aggregate ... across nodes on 100 Gbps Ethernet, tensor parallelism "
@@ -181,7 +181,7 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
 {
     static pb_step s[1024];
     char f[512], c[512], v[160], a[512];
-    pb_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_SCHED_1F1B, .sp = 1,
+    pb_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
                     .recompute = PB_RECOMPUTE_SELECTIVE};
     pb_model_preset(model, "--model", &job.model);
     job.params = job.model.nominal_params;

@@ -3,6 +3,8 @@
 #include "plan/thresholds.h"
 
 #include "core/error.h"
+#include "core/grow.h"
+#include "core/link_class.h"
 #include "core/parse.h"
 
 #include <ctype.h>
@@ -60,7 +62,6 @@ static const struct {
                    {"collective", PB_TH_KEY_COLL}, {"micro_batches", PB_TH_KEY_M}};
 static const char *const collectives[] = {"allreduce", "allgather", "reducescatter", "broadcast",
                                           "reduce", "alltoall", "sendrecv", NULL};
-static const char *const links[] = {"intra", "inter", "mixed", NULL};
 
 const pb_th_metric *pb_th_metrics(void) { return metrics; }
 const char *pb_th_key_name(int key) { return key >= 0 && key < PB_TH_NKEYS ? key_names[key] : "?"; }
@@ -147,7 +148,7 @@ static int parse_key_value(const ctx *c, pb_th_rule *r, const char *tok)
     if (strlen(val) >= sizeof r->text[k]) return bad(c, "value of '%s' is too long (at most %zu characters)", key, sizeof r->text[k] - 1);
     if (k == PB_TH_KEY_COLL && !in_list(val, collectives))
         return bad(c, "coll '%s' is not a collective; accepted: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv", val);
-    if (k == PB_TH_KEY_LINK && !in_list(val, links))
+    if (k == PB_TH_KEY_LINK && pb_link_parse(val) < 0)
         return bad(c, "link '%s' is not accepted; expected intra, inter or mixed", val);
     if (k == PB_TH_KEY_SIZE && pb_parse_size("size", val, PB_SIZE_MAX, &r->size) != PB_OK)
         return bad(c, "size '%s' is not a size; expected bytes with an optional K, M or G suffix (1024^n), at most 64G", val);
@@ -238,13 +239,9 @@ static void collapse_blanks(const char *in, char *out, size_t len)
 
 static int add_rule(pb_th_set *set, int *cap, const pb_th_rule *r)
 {
-    if (set->n == *cap) {
-        int ncap = *cap ? *cap * 2 : 16;
-        pb_th_rule *nr = realloc(set->rules, (size_t)ncap * sizeof *nr);
-        if (!nr) return PB_ERR_ENV;
-        set->rules = nr;
-        *cap = ncap;
-    }
+    pb_th_rule *nr = pb_grow(set->rules, cap, set->n, sizeof *nr, 16);
+    if (!nr) return PB_ERR_ENV;
+    set->rules = nr;
     set->rules[set->n++] = *r;
     return PB_OK;
 }

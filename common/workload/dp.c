@@ -6,6 +6,7 @@
 #include "workload/bucket.h"
 #include "core/error.h"
 #include "workload/ordering.h"
+#include "workload/staging.h"
 #include "core/timing.h"
 
 #include <limits.h>
@@ -17,8 +18,7 @@ struct pb_dp {
     pb_dp_config cfg;
     pb_bucket_plan plan;
     uint64_t max_bucket;
-    void *stage;       /* backend memory for one bucket, when engine and backend memory differ */
-    int stage_to_host; /* 1: backend memory is host (device engine); 0: the reverse */
+    pb_staging stage;  /* one bucket of backend memory, when engine and backend memory differ */
     pb_ordering order;
     pb_side_timer comm_t; /* stream order: device time of the bucket all-reduces */
 
@@ -33,9 +33,6 @@ struct pb_dp {
     double t_begin;
     pb_dp_timing timing;
 };
-
-/* BLAS works in host memory; every other engine in device memory. */
-static int engine_is_host(const pb_compute *eng) { return strcmp(eng->name, "blas") == 0; }
 
 /* Largest element count a backend call takes (MPI counts are ints). */
 static uint64_t max_call_bytes(pb_dtype t)
@@ -76,19 +73,6 @@ static int check_config(const pb_dp_config *c, pb_ordering order)
     return PB_OK;
 }
 
-/* Engine memory <-> backend staging buffer, in the direction the memories need. */
-static int stage_in(pb_dp *dp, const void *src, size_t n)
-{
-    if (dp->stage_to_host) return dp->cfg.eng->to_host(dp->stage, src, n);
-    return dp->cfg.be->from_host(dp->stage, src, n);
-}
-
-static int stage_out(pb_dp *dp, void *dst, size_t n)
-{
-    if (dp->stage_to_host) return dp->cfg.eng->from_host(dst, dp->stage, n);
-    return dp->cfg.be->to_host(dst, dp->stage, n);
-}
-
 /* All-reduce bucket k in place and complete it; adds to the busy time. */
 static int reduce_bucket(pb_dp *dp, size_t k)
 {
@@ -97,11 +81,11 @@ static int reduce_bucket(pb_dp *dp, size_t k)
     char *p = (char *)c->grads + bk->offset;
     size_t count = (size_t)(bk->bytes / pb_dtype_size(c->dtype));
     double t0 = pb_now_us();
-    void *buf = dp->stage ? dp->stage : p;
-    if (dp->stage) PB_TRY(stage_in(dp, p, (size_t)bk->bytes));
+    void *buf = dp->stage.buf[0] ? dp->stage.buf[0] : p;
+    if (buf != p) PB_TRY(pb_staging_in(&dp->stage, 0, p, (size_t)bk->bytes));
     PB_TRY(c->be->allreduce(c->comm, buf, buf, count, c->dtype, PB_SUM));
     PB_TRY(c->be->sync(c->comm));
-    if (dp->stage) PB_TRY(stage_out(dp, p, (size_t)bk->bytes));
+    if (buf != p) PB_TRY(pb_staging_out(&dp->stage, 0, p, (size_t)bk->bytes));
     double t1 = pb_now_us();
     dp->timing.busy_us += t1 - t0;
     dp->timing.last_done_us = t1 - dp->t_begin;
@@ -189,11 +173,7 @@ int pb_dp_create(const pb_dp_config *cfg, pb_dp **out)
     pb_side_timer_init(&dp->comm_t, order, cfg->eng, cfg->be, cfg->comm);
     int s = build_plan(dp);
     dp->cfg.layer_bytes = NULL; /* the caller's array; only the plan keeps the layout */
-    int host_backend = strcmp(cfg->be->mem, "host") == 0;
-    if (s == PB_OK && engine_is_host(cfg->eng) != host_backend) {
-        dp->stage_to_host = host_backend;
-        s = cfg->be->alloc((size_t)dp->max_bucket, &dp->stage);
-    }
+    if (s == PB_OK) s = pb_staging_alloc(&dp->stage, cfg->eng, cfg->be, 1, (size_t)dp->max_bucket);
     if (s == PB_OK && cfg->overlap == PB_DP_OVERLAP_BUCKET && order == PB_ORDERING_HOST) s = start_thread(dp);
     if (s != PB_OK) {
         pb_dp_destroy(dp);
@@ -216,7 +196,7 @@ void pb_dp_destroy(pb_dp *dp)
         pthread_cond_destroy(&dp->done_cv);
         pthread_mutex_destroy(&dp->mu);
     }
-    if (dp->stage) dp->cfg.be->free(dp->stage);
+    pb_staging_free(&dp->stage);
     pb_bucket_plan_free(&dp->plan);
     free(dp);
 }

@@ -5,6 +5,7 @@
 
 #include "workload/bucket.h"
 #include "core/error.h"
+#include "workload/staging.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,7 @@ void pb_dp_step_bytes(const pb_dp_step_config *cfg, uint64_t *engine_bytes, uint
     uint64_t tokens = token_bytes(cfg, &eff);
     *engine_bytes = pb_stack_bytes(&sc) + pb_layer_act_bytes(&eff, cfg->nlayers) + 3 * tokens + g;
     /* A staging bucket when engine and backend memory differ (counted here, as an upper bound). */
-    int host_engine = strcmp(cfg->eng->name, "blas") == 0, host_backend = strcmp(cfg->be->mem, "host") == 0;
-    if (host_engine != host_backend) *engine_bytes += g;
+    if (pb_staging_needed(cfg->eng, cfg->be)) *engine_bytes += g;
     *host_bytes = cfg->check ? g + ((uint64_t)1 << 20) * (pb_dtype_size(cfg->grad_dtype) + 16) : 0;
 }
 
@@ -153,7 +153,7 @@ pb_dp *pb_dp_step_sync(pb_dp_step *s) { return s->dp; }
 
 double pb_dp_step_flops(const pb_dp_step *s)
 {
-    return (double)s->cfg.nlayers * (pb_layer_fwd_flops(&s->eff) + pb_layer_bwd_flops(&s->eff));
+    return (double)s->cfg.nlayers * pb_layer_step_flops(&s->eff);
 }
 
 int pb_dp_step_compute(pb_dp_step *s)

@@ -112,24 +112,24 @@ static const pb_pp_ops tp_stage_ops = {
 
 /* ---- set-up ---- */
 
-static const char *group_link(const pb_world *w, MPI_Comm group)
+static pb_link_class group_link(const pb_world *w, MPI_Comm group)
 {
     int n;
     MPI_Comm_size(group, &n);
     int me = w->rank, *ranks = malloc(sizeof(int) * (size_t)n);
-    if (!ranks) return "unknown";
+    if (!ranks) return PB_LINK_MIXED; /* unknown: claim nothing */
     MPI_Allgather(&me, 1, MPI_INT, ranks, 1, MPI_INT, group);
-    const char *link = pb_link_class(w, ranks, n);
+    pb_link_class link = pb_world_link(w, ranks, n);
     free(ranks);
     return link;
 }
 
-const char *pb_hybrid_axis_link(const pb_world *w, const char *mine)
+const char *pb_hybrid_axis_link(const pb_world *w, pb_link_class mine)
 {
-    int intra = strcmp(mine, "intra") == 0, inter = strcmp(mine, "inter") == 0;
+    int intra = mine == PB_LINK_INTRA, inter = mine == PB_LINK_INTER;
     MPI_Allreduce(MPI_IN_PLACE, &intra, 1, MPI_INT, MPI_MIN, w->comm);
     MPI_Allreduce(MPI_IN_PLACE, &inter, 1, MPI_INT, MPI_MIN, w->comm);
-    return intra ? "intra" : inter ? "inter" : "mixed";
+    return pb_link_name(intra ? PB_LINK_INTRA : inter ? PB_LINK_INTER : PB_LINK_MIXED);
 }
 
 static int split_groups(pb_hybrid *h)

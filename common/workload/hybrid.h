@@ -69,8 +69,8 @@ int pb_hybrid_step(pb_hybrid *h, pb_hybrid_stats *stats);
  * their replica group's first rank. `corrupt` falsifies this rank's result. */
 int pb_hybrid_check(pb_hybrid *h, int corrupt, long long *wrong);
 
-/* "intra", "inter" or "mixed" over all groups of one axis (collective):
+/* pb_link_name of the class over all groups of one axis (collective):
  * intra if every group is intra, inter if every group is inter. */
-const char *pb_hybrid_axis_link(const pb_world *w, const char *mine);
+const char *pb_hybrid_axis_link(const pb_world *w, pb_link_class mine);
 
 #endif

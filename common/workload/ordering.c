@@ -11,7 +11,7 @@ pb_ordering pb_ordering_plan(const pb_compute *eng, const pb_backend *be)
 {
     int engine_queued = eng->queue && eng->span_begin && eng->span_end && eng->span_take;
     int backend_streamed = be->after_queue && be->before_queue && be->span_begin && be->span_end && be->span_take;
-    int device_backend = strcmp(be->mem, "device") == 0;
+    int device_backend = be->mem == PB_MEM_DEVICE;
     return engine_queued && backend_streamed && device_backend ? PB_ORDERING_STREAM : PB_ORDERING_HOST;
 }
 

@@ -19,7 +19,8 @@
 #ifndef PB_PP_SCHEDULE_H
 #define PB_PP_SCHEDULE_H
 
-typedef enum { PB_PP_GPIPE, PB_PP_1F1B, PB_PP_INTERLEAVED, PB_PP_SCHED_COUNT } pb_pp_sched;
+#include "plan/pp_sched.h"
+
 typedef enum { PB_PP_FWD, PB_PP_BWD } pb_pp_op;
 
 typedef struct pb_pp_action {
@@ -37,11 +38,6 @@ typedef struct pb_pp_plan {
     int n;              /* 2 * m * v actions */
     pb_pp_action *a;
 } pb_pp_plan;
-
-const char *pb_pp_sched_name(pb_pp_sched s);
-const char *const *pb_pp_sched_names(void); /* NULL-terminated, in enum order */
-/* "gpipe", "1f1b", "interleaved"; PB_ERR_USAGE naming `option` otherwise. */
-int pb_pp_sched_parse(const char *option, const char *name, pb_pp_sched *out);
 
 /* Whether (s, p, m, v) can be scheduled; PB_ERR_USAGE naming the option
  * (--stages, --micro-batches, --virtual-stages) with the reason otherwise. */

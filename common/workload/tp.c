@@ -3,6 +3,7 @@
 #include "workload/tp.h"
 
 #include "core/error.h"
+#include "workload/staging.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,7 @@ struct pb_tp {
     void *gathered;     /* N x h: the reduced or gathered activation / gradient */
     void *io[2];        /* rows x h: between layers (forward uses io[0]; backward alternates) */
     void *shard;        /* rows x h: between the blocks of a layer in sp mode */
-    void *stage[2];     /* backend memory, N x h each (send, receive), when memories differ */
-    int stage_to_host;  /* 1: backend in host memory, engine on a device; 0: the reverse */
+    pb_staging stage;   /* backend memory, N x h each (send, receive), when memories differ */
     pb_ordering order;
     pb_side_timer compute_t, comm_t;
     pb_tp_acct acct;    /* bytes and counts; the times live in the timers */
@@ -46,8 +46,7 @@ static pb_stack_config stack_cfg(const pb_tp_config *cfg)
 static int needs_staging(const pb_tp_config *cfg)
 {
     if (cfg->shape.tp_size <= 1 || !cfg->be) return 0;
-    int host_engine = strcmp(cfg->eng->name, "blas") == 0, host_backend = strcmp(cfg->be->mem, "host") == 0;
-    return host_engine != host_backend;
+    return pb_staging_needed(cfg->eng, cfg->be);
 }
 
 int64_t pb_tp_io_rows(const pb_tp_config *cfg)
@@ -106,9 +105,7 @@ static int alloc_buffers(pb_tp *tp)
     PB_TRY(E->alloc(&tp->io[1], io));
     PB_TRY(E->alloc(&tp->shard, io));
     if (!needs_staging(&tp->cfg)) return PB_OK;
-    tp->stage_to_host = strcmp(tp->cfg.be->mem, "host") == 0;
-    PB_TRY(tp->cfg.be->alloc(full, &tp->stage[0]));
-    return tp->cfg.be->alloc(full, &tp->stage[1]);
+    return pb_staging_alloc(&tp->stage, tp->cfg.eng, tp->cfg.be, 2, full);
 }
 
 int pb_tp_create(const pb_tp_config *cfg, pb_tp **out)
@@ -142,8 +139,7 @@ void pb_tp_destroy(pb_tp *tp)
     void *bufs[] = {tp->part, tp->gathered, tp->io[0], tp->io[1], tp->shard};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) tp->cfg.eng->free(bufs[i]);
-    for (int i = 0; i < 2; i++)
-        if (tp->stage[i]) tp->cfg.be->free(tp->stage[i]);
+    pb_staging_free(&tp->stage);
     pb_stack_destroy(tp->st);
     free(tp);
 }
@@ -175,18 +171,6 @@ pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_backend *be, int tp_s
 
 /* ---- collectives ----------------------------------------------------------- */
 
-static int stage_in(pb_tp *tp, const void *src, size_t bytes)
-{
-    if (tp->stage_to_host) return tp->cfg.eng->to_host(tp->stage[0], src, bytes);
-    return tp->cfg.be->from_host(tp->stage[0], src, bytes);
-}
-
-static int stage_out(pb_tp *tp, void *dst, size_t bytes)
-{
-    if (tp->stage_to_host) return tp->cfg.eng->from_host(dst, tp->stage[1], bytes);
-    return tp->cfg.be->to_host(dst, tp->stage[1], bytes);
-}
-
 static int issue(pb_tp *tp, coll_op op, const void *src, void *dst)
 {
     const pb_backend *be = tp->cfg.be;
@@ -217,13 +201,14 @@ static int coll(pb_tp *tp, coll_op op, const void *src, void *dst)
     } else {
         /* Host order: the engine synchronizes here and the collective completes
          * inside the timer. Stream order: events order the two streams. */
-        int staged = tp->stage[0] != NULL;
+        void **sb = tp->stage.buf;
+        int staged = sb[0] != NULL;
         status = pb_ordering_comm_after_compute(tp->order, E, be, c);
         if (status == PB_OK) status = pb_side_timer_begin(&tp->comm_t);
-        if (status == PB_OK && staged) status = stage_in(tp, src, in);
-        if (status == PB_OK) status = issue(tp, op, staged ? tp->stage[0] : src, staged ? tp->stage[1] : dst);
+        if (status == PB_OK && staged) status = pb_staging_in(&tp->stage, 0, src, in);
+        if (status == PB_OK) status = issue(tp, op, staged ? sb[0] : src, staged ? sb[1] : dst);
         if (status == PB_OK && staged) status = be->sync(c);
-        if (status == PB_OK && staged) status = stage_out(tp, dst, out);
+        if (status == PB_OK && staged) status = pb_staging_out(&tp->stage, 1, dst, out);
         if (status == PB_OK) status = pb_side_timer_end(&tp->comm_t);
         if (status == PB_OK) status = pb_ordering_compute_after_comm(tp->order, E, be, c);
     }

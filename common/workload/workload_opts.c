@@ -96,12 +96,12 @@ int pb_workload_resolve(pb_workload_opts *o)
 int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out)
 {
-    int device_backend = be && strcmp(be->mem, "device") == 0;
+    int device_backend = be && be->mem == PB_MEM_DEVICE;
     const char *name = o->engine;
     if (!name || !*name) name = device_backend ? "cublas" : "blas";
     PB_TRY(pb_compute_select("--engine", name, out));
     if (pb_test_fail("engine")) return pb_fail(PB_ERR_ENV, "engine %s: initialisation failed", name);
-    if (strcmp(name, "cublas") == 0 && !device_backend) {
+    if ((*out)->mem == PB_MEM_DEVICE && !device_backend) {
         char gpu[160];
         PB_TRY(pb_gpu_bind(local_rank, gpu_offset, gpu, sizeof gpu));
     }

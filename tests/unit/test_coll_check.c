@@ -146,7 +146,7 @@ static int h_to_host(void *dst, const void *src, size_t bytes)
     return PB_OK;
 }
 
-static const pb_backend host_be = {.name = "test", .mem = "host", .to_host = h_to_host, .from_host = h_to_host};
+static const pb_backend host_be = {.name = "test", .mem = PB_MEM_HOST, .to_host = h_to_host, .from_host = h_to_host};
 
 static double apply(pb_redop op, double a, double b) { return op == PB_SUM ? a + b : op == PB_MAX ? fmax(a, b) : fmin(a, b); }
 
@@ -292,7 +292,7 @@ static int d_from_host(void *dst, const void *src, size_t bytes)
     return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? PB_OK : PB_ERR_ENV;
 }
 
-static const pb_backend device_be = {.name = "test", .mem = "device", .to_host = d_to_host, .from_host = d_from_host};
+static const pb_backend device_be = {.name = "test", .mem = PB_MEM_DEVICE, .to_host = d_to_host, .from_host = d_from_host};
 
 static void device_path_without_gpu_refuses(void **state)
 {

@@ -147,7 +147,7 @@ static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_d
 static int mock_ok(pb_comm *c) { (void)c; return PB_OK; }
 static int mock_alloc(size_t n, void **p) { *p = malloc(n); return *p ? PB_OK : PB_ERR_ENV; }
 static int mock_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); return PB_OK; }
-static pb_backend mock = {.name = "mock", .mem = "host", .allreduce = mock_allreduce, .sync = mock_ok,
+static pb_backend mock = {.name = "mock", .mem = PB_MEM_HOST, .allreduce = mock_allreduce, .sync = mock_ok,
                           .alloc = mock_alloc, .free = free, .to_host = mock_copy, .from_host = mock_copy};
 
 static pb_dp *mock_dp(pb_dp_overlap ov, float *g, uint64_t *layers, int64_t n, uint64_t bytes, uint64_t cap)
@@ -223,13 +223,13 @@ static void test_staging(void **state)
     (void)state;
     uint64_t layers[2] = {800, 800};
     float *g = calloc(400, sizeof(float));
-    mock.mem = "device";
+    mock.mem = PB_MEM_DEVICE;
     pb_dp *dp = mock_dp(PB_DP_OVERLAP_BUCKET, g, layers, 2, 1600, 1000);
     backward(dp, 2);
     for (int k = 0; k < rec.n; k++) assert_true(rec.offset[k] != 600 && rec.offset[k] != 0); /* not in place */
     for (int i = 0; i < 400; i++) assert_true(g[i] == 1.0f);
     pb_dp_destroy(dp);
-    mock.mem = "host";
+    mock.mem = PB_MEM_HOST;
     free(g);
 }
 

@@ -198,7 +198,7 @@ static void test_mpi_device_table(void **state)
     (void)state;
     const pb_backend *b = pb_backend_mpi_device();
     assert_string_equal(b->name, "mpi");
-    assert_string_equal(b->mem, "device");
+    assert_int_equal(b->mem, PB_MEM_DEVICE);
     assert_true(b->comm_create && b->comm_destroy && b->rank && b->size && b->alloc && b->free && b->to_host &&
                 b->from_host && b->allreduce && b->allgather && b->reducescatter && b->broadcast && b->reduce &&
                 b->alltoall && b->group_start && b->group_end && b->send && b->recv && b->sync && b->version);

@@ -8,6 +8,7 @@
 
 #include "compute/compute.h"
 #include "core/error.h"
+#include "core/flops.h"
 #include "compute/layer.h"
 #include "plan/presets.h"
 
@@ -73,15 +74,15 @@ static void test_flop_formulas(void **state)
     (void)state;
     pb_layer_shape sh = {.b = 1, .s = 128, .h = 256, .heads = 4, .tp_size = 1, .dtype = PB_FLOAT32};
     double lin = 2.0 * 128 * 12 * 256.0 * 256.0;
-    assert_true(pb_layer_fwd_flops(&sh) == lin);
-    assert_true(pb_layer_bwd_flops(&sh) == 2 * lin);
-    assert_true(pb_attn_fwd_flops(&sh) == 2.0 * 128 * 4 * 256.0 * 256.0);
-    assert_true(pb_mlp_fwd_flops(&sh) == 2.0 * 128 * 8 * 256.0 * 256.0);
+    /* forward, then backward at twice forward */
+    assert_true(pb_layer_step_flops(&sh) == 3 * lin);
+    assert_true(pb_layer_flops_fwd(1, 128, 256, 1, 0) == lin);
+    assert_true(pb_layer_flops_bwd(1, 128, 256, 1, 0) == 2 * lin);
     sh.attn_scores = 1;
-    assert_true(pb_layer_fwd_flops(&sh) == lin + 4.0 * 1 * 128 * 128 * 256);
+    assert_true(pb_layer_step_flops(&sh) == 3 * (lin + 4.0 * 1 * 128 * 128 * 256));
     sh.tp_size = 4;
     sh.b = 3;
-    assert_true(pb_layer_fwd_flops(&sh) == (3 * lin + 4.0 * 3 * 128 * 128 * 256) / 4);
+    assert_true(pb_layer_step_flops(&sh) == 3 * (3 * lin + 4.0 * 3 * 128 * 128 * 256) / 4);
 }
 
 static void test_params_and_shards(void **state)

@@ -78,9 +78,9 @@ static void test_pipeline(void **state)
     CLOSE(pb_pipe_bubble_of_step(32, 8), 7.0 / 39.0);
     CLOSE(pb_pipe_bubble_of_compute(32, 8), 7.0 / 32.0);
     CLOSE(pb_pipe_efficiency(4, 1), 1.0);
-    assert_int_equal(pb_pipe_in_flight(PB_SCHED_GPIPE, 32, 8), 32);
-    assert_int_equal(pb_pipe_in_flight(PB_SCHED_1F1B, 32, 8), 8);
-    assert_int_equal(pb_pipe_in_flight(PB_SCHED_1F1B, 4, 8), 4);
+    assert_int_equal(pb_pipe_in_flight(PB_PP_GPIPE, 32, 8), 32);
+    assert_int_equal(pb_pipe_in_flight(PB_PP_1F1B, 32, 8), 8);
+    assert_int_equal(pb_pipe_in_flight(PB_PP_1F1B, 4, 8), 4);
 }
 
 static void test_tp_dp_volume(void **state)
@@ -96,8 +96,8 @@ static void test_flops(void **state)
 {
     (void)state;
     double b = 2, s = 1024, h = 4096;
-    CLOSE(pb_layer_flops_fwd(b, s, h), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
-    CLOSE(pb_layer_flops_bwd(b, s, h), 2 * pb_layer_flops_fwd(b, s, h));
+    CLOSE(pb_layer_flops_fwd(b, s, h, 1, 1), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
+    CLOSE(pb_layer_flops_bwd(b, s, h, 1, 1), 2 * pb_layer_flops_fwd(b, s, h, 1, 1));
     CLOSE(pb_logit_flops_fwd(1, 2048, 4096, 32000), 2.0 * 2048 * 4096 * 32000);
 }
 
@@ -108,7 +108,7 @@ static void test_memory(void **state)
     pb_model m;
     assert_int_equal(pb_model_preset("llama-7b", "--model", &m), PB_OK);
     /* DP only: 16 B/param, 7B -> 112 GB before activations. */
-    pb_mem r = pb_memory_per_gpu(7e9, &m, 1, 1, 1, PB_SCHED_1F1B, 0, PB_RECOMPUTE_NONE);
+    pb_mem r = pb_memory_per_gpu(7e9, &m, 1, 1, 1, PB_PP_1F1B, 0, PB_RECOMPUTE_NONE);
     CLOSE(r.weights, 14e9);
     CLOSE(r.grads, 14e9);
     CLOSE(r.optimizer, 84e9);
@@ -125,8 +125,8 @@ static void test_memory(void **state)
     CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_FULL), 2 * sbh);
     CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_FULL), 2 * sbh / 8);
     /* t=2, p=4, m=16: GPipe holds 16 micro-batches of 8 layers, 1F1B holds 4. */
-    pb_mem g = pb_memory_per_gpu(7e9, &m, 2, 4, 16, PB_SCHED_GPIPE, 1, PB_RECOMPUTE_NONE);
-    pb_mem f = pb_memory_per_gpu(7e9, &m, 2, 4, 16, PB_SCHED_1F1B, 1, PB_RECOMPUTE_NONE);
+    pb_mem g = pb_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_GPIPE, 1, PB_RECOMPUTE_NONE);
+    pb_mem f = pb_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_1F1B, 1, PB_RECOMPUTE_NONE);
     CLOSE(g.weights, 7e9 / 8 * 2);
     CLOSE(g.optimizer, 7e9 / 8 * 12);
     CLOSE(g.activations, 16 * 8 * layer / 2);
@@ -135,7 +135,7 @@ static void test_memory(void **state)
 
 static pb_train job_for(const char *model, int64_t gb)
 {
-    pb_train j = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_SCHED_1F1B, .sp = 1,
+    pb_train j = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
                   .recompute = PB_RECOMPUTE_SELECTIVE};
     assert_int_equal(pb_model_preset(model, "--model", &j.model), PB_OK);
     j.params = j.model.nominal_params > 0 ? j.model.nominal_params : pb_model_params(&j.model);

@@ -46,12 +46,13 @@ static int be_span_take(pb_comm *c, double *us, int *count)
 }
 
 static const pb_compute host_engine = {.name = "fake-host", .synchronize = eng_synchronize};
-static const pb_compute queued_engine = {.name = "fake-gpu", .synchronize = eng_synchronize, .queue = eng_queue,
+static const pb_compute queued_engine = {.name = "fake-gpu", .mem = PB_MEM_DEVICE, .synchronize = eng_synchronize,
+                                         .queue = eng_queue,
                                          .span_begin = eng_span_begin, .span_end = eng_span_end,
                                          .span_take = eng_span_take};
-static const pb_backend host_backend = {.name = "fake-mpi", .mem = "host", .sync = be_sync};
-static const pb_backend staged_backend = {.name = "fake-mpi", .mem = "device", .sync = be_sync};
-static const pb_backend stream_backend = {.name = "fake-nccl", .mem = "device", .sync = be_sync,
+static const pb_backend host_backend = {.name = "fake-mpi", .mem = PB_MEM_HOST, .sync = be_sync};
+static const pb_backend staged_backend = {.name = "fake-mpi", .mem = PB_MEM_DEVICE, .sync = be_sync};
+static const pb_backend stream_backend = {.name = "fake-nccl", .mem = PB_MEM_DEVICE, .sync = be_sync,
                                           .after_queue = be_after, .before_queue = be_before,
                                           .span_begin = be_span_begin, .span_end = be_span_end,
                                           .span_take = be_span_take};
@@ -72,7 +73,7 @@ static void test_plan_needs_both_sides(void **state)
     assert_int_equal(pb_ordering_plan(pb_compute_blas(), pb_backend_mpi()), PB_ORDERING_HOST);
     /* A stream backend whose memory is the host's cannot be ordered against a device queue. */
     pb_backend odd = stream_backend;
-    odd.mem = "host";
+    odd.mem = PB_MEM_HOST;
     assert_int_equal(pb_ordering_plan(&queued_engine, &odd), PB_ORDERING_HOST);
     /* Any missing hook falls back to host order. */
     pb_backend partial = stream_backend;

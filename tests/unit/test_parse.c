@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "core/error.h"
+#include "core/link_class.h"
 #include "core/options.h"
 #include "core/parse.h"
 
@@ -171,6 +172,21 @@ static void parse_after_an_error(void **state)
     assert_int_equal(o.iters, 5);
 }
 
+/* Link classes: names round-trip, unknown names are refused, two different
+ * classes join to mixed. */
+static void link_classes(void **state)
+{
+    (void)state;
+    for (int k = 0; k < PB_LINK_NCLASS; k++) assert_int_equal(pb_link_parse(pb_link_name(k)), k);
+    assert_string_equal(pb_link_name(PB_LINK_INTRA), "intra");
+    assert_string_equal(pb_link_name(PB_LINK_INTER), "inter");
+    assert_string_equal(pb_link_name(PB_LINK_MIXED), "mixed");
+    assert_int_equal(pb_link_parse("nvlink"), -1);
+    assert_int_equal(pb_link_parse(NULL), -1);
+    assert_int_equal(pb_link_join(PB_LINK_INTER, PB_LINK_INTER), PB_LINK_INTER);
+    assert_int_equal(pb_link_join(PB_LINK_INTRA, PB_LINK_INTER), PB_LINK_MIXED);
+}
+
 int main(void)
 {
     pb_set_quiet_usage(1); /* the messages are for users; here only the status matters */
@@ -178,7 +194,7 @@ int main(void)
         cmocka_unit_test(sizes_with_suffixes), cmocka_unit_test(sizes_rejected),
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
         cmocka_unit_test(choices),             cmocka_unit_test(lists),             cmocka_unit_test(sweep_sizes),
-        cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error),
+        cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error), cmocka_unit_test(link_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,8 +91,8 @@ static void test_in_flight(void **state)
                 assert_int_equal(pb_pp_plan_max_in_flight(&g), m);
                 assert_int_equal(pb_pp_plan_max_in_flight(&f), m < p - r ? m : p - r);
                 if (r == 0) {
-                    assert_int_equal(pb_pp_plan_max_in_flight(&g), pb_pipe_in_flight(PB_SCHED_GPIPE, m, p));
-                    assert_int_equal(pb_pp_plan_max_in_flight(&f), pb_pipe_in_flight(PB_SCHED_1F1B, m, p));
+                    assert_int_equal(pb_pp_plan_max_in_flight(&g), pb_pipe_in_flight(PB_PP_GPIPE, m, p));
+                    assert_int_equal(pb_pp_plan_max_in_flight(&f), pb_pipe_in_flight(PB_PP_1F1B, m, p));
                 }
                 pb_pp_plan_free(&g);
                 pb_pp_plan_free(&f);
