@@ -5,7 +5,8 @@
 #   benchmarks/X.c        -> build/bin/X  (MPI benchmarks)
 #   tools/X.c             -> build/bin/X  (plan and acceptance link without MPI)
 # The layers of common/ and the order they may include each other in are in
-# docs/ARCHITECTURE.md; `make lint` checks it (scripts/check-layers.py).
+# docs/ARCHITECTURE.md; `make lint` checks it (scripts/check-layers.py), and
+# that a header x.h exports only pb_x and pb_x_* (scripts/check-names.py).
 #   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
 #   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 
@@ -155,6 +156,7 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks tools
 	python3 scripts/check-layers.py
+	python3 scripts/check-names.py
 	printf '%s\n' $(COMMON_C) $(BENCH_SRCS) $(TOOL_SRCS) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
 	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy

@@ -11,7 +11,7 @@
 #include "coll/coll_check.h"
 #include "coll/coll_exec.h"
 #include "core/error.h"
-#include "core/groups.h"
+#include "core/group.h"
 #include "core/parse.h"
 #include "harness/runner.h"
 #include "core/watchdog.h"
@@ -21,11 +21,11 @@
 #include <string.h>
 
 typedef struct sweep_opts {
-    pb_common_opts common;
+    pb_options common;
     int colls[PB_COLL_COUNT]; /* which collectives, in the order given */
     int ncolls;
     int graph; /* -G */
-    int groups; /* --groups: pb_groups_kind */
+    int groups; /* --groups: pb_group_groups_kind */
 } sweep_opts;
 
 enum { OPT_COLL, OPT_GRAPH, OPT_GROUPS };
@@ -39,13 +39,13 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     }
     if (id == OPT_GROUPS) {
         int n = 0;
-        return pb_parse_choice_list(option, arg, pb_groups_names(), 0, &o->groups, &n);
+        return pb_parse_choice_list(option, arg, pb_group_groups_names(), 0, &o->groups, &n);
     }
     return pb_parse_choice_list(option, arg, pb_coll_names(), 1, o->colls, &o->ncolls);
 }
 
 /* --coll's help names the collectives of the table (coll_help). */
-static pb_opt own_opts[] = {
+static pb_options_opt own_opts[] = {
     {"coll", 0, "LIST", NULL, OPT_COLL},
     {"groups", 0, "KIND", "world (default): one collective over all ranks; node: one inside every node at once; "
                           "rail: one across the nodes among the ranks of each local rank, all rails at once",
@@ -89,7 +89,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_COLLECTIVE] = {"collective", NULL, NULL, PB_COL_STR, 0, 0, ""},
     [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 12, 0, "B"},
     [COL_COUNT] = {"count", "count", "(elements)", PB_COL_INT, 12, 0, "elements"},
@@ -115,13 +115,13 @@ static const pb_column cols[] = {
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
 typedef struct iter_ctx {
-    const pb_backend *be;
+    const pb_comm_backend *be;
     const pb_group *g; /* the ranks this rank runs the collective with */
     pb_comm *comm;
     pb_coll coll;
-    pb_coll_shape shape;
-    pb_rotbuf send, recv;
-    const pb_common_opts *o;
+    pb_coll_exec_shape shape;
+    pb_buffers send, recv;
+    const pb_options *o;
     int skip;
     int events;    /* the backend has CUDA-event spans */
     int recording; /* inside the timed loop: one span per timed iteration */
@@ -132,13 +132,13 @@ typedef struct iter_ctx {
  * broadcast on a backend whose broadcast has one buffer (comm.h). */
 static void *recv_slot(const iter_ctx *x, int iter)
 {
-    if (x->coll == PB_COLL_BROADCAST && x->be->broadcast_in_place) return pb_rotbuf_slot(&x->send, iter);
-    return pb_rotbuf_slot(&x->recv, iter);
+    if (x->coll == PB_COLL_BROADCAST && x->be->broadcast_in_place) return pb_buffers_slot(&x->send, iter);
+    return pb_buffers_slot(&x->recv, iter);
 }
 
 static int issue(iter_ctx *x, int iter)
 {
-    return pb_coll_issue(x->be, x->comm, x->coll, &x->shape, pb_rotbuf_slot(&x->send, iter), recv_slot(x, iter),
+    return pb_coll_exec_issue(x->be, x->comm, x->coll, &x->shape, pb_buffers_slot(&x->send, iter), recv_slot(x, iter),
                          x->o->dtype, x->o->op, x->o->root);
 }
 
@@ -180,17 +180,17 @@ static int device_time(iter_ctx *x, double *mean_us)
  * ranks; on the device when the buffers are there (coll_check.h). */
 static int validate(iter_ctx *x, long long *wrong_total)
 {
-    const pb_coll_shape *sh = &x->shape;
+    const pb_coll_exec_shape *sh = &x->shape;
     int n = x->be->size(x->comm), me = x->be->rank(x->comm);
-    void *send = pb_rotbuf_slot(&x->send, 0), *recv = recv_slot(x, 0);
+    void *send = pb_buffers_slot(&x->send, 0), *recv = recv_slot(x, 0);
     int status = pb_coll_check_fill(x->be, x->coll, sh, x->o->dtype, me, n, send);
-    pb_watch_arm(0, "validate");
+    pb_watchdog_arm(0, "validate");
     if (status == PB_OK) status = one_iteration(x, 0);
-    pb_watch_disarm();
+    pb_watchdog_disarm();
     long long wrong = 0;
     if (status == PB_OK)
         status = pb_coll_check_count(x->be, x->coll, sh, x->o->dtype, x->o->op, me, n, x->o->root,
-                                     pb_test_corrupt_rank() == me, recv, &wrong);
+                                     pb_faults_corrupt_rank() == me, recv, &wrong);
     MPI_Allreduce(&wrong, wrong_total, 1, MPI_LONG_LONG, MPI_SUM, x->g->comm);
     return status;
 }
@@ -216,12 +216,12 @@ static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
 {
     double algbw = r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 : 0;
     const pb_coll_desc *d = pb_coll_desc_of(x->coll);
-    pb_value v[NCOLS] = {
+    pb_report_value v[NCOLS] = {
         [COL_COLLECTIVE] = PB_S(d->name),
         [COL_BYTES] = PB_I(r->bytes),
         [COL_COUNT] = PB_I(r->count),
         [COL_DTYPE] = PB_S(pb_dtype_name(x->o->dtype)),
-        [COL_REDOP] = PB_S(d->has_op ? pb_redop_name(x->o->op) : "none"),
+        [COL_REDOP] = PB_S(d->has_op ? pb_dtype_redop_name(x->o->op) : "none"),
         [COL_ROOT] = PB_I(d->has_root ? x->o->root : -1),
         [COL_NRANKS] = PB_I(r->nranks),
         [COL_NNODES] = PB_I(r->nnodes),
@@ -267,12 +267,12 @@ static int report_groups(pb_bench *b, iter_ctx *x, const group_row *mine, double
  * up here, so the first size is measured like the others. */
 static int warm_up_sweep(pb_bench *b, iter_ctx *x, uint64_t largest)
 {
-    pb_coll_shape_of(x->coll, largest, x->o->dtype, x->g->size, &x->shape);
-    pb_watch_what(pb_coll_name(x->coll), x->shape.bytes);
-    pb_watch_arm(-1, "warm-up before the sweep");
+    pb_coll_exec_shape_of(x->coll, largest, x->o->dtype, x->g->size, &x->shape);
+    pb_watchdog_what(pb_coll_name(x->coll), x->shape.bytes);
+    pb_watchdog_arm(-1, "warm-up before the sweep");
     int status = x->skip ? PB_OK : issue(x, 0);
     if (status == PB_OK && !x->skip) status = x->be->sync(x->comm);
-    pb_watch_disarm();
+    pb_watchdog_disarm();
     return pb_world_agree(&b->w, status);
 }
 
@@ -280,59 +280,59 @@ static int warm_up_sweep(pb_bench *b, iter_ctx *x, uint64_t largest)
 static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,
                             int *rows, long long *wrong_sum)
 {
-    const pb_common_opts *o = x->o;
-    pb_coll_shape biggest;
-    pb_coll_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
-    size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffer_cache_bytes(b->be) : 0;
-    pb_mem_need need = {b->be->mem, NULL, pb_rotation_pool(biggest.send_count * ts, cache, o->rotate) +
-                                              pb_rotation_pool(biggest.recv_count * ts, cache, o->rotate), 0};
+    const pb_options *o = x->o;
+    pb_coll_exec_shape biggest;
+    pb_coll_exec_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
+    size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffers_cache_bytes(b->be) : 0;
+    pb_mem_need need = {b->be->mem, NULL, pb_buffers_rotation_pool(biggest.send_count * ts, cache, o->rotate) +
+                                              pb_buffers_rotation_pool(biggest.recv_count * ts, cache, o->rotate), 0};
     PB_TRY(pb_bench_mem_require(b, &need, "-e/--maxbytes (send and receive buffers)"));
-    int status = pb_rotbuf_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
-    if (status == PB_OK) status = pb_rotbuf_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
-    int max_iters = pb_iters_max(o, &pb_policy_collective);
+    int status = pb_buffers_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
+    if (status == PB_OK) status = pb_buffers_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
+    int max_iters = pb_options_iters_max(o, &pb_policy_collective);
     double *samples = malloc(sizeof(double) * (size_t)max_iters);
     if (!samples && status == PB_OK) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", max_iters);
-    status = pb_agree(b->w.comm, status, "buffers");
+    status = pb_world_agree_at(b->w.comm, status, "buffers");
     if (status == PB_OK) status = warm_up_sweep(b, x, sizes[nsizes - 1]);
     if (b->rep && status == PB_OK) {
         printf("#\n# %s\n", pb_coll_name(x->coll));
         pb_report_header(b->rep);
     }
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
-        pb_coll_shape_of(x->coll, sizes[i], o->dtype, x->g->size, &x->shape);
-        pb_rotbuf_fit(&x->send, x->shape.send_count * ts);
-        pb_rotbuf_fit(&x->recv, x->shape.recv_count * ts);
-        pb_watch_what(pb_coll_name(x->coll), x->shape.bytes);
-        pb_loop_cfg loop = {0, 0, o->max_seconds};
-        pb_iters_for(o, &pb_policy_collective, x->shape.bytes, &loop.iters, &loop.warmup);
-        group_row r = {.dev_us = NAN, .nranks = x->g->size, .nnodes = pb_nodes_spanned(&b->w, x->g->members, x->g->size),
+        pb_coll_exec_shape_of(x->coll, sizes[i], o->dtype, x->g->size, &x->shape);
+        pb_buffers_fit(&x->send, x->shape.send_count * ts);
+        pb_buffers_fit(&x->recv, x->shape.recv_count * ts);
+        pb_watchdog_what(pb_coll_name(x->coll), x->shape.bytes);
+        pb_runner_cfg loop = {0, 0, o->max_seconds};
+        pb_options_iters_for(o, &pb_policy_collective, x->shape.bytes, &loop.iters, &loop.warmup);
+        group_row r = {.dev_us = NAN, .nranks = x->g->size, .nnodes = pb_world_nodes_spanned(&b->w, x->g->members, x->g->size),
                        .bytes = x->shape.bytes, .count = x->shape.count};
         snprintf(r.name, sizeof r.name, "%s", x->g->name);
         snprintf(r.link, sizeof r.link, "%s", x->g->link);
         if (x->graph) status = pb_world_agree(&b->w, capture(x));
         x->recording = 1;
-        if (status == PB_OK) status = pb_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
+        if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
         x->recording = 0;
-        if (status == PB_OK) status = pb_gather_stats(x->g->comm, samples, r.done, &r.st);
+        if (status == PB_OK) status = pb_runner_gather_stats(x->g->comm, samples, r.done, &r.st);
         if (status == PB_OK) status = device_time(x, &r.dev_us);
         if (status == PB_OK && o->check) status = validate(x, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
         if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));
     }
     free(samples);
-    pb_rotbuf_free(&x->send);
-    pb_rotbuf_free(&x->recv);
+    pb_buffers_free(&x->send);
+    pb_buffers_free(&x->recv);
     return status;
 }
 
 int main(int argc, char **argv)
 {
     sweep_opts o = {.ncolls = 0};
-    pb_common_defaults(&o.common);
+    pb_options_defaults(&o.common);
     own_opts[0].help = coll_help(); /* --coll */
-    pb_opt_group groups[] = {
+    pb_options_group groups[] = {
         {"coll_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
-        pb_common_group(&o.common, PB_OPTS_ALL),
+        pb_options_common_group(&o.common, PB_OPTS_ALL),
     };
     pb_bench b;
     pb_bench_start(&b, "coll_sweep", &argc, &argv, MPI_THREAD_SINGLE,
@@ -342,23 +342,23 @@ int main(int argc, char **argv)
                    "count for all.",
                    groups, 2);
     if (o.ncolls == 0) o.colls[o.ncolls++] = PB_COLL_ALLREDUCE;
-    int status = pb_common_validate(&o.common);
+    int status = pb_options_validate(&o.common);
     pb_group g = {.comm = MPI_COMM_NULL};
-    if (status == PB_OK) status = pb_group_split(&b.w, (pb_groups_kind)o.groups, &g);
+    if (status == PB_OK) status = pb_group_split(&b.w, (pb_group_groups_kind)o.groups, &g);
     int smallest = g.size;
     MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, b.w.comm);
     if (status == PB_OK && (o.common.root < 0 || o.common.root >= smallest))
-        status = pb_usage("-r/--root", "rank %d does not exist in every %s group; expected 0..%d", o.common.root,
-                          pb_groups_names()[o.groups], smallest - 1);
+        status = pb_error_usage("-r/--root", "rank %d does not exist in every %s group; expected 0..%d", o.common.root,
+                          pb_group_groups_names()[o.groups], smallest - 1);
     if (status == PB_OK) status = pb_bench_select(&b, &o.common);
     if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
-        status = pb_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
+        status = pb_error_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
                           "expected --backend nccl", b.be->name);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     uint64_t sizes[PB_MAX_SIZES];
-    size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
-    iter_ctx x = {.be = b.be, .g = &g, .o = &o.common, .skip = pb_test_skip_rank() == b.w.rank,
+    size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
+    iter_ctx x = {.be = b.be, .g = &g, .o = &o.common, .skip = pb_faults_skip_rank() == b.w.rank,
                   .events = b.be->span_begin != NULL, .graph = o.graph};
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "timer", x.events ? "time: host clock, issue to stream synchronization; "
@@ -366,15 +366,15 @@ int main(int argc, char **argv)
                                                     : "time: host clock, issue to completion; devtime: not measured "
                                                       "(host backend)");
     cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
-    cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_check_where(b.be) : "off");
-    cJSON_AddItemToObject(meta, "buffers", pb_buffer_mode_meta(b.be, o.common.rotate));
+    cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_coll_check_where(b.be) : "off");
+    cJSON_AddItemToObject(meta, "buffers", pb_buffers_mode_meta(b.be, o.common.rotate));
     char iters[160];
-    pb_iters_describe(&o.common, &pb_policy_collective, iters, sizeof iters);
+    pb_options_iters_describe(&o.common, &pb_policy_collective, iters, sizeof iters);
     cJSON_AddStringToObject(meta, "iterations", iters);
-    cJSON_AddStringToObject(meta, "groups", pb_groups_names()[o.groups]);
+    cJSON_AddStringToObject(meta, "groups", pb_group_groups_names()[o.groups]);
     cJSON_AddNumberToObject(meta, "group_count", g.count);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
-    if (status == PB_OK) status = pb_agree(b.w.comm, b.be->comm_create(g.comm, &x.comm), "comm");
+    if (status == PB_OK) status = pb_world_agree_at(b.w.comm, b.be->comm_create(g.comm, &x.comm), "comm");
     double busbw_sum = 0;
     int rows = 0;
     long long wrong = 0;
@@ -389,7 +389,7 @@ int main(int argc, char **argv)
         pb_report_summary(b.rep, "avg_busbw_GBps", "Avg bus bandwidth", busbw_sum / rows, "GB/s");
         if (o.common.check) {
             char detail[32];
-            snprintf(detail, sizeof detail, "checked on the %s", pb_check_where(b.be));
+            snprintf(detail, sizeof detail, "checked on the %s", pb_coll_check_where(b.be));
             pb_bench_note_wrong(b.rep, wrong, detail);
         }
     }

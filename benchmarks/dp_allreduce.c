@@ -7,7 +7,7 @@
 #include "coll/coll.h"
 #include "workload/dp.h"
 #include "core/error.h"
-#include "core/memory.h"
+#include "core/mem.h"
 #include "plan/model.h"
 #include "workload/ordering.h"
 #include "core/parse.h"
@@ -23,7 +23,7 @@
 #define MAX_GRADS 64
 
 typedef struct dp_opts {
-    pb_common_opts common;
+    pb_options common;
     pb_workload_opts work;
     int overlap[PB_DP_OVERLAP_COUNT], noverlap; /* modes, in the order given */
     double bucket_mb;
@@ -35,7 +35,7 @@ typedef struct dp_opts {
 
 enum { O_OVERLAP, O_BUCKET, O_GRAD, O_PARAMS };
 
-static const pb_opt own_opts[] = {
+static const pb_options_opt own_opts[] = {
     {"overlap", 0, "MODE", "none (all-reduce after backward), bucket (DDP buckets during backward), or "
                            "none,bucket (default none)", O_OVERLAP},
     {"bucket-mb", 0, "MB", "bucket size in MiB for --overlap bucket (default 25, PyTorch DDP's)", O_BUCKET},
@@ -55,11 +55,11 @@ static int parse_count(const char *option, const char *text, double *out)
         const char *sfx = "KkMmBbGgTt";
         const double m[] = {1e3, 1e3, 1e6, 1e6, 1e9, 1e9, 1e9, 1e9, 1e12, 1e12};
         const char *p = strchr(sfx, *end);
-        if (!p || end[1]) return pb_usage(option, "'%s' is not a count; expected e.g. 350M, 1.3B or 7e9", text);
+        if (!p || end[1]) return pb_error_usage(option, "'%s' is not a count; expected e.g. 350M, 1.3B or 7e9", text);
         mult = m[p - sfx];
     }
     if (end == text || !isfinite(v) || v * mult < 1 || v * mult > 1e13)
-        return pb_usage(option, "'%s' is not a count between 1 and 10T; expected e.g. 350M, 1.3B or 7e9", text);
+        return pb_error_usage(option, "'%s' is not a count between 1 and 10T; expected e.g. 350M, 1.3B or 7e9", text);
     *out = v * mult;
     return PB_OK;
 }
@@ -81,10 +81,10 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     char list[512];
     snprintf(list, sizeof list, "%s", arg);
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (o->nparams == MAX_GRADS) return pb_usage(option, "at most %d entries", MAX_GRADS);
+        if (o->nparams == MAX_GRADS) return pb_error_usage(option, "at most %d entries", MAX_GRADS);
         PB_TRY(parse_count(option, tok, &o->params[o->nparams++]));
     }
-    return o->nparams ? PB_OK : pb_usage(option, "empty list of parameter counts");
+    return o->nparams ? PB_OK : pb_error_usage(option, "empty list of parameter counts");
 }
 
 enum {
@@ -123,7 +123,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_NRANKS] = {"nranks", "ranks", "", PB_COL_INT, 5, 0, ""},
     [COL_LINK_CLASS] = {"link_class", NULL, NULL, PB_COL_STR, 0, 0, ""},
     [COL_MODEL] = {"model", NULL, NULL, PB_COL_STR, 0, 0, ""},
@@ -177,7 +177,7 @@ typedef struct run_ctx {
     dp_opts *o;
     const pb_compute *eng;
     pb_comm *comm;
-    double *samples;           /* pb_time_loop's whole-iteration times (unused) */
+    double *samples;           /* pb_runner_time_loop's whole-iteration times (unused) */
     double *t[3];              /* per timed iteration: compute, comm, step */
     double busy_sum, wait_sum; /* step phase, timed iterations */
     pb_dp_step *s;
@@ -187,9 +187,9 @@ typedef struct run_ctx {
 static int timed(run_ctx *r, int (*fn)(pb_dp_step *), double *us)
 {
     MPI_Barrier(r->b->w.comm);
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     int status = fn(r->s);
-    *us = pb_now_us() - t0;
+    *us = pb_timing_now_us() - t0;
     return status;
 }
 
@@ -233,25 +233,25 @@ static double max_over_ranks(const pb_world *w, double v)
 
 static int measure(run_ctx *r, pb_dp_step *s, row *out)
 {
-    const pb_common_opts *c = &r->o->common;
-    pb_loop_cfg loop = {c->iters, c->warmup, c->max_seconds};
+    const pb_options *c = &r->o->common;
+    pb_runner_cfg loop = {c->iters, c->warmup, c->max_seconds};
     int done = 0;
     r->s = s;
     r->busy_sum = r->wait_sum = 0;
-    pb_watch_what("dp step", out->grad_bytes);
-    PB_TRY(pb_time_loop(r->b->w.comm, &loop, it_all, r, r->samples, &done));
-    PB_TRY(pb_gather_stats(r->b->w.comm, r->t[0], done, &out->compute));
-    PB_TRY(pb_gather_stats(r->b->w.comm, r->t[1], done, &out->comm));
-    PB_TRY(pb_gather_stats(r->b->w.comm, r->t[2], done, &out->step));
+    pb_watchdog_what("dp step", out->grad_bytes);
+    PB_TRY(pb_runner_time_loop(r->b->w.comm, &loop, it_all, r, r->samples, &done));
+    PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[0], done, &out->compute));
+    PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[1], done, &out->comm));
+    PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[2], done, &out->step));
     out->iters = done;
     out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
     out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
     out->flops = pb_dp_step_flops(s);
     if (!r->o->common.check) return PB_OK;
     int me = r->b->w.rank;
-    pb_watch_arm(0, "validate");
-    int status = pb_dp_step_validate(s, r->b->w.comm, pb_test_corrupt_rank() == me, &out->wrong, &out->hash);
-    pb_watch_disarm();
+    pb_watchdog_arm(0, "validate");
+    int status = pb_dp_step_validate(s, r->b->w.comm, pb_faults_corrupt_rank() == me, &out->wrong, &out->hash);
+    pb_watchdog_disarm();
     MPI_Allreduce(MPI_IN_PLACE, &out->wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
     return status;
 }
@@ -259,7 +259,7 @@ static int measure(run_ctx *r, pb_dp_step *s, row *out)
 static int report(run_ctx *r, const row *w)
 {
     const pb_workload_opts *wo = &r->o->work;
-    const pb_model *m = &wo->model;
+    const pb_presets_model *m = &wo->model;
     int n = r->b->w.size;
     pb_dp_metrics mt;
     pb_dp_metrics_of(w->compute.rankmax, w->comm.rankmax, w->step.rankmax, &mt);
@@ -269,7 +269,7 @@ static int report(run_ctx *r, const row *w)
     char hash[24];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->hash);
     int check = r->o->common.check;
-    pb_value v[NCOLS] = {
+    pb_report_value v[NCOLS] = {
         [COL_NRANKS] = PB_I(n),
         [COL_LINK_CLASS] = PB_S(pb_link_name(pb_world_link(&r->b->w, NULL, n))),
         [COL_MODEL] = PB_S(wo->preset),
@@ -309,7 +309,7 @@ static int report(run_ctx *r, const row *w)
 static void note_layout(run_ctx *r, const row *w)
 {
     if (!r->b->rep || (int)w->overlap != r->o->overlap[0]) return; /* once per size */
-    const pb_model *m = &r->o->work.model;
+    const pb_presets_model *m = &r->o->work.model;
     double mib = 1024.0 * 1024.0, g = (double)w->grad_bytes / mib, real = (double)w->real_bytes / mib;
     if (w->grad_bytes == w->real_bytes)
         pb_report_note(r->b->rep, "gradient: %.4g MiB all-reduced per step = the %lld layers' real gradients "
@@ -328,7 +328,7 @@ static void note_layout(run_ctx *r, const row *w)
 static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, long long *wrong, double *worst)
 {
     const dp_opts *o = r->o;
-    const pb_model *m = &o->work.model;
+    const pb_presets_model *m = &o->work.model;
     pb_dp_step_config sc = {
         .eng = r->eng, .be = r->b->be, .comm = r->comm,
         .shape = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads, .tp_size = 1,
@@ -338,7 +338,7 @@ static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, long lo
         .check = o->common.check};
     size_t es = pb_dtype_size(sc.grad_dtype);
     if (grad_bytes % es)
-        return pb_usage(o->ngrad ? "--grad-bytes" : "--params", "%llu bytes is not a whole number of %zu-byte "
+        return pb_error_usage(o->ngrad ? "--grad-bytes" : "--params", "%llu bytes is not a whole number of %zu-byte "
                         "gradient elements", (unsigned long long)grad_bytes, es);
     sc.bucket_bytes -= sc.bucket_bytes % es;
     PB_TRY(memory_check(r, &sc));
@@ -366,12 +366,12 @@ static size_t grad_list(const dp_opts *o, uint64_t *out)
 {
     int es = (int)pb_dtype_size(o->work.grad_dtype);
     if (o->params_preset) {
-        pb_model preset;
-        pb_model_preset(o->work.preset, "--model", &preset);
-        out[0] = (uint64_t)pb_dp_grad_bytes(pb_model_params(&preset), es);
+        pb_presets_model preset;
+        pb_presets_preset(o->work.preset, "--model", &preset);
+        out[0] = (uint64_t)pb_model_dp_grad_bytes(pb_presets_params(&preset), es);
         return 1;
     }
-    for (size_t i = 0; i < o->nparams; i++) out[i] = (uint64_t)llround(pb_dp_grad_bytes(o->params[i], es));
+    for (size_t i = 0; i < o->nparams; i++) out[i] = (uint64_t)llround(pb_model_dp_grad_bytes(o->params[i], es));
     if (o->nparams) return o->nparams;
     for (size_t i = 0; i < o->ngrad; i++) out[i] = o->grad_bytes[i];
     if (o->ngrad) return o->ngrad;
@@ -381,10 +381,10 @@ static size_t grad_list(const dp_opts *o, uint64_t *out)
 
 static int validate_opts(dp_opts *o)
 {
-    PB_TRY(pb_common_validate(&o->common));
-    PB_TRY(pb_workload_resolve(&o->work));
+    PB_TRY(pb_options_validate(&o->common));
+    PB_TRY(pb_workload_opts_resolve(&o->work));
     if (o->ngrad && (o->nparams || o->params_preset))
-        return pb_usage("--params", "give either --grad-bytes or --params, not both");
+        return pb_error_usage("--params", "give either --grad-bytes or --params, not both");
     if (o->noverlap == 0) o->overlap[o->noverlap++] = PB_DP_OVERLAP_NONE;
     return PB_OK;
 }
@@ -427,13 +427,13 @@ static void notes(run_ctx *r)
 int main(int argc, char **argv)
 {
     dp_opts o = {.bucket_mb = 25};
-    pb_common_defaults(&o.common);
+    pb_options_defaults(&o.common);
     o.common.iters = 10, o.common.warmup = 2;
-    pb_workload_defaults(&o.work, "tiny");
-    pb_opt_group groups[] = {
+    pb_workload_opts_defaults(&o.work, "tiny");
+    pb_options_group groups[] = {
         {"dp_allreduce options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
-        pb_workload_group(&o.work),
-        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_workload_opts_group(&o.work),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
     pb_bench b;
     pb_bench_start(&b, "dp_allreduce", &argc, &argv, MPI_THREAD_MULTIPLE,
@@ -451,12 +451,12 @@ int main(int argc, char **argv)
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     run_ctx r = {.b = &b, .o = &o};
     if (status == PB_OK)
-        status = pb_agree(b.w.comm, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
+        status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
                           "engine");
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
     r.samples = malloc(sizeof(double) * 4 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
-    status = pb_agree(b.w.comm, status, "samples"); /* run_all starts with collectives */
+    status = pb_world_agree_at(b.w.comm, status, "samples"); /* run_all starts with collectives */
     for (int k = 0; r.samples && k < 3; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
     if (status == PB_OK) {
         notes(&r);

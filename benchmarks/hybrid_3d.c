@@ -4,7 +4,7 @@
 #include "harness/bench.h"
 #include "core/error.h"
 #include "workload/hybrid.h"
-#include "core/memory.h"
+#include "core/mem.h"
 #include "core/parse.h"
 #include "harness/runner.h"
 #include "workload/workload_opts.h"
@@ -13,7 +13,7 @@
 #include <string.h>
 
 typedef struct hy_opts {
-    pb_common_opts common;
+    pb_options common;
     pb_workload_opts work;
     int tp, pp, dp, micro_batches, compare;
     pb_placement placement;
@@ -24,7 +24,7 @@ typedef struct hy_opts {
 
 enum { O_TP, O_PP, O_DP, O_PLACEMENT, O_RANKMAP, O_COMPARE, O_MB, O_SCHED, O_TP_COMM };
 
-static const pb_opt own_opts[] = {
+static const pb_options_opt own_opts[] = {
     {"tp", 0, "T", "tensor-parallel size (default 1)", O_TP},
     {"pp", 0, "P", "pipeline stages (default 1)", O_PP},
     {"dp", 0, "D", "data-parallel replicas (default: world / (T*P)); T*P*D must equal the world size", O_DP},
@@ -48,15 +48,15 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case O_RANKMAP:
         o->rankmap = arg;
         o->placement = PB_PLACE_RANKMAP;
-        return *arg ? PB_OK : pb_usage(option, "empty file name");
+        return *arg ? PB_OK : pb_error_usage(option, "empty file name");
     case O_COMPARE: o->compare = 1; return PB_OK;
     case O_MB: PB_TRY(pb_parse_int(option, arg, 1, 1 << 16, &v)); o->micro_batches = (int)v; return PB_OK;
     case O_SCHED:
         PB_TRY(pb_pp_sched_parse(option, arg, &o->sched));
-        return o->sched == PB_PP_INTERLEAVED ? pb_usage(option, "'%s' is not available here; expected 1f1b or gpipe", arg)
+        return o->sched == PB_PP_INTERLEAVED ? pb_error_usage(option, "'%s' is not available here; expected 1f1b or gpipe", arg)
                                              : PB_OK;
     case O_TP_COMM: return pb_tp_mode_parse(option, arg, &o->tp_mode);
-    default: return pb_usage(option, "not handled");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
@@ -89,7 +89,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_PLACEMENT] = {"placement", "placement", "", PB_COL_STR, 9, 0, ""},
     [COL_TP] = {"tp", "T", "", PB_COL_INT, 3, 0, ""},
     [COL_PP] = {"pp", "P", "", PB_COL_INT, 3, 0, ""},
@@ -146,7 +146,7 @@ static int report(run *r, pb_placement pol, const pb_hybrid_coords *at, const pb
     if (!r->b->rep) return PB_OK;
     for (int i = 0; i < 7; i++) mean[i] /= r->b->w.size;
     const hy_opts *o = r->o;
-    pb_value v[NCOLS] = {
+    pb_report_value v[NCOLS] = {
         [COL_PLACEMENT] = PB_S(pb_placement_name(pol)),
         [COL_TP] = PB_I(o->tp),
         [COL_PP] = PB_I(o->pp),
@@ -178,7 +178,7 @@ static int report(run *r, pb_placement pol, const pb_hybrid_coords *at, const pb
 
 static pb_hybrid_config config(const hy_opts *o, const pb_bench *b, const pb_compute *eng, const int *rank_at)
 {
-    const pb_model *m = &o->work.model;
+    const pb_presets_model *m = &o->work.model;
     pb_layer_shape sh = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads,
                          .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype};
     return (pb_hybrid_config){.eng = eng, .be = b->be, .w = &b->w, .T = o->tp, .P = o->pp, .D = o->dp,
@@ -193,8 +193,8 @@ static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_plac
     int world = b->w.size, status = PB_OK;
     int *rank_at = malloc(sizeof(int) * (size_t)world);
     PB_CHECK(rank_at, PB_ERR_ENV, "out of memory");
-    if (pol == PB_PLACE_RANKMAP) status = pb_rankmap_read(o->rankmap, o->tp, o->pp, o->dp, rank_at);
-    else status = pb_grid_place(pol, o->tp, o->pp, o->dp, world, b->w.node_of, rank_at);
+    if (pol == PB_PLACE_RANKMAP) status = pb_placement_rankmap_read(o->rankmap, o->tp, o->pp, o->dp, rank_at);
+    else status = pb_placement_grid_place(pol, o->tp, o->pp, o->dp, world, b->w.node_of, rank_at);
     pb_hybrid_config cfg = config(o, b, eng, rank_at);
     pb_mem_need need = {eng->mem, eng->mem_info, pb_hybrid_bytes(&cfg), 0};
     status = pb_world_agree(&b->w, status);
@@ -204,14 +204,14 @@ static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_plac
     if (status == PB_OK) status = pb_world_agree(&b->w, pb_hybrid_create(&cfg, &r.h));
     double *samples = malloc(sizeof(double) * (size_t)o->common.iters);
     if (status == PB_OK && !samples) status = pb_fail(PB_ERR_ENV, "out of memory");
-    pb_loop_cfg loop = {o->common.iters, o->common.warmup, o->common.max_seconds};
+    pb_runner_cfg loop = {o->common.iters, o->common.warmup, o->common.max_seconds};
     int done = 0;
     pb_stats st = {0};
     long long wrong = 0;
-    if (status == PB_OK) status = pb_time_loop(b->w.comm, &loop, one_step, &r, samples, &done);
-    if (status == PB_OK) status = pb_gather_stats(b->w.comm, samples, done, &st);
+    if (status == PB_OK) status = pb_runner_time_loop(b->w.comm, &loop, one_step, &r, samples, &done);
+    if (status == PB_OK) status = pb_runner_gather_stats(b->w.comm, samples, done, &st);
     if (status == PB_OK && o->common.check)
-        status = pb_hybrid_check(r.h, pb_test_corrupt_rank() == b->w.rank, &wrong);
+        status = pb_hybrid_check(r.h, pb_faults_corrupt_rank() == b->w.rank, &wrong);
     pb_hybrid_coords at = {0, 0, 0, "?", "?", "?"};
     if (r.h) pb_hybrid_get_coords(r.h, &at);
     if (status == PB_OK) status = report(&r, pol, &at, &st, done, wrong);
@@ -226,30 +226,30 @@ static int check_grid(hy_opts *o, const pb_world *w)
 {
     if (o->dp == 0) o->dp = w->size % (o->tp * o->pp) == 0 ? w->size / (o->tp * o->pp) : 0;
     if (o->dp == 0 || o->tp * o->pp * o->dp != w->size)
-        return pb_usage("--tp/--pp/--dp", "T*P*D = %d*%d*%d must equal the world size %d", o->tp, o->pp, o->dp,
+        return pb_error_usage("--tp/--pp/--dp", "T*P*D = %d*%d*%d must equal the world size %d", o->tp, o->pp, o->dp,
                         w->size);
     if (o->work.model.layers % o->pp != 0)
-        return pb_usage("--pp", "%d stages do not divide the %lld layers", o->pp, (long long)o->work.model.layers);
+        return pb_error_usage("--pp", "%d stages do not divide the %lld layers", o->pp, (long long)o->work.model.layers);
     if (o->micro_batches == 0) o->micro_batches = 2 * o->pp;
     if (o->compare && o->placement == PB_PLACE_RANKMAP)
-        return pb_usage("--compare-placements", "compares the built-in placements; do not combine with --rankmap");
+        return pb_error_usage("--compare-placements", "compares the built-in placements; do not combine with --rankmap");
     pb_layer_shape sh = {.b = o->work.model.micro_batch, .s = o->work.model.seq, .h = o->work.model.hidden,
                          .heads = o->work.model.heads, .tp_size = o->tp, .dtype = o->work.compute_dtype};
     PB_TRY(pb_tp_shape_check(&sh, o->tp_mode));
-    return pb_pp_sched_valid(o->sched, o->pp, o->micro_batches, 1);
+    return pb_pp_schedule_valid(o->sched, o->pp, o->micro_batches, 1);
 }
 
 int main(int argc, char **argv)
 {
     hy_opts o = {.tp = 1, .pp = 1, .placement = PB_PLACE_TP_INNER, .sched = PB_PP_1F1B, .tp_mode = PB_TP_ALLREDUCE};
-    pb_common_defaults(&o.common);
+    pb_options_defaults(&o.common);
     o.common.iters = 10;
     o.common.warmup = 2;
-    pb_workload_defaults(&o.work, "tiny");
-    pb_opt_group groups[] = {
+    pb_workload_opts_defaults(&o.work, "tiny");
+    pb_options_group groups[] = {
         {"hybrid_3d options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
-        pb_workload_group(&o.work),
-        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_workload_opts_group(&o.work),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
     pb_bench b;
     pb_bench_start(&b, "hybrid_3d", &argc, &argv, MPI_THREAD_MULTIPLE,
@@ -257,13 +257,13 @@ int main(int argc, char **argv)
                    "A training step on a TP x PP x DP grid: TP collectives in every layer, PP send/recv with a 1F1B "
                    "schedule, the DP all-reduce at the end; per-axis time, bytes and link class.",
                    groups, 3);
-    int status = pb_workload_resolve(&o.work);
+    int status = pb_workload_opts_resolve(&o.work);
     if (status == PB_OK) status = check_grid(&o, &b.w);
     if (status != PB_OK) pb_bench_finish(&b, status);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
     const pb_compute *eng = NULL;
     if (status == PB_OK)
-        status = pb_agree(b.w.comm, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &eng),
+        status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &eng),
                           "engine");
     if (b.rep && status == PB_OK) {
         printf("# engine: %s\n", eng->describe());

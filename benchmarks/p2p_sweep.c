@@ -14,7 +14,7 @@
 #define TAG_RESULT 7702
 
 typedef struct p2p_opts {
-    pb_common_opts common;
+    pb_options common;
     int modes[PB_P2P_MODES], nmodes, modes_given;
     int pair[2], pair_given;
     int window;
@@ -25,7 +25,7 @@ typedef struct p2p_opts {
 
 enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_SERIAL, OPT_MATRIX_CSV };
 
-static const pb_opt own_opts[] = {
+static const pb_options_opt own_opts[] = {
     {"mode", 0, "LIST", "latency, bw, bibw or all (comma-separated; default latency)", OPT_MODE},
     {"pair", 0, "A,B", "the two ranks to measure (default 0 and the last rank)", OPT_PAIR},
     {"window", 0, "N", "messages in flight per iteration in bw/bibw modes (default 64, as OSU)", OPT_WINDOW},
@@ -43,13 +43,13 @@ static int parse_pair(p2p_opts *o, const char *option, const char *arg)
     const char *comma = strchr(arg, ',');
     char first[32];
     if (!comma || (size_t)(comma - arg) >= sizeof first)
-        return pb_usage(option, "'%s' is not a pair; expected two ranks as A,B", arg);
+        return pb_error_usage(option, "'%s' is not a pair; expected two ranks as A,B", arg);
     memcpy(first, arg, (size_t)(comma - arg));
     first[comma - arg] = '\0';
     long long a, b;
     PB_TRY(pb_parse_int(option, first, 0, 1 << 24, &a));
     PB_TRY(pb_parse_int(option, comma + 1, 0, 1 << 24, &b));
-    if (a == b) return pb_usage(option, "'%s' names one rank twice; expected two different ranks", arg);
+    if (a == b) return pb_error_usage(option, "'%s' names one rank twice; expected two different ranks", arg);
     o->pair[0] = (int)a;
     o->pair[1] = (int)b;
     o->pair_given = 1;
@@ -68,8 +68,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_WINDOW: PB_TRY(pb_parse_int(option, arg, 1, 4096, &v)); o->window = (int)v; return PB_OK;
     case OPT_MATRIX: o->matrix = 1; return PB_OK;
     case OPT_MATRIX_SERIAL: o->matrix = o->matrix_serial = 1; return PB_OK;
-    case OPT_MATRIX_CSV: o->matrix_csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file prefix");
-    default: return pb_usage(option, "not handled");
+    case OPT_MATRIX_CSV: o->matrix_csv = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file prefix");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
@@ -94,7 +94,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_MODE] = {"mode", NULL, NULL, PB_COL_STR, 0, 0, ""},
     [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 12, 0, "B"},
     [COL_RANK_A] = {"rank_a", NULL, NULL, PB_COL_INT, 0, 0, ""},
@@ -120,7 +120,7 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
 {
     const pb_world *w = &b->w;
     int window = mode == PB_P2P_LATENCY ? 1 : o->window;
-    pb_value v[NCOLS] = {
+    pb_report_value v[NCOLS] = {
         [COL_MODE] = PB_S(pb_p2p_mode_name(mode)),
         [COL_BYTES] = PB_I(bytes),
         [COL_RANK_A] = PB_I(pair[0]),
@@ -146,29 +146,29 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
 static pb_p2p_cfg mode_cfg(const p2p_opts *o, pb_p2p_mode mode, size_t bytes)
 {
     pb_p2p_cfg c = {mode, 0, 0, o->window, o->common.max_seconds, o->common.check};
-    pb_iters_for(&o->common, pb_p2p_policy(mode), bytes, &c.iters, &c.warmup);
+    pb_options_iters_for(&o->common, pb_p2p_policy(mode), bytes, &c.iters, &c.warmup);
     return c;
 }
 
 /* Measure one size on the pair and bring the result to rank 0 (in *res there). */
 static int measure_on_pair(pb_bench *b, const int pair[2], pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
-                           pb_rotbuf *s, pb_rotbuf *r, pb_p2p_result *out)
+                           pb_buffers *s, pb_buffers *r, pb_p2p_result *out)
 {
     int me = b->w.rank, a = pair[0], peer = me == a ? pair[1] : a;
     int in_pair = me == pair[0] || me == pair[1];
     pb_p2p_result res = {0};
     int status = PB_OK;
-    pb_watch_what(pb_p2p_mode_name(cfg->mode), bytes);
+    pb_watchdog_what(pb_p2p_mode_name(cfg->mode), bytes);
     if (in_pair) {
-        pb_rotbuf_fit(s, bytes);
-        pb_rotbuf_fit(r, bytes);
+        pb_buffers_fit(s, bytes);
+        pb_buffers_fit(r, bytes);
         status = pb_p2p_measure(b->be, comm, b->w.comm, a, peer, bytes, cfg, s, r, &res);
     }
     if (me == a && a != 0) MPI_Send(&res, sizeof res, MPI_BYTE, 0, TAG_RESULT, b->w.comm);
     if (me == 0 && a != 0) {
         MPI_Request req;
         MPI_Irecv(&res, sizeof res, MPI_BYTE, a, TAG_RESULT, b->w.comm, &req);
-        pb_sleepy_wait(&req);
+        pb_p2p_sleepy_wait(&req);
     }
     *out = res;
     return status;
@@ -176,7 +176,7 @@ static int measure_on_pair(pb_bench *b, const int pair[2], pb_comm *comm, const 
 
 /* One size on --pair: measure, then report on rank 0. */
 static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
-                    pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
+                    pb_buffers *s, pb_buffers *r, long long *wrong)
 {
     pb_p2p_result res;
     int status = measure_on_pair(b, o->pair, comm, cfg, bytes, s, r, &res);
@@ -188,11 +188,11 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_
 }
 
 /* Rank 0: summaries per link class, slow pairs flagged, matrices written. */
-static int matrix_report(pb_bench *b, const p2p_opts *o, pb_pair_result *pr, int npairs)
+static int matrix_report(pb_bench *b, const p2p_opts *o, pb_p2p_matrix_pair_result *pr, int npairs)
 {
-    pb_class_summary s[3];
-    int nclasses = pb_matrix_summarize(pr, npairs, s);
-    int slow = pb_matrix_flag_slow(pr, npairs, s, nclasses, 0.8, 2.0);
+    pb_p2p_matrix_class_summary s[3];
+    int nclasses = pb_p2p_matrix_summarize(pr, npairs, s);
+    int slow = pb_p2p_matrix_flag_slow(pr, npairs, s, nclasses, 0.8, 2.0);
     for (int c = 0; c < nclasses; c++)
         pb_report_note(b->rep, "%s pairs: %d; latency min/median/max %.2f/%.2f/%.2f us; bw min/median/max "
                                "%.3f/%.3f/%.3f GB/s",
@@ -207,34 +207,34 @@ static int matrix_report(pb_bench *b, const p2p_opts *o, pb_pair_result *pr, int
     if (!o->matrix_csv) return PB_OK;
     char path[4096];
     snprintf(path, sizeof path, "%s-latency.csv", o->matrix_csv);
-    PB_TRY(pb_matrix_write_csv(path, b->w.size, pr, npairs, 0));
+    PB_TRY(pb_p2p_matrix_write_csv(path, b->w.size, pr, npairs, 0));
     snprintf(path, sizeof path, "%s-bw.csv", o->matrix_csv);
-    PB_TRY(pb_matrix_write_csv(path, b->w.size, pr, npairs, 1));
+    PB_TRY(pb_p2p_matrix_write_csv(path, b->w.size, pr, npairs, 1));
     snprintf(path, sizeof path, "%s-pairs.csv", o->matrix_csv);
-    return pb_matrix_write_pairs(path, pr, npairs);
+    return pb_p2p_matrix_write_pairs(path, pr, npairs);
 }
 
 /* Every pair, round by round (p2p_schedule.h): latency at the smallest size,
  * bandwidth at the largest; rows are written as each round completes. */
-static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_schedule *sch, const uint64_t *sizes,
-                      size_t nsizes, pb_rotbuf *s, pb_rotbuf *r, long long *wrong)
+static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_schedule *sch, const uint64_t *sizes,
+                      size_t nsizes, pb_buffers *s, pb_buffers *r, long long *wrong)
 {
     int status = PB_OK;
     size_t npairs = (size_t)(sch->npairs > 0 ? sch->npairs : 1);
-    pb_pair_result *pr = calloc(npairs, sizeof *pr);
-    pb_pair_measure *m = calloc(npairs, sizeof *m);
+    pb_p2p_matrix_pair_result *pr = calloc(npairs, sizeof *pr);
+    pb_p2p_rounds_measure *m = calloc(npairs, sizeof *m);
     if (!pr || !m) status = pb_fail(PB_ERR_ENV, "out of memory for %d pairs", sch->npairs);
     status = pb_world_agree(&b->w, status);
-    pb_round_setup su = {b->be, comm, b->w.comm, mode_cfg(o, PB_P2P_LATENCY, sizes[0]),
+    pb_p2p_rounds_setup su = {b->be, comm, b->w.comm, mode_cfg(o, PB_P2P_LATENCY, sizes[0]),
                          mode_cfg(o, PB_P2P_BW, sizes[nsizes - 1]), sizes[0], sizes[nsizes - 1], s, r};
     if (b->rep && status == PB_OK) pb_report_header(b->rep);
     for (int first = 0; first < sch->npairs && status == PB_OK && pr && m;) {
         int round = sch->pairs[first].round, count = 0;
         while (first + count < sch->npairs && sch->pairs[first + count].round == round) count++;
-        status = pb_p2p_round(&su, sch, first, count, m + first);
+        status = pb_p2p_rounds_run(&su, sch, first, count, m + first);
         for (int k = first; k < first + count && b->w.rank == 0 && status == PB_OK; k++) {
             int pair[2] = {sch->pairs[k].a, sch->pairs[k].b};
-            pr[k] = (pb_pair_result){pair[0], pair[1], pb_link_name(pb_world_link(&b->w, pair, 2)), m[k].lat.st.mean,
+            pr[k] = (pb_p2p_matrix_pair_result){pair[0], pair[1], pb_link_name(pb_world_link(&b->w, pair, 2)), m[k].lat.st.mean,
                                      m[k].bw.bw_GBps, 0};
             *wrong += (m[k].lat.wrong > 0 ? m[k].lat.wrong : 0) + (m[k].bw.wrong > 0 ? m[k].bw.wrong : 0);
             status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
@@ -252,13 +252,13 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_sc
 int main(int argc, char **argv)
 {
     p2p_opts o = {.modes = {PB_P2P_LATENCY}, .nmodes = 1, .window = 64};
-    pb_common_defaults(&o.common);
+    pb_options_defaults(&o.common);
     o.common.minbytes = 1;
     o.common.maxbytes = 4u << 20;
     o.common.max_seconds = 5;
-    pb_opt_group groups[] = {
+    pb_options_group groups[] = {
         {"p2p_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
-        pb_common_group(&o.common, PB_OPTS_SWEEP | PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_options_common_group(&o.common, PB_OPTS_SWEEP | PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
     pb_bench b;
     pb_bench_start(&b, "p2p_sweep", &argc, &argv, MPI_THREAD_SINGLE,
@@ -267,34 +267,34 @@ int main(int argc, char **argv)
                    "Iterations per size as OSU: latency 10000 (+100 warm-up) up to 8 KiB, 1000 (+10) above; "
                    "bw and bibw 100 (+10) and 20 (+2); -n/-w set one count for all.",
                    groups, 2);
-    int status = pb_common_validate(&o.common);
+    int status = pb_options_validate(&o.common);
     if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "p2p_sweep needs at least 2 ranks, got 1");
     if (status == PB_OK && o.matrix && (o.pair_given || o.modes_given))
-        status = pb_usage(o.pair_given ? "--pair" : "--mode", "does not apply to --matrix, which measures every pair "
+        status = pb_error_usage(o.pair_given ? "--pair" : "--mode", "does not apply to --matrix, which measures every pair "
                           "(latency at the smallest size, bw at the largest); expected one or the other");
     if (!o.pair_given) o.pair[0] = 0, o.pair[1] = b.w.size - 1;
     for (int k = 0; k < 2 && status == PB_OK; k++)
         if (o.pair[k] >= b.w.size)
-            status = pb_usage("--pair", "rank %d does not exist; expected ranks 0..%d", o.pair[k], b.w.size - 1);
+            status = pb_error_usage("--pair", "rank %d does not exist; expected ranks 0..%d", o.pair[k], b.w.size - 1);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     uint64_t sizes[PB_MAX_SIZES];
-    size_t nsizes = pb_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
+    size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     status = pb_bench_select(&b, &o.common);
-    pb_schedule sch = {0};
+    pb_p2p_schedule sch = {0};
     if (status == PB_OK && o.matrix)
-        status = pb_world_agree(&b.w, o.matrix_serial ? pb_schedule_serial(b.w.size, &sch)
-                                                      : pb_schedule_concurrent(b.w.node_of, b.w.size, &sch));
+        status = pb_world_agree(&b.w, o.matrix_serial ? pb_p2p_schedule_serial(b.w.size, &sch)
+                                                      : pb_p2p_schedule_concurrent(b.w.node_of, b.w.size, &sch));
     cJSON *meta = cJSON_CreateObject();
     if (o.matrix) {
         cJSON_AddStringToObject(meta, "matrix_mode", o.matrix_serial ? "serial" : "concurrent");
         cJSON_AddNumberToObject(meta, "matrix_rounds", sch.nrounds);
     }
-    if (status == PB_OK) cJSON_AddItemToObject(meta, "buffers", pb_buffer_mode_meta(b.be, o.common.rotate));
+    if (status == PB_OK) cJSON_AddItemToObject(meta, "buffers", pb_buffers_mode_meta(b.be, o.common.rotate));
     cJSON *iters = cJSON_AddObjectToObject(meta, "iterations");
     for (int m = 0; m < PB_P2P_MODES; m++) {
         char words[160];
-        pb_iters_describe(&o.common, pb_p2p_policy((pb_p2p_mode)m), words, sizeof words);
+        pb_options_iters_describe(&o.common, pb_p2p_policy((pb_p2p_mode)m), words, sizeof words);
         cJSON_AddStringToObject(iters, pb_p2p_mode_name((pb_p2p_mode)m), words);
     }
     if (status == PB_OK) status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
@@ -302,21 +302,21 @@ int main(int argc, char **argv)
     pb_comm *comm = NULL;
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &comm);
     int in_pair = o.matrix || b.w.rank == o.pair[0] || b.w.rank == o.pair[1];
-    pb_rotbuf sbuf = {0}, rbuf = {0};
-    size_t cache = o.common.rotate ? pb_buffer_cache_bytes(b.be) : 0;
+    pb_buffers sbuf = {0}, rbuf = {0};
+    size_t cache = o.common.rotate ? pb_buffers_cache_bytes(b.be) : 0;
     pb_mem_need need = {b.be->mem, NULL, 0, 0};
-    if (in_pair) need.bytes = 2 * pb_rotation_pool(sizes[nsizes - 1], cache, o.common.rotate);
+    if (in_pair) need.bytes = 2 * pb_buffers_rotation_pool(sizes[nsizes - 1], cache, o.common.rotate);
     status = pb_world_agree(&b.w, status);
     if (status == PB_OK) status = pb_bench_mem_require(&b, &need, "-e/--maxbytes (send and receive buffers)");
-    if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
-    if (status == PB_OK && in_pair) status = pb_rotbuf_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
-    status = pb_agree(b.w.comm, status, "buffers");
+    if (status == PB_OK && in_pair) status = pb_buffers_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &sbuf);
+    if (status == PB_OK && in_pair) status = pb_buffers_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
+    status = pb_world_agree_at(b.w.comm, status, "buffers");
     long long wrong = 0;
     if (b.rep && status == PB_OK && !o.matrix)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
                b.w.host[o.pair[1]], pb_link_name(pb_world_link(&b.w, o.pair, 2)));
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
-    pb_schedule_free(&sch);
+    pb_p2p_schedule_free(&sch);
     for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {
         pb_p2p_mode mode = (pb_p2p_mode)o.modes[m];
         if (b.rep) {
@@ -329,10 +329,10 @@ int main(int argc, char **argv)
         }
     }
     /* Ranks outside the pair wait here the whole run without taking a core. */
-    pb_sleepy_barrier(b.w.comm);
+    pb_p2p_sleepy_barrier(b.w.comm);
     if (in_pair) {
-        pb_rotbuf_free(&sbuf);
-        pb_rotbuf_free(&rbuf);
+        pb_buffers_free(&sbuf);
+        pb_buffers_free(&rbuf);
     }
     if (comm) b.be->comm_destroy(comm);
     if (o.common.check) pb_bench_note_wrong(b.rep, wrong, NULL);

@@ -4,7 +4,7 @@
  * p2p wait, and the measured peak activation memory per stage. docs/pp_pipeline.md. */
 #include "harness/bench.h"
 #include "core/error.h"
-#include "core/memory.h"
+#include "core/mem.h"
 #include "plan/model.h"
 #include "core/parse.h"
 #include "workload/pp.h"
@@ -19,7 +19,7 @@
 #define MAX_STAGES 1024
 
 typedef struct pp_opts {
-    pb_common_opts common;
+    pb_options common;
     pb_workload_opts work;
     int stages;                      /* 0: world size */
     int64_t mbs[MAX_LIST];
@@ -31,7 +31,7 @@ typedef struct pp_opts {
 
 enum { OPT_STAGES, OPT_MB, OPT_SCHED, OPT_VIRT, OPT_TRACE };
 
-static const pb_opt own_opts[] = {
+static const pb_options_opt own_opts[] = {
     {"stages", 0, "P", "pipeline stages (default: the number of ranks; more ranks make replicas)", OPT_STAGES},
     {"micro-batches", 0, "LIST", "micro-batches per step, e.g. 1,2,4,8 (default 8)", OPT_MB},
     {"schedule", 0, "LIST", "gpipe, 1f1b, interleaved or all (comma-separated; default gpipe,1f1b)", OPT_SCHED},
@@ -48,8 +48,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_MB: return pb_parse_int_list(option, arg, 1, 1 << 16, o->mbs, MAX_LIST, &o->nmbs);
     case OPT_SCHED: return pb_parse_choice_list(option, arg, pb_pp_sched_names(), 1, o->scheds, &o->nscheds);
     case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v; return PB_OK;
-    case OPT_TRACE: o->trace = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
-    default: return pb_usage(option, "not handled");
+    case OPT_TRACE: o->trace = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
@@ -87,7 +87,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_SCHEDULE] = {"schedule", "schedule", "", PB_COL_STR, 11, 0, ""},
     [COL_STAGES] = {"stages", "p", "", PB_COL_INT, 3, 0, ""},
     [COL_VIRTUAL_STAGES] = {"virtual_stages", NULL, NULL, PB_COL_INT, 0, 0, ""},
@@ -132,7 +132,7 @@ typedef struct pp_run {
     pb_pp_stack_config scf[2];
     pb_pp_stack *st;              /* the current configuration's */
     pb_pp_stack_config scfg;
-    pb_pp_plan plan;
+    pb_pp_schedule_plan plan;
     pb_pp_trace trace;
     double fwd, bwd, wait, bytes; /* sums over timed iterations */
     uint64_t peak;
@@ -160,7 +160,7 @@ static int one_step(void *ctx, int iter)
 /* Metadata of the whole run (merged into the report's). */
 static cJSON *pp_meta(const pp_run *r)
 {
-    const pb_model *m = &r->o->work.model;
+    const pb_presets_model *m = &r->o->work.model;
     cJSON *j = cJSON_CreateObject();
     cJSON *pp = cJSON_AddObjectToObject(j, "pipeline");
     cJSON_AddNumberToObject(pp, "stages", r->p);
@@ -194,17 +194,17 @@ static int pp_setup(pp_run *r)
     pb_bench *b = r->b;
     const pp_opts *o = r->o;
     const pb_compute *eng = NULL;
-    int status = pb_workload_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
+    int status = pb_workload_opts_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
     if (status == PB_OK && b->be->mem != eng->mem)
-        status = pb_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
+        status = pb_error_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
                           "blas with mpi, cublas with nccl", eng->name, pb_mem_kind_name(eng->mem),
                           b->be->name, pb_mem_kind_name(b->be->mem));
-    status = pb_agree(b->w.comm, status, "engine");
+    status = pb_world_agree_at(b->w.comm, status, "engine");
     if (status != PB_OK) return status;
     int need_kind[2] = {0, 0}, mmax = max_in(o->mbs, o->nmbs), in_flight[2] = {0, 0};
     for (int s = 0; s < o->nscheds; s++) need_kind[o->scheds[s] == PB_PP_INTERLEAVED] = 1;
     r->v = need_kind[1] ? o->virt : 1;
-    const pb_model *m = &o->work.model;
+    const pb_presets_model *m = &o->work.model;
     /* Interleaved places other layers on a rank than gpipe/1f1b do: one stage stack per placement. */
     for (int k = 0; k < 2; k++)
         r->scf[k] = (pb_pp_stack_config){
@@ -214,15 +214,15 @@ static int pp_setup(pp_run *r)
             .grad_dtype = o->work.grad_dtype, .max_mb = mmax, .capture = o->common.check};
     r->scfg = r->scf[need_kind[0] ? 0 : 1];
     for (int s = 0; s < o->nscheds; s++) {
-        pb_pp_plan pl;
+        pb_pp_schedule_plan pl;
         int k = o->scheds[s] == PB_PP_INTERLEAVED;
         for (size_t j = 0; j < o->nmbs && status == PB_OK; j++) {
             if (k && o->mbs[j] % r->p) continue;
-            status = pb_pp_plan_build((pb_pp_sched)o->scheds[s], r->p, (int)o->mbs[j], r->v, r->stage, &pl);
+            status = pb_pp_schedule_plan_build((pb_pp_sched)o->scheds[s], r->p, (int)o->mbs[j], r->v, r->stage, &pl);
             if (status != PB_OK) break;
-            int held = pb_pp_plan_max_in_flight(&pl);
+            int held = pb_pp_schedule_plan_max_in_flight(&pl);
             in_flight[k] = held > in_flight[k] ? held : in_flight[k];
-            pb_pp_plan_free(&pl);
+            pb_pp_schedule_plan_free(&pl);
         }
     }
     pb_layer_shape sh = r->scfg.shape;
@@ -241,7 +241,7 @@ static int pp_setup(pp_run *r)
     for (int k = 0; k < 2 && status == PB_OK; k++)
         if (need_kind[k]) status = pb_pp_stack_create(&r->scf[k], &r->stk[k]);
     status = pb_world_agree(&b->w, status);
-    if (status == PB_OK) status = pb_agree(b->w.comm, pb_pp_exec_create(&xc, &r->ex), "pipeline");
+    if (status == PB_OK) status = pb_world_agree_at(b->w.comm, pb_pp_exec_create(&xc, &r->ex), "pipeline");
     r->traced = o->trace != NULL;
     if (status == PB_OK && r->traced) pb_pp_trace_origin(b->w.comm, &r->trace);
     if (status == PB_OK && b->rep) {
@@ -288,7 +288,7 @@ static int check_outputs(pp_run *r, int m, size_t bytes, const void **outs, cons
         dins[k] = pb_pp_stack_input_grad(r->st, k);
     }
     double tol = pb_pp_stack_dtype(r->st) == PB_FLOAT32 ? 1e-4 : 3e-2;
-    return pb_pp_reference_check(&r->scfg, m, outs, dins, tol, pb_test_corrupt_rank() == r->b->w.rank, wrong);
+    return pb_pp_reference_check(&r->scfg, m, outs, dins, tol, pb_faults_corrupt_rank() == r->b->w.rank, wrong);
 }
 
 /* One validated step: the last stage's outputs go to the first stage, which checks them. */
@@ -336,7 +336,7 @@ static const char *join(char *buf, size_t len, const double *v, int p, int strid
 static int pp_row(pp_run *r, pb_pp_sched sched, int m, int iters, const pb_stats *st, const double *ps,
                   long long wrong)
 {
-    const pb_model *md = &r->o->work.model;
+    const pb_presets_model *md = &r->o->work.model;
     int p = r->p, slow = 0, v = sched == PB_PP_INTERLEAVED ? r->v : 1;
     double peak = 0, wait = 0, bytes = 0;
     for (int s = 0; s < p; s++) {
@@ -354,7 +354,7 @@ static int pp_row(pp_run *r, pb_pp_sched sched, int m, int iters, const pb_stats
     char busy[8192], waits[8192], peaks[8192];
     double sum[MAX_STAGES];
     for (int s = 0; s < p; s++) sum[s] = ps[s * NV + V_FWD] + ps[s * NV + V_BWD];
-    pb_value vals[NCOLS] = {
+    pb_report_value vals[NCOLS] = {
         [COL_SCHEDULE] = PB_S(pb_pp_sched_name(sched)),
         [COL_STAGES] = PB_I(p),
         [COL_VIRTUAL_STAGES] = PB_I(v),
@@ -374,7 +374,7 @@ static int pp_row(pp_run *r, pb_pp_sched sched, int m, int iters, const pb_stats
         [COL_STEP_US_MEDIAN] = PB_F(st->median),
         [COL_IDEAL_US] = PB_F(ideal),
         [COL_EFFICIENCY] = PB_F(eff),
-        [COL_EFFICIENCY_THEORY] = PB_F(pb_pipe_efficiency(m * v, p)),
+        [COL_EFFICIENCY_THEORY] = PB_F(pb_model_pipe_efficiency(m * v, p)),
         [COL_BUBBLE_FRACTION] = PB_F(1.0 - eff),
         [COL_P2P_WAIT_US] = PB_F(wait),
         [COL_P2P_BYTES_PER_MB] = PB_I((long long)(bytes / m)),
@@ -400,22 +400,22 @@ static int pp_config(pp_run *r, pb_pp_sched sched, int m)
     }
     r->st = r->stk[sched == PB_PP_INTERLEAVED];
     r->scfg = r->scf[sched == PB_PP_INTERLEAVED];
-    int status = pb_pp_plan_build(sched, r->p, m, r->v, r->stage, &r->plan);
+    int status = pb_pp_schedule_plan_build(sched, r->p, m, r->v, r->stage, &r->plan);
     if (status != PB_OK) return pb_world_agree(&b->w, status);
     r->fwd = r->bwd = r->wait = r->bytes = 0;
     r->peak = 0;
     double *samples = malloc(sizeof(double) * (size_t)o->common.iters);
     int done = 0;
-    pb_loop_cfg lc = {o->common.iters, o->common.warmup, o->common.max_seconds};
+    pb_runner_cfg lc = {o->common.iters, o->common.warmup, o->common.max_seconds};
     if (!samples) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->common.iters);
-    status = pb_agree(b->w.comm, status, "samples");
-    if (status == PB_OK) status = pb_time_loop(b->w.comm, &lc, one_step, r, samples, &done);
+    status = pb_world_agree_at(b->w.comm, status, "samples");
+    if (status == PB_OK) status = pb_runner_time_loop(b->w.comm, &lc, one_step, r, samples, &done);
     pb_stats st = {0};
     double ps[MAX_STAGES * NV];
     if (status == PB_OK) {
         double d = done > 0 ? done : 1;
         double mine[NV] = {r->fwd / d, r->bwd / d, r->wait / d, (double)r->peak, r->bytes / d};
-        status = pb_gather_stats(b->w.comm, samples, done, &st);
+        status = pb_runner_gather_stats(b->w.comm, samples, done, &st);
         if (status == PB_OK) status = pb_pp_gather_stages(b->w.comm, r->p, r->stage, mine, NV, ps);
     }
     pb_pp_trace_label lab = {pb_pp_sched_name(sched), r->p, r->plan.v, m};
@@ -428,7 +428,7 @@ static int pp_config(pp_run *r, pb_pp_sched sched, int m)
     r->wrong += wrong;
     if (status == PB_OK && b->rep) status = pp_row(r, sched, m, done, &st, ps, wrong);
     free(samples);
-    pb_pp_plan_free(&r->plan);
+    pb_pp_schedule_plan_free(&r->plan);
     return pb_world_agree(&b->w, status);
 }
 
@@ -439,21 +439,21 @@ static int check_shape(const pp_opts *o, int world, int *p)
     if (*p > world)
         return pb_fail(PB_ERR_ENV, "--stages %d needs at least %d ranks, got %d (too few ranks)", *p, *p, world);
     if (world % *p)
-        return pb_usage("--stages", "%d does not divide the %d ranks; expected a divisor (world/P replicas)", *p,
+        return pb_error_usage("--stages", "%d does not divide the %d ranks; expected a divisor (world/P replicas)", *p,
                         world);
     int64_t L = o->work.model.layers;
     if (L % *p)
-        return pb_usage("--stages", "%d stages do not divide %lld layers; expected a divisor of --layers", *p,
+        return pb_error_usage("--stages", "%d stages do not divide %lld layers; expected a divisor of --layers", *p,
                         (long long)L);
     for (int s = 0; s < o->nscheds; s++) {
         if (o->scheds[s] != PB_PP_INTERLEAVED) continue;
         if (L % ((int64_t)*p * o->virt))
-            return pb_usage("--virtual-stages", "%d x %d chunks do not divide %lld layers", *p, o->virt,
+            return pb_error_usage("--virtual-stages", "%d x %d chunks do not divide %lld layers", *p, o->virt,
                             (long long)L);
         /* m values interleaved cannot run are skipped with a note, but one must remain. */
         int ok = 0;
         for (size_t k = 0; k < o->nmbs; k++) ok |= o->mbs[k] % *p == 0;
-        if (!ok) PB_TRY(pb_pp_sched_valid(PB_PP_INTERLEAVED, *p, o->mbs[0], o->virt));
+        if (!ok) PB_TRY(pb_pp_schedule_valid(PB_PP_INTERLEAVED, *p, o->mbs[0], o->virt));
     }
     return PB_OK;
 }
@@ -461,15 +461,15 @@ static int check_shape(const pp_opts *o, int world, int *p)
 int main(int argc, char **argv)
 {
     pp_opts o = {.mbs = {8}, .nmbs = 1, .scheds = {PB_PP_GPIPE, PB_PP_1F1B}, .nscheds = 2, .virt = 2};
-    pb_common_defaults(&o.common);
+    pb_options_defaults(&o.common);
     o.common.iters = 5;
     o.common.warmup = 1;
     o.common.max_seconds = 30;
-    pb_workload_defaults(&o.work, "tiny");
-    pb_opt_group groups[] = {
+    pb_workload_opts_defaults(&o.work, "tiny");
+    pb_options_group groups[] = {
         {"pp_pipeline options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
-        pb_workload_group(&o.work),
-        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_workload_opts_group(&o.work),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
     pb_bench b;
     pb_bench_start(&b, "pp_pipeline", &argc, &argv, MPI_THREAD_SINGLE,
@@ -477,8 +477,8 @@ int main(int argc, char **argv)
                    "Pipeline parallelism: P stages x M micro-batches of transformer layers, GPipe / 1F1B /\n"
                    "interleaved, activations and gradients sent point-to-point between stages.",
                    groups, 3);
-    int status = pb_common_validate(&o.common);
-    if (status == PB_OK) status = pb_workload_resolve(&o.work);
+    int status = pb_options_validate(&o.common);
+    if (status == PB_OK) status = pb_workload_opts_resolve(&o.work);
     int p = 1;
     if (status == PB_OK) status = check_shape(&o, b.w.size, &p);
     if (status != PB_OK) pb_bench_finish(&b, status);

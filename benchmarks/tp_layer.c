@@ -4,7 +4,7 @@
  * the same layer unsharded on one rank. See docs/tp_layer.md. */
 #include "harness/bench.h"
 #include "core/error.h"
-#include "core/memory.h"
+#include "core/mem.h"
 #include "workload/ordering.h"
 #include "core/parse.h"
 #include "harness/runner.h"
@@ -20,7 +20,7 @@
 #define MAX_LIST 64
 
 typedef struct tp_opts {
-    pb_common_opts common;
+    pb_options common;
     pb_workload_opts work;
     int tp, stride, unsharded;
     int modes[PB_TP_MODE_COUNT], nmodes; /* pb_tp_mode values */
@@ -30,7 +30,7 @@ typedef struct tp_opts {
 
 enum { O_TP, O_COMM, O_STRIDE, O_HIDDEN_LIST, O_SEQ_LIST, O_UNSHARDED };
 
-static const pb_opt own_opts[] = {
+static const pb_options_opt own_opts[] = {
     {"tp", 0, "T", "tensor-parallel size t (default: the world size); t must divide h, 3h, 4h, heads and the "
                    "world size", O_TP},
     {"tp-comm", 0, "MODE", "allreduce (Megatron f/g), sp (sequence parallel: all-gather + reduce-scatter), or "
@@ -53,7 +53,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case O_HIDDEN_LIST: return pb_parse_int_list(option, arg, 1, 1 << 20, o->hidden, MAX_LIST, &o->nhidden);
     case O_SEQ_LIST: return pb_parse_int_list(option, arg, 1, 1 << 24, o->seq, MAX_LIST, &o->nseq);
     case O_UNSHARDED: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->unsharded = (int)v; return PB_OK;
-    default: return pb_usage(option, "not handled");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
@@ -87,7 +87,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_TP] = {"tp", "tp", "", PB_COL_INT, 4, 0, ""},
     [COL_NRANKS] = {"nranks", NULL, NULL, PB_COL_INT, 0, 0, ""},
     [COL_GROUPS] = {"groups", NULL, NULL, PB_COL_INT, 0, 0, ""},
@@ -132,7 +132,7 @@ typedef struct tp_run {
 /* One measured point: shape and mode. */
 typedef struct point {
     pb_tp_config cfg;
-    pb_stack_config ref_cfg;
+    pb_layer_stack_config ref_cfg;
     double compute_us, comm_us, step_us, step_mean_us, unsharded_us, max_err;
     uint64_t bytes, bytes_min, colls;
     long long wrong;
@@ -142,8 +142,8 @@ typedef struct point {
 typedef struct loop_ctx {
     tp_run *run;
     pb_tp *tp;      /* sharded run, or NULL for the unsharded one */
-    pb_stack *ref;
-    pb_acts *acts;
+    pb_layer_stack *ref;
+    pb_layer_saved *acts;
     void *x, *y, *dy, *dx;
 } loop_ctx;
 
@@ -152,8 +152,8 @@ static int one_iteration(void *arg, int iter)
     loop_ctx *c = arg;
     if (c->run->skip) return PB_OK; /* leave the peers waiting: the watchdog must fire */
     if (!c->tp) { /* timed to completion: a GPU engine only queues the work */
-        PB_TRY(pb_stack_forward(c->ref, c->acts, c->x, c->y));
-        PB_TRY(pb_stack_backward(c->ref, c->acts, c->dy, c->dx, 0, NULL, NULL));
+        PB_TRY(pb_layer_stack_forward(c->ref, c->acts, c->x, c->y));
+        PB_TRY(pb_layer_stack_backward(c->ref, c->acts, c->dy, c->dx, 0, NULL, NULL));
         return c->run->eng->synchronize();
     }
     if (iter == 0) pb_tp_acct_reset(c->tp); /* account the timed iterations only */
@@ -166,8 +166,8 @@ static int alloc_io(const pb_compute *E, uint64_t bytes, pb_dtype t, int64_t row
 {
     void **bufs[4] = {&c->x, &c->y, &c->dy, &c->dx};
     for (int i = 0; i < 4; i++) PB_TRY(E->alloc(bufs[i], (size_t)bytes));
-    PB_TRY(pb_fill_input(E, t, c->x, rows, h, seed, 2 * (uint64_t)rank));
-    return pb_fill_input(E, t, c->dy, rows, h, seed, 2 * (uint64_t)rank + 1);
+    PB_TRY(pb_layer_fill_input(E, t, c->x, rows, h, seed, 2 * (uint64_t)rank));
+    return pb_layer_fill_input(E, t, c->dy, rows, h, seed, 2 * (uint64_t)rank + 1);
 }
 
 static void free_io(const pb_compute *E, loop_ctx *c)
@@ -181,14 +181,14 @@ static void free_io(const pb_compute *E, loop_ctx *c)
  * `done` per-iteration times. */
 static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, pb_stats *st, int *done)
 {
-    const pb_common_opts *o = &r->o->common;
+    const pb_options *o = &r->o->common;
     double *samples = malloc(sizeof(double) * (size_t)o->iters);
-    int status = pb_agree(r->b->w.comm, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->iters),
+    int status = pb_world_agree_at(r->b->w.comm, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->iters),
                           "samples");
-    pb_loop_cfg loop = {o->iters, o->warmup, o->max_seconds};
-    pb_watch_what(what, bytes);
-    if (status == PB_OK) status = pb_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
-    if (status == PB_OK) status = pb_gather_stats(r->b->w.comm, samples, *done, st);
+    pb_runner_cfg loop = {o->iters, o->warmup, o->max_seconds};
+    pb_watchdog_what(what, bytes);
+    if (status == PB_OK) status = pb_runner_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
+    if (status == PB_OK) status = pb_runner_gather_stats(r->b->w.comm, samples, *done, st);
     free(samples);
     return status;
 }
@@ -231,18 +231,18 @@ static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
 }
 
 /* The same layers unsharded, on every rank at once (each its own copy). */
-static int measure_unsharded(tp_run *r, pb_stack *ref, point *p)
+static int measure_unsharded(tp_run *r, pb_layer_stack *ref, point *p)
 {
     loop_ctx c = {.run = r, .ref = ref};
-    const pb_layer_shape *sh = pb_stack_shape(ref);
+    const pb_layer_shape *sh = pb_layer_stack_shape(ref);
     int64_t n = sh->b * sh->s;
     uint64_t bytes = (uint64_t)(n * sh->h) * pb_dtype_size(sh->dtype);
     int status = alloc_io(r->eng, bytes, sh->dtype, n, sh->h, p->cfg.seed, r->b->w.rank, &c);
-    if (status == PB_OK) status = pb_acts_alloc(ref, &c.acts);
+    if (status == PB_OK) status = pb_layer_saved_alloc(ref, &c.acts);
     pb_stats st = {0};
     int done = 0;
     if (status == PB_OK) status = timed(r, &c, "unsharded layer fwd+bwd", bytes, &st, &done);
-    if (c.acts) pb_acts_free(ref, c.acts);
+    if (c.acts) pb_layer_saved_free(ref, c.acts);
     free_io(r->eng, &c);
     p->unsharded_us = st.rankmax / (double)p->cfg.nlayers;
     return status;
@@ -252,12 +252,12 @@ static int measure_unsharded(tp_run *r, pb_stack *ref, point *p)
 static int memory_plan(tp_run *r, point *p, int want_ref)
 {
     uint64_t io = pb_tp_io_bytes(&p->cfg), avail = 0;
-    pb_stack_config rc = p->ref_cfg;
+    pb_layer_stack_config rc = p->ref_cfg;
     pb_layer_shape rs = rc.shape;
     rs.dtype = r->eng->gemm_dtype(rs.dtype);
     uint64_t full = (uint64_t)(rs.b * rs.s * rs.h) * pb_dtype_size(rs.dtype);
     uint64_t tp = pb_tp_bytes(&p->cfg) + 2 * pb_tp_act_bytes(&p->cfg) + 6 * io;
-    uint64_t ref = pb_stack_bytes(&rc) + 2 * pb_layer_act_bytes(&rs, rc.nlayers) + 8 * full;
+    uint64_t ref = pb_layer_stack_bytes(&rc) + 2 * pb_layer_act_bytes(&rs, rc.nlayers) + 8 * full;
     int check = r->o->common.check;
     pb_mem_need need = {r->eng->mem, r->eng->mem_info, check ? tp + ref : tp, 0};
     PB_TRY(pb_bench_mem_require(r->b, &need, check ? "the sharded layers and their validation" : "the sharded layers"));
@@ -271,14 +271,14 @@ static int memory_plan(tp_run *r, point *p, int want_ref)
     return pb_world_agree(&r->b->w, status);
 }
 
-static int validate(tp_run *r, pb_tp *tp, pb_stack *ref, point *p)
+static int validate(tp_run *r, pb_tp *tp, pb_layer_stack *ref, point *p)
 {
     long long wrong = 0;
     double err = 0;
-    pb_watch_what("tp validate", pb_tp_io_bytes(&p->cfg));
-    pb_watch_arm(0, "validate");
-    int status = pb_tp_validate(tp, ref, pb_test_corrupt_rank() == r->b->w.rank, &wrong, &err);
-    pb_watch_disarm();
+    pb_watchdog_what("tp validate", pb_tp_io_bytes(&p->cfg));
+    pb_watchdog_arm(0, "validate");
+    int status = pb_tp_validate(tp, ref, pb_faults_corrupt_rank() == r->b->w.rank, &wrong, &err);
+    pb_watchdog_disarm();
     MPI_Allreduce(&wrong, &p->wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
     MPI_Allreduce(&err, &p->max_err, 1, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
     return status;
@@ -292,7 +292,7 @@ static int report(tp_run *r, const point *p)
     double expected = pb_tp_expected_bytes_layer(sh, es), busy = p->compute_us + p->comm_us;
     double flops = pb_layer_step_flops(sh);
     double speedup = p->timed_ref && p->step_us > 0 ? p->unsharded_us / p->step_us : NAN;
-    pb_value v[NCOLS] = {
+    pb_report_value v[NCOLS] = {
         [COL_TP] = PB_I(sh->tp_size),
         [COL_NRANKS] = PB_I(r->b->w.size),
         [COL_GROUPS] = PB_I(r->ngroups),
@@ -337,17 +337,17 @@ static int run_point(tp_run *r, point *p)
     int status = memory_plan(r, p, r->o->unsharded || r->o->common.check);
     if (status != PB_OK) return status;
     pb_tp *tp = NULL;
-    pb_stack *ref = NULL;
+    pb_layer_stack *ref = NULL;
     status = pb_world_agree(&r->b->w, pb_tp_create(&p->cfg, &tp));
     if (status == PB_OK) status = measure_sharded(r, tp, p);
-    if (status == PB_OK && p->have_ref) status = pb_world_agree(&r->b->w, pb_stack_create(&p->ref_cfg, &ref));
+    if (status == PB_OK && p->have_ref) status = pb_world_agree(&r->b->w, pb_layer_stack_create(&p->ref_cfg, &ref));
     p->timed_ref = p->have_ref && r->o->unsharded;
     if (status == PB_OK && p->timed_ref) status = measure_unsharded(r, ref, p);
     if (status == PB_OK && r->o->common.check)
         status = ref ? validate(r, tp, ref, p) : pb_fail(PB_ERR_ENV, "validation needs the unsharded layer");
     status = pb_world_agree(&r->b->w, status);
     if (status == PB_OK) status = report(r, p);
-    pb_stack_destroy(ref);
+    pb_layer_stack_destroy(ref);
     pb_tp_destroy(tp);
     return status;
 }
@@ -407,8 +407,8 @@ static int check_points(tp_run *r)
 
 static int parse_all(pb_bench *b, tp_opts *o, tp_run *r)
 {
-    PB_TRY(pb_common_validate(&o->common));
-    PB_TRY(pb_workload_resolve(&o->work));
+    PB_TRY(pb_options_validate(&o->common));
+    PB_TRY(pb_workload_opts_resolve(&o->work));
     if (o->tp == 0) o->tp = b->w.size;
     PB_TRY(pb_tp_group_of(b->w.size, o->tp, o->stride, b->w.rank, &r->group, &r->index));
     if (!o->nhidden) o->hidden[o->nhidden++] = o->work.model.hidden;
@@ -431,15 +431,15 @@ static void footer(tp_run *r, double frac_sum, int rows, long long wrong)
 int main(int argc, char **argv)
 {
     tp_opts o = {.stride = 1, .unsharded = 1, .nmodes = 1, .modes = {PB_TP_ALLREDUCE}};
-    pb_common_defaults(&o.common);
+    pb_options_defaults(&o.common);
     o.common.iters = 10;
     o.common.warmup = 2;
-    pb_workload_defaults(&o.work, "tiny");
+    pb_workload_opts_defaults(&o.work, "tiny");
     o.work.layers = 1; /* a layer benchmark: --layers or a preset's count only when asked */
-    pb_opt_group groups[] = {
+    pb_options_group groups[] = {
         {"tp_layer options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
-        pb_workload_group(&o.work),
-        pb_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_workload_opts_group(&o.work),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
     pb_bench b;
     pb_bench_start(&b, "tp_layer", &argc, &argv, MPI_THREAD_SINGLE,
@@ -448,13 +448,13 @@ int main(int argc, char **argv)
                    "sequence-parallel all-gather + reduce-scatter): compute, communication and step time per\n"
                    "layer, communication fraction, bytes per rank, speed-up over the unsharded layer.",
                    groups, 3);
-    tp_run r = {.b = &b, .o = &o, .group_comm = MPI_COMM_NULL, .skip = pb_test_skip_rank() == b.w.rank};
+    tp_run r = {.b = &b, .o = &o, .group_comm = MPI_COMM_NULL, .skip = pb_faults_skip_rank() == b.w.rank};
     int status = parse_all(&b, &o, &r);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
     if (status == PB_OK)
-        status = pb_agree(b.w.comm, pb_workload_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
+        status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
                           "engine");
     if (status == PB_OK && b.rep) {
         pb_report_note(b.rep, "engine: %s", r.eng->describe());
@@ -465,7 +465,7 @@ int main(int argc, char **argv)
                              "compute and comm times are device time from CUDA events"
                            : "each GEMM and collective completes before the next starts; host clock");
     }
-    if (status == PB_OK) status = pb_agree(b.w.comm, place(&r), "comm"); /* agreed in the TP group, then here */
+    if (status == PB_OK) status = pb_world_agree_at(b.w.comm, place(&r), "comm"); /* agreed in the TP group, then here */
     double frac_sum = 0;
     int rows = 0;
     long long wrong = 0;

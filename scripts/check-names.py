@@ -22,9 +22,9 @@ STRUCT_END = re.compile(r"\}\s*(pb_[a-z0-9_]+)\s*;")
 
 
 def file_scope(text):
-    """The text outside braces and outside #define lines (with continuations)."""
+    """The text outside braces and outside preprocessor lines (with continuations)."""
     text = COMMENT.sub(" ", text)
-    text = re.sub(r"^\s*#\s*define(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
+    text = re.sub(r"^\s*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
     out, depth = [], 0
     for ch in text:
         if ch == "{":
@@ -45,7 +45,7 @@ def exported(text):
         if re.search(r"\btypedef\b", stmt):
             continue
         m = FUNCTION.search(stmt)
-        if m and not stmt.lstrip().startswith("#"):
+        if m:
             names.add(m.group(1))
     plain = COMMENT.sub(" ", text)
     names.update(TYPEDEF.findall(plain))

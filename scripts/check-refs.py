@@ -2,7 +2,7 @@
 """Every file the code and docs refer to is in the repository (`make docs-check`).
 
 Reads every tracked source, script and document and finds
- - paths into the tree: `docs/gpu.md`, `common/core/report.c`, `scripts/x.sh`;
+ - paths into the tree: `docs/gpu.md`, `common/core/report.c`, `scripts/record.sh`;
  - bare Markdown names: `METRICS.md`, `ARCHITECTURE.md`;
 and fails on any that names no file of the repository. Recorded outputs
 (docs/measured/) are quotations and are not read. Not references: names

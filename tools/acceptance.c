@@ -4,7 +4,7 @@
  *
  * Exit: 0 every rule passed (or was skipped), 1 a rule failed, 2 usage error
  * or bad threshold file (the message names FILE:LINE). */
-#include "core/csv_read.h"
+#include "core/csv.h"
 #include "core/error.h"
 #include "plan/thresholds.h"
 
@@ -33,7 +33,7 @@ static void usage_text(void)
            "       acceptance --check FILE        (parse the threshold file only)\n"
            "Evaluate acceptance thresholds against the CSV files of a run_all.sh results directory.\n"
            "Each rule takes the worst matching row; exit 0 all pass, 1 any fails, 2 bad input.\n\nMetrics:\n");
-    for (const pb_th_metric *m = pb_th_metrics(); m->name; m++)
+    for (const pb_thresholds_metric *m = pb_thresholds_metrics(); m->name; m++)
         printf("  %-17s %-5s %s (%s*.csv)\n", m->name, m->unit[0] ? m->unit : "frac", m->description, m->source);
     printf("\nKeys: coll=NAME size=SIZE link=intra|inter|mixed mode=... (overlap/schedule/benchmark) m=N stages=N hidden=N\n"
            "Format and examples: docs/acceptance.md, acceptance/*.thresholds\n");
@@ -42,7 +42,7 @@ static void usage_text(void)
 static int read_file(const char *path, char **text, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return pb_usage("--thresholds", "cannot open '%s'", path);
+    if (!f) return pb_error_usage("--thresholds", "cannot open '%s'", path);
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
@@ -61,9 +61,9 @@ static int read_file(const char *path, char **text, size_t *len)
 }
 
 /* Does row r satisfy the rule's selectors other than size? */
-static int row_selected(const pb_th_rule *r, const pb_csv *t, int row)
+static int row_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
 {
-    const pb_th_metric *m = r->metric;
+    const pb_thresholds_metric *m = r->metric;
     if (m->row_filter) {
         const char *eq = strchr(m->row_filter, '=');
         char col[32];
@@ -84,7 +84,7 @@ static int row_selected(const pb_th_rule *r, const pb_csv *t, int row)
 
 /* The size measured closest to the rule's (log distance), within a factor of 2:
  * coll_sweep rounds counts to the rank count, so "64M" may be 64M - 8 bytes. */
-static double nearest_size(const pb_th_rule *r, pb_csv *const *tabs, int ntab)
+static double nearest_size(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab)
 {
     double best = NAN, dist = INFINITY;
     const char *col = r->metric->key_column[PB_TH_KEY_SIZE];
@@ -98,7 +98,7 @@ static double nearest_size(const pb_th_rule *r, pb_csv *const *tabs, int ntab)
     return dist <= 1.0 ? best : NAN;
 }
 
-static int link_present(const pb_th_rule *r, pb_csv *const *tabs, int ntab)
+static int link_present(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab)
 {
     for (int i = 0; i < ntab; i++)
         for (int row = 0; row < tabs[i]->nrows; row++)
@@ -107,9 +107,9 @@ static int link_present(const pb_th_rule *r, pb_csv *const *tabs, int ntab)
 }
 
 /* Fold every selected row into the worst value; a row with wrong data fails the rule. */
-static void fold_rows(const pb_th_rule *r, pb_csv *const *tabs, int ntab, double size, outcome *o)
+static void fold_rows(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab, double size, outcome *o)
 {
-    const pb_th_metric *m = r->metric;
+    const pb_thresholds_metric *m = r->metric;
     for (int i = 0; i < ntab; i++)
         for (int row = 0; row < tabs[i]->nrows; row++) {
             double v, d = 1, b, wrong;
@@ -130,7 +130,7 @@ static void fold_rows(const pb_th_rule *r, pb_csv *const *tabs, int ntab, double
         }
 }
 
-static outcome evaluate(const pb_th_rule *r, const char *dir)
+static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
 {
     outcome o = {V_PASS, NAN, 0, ""};
     char pattern[4096];
@@ -159,7 +159,7 @@ static outcome evaluate(const pb_th_rule *r, const char *dir)
         o.v = nolink ? V_SKIP : V_FAIL;
         if (nolink) snprintf(o.why, sizeof o.why, "this run has no %s rows", r->text[PB_TH_KEY_LINK]);
         else snprintf(o.why, sizeof o.why, "no matching rows in %s*.csv", r->metric->source);
-    } else if (o.v == V_PASS && !pb_th_passes(r, o.measured)) {
+    } else if (o.v == V_PASS && !pb_thresholds_passes(r, o.measured)) {
         o.v = V_FAIL;
         snprintf(o.why, sizeof o.why, "measured %.4g, required %s %.4g%s%s", o.measured, r->op == PB_TH_GE ? ">=" : "<=",
                  r->value, r->metric->unit[0] ? " " : "", r->metric->unit);
@@ -168,18 +168,18 @@ static outcome evaluate(const pb_th_rule *r, const char *dir)
     return o;
 }
 
-static void fmt_value(const pb_th_rule *r, double v, char *buf, size_t len)
+static void fmt_value(const pb_thresholds_rule *r, double v, char *buf, size_t len)
 {
     if (isnan(v)) snprintf(buf, len, "-");
     else if (r->metric->unit[0]) snprintf(buf, len, "%.4g %s", v, r->metric->unit);
     else snprintf(buf, len, "%.3f", v);
 }
 
-static void print_table(const pb_th_set *set, const outcome *o, int counts[3])
+static void print_table(const pb_thresholds_set *set, const outcome *o, int counts[3])
 {
     printf("%5s  %-58s %14s %16s  %s\n", "line", "rule", "measured", "threshold", "result");
     for (int i = 0; i < set->n; i++) {
-        const pb_th_rule *r = &set->rules[i];
+        const pb_thresholds_rule *r = &set->rules[i];
         char meas[32], thr[40], val[32];
         fmt_value(r, o[i].measured, meas, sizeof meas);
         fmt_value(r, r->value, val, sizeof val);
@@ -207,12 +207,12 @@ static void xml_escaped(FILE *f, const char *s)
 }
 
 /* JUnit XML: one testcase per rule; the format Jenkins and GitLab read. */
-static int write_junit(const char *path, const char *tfile, const pb_th_set *set, const outcome *o, const int counts[3])
+static int write_junit(const char *path, const char *tfile, const pb_thresholds_set *set, const outcome *o, const int counts[3])
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
-    if (!f) return pb_usage("--junit", "cannot write '%s'", path);
+    if (!f) return pb_error_usage("--junit", "cannot write '%s'", path);
     char stamp[32];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", gmtime(&now));
@@ -222,7 +222,7 @@ static int write_junit(const char *path, const char *tfile, const pb_th_set *set
     fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" timestamp=\"%s\">\n", set->n,
             counts[V_FAIL], counts[V_SKIP], stamp);
     for (int i = 0; i < set->n; i++) {
-        const pb_th_rule *r = &set->rules[i];
+        const pb_thresholds_rule *r = &set->rules[i];
         char meas[32];
         fmt_value(r, o[i].measured, meas, sizeof meas);
         fprintf(f, "    <testcase classname=\"parabench.acceptance.%s\" name=\"line %d: ", r->metric->name, r->line);
@@ -236,17 +236,17 @@ static int write_junit(const char *path, const char *tfile, const pb_th_set *set
         fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return pb_usage("--junit", "cannot write '%s'", path);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return pb_error_usage("--junit", "cannot write '%s'", path);
     return PB_OK;
 }
 
-static int load_rules(const char *path, pb_th_set *set)
+static int load_rules(const char *path, pb_thresholds_set *set)
 {
     char *text = NULL;
     size_t len = 0;
     PB_TRY(read_file(path, &text, &len));
     char err[512];
-    int rc = pb_th_parse(path, text, len, set, err, sizeof err);
+    int rc = pb_thresholds_parse(path, text, len, set, err, sizeof err);
     free(text);
     if (rc != PB_OK) fprintf(stderr, "acceptance: %s\n", err);
     return rc;
@@ -254,7 +254,7 @@ static int load_rules(const char *path, pb_th_set *set)
 
 int main(int argc, char **argv)
 {
-    pb_set_progname(argv[0]);
+    pb_error_set_progname(argv[0]);
     static const struct option opts[] = {{"thresholds", required_argument, NULL, 't'}, {"results", required_argument, NULL, 'r'},
                                          {"junit", required_argument, NULL, 'j'},      {"check", required_argument, NULL, 'k'},
                                          {"quiet", no_argument, NULL, 'q'},            {"help", no_argument, NULL, 'h'},
@@ -268,34 +268,34 @@ int main(int argc, char **argv)
         else if (c == 'k') check = optarg;
         else if (c == 'q') (void)0;
         else if (c == 'h') return usage_text(), PB_OK;
-        else return pb_usage("(command line)", "unknown option; see --help");
+        else return pb_error_usage("(command line)", "unknown option; see --help");
     }
-    if (optind < argc) return pb_usage(argv[optind], "unexpected argument; see --help");
+    if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; see --help");
     /* The parser reports FILE:LINE itself; silence the size parser's own message. */
-    pb_set_quiet_usage(1);
-    pb_th_set set;
+    pb_error_set_quiet_usage(1);
+    pb_thresholds_set set;
     if (check) {
         PB_TRY(load_rules(check, &set));
         printf("%s: %d rules, valid\n", check, set.n);
-        pb_th_free(&set);
+        pb_thresholds_free(&set);
         return PB_OK;
     }
-    pb_set_quiet_usage(0);
-    if (!tfile) return pb_usage("--thresholds", "missing; give the threshold file (see docs/acceptance.md)");
+    pb_error_set_quiet_usage(0);
+    if (!tfile) return pb_error_usage("--thresholds", "missing; give the threshold file (see docs/acceptance.md)");
     struct stat st;
     if (!dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return pb_usage("--results", "'%s' is not a directory; give a run_all.sh results directory", dir ? dir : "");
-    pb_set_quiet_usage(1);
+        return pb_error_usage("--results", "'%s' is not a directory; give a run_all.sh results directory", dir ? dir : "");
+    pb_error_set_quiet_usage(1);
     PB_TRY(load_rules(tfile, &set));
     outcome *o = calloc((size_t)set.n, sizeof *o);
-    if (!o) return pb_th_free(&set), pb_fail(PB_ERR_ENV, "out of memory");
+    if (!o) return pb_thresholds_free(&set), pb_fail(PB_ERR_ENV, "out of memory");
     for (int i = 0; i < set.n; i++) o[i] = evaluate(&set.rules[i], dir);
     int counts[3] = {0, 0, 0};
     print_table(&set, o, counts);
-    pb_set_quiet_usage(0);
+    pb_error_set_quiet_usage(0);
     int rc = junit ? write_junit(junit, tfile, &set, o, counts) : PB_OK;
     free(o);
-    pb_th_free(&set);
+    pb_thresholds_free(&set);
     if (rc != PB_OK) return rc;
     return counts[V_FAIL] ? PB_ERR_CHECK : PB_OK;
 }

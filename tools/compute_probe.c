@@ -26,7 +26,7 @@ typedef struct probe_opts {
 
 enum { O_ENGINE, O_DTYPE, O_SIZES, O_ITERS, O_COPY, O_THREADS, O_CSV };
 
-static const pb_opt opts[] = {
+static const pb_options_opt opts[] = {
     {"engine", 0, "NAME", "blas (default) or cublas", O_ENGINE},
     {"dtype", 'd', "TYPE", "GEMM type: float (default) or bfloat16", O_DTYPE},
     {"sizes", 0, "LIST", "square GEMM sizes m = n = k (default 512,1024,2048)", O_SIZES},
@@ -43,22 +43,22 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     switch (id) {
     case O_ENGINE:
         if (strcmp(arg, "blas") != 0 && strcmp(arg, "cublas") != 0)
-            return pb_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
+            return pb_error_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
         o->engine = arg;
         return PB_OK;
     case O_DTYPE:
         PB_TRY(pb_dtype_parse(option, arg, &o->dtype));
         return o->dtype == PB_FLOAT32 || o->dtype == PB_BFLOAT16
                    ? PB_OK
-                   : pb_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
+                   : pb_error_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
     case O_SIZES: return pb_parse_size_list(option, arg, 65536, o->sizes, MAX_SIZES, &o->nsizes);
     case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000, &v)); o->iters = (int)v; return PB_OK;
     case O_COPY:
         if (strcmp(arg, "0") == 0) return o->copy_bytes = 0, PB_OK;
         return pb_parse_size(option, arg, PB_SIZE_MAX, &o->copy_bytes);
     case O_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
-    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
-    default: return pb_usage(option, "not handled");
+    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
@@ -72,7 +72,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_TEST] = {"test", "test", "", PB_COL_STR, 6, 0, ""},
     [COL_ENGINE] = {"engine", "engine", "", PB_COL_STR, 7, 0, ""},
     [COL_DTYPE] = {"dtype", "type", "", PB_COL_STR, 9, 0, ""},
@@ -91,10 +91,10 @@ static int copy_rate(const pb_compute *e, uint64_t bytes, int iters, double *gbp
     if (st == PB_OK) st = e->memset(a, 1, bytes);
     if (st == PB_OK) st = e->copy(b, a, bytes); /* warm-up */
     if (st == PB_OK) st = e->synchronize();
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     for (int i = 0; i < iters && st == PB_OK; i++) st = e->copy(b, a, bytes);
     if (st == PB_OK) st = e->synchronize();
-    double sec = (pb_now_us() - t0) * 1e-6;
+    double sec = (pb_timing_now_us() - t0) * 1e-6;
     *gbps = sec > 0 ? (double)bytes * iters / sec / 1e9 : 0;
     if (a) e->free(a);
     if (b) e->free(b);
@@ -106,8 +106,8 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
     for (size_t i = 0; i < o->nsizes; i++) {
         double gflops = 0;
         int64_t n = (int64_t)o->sizes[i];
-        PB_TRY(pb_gemm_benchmark(e, n, n, n, o->dtype, o->iters, &gflops));
-        pb_value v[NCOLS] = {
+        PB_TRY(pb_compute_gemm_benchmark(e, n, n, n, o->dtype, o->iters, &gflops));
+        pb_report_value v[NCOLS] = {
             [COL_TEST] = PB_S("gemm"),
             [COL_ENGINE] = PB_S(e->name),
             [COL_DTYPE] = PB_S(pb_dtype_name(e->gemm_dtype(o->dtype))),
@@ -120,7 +120,7 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
     if (o->copy_bytes == 0) return PB_OK;
     double gbps = 0;
     PB_TRY(copy_rate(e, o->copy_bytes, o->iters, &gbps));
-    pb_value v[NCOLS] = {
+    pb_report_value v[NCOLS] = {
         [COL_TEST] = PB_S("copy"),
         [COL_ENGINE] = PB_S(e->name),
         [COL_DTYPE] = PB_S("byte"),
@@ -144,11 +144,11 @@ static int memory_check(const probe_opts *o, const pb_compute *e)
 
 int main(int argc, char **argv)
 {
-    pb_set_progname(argv[0]);
+    pb_error_set_progname(argv[0]);
     probe_opts o = {.engine = "blas", .dtype = PB_FLOAT32, .sizes = {512, 1024, 2048}, .nsizes = 3,
                     .copy_bytes = 256u << 20, .iters = 10, .threads = 1};
-    pb_opt_group g = {"compute_probe options", opts, (int)(sizeof opts / sizeof opts[0]), handle, &o};
-    int status = pb_cli_parse(argc, argv,
+    pb_options_group g = {"compute_probe options", opts, (int)(sizeof opts / sizeof opts[0]), handle, &o};
+    int status = pb_options_parse(argc, argv,
                               "Usage: compute_probe [options]\nGEMM rate and engine-memory copy bandwidth of one "
                               "compute engine (no MPI).",
                               &g, 1);

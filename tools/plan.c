@@ -26,8 +26,8 @@ typedef struct {
     int reproduce;
     const char *fit_dir, *csv, *json, *model_name, *cluster_name;
     long long gpus, tp, pp, dp, top;
-    pb_train job;
-    pb_cluster cluster;
+    pb_model_train job;
+    pb_model_cluster cluster;
     /* Overrides of the preset model and cluster; < 0 = not given. */
     long long hidden, layers, heads, seq, vocab, micro_batch;
     double params, intra_bw, intra_lat, inter_bw, inter_lat, tflops, gpu_mem, gpn;
@@ -48,7 +48,7 @@ static void usage(FILE *out)
             "         --tflops sustained-TFLOP/s --gpu-mem GB\n"
             "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b --recompute none|selective|full\n"
             "         --sp on|off --top K (rows shown) --json FILE\n",
-            pb_model_preset_names(), pb_cluster_preset_names());
+            pb_presets_preset_names(), pb_cluster_preset_names());
 }
 
 enum {
@@ -118,7 +118,7 @@ static int parse_one(options *o, int c, const char *arg)
     case O_MEM: return pb_parse_double("--gpu-mem", arg, 1e-3, 1e6, &o->gpu_mem);
     case O_DTYPE: PB_TRY(choice("--dtype", arg, dtypes, &k)); o->job.dtype_bytes = k == 2 ? 4 : 2; return PB_OK;
     case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = k ? PB_PP_1F1B : PB_PP_GPIPE; return PB_OK;
-    case O_RC: PB_TRY(choice("--recompute", arg, rcs, &k)); o->job.recompute = (pb_recompute)k; return PB_OK;
+    case O_RC: PB_TRY(choice("--recompute", arg, rcs, &k)); o->job.recompute = (pb_model_recompute)k; return PB_OK;
     case O_SP: PB_TRY(choice("--sp", arg, onoff, &k)); o->job.sp = k; return PB_OK;
     default: return PB_ERR_USAGE;
     }
@@ -130,27 +130,27 @@ static void setd_if(double v, double *dst, double scale) { if (v >= 0) *dst = v 
 /* Preset (or a blank custom model) with the shape options applied. */
 static int build_job(options *o)
 {
-    pb_model *m = &o->job.model;
-    if (o->model_name) PB_TRY(pb_model_preset(o->model_name, "--model", m));
+    pb_presets_model *m = &o->job.model;
+    if (o->model_name) PB_TRY(pb_presets_preset(o->model_name, "--model", m));
     else if (o->hidden < 0 || o->layers < 0 || o->heads < 0 || o->seq < 0)
-        return pb_usage("--model", "missing; give a preset (%s) or all of --hidden --layers --heads --seq",
-                        pb_model_preset_names());
-    else *m = (pb_model){.name = NULL, .micro_batch = 1};
+        return pb_error_usage("--model", "missing; give a preset (%s) or all of --hidden --layers --heads --seq",
+                        pb_presets_preset_names());
+    else *m = (pb_presets_model){.name = NULL, .micro_batch = 1};
     set_if(o->hidden, &m->hidden);
     set_if(o->layers, &m->layers);
     set_if(o->heads, &m->heads);
     set_if(o->seq, &m->seq);
     set_if(o->vocab, &m->vocab);
     set_if(o->micro_batch, &m->micro_batch);
-    PB_TRY(pb_model_validate(m));
-    o->job.params = o->params > 0 ? o->params : m->nominal_params > 0 ? m->nominal_params : pb_model_params(m);
+    PB_TRY(pb_presets_validate(m));
+    o->job.params = o->params > 0 ? o->params : m->nominal_params > 0 ? m->nominal_params : pb_presets_params(m);
     o->job.global_batch = o->global_batch > 0 ? o->global_batch : pb_plan_default_global_batch(m);
     return PB_OK;
 }
 
 static int build_cluster(options *o)
 {
-    pb_cluster *c = &o->cluster;
+    pb_model_cluster *c = &o->cluster;
     PB_TRY(pb_cluster_preset(o->cluster_name ? o->cluster_name : "a100", "--cluster", c));
     if (o->gpn > 0) c->gpus_per_node = (int)o->gpn;
     setd_if(o->intra_bw, &c->intra.bw_Bps, 1e9);
@@ -168,22 +168,22 @@ static int run_model(options *o, const char *cmdline)
     PB_TRY(build_cluster(o));
     int single = o->tp > 0 || o->pp > 0 || o->dp > 0;
     if (single && (o->tp < 0 || o->pp < 0 || o->dp < 0))
-        return pb_usage("--tp", "give all three of --tp, --pp and --dp, or none to enumerate");
+        return pb_error_usage("--tp", "give all three of --tp, --pp and --dp, or none to enumerate");
     if (single && o->gpus > 0 && o->tp * o->pp * o->dp != o->gpus)
-        return pb_usage("--gpus", "%lld != tp*pp*dp = %lld", o->gpus, o->tp * o->pp * o->dp);
-    if (!single && o->gpus <= 0) return pb_usage("--gpus", "missing; give the GPU count to plan for, e.g. --gpus 256");
+        return pb_error_usage("--gpus", "%lld != tp*pp*dp = %lld", o->gpus, o->tp * o->pp * o->dp);
+    if (!single && o->gpus <= 0) return pb_error_usage("--gpus", "missing; give the GPU count to plan for, e.g. --gpus 256");
     pb_plan_print_setup(&o->job, &o->cluster, stdout);
-    pb_step *s = calloc(MAX_CONFIGS, sizeof *s);
+    pb_model_step *s = calloc(MAX_CONFIGS, sizeof *s);
     if (!s) return pb_fail(PB_ERR_ENV, "out of memory");
     int n;
     if (single) {
-        pb_step_eval(&o->job, &o->cluster, (int)o->tp, (int)o->pp, (int)o->dp, s);
+        pb_model_step_eval(&o->job, &o->cluster, (int)o->tp, (int)o->pp, (int)o->dp, s);
         n = 1;
         pb_plan_print_step(s, stdout);
     } else {
-        n = pb_step_enumerate(&o->job, &o->cluster, (int)o->gpus, s, MAX_CONFIGS);
+        n = pb_model_step_enumerate(&o->job, &o->cluster, (int)o->gpus, s, MAX_CONFIGS);
         if (n == MAX_CONFIGS) fprintf(stderr, "%s: note: only the first %d factorizations were evaluated\n",
-                                      pb_progname(), MAX_CONFIGS);
+                                      pb_error_progname(), MAX_CONFIGS);
         int want[3], doc = pb_plan_documented(o->job.model.name, (int)o->gpus, want);
         pb_plan_print_ranking(s, n, (int)o->top, doc ? want : NULL, stdout);
         if (doc) {
@@ -199,7 +199,7 @@ static int run_model(options *o, const char *cmdline)
     int none = n == 0 || s[0].reject[0];
     free(s);
     if (st == PB_OK && none) {
-        fprintf(stderr, "%s: no configuration is valid and fits; see the reasons above\n", pb_progname());
+        fprintf(stderr, "%s: no configuration is valid and fits; see the reasons above\n", pb_error_progname());
         return PB_ERR_CHECK;
     }
     return st;
@@ -216,7 +216,7 @@ static void join_args(int argc, char **argv, char *buf, size_t len)
 
 int main(int argc, char **argv)
 {
-    pb_set_progname(argv[0]);
+    pb_error_set_progname(argv[0]);
     options o;
     memset(&o, 0, sizeof o);
     o.gpus = o.tp = o.pp = o.dp = o.top = -1;
@@ -234,19 +234,19 @@ int main(int argc, char **argv)
         if (c == 'h' || c == O_HELP) { usage(stdout); return PB_OK; }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
-            if (optopt) return pb_usage(bad, "needs a value or is unknown; see plan --help");
-            return pb_usage(bad, "unknown option; see plan --help");
+            if (optopt) return pb_error_usage(bad, "needs a value or is unknown; see plan --help");
+            return pb_error_usage(bad, "unknown option; see plan --help");
         }
         int st = parse_one(&o, c, optarg);
         if (st != PB_OK) return st;
     }
-    if (optind < argc) return pb_usage(argv[optind], "unexpected argument; see plan --help");
+    if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; see plan --help");
     int modes = o.reproduce + (o.fit_dir != NULL) + (o.model_name || o.hidden >= 0 || o.gpus >= 0);
     if (modes == 0) {
         usage(stderr);
-        return pb_usage("--reproduce|--model|--fit", "give one of the three modes");
+        return pb_error_usage("--reproduce|--model|--fit", "give one of the three modes");
     }
-    if (modes > 1) return pb_usage("--reproduce|--model|--fit", "give only one of the three modes");
+    if (modes > 1) return pb_error_usage("--reproduce|--model|--fit", "give only one of the three modes");
     if (o.reproduce) return pb_plan_reproduce(stdout);
     if (o.fit_dir) return pb_plan_fit(o.fit_dir, o.csv, cmdline, stdout);
     return run_model(&o, cmdline);

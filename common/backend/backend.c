@@ -6,11 +6,11 @@
 #include <string.h>
 
 #ifdef PB_HAVE_CUDA
-const pb_backend *pb_backend_nccl(void);
-const pb_backend *pb_backend_mpi_device(void);
+const pb_comm_backend *pb_backend_nccl(void);
+const pb_comm_backend *pb_backend_mpi_device(void);
 #endif
 
-int pb_backend_select(const char *name, const char *mem, const pb_backend **out)
+int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out)
 {
     int device = mem && strcmp(mem, "device") == 0;
     if (strcmp(name, "mpi") == 0 && device) {
@@ -22,11 +22,11 @@ int pb_backend_select(const char *name, const char *mem, const pb_backend **out)
 #endif
     }
     if (strcmp(name, "mpi") == 0) {
-        *out = pb_backend_mpi();
+        *out = pb_comm_backend_mpi();
         return PB_OK;
     }
     if (strcmp(name, "nccl") == 0 && mem && strcmp(mem, "host") == 0)
-        return pb_usage("--mem", "host is not possible with --backend nccl (NCCL moves GPU memory); use device");
+        return pb_error_usage("--mem", "host is not possible with --backend nccl (NCCL moves GPU memory); use device");
     if (strcmp(name, "nccl") == 0) {
 #ifdef PB_HAVE_CUDA
         *out = pb_backend_nccl();
@@ -36,5 +36,5 @@ int pb_backend_select(const char *name, const char *mem, const pb_backend **out)
                                    "or `make CUDA=1`)");
 #endif
     }
-    return pb_usage("--backend", "'%s' is not a backend; expected mpi or nccl", name);
+    return pb_error_usage("--backend", "'%s' is not a backend; expected mpi or nccl", name);
 }

@@ -12,14 +12,14 @@
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-static int on_device(const pb_backend *be) { return be->mem == PB_MEM_DEVICE; }
+static int on_device(const pb_comm_backend *be) { return be->mem == PB_MEM_DEVICE; }
 
-size_t pb_buffer_cache_bytes(const pb_backend *be)
+size_t pb_buffers_cache_bytes(const pb_comm_backend *be)
 {
     return on_device(be) ? pb_gpu_cache_bytes() : pb_topo_llc_bytes();
 }
 
-size_t pb_rotation_pool(size_t largest, size_t cache, int rotate)
+size_t pb_buffers_rotation_pool(size_t largest, size_t cache, int rotate)
 {
     size_t one = round_up(largest ? largest : 1, SLOT_ALIGN);
     if (!rotate) return one;
@@ -28,20 +28,20 @@ size_t pb_rotation_pool(size_t largest, size_t cache, int rotate)
     return want > one ? want : one;
 }
 
-size_t pb_rotation_slots(size_t bytes, size_t pool)
+size_t pb_buffers_rotation_slots(size_t bytes, size_t pool)
 {
     size_t slots = pool / round_up(bytes ? bytes : 1, SLOT_ALIGN);
     return slots ? slots : 1;
 }
 
-int pb_rotbuf_alloc(const pb_backend *be, size_t largest, int rotate, pb_rotbuf *out)
+int pb_buffers_alloc(const pb_comm_backend *be, size_t largest, int rotate, pb_buffers *out)
 {
     memset(out, 0, sizeof *out);
     out->be = be;
     out->rotate = rotate;
-    out->pool = pb_rotation_pool(largest, rotate ? pb_buffer_cache_bytes(be) : 0, rotate);
+    out->pool = pb_buffers_rotation_pool(largest, rotate ? pb_buffers_cache_bytes(be) : 0, rotate);
     void *p;
-    if (pb_test_fail("buffers")) return pb_fail(PB_ERR_ENV, "out of memory for %zu bytes of buffers", out->pool);
+    if (pb_faults_fail("buffers")) return pb_fail(PB_ERR_ENV, "out of memory for %zu bytes of buffers", out->pool);
     PB_TRY(be->alloc(out->pool, &p));
     out->base = p;
     /* Zero through a host buffer so it works for device memory too. */
@@ -52,30 +52,30 @@ int pb_rotbuf_alloc(const pb_backend *be, size_t largest, int rotate, pb_rotbuf 
     for (size_t off = 0; off < out->pool && status == PB_OK; off += chunk)
         status = be->from_host(out->base + off, zeros, out->pool - off < chunk ? out->pool - off : chunk);
     free(zeros);
-    pb_rotbuf_fit(out, largest);
+    pb_buffers_fit(out, largest);
     return status;
 }
 
-void pb_rotbuf_fit(pb_rotbuf *b, size_t bytes)
+void pb_buffers_fit(pb_buffers *b, size_t bytes)
 {
     b->stride = round_up(bytes ? bytes : 1, SLOT_ALIGN);
-    b->slots = b->rotate ? pb_rotation_slots(bytes, b->pool) : 1;
+    b->slots = b->rotate ? pb_buffers_rotation_slots(bytes, b->pool) : 1;
 }
 
-void *pb_rotbuf_slot(const pb_rotbuf *b, int iter)
+void *pb_buffers_slot(const pb_buffers *b, int iter)
 {
     if (b->slots == 1) return b->base; /* fixed buffers: no division in the timed region */
     size_t k = iter < 0 ? 0 : (size_t)iter % b->slots;
     return b->base + k * b->stride;
 }
 
-void pb_rotbuf_free(pb_rotbuf *b)
+void pb_buffers_free(pb_buffers *b)
 {
     if (b->base) b->be->free(b->base);
     b->base = NULL;
 }
 
-cJSON *pb_buffer_mode_meta(const pb_backend *be, int rotate)
+cJSON *pb_buffers_mode_meta(const pb_comm_backend *be, int rotate)
 {
     cJSON *m = cJSON_CreateObject();
     if (!rotate) {
@@ -83,12 +83,12 @@ cJSON *pb_buffer_mode_meta(const pb_backend *be, int rotate)
         cJSON_AddStringToObject(m, "meaning", "the same buffers at every iteration (cache-warm, as OSU and nccl-tests)");
         return m;
     }
-    size_t cache = pb_buffer_cache_bytes(be);
+    size_t cache = pb_buffers_cache_bytes(be);
     cJSON_AddStringToObject(m, "mode", "rotate");
     cJSON_AddStringToObject(m, "meaning", "cold cache: each iteration uses the next message-sized slot of a pool "
                                           "about twice the cache (opt-in, --rotate 1)");
     cJSON_AddStringToObject(m, "cache", on_device(be) ? "GPU L2" : "host last-level cache (hwloc)");
     cJSON_AddNumberToObject(m, "cache_bytes", (double)cache);
-    cJSON_AddNumberToObject(m, "pool_bytes_min", (double)pb_rotation_pool(0, cache, 1));
+    cJSON_AddNumberToObject(m, "pool_bytes_min", (double)pb_buffers_rotation_pool(0, cache, 1));
     return m;
 }

@@ -15,36 +15,36 @@
 
 #define PB_ROTATE_POOL_MAX ((size_t)512 << 20)
 
-typedef struct pb_rotbuf {
-    const pb_backend *be;
+typedef struct pb_buffers {
+    const pb_comm_backend *be;
     char *base;
     size_t pool;   /* bytes allocated */
     size_t stride; /* distance between slots: the message rounded up to 4 KiB */
     size_t slots;  /* 1 unless rotating */
     int rotate;
-} pb_rotbuf;
+} pb_buffers;
 
 /* Bytes of the cache in front of this backend's buffers: the GPU's L2 for
  * device memory, else the host's last-level cache (hwloc); 0 when unknown. */
-size_t pb_buffer_cache_bytes(const pb_backend *be);
+size_t pb_buffers_cache_bytes(const pb_comm_backend *be);
 
 /* Bytes to allocate for messages up to `largest` (pure, for memory checks and tests). */
-size_t pb_rotation_pool(size_t largest, size_t cache, int rotate);
+size_t pb_buffers_rotation_pool(size_t largest, size_t cache, int rotate);
 
 /* Slots of `bytes` in a pool of `pool` bytes (at least 1). */
-size_t pb_rotation_slots(size_t bytes, size_t pool);
+size_t pb_buffers_rotation_slots(size_t bytes, size_t pool);
 
 /* Allocate through the backend (its memory: host or device), zero-filled,
- * for messages up to `largest`; fitted to `largest` until pb_rotbuf_fit. */
-int pb_rotbuf_alloc(const pb_backend *be, size_t largest, int rotate, pb_rotbuf *out);
+ * for messages up to `largest`; fitted to `largest` until pb_buffers_fit. */
+int pb_buffers_alloc(const pb_comm_backend *be, size_t largest, int rotate, pb_buffers *out);
 
 /* Size the slots for the message about to be measured (at most `largest`). */
-void pb_rotbuf_fit(pb_rotbuf *b, size_t bytes);
+void pb_buffers_fit(pb_buffers *b, size_t bytes);
 
-void *pb_rotbuf_slot(const pb_rotbuf *b, int iter);
-void pb_rotbuf_free(pb_rotbuf *b);
+void *pb_buffers_slot(const pb_buffers *b, int iter);
+void pb_buffers_free(pb_buffers *b);
 
 /* The buffer mode for the metadata: {"mode": "fixed"|"rotate", ...}. */
-cJSON *pb_buffer_mode_meta(const pb_backend *be, int rotate);
+cJSON *pb_buffers_mode_meta(const pb_comm_backend *be, int rotate);
 
 #endif

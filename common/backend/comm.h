@@ -16,14 +16,14 @@
 #define PB_COMM_H
 
 #include "core/dtype.h"
-#include "core/memory.h"
+#include "core/mem.h"
 
 #include <mpi.h>
 #include <stddef.h>
 
 typedef struct pb_comm pb_comm; /* a backend communicator over a group of ranks */
 
-typedef struct pb_backend {
+typedef struct pb_comm_backend {
     const char *name; /* "mpi", "nccl" */
     pb_mem_kind mem;  /* where buffers live */
     /* 1 where the library's broadcast has one buffer (MPI_Bcast): an
@@ -32,7 +32,7 @@ typedef struct pb_backend {
     int broadcast_in_place;
 
     /* Collective over `group`: create a communicator for the traffic. The
-     * status is agreed over `group` (pb_agree, site "comm"): every rank of
+     * status is agreed over `group` (pb_world_agree_at, site "comm"): every rank of
      * the group gets the same one; a caller whose groups split the world
      * agrees over the world after it. */
     int (*comm_create)(MPI_Comm group, pb_comm **out);
@@ -46,11 +46,11 @@ typedef struct pb_backend {
     int (*to_host)(void *host_dst, const void *src, size_t bytes);
     int (*from_host)(void *dst, const void *host_src, size_t bytes);
 
-    int (*allreduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_redop op);
+    int (*allreduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_dtype_redop op);
     int (*allgather)(pb_comm *c, const void *send, void *recv, size_t sendcount, pb_dtype t);
-    int (*reducescatter)(pb_comm *c, const void *send, void *recv, size_t recvcount, pb_dtype t, pb_redop op);
+    int (*reducescatter)(pb_comm *c, const void *send, void *recv, size_t recvcount, pb_dtype t, pb_dtype_redop op);
     int (*broadcast)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, int root);
-    int (*reduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_redop op, int root);
+    int (*reduce)(pb_comm *c, const void *send, void *recv, size_t count, pb_dtype t, pb_dtype_redop op, int root);
     int (*alltoall)(pb_comm *c, const void *send, void *recv, size_t count_per_peer, pb_dtype t);
 
     int (*group_start)(pb_comm *c);
@@ -96,14 +96,14 @@ typedef struct pb_backend {
     int (*capture_begin)(pb_comm *c);
     int (*capture_end)(pb_comm *c);
     int (*replay)(pb_comm *c);
-} pb_backend;
+} pb_comm_backend;
 
 /* The MPI backend (host memory). */
-const pb_backend *pb_backend_mpi(void);
+const pb_comm_backend *pb_comm_backend_mpi(void);
 
 /* Backend by name and memory, as given to --backend and --mem: mpi/host,
  * mpi/device (device buffers staged through host memory, so several ranks
  * can share one GPU), nccl/device. PB_ERR_ENV when the build lacks it. */
-int pb_backend_select(const char *name, const char *mem, const pb_backend **out);
+int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out);
 
 #endif

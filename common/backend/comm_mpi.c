@@ -1,6 +1,6 @@
 /* MPI backend: buffers in host memory, collectives through the MPI library.
  * MPI has no bf16/fp16 reductions, so those use user-defined ops that reduce
- * in fp32 and round once (pb_reduce_local), as NCCL does. */
+ * in fp32 and round once (pb_dtype_reduce_local), as NCCL does. */
 #include "backend/comm.h"
 
 #include "core/error.h"
@@ -23,7 +23,7 @@ struct pb_comm {
     static void user_##dtype##_##op(void *in, void *inout, int *len, MPI_Datatype *type)           \
     {                                                                                              \
         (void)type;                                                                                \
-        pb_reduce_local(dtype, op, in, inout, (size_t)*len);                                       \
+        pb_dtype_reduce_local(dtype, op, in, inout, (size_t)*len);                                       \
     }
 USER_OP(PB_BFLOAT16, PB_SUM)
 USER_OP(PB_BFLOAT16, PB_MAX)
@@ -42,7 +42,7 @@ static MPI_Datatype mpi_type(pb_dtype t)
     }
 }
 
-static MPI_Op mpi_op(pb_dtype t, pb_redop op)
+static MPI_Op mpi_op(pb_dtype t, pb_dtype_redop op)
 {
     static MPI_Op user[2][PB_REDOP_COUNT]; /* [bf16, fp16][op], created on first use */
     static MPI_User_function *const fns[2][PB_REDOP_COUNT] = {
@@ -77,9 +77,9 @@ static int check(int rc, const char *what)
  * that failed does not leave its peers waiting in it. */
 static int create(MPI_Comm group, pb_comm **out)
 {
-    pb_comm *c = pb_test_fail("comm") ? NULL : calloc(1, sizeof *c);
+    pb_comm *c = pb_faults_fail("comm") ? NULL : calloc(1, sizeof *c);
     int status = c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator");
-    status = pb_agree(group, status, "comm");
+    status = pb_world_agree_at(group, status, "comm");
     if (status != PB_OK) {
         free(c);
         return status;
@@ -120,7 +120,7 @@ static int host_copy(void *dst, const void *src, size_t bytes)
     return PB_OK;
 }
 
-static int allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op)
+static int allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
 {
     int n = 0;
     PB_TRY(int_count(count, &n));
@@ -135,7 +135,7 @@ static int allgather(pb_comm *c, const void *s, void *r, size_t sendcount, pb_dt
     return check(MPI_Allgather(s, n, mpi_type(t), r, n, mpi_type(t), c->comm), "MPI_Allgather");
 }
 
-static int reducescatter(pb_comm *c, const void *s, void *r, size_t recvcount, pb_dtype t, pb_redop op)
+static int reducescatter(pb_comm *c, const void *s, void *r, size_t recvcount, pb_dtype t, pb_dtype_redop op)
 {
     int n = 0;
     PB_TRY(int_count(recvcount, &n));
@@ -151,7 +151,7 @@ static int broadcast(pb_comm *c, const void *s, void *r, size_t count, pb_dtype 
     return check(MPI_Bcast(r, n, mpi_type(t), root, c->comm), "MPI_Bcast");
 }
 
-static int reduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op, int root)
+static int reduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op, int root)
 {
     int n = 0;
     PB_TRY(int_count(count, &n));
@@ -227,7 +227,7 @@ static void version(char *buf, size_t len)
     snprintf(buf, len, "%s", v);
 }
 
-static const pb_backend mpi_backend = {
+static const pb_comm_backend mpi_backend = {
     .name = "mpi", .mem = PB_MEM_HOST, .broadcast_in_place = 1,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = host_alloc, .free = host_free, .to_host = host_copy, .from_host = host_copy,
@@ -237,4 +237,4 @@ static const pb_backend mpi_backend = {
     .send_blocking = send_blocking, .recv_blocking = recv_blocking, .sync = sync_all, .version = version,
 };
 
-const pb_backend *pb_backend_mpi(void) { return &mpi_backend; }
+const pb_comm_backend *pb_comm_backend_mpi(void) { return &mpi_backend; }

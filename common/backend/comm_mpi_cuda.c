@@ -1,6 +1,6 @@
 /* MPI backend on device buffers (`--backend mpi --mem device`): buffers live
  * in GPU memory, and every operation is staged through pinned host memory
- * around the host MPI backend (pb_backend_mpi(), called through its table, so
+ * around the host MPI backend (pb_comm_backend_mpi(), called through its table, so
  * no MPI traffic code is duplicated here). This lets several ranks share one
  * GPU for compute, which NCCL refuses ("Duplicate GPU detected").
  *
@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const pb_backend *pb_backend_mpi_device(void);
+const pb_comm_backend *pb_backend_mpi_device(void);
 
 typedef struct staging {
     void *host; /* pinned */
@@ -46,7 +46,7 @@ struct pb_comm {
     int nops, cap;
 };
 
-static const pb_backend *H(void) { return pb_backend_mpi(); }
+static const pb_comm_backend *H(void) { return pb_comm_backend_mpi(); }
 
 /* Make `s` hold at least `bytes` (contents not kept); grows at least 2x so a
  * rising size sweep reallocates O(log) times. */
@@ -112,7 +112,7 @@ static void destroy(pb_comm *c)
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
-    int status = pb_agree(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
+    int status = pb_world_agree_at(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
     if (status == PB_OK) status = H()->comm_create(group, &c->host); /* agrees itself */
     if (status != PB_OK) {
         free(c);
@@ -128,10 +128,10 @@ static int create(MPI_Comm group, pb_comm **out)
         e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
         if (e != cudaSuccess) {
             c->stream = NULL;
-            status = pb_cuda_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (staging stream)");
+            status = pb_cuda_status_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (staging stream)");
         }
     }
-    status = pb_agree(group, status, "comm");
+    status = pb_world_agree_at(group, status, "comm");
     if (status != PB_OK) {
         destroy(c);
         return status;
@@ -197,7 +197,7 @@ static int staged(pb_comm *c, const void *s, size_t sbytes, void *r, size_t rbyt
 typedef struct coll_args {
     size_t count;
     pb_dtype t;
-    pb_redop op;
+    pb_dtype_redop op;
     int root;
 } coll_args;
 
@@ -232,7 +232,7 @@ static int h_alltoall(pb_comm *h, const void *s, void *r, const void *a)
     return H()->alltoall(h, s, r, x->count, x->t);
 }
 
-static int allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op)
+static int allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
 {
     coll_args a = {count, t, op, 0};
     size_t b = count * pb_dtype_size(t);
@@ -252,7 +252,7 @@ static int allgather(pb_comm *c, const void *s, void *r, size_t sendcount, pb_dt
     return h2d(c, r, c->rbuf.host, b * (size_t)size_of(c));
 }
 
-static int reducescatter(pb_comm *c, const void *s, void *r, size_t recvcount, pb_dtype t, pb_redop op)
+static int reducescatter(pb_comm *c, const void *s, void *r, size_t recvcount, pb_dtype t, pb_dtype_redop op)
 {
     coll_args a = {recvcount, t, op, 0};
     size_t b = recvcount * pb_dtype_size(t);
@@ -275,7 +275,7 @@ static int broadcast(pb_comm *c, const void *s, void *r, size_t count, pb_dtype 
     return h2d(c, r, c->rbuf.host, b);
 }
 
-static int reduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op, int root)
+static int reduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op, int root)
 {
     coll_args a = {count, t, op, root};
     size_t b = count * pb_dtype_size(t);
@@ -357,7 +357,7 @@ static void version(char *buf, size_t len)
              rt % 1000 / 10);
 }
 
-static const pb_backend mpi_device_backend = {
+static const pb_comm_backend mpi_device_backend = {
     .name = "mpi", .mem = PB_MEM_DEVICE,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = dev_alloc, .free = dev_free, .to_host = to_host, .from_host = from_host,
@@ -367,4 +367,4 @@ static const pb_backend mpi_device_backend = {
     .sync = sync_all, .version = version,
 };
 
-const pb_backend *pb_backend_mpi_device(void) { return &mpi_device_backend; }
+const pb_comm_backend *pb_backend_mpi_device(void) { return &mpi_device_backend; }

@@ -22,7 +22,7 @@ struct pb_comm {
     cudaStream_t stream;
     int rank, size;
     cudaEvent_t order;      /* cross-stream ordering (no timing) */
-    pb_cuda_spans spans;    /* device time of traffic */
+    pb_spans_cuda spans;    /* device time of traffic */
     cudaGraphExec_t graph;  /* the last capture, or NULL */
     int capturing;
 };
@@ -46,7 +46,7 @@ static ncclDataType_t nccl_type(pb_dtype t)
     }
 }
 
-static ncclRedOp_t nccl_op(pb_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
+static ncclRedOp_t nccl_op(pb_dtype_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
 
 /* Watchdog hook: a hung NCCL operation is aborted before MPI_Abort ends the job. */
 static void abort_comm(void *arg) { ncclCommAbort(((pb_comm *)arg)->nccl); }
@@ -54,7 +54,7 @@ static void abort_comm(void *arg) { ncclCommAbort(((pb_comm *)arg)->nccl); }
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
-    int status = pb_agree(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
+    int status = pb_world_agree_at(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
     if (status != PB_OK) {
         free(c);
         return status;
@@ -63,7 +63,7 @@ static int create(MPI_Comm group, pb_comm **out)
     MPI_Comm_size(group, &c->size);
     ncclUniqueId id;
     if (c->rank == 0) status = nccl_check(ncclGetUniqueId(&id), NULL, "ncclGetUniqueId");
-    status = pb_agree(group, status, "nccl-id");
+    status = pb_world_agree_at(group, status, "nccl-id");
     if (status != PB_OK) {
         free(c);
         return status;
@@ -73,10 +73,10 @@ static int create(MPI_Comm group, pb_comm **out)
     if (e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: %s", cudaGetErrorString(e));
     if (status == PB_OK && (e = cudaEventCreateWithFlags(&c->order, cudaEventDisableTiming)) != cudaSuccess)
         status = pb_fail(PB_ERR_ENV, "cudaEventCreate: %s", cudaGetErrorString(e));
-    if (status == PB_OK && pb_test_fail("nccl-stream"))
+    if (status == PB_OK && pb_faults_fail("nccl-stream"))
         status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: out of memory");
     /* ncclCommInitRank is collective: a rank without a stream must not leave the others in it. */
-    status = pb_agree(group, status, "nccl-stream");
+    status = pb_world_agree_at(group, status, "nccl-stream");
     if (status == PB_OK) status = nccl_check(ncclCommInitRank(&c->nccl, c->size, id, c->rank), NULL, "ncclCommInitRank");
     if (status != PB_OK) {
         if (c->order) cudaEventDestroy(c->order);
@@ -96,7 +96,7 @@ static void destroy(pb_comm *c)
     cudaStreamSynchronize(c->stream);
     if (c->graph) cudaGraphExecDestroy(c->graph); /* its kernels use the communicator */
     ncclCommDestroy(c->nccl);
-    pb_cuda_spans_free(&c->spans);
+    pb_spans_cuda_free(&c->spans);
     cudaEventDestroy(c->order);
     cudaStreamDestroy(c->stream);
     free(c);
@@ -127,7 +127,7 @@ static int from_host(void *dev, const void *host, size_t bytes)
     return PB_OK;
 }
 
-static int allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op)
+static int allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op)
 {
     return nccl_check(ncclAllReduce(s, r, n, nccl_type(t), nccl_op(op), c->nccl, c->stream), c, "ncclAllReduce");
 }
@@ -137,7 +137,7 @@ static int allgather(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t)
     return nccl_check(ncclAllGather(s, r, n, nccl_type(t), c->nccl, c->stream), c, "ncclAllGather");
 }
 
-static int reducescatter(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op)
+static int reducescatter(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op)
 {
     return nccl_check(ncclReduceScatter(s, r, n, nccl_type(t), nccl_op(op), c->nccl, c->stream), c,
                       "ncclReduceScatter");
@@ -148,7 +148,7 @@ static int broadcast(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, i
     return nccl_check(ncclBroadcast(s, r, n, nccl_type(t), root, c->nccl, c->stream), c, "ncclBroadcast");
 }
 
-static int reduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op, int root)
+static int reduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op, int root)
 {
     return nccl_check(ncclReduce(s, r, n, nccl_type(t), nccl_op(op), root, c->nccl, c->stream), c, "ncclReduce");
 }
@@ -193,9 +193,9 @@ static int before_queue(pb_comm *c, void *queue)
     return PB_OK;
 }
 
-static int span_begin(pb_comm *c) { return pb_cuda_span_begin(&c->spans, c->stream); }
-static int span_end(pb_comm *c) { return pb_cuda_span_end(&c->spans, c->stream); }
-static int span_take(pb_comm *c, double *us, int *count) { return pb_cuda_spans_take(&c->spans, us, count); }
+static int span_begin(pb_comm *c) { return pb_spans_cuda_begin(&c->spans, c->stream); }
+static int span_end(pb_comm *c) { return pb_spans_cuda_end(&c->spans, c->stream); }
+static int span_take(pb_comm *c, double *us, int *count) { return pb_spans_cuda_take(&c->spans, us, count); }
 
 /* Capture on this thread only (ThreadLocal): MPI and other threads' CUDA
  * calls stay legal while the stream records. */
@@ -248,7 +248,7 @@ static void version(char *buf, size_t len)
     snprintf(buf, len, "NCCL %d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
 }
 
-static const pb_backend nccl_backend = {
+static const pb_comm_backend nccl_backend = {
     .name = "nccl", .mem = PB_MEM_DEVICE,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = dev_alloc, .free = dev_free, .to_host = to_host, .from_host = from_host,
@@ -261,4 +261,4 @@ static const pb_backend nccl_backend = {
     .capture_begin = capture_begin, .capture_end = capture_end, .replay = replay,
 };
 
-const pb_backend *pb_backend_nccl(void) { return &nccl_backend; }
+const pb_comm_backend *pb_backend_nccl(void) { return &nccl_backend; }

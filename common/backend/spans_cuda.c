@@ -12,7 +12,7 @@ static int event_fail(cudaError_t e, const char *what)
 }
 
 /* Make sure events 2n and 2n+1 exist. */
-static int reserve(pb_cuda_spans *s)
+static int reserve(pb_spans_cuda *s)
 {
     int need = 2 * s->n + 2;
     while (s->cap < need) {
@@ -31,7 +31,7 @@ static int reserve(pb_cuda_spans *s)
     return PB_OK;
 }
 
-int pb_cuda_span_begin(pb_cuda_spans *s, cudaStream_t stream)
+int pb_spans_cuda_begin(pb_spans_cuda *s, cudaStream_t stream)
 {
     PB_CHECK(!s->open, PB_ERR_USAGE, "timing span: begun twice without an end");
     PB_TRY(reserve(s));
@@ -41,7 +41,7 @@ int pb_cuda_span_begin(pb_cuda_spans *s, cudaStream_t stream)
     return PB_OK;
 }
 
-int pb_cuda_span_end(pb_cuda_spans *s, cudaStream_t stream)
+int pb_spans_cuda_end(pb_spans_cuda *s, cudaStream_t stream)
 {
     PB_CHECK(s->open, PB_ERR_USAGE, "timing span: ended without a begin");
     cudaError_t e = cudaEventRecord(s->ev[2 * s->n + 1], stream);
@@ -51,7 +51,7 @@ int pb_cuda_span_end(pb_cuda_spans *s, cudaStream_t stream)
     return PB_OK;
 }
 
-int pb_cuda_spans_take(pb_cuda_spans *s, double *us, int *count)
+int pb_spans_cuda_take(pb_spans_cuda *s, double *us, int *count)
 {
     double total = 0;
     int status = PB_OK;
@@ -70,10 +70,10 @@ int pb_cuda_spans_take(pb_cuda_spans *s, double *us, int *count)
     return status;
 }
 
-void pb_cuda_spans_free(pb_cuda_spans *s)
+void pb_spans_cuda_free(pb_spans_cuda *s)
 {
     for (int i = 0; i < s->cap; i++)
         if (s->ev[i]) cudaEventDestroy(s->ev[i]);
     free(s->ev);
-    *s = (pb_cuda_spans){0};
+    *s = (pb_spans_cuda){0};
 }

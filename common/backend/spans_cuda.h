@@ -9,20 +9,20 @@
 
 #include <cuda_runtime.h>
 
-typedef struct pb_cuda_spans {
+typedef struct pb_spans_cuda {
     cudaEvent_t *ev; /* ev[2k] begins span k, ev[2k+1] ends it */
     int n;           /* spans recorded since the last take */
     int cap;         /* events created (reused across takes) */
     int open;        /* span n has begun and not ended */
-} pb_cuda_spans;
+} pb_spans_cuda;
 
 /* Record the begin (end) of a span on `stream`. Spans do not nest. */
-int pb_cuda_span_begin(pb_cuda_spans *s, cudaStream_t stream);
-int pb_cuda_span_end(pb_cuda_spans *s, cudaStream_t stream);
+int pb_spans_cuda_begin(pb_spans_cuda *s, cudaStream_t stream);
+int pb_spans_cuda_end(pb_spans_cuda *s, cudaStream_t stream);
 /* After the streams have completed: add the recorded spans' device time in
  * microseconds to *us and their number to *count (either may be NULL), then
  * forget them. An unended span is dropped. */
-int pb_cuda_spans_take(pb_cuda_spans *s, double *us, int *count);
-void pb_cuda_spans_free(pb_cuda_spans *s);
+int pb_spans_cuda_take(pb_spans_cuda *s, double *us, int *count);
+void pb_spans_cuda_free(pb_spans_cuda *s);
 
 #endif

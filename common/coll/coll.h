@@ -42,9 +42,9 @@ typedef struct pb_coll_cost {
 
 /* Tagged, not included: the backend and shape headers need MPI, and this one
  * is compiled by nvcc too. */
-struct pb_backend;
+struct pb_comm_backend;
 struct pb_comm;
-struct pb_coll_shape;
+struct pb_coll_exec_shape;
 
 typedef struct pb_coll_desc {
     const char *name;
@@ -54,11 +54,11 @@ typedef struct pb_coll_desc {
     int root_only_output;        /* only the root's receive buffer is defined */
     pb_coll_span send, recv;     /* per-rank buffer counts */
     pb_coll_span param;          /* the count argument of the backend call */
-    int (*issue)(const struct pb_backend *b, struct pb_comm *comm, const struct pb_coll_shape *sh, const void *send,
-                 void *recv, pb_dtype t, pb_redop op, int root);
+    int (*issue)(const struct pb_comm_backend *b, struct pb_comm *comm, const struct pb_coll_exec_shape *sh, const void *send,
+                 void *recv, pb_dtype t, pb_dtype_redop op, int root);
     /* Exact value of receive element j (coll_expect.h; the device check
-     * reaches the same functions through pb_cx_expected). */
-    int (*expected)(pb_redop op, size_t count, int nranks, int rank, int root, size_t j);
+     * reaches the same functions through pb_coll_expect_expected). */
+    int (*expected)(pb_dtype_redop op, size_t count, int nranks, int rank, int root, size_t j);
     pb_coll_algo algo;
     pb_coll_cost (*cost)(int nranks);
 } pb_coll_desc;

@@ -18,7 +18,7 @@
 
 #endif
 
-static int on_device(const pb_backend *be)
+static int on_device(const pb_comm_backend *be)
 {
 #ifdef PB_HAVE_CUDA
     return be->mem == PB_MEM_DEVICE;
@@ -28,20 +28,20 @@ static int on_device(const pb_backend *be)
 #endif
 }
 
-const char *pb_check_where(const pb_backend *be) { return on_device(be) ? "device" : "host"; }
+const char *pb_coll_check_where(const pb_comm_backend *be) { return on_device(be) ? "device" : "host"; }
 
 /* A host buffer of n elements of size ts (at least one byte, so malloc(0) is never asked). */
 static void *host_buffer(size_t n, size_t ts) { return malloc(n * ts + 1); }
 
 /* Test-only: one wrong value in element 0 of the backend buffer `buf`. */
-static int corrupt_first(const pb_backend *be, pb_dtype t, double value, void *buf)
+static int corrupt_first(const pb_comm_backend *be, pb_dtype t, double value, void *buf)
 {
     unsigned char one[8];
     pb_dtype_set(t, one, 0, value);
     return be->from_host(buf, one, pb_dtype_size(t));
 }
 
-int pb_coll_check_fill(const pb_backend *be, pb_coll c, const pb_coll_shape *sh, pb_dtype t, int rank, int nranks,
+int pb_coll_check_fill(const pb_comm_backend *be, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank, int nranks,
                        void *send)
 {
 #ifdef PB_HAVE_CUDA
@@ -54,13 +54,13 @@ int pb_coll_check_fill(const pb_backend *be, pb_coll c, const pb_coll_shape *sh,
     size_t ts = pb_dtype_size(t);
     void *host = host_buffer(sh->send_count, ts);
     PB_CHECK(host, PB_ERR_ENV, "out of host memory for validation (%zu bytes)", sh->send_count * ts);
-    pb_coll_fill(c, sh, t, rank, nranks, 0, host);
+    pb_coll_exec_fill(c, sh, t, rank, nranks, 0, host);
     int status = be->from_host(send, host, sh->send_count * ts);
     free(host);
     return status;
 }
 
-int pb_coll_check_count(const pb_backend *be, pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op, int rank,
+int pb_coll_check_count(const pb_comm_backend *be, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dtype_redop op, int rank,
                         int nranks, int root, int corrupt, void *recv, long long *wrong)
 {
     *wrong = 0;
@@ -80,12 +80,12 @@ int pb_coll_check_count(const pb_backend *be, pb_coll c, const pb_coll_shape *sh
     void *host = host_buffer(sh->recv_count, ts);
     PB_CHECK(host, PB_ERR_ENV, "out of host memory for validation (%zu bytes)", sh->recv_count * ts);
     int status = be->to_host(host, recv, sh->recv_count * ts);
-    if (status == PB_OK) *wrong = (long long)pb_coll_count_wrong(c, sh, t, op, rank, nranks, root, host);
+    if (status == PB_OK) *wrong = (long long)pb_coll_exec_count_wrong(c, sh, t, op, rank, nranks, root, host);
     free(host);
     return status;
 }
 
-int pb_bytes_check_fill(const pb_backend *be, void *buf, size_t bytes, int rank)
+int pb_coll_check_bytes_fill(const pb_comm_backend *be, void *buf, size_t bytes, int rank)
 {
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
@@ -95,16 +95,16 @@ int pb_bytes_check_fill(const pb_backend *be, void *buf, size_t bytes, int rank)
 #endif
     unsigned char *host = host_buffer(bytes, 1);
     PB_CHECK(host, PB_ERR_ENV, "out of host memory for validation (%zu bytes)", bytes);
-    for (size_t i = 0; i < bytes; i++) host[i] = pb_cx_byte(rank, i);
+    for (size_t i = 0; i < bytes; i++) host[i] = pb_coll_expect_byte(rank, i);
     int status = be->from_host(buf, host, bytes);
     free(host);
     return status;
 }
 
-int pb_bytes_check_count(const pb_backend *be, int sender, int corrupt, void *buf, size_t bytes, long long *wrong)
+int pb_coll_check_bytes_count(const pb_comm_backend *be, int sender, int corrupt, void *buf, size_t bytes, long long *wrong)
 {
     *wrong = 0;
-    if (corrupt && bytes > 0) PB_TRY(corrupt_first(be, PB_BYTE, (double)(unsigned char)~pb_cx_byte(sender, 0), buf));
+    if (corrupt && bytes > 0) PB_TRY(corrupt_first(be, PB_BYTE, (double)(unsigned char)~pb_coll_expect_byte(sender, 0), buf));
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
         unsigned long long n = 0;
@@ -116,7 +116,7 @@ int pb_bytes_check_count(const pb_backend *be, int sender, int corrupt, void *bu
     unsigned char *host = host_buffer(bytes, 1);
     PB_CHECK(host, PB_ERR_ENV, "out of host memory for validation (%zu bytes)", bytes);
     int status = be->to_host(host, buf, bytes);
-    for (size_t i = 0; status == PB_OK && i < bytes; i++) *wrong += host[i] != pb_cx_byte(sender, i);
+    for (size_t i = 0; status == PB_OK && i < bytes; i++) *wrong += host[i] != pb_coll_expect_byte(sender, i);
     free(host);
     return status;
 }

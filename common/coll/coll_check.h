@@ -17,25 +17,25 @@
 #include "backend/comm.h"
 
 /* Where the check runs for backend be: "device" or "host". */
-const char *pb_check_where(const pb_backend *be);
+const char *pb_coll_check_where(const pb_comm_backend *be);
 
 /* Fill this rank's send buffer (backend memory, sh->send_count elements) with
  * the known inputs of collective c. Complete on return. */
-int pb_coll_check_fill(const pb_backend *be, pb_coll c, const pb_coll_shape *sh, pb_dtype t, int rank, int nranks,
+int pb_coll_check_fill(const pb_comm_backend *be, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank, int nranks,
                        void *send);
 
 /* Elements of this rank's receive buffer (backend memory, sh->recv_count
  * elements) that differ from the exact answer by more than
- * pb_coll_tolerance; NaN counts as wrong. Ranks whose output is undefined
+ * pb_coll_exec_tolerance; NaN counts as wrong. Ranks whose output is undefined
  * (non-root ranks of reduce) report 0 and are never corrupted. The backend's
  * operations must be complete (after its sync()). */
-int pb_coll_check_count(const pb_backend *be, pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op, int rank,
+int pb_coll_check_count(const pb_comm_backend *be, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dtype_redop op, int rank,
                         int nranks, int root, int corrupt, void *recv, long long *wrong);
 
 /* Point-to-point payloads: `bytes` bytes of the pattern that `rank` sends. */
-int pb_bytes_check_fill(const pb_backend *be, void *buf, size_t bytes, int rank);
+int pb_coll_check_bytes_fill(const pb_comm_backend *be, void *buf, size_t bytes, int rank);
 
 /* Bytes of buf that differ from the pattern `sender` sent. */
-int pb_bytes_check_count(const pb_backend *be, int sender, int corrupt, void *buf, size_t bytes, long long *wrong);
+int pb_coll_check_bytes_count(const pb_comm_backend *be, int sender, int corrupt, void *buf, size_t bytes, long long *wrong);
 
 #endif

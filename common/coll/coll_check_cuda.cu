@@ -4,7 +4,7 @@
 // coll_expect.h's, the same the host check (coll_exec.c) runs and the unit
 // tests pin down. The host wrappers read the collective table (coll.h); the
 // kernels cannot call its function pointers (host code), so the count kernel
-// reaches the expected values through pb_cx_expected, coll_expect.h's one
+// reaches the expected values through pb_coll_expect_expected, coll_expect.h's one
 // switch on pb_coll. Deliberately simple: grid-stride loops with size_t indices,
 // one count per thread, a shared-memory tree sum per block, one atomicAdd per
 // block into a zeroed device counter.
@@ -60,18 +60,18 @@ template <typename T>
 __global__ void coll_fill_kernel(T *p, size_t n, pb_coll_span send, size_t count, int nranks, int rank)
 {
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x)
-        store(p, j, pb_cx_send_value(send, count, nranks, rank, j));
+        store(p, j, pb_coll_expect_send_value(send, count, nranks, rank, j));
 }
 
 template <typename T>
-__global__ void coll_count_kernel(const T *p, size_t n, pb_coll c, pb_redop op, size_t count, int nranks, int rank,
+__global__ void coll_count_kernel(const T *p, size_t n, pb_coll c, pb_dtype_redop op, size_t count, int nranks, int rank,
                                   int root, double tol, unsigned long long *wrong)
 {
     __shared__ unsigned long long sh[kThreads];
     unsigned long long mine = 0;
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
-        const double want = pb_cx_expected(c, op, count, nranks, rank, root, j);
-        mine += (unsigned long long)pb_cx_is_wrong(load(p, j), want, tol); // NaN is wrong
+        const double want = pb_coll_expect_expected(c, op, count, nranks, rank, root, j);
+        mine += (unsigned long long)pb_coll_expect_is_wrong(load(p, j), want, tol); // NaN is wrong
     }
     add_block_sum(mine, sh, wrong);
 }
@@ -79,7 +79,7 @@ __global__ void coll_count_kernel(const T *p, size_t n, pb_coll c, pb_redop op, 
 __global__ void bytes_fill_kernel(unsigned char *p, size_t n, int rank)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        p[i] = pb_cx_byte(rank, i);
+        p[i] = pb_coll_expect_byte(rank, i);
 }
 
 __global__ void bytes_count_kernel(const unsigned char *p, size_t n, int sender, unsigned long long *wrong)
@@ -87,7 +87,7 @@ __global__ void bytes_count_kernel(const unsigned char *p, size_t n, int sender,
     __shared__ unsigned long long sh[kThreads];
     unsigned long long mine = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        mine += p[i] != pb_cx_byte(sender, i) ? 1 : 0;
+        mine += p[i] != pb_coll_expect_byte(sender, i) ? 1 : 0;
     add_block_sum(mine, sh, wrong);
 }
 
@@ -97,7 +97,7 @@ bool supported(pb_dtype t) { return t == PB_FLOAT32 || t == PB_BFLOAT16 || t == 
 // per rank where the collective splits the buffer (j / chunk divides by it).
 bool valid_shape(pb_coll c, size_t count, int nranks, int rank, int root)
 {
-    if (!pb_cx_known(c) || nranks < 1 || rank < 0 || rank >= nranks || root < 0 || root >= nranks) return false;
+    if (!pb_coll_expect_known(c) || nranks < 1 || rank < 0 || rank >= nranks || root < 0 || root >= nranks) return false;
     return !pb_coll_splits(c) || count >= (size_t)nranks;
 }
 
@@ -151,7 +151,7 @@ extern "C" cudaError_t pb_cuda_coll_fill(void *send, pb_dtype t, pb_coll c, size
     return launched(s);
 }
 
-extern "C" cudaError_t pb_cuda_coll_count_wrong(const void *recv, pb_dtype t, pb_coll c, pb_redop op, size_t count,
+extern "C" cudaError_t pb_cuda_coll_count_wrong(const void *recv, pb_dtype t, pb_coll c, pb_dtype_redop op, size_t count,
                                                 size_t recv_count, int rank, int nranks, int root, cudaStream_t s,
                                                 unsigned long long *wrong)
 {
@@ -162,7 +162,7 @@ extern "C" cudaError_t pb_cuda_coll_count_wrong(const void *recv, pb_dtype t, pb
     cudaError_t e = counter_begin(&d, s);
     if (e == cudaSuccess) {
         const unsigned g = (unsigned)blocks_for(recv_count);
-        const double tol = pb_cx_tolerance(t, nranks);
+        const double tol = pb_coll_expect_tolerance(t, nranks);
         const size_t n = recv_count;
         switch (t) {
         case PB_FLOAT32:

@@ -5,7 +5,7 @@
 
 static size_t span_count(pb_coll_span s, size_t count, size_t n) { return s == PB_SPAN_CHUNK ? count / n : count; }
 
-void pb_coll_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_shape *out)
+void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_exec_shape *out)
 {
     size_t n = (size_t)nranks, count = bytes / pb_dtype_size(t);
     if (count == 0) count = 1;
@@ -23,41 +23,41 @@ void pb_coll_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_s
     out->param = span_count(d->param, count, n);
 }
 
-int pb_coll_issue(const pb_backend *b, pb_comm *comm, pb_coll c, const pb_coll_shape *sh, const void *send,
-                  void *recv, pb_dtype t, pb_redop op, int root)
+int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const pb_coll_exec_shape *sh, const void *send,
+                  void *recv, pb_dtype t, pb_dtype_redop op, int root)
 {
     const pb_coll_desc *d = pb_coll_desc_of(c);
     if (!d) return pb_fail(PB_ERR_USAGE, "collective %d is not implemented", (int)c);
     return d->issue(b, comm, sh, send, recv, t, op, root);
 }
 
-double pb_coll_input_value(int rank, size_t i) { return pb_cx_input(rank, i); }
+double pb_coll_exec_input_value(int rank, size_t i) { return pb_coll_expect_input(rank, i); }
 
 /* The per-element arithmetic lives in coll_expect.h, which the device check
  * (coll_check_cuda.cu) compiles too: these loops are the host's use of it,
  * through the table. */
-void pb_coll_fill(pb_coll c, const pb_coll_shape *sh, pb_dtype t, int rank, int nranks, int root, void *host_send)
+void pb_coll_exec_fill(pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank, int nranks, int root, void *host_send)
 {
     (void)root;
     const pb_coll_desc *d = pb_coll_desc_of(c);
     pb_coll_span send = d ? d->send : PB_SPAN_FULL;
     for (size_t j = 0; j < sh->send_count; j++)
-        pb_dtype_set(t, host_send, j, pb_cx_send_value(send, sh->count, nranks, rank, j));
+        pb_dtype_set(t, host_send, j, pb_coll_expect_send_value(send, sh->count, nranks, rank, j));
 }
 
-double pb_coll_tolerance(pb_dtype t, int nranks) { return pb_cx_tolerance(t, nranks); }
+double pb_coll_exec_tolerance(pb_dtype t, int nranks) { return pb_coll_expect_tolerance(t, nranks); }
 
-size_t pb_coll_count_wrong(pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op, int rank, int nranks,
+size_t pb_coll_exec_count_wrong(pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dtype_redop op, int rank, int nranks,
                            int root, const void *host_recv)
 {
     const pb_coll_desc *d = pb_coll_desc_of(c);
     if (!d) return sh->recv_count; /* no known answer: nothing can be right */
     if (!pb_coll_output_defined(c, rank, root)) return 0;
-    double tol = pb_cx_tolerance(t, nranks);
+    double tol = pb_coll_expect_tolerance(t, nranks);
     size_t wrong = 0;
     for (size_t j = 0; j < sh->recv_count; j++) {
         double want = d->expected(op, sh->count, nranks, rank, root, j);
-        wrong += (size_t)pb_cx_is_wrong(pb_dtype_get(t, host_recv, j), want, tol); /* NaN is wrong */
+        wrong += (size_t)pb_coll_expect_is_wrong(pb_dtype_get(t, host_recv, j), want, tol); /* NaN is wrong */
     }
     return wrong;
 }

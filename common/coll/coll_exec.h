@@ -10,40 +10,40 @@
 #include "coll/coll.h"
 #include "backend/comm.h"
 
-typedef struct pb_coll_shape {
+typedef struct pb_coll_exec_shape {
     size_t count;      /* elements of the full buffer (S / type size) */
     size_t bytes;      /* S actually used: count * type size */
     size_t send_count; /* elements in each rank's send buffer */
     size_t recv_count; /* elements in each rank's receive buffer */
     size_t param;      /* the count argument passed to the backend */
-} pb_coll_shape;
+} pb_coll_exec_shape;
 
 /* Shape of collective `c` for a requested size in bytes. The count is rounded
  * down to a multiple of nranks where the collective splits the buffer (and up
  * to at least one element per rank), as nccl-tests does. */
-void pb_coll_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_shape *out);
+void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_exec_shape *out);
 
 /* Issue collective `c` on `comm` (completion needs backend->sync).
  * sendrecv sends to rank+1 and receives from rank-1, as nccl-tests' sendrecv. */
-int pb_coll_issue(const pb_backend *b, pb_comm *comm, pb_coll c, const pb_coll_shape *sh, const void *send,
-                  void *recv, pb_dtype t, pb_redop op, int root);
+int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const pb_coll_exec_shape *sh, const void *send,
+                  void *recv, pb_dtype t, pb_dtype_redop op, int root);
 
 /* Validation. Inputs are small integers, v(rank, i) in -1..4 (coll_expect.h),
  * so every partial sum is an integer of magnitude at most 4 * nranks and exact
  * in every type (bf16 up to 64 ranks, fp16 up to 512; beyond that a tolerance
- * applies, and pb_coll_tolerance says so). */
-double pb_coll_input_value(int rank, size_t i);
+ * applies, and pb_coll_exec_tolerance says so). */
+double pb_coll_exec_input_value(int rank, size_t i);
 
 /* Fill this rank's host-side send buffer (send_count elements). */
-void pb_coll_fill(pb_coll c, const pb_coll_shape *sh, pb_dtype t, int rank, int nranks, int root, void *host_send);
+void pb_coll_exec_fill(pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank, int nranks, int root, void *host_send);
 
 /* Elements of this rank's receive buffer (recv_count elements, on the host)
  * that differ from the exact answer by more than the tolerance. Ranks whose
  * output is undefined (non-root ranks of reduce) report 0. */
-size_t pb_coll_count_wrong(pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op, int rank, int nranks,
+size_t pb_coll_exec_count_wrong(pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dtype_redop op, int rank, int nranks,
                            int root, const void *host_recv);
 
 /* Absolute tolerance used when checking a reduction over nranks. */
-double pb_coll_tolerance(pb_dtype t, int nranks);
+double pb_coll_exec_tolerance(pb_dtype t, int nranks);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* busbw factors, nccl-tests' PERFORMANCE.md. */
+/* busbw factors: the nccl-tests definitions (docs/METRICS.md). */
 static double bus_twice_ring(int n) { return 2.0 * (n - 1.0) / n; }
 static double bus_ring(int n) { return (n - 1.0) / n; }
 static double bus_one(int n) { return 1.0; }
@@ -40,8 +40,8 @@ static pb_coll_cost cost_p2p(int n) { return (pb_coll_cost){1, 1}; }
 
 /* How each collective calls the backend (counts: coll_exec.h). */
 #define ISSUE_ARGS                                                                                                    \
-    const pb_backend *b, pb_comm *comm, const pb_coll_shape *sh, const void *send, void *recv, pb_dtype t,            \
-        pb_redop op, int root
+    const pb_comm_backend *b, pb_comm *comm, const pb_coll_exec_shape *sh, const void *send, void *recv, pb_dtype t,            \
+        pb_dtype_redop op, int root
 
 static int issue_allreduce(ISSUE_ARGS) { return b->allreduce(comm, send, recv, sh->param, t, op); }
 static int issue_allgather(ISSUE_ARGS) { return b->allgather(comm, send, recv, sh->param, t); }
@@ -66,18 +66,18 @@ static int issue_sendrecv(ISSUE_ARGS)
 static const pb_coll_desc table[] = {
     /* name, busbw, has_op, has_root, root_only_output, send, recv, param, issue, expected, algo, cost */
     [PB_COLL_ALLREDUCE] = {"allreduce", bus_twice_ring, 1, 0, 0, FULL, FULL, FULL, issue_allreduce,
-                           pb_cx_expect_allreduce, PB_ALGO_RING, cost_twice_ring},
+                           pb_coll_expect_allreduce, PB_ALGO_RING, cost_twice_ring},
     [PB_COLL_ALLGATHER] = {"allgather", bus_ring, 0, 0, 0, CHUNK, FULL, CHUNK, issue_allgather,
-                           pb_cx_expect_allgather, PB_ALGO_RING, cost_ring},
+                           pb_coll_expect_allgather, PB_ALGO_RING, cost_ring},
     [PB_COLL_REDUCESCATTER] = {"reducescatter", bus_ring, 1, 0, 0, FULL, CHUNK, CHUNK, issue_reducescatter,
-                               pb_cx_expect_reducescatter, PB_ALGO_RING, cost_ring},
+                               pb_coll_expect_reducescatter, PB_ALGO_RING, cost_ring},
     [PB_COLL_BROADCAST] = {"broadcast", bus_one, 0, 1, 0, FULL, FULL, FULL, issue_broadcast,
-                           pb_cx_expect_broadcast, PB_ALGO_TREE, cost_tree},
-    [PB_COLL_REDUCE] = {"reduce", bus_one, 1, 1, 1, FULL, FULL, FULL, issue_reduce, pb_cx_expect_reduce,
+                           pb_coll_expect_broadcast, PB_ALGO_TREE, cost_tree},
+    [PB_COLL_REDUCE] = {"reduce", bus_one, 1, 1, 1, FULL, FULL, FULL, issue_reduce, pb_coll_expect_reduce,
                         PB_ALGO_TREE, cost_tree},
-    [PB_COLL_ALLTOALL] = {"alltoall", bus_ring, 0, 0, 0, FULL, FULL, CHUNK, issue_alltoall, pb_cx_expect_alltoall,
+    [PB_COLL_ALLTOALL] = {"alltoall", bus_ring, 0, 0, 0, FULL, FULL, CHUNK, issue_alltoall, pb_coll_expect_alltoall,
                           PB_ALGO_PAIRWISE, cost_ring},
-    [PB_COLL_SENDRECV] = {"sendrecv", bus_one, 0, 0, 0, FULL, FULL, FULL, issue_sendrecv, pb_cx_expect_sendrecv,
+    [PB_COLL_SENDRECV] = {"sendrecv", bus_one, 0, 0, 0, FULL, FULL, FULL, issue_sendrecv, pb_coll_expect_sendrecv,
                           PB_ALGO_P2P, cost_p2p},
 };
 _Static_assert(sizeof table / sizeof table[0] == PB_COLL_COUNT, "one descriptor per pb_coll");

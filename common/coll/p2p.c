@@ -16,7 +16,7 @@ static const char *const mode_names[PB_P2P_MODES + 1] = {"latency", "bw", "bibw"
 const char *pb_p2p_mode_name(pb_p2p_mode m) { return mode_names[m]; }
 const char *const *pb_p2p_mode_names(void) { return mode_names; }
 
-void pb_sleepy_wait(MPI_Request *req)
+void pb_p2p_sleepy_wait(MPI_Request *req)
 {
     int done = 0;
     struct timespec nap = {0, 100 * 1000};
@@ -27,28 +27,28 @@ void pb_sleepy_wait(MPI_Request *req)
     }
 }
 
-void pb_sleepy_barrier(MPI_Comm comm)
+void pb_p2p_sleepy_barrier(MPI_Comm comm)
 {
     MPI_Request req;
     MPI_Ibarrier(comm, &req);
-    pb_sleepy_wait(&req);
+    pb_p2p_sleepy_wait(&req);
 }
 
 typedef struct pair {
-    const pb_backend *be;
+    const pb_comm_backend *be;
     pb_comm *comm;
     int me, peer, initiator;
     size_t bytes;
     const pb_p2p_cfg *cfg;
-    const pb_rotbuf *sbuf, *rbuf;
+    const pb_buffers *sbuf, *rbuf;
     int skip; /* test-only: this rank skips its operations (PARABENCH_TEST_SKIP) */
 } pair;
 
 static int post_window(pair *p, int sends, int recvs, int iter)
 {
     PB_TRY(p->be->group_start(p->comm));
-    for (int k = 0; k < recvs; k++) PB_TRY(p->be->recv(p->comm, pb_rotbuf_slot(p->rbuf, iter), p->bytes, PB_BYTE, p->peer));
-    for (int k = 0; k < sends; k++) PB_TRY(p->be->send(p->comm, pb_rotbuf_slot(p->sbuf, iter), p->bytes, PB_BYTE, p->peer));
+    for (int k = 0; k < recvs; k++) PB_TRY(p->be->recv(p->comm, pb_buffers_slot(p->rbuf, iter), p->bytes, PB_BYTE, p->peer));
+    for (int k = 0; k < sends; k++) PB_TRY(p->be->send(p->comm, pb_buffers_slot(p->sbuf, iter), p->bytes, PB_BYTE, p->peer));
     PB_TRY(p->be->group_end(p->comm));
     return p->be->sync(p->comm);
 }
@@ -56,7 +56,7 @@ static int post_window(pair *p, int sends, int recvs, int iter)
 /* The small ack, in the receive buffer's slot 0 (its content does not matter). */
 static int ack(pair *p, int send)
 {
-    void *buf = pb_rotbuf_slot(p->rbuf, 0);
+    void *buf = pb_buffers_slot(p->rbuf, 0);
     PB_TRY(send ? p->be->send(p->comm, buf, 4, PB_BYTE, p->peer) : p->be->recv(p->comm, buf, 4, PB_BYTE, p->peer));
     return p->be->sync(p->comm);
 }
@@ -65,8 +65,8 @@ static int ack(pair *p, int send)
  * calls OSU's latency test makes), else posted and synchronized. */
 static int ping_pong(pair *p, int lead, int iter)
 {
-    const pb_backend *be = p->be;
-    void *s = pb_rotbuf_slot(p->sbuf, iter), *r = pb_rotbuf_slot(p->rbuf, iter);
+    const pb_comm_backend *be = p->be;
+    void *s = pb_buffers_slot(p->sbuf, iter), *r = pb_buffers_slot(p->rbuf, iter);
     if (!be->send_blocking) {
         PB_TRY(post_window(p, lead, !lead, iter));
         return post_window(p, !lead, lead, iter);
@@ -114,22 +114,22 @@ static int fitting(double budget_us, double per_us, int lo, int hi)
  * what is left of the cap at the rate seen in warm-up. */
 static int warm_up(pair *p, MPI_Comm ctrl, int *iters)
 {
-    double t0 = pb_now_us(), cap = p->cfg->max_seconds * 1e6;
-    pb_watch_arm(-1, "warm-up");
+    double t0 = pb_timing_now_us(), cap = p->cfg->max_seconds * 1e6;
+    pb_watchdog_arm(-1, "warm-up");
     PB_TRY(iteration(p, -1)); /* always one: the decisions need a time */
-    double first = pb_now_us() - t0;
+    double first = pb_timing_now_us() - t0;
     int more = p->cfg->warmup > 1 ? p->cfg->warmup - 1 : 0;
     if (cap > 0) more = fitting(cap * PB_WARMUP_SHARE - first, first, 0, more);
-    pb_watch_arm(0, "agree on warm-up");
+    pb_watchdog_arm(0, "agree on warm-up");
     PB_TRY(share_count(p, ctrl, &more));
     for (int i = 0; i < more; i++) {
-        pb_watch_arm(-1 - i, "warm-up");
+        pb_watchdog_arm(-1 - i, "warm-up");
         PB_TRY(iteration(p, -1));
     }
-    double spent = pb_now_us() - t0, per_iter = spent / (1 + more);
+    double spent = pb_timing_now_us() - t0, per_iter = spent / (1 + more);
     int n = p->cfg->iters;
     if (cap > 0) n = fitting(cap - spent, per_iter, 1, n);
-    pb_watch_arm(0, "agree on iterations");
+    pb_watchdog_arm(0, "agree on iterations");
     PB_TRY(share_count(p, ctrl, &n));
     *iters = n;
     return PB_OK;
@@ -139,29 +139,29 @@ static int warm_up(pair *p, MPI_Comm ctrl, int *iters)
  * when the buffers are there); returns wrong bytes seen by both ranks (on the initiator). */
 static int check_exchange(pair *p, MPI_Comm ctrl, long long *wrong)
 {
-    int status = pb_bytes_check_fill(p->be, pb_rotbuf_slot(p->sbuf, 0), p->bytes, p->me);
+    int status = pb_coll_check_bytes_fill(p->be, pb_buffers_slot(p->sbuf, 0), p->bytes, p->me);
     int lead = p->me == p->initiator;
-    pb_watch_arm(0, "validate");
+    pb_watchdog_arm(0, "validate");
     for (int turn = 0; turn < 2 && status == PB_OK; turn++) {
         int sending = (turn == 0) == lead;
         status = post_window(p, sending, !sending, 0);
     }
     long long mine = 0, theirs = 0;
     if (status == PB_OK)
-        status = pb_bytes_check_count(p->be, p->peer, pb_test_corrupt_rank() == p->me, pb_rotbuf_slot(p->rbuf, 0),
+        status = pb_coll_check_bytes_count(p->be, p->peer, pb_faults_corrupt_rank() == p->me, pb_buffers_slot(p->rbuf, 0),
                                       p->bytes, &mine);
     MPI_Sendrecv(&mine, 1, MPI_LONG_LONG, p->peer, TAG_CTRL, &theirs, 1, MPI_LONG_LONG, p->peer, TAG_CTRL, ctrl,
                  MPI_STATUS_IGNORE);
-    pb_watch_disarm();
+    pb_watchdog_disarm();
     *wrong = mine + theirs;
     return status;
 }
 
-int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initiator, int peer, size_t bytes,
-                   const pb_p2p_cfg *cfg, const pb_rotbuf *sbuf, const pb_rotbuf *rbuf, pb_p2p_result *out)
+int pb_p2p_measure(const pb_comm_backend *be, pb_comm *comm, MPI_Comm ctrl, int initiator, int peer, size_t bytes,
+                   const pb_p2p_cfg *cfg, const pb_buffers *sbuf, const pb_buffers *rbuf, pb_p2p_result *out)
 {
     pair p = {be, comm, be->rank(comm), peer, initiator, bytes, cfg, sbuf, rbuf, 0};
-    p.skip = pb_test_skip_rank() == p.me;
+    p.skip = pb_faults_skip_rank() == p.me;
     int n;
     PB_TRY(warm_up(&p, ctrl, &n));
     /* Small-message latency is timed in batches of round trips, one clock
@@ -175,15 +175,15 @@ int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initi
     int status = PB_OK, done = 0;
     /* Back-to-back clock reads: the samples add up to the whole loop's time,
      * which is what OSU divides by its iterations. */
-    double per = cfg->mode == PB_P2P_LATENCY ? 2.0 * batch : batch, prev = pb_now_us();
+    double per = cfg->mode == PB_P2P_LATENCY ? 2.0 * batch : batch, prev = pb_timing_now_us();
     for (int i = 0; i < n && status == PB_OK;) {
-        pb_watch_arm_at(i, "operation", prev);
+        pb_watchdog_arm_at(i, "operation", prev);
         for (int end = i + batch; i < end && status == PB_OK; i++) status = iteration(&p, i);
-        double now = pb_now_us();
+        double now = pb_timing_now_us();
         samples[done++] = (now - prev) / per;
         prev = now;
     }
-    pb_watch_disarm();
+    pb_watchdog_disarm();
     pb_stats_of(samples, (size_t)done, &out->st);
     free(samples);
     out->iters = done * batch;
@@ -194,10 +194,10 @@ int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initi
     return status;
 }
 
-static const pb_iter_policy policies[PB_P2P_MODES] = {
+static const pb_options_iter_policy policies[PB_P2P_MODES] = {
     [PB_P2P_LATENCY] = {10000, 100, 1000, 10, PB_LARGE_MESSAGE + 1},
     [PB_P2P_BW] = {100, 10, 20, 2, PB_LARGE_MESSAGE + 1},
     [PB_P2P_BIBW] = {100, 10, 20, 2, PB_LARGE_MESSAGE + 1},
 };
 
-const pb_iter_policy *pb_p2p_policy(pb_p2p_mode m) { return &policies[m]; }
+const pb_options_iter_policy *pb_p2p_policy(pb_p2p_mode m) { return &policies[m]; }

@@ -6,7 +6,7 @@
  * The pair agrees on the warm-up and timed counts from the first warm-up
  * iteration's time, so that a time cap (max_seconds) bounds the whole size,
  * warm-up included, without a per-iteration collective in the measured loop.
- * Ranks outside the pair do not take part and should wait with pb_sleepy_wait so they leave the cores to the pair. */
+ * Ranks outside the pair do not take part and should wait with pb_p2p_sleepy_wait so they leave the cores to the pair. */
 #ifndef PB_P2P_H
 #define PB_P2P_H
 
@@ -41,19 +41,19 @@ const char *const *pb_p2p_mode_names(void); /* NULL-terminated, in enum order */
 
 /* OSU's counts per mode: latency 10000 (+100 warm-up) up to 8 KiB and 1000
  * (+10) above; bw and bibw 100 (+10) and 20 (+2), with a window of 64. */
-const pb_iter_policy *pb_p2p_policy(pb_p2p_mode m);
+const pb_options_iter_policy *pb_p2p_policy(pb_p2p_mode m);
 
 /* Run by both ranks of the pair; `initiator` is the rank that times. comm is a
  * backend communicator containing both (ranks given in it); ctrl an MPI
  * communicator with the same ranks for the small control messages. The
  * result is valid on the initiator. Buffers must hold `bytes` per slot. */
-int pb_p2p_measure(const pb_backend *be, pb_comm *comm, MPI_Comm ctrl, int initiator, int peer, size_t bytes,
-                   const pb_p2p_cfg *cfg, const pb_rotbuf *sbuf, const pb_rotbuf *rbuf, pb_p2p_result *out);
+int pb_p2p_measure(const pb_comm_backend *be, pb_comm *comm, MPI_Comm ctrl, int initiator, int peer, size_t bytes,
+                   const pb_p2p_cfg *cfg, const pb_buffers *sbuf, const pb_buffers *rbuf, pb_p2p_result *out);
 
 /* Complete `req` without spinning: test, then sleep 100 us, and again. */
-void pb_sleepy_wait(MPI_Request *req);
+void pb_p2p_sleepy_wait(MPI_Request *req);
 
 /* A barrier on comm that idle ranks can sit in without taking a core. */
-void pb_sleepy_barrier(MPI_Comm comm);
+void pb_p2p_sleepy_barrier(MPI_Comm comm);
 
 #endif

@@ -1,7 +1,7 @@
 #include "coll/p2p_matrix.h"
 
 #include "core/error.h"
-#include "core/link_class.h"
+#include "core/link.h"
 #include "core/stats.h"
 
 #include <stdio.h>
@@ -14,7 +14,7 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static void summarize_class(const pb_pair_result *r, int n, const char *link, pb_class_summary *s)
+static void summarize_class(const pb_p2p_matrix_pair_result *r, int n, const char *link, pb_p2p_matrix_class_summary *s)
 {
     double *lat = malloc(sizeof(double) * (size_t)n), *bw = malloc(sizeof(double) * (size_t)n);
     int k = 0;
@@ -32,16 +32,16 @@ static void summarize_class(const pb_pair_result *r, int n, const char *link, pb
         qsort(bw, (size_t)k, sizeof(double), cmp_double);
         s->lat_min = lat[0];
         s->lat_max = lat[k - 1];
-        s->lat_median = pb_percentile_sorted(lat, (size_t)k, 50);
+        s->lat_median = pb_stats_percentile_sorted(lat, (size_t)k, 50);
         s->bw_min = bw[0];
         s->bw_max = bw[k - 1];
-        s->bw_median = pb_percentile_sorted(bw, (size_t)k, 50);
+        s->bw_median = pb_stats_percentile_sorted(bw, (size_t)k, 50);
     }
     free(lat);
     free(bw);
 }
 
-int pb_matrix_summarize(const pb_pair_result *r, int n, pb_class_summary out[3])
+int pb_p2p_matrix_summarize(const pb_p2p_matrix_pair_result *r, int n, pb_p2p_matrix_class_summary out[3])
 {
     int count = 0;
     for (int c = 0; c < PB_LINK_NCLASS; c++) {
@@ -51,7 +51,7 @@ int pb_matrix_summarize(const pb_pair_result *r, int n, pb_class_summary out[3])
     return count;
 }
 
-int pb_matrix_flag_slow(pb_pair_result *r, int n, const pb_class_summary *s, int nclasses, double bw_frac,
+int pb_p2p_matrix_flag_slow(pb_p2p_matrix_pair_result *r, int n, const pb_p2p_matrix_class_summary *s, int nclasses, double bw_frac,
                         double lat_factor)
 {
     int slow = 0;
@@ -81,7 +81,7 @@ static int finish_file(FILE *f, const char *tmp, const char *path)
     return PB_OK;
 }
 
-int pb_matrix_write_pairs(const char *path, const pb_pair_result *r, int n)
+int pb_p2p_matrix_write_pairs(const char *path, const pb_p2p_matrix_pair_result *r, int n)
 {
     char tmp[4096];
     FILE *f = start_file(path, tmp, sizeof tmp);
@@ -92,7 +92,7 @@ int pb_matrix_write_pairs(const char *path, const pb_pair_result *r, int n)
     return finish_file(f, tmp, path);
 }
 
-int pb_matrix_write_csv(const char *path, int nranks, const pb_pair_result *r, int n, int which)
+int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pair_result *r, int n, int which)
 {
     char tmp[4096];
     FILE *f = start_file(path, tmp, sizeof tmp);

@@ -9,7 +9,7 @@
 #define TAG_ROUND 7703
 
 /* This rank's pair in the round, or -1. */
-static int my_pair(const pb_schedule *s, int first, int count, int me)
+static int my_pair(const pb_p2p_schedule *s, int first, int count, int me)
 {
     for (int k = 0; k < count; k++)
         if (s->pairs[first + k].a == me || s->pairs[first + k].b == me) return k;
@@ -19,27 +19,27 @@ static int my_pair(const pb_schedule *s, int first, int count, int me)
 /* One phase of the round (latency or bw) on this rank's pair, if any; then
  * every rank waits for the phase to end, so that a pair's latency is never
  * measured under another pair's bandwidth traffic. */
-static int phase(const pb_round_setup *su, const pb_sched_pair *p, int me, const pb_p2p_cfg *cfg, size_t bytes,
+static int phase(const pb_p2p_rounds_setup *su, const pb_p2p_schedule_pair *p, int me, const pb_p2p_cfg *cfg, size_t bytes,
                  int status, pb_p2p_result *out)
 {
     if (p && status == PB_OK) {
-        pb_watch_what(pb_p2p_mode_name(cfg->mode), bytes);
-        pb_rotbuf_fit(su->sbuf, bytes);
-        pb_rotbuf_fit(su->rbuf, bytes);
+        pb_watchdog_what(pb_p2p_mode_name(cfg->mode), bytes);
+        pb_buffers_fit(su->sbuf, bytes);
+        pb_buffers_fit(su->rbuf, bytes);
         status = pb_p2p_measure(su->be, su->comm, su->world, p->a, me == p->a ? p->b : p->a, bytes, cfg, su->sbuf,
                                 su->rbuf, out);
     }
-    pb_sleepy_barrier(su->world);
+    pb_p2p_sleepy_barrier(su->world);
     return status;
 }
 
-int pb_p2p_round(const pb_round_setup *su, const pb_schedule *s, int first, int count, pb_pair_measure *out)
+int pb_p2p_rounds_run(const pb_p2p_rounds_setup *su, const pb_p2p_schedule *s, int first, int count, pb_p2p_rounds_measure *out)
 {
     int me;
     MPI_Comm_rank(su->world, &me);
     int k = my_pair(s, first, count, me);
-    const pb_sched_pair *p = k >= 0 ? &s->pairs[first + k] : NULL;
-    pb_pair_measure mine = {0};
+    const pb_p2p_schedule_pair *p = k >= 0 ? &s->pairs[first + k] : NULL;
+    pb_p2p_rounds_measure mine = {0};
     int status = phase(su, p, me, &su->lat, su->lat_bytes, PB_OK, &mine.lat);
     status = phase(su, p, me, &su->bw, su->bw_bytes, status, &mine.bw);
     mine.status = status;
@@ -54,7 +54,7 @@ int pb_p2p_round(const pb_round_setup *su, const pb_schedule *s, int first, int 
             if (initiator == 0) out[j] = mine, reqs[j] = MPI_REQUEST_NULL;
             else MPI_Irecv(&out[j], sizeof out[j], MPI_BYTE, initiator, TAG_ROUND, su->world, &reqs[j]);
         }
-        for (int j = 0; reqs && j < count; j++) pb_sleepy_wait(&reqs[j]);
+        for (int j = 0; reqs && j < count; j++) pb_p2p_sleepy_wait(&reqs[j]);
         for (int j = 0; reqs && j < count; j++)
             if (out[j].status != PB_OK && status == PB_OK) status = out[j].status;
         free(reqs);

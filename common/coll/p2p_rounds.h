@@ -9,23 +9,23 @@
 #include "coll/p2p.h"
 #include "coll/p2p_schedule.h"
 
-typedef struct pb_pair_measure {
+typedef struct pb_p2p_rounds_measure {
     pb_p2p_result lat, bw; /* zeroed when not measured */
     int status;
-} pb_pair_measure;
+} pb_p2p_rounds_measure;
 
-typedef struct pb_round_setup {
-    const pb_backend *be;
+typedef struct pb_p2p_rounds_setup {
+    const pb_comm_backend *be;
     pb_comm *comm;     /* backend communicator over `world` */
     MPI_Comm world;    /* control messages and the results */
     pb_p2p_cfg lat, bw;
     size_t lat_bytes, bw_bytes;
-    pb_rotbuf *sbuf, *rbuf; /* allocated on every rank for bw_bytes */
-} pb_round_setup;
+    pb_buffers *sbuf, *rbuf; /* allocated on every rank for bw_bytes */
+} pb_p2p_rounds_setup;
 
 /* Measure round `round` (its pairs are s->pairs[first .. first + count - 1]).
  * On rank 0, out[k] gets pair first + k. Every rank of `world` calls it; the
  * status returned is the worst of the round, agreed by all ranks. */
-int pb_p2p_round(const pb_round_setup *su, const pb_schedule *s, int first, int count, pb_pair_measure *out);
+int pb_p2p_rounds_run(const pb_p2p_rounds_setup *su, const pb_p2p_schedule *s, int first, int count, pb_p2p_rounds_measure *out);
 
 #endif

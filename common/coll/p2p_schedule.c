@@ -6,19 +6,19 @@
 #include <stdlib.h>
 
 typedef struct builder {
-    pb_sched_pair *pairs;
+    pb_p2p_schedule_pair *pairs;
     int n, cap, status;
 } builder;
 
 static void add(builder *b, int x, int y, int round)
 {
-    pb_sched_pair *p = pb_grow(b->pairs, &b->cap, b->n, sizeof *p, 256);
+    pb_p2p_schedule_pair *p = pb_grow(b->pairs, &b->cap, b->n, sizeof *p, 256);
     if (!p) {
         b->status = PB_ERR_ENV;
         return;
     }
     b->pairs = p;
-    b->pairs[b->n++] = (pb_sched_pair){x < y ? x : y, x < y ? y : x, round};
+    b->pairs[b->n++] = (pb_p2p_schedule_pair){x < y ? x : y, x < y ? y : x, round};
 }
 
 /* Round t of the circle method over m players (m even): player 0 stays, the
@@ -38,7 +38,7 @@ static int tournament_rounds(int m) { return m < 2 ? 0 : m % 2 ? m : m - 1; }
 
 static int cmp_pair(const void *x, const void *y)
 {
-    const pb_sched_pair *p = x, *q = y;
+    const pb_p2p_schedule_pair *p = x, *q = y;
     if (p->round != q->round) return p->round - q->round;
     return p->a - q->a;
 }
@@ -98,7 +98,7 @@ static void intra_rounds(builder *b, const int *ranks, int m, int base)
     free(y);
 }
 
-int pb_schedule_concurrent(const int *node_of, int nranks, pb_schedule *out)
+int pb_p2p_schedule_concurrent(const int *node_of, int nranks, pb_p2p_schedule *out)
 {
     out->pairs = NULL;
     out->npairs = out->nrounds = 0;
@@ -141,7 +141,7 @@ int pb_schedule_concurrent(const int *node_of, int nranks, pb_schedule *out)
     return PB_OK;
 }
 
-int pb_schedule_serial(int nranks, pb_schedule *out)
+int pb_p2p_schedule_serial(int nranks, pb_p2p_schedule *out)
 {
     builder b = {0};
     for (int i = 0; i < nranks; i++)
@@ -156,7 +156,7 @@ int pb_schedule_serial(int nranks, pb_schedule *out)
     return PB_OK;
 }
 
-void pb_schedule_free(pb_schedule *s)
+void pb_p2p_schedule_free(pb_p2p_schedule *s)
 {
     free(s->pairs);
     s->pairs = NULL;

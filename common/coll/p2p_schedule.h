@@ -12,23 +12,23 @@
 #ifndef PB_P2P_SCHEDULE_H
 #define PB_P2P_SCHEDULE_H
 
-typedef struct pb_sched_pair {
+typedef struct pb_p2p_schedule_pair {
     int a, b;  /* ranks, a < b */
     int round; /* 0-based */
-} pb_sched_pair;
+} pb_p2p_schedule_pair;
 
-typedef struct pb_schedule {
-    pb_sched_pair *pairs; /* sorted by round, then by a */
+typedef struct pb_p2p_schedule {
+    pb_p2p_schedule_pair *pairs; /* sorted by round, then by a */
     int npairs, nrounds;
-} pb_schedule;
+} pb_p2p_schedule;
 
 /* The concurrent schedule for ranks 0..nranks-1 on the nodes node_of[rank]
  * (0..nnodes-1, any sizes). Returns PB_OK or PB_ERR_ENV (out of memory). */
-int pb_schedule_concurrent(const int *node_of, int nranks, pb_schedule *out);
+int pb_p2p_schedule_concurrent(const int *node_of, int nranks, pb_p2p_schedule *out);
 
 /* One pair per round, in the order (0,1), (0,2), ..., (N-2,N-1): --matrix-serial. */
-int pb_schedule_serial(int nranks, pb_schedule *out);
+int pb_p2p_schedule_serial(int nranks, pb_p2p_schedule *out);
 
-void pb_schedule_free(pb_schedule *s);
+void pb_p2p_schedule_free(pb_p2p_schedule *s);
 
 #endif

@@ -26,10 +26,10 @@ int pb_compute_select(const char *option, const char *name, const pb_compute **o
                                    "cuBLAS and NCCL are found, or with `make CUDA=1`)");
 #endif
     }
-    return pb_usage(option, "unknown compute engine '%s'; accepted: blas, cublas", name);
+    return pb_error_usage(option, "unknown compute engine '%s'; accepted: blas, cublas", name);
 }
 
-double pb_gflops(double flops, double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; }
+double pb_compute_gflops(double flops, double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; }
 
 static int time_gemms(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,
                       void *a, void *b, void *c, double *seconds)
@@ -37,21 +37,21 @@ static int time_gemms(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb
     /* One untimed call warms caches and lets the engine pick its kernels. */
     PB_TRY(eng->gemm(PB_NOTRANS, PB_NOTRANS, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n, t));
     PB_TRY(eng->synchronize());
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     for (int i = 0; i < iters; i++)
         PB_TRY(eng->gemm(PB_NOTRANS, PB_NOTRANS, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n, t));
     PB_TRY(eng->synchronize());
-    *seconds = (pb_now_us() - t0) * 1e-6;
+    *seconds = (pb_timing_now_us() - t0) * 1e-6;
     return PB_OK;
 }
 
-int pb_gemm_benchmark(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,
+int pb_compute_gemm_benchmark(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,
                       double *gflops)
 {
     PB_CHECK(m > 0 && n > 0 && k > 0 && iters > 0, PB_ERR_USAGE, "gemm benchmark: shape and iterations must be positive");
     size_t es = pb_dtype_size(t);
     void *a = NULL, *b = NULL, *c = NULL;
-    pb_fill_spec fa = {.seed = 1, .stream = 1, .scale = 1.0f}, fb = {.seed = 1, .stream = 2, .scale = 1.0f};
+    pb_compute_fill_spec fa = {.seed = 1, .stream = 1, .scale = 1.0f}, fb = {.seed = 1, .stream = 2, .scale = 1.0f};
     int st = eng->alloc(&a, (size_t)(m * k) * es);
     if (st == PB_OK) st = eng->alloc(&b, (size_t)(k * n) * es);
     if (st == PB_OK) st = eng->alloc(&c, (size_t)(m * n) * es);
@@ -59,7 +59,7 @@ int pb_gemm_benchmark(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb
     if (st == PB_OK) st = eng->fill(b, t, k, n, n, &fb);
     double sec = 0;
     if (st == PB_OK) st = time_gemms(eng, m, n, k, t, iters, a, b, c, &sec);
-    if (st == PB_OK) *gflops = pb_gflops(2.0 * (double)m * (double)n * (double)k * iters, sec);
+    if (st == PB_OK) *gflops = pb_compute_gflops(2.0 * (double)m * (double)n * (double)k * iters, sec);
     if (a) eng->free(a);
     if (b) eng->free(b);
     if (c) eng->free(c);

@@ -14,12 +14,12 @@
 #define PB_COMPUTE_H
 
 #include "core/dtype.h"
-#include "core/memory.h"
+#include "core/mem.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { PB_NOTRANS = 0, PB_TRANS = 1 } pb_trans;
+typedef enum { PB_NOTRANS = 0, PB_TRANS = 1 } pb_compute_trans;
 
 typedef struct pb_compute_opts {
     int threads; /* BLAS threads per rank; 0 = engine default (1, so ranks do not fight over cores) */
@@ -27,14 +27,14 @@ typedef struct pb_compute_opts {
 } pb_compute_opts;
 
 /* Deterministic fill: element (i, j) of a rows x cols block gets
- *   scale * pb_hash_uniform(seed, stream, row0 + i, col0 + j)   (rng.h)
+ *   scale * pb_rng_hash_uniform(seed, stream, row0 + i, col0 + j)   (rng.h)
  * so a block is exactly the slice [row0.., col0..] of a larger matrix. */
-typedef struct pb_fill_spec {
+typedef struct pb_compute_fill_spec {
     uint64_t seed;
     uint64_t stream; /* which matrix: e.g. layer * 4 + weight */
     int64_t row0, col0;
     float scale;
-} pb_fill_spec;
+} pb_compute_fill_spec;
 
 typedef struct pb_compute {
     const char *name; /* "blas", "cublas" */
@@ -62,7 +62,7 @@ typedef struct pb_compute {
 
     /* C = alpha * op(A) op(B) + beta * C, op(A) m x k, op(B) k x n, C m x n,
      * leading dimensions in elements. beta == 0 ignores C's old contents. */
-    int (*gemm)(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+    int (*gemm)(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                 int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc, pb_dtype t);
     /* y = max(x, 0); y may be x. */
     int (*relu_fwd)(pb_dtype t, size_t n, const void *x, void *y);
@@ -76,8 +76,8 @@ typedef struct pb_compute {
     int (*softmax_bwd)(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx);
     /* dst[i] = (dst type) src[i]; fp32 <-> bf16 (rounded to nearest even). */
     int (*convert)(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n);
-    /* Fill a rows x cols block (leading dimension ld) per pb_fill_spec. */
-    int (*fill)(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_fill_spec *spec);
+    /* Fill a rows x cols block (leading dimension ld) per pb_compute_fill_spec. */
+    int (*fill)(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_compute_fill_spec *spec);
     /* Wait for all queued work (no-op on BLAS; a stream sync on GPUs). */
     int (*synchronize)(void);
 
@@ -100,12 +100,12 @@ const pb_compute *pb_compute_blas(void);
 int pb_compute_select(const char *option, const char *name, const pb_compute **out);
 
 /* GFLOP/s from a FLOP count and seconds (0 when seconds <= 0). */
-double pb_gflops(double flops, double seconds);
+double pb_compute_gflops(double flops, double seconds);
 
 /* Time `iters` GEMMs of m x n x k in type t on `eng` (after one warm-up) and
  * return the achieved GFLOP/s (2*m*n*k per GEMM). Allocates and frees its own
  * engine buffers. */
-int pb_gemm_benchmark(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,
+int pb_compute_gemm_benchmark(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,
                       double *gflops);
 
 #endif

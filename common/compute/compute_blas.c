@@ -6,7 +6,7 @@
 #include "compute/compute.h"
 
 #include "core/error.h"
-#include "core/memory.h"
+#include "core/mem.h"
 #include "core/rng.h"
 
 #include <cblas.h>
@@ -117,13 +117,13 @@ static int blas_copy(void *dst, const void *src, size_t bytes)
 static void bf16_to_f32_matrix(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t ld)
 {
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = pb_bf16_to_float(src[i * ld + j]);
+        for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = pb_dtype_bf16_to_float(src[i * ld + j]);
 }
 
 /* bf16 GEMM: A and B go to sbgemm as they are when it is native; otherwise they
  * are widened to fp32 first (correct, slow: only reached when a caller asks
  * for bf16 despite gemm_dtype). C is accumulated in fp32 and rounded once. */
-static int gemm_bf16(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+static int gemm_bf16(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                      int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc)
 {
     int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
@@ -144,12 +144,12 @@ static int gemm_bf16(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, 
                     (blasint)bc, beta, cf, (blasint)n);
     }
     for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) cb[i * ldc + j] = pb_float_to_bf16(cf[i * n + j]);
+        for (int64_t j = 0; j < n; j++) cb[i * ldc + j] = pb_dtype_float_to_bf16(cf[i * n + j]);
     free(cf);
     return PB_OK;
 }
 
-static int blas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+static int blas_gemm(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                      int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc, pb_dtype t)
 {
     PB_CHECK(m >= 0 && n >= 0 && k >= 0, PB_ERR_USAGE, "gemm: negative shape %lldx%lldx%lld", (long long)m,
@@ -164,12 +164,12 @@ static int blas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, 
 
 static float load(pb_dtype t, const void *p, size_t i)
 {
-    return t == PB_BFLOAT16 ? pb_bf16_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    return t == PB_BFLOAT16 ? pb_dtype_bf16_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 static void store(pb_dtype t, void *p, size_t i, float v)
 {
-    if (t == PB_BFLOAT16) ((uint16_t *)p)[i] = pb_float_to_bf16(v);
+    if (t == PB_BFLOAT16) ((uint16_t *)p)[i] = pb_dtype_float_to_bf16(v);
     else ((float *)p)[i] = v;
 }
 
@@ -238,13 +238,13 @@ static int blas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src
     return PB_OK;
 }
 
-static int blas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_fill_spec *s)
+static int blas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_compute_fill_spec *s)
 {
     PB_TRY(check_float_type(t, "fill"));
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             store(t, ptr, (size_t)(i * ld + j),
-                  s->scale * pb_hash_uniform(s->seed, s->stream, (uint64_t)(s->row0 + i), (uint64_t)(s->col0 + j)));
+                  s->scale * pb_rng_hash_uniform(s->seed, s->stream, (uint64_t)(s->row0 + i), (uint64_t)(s->col0 + j)));
     return PB_OK;
 }
 

@@ -29,7 +29,7 @@ static struct {
     int device;
     cublasHandle_t handle;
     cudaStream_t stream;
-    pb_cuda_spans spans; /* device time of engine work */
+    pb_spans_cuda spans; /* device time of engine work */
     char desc[512];
 } cu;
 
@@ -71,7 +71,7 @@ static void cublas_finalize(void)
 {
     if (!cu.ready) return;
     cudaStreamSynchronize(cu.stream);
-    pb_cuda_spans_free(&cu.spans);
+    pb_spans_cuda_free(&cu.spans);
     cublasDestroy(cu.handle);
     cudaStreamDestroy(cu.stream);
     cu.ready = 0;
@@ -107,7 +107,7 @@ static int cublas_init(const pb_compute_opts *opts)
     e = cudaStreamCreateWithFlags(&cu.stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         cu.stream = NULL;
-        return init_failed(pb_cuda_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (compute stream)"));
+        return init_failed(pb_cuda_status_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (compute stream)"));
     }
     cublasStatus_t s = cublasCreate(&cu.handle);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -201,7 +201,7 @@ static int cublas_from_host(void *dst, const void *host_src, size_t bytes)
     return PB_OK;
 }
 
-static int cublas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+static int cublas_gemm(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                        int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc, pb_dtype t)
 {
     READY("gemm");
@@ -210,8 +210,8 @@ static int cublas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k
              (long long)n, (long long)k);
     if (m == 0 || n == 0) return PB_OK;
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first. */
-    pb_gemm_colmajor g = pb_gemm_map(ta, tb, m, n, k, lda, ldb, ldc);
-    PB_CHECK(pb_gemm_colmajor_valid(&g), PB_ERR_USAGE,
+    pb_gemm_map_colmajor g = pb_gemm_map(ta, tb, m, n, k, lda, ldb, ldc);
+    PB_CHECK(pb_gemm_map_colmajor_valid(&g), PB_ERR_USAGE,
              "gemm: %lldx%lldx%lld (ta=%d tb=%d) with lda=%lld ldb=%lld ldc=%lld: leading dimension too small or "
              "a value above cuBLAS's 32-bit limit",
              (long long)m, (long long)n, (long long)k, (int)ta, (int)tb, (long long)lda, (long long)ldb,
@@ -229,7 +229,7 @@ static int cublas_gemm(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k
 static int launched(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess) return PB_OK;
-    return pb_cuda_fail_at(e, __FILE__, __LINE__, what);
+    return pb_cuda_status_fail_at(e, __FILE__, __LINE__, what);
 }
 
 static int cublas_relu_fwd(pb_dtype t, size_t n, const void *x, void *y)
@@ -271,7 +271,7 @@ static int cublas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype s
     return launched(pb_cuda_convert(dst, dst_t, src, src_t, n, cu.stream), "convert kernel launch");
 }
 
-static int cublas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_fill_spec *s)
+static int cublas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_compute_fill_spec *s)
 {
     READY("fill");
     PB_TRY(check_float_type(t, "fill"));
@@ -294,16 +294,16 @@ static void *cublas_queue(void) { return cu.stream; }
 static int cublas_span_begin(void)
 {
     READY("span");
-    return pb_cuda_span_begin(&cu.spans, cu.stream);
+    return pb_spans_cuda_begin(&cu.spans, cu.stream);
 }
 
 static int cublas_span_end(void)
 {
     READY("span");
-    return pb_cuda_span_end(&cu.spans, cu.stream);
+    return pb_spans_cuda_end(&cu.spans, cu.stream);
 }
 
-static int cublas_span_take(double *us, int *count) { return pb_cuda_spans_take(&cu.spans, us, count); }
+static int cublas_span_take(double *us, int *count) { return pb_spans_cuda_take(&cu.spans, us, count); }
 
 static const pb_compute cublas_engine = {
     .name = "cublas",

@@ -18,18 +18,18 @@
 #include <limits.h>
 #include <stdint.h>
 
-typedef struct pb_gemm_colmajor {
+typedef struct pb_gemm_map_colmajor {
     /* Column-major call: C' (m x n, ldc) = alpha op'(A') op'(B') + beta C',
      * with A' = the caller's B buffer and B' = the caller's A buffer. */
-    pb_trans transa, transb;
+    pb_compute_trans transa, transb;
     int64_t m, n, k;
     int64_t lda, ldb, ldc;
-} pb_gemm_colmajor;
+} pb_gemm_map_colmajor;
 
-static inline pb_gemm_colmajor pb_gemm_map(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, int64_t lda,
+static inline pb_gemm_map_colmajor pb_gemm_map(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, int64_t lda,
                                            int64_t ldb, int64_t ldc)
 {
-    pb_gemm_colmajor g;
+    pb_gemm_map_colmajor g;
     g.transa = tb; /* A' is B */
     g.transb = ta; /* B' is A */
     g.m = n;
@@ -41,13 +41,13 @@ static inline pb_gemm_colmajor pb_gemm_map(pb_trans ta, pb_trans tb, int64_t m, 
     return g;
 }
 
-static inline int64_t pb_gemm_max1(int64_t v) { return v > 1 ? v : 1; }
+static inline int64_t pb_gemm_map_max1(int64_t v) { return v > 1 ? v : 1; }
 
 /* 1 when the mapped call is one column-major BLAS accepts with 32-bit ints:
  * shapes non-negative, every value <= INT_MAX, and each leading dimension at
  * least the column-major row count of its matrix (at least 1). These are the
  * row-major requirements too: lda >= columns of A as stored, and so on. */
-static inline int pb_gemm_colmajor_valid(const pb_gemm_colmajor *g)
+static inline int pb_gemm_map_colmajor_valid(const pb_gemm_map_colmajor *g)
 {
     if (g->m < 0 || g->n < 0 || g->k < 0) return 0;
     const int64_t v[6] = {g->m, g->n, g->k, g->lda, g->ldb, g->ldc};
@@ -55,7 +55,7 @@ static inline int pb_gemm_colmajor_valid(const pb_gemm_colmajor *g)
         if (v[i] > INT_MAX) return 0;
     int64_t arows = g->transa == PB_NOTRANS ? g->m : g->k; /* A' is m x k, or k x m transposed */
     int64_t brows = g->transb == PB_NOTRANS ? g->k : g->n; /* B' is k x n, or n x k transposed */
-    return g->lda >= pb_gemm_max1(arows) && g->ldb >= pb_gemm_max1(brows) && g->ldc >= pb_gemm_max1(g->m);
+    return g->lda >= pb_gemm_map_max1(arows) && g->ldb >= pb_gemm_map_max1(brows) && g->ldc >= pb_gemm_map_max1(g->m);
 }
 
 #endif

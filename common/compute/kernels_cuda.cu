@@ -15,7 +15,7 @@ namespace {
 constexpr int kThreads = 256;      // power of two: block_reduce relies on it
 constexpr size_t kMaxBlocks = 4096; // grid-stride loops cover the rest
 
-// Storage type <-> fp32. Stores round to nearest even, as pb_float_to_bf16 does.
+// Storage type <-> fp32. Stores round to nearest even, as pb_dtype_float_to_bf16 does.
 __device__ __forceinline__ float load(const float *p, size_t i) { return p[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16 *p, size_t i) { return __bfloat162float(p[i]); }
 __device__ __forceinline__ void store(float *p, size_t i, float v) { p[i] = v; }
@@ -60,7 +60,7 @@ __global__ void fill_kernel(T *p, int64_t rows, int64_t cols, int64_t ld, uint64
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
          idx += (size_t)gridDim.x * blockDim.x) {
         const size_t i = idx / c, j = idx % c;
-        const float u = pb_hash_uniform(seed, rs, (uint64_t)(row0 + (int64_t)i), (uint64_t)(col0 + (int64_t)j));
+        const float u = pb_rng_hash_uniform(seed, rs, (uint64_t)(row0 + (int64_t)i), (uint64_t)(col0 + (int64_t)j));
         store(p, i * (size_t)ld + j, scale * u);
     }
 }

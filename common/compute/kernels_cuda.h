@@ -34,7 +34,7 @@ cudaError_t pb_cuda_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const vo
 cudaError_t pb_cuda_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n,
                             cudaStream_t stream);
 /* Element (i, j), i < rows, j < cols, at ptr[i * ld + j] becomes
- * scale * pb_hash_uniform(seed, rng_stream, row0 + i, col0 + j)  (rng.h),
+ * scale * pb_rng_hash_uniform(seed, rng_stream, row0 + i, col0 + j)  (rng.h),
  * bit for bit what the BLAS engine's fill stores. */
 cudaError_t pb_cuda_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, uint64_t seed,
                          uint64_t rng_stream, int64_t row0, int64_t col0, float scale, cudaStream_t stream);

@@ -19,26 +19,26 @@ static int64_t local_hidden(const pb_layer_shape *sh) { return sh->h / sh->tp_si
 
 int pb_layer_shape_check(const pb_layer_shape *sh)
 {
-    if (sh->b <= 0) return pb_usage("--micro-batch", "must be positive, got %lld", (long long)sh->b);
-    if (sh->s <= 0) return pb_usage("--seq", "must be positive, got %lld", (long long)sh->s);
-    if (sh->h <= 0) return pb_usage("--hidden", "must be positive, got %lld", (long long)sh->h);
-    if (sh->heads <= 0) return pb_usage("--heads", "must be positive, got %lld", (long long)sh->heads);
+    if (sh->b <= 0) return pb_error_usage("--micro-batch", "must be positive, got %lld", (long long)sh->b);
+    if (sh->s <= 0) return pb_error_usage("--seq", "must be positive, got %lld", (long long)sh->s);
+    if (sh->h <= 0) return pb_error_usage("--hidden", "must be positive, got %lld", (long long)sh->h);
+    if (sh->heads <= 0) return pb_error_usage("--heads", "must be positive, got %lld", (long long)sh->heads);
     if (sh->h % sh->heads != 0)
-        return pb_usage("--hidden", "hidden size %lld is not divisible by the head count %lld", (long long)sh->h,
+        return pb_error_usage("--hidden", "hidden size %lld is not divisible by the head count %lld", (long long)sh->h,
                         (long long)sh->heads);
-    if (sh->tp_size <= 0) return pb_usage("--tp", "must be positive, got %d", sh->tp_size);
+    if (sh->tp_size <= 0) return pb_error_usage("--tp", "must be positive, got %d", sh->tp_size);
     if (sh->heads % sh->tp_size != 0)
-        return pb_usage("--tp", "tensor-parallel size %d does not divide the head count %lld", sh->tp_size,
+        return pb_error_usage("--tp", "tensor-parallel size %d does not divide the head count %lld", sh->tp_size,
                         (long long)sh->heads);
     if (sh->tp_rank < 0 || sh->tp_rank >= sh->tp_size)
-        return pb_usage("--tp", "rank %d is outside the tensor-parallel group of %d", sh->tp_rank, sh->tp_size);
+        return pb_error_usage("--tp", "rank %d is outside the tensor-parallel group of %d", sh->tp_rank, sh->tp_size);
     if (sh->dtype != PB_FLOAT32 && sh->dtype != PB_BFLOAT16)
-        return pb_usage("--dtype", "compute type %s not supported; expected float or bfloat16",
+        return pb_error_usage("--dtype", "compute type %s not supported; expected float or bfloat16",
                         pb_dtype_name(sh->dtype));
     return PB_OK;
 }
 
-void pb_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols)
+void pb_layer_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols)
 {
     int64_t h = sh->h, hl = local_hidden(sh);
     static const int64_t mult[PB_W_COUNT] = {3, 1, 4, 4};
@@ -47,28 +47,28 @@ void pb_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, i
     *cols = col_parallel ? mult[w] * hl : h;
 }
 
-int64_t pb_weight_offset(const pb_layer_shape *sh, enum pb_weight w)
+int64_t pb_layer_weight_offset(const pb_layer_shape *sh, enum pb_weight w)
 {
     int64_t off = 0, r, c;
     for (int i = 0; i < (int)w; i++) {
-        pb_weight_dims(sh, (enum pb_weight)i, &r, &c);
+        pb_layer_weight_dims(sh, (enum pb_weight)i, &r, &c);
         off += r * c;
     }
     return off;
 }
 
-int64_t pb_layer_params_local(const pb_layer_shape *sh) { return pb_weight_offset(sh, PB_W_COUNT); }
+int64_t pb_layer_params_local(const pb_layer_shape *sh) { return pb_layer_weight_offset(sh, PB_W_COUNT); }
 
 double pb_layer_step_flops(const pb_layer_shape *sh)
 {
     double b = (double)sh->b, s = (double)sh->s, h = (double)sh->h;
-    return pb_layer_flops_fwd(b, s, h, sh->tp_size, sh->attn_scores) +
-           pb_layer_flops_bwd(b, s, h, sh->tp_size, sh->attn_scores);
+    return pb_flops_layer_fwd(b, s, h, sh->tp_size, sh->attn_scores) +
+           pb_flops_layer_bwd(b, s, h, sh->tp_size, sh->attn_scores);
 }
 
 static uint64_t align_up(uint64_t bytes) { return (bytes + PB_ACT_ALIGN - 1) / PB_ACT_ALIGN * PB_ACT_ALIGN; }
 
-void pb_layer_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
+void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
 {
     uint64_t n = (uint64_t)tokens(sh), h = (uint64_t)sh->h, hl = (uint64_t)local_hidden(sh);
     uint64_t es = pb_dtype_size(sh->dtype), sc = sh->attn_scores ? 1 : 0;
@@ -84,7 +84,7 @@ void pb_layer_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers)
 {
     uint64_t sizes[6], sum = 0;
-    pb_layer_act_slots(sh, sizes);
+    pb_layer_impl_act_slots(sh, sizes);
     for (int i = 0; i < 6; i++) sum += sizes[i];
     return sum * (uint64_t)nlayers;
 }
@@ -97,10 +97,10 @@ static int fill_block(pb_layer *ly, uint64_t seed, enum pb_weight w, int64_t lco
                       int64_t row0, int64_t col0, float scale)
 {
     int64_t r, ld;
-    pb_weight_dims(&ly->sh, w, &r, &ld);
-    pb_fill_spec spec = {.seed = seed, .stream = (uint64_t)ly->global * PB_W_COUNT + (uint64_t)w,
+    pb_layer_weight_dims(&ly->sh, w, &r, &ld);
+    pb_compute_fill_spec spec = {.seed = seed, .stream = (uint64_t)ly->global * PB_W_COUNT + (uint64_t)w,
                          .row0 = row0, .col0 = col0, .scale = scale};
-    void *p = at(ly->w, pb_weight_offset(&ly->sh, w) + lcol, ly->sh.dtype);
+    void *p = at(ly->w, pb_layer_weight_offset(&ly->sh, w) + lcol, ly->sh.dtype);
     return ly->eng->fill(p, ly->sh.dtype, rows, cols, ld, &spec);
 }
 
@@ -109,7 +109,7 @@ static int fill_block(pb_layer *ly, uint64_t seed, enum pb_weight w, int64_t lco
  * The two projections that feed the residual stream (Wo, W2) are further
  * scaled by 1/sqrt(2L) (GPT-2's residual scaling), so the stream's variance
  * grows by a bounded factor over L layers instead of doubling per block. */
-int pb_layer_init_weights(pb_layer *ly, uint64_t seed)
+int pb_layer_impl_init_weights(pb_layer *ly, uint64_t seed)
 {
     int64_t h = ly->sh.h, hl = local_hidden(&ly->sh), r = ly->sh.tp_rank;
     float s_h = sqrtf(3.0f / (float)h), s_down = sqrtf(6.0f / (float)(4 * h)), a = ly->resid_scale;
@@ -125,10 +125,10 @@ int pb_layer_init_weights(pb_layer *ly, uint64_t seed)
 
 static const void *weight(const pb_layer *ly, enum pb_weight w)
 {
-    return at(ly->w, pb_weight_offset(&ly->sh, w), ly->sh.dtype);
+    return at(ly->w, pb_layer_weight_offset(&ly->sh, w), ly->sh.dtype);
 }
 
-static int gemm(const pb_layer *ly, pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, float alpha,
+static int gemm(const pb_layer *ly, pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, float alpha,
                 const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc)
 {
     return ly->eng->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, ly->sh.dtype);
@@ -143,8 +143,8 @@ static int grad_gemm(pb_layer *ly, enum pb_weight w, const void *a, int64_t lda,
     const pb_compute *E = ly->eng;
     pb_dtype ct = ly->sh.dtype;
     int64_t rows, cols, n = tokens(&ly->sh);
-    pb_weight_dims(&ly->sh, w, &rows, &cols);
-    void *g = at(ly->g, pb_weight_offset(&ly->sh, w), ly->gt);
+    pb_layer_weight_dims(&ly->sh, w, &rows, &cols);
+    void *g = at(ly->g, pb_layer_weight_offset(&ly->sh, w), ly->gt);
     float beta = accumulate ? 1.0f : 0.0f;
     if (ly->gt == ct) return E->gemm(PB_TRANS, PB_NOTRANS, rows, cols, n, 1.0f, a, lda, b, ldb, beta, g, cols, ct);
     void *tmp = ly->sc->gconv;
@@ -154,7 +154,7 @@ static int grad_gemm(pb_layer *ly, enum pb_weight w, const void *a, int64_t lda,
 }
 
 /* Attention of one (sequence, head): P = softmax(c Q K^T), O = P V, with the
- * usual c = 1/sqrt(hd). Softmax (not counted in FLOPs, as in DESIGN.md) makes
+ * usual c = 1/sqrt(hd). Softmax (not counted in FLOPs, docs/compute.md) makes
  * O a convex combination of V rows: without it O is cubic in X and a deep
  * stack overflows. No causal mask: the GEMMs run on the full s x s. */
 static float score_scale(const pb_layer_shape *sh)
@@ -222,7 +222,7 @@ static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
 /* c = resid + A B on tensor-parallel rank 0 and c = A B elsewhere, so that the
  * sum of the ranks' partial outputs carries the residual exactly once. Used
  * both for Y = X + f(X) and for its backward dX = dY + f'(X)^T dY. */
-static int residual_gemm(const pb_layer *ly, pb_trans tb, int64_t m, int64_t n, int64_t k, const void *a,
+static int residual_gemm(const pb_layer *ly, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, const void *a,
                          int64_t lda, const void *b, int64_t ldb, const void *resid, void *c)
 {
     float beta = 0.0f;
@@ -242,7 +242,7 @@ static const void *attn_out(const pb_layer *ly, const pb_layer_acts *sv, int64_t
     return ly->sh.attn_scores ? sv->o : at(sv->qkv, 2 * hl, ly->sh.dtype);
 }
 
-int pb_attn_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
+int pb_layer_attn_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
     const pb_layer_shape *sh = &ly->sh;
     int64_t n = tokens(sh), h = sh->h, hl = local_hidden(sh), ldo;
@@ -254,7 +254,7 @@ int pb_attn_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
     return residual_gemm(ly, PB_NOTRANS, n, h, hl, o, ldo, weight(ly, PB_W_O), h, sv->x_attn, y);
 }
 
-int pb_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
+int pb_layer_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
 {
     const pb_layer_shape *sh = &ly->sh;
     int64_t n = tokens(sh), h = sh->h, hl = local_hidden(sh), ldo;
@@ -274,7 +274,7 @@ int pb_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, 
     return residual_gemm(ly, PB_TRANS, n, h, 3 * hl, dqkv, 3 * hl, weight(ly, PB_W_QKV), 3 * hl, dy, dx);
 }
 
-int pb_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
+int pb_layer_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
     const pb_layer_shape *sh = &ly->sh;
     int64_t n = tokens(sh), h = sh->h, f = 4 * local_hidden(sh);
@@ -284,7 +284,7 @@ int pb_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
     return residual_gemm(ly, PB_NOTRANS, n, h, f, sv->hmlp, f, weight(ly, PB_W_DOWN), h, sv->x_mlp, y);
 }
 
-int pb_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
+int pb_layer_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
 {
     const pb_layer_shape *sh = &ly->sh;
     int64_t n = tokens(sh), h = sh->h, f = 4 * local_hidden(sh);

@@ -42,9 +42,9 @@ enum pb_weight { PB_W_QKV, PB_W_O, PB_W_UP, PB_W_DOWN, PB_W_COUNT };
 int pb_layer_shape_check(const pb_layer_shape *sh);
 
 /* Rows and columns of this rank's shard of weight w. */
-void pb_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols);
+void pb_layer_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols);
 /* Elements before weight w inside one layer's block. */
-int64_t pb_weight_offset(const pb_layer_shape *sh, enum pb_weight w);
+int64_t pb_layer_weight_offset(const pb_layer_shape *sh, enum pb_weight w);
 /* Parameters of one layer held by this rank: 12*h*h/t. */
 int64_t pb_layer_params_local(const pb_layer_shape *sh);
 
@@ -54,76 +54,76 @@ int64_t pb_layer_params_local(const pb_layer_shape *sh);
 double pb_layer_step_flops(const pb_layer_shape *sh);
 
 /* Bytes one micro-batch's saved activations take for `nlayers` layers (what a
- * pipeline stage holds per micro-batch in flight; pb_acts_alloc takes exactly this). */
+ * pipeline stage holds per micro-batch in flight; pb_layer_saved_alloc takes exactly this). */
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers);
 
 /* ---- Activation pool: counts bytes held now and the peak --------------- */
 
-typedef struct pb_act_pool pb_act_pool;
-int pb_act_pool_create(const pb_compute *eng, pb_act_pool **out);
+typedef struct pb_layer_act_pool pb_layer_act_pool;
+int pb_layer_act_pool_create(const pb_compute *eng, pb_layer_act_pool **out);
 /* Frees every cached block; blocks still held by the caller are freed too. */
-void pb_act_pool_destroy(pb_act_pool *pool);
+void pb_layer_act_pool_destroy(pb_layer_act_pool *pool);
 /* Engine memory of `bytes`; a freed block of the same size is reused. */
-int pb_act_alloc(pb_act_pool *pool, uint64_t bytes, void **ptr);
-void pb_act_free(pb_act_pool *pool, void *ptr);
-uint64_t pb_act_held(const pb_act_pool *pool);
-uint64_t pb_act_peak(const pb_act_pool *pool);
-void pb_act_reset_peak(pb_act_pool *pool); /* peak = held */
+int pb_layer_act_alloc(pb_layer_act_pool *pool, uint64_t bytes, void **ptr);
+void pb_layer_act_free(pb_layer_act_pool *pool, void *ptr);
+uint64_t pb_layer_act_held(const pb_layer_act_pool *pool);
+uint64_t pb_layer_act_peak(const pb_layer_act_pool *pool);
+void pb_layer_act_reset_peak(pb_layer_act_pool *pool); /* peak = held */
 
 /* ---- Stack: the layers of one pipeline stage (or the whole model) ------- */
 
-typedef struct pb_stack_config {
+typedef struct pb_layer_stack_config {
     const pb_compute *eng;
-    pb_layer_shape shape; /* shape.dtype is the REQUESTED type; see pb_stack_shape */
+    pb_layer_shape shape; /* shape.dtype is the REQUESTED type; see pb_layer_stack_shape */
     int64_t layer0;       /* global index of the first layer (seeds weights) */
     int64_t nlayers;
     int64_t model_layers; /* layers of the whole model (residual scaling); 0 = layer0 + nlayers */
     uint64_t seed;
     pb_dtype grad_dtype;  /* PB_FLOAT32 or PB_BFLOAT16 */
-    void *grads;          /* engine memory of pb_stack_grad_bytes(), or NULL to allocate */
-} pb_stack_config;
+    void *grads;          /* engine memory of pb_layer_stack_grad_bytes(), or NULL to allocate */
+} pb_layer_stack_config;
 
-typedef struct pb_stack pb_stack;
+typedef struct pb_layer_stack pb_layer_stack;
 typedef struct pb_layer pb_layer;        /* one layer's weights, grads and scratch */
-typedef struct pb_acts pb_acts;          /* one micro-batch's saved activations */
+typedef struct pb_layer_saved pb_layer_saved;          /* one micro-batch's saved activations */
 typedef struct pb_layer_acts pb_layer_acts;
 
 /* Engine memory the stack itself takes (weights, grads unless provided,
- * scratch), for pb_mem_require before pb_stack_create. Activations excluded. */
-uint64_t pb_stack_bytes(const pb_stack_config *cfg);
+ * scratch), for pb_mem_require before pb_layer_stack_create. Activations excluded. */
+uint64_t pb_layer_stack_bytes(const pb_layer_stack_config *cfg);
 /* Flat gradient buffer size: nlayers * 12*h*h/t * sizeof(grad_dtype). */
-uint64_t pb_stack_grad_bytes(const pb_stack_config *cfg);
+uint64_t pb_layer_stack_grad_bytes(const pb_layer_stack_config *cfg);
 
-int pb_stack_create(const pb_stack_config *cfg, pb_stack **out);
-void pb_stack_destroy(pb_stack *st);
-const pb_layer_shape *pb_stack_shape(const pb_stack *st); /* dtype = effective */
-pb_layer *pb_stack_layer(pb_stack *st, int64_t local_index);
-void *pb_stack_grads(pb_stack *st);
+int pb_layer_stack_create(const pb_layer_stack_config *cfg, pb_layer_stack **out);
+void pb_layer_stack_destroy(pb_layer_stack *st);
+const pb_layer_shape *pb_layer_stack_shape(const pb_layer_stack *st); /* dtype = effective */
+pb_layer *pb_layer_stack_layer(pb_layer_stack *st, int64_t local_index);
+void *pb_layer_stack_grads(pb_layer_stack *st);
 /* Byte offset of layer i's gradients in the flat buffer (i = local index). */
-uint64_t pb_stack_grad_offset(const pb_stack *st, int64_t local_index);
-pb_act_pool *pb_stack_pool(pb_stack *st);
+uint64_t pb_layer_stack_grad_offset(const pb_layer_stack *st, int64_t local_index);
+pb_layer_act_pool *pb_layer_stack_pool(pb_layer_stack *st);
 /* Weights of one layer (engine memory, layout above); for validation. */
 const void *pb_layer_weights(const pb_layer *ly);
 const void *pb_layer_grads(const pb_layer *ly);
 
 /* Fill a tokens x h input deterministically from (seed, micro-batch index),
  * values ~U(-sqrt3, sqrt3) (unit variance). */
-int pb_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t tokens, int64_t h, uint64_t seed,
+int pb_layer_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t tokens, int64_t h, uint64_t seed,
                   uint64_t index);
 
 /* One micro-batch's activations for every layer of the stack, from its pool. */
-int pb_acts_alloc(pb_stack *st, pb_acts **out);
-void pb_acts_free(pb_stack *st, pb_acts *acts);
-pb_layer_acts *pb_acts_layer(pb_acts *acts, int64_t local_index);
+int pb_layer_saved_alloc(pb_layer_stack *st, pb_layer_saved **out);
+void pb_layer_saved_free(pb_layer_stack *st, pb_layer_saved *acts);
+pb_layer_acts *pb_layer_saved_layer(pb_layer_saved *acts, int64_t local_index);
 
 /* ---- Blocks (tensor parallelism runs these one by one) ----------------- */
 /* x, dy: N x h, replicated on the TP group. y, dx: N x h partial sums to reduce.
  * Forward saves what backward needs in `saved` (x is copied in).
  * accumulate: 0 overwrites the layer's gradients, 1 adds (micro-batches). */
-int pb_attn_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
-int pb_attn_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
-int pb_mlp_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
-int pb_mlp_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
+int pb_layer_attn_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
+int pb_layer_attn_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
+int pb_layer_mlp_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
+int pb_layer_mlp_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
 
 /* ---- Whole layers (tp_size 1 only: no communication between blocks) --- */
 
@@ -132,15 +132,15 @@ int pb_mlp_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx
  * buffer. They may still be in flight (GPU engines): a callback that hands
  * them to a communicator orders it first (ordering.h). A non-zero return stops
  * backward and is returned. */
-typedef int (*pb_grad_ready_fn)(void *user, int64_t layer, uint64_t offset, uint64_t bytes);
+typedef int (*pb_layer_grad_ready_fn)(void *user, int64_t layer, uint64_t offset, uint64_t bytes);
 
 int pb_layer_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
 int pb_layer_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
 /* x -> all layers -> y. */
-int pb_stack_forward(pb_stack *st, pb_acts *acts, const void *x, void *y);
+int pb_layer_stack_forward(pb_layer_stack *st, pb_layer_saved *acts, const void *x, void *y);
 /* dy -> layers last..first -> dx (dx may be NULL: computed into scratch).
  * `ready` (may be NULL) runs after each layer's weight gradients. */
-int pb_stack_backward(pb_stack *st, pb_acts *acts, const void *dy, void *dx, int accumulate,
-                      pb_grad_ready_fn ready, void *user);
+int pb_layer_stack_backward(pb_layer_stack *st, pb_layer_saved *acts, const void *dy, void *dx, int accumulate,
+                      pb_layer_grad_ready_fn ready, void *user);
 
 #endif

@@ -6,14 +6,14 @@
 #include "compute/layer.h"
 
 /* Scratch shared by all layers of a stack (they run one at a time). */
-typedef struct pb_scratch {
+typedef struct pb_layer_impl_scratch {
     void *big;   /* N x 4h/t: dH of the MLP, dQKV (N x 3h/t) of attention */
     void *d_o;   /* N x h/t: dO of attention */
     void *d_s;   /* s x s: dS of one head */
     void *gconv; /* largest weight, compute type: dW before conversion to grad type */
     void *mid;   /* N x h: between the blocks of a whole layer */
     void *pp[2]; /* N x h: gradients between layers of a stack */
-} pb_scratch;
+} pb_layer_impl_scratch;
 
 struct pb_layer {
     const pb_compute *eng;
@@ -23,7 +23,7 @@ struct pb_layer {
     void *g;           /* gradients, same layout, in gt */
     pb_dtype gt;
     float resid_scale; /* 1/sqrt(2 * model layers), on Wo and W2 */
-    pb_scratch *sc;
+    pb_layer_impl_scratch *sc;
 };
 
 struct pb_layer_acts {
@@ -37,9 +37,9 @@ struct pb_layer_acts {
 
 /* Byte sizes of the slots above, each rounded up to PB_ACT_ALIGN. */
 #define PB_ACT_ALIGN 256
-void pb_layer_act_slots(const pb_layer_shape *sh, uint64_t sizes[6]);
+void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6]);
 
 /* Fill layer `ly`'s weights from (seed, global layer, global row, global col). */
-int pb_layer_init_weights(pb_layer *ly, uint64_t seed);
+int pb_layer_impl_init_weights(pb_layer *ly, uint64_t seed);
 
 #endif

@@ -16,23 +16,23 @@ typedef struct act_block {
     int in_use;
 } act_block;
 
-struct pb_act_pool {
+struct pb_layer_act_pool {
     const pb_compute *eng;
     act_block *blocks;
     size_t count, cap;
     uint64_t held, peak;
 };
 
-int pb_act_pool_create(const pb_compute *eng, pb_act_pool **out)
+int pb_layer_act_pool_create(const pb_compute *eng, pb_layer_act_pool **out)
 {
-    pb_act_pool *p = calloc(1, sizeof *p);
+    pb_layer_act_pool *p = calloc(1, sizeof *p);
     PB_CHECK(p, PB_ERR_ENV, "activation pool: out of memory");
     p->eng = eng;
     *out = p;
     return PB_OK;
 }
 
-void pb_act_pool_destroy(pb_act_pool *p)
+void pb_layer_act_pool_destroy(pb_layer_act_pool *p)
 {
     if (!p) return;
     for (size_t i = 0; i < p->count; i++) p->eng->free(p->blocks[i].ptr);
@@ -42,7 +42,7 @@ void pb_act_pool_destroy(pb_act_pool *p)
 
 /* Reusing a free block of the same size keeps the engine's allocator (a
  * synchronising cudaMalloc on GPUs) out of the timed loop. */
-int pb_act_alloc(pb_act_pool *p, uint64_t bytes, void **ptr)
+int pb_layer_act_alloc(pb_layer_act_pool *p, uint64_t bytes, void **ptr)
 {
     act_block *b = NULL;
     for (size_t i = 0; i < p->count && !b; i++)
@@ -67,7 +67,7 @@ int pb_act_alloc(pb_act_pool *p, uint64_t bytes, void **ptr)
     return PB_OK;
 }
 
-void pb_act_free(pb_act_pool *p, void *ptr)
+void pb_layer_act_free(pb_layer_act_pool *p, void *ptr)
 {
     for (size_t i = 0; ptr && i < p->count; i++) {
         if (p->blocks[i].ptr == ptr && p->blocks[i].in_use) {
@@ -78,29 +78,29 @@ void pb_act_free(pb_act_pool *p, void *ptr)
     }
 }
 
-uint64_t pb_act_held(const pb_act_pool *p) { return p->held; }
-uint64_t pb_act_peak(const pb_act_pool *p) { return p->peak; }
-void pb_act_reset_peak(pb_act_pool *p) { p->peak = p->held; }
+uint64_t pb_layer_act_held(const pb_layer_act_pool *p) { return p->held; }
+uint64_t pb_layer_act_peak(const pb_layer_act_pool *p) { return p->peak; }
+void pb_layer_act_reset_peak(pb_layer_act_pool *p) { p->peak = p->held; }
 
 /* ---- stack ---------------------------------------------------------------- */
 
-struct pb_stack {
+struct pb_layer_stack {
     const pb_compute *eng;
-    pb_stack_config cfg; /* cfg.shape.dtype = effective */
+    pb_layer_stack_config cfg; /* cfg.shape.dtype = effective */
     void *weights, *grads;
     int own_grads;
-    pb_scratch sc;
+    pb_layer_impl_scratch sc;
     pb_layer *layers;
-    pb_act_pool *pool;
+    pb_layer_act_pool *pool;
 };
 
-struct pb_acts {
+struct pb_layer_saved {
     void *base;
     int64_t n;
     pb_layer_acts *layers;
 };
 
-static pb_layer_shape effective_shape(const pb_stack_config *cfg)
+static pb_layer_shape effective_shape(const pb_layer_stack_config *cfg)
 {
     pb_layer_shape sh = cfg->shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
@@ -108,7 +108,7 @@ static pb_layer_shape effective_shape(const pb_stack_config *cfg)
 }
 
 /* Scratch sizes in bytes: big, d_o, d_s, gconv, mid, pp0, pp1. */
-static void scratch_sizes(const pb_stack_config *cfg, uint64_t sz[7])
+static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[7])
 {
     pb_layer_shape sh = effective_shape(cfg);
     uint64_t es = pb_dtype_size(sh.dtype), n = (uint64_t)(sh.b * sh.s), h = (uint64_t)sh.h;
@@ -120,22 +120,22 @@ static void scratch_sizes(const pb_stack_config *cfg, uint64_t sz[7])
     sz[4] = sz[5] = sz[6] = n * h * es;
 }
 
-uint64_t pb_stack_grad_bytes(const pb_stack_config *cfg)
+uint64_t pb_layer_stack_grad_bytes(const pb_layer_stack_config *cfg)
 {
     pb_layer_shape sh = effective_shape(cfg);
     return (uint64_t)cfg->nlayers * (uint64_t)pb_layer_params_local(&sh) * pb_dtype_size(cfg->grad_dtype);
 }
 
-uint64_t pb_stack_bytes(const pb_stack_config *cfg)
+uint64_t pb_layer_stack_bytes(const pb_layer_stack_config *cfg)
 {
     pb_layer_shape sh = effective_shape(cfg);
     uint64_t sz[7], sum = (uint64_t)cfg->nlayers * (uint64_t)pb_layer_params_local(&sh) * pb_dtype_size(sh.dtype);
     scratch_sizes(cfg, sz);
     for (int i = 0; i < 7; i++) sum += sz[i];
-    return sum + (cfg->grads ? 0 : pb_stack_grad_bytes(cfg));
+    return sum + (cfg->grads ? 0 : pb_layer_stack_grad_bytes(cfg));
 }
 
-static int alloc_scratch(pb_stack *st)
+static int alloc_scratch(pb_layer_stack *st)
 {
     uint64_t sz[7];
     void **slot[7] = {&st->sc.big, &st->sc.d_o, &st->sc.d_s, &st->sc.gconv, &st->sc.mid, &st->sc.pp[0], &st->sc.pp[1]};
@@ -145,38 +145,38 @@ static int alloc_scratch(pb_stack *st)
     return PB_OK;
 }
 
-static int check_config(const pb_stack_config *cfg)
+static int check_config(const pb_layer_stack_config *cfg)
 {
     PB_CHECK(cfg->eng, PB_ERR_USAGE, "layer stack: no compute engine");
     PB_TRY(pb_layer_shape_check(&cfg->shape));
     if (cfg->nlayers <= 0 || cfg->layer0 < 0)
-        return pb_usage("--layers", "a stage needs at least one layer, got %lld from layer %lld",
+        return pb_error_usage("--layers", "a stage needs at least one layer, got %lld from layer %lld",
                         (long long)cfg->nlayers, (long long)cfg->layer0);
     if (cfg->model_layers != 0 && cfg->model_layers < cfg->layer0 + cfg->nlayers)
-        return pb_usage("--layers", "the model has %lld layers but the stage ends at layer %lld",
+        return pb_error_usage("--layers", "the model has %lld layers but the stage ends at layer %lld",
                         (long long)cfg->model_layers, (long long)cfg->layer0 + (long long)cfg->nlayers);
     if (cfg->grad_dtype != PB_FLOAT32 && cfg->grad_dtype != PB_BFLOAT16)
-        return pb_usage("--grad-dtype", "gradient type %s not supported; expected float or bfloat16",
+        return pb_error_usage("--grad-dtype", "gradient type %s not supported; expected float or bfloat16",
                         pb_dtype_name(cfg->grad_dtype));
     return PB_OK;
 }
 
 /* Layers of the whole model (for the residual scaling): every pipeline stage
  * must use the same value to build its slice of the same model. */
-static int64_t model_layers(const pb_stack_config *cfg)
+static int64_t model_layers(const pb_layer_stack_config *cfg)
 {
     return cfg->model_layers > 0 ? cfg->model_layers : cfg->layer0 + cfg->nlayers;
 }
 
-static int stack_build(pb_stack *st)
+static int stack_build(pb_layer_stack *st)
 {
     const pb_layer_shape *sh = &st->cfg.shape;
     uint64_t per = (uint64_t)pb_layer_params_local(sh);
     PB_TRY(st->eng->alloc(&st->weights, (size_t)(st->cfg.nlayers * per * pb_dtype_size(sh->dtype))));
-    if (st->own_grads) PB_TRY(st->eng->alloc(&st->grads, (size_t)pb_stack_grad_bytes(&st->cfg)));
-    PB_TRY(st->eng->memset(st->grads, 0, (size_t)pb_stack_grad_bytes(&st->cfg)));
+    if (st->own_grads) PB_TRY(st->eng->alloc(&st->grads, (size_t)pb_layer_stack_grad_bytes(&st->cfg)));
+    PB_TRY(st->eng->memset(st->grads, 0, (size_t)pb_layer_stack_grad_bytes(&st->cfg)));
     PB_TRY(alloc_scratch(st));
-    PB_TRY(pb_act_pool_create(st->eng, &st->pool));
+    PB_TRY(pb_layer_act_pool_create(st->eng, &st->pool));
     st->layers = calloc((size_t)st->cfg.nlayers, sizeof *st->layers);
     PB_CHECK(st->layers, PB_ERR_ENV, "layer stack: out of memory");
     for (int64_t i = 0; i < st->cfg.nlayers; i++) {
@@ -184,17 +184,17 @@ static int stack_build(pb_stack *st)
         *ly = (pb_layer){.eng = st->eng, .sh = *sh, .global = st->cfg.layer0 + i, .gt = st->cfg.grad_dtype,
                          .resid_scale = 1.0f / sqrtf(2.0f * (float)model_layers(&st->cfg)), .sc = &st->sc};
         ly->w = (char *)st->weights + (size_t)(i * per * pb_dtype_size(sh->dtype));
-        ly->g = (char *)st->grads + (size_t)pb_stack_grad_offset(st, i);
-        PB_TRY(pb_layer_init_weights(ly, st->cfg.seed));
+        ly->g = (char *)st->grads + (size_t)pb_layer_stack_grad_offset(st, i);
+        PB_TRY(pb_layer_impl_init_weights(ly, st->cfg.seed));
     }
     return PB_OK;
 }
 
-int pb_stack_create(const pb_stack_config *cfg, pb_stack **out)
+int pb_layer_stack_create(const pb_layer_stack_config *cfg, pb_layer_stack **out)
 {
     *out = NULL;
     PB_TRY(check_config(cfg));
-    pb_stack *st = calloc(1, sizeof *st);
+    pb_layer_stack *st = calloc(1, sizeof *st);
     PB_CHECK(st, PB_ERR_ENV, "layer stack: out of memory");
     st->eng = cfg->eng;
     st->cfg = *cfg;
@@ -203,50 +203,50 @@ int pb_stack_create(const pb_stack_config *cfg, pb_stack **out)
     st->own_grads = cfg->grads == NULL;
     int status = stack_build(st);
     if (status != PB_OK) {
-        pb_stack_destroy(st);
+        pb_layer_stack_destroy(st);
         return status;
     }
     *out = st;
     return PB_OK;
 }
 
-void pb_stack_destroy(pb_stack *st)
+void pb_layer_stack_destroy(pb_layer_stack *st)
 {
     if (!st) return;
     void *bufs[] = {st->weights, st->own_grads ? st->grads : NULL, st->sc.big, st->sc.d_o, st->sc.d_s,
                     st->sc.gconv, st->sc.mid, st->sc.pp[0], st->sc.pp[1]};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) st->eng->free(bufs[i]);
-    pb_act_pool_destroy(st->pool);
+    pb_layer_act_pool_destroy(st->pool);
     free(st->layers);
     free(st);
 }
 
-const pb_layer_shape *pb_stack_shape(const pb_stack *st) { return &st->cfg.shape; }
-pb_layer *pb_stack_layer(pb_stack *st, int64_t i) { return i >= 0 && i < st->cfg.nlayers ? &st->layers[i] : NULL; }
-void *pb_stack_grads(pb_stack *st) { return st->grads; }
-pb_act_pool *pb_stack_pool(pb_stack *st) { return st->pool; }
+const pb_layer_shape *pb_layer_stack_shape(const pb_layer_stack *st) { return &st->cfg.shape; }
+pb_layer *pb_layer_stack_layer(pb_layer_stack *st, int64_t i) { return i >= 0 && i < st->cfg.nlayers ? &st->layers[i] : NULL; }
+void *pb_layer_stack_grads(pb_layer_stack *st) { return st->grads; }
+pb_layer_act_pool *pb_layer_stack_pool(pb_layer_stack *st) { return st->pool; }
 const void *pb_layer_weights(const pb_layer *ly) { return ly->w; }
 const void *pb_layer_grads(const pb_layer *ly) { return ly->g; }
 
-uint64_t pb_stack_grad_offset(const pb_stack *st, int64_t i)
+uint64_t pb_layer_stack_grad_offset(const pb_layer_stack *st, int64_t i)
 {
     return (uint64_t)i * (uint64_t)pb_layer_params_local(&st->cfg.shape) * pb_dtype_size(st->cfg.grad_dtype);
 }
 
-int pb_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t n, int64_t h, uint64_t seed, uint64_t index)
+int pb_layer_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t n, int64_t h, uint64_t seed, uint64_t index)
 {
     /* High bit set: a stream no weight (layer * 4 + w) uses. */
-    pb_fill_spec spec = {.seed = seed, .stream = ((uint64_t)1 << 63) | index, .scale = 1.7320508f};
+    pb_compute_fill_spec spec = {.seed = seed, .stream = ((uint64_t)1 << 63) | index, .scale = 1.7320508f};
     return eng->fill(x, t, n, h, h, &spec);
 }
 
 /* ---- per-micro-batch activations ------------------------------------------ */
 
-int pb_acts_alloc(pb_stack *st, pb_acts **out)
+int pb_layer_saved_alloc(pb_layer_stack *st, pb_layer_saved **out)
 {
     const pb_layer_shape *sh = &st->cfg.shape;
-    pb_acts *a = calloc(1, sizeof *a);
+    pb_layer_saved *a = calloc(1, sizeof *a);
     PB_CHECK(a, PB_ERR_ENV, "activations: out of memory");
     a->n = st->cfg.nlayers;
     a->layers = calloc((size_t)a->n, sizeof *a->layers);
@@ -254,14 +254,14 @@ int pb_acts_alloc(pb_stack *st, pb_acts **out)
         free(a);
         return pb_fail(PB_ERR_ENV, "activations: out of memory");
     }
-    int status = pb_act_alloc(st->pool, pb_layer_act_bytes(sh, a->n), &a->base);
+    int status = pb_layer_act_alloc(st->pool, pb_layer_act_bytes(sh, a->n), &a->base);
     if (status != PB_OK) {
         free(a->layers);
         free(a);
         return status;
     }
     uint64_t sizes[6];
-    pb_layer_act_slots(sh, sizes);
+    pb_layer_impl_act_slots(sh, sizes);
     char *p = a->base;
     for (int64_t i = 0; i < a->n; i++) {
         void **slot[6] = {&a->layers[i].x_attn, &a->layers[i].qkv, &a->layers[i].scores,
@@ -275,15 +275,15 @@ int pb_acts_alloc(pb_stack *st, pb_acts **out)
     return PB_OK;
 }
 
-void pb_acts_free(pb_stack *st, pb_acts *a)
+void pb_layer_saved_free(pb_layer_stack *st, pb_layer_saved *a)
 {
     if (!a) return;
-    pb_act_free(st->pool, a->base);
+    pb_layer_act_free(st->pool, a->base);
     free(a->layers);
     free(a);
 }
 
-pb_layer_acts *pb_acts_layer(pb_acts *a, int64_t i) { return i >= 0 && i < a->n ? &a->layers[i] : NULL; }
+pb_layer_acts *pb_layer_saved_layer(pb_layer_saved *a, int64_t i) { return i >= 0 && i < a->n ? &a->layers[i] : NULL; }
 
 /* ---- whole layers ---------------------------------------------------------- */
 
@@ -297,18 +297,18 @@ static int need_single_rank(const pb_layer_shape *sh)
 int pb_layer_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
     PB_TRY(need_single_rank(&ly->sh));
-    PB_TRY(pb_attn_forward(ly, sv, x, sv->x_mlp));
-    return pb_mlp_forward(ly, sv, sv->x_mlp, y);
+    PB_TRY(pb_layer_attn_forward(ly, sv, x, sv->x_mlp));
+    return pb_layer_mlp_forward(ly, sv, sv->x_mlp, y);
 }
 
 int pb_layer_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
 {
     PB_TRY(need_single_rank(&ly->sh));
-    PB_TRY(pb_mlp_backward(ly, sv, dy, ly->sc->mid, accumulate));
-    return pb_attn_backward(ly, sv, ly->sc->mid, dx, accumulate);
+    PB_TRY(pb_layer_mlp_backward(ly, sv, dy, ly->sc->mid, accumulate));
+    return pb_layer_attn_backward(ly, sv, ly->sc->mid, dx, accumulate);
 }
 
-int pb_stack_forward(pb_stack *st, pb_acts *acts, const void *x, void *y)
+int pb_layer_stack_forward(pb_layer_stack *st, pb_layer_saved *acts, const void *x, void *y)
 {
     int64_t n = st->cfg.nlayers;
     for (int64_t i = 0; i < n; i++) {
@@ -320,16 +320,16 @@ int pb_stack_forward(pb_stack *st, pb_acts *acts, const void *x, void *y)
     return PB_OK;
 }
 
-int pb_stack_backward(pb_stack *st, pb_acts *acts, const void *dy, void *dx, int accumulate,
-                      pb_grad_ready_fn ready, void *user)
+int pb_layer_stack_backward(pb_layer_stack *st, pb_layer_saved *acts, const void *dy, void *dx, int accumulate,
+                      pb_layer_grad_ready_fn ready, void *user)
 {
     int64_t n = st->cfg.nlayers;
-    uint64_t layer_bytes = pb_stack_grad_offset(st, 1);
+    uint64_t layer_bytes = pb_layer_stack_grad_offset(st, 1);
     const void *in = dy;
     for (int64_t i = n - 1; i >= 0; i--) {
         void *out = i == 0 && dx ? dx : st->sc.pp[i & 1];
         PB_TRY(pb_layer_backward(&st->layers[i], &acts->layers[i], in, out, accumulate));
-        if (ready) PB_TRY(ready(user, st->cfg.layer0 + i, pb_stack_grad_offset(st, i), layer_bytes));
+        if (ready) PB_TRY(ready(user, st->cfg.layer0 + i, pb_layer_stack_grad_offset(st, i), layer_bytes));
         in = out;
     }
     return PB_OK;

@@ -17,7 +17,7 @@ static const char *const redop_names[PB_REDOP_COUNT] = {"sum", "max", "min"};
 
 size_t pb_dtype_size(pb_dtype t) { return dtypes[t].size; }
 const char *pb_dtype_name(pb_dtype t) { return dtypes[t].name; }
-const char *pb_redop_name(pb_redop op) { return redop_names[op]; }
+const char *pb_dtype_redop_name(pb_dtype_redop op) { return redop_names[op]; }
 
 int pb_dtype_parse(const char *option, const char *text, pb_dtype *out)
 {
@@ -34,19 +34,19 @@ int pb_dtype_parse(const char *option, const char *text, pb_dtype *out)
             return PB_OK;
         }
     }
-    return pb_usage(option, "'%s' is not a datatype; expected float (float32), bfloat16 (bf16), half (float16) or int32",
+    return pb_error_usage(option, "'%s' is not a datatype; expected float (float32), bfloat16 (bf16), half (float16) or int32",
                     text ? text : "");
 }
 
-int pb_redop_parse(const char *option, const char *text, pb_redop *out)
+int pb_dtype_redop_parse(const char *option, const char *text, pb_dtype_redop *out)
 {
     for (int i = 0; text && i < PB_REDOP_COUNT; i++) {
         if (strcasecmp(text, redop_names[i]) == 0) {
-            *out = (pb_redop)i;
+            *out = (pb_dtype_redop)i;
             return PB_OK;
         }
     }
-    return pb_usage(option, "'%s' is not a reduction; expected sum, max or min", text ? text : "");
+    return pb_error_usage(option, "'%s' is not a reduction; expected sum, max or min", text ? text : "");
 }
 
 static uint32_t float_bits(float f)
@@ -63,7 +63,7 @@ static float bits_float(uint32_t u)
     return f;
 }
 
-uint16_t pb_float_to_bf16(float f)
+uint16_t pb_dtype_float_to_bf16(float f)
 {
     uint32_t u = float_bits(f);
     if (isnan(f)) return (uint16_t)((u >> 16) | 0x40); /* keep it a (quiet) NaN */
@@ -71,9 +71,9 @@ uint16_t pb_float_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-float pb_bf16_to_float(uint16_t h) { return bits_float((uint32_t)h << 16); }
+float pb_dtype_bf16_to_float(uint16_t h) { return bits_float((uint32_t)h << 16); }
 
-uint16_t pb_float_to_fp16(float f)
+uint16_t pb_dtype_float_to_fp16(float f)
 {
     uint32_t u = float_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -95,7 +95,7 @@ uint16_t pb_float_to_fp16(float f)
     return (uint16_t)(sign | q);
 }
 
-float pb_fp16_to_float(uint16_t h)
+float pb_dtype_fp16_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
@@ -111,8 +111,8 @@ double pb_dtype_get(pb_dtype t, const void *buf, size_t i)
 {
     switch (t) {
     case PB_FLOAT32: return ((const float *)buf)[i];
-    case PB_BFLOAT16: return pb_bf16_to_float(((const uint16_t *)buf)[i]);
-    case PB_FLOAT16: return pb_fp16_to_float(((const uint16_t *)buf)[i]);
+    case PB_BFLOAT16: return pb_dtype_bf16_to_float(((const uint16_t *)buf)[i]);
+    case PB_FLOAT16: return pb_dtype_fp16_to_float(((const uint16_t *)buf)[i]);
     case PB_INT32: return ((const int32_t *)buf)[i];
     case PB_BYTE: return ((const uint8_t *)buf)[i];
     default: return NAN;
@@ -123,15 +123,15 @@ void pb_dtype_set(pb_dtype t, void *buf, size_t i, double v)
 {
     switch (t) {
     case PB_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case PB_BFLOAT16: ((uint16_t *)buf)[i] = pb_float_to_bf16((float)v); break;
-    case PB_FLOAT16: ((uint16_t *)buf)[i] = pb_float_to_fp16((float)v); break;
+    case PB_BFLOAT16: ((uint16_t *)buf)[i] = pb_dtype_float_to_bf16((float)v); break;
+    case PB_FLOAT16: ((uint16_t *)buf)[i] = pb_dtype_float_to_fp16((float)v); break;
     case PB_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case PB_BYTE: ((uint8_t *)buf)[i] = (uint8_t)v; break;
     default: break;
     }
 }
 
-static float apply_f(pb_redop op, float a, float b)
+static float apply_f(pb_dtype_redop op, float a, float b)
 {
     switch (op) {
     case PB_MAX: return a > b ? a : b;
@@ -140,7 +140,7 @@ static float apply_f(pb_redop op, float a, float b)
     }
 }
 
-void pb_reduce_local(pb_dtype t, pb_redop op, const void *in, void *inout, size_t count)
+void pb_dtype_reduce_local(pb_dtype t, pb_dtype_redop op, const void *in, void *inout, size_t count)
 {
     size_t i;
     switch (t) {
@@ -165,14 +165,14 @@ void pb_reduce_local(pb_dtype t, pb_redop op, const void *in, void *inout, size_
         const uint16_t *a = in;
         uint16_t *b = inout;
         for (i = 0; i < count; i++)
-            b[i] = pb_float_to_bf16(apply_f(op, pb_bf16_to_float(a[i]), pb_bf16_to_float(b[i])));
+            b[i] = pb_dtype_float_to_bf16(apply_f(op, pb_dtype_bf16_to_float(a[i]), pb_dtype_bf16_to_float(b[i])));
         break;
     }
     case PB_FLOAT16: {
         const uint16_t *a = in;
         uint16_t *b = inout;
         for (i = 0; i < count; i++)
-            b[i] = pb_float_to_fp16(apply_f(op, pb_fp16_to_float(a[i]), pb_fp16_to_float(b[i])));
+            b[i] = pb_dtype_float_to_fp16(apply_f(op, pb_dtype_fp16_to_float(a[i]), pb_dtype_fp16_to_float(b[i])));
         break;
     }
     default: break;

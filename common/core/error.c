@@ -5,19 +5,19 @@
 
 static const char *progname = "parabench";
 static int quiet_usage;
-static char last_error[160]; /* the "why" of the last pb_fail, for pb_agree's note to the peers */
+static char last_error[160]; /* the "why" of the last pb_fail, for pb_world_agree_at's note to the peers */
 
-void pb_set_quiet_usage(int quiet) { quiet_usage = quiet; }
+void pb_error_set_quiet_usage(int quiet) { quiet_usage = quiet; }
 
-void pb_set_progname(const char *argv0)
+void pb_error_set_progname(const char *argv0)
 {
     const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
     progname = slash ? slash + 1 : (argv0 ? argv0 : "parabench");
 }
 
-const char *pb_progname(void) { return progname; }
+const char *pb_error_progname(void) { return progname; }
 
-int pb_fail_at(const char *file, int line, int status, const char *fmt, ...)
+int pb_error_fail_at(const char *file, int line, int status, const char *fmt, ...)
 {
     va_list ap, copy;
     va_start(ap, fmt);
@@ -31,9 +31,9 @@ int pb_fail_at(const char *file, int line, int status, const char *fmt, ...)
     return status;
 }
 
-const char *pb_last_error(void) { return last_error; }
+const char *pb_error_last(void) { return last_error; }
 
-int pb_usage(const char *option, const char *fmt, ...)
+int pb_error_usage(const char *option, const char *fmt, ...)
 {
     if (quiet_usage) return PB_ERR_USAGE;
     va_list ap;

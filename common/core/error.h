@@ -18,17 +18,17 @@ enum pb_status {
 
 /* Print "file:line: what: why" to stderr. Returns `status` so callers can
  * write `return pb_fail(PB_ERR_ENV, ...)`. */
-int pb_fail_at(const char *file, int line, int status, const char *fmt, ...)
+int pb_error_fail_at(const char *file, int line, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-#define pb_fail(status, ...) pb_fail_at(__FILE__, __LINE__, (status), __VA_ARGS__)
+#define pb_fail(status, ...) pb_error_fail_at(__FILE__, __LINE__, (status), __VA_ARGS__)
 
 /* The message of the last pb_fail on this rank (truncated), "" before any. */
-const char *pb_last_error(void);
+const char *pb_error_last(void);
 
 /* Usage errors name the option and what it accepts, e.g.
- *   pb_usage("-e", "'%s' is not a size; expected a number with optional K/M/G", arg)
+ *   pb_error_usage("-e", "'%s' is not a size; expected a number with optional K/M/G", arg)
  * prints "parabench: option -e: ..." and returns PB_ERR_USAGE. */
-int pb_usage(const char *option, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int pb_error_usage(const char *option, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Propagate a non-zero status from a call. */
 #define PB_TRY(expr)                                                                               \
@@ -40,15 +40,15 @@ int pb_usage(const char *option, const char *fmt, ...) __attribute__((format(pri
 /* Check a condition; on failure report "file:line: what failed: why" and return status. */
 #define PB_CHECK(cond, status, ...)                                                                \
     do {                                                                                           \
-        if (!(cond)) return pb_fail_at(__FILE__, __LINE__, (status), __VA_ARGS__);                 \
+        if (!(cond)) return pb_error_fail_at(__FILE__, __LINE__, (status), __VA_ARGS__);                 \
     } while (0)
 
-/* Program name used in messages (set by main through pb_set_progname). */
-void pb_set_progname(const char *argv0);
-const char *pb_progname(void);
+/* Program name used in messages (set by main through pb_error_set_progname). */
+void pb_error_set_progname(const char *argv0);
+const char *pb_error_progname(void);
 
-/* Silence pb_usage messages (ranks other than 0 set this, so that a usage
+/* Silence pb_error_usage messages (ranks other than 0 set this, so that a usage
  * error every rank detects is printed once). The status is still returned. */
-void pb_set_quiet_usage(int quiet);
+void pb_error_set_quiet_usage(int quiet);
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pb_fault_rank(const char *variable)
+int pb_faults_rank(const char *variable)
 {
     const char *v = getenv(variable);
     if (!v || !*v) return -1;
@@ -13,7 +13,7 @@ int pb_fault_rank(const char *variable)
     return *end == '\0' && r >= 0 ? (int)r : -1;
 }
 
-int pb_test_fail(const char *site)
+int pb_faults_fail(const char *site)
 {
     const char *v = getenv("PARABENCH_TEST_FAIL");
     const char *colon = v ? strrchr(v, ':') : NULL;

@@ -6,7 +6,7 @@
  *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
  *                                the status the real failure has (exit 3 for
  *                                all of these), before the collective that
- *                                follows, which must agree (world.h pb_agree).
+ *                                follows, which must agree (world.h pb_world_agree_at).
  *                                Sites:
  *     comm          a backend's comm_create (comm_mpi.c, and so
  *                   comm_mpi_cuda.c), on every communicator it makes
@@ -20,12 +20,12 @@
 #define PB_FAULTS_H
 
 /* The rank named by the variable, or -1 when it is unset. */
-int pb_fault_rank(const char *variable);
+int pb_faults_rank(const char *variable);
 
-static inline int pb_test_corrupt_rank(void) { return pb_fault_rank("PARABENCH_TEST_CORRUPT"); }
+static inline int pb_faults_corrupt_rank(void) { return pb_faults_rank("PARABENCH_TEST_CORRUPT"); }
 /* 1 when PARABENCH_TEST_FAIL names `site` and this process's world rank. */
-int pb_test_fail(const char *site);
+int pb_faults_fail(const char *site);
 
-static inline int pb_test_skip_rank(void) { return pb_fault_rank("PARABENCH_TEST_SKIP"); }
+static inline int pb_faults_skip_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP"); }
 
 #endif

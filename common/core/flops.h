@@ -7,8 +7,8 @@
 #define PB_FLOPS_H
 
 /* Forward FLOPs per rank; scores 0 leaves out the score GEMMs. */
-double pb_layer_flops_fwd(double b, double s, double h, int t, int scores);
+double pb_flops_layer_fwd(double b, double s, double h, int t, int scores);
 /* Backward = 2x forward (a dX and a dW GEMM per weight). */
-double pb_layer_flops_bwd(double b, double s, double h, int t, int scores);
+double pb_flops_layer_bwd(double b, double s, double h, int t, int scores);
 
 #endif

@@ -10,19 +10,19 @@
 
 #define MAX_OPTS 96
 
-static void option_label(const pb_opt *o, char *buf, size_t len)
+static void option_label(const pb_options_opt *o, char *buf, size_t len)
 {
     if (o->short_name) snprintf(buf, len, "-%c/--%s", o->short_name, o->name);
     else snprintf(buf, len, "--%s", o->name);
 }
 
-static void print_help(const char *summary, const pb_opt_group *groups, int ngroups)
+static void print_help(const char *summary, const pb_options_group *groups, int ngroups)
 {
     printf("%s\n", summary);
     for (int g = 0; g < ngroups; g++) {
         printf("\n%s:\n", groups[g].title);
         for (int i = 0; i < groups[g].nopts; i++) {
-            const pb_opt *o = &groups[g].opts[i];
+            const pb_options_opt *o = &groups[g].opts[i];
             char left[64];
             option_label(o, left, sizeof left);
             if (o->arg) {
@@ -35,16 +35,16 @@ static void print_help(const char *summary, const pb_opt_group *groups, int ngro
     printf("  %-30s %s\n", "-h/--help", "this help");
 }
 
-int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group *groups, int ngroups)
+int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups)
 {
     struct option longs[MAX_OPTS + 2];
-    const pb_opt *by_index[MAX_OPTS];
-    const pb_opt_group *group_of[MAX_OPTS];
+    const pb_options_opt *by_index[MAX_OPTS];
+    const pb_options_group *group_of[MAX_OPTS];
     char shorts[3 * MAX_OPTS + 4] = ":h";
     int n = 0;
     for (int g = 0; g < ngroups; g++) {
         for (int i = 0; i < groups[g].nopts && n < MAX_OPTS; i++, n++) {
-            const pb_opt *o = &groups[g].opts[i];
+            const pb_options_opt *o = &groups[g].opts[i];
             longs[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, 1000 + n};
             by_index[n] = o;
             group_of[n] = &groups[g];
@@ -69,20 +69,20 @@ int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group 
         }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
-            if (c == ':') return pb_usage(bad, "needs a value; see --help");
-            return pb_usage(bad, "unknown option; see --help for the accepted ones");
+            if (c == ':') return pb_error_usage(bad, "needs a value; see --help");
+            return pb_error_usage(bad, "unknown option; see --help for the accepted ones");
         }
         int k = -1;
         if (c >= 1000) k = c - 1000;
         else
             for (int i = 0; i < n && k < 0; i++)
                 if (by_index[i]->short_name == c) k = i;
-        if (k < 0) return pb_usage(argv[optind - 1], "unknown option; see --help");
+        if (k < 0) return pb_error_usage(argv[optind - 1], "unknown option; see --help");
         char label[64];
         option_label(by_index[k], label, sizeof label);
         PB_TRY(group_of[k]->handle(group_of[k]->ctx, by_index[k]->id, label, optarg));
     }
-    if (optind < argc) return pb_usage(argv[optind], "unexpected argument; options start with '-', see --help");
+    if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; options start with '-', see --help");
     return PB_OK;
 }
 
@@ -91,7 +91,7 @@ int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group 
 enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TIMEOUT, O_DTYPE, O_OP, O_ROOT, O_CHECK,
        O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET };
 
-static const pb_opt common_opts[] = {
+static const pb_options_opt common_opts[] = {
     {"minbytes", 'b', "SIZE", "smallest message size in bytes (K/M/G suffixes)", O_MINB},
     {"maxbytes", 'e', "SIZE", "largest message size in bytes", O_MAXB},
     {"stepfactor", 'f', "N", "multiply the size by N between steps (default 2)", O_FACTOR},
@@ -125,7 +125,7 @@ static int group_of_opt(int id)
     return PB_OPTS_OUTPUT;
 }
 
-void pb_common_defaults(pb_common_opts *o)
+void pb_options_defaults(pb_options *o)
 {
     memset(o, 0, sizeof *o);
     o->minbytes = 8;
@@ -144,7 +144,7 @@ void pb_common_defaults(pb_common_opts *o)
 
 static int handle_common(void *ctx, int id, const char *option, const char *arg)
 {
-    pb_common_opts *o = ctx;
+    pb_options *o = ctx;
     long long v;
     switch (id) {
     case O_MINB: o->sizes_given |= 1; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->minbytes);
@@ -162,61 +162,61 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     case O_CAP: return pb_parse_double(option, arg, 0, 1e7, &o->max_seconds);
     case O_TIMEOUT: return pb_parse_double(option, arg, 0, 1e7, &o->timeout);
     case O_DTYPE: return pb_dtype_parse(option, arg, &o->dtype);
-    case O_OP: return pb_redop_parse(option, arg, &o->op);
+    case O_OP: return pb_dtype_redop_parse(option, arg, &o->op);
     case O_ROOT: PB_TRY(pb_parse_int(option, arg, 0, 1 << 24, &v)); o->root = (int)v; return PB_OK;
     case O_CHECK: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->check = (int)v; return PB_OK;
     case O_ROTATE: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->rotate = (int)v; return PB_OK;
-    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
-    case O_JSON: o->json = arg; return *arg ? PB_OK : pb_usage(option, "empty file name");
+    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    case O_JSON: o->json = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
     case O_BACKEND:
         if (strcmp(arg, "mpi") != 0 && strcmp(arg, "nccl") != 0)
-            return pb_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
+            return pb_error_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
         o->backend = arg;
         return PB_OK;
     case O_MEM:
         if (strcmp(arg, "host") != 0 && strcmp(arg, "device") != 0)
-            return pb_usage(option, "'%s' is not accepted; expected host or device", arg);
+            return pb_error_usage(option, "'%s' is not accepted; expected host or device", arg);
         o->mem = arg;
         return PB_OK;
     case O_GPU_OFFSET: PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v)); o->gpu_offset = (int)v; return PB_OK;
-    default: return pb_usage(option, "not handled");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
-pb_opt_group pb_common_group(pb_common_opts *o, int which)
+pb_options_group pb_options_common_group(pb_options *o, int which)
 {
     /* The selected options, in a static table per mask (binaries use one mask each). */
-    static pb_opt selected[PB_OPTS_ALL + 1][sizeof common_opts / sizeof common_opts[0]];
+    static pb_options_opt selected[PB_OPTS_ALL + 1][sizeof common_opts / sizeof common_opts[0]];
     static int counts[PB_OPTS_ALL + 1];
     int mask = which & PB_OPTS_ALL;
     if (counts[mask] == 0)
         for (size_t i = 0; i < sizeof common_opts / sizeof common_opts[0]; i++)
             if (group_of_opt(common_opts[i].id) & mask) selected[mask][counts[mask]++] = common_opts[i];
-    return (pb_opt_group){"Common options", selected[mask], counts[mask], handle_common, o};
+    return (pb_options_group){"Common options", selected[mask], counts[mask], handle_common, o};
 }
 
-int pb_common_validate(const pb_common_opts *o)
+int pb_options_validate(const pb_options *o)
 {
     if (o->nsizes == 0 && o->minbytes > o->maxbytes)
-        return pb_usage("-b/--minbytes", "%llu is larger than -e/--maxbytes %llu", (unsigned long long)o->minbytes,
+        return pb_error_usage("-b/--minbytes", "%llu is larger than -e/--maxbytes %llu", (unsigned long long)o->minbytes,
                         (unsigned long long)o->maxbytes);
     return PB_OK;
 }
 
-const pb_iter_policy pb_policy_collective = {1000, 100, 100, 10, PB_LARGE_MESSAGE + 1};
+const pb_options_iter_policy pb_policy_collective = {1000, 100, 100, 10, PB_LARGE_MESSAGE + 1};
 
-void pb_iters_for(const pb_common_opts *o, const pb_iter_policy *p, size_t bytes, int *iters, int *warmup)
+void pb_options_iters_for(const pb_options *o, const pb_options_iter_policy *p, size_t bytes, int *iters, int *warmup)
 {
     int large = bytes >= p->large_from;
     *iters = o->iters_given ? o->iters : large ? p->large_iters : p->small_iters;
     *warmup = o->warmup_given ? o->warmup : large ? p->large_warmup : p->small_warmup;
 }
 
-void pb_iters_describe(const pb_common_opts *o, const pb_iter_policy *p, char *buf, size_t len)
+void pb_options_iters_describe(const pb_options *o, const pb_options_iter_policy *p, char *buf, size_t len)
 {
     int small_n, small_w, large_n, large_w;
-    pb_iters_for(o, p, 0, &small_n, &small_w);
-    pb_iters_for(o, p, p->large_from, &large_n, &large_w);
+    pb_options_iters_for(o, p, 0, &small_n, &small_w);
+    pb_options_iters_for(o, p, p->large_from, &large_n, &large_w);
     double cap = o->max_seconds;
     char capped[64] = "";
     if (cap > 0) snprintf(capped, sizeof capped, "; at most %g s per size, warm-up included", cap);
@@ -227,13 +227,13 @@ void pb_iters_describe(const pb_common_opts *o, const pb_iter_policy *p, char *b
                  p->large_from - 1, large_n, large_w, capped);
 }
 
-int pb_iters_max(const pb_common_opts *o, const pb_iter_policy *p)
+int pb_options_iters_max(const pb_options *o, const pb_options_iter_policy *p)
 {
     if (o->iters_given) return o->iters;
     return p->small_iters > p->large_iters ? p->small_iters : p->large_iters;
 }
 
-size_t pb_sweep_sizes(const pb_common_opts *o, uint64_t *out, size_t cap)
+size_t pb_options_sweep_sizes(const pb_options *o, uint64_t *out, size_t cap)
 {
     if (o->nsizes) {
         memcpy(out, o->sizes, sizeof(uint64_t) * (o->nsizes < cap ? o->nsizes : cap));

@@ -9,36 +9,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PB_HELP_SHOWN (-1) /* pb_cli_parse printed --help: exit 0 */
+#define PB_HELP_SHOWN (-1) /* pb_options_parse printed --help: exit 0 */
 
-typedef struct pb_opt {
+typedef struct pb_options_opt {
     const char *name;  /* long name, without "--" */
     int short_name;    /* a letter, or 0 */
     const char *arg;   /* argument name for the help, or NULL for a flag */
     const char *help;
     int id;            /* handed to the group's handler */
-} pb_opt;
+} pb_options_opt;
 
 /* `option` is the name to use in messages, e.g. "-e/--maxbytes". */
-typedef int (*pb_opt_handler)(void *ctx, int id, const char *option, const char *arg);
+typedef int (*pb_options_handler)(void *ctx, int id, const char *option, const char *arg);
 
-typedef struct pb_opt_group {
+typedef struct pb_options_group {
     const char *title;
-    const pb_opt *opts;
+    const pb_options_opt *opts;
     int nopts;
-    pb_opt_handler handle;
+    pb_options_handler handle;
     void *ctx;
-} pb_opt_group;
+} pb_options_group;
 
 /* Parse argv against the groups. Returns PB_OK, PB_ERR_USAGE (message printed)
  * or PB_HELP_SHOWN. `summary` is the first lines of --help. */
-int pb_cli_parse(int argc, char **argv, const char *summary, const pb_opt_group *groups, int ngroups);
+int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups);
 
 /* ---- the common group shared by the sweeps and the workload benchmarks ---- */
 
 #define PB_MAX_SIZES 256
 
-typedef struct pb_common_opts {
+typedef struct pb_options {
     uint64_t minbytes, maxbytes;   /* -b, -e */
     long long stepfactor;          /* -f */
     uint64_t stepbytes;            /* -i: additive steps instead of -f */
@@ -48,7 +48,7 @@ typedef struct pb_common_opts {
     int iters_given, warmup_given; /* set by -n / -w: one count for every size */
     int check;                     /* -c */
     pb_dtype dtype;                /* -d */
-    pb_redop op;                   /* -o */
+    pb_dtype_redop op;                   /* -o */
     int root;                      /* -r */
     double max_seconds;            /* --max-seconds-per-size; 0 = no cap */
     double timeout;                /* --timeout: hang watchdog, seconds; 0 = off */
@@ -58,12 +58,12 @@ typedef struct pb_common_opts {
     const char *mem;               /* --mem host|device; NULL: host for mpi, device for nccl */
     const char *csv, *json;        /* --csv, --json */
     int sizes_given;               /* which of -b/-e/--sizes the user set */
-} pb_common_opts;
+} pb_options;
 
 /* Defaults a benchmark may adjust before parsing. */
-void pb_common_defaults(pb_common_opts *o);
+void pb_options_defaults(pb_options *o);
 
-/* The common option group (ctx = the pb_common_opts). `which` is a mask of
+/* The common option group (ctx = the pb_options). `which` is a mask of
  * PB_OPTS_* selecting the options that make sense for the binary. */
 enum {
     PB_OPTS_SWEEP = 1,   /* -b -e -f -i --sizes */
@@ -73,18 +73,18 @@ enum {
     PB_OPTS_OUTPUT = 16, /* --csv --json --backend --mem --gpu-offset */
     PB_OPTS_ALL = 31,
 };
-pb_opt_group pb_common_group(pb_common_opts *o, int which);
+pb_options_group pb_options_common_group(pb_options *o, int which);
 
 /* After parsing: check combinations (-b <= -e, ...). */
-int pb_common_validate(const pb_common_opts *o);
+int pb_options_validate(const pb_options *o);
 
 /* Iteration counts per message size for the sweeps, in OSU's style: many
  * iterations for small messages, fewer for large ones. */
-typedef struct pb_iter_policy {
+typedef struct pb_options_iter_policy {
     int small_iters, small_warmup; /* messages up to large_from - 1 bytes */
     int large_iters, large_warmup;
     size_t large_from;
-} pb_iter_policy;
+} pb_options_iter_policy;
 
 /* --max-seconds-per-size bounds a size's warm-up and timed iterations
  * together: warm-up ends after this share of the cap (at least one warm-up
@@ -95,19 +95,19 @@ typedef struct pb_iter_policy {
 #define PB_LARGE_MESSAGE 8192 /* OSU's split: sizes above 8 KiB are "large" */
 
 /* OSU's collective counts: 1000 (+100 warm-up) up to 8 KiB, 100 (+10) above. */
-extern const pb_iter_policy pb_policy_collective;
+extern const pb_options_iter_policy pb_policy_collective;
 
 /* The counts for one size: -n and -w when given (for every size, as OSU's
  * -i and -x), else the policy's. */
-void pb_iters_for(const pb_common_opts *o, const pb_iter_policy *p, size_t bytes, int *iters, int *warmup);
+void pb_options_iters_for(const pb_options *o, const pb_options_iter_policy *p, size_t bytes, int *iters, int *warmup);
 
 /* The counts in words, for the metadata ("1000 (+100 warm-up) up to 8192 B, ..."). */
-void pb_iters_describe(const pb_common_opts *o, const pb_iter_policy *p, char *buf, size_t len);
+void pb_options_iters_describe(const pb_options *o, const pb_options_iter_policy *p, char *buf, size_t len);
 
 /* The largest iteration count any size can get (for sample buffers). */
-int pb_iters_max(const pb_common_opts *o, const pb_iter_policy *p);
+int pb_options_iters_max(const pb_options *o, const pb_options_iter_policy *p);
 
 /* The list of sizes to run: --sizes, or -b..-e by factor or by steps. */
-size_t pb_sweep_sizes(const pb_common_opts *o, uint64_t *out, size_t cap);
+size_t pb_options_sweep_sizes(const pb_options *o, uint64_t *out, size_t cap);
 
 #endif

@@ -47,20 +47,20 @@ static int suffix_shift(const char *suffix, int *shift)
 int pb_parse_size(const char *option, const char *text, uint64_t max, uint64_t *out)
 {
     const char *accepted = "expected a positive integer of bytes with an optional K, M or G suffix (1024^n)";
-    if (is_blank(text)) return pb_usage(option, "empty value; %s", accepted);
-    if (text[0] == '-') return pb_usage(option, "'%s' is negative; %s", text, accepted);
+    if (is_blank(text)) return pb_error_usage(option, "empty value; %s", accepted);
+    if (text[0] == '-') return pb_error_usage(option, "'%s' is negative; %s", text, accepted);
     uint64_t value;
     int n = parse_digits(text, &value);
-    if (n == 0) return pb_usage(option, "'%s' is not a size; %s", text, accepted);
+    if (n == 0) return pb_error_usage(option, "'%s' is not a size; %s", text, accepted);
     int shift;
     if (n < 0 || !suffix_shift(text + n, &shift)) {
-        if (n > 0 && text[n] == '.') return pb_usage(option, "'%s' is fractional; %s", text, accepted);
-        if (n < 0) return pb_usage(option, "'%s' is out of range; the maximum is %llu bytes", text, (unsigned long long)max);
-        return pb_usage(option, "'%s' has an unknown suffix '%s'; %s", text, text + n, accepted);
+        if (n > 0 && text[n] == '.') return pb_error_usage(option, "'%s' is fractional; %s", text, accepted);
+        if (n < 0) return pb_error_usage(option, "'%s' is out of range; the maximum is %llu bytes", text, (unsigned long long)max);
+        return pb_error_usage(option, "'%s' has an unknown suffix '%s'; %s", text, text + n, accepted);
     }
-    if (value == 0) return pb_usage(option, "'%s' is zero; %s", text, accepted);
+    if (value == 0) return pb_error_usage(option, "'%s' is zero; %s", text, accepted);
     if (value > (max >> shift))
-        return pb_usage(option, "'%s' is out of range; the maximum is %llu bytes", text, (unsigned long long)max);
+        return pb_error_usage(option, "'%s' is out of range; the maximum is %llu bytes", text, (unsigned long long)max);
     *out = value << shift;
     return PB_OK;
 }
@@ -68,16 +68,16 @@ int pb_parse_size(const char *option, const char *text, uint64_t max, uint64_t *
 int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint64_t *out, size_t cap,
                        size_t *count)
 {
-    if (is_blank(text)) return pb_usage(option, "empty list; expected sizes separated by commas, e.g. 1K,12M");
+    if (is_blank(text)) return pb_error_usage(option, "empty list; expected sizes separated by commas, e.g. 1K,12M");
     size_t n = 0;
     const char *p = text;
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char item[64];
-        if (len == 0) return pb_usage(option, "'%s' has an empty item; expected sizes separated by commas", text);
-        if (len >= sizeof item) return pb_usage(option, "item '%.*s...' is too long", 16, p);
-        if (n == cap) return pb_usage(option, "too many sizes; at most %zu", cap);
+        if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected sizes separated by commas", text);
+        if (len >= sizeof item) return pb_error_usage(option, "item '%.*s...' is too long", 16, p);
+        if (n == cap) return pb_error_usage(option, "too many sizes; at most %zu", cap);
         memcpy(item, p, len);
         item[len] = '\0';
         PB_TRY(pb_parse_size(option, item, max, &out[n]));
@@ -91,28 +91,28 @@ int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint6
 
 int pb_parse_int(const char *option, const char *text, long long min, long long max, long long *out)
 {
-    if (is_blank(text)) return pb_usage(option, "empty value; expected an integer in [%lld, %lld]", min, max);
+    if (is_blank(text)) return pb_error_usage(option, "empty value; expected an integer in [%lld, %lld]", min, max);
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (isspace((unsigned char)text[0]) || *end != '\0' || end == text)
-        return pb_usage(option, "'%s' is not an integer; expected an integer in [%lld, %lld]", text, min, max);
+        return pb_error_usage(option, "'%s' is not an integer; expected an integer in [%lld, %lld]", text, min, max);
     if (errno == ERANGE || v < min || v > max)
-        return pb_usage(option, "'%s' is out of range; expected an integer in [%lld, %lld]", text, min, max);
+        return pb_error_usage(option, "'%s' is out of range; expected an integer in [%lld, %lld]", text, min, max);
     *out = v;
     return PB_OK;
 }
 
 int pb_parse_double(const char *option, const char *text, double min, double max, double *out)
 {
-    if (is_blank(text)) return pb_usage(option, "empty value; expected a number in [%g, %g]", min, max);
+    if (is_blank(text)) return pb_error_usage(option, "empty value; expected a number in [%g, %g]", min, max);
     char *end;
     errno = 0;
     double v = strtod(text, &end);
     if (isspace((unsigned char)text[0]) || *end != '\0' || end == text || !isfinite(v))
-        return pb_usage(option, "'%s' is not a number; expected a number in [%g, %g]", text, min, max);
+        return pb_error_usage(option, "'%s' is not a number; expected a number in [%g, %g]", text, min, max);
     if (errno == ERANGE || v < min || v > max)
-        return pb_usage(option, "'%s' is out of range; expected a number in [%g, %g]", text, min, max);
+        return pb_error_usage(option, "'%s' is out of range; expected a number in [%g, %g]", text, min, max);
     *out = v;
     return PB_OK;
 }
@@ -120,13 +120,13 @@ int pb_parse_double(const char *option, const char *text, double min, double max
 /* Split `text` at commas into `item` calls; empty items are refused. */
 static int for_each_item(const char *option, const char *text, int (*item)(void *ctx, const char *tok), void *ctx)
 {
-    if (is_blank(text)) return pb_usage(option, "empty list; expected comma-separated values, see --help");
+    if (is_blank(text)) return pb_error_usage(option, "empty list; expected comma-separated values, see --help");
     for (const char *p = text;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char tok[128];
-        if (len == 0) return pb_usage(option, "'%s' has an empty item; expected comma-separated values", text);
-        if (len >= sizeof tok) return pb_usage(option, "item '%.*s...' is too long", 16, p);
+        if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected comma-separated values", text);
+        if (len >= sizeof tok) return pb_error_usage(option, "item '%.*s...' is too long", 16, p);
         memcpy(tok, p, len);
         tok[len] = '\0';
         PB_TRY(item(ctx, tok));
@@ -146,7 +146,7 @@ static int int_item(void *ctx, const char *tok)
 {
     struct int_list *l = ctx;
     long long v = 0;
-    if (l->n == l->cap) return pb_usage(l->option, "too many values; at most %zu", l->cap);
+    if (l->n == l->cap) return pb_error_usage(l->option, "too many values; at most %zu", l->cap);
     PB_TRY(pb_parse_int(l->option, tok, l->min, l->max, &v));
     l->out[l->n++] = v;
     return PB_OK;
@@ -209,5 +209,5 @@ int pb_parse_choice(const char *option, const char *text, const char *const *nam
         if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
         strncat(list, names[i], sizeof list - strlen(list) - 1);
     }
-    return pb_usage(option, "'%s' is not accepted; expected one of: %s", text ? text : "", list);
+    return pb_error_usage(option, "'%s' is not accepted; expected one of: %s", text ? text : "", list);
 }

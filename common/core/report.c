@@ -9,7 +9,7 @@
 #include <string.h>
 
 struct pb_report {
-    const pb_column *cols;
+    const pb_report_column *cols;
     int ncols;
     FILE *table, *csv;
     char *json_path;
@@ -29,13 +29,13 @@ static int json_changed(pb_report *r)
 {
     r->changes++;
     if (!r->json_path) return PB_OK;
-    if (r->changes < 2 * r->changes_at_write && pb_now_us() - r->written_us < JSON_REWRITE_US) return PB_OK;
+    if (r->changes < 2 * r->changes_at_write && pb_timing_now_us() - r->written_us < JSON_REWRITE_US) return PB_OK;
     r->changes_at_write = r->changes;
-    r->written_us = pb_now_us();
-    return pb_json_write_atomic(r->json_path, r->root);
+    r->written_us = pb_timing_now_us();
+    return pb_report_json_write_atomic(r->json_path, r->root);
 }
 
-int pb_json_write_atomic(const char *path, const cJSON *json)
+int pb_report_json_write_atomic(const char *path, const cJSON *json)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -66,7 +66,7 @@ static void csv_meta(FILE *csv, const cJSON *meta)
     }
 }
 
-static const char *type_name(pb_col_type t)
+static const char *type_name(pb_report_col_type t)
 {
     switch (t) {
     case PB_COL_INT: return "int";
@@ -77,7 +77,7 @@ static const char *type_name(pb_col_type t)
 }
 
 /* The schema: what each row key means, so a reader needs no copy of it. */
-static int add_schema(cJSON *root, const pb_column *cols, int ncols)
+static int add_schema(cJSON *root, const pb_report_column *cols, int ncols)
 {
     cJSON *schema = cJSON_AddArrayToObject(root, "columns");
     for (int c = 0; c < ncols; c++) {
@@ -91,7 +91,7 @@ static int add_schema(cJSON *root, const pb_column *cols, int ncols)
     return PB_OK;
 }
 
-int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSON *meta, FILE *table,
+int pb_report_open(const char *benchmark, const pb_report_column *cols, int ncols, cJSON *meta, FILE *table,
                    const char *csv_path, const char *json_path, pb_report **out)
 {
     pb_report *r = calloc(1, sizeof *r);
@@ -119,8 +119,8 @@ int pb_report_open(const char *benchmark, const pb_column *cols, int ncols, cJSO
     }
     if (json_path) {
         r->json_path = strdup(json_path);
-        r->written_us = pb_now_us();
-        return pb_json_write_atomic(json_path, r->root);
+        r->written_us = pb_timing_now_us();
+        return pb_report_json_write_atomic(json_path, r->root);
     }
     return PB_OK;
 }
@@ -131,7 +131,7 @@ void pb_report_header(pb_report *r)
     for (int line = 0; line < 2; line++) {
         fputc('#', r->table);
         for (int c = 0; c < r->ncols; c++) {
-            const pb_column *col = &r->cols[c];
+            const pb_report_column *col = &r->cols[c];
             if (!col->title) continue;
             const char *text = line == 0 ? col->title : (col->subtitle ? col->subtitle : "");
             fprintf(r->table, " %*s", col->width, text);
@@ -141,7 +141,7 @@ void pb_report_header(pb_report *r)
     fflush(r->table);
 }
 
-static void table_cell(FILE *f, const pb_column *col, const pb_value *v)
+static void table_cell(FILE *f, const pb_report_column *col, const pb_report_value *v)
 {
     switch (col->type) {
     case PB_COL_INT: fprintf(f, " %*lld", col->width, v->i); break;
@@ -153,7 +153,7 @@ static void table_cell(FILE *f, const pb_column *col, const pb_value *v)
     }
 }
 
-static void csv_cell(FILE *f, const pb_column *col, const pb_value *v)
+static void csv_cell(FILE *f, const pb_report_column *col, const pb_report_value *v)
 {
     switch (col->type) {
     case PB_COL_INT: fprintf(f, "%lld", v->i); break;
@@ -166,10 +166,10 @@ static void csv_cell(FILE *f, const pb_column *col, const pb_value *v)
 
 /* Every value set, each for its column's type: a row one value short is a
  * bug that would otherwise write a silent 0. */
-static int row_complete(const pb_report *r, const pb_value *values)
+static int row_complete(const pb_report *r, const pb_report_value *values)
 {
     for (int c = 0; c < r->ncols; c++) {
-        const pb_column *col = &r->cols[c];
+        const pb_report_column *col = &r->cols[c];
         PB_CHECK(values[c].type != 0, PB_ERR_CHECK, "report: the row has no value for column '%s'", col->key);
         PB_CHECK(values[c].type == col->type, PB_ERR_CHECK, "report: column '%s' is %s, the row's value is %s",
                  col->key, type_name(col->type), type_name(values[c].type));
@@ -177,13 +177,13 @@ static int row_complete(const pb_report *r, const pb_value *values)
     return PB_OK;
 }
 
-int pb_report_row(pb_report *r, const pb_value *values)
+int pb_report_row(pb_report *r, const pb_report_value *values)
 {
     PB_TRY(row_complete(r, values));
     cJSON *row = cJSON_CreateObject();
     if (r->table) fputc(' ', r->table);
     for (int c = 0; c < r->ncols; c++) {
-        const pb_column *col = &r->cols[c];
+        const pb_report_column *col = &r->cols[c];
         if (r->table && col->title) table_cell(r->table, col, &values[c]);
         if (r->csv) {
             if (c) fputc(',', r->csv);
@@ -233,7 +233,7 @@ int pb_report_close(pb_report *r, int complete)
     if (!r) return PB_OK;
     int status = PB_OK;
     cJSON_ReplaceItemInObject(r->root, "complete", cJSON_CreateBool(complete));
-    if (r->json_path) status = pb_json_write_atomic(r->json_path, r->root);
+    if (r->json_path) status = pb_report_json_write_atomic(r->json_path, r->root);
     if (r->csv) {
         if (complete) fprintf(r->csv, "# complete\n");
         if (fclose(r->csv) != 0 && status == PB_OK) status = pb_fail(PB_ERR_ENV, "closing the CSV file failed");

@@ -17,7 +17,7 @@
 #endif
 
 /* splitmix64's finaliser: a cheap bijective mixer with good avalanche. */
-static inline PB_HD uint64_t pb_mix64(uint64_t x)
+static inline PB_HD uint64_t pb_rng_mix64(uint64_t x)
 {
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;
@@ -30,12 +30,12 @@ static inline PB_HD uint64_t pb_mix64(uint64_t x)
 /* Uniform in [-1, 1), 24 random bits, from a (seed, stream, row, col) key.
  * Chained mixing (not a sum of the parts) so that (row, col) and (col, row)
  * give unrelated values. */
-static inline PB_HD float pb_hash_uniform(uint64_t seed, uint64_t stream, uint64_t row, uint64_t col)
+static inline PB_HD float pb_rng_hash_uniform(uint64_t seed, uint64_t stream, uint64_t row, uint64_t col)
 {
-    uint64_t h = pb_mix64(seed + 0x9e3779b97f4a7c15ULL);
-    h = pb_mix64(h ^ stream);
-    h = pb_mix64(h ^ row);
-    h = pb_mix64(h ^ col);
+    uint64_t h = pb_rng_mix64(seed + 0x9e3779b97f4a7c15ULL);
+    h = pb_rng_mix64(h ^ stream);
+    h = pb_rng_mix64(h ^ row);
+    h = pb_rng_mix64(h ^ col);
     return (float)((int64_t)(h >> 40) - ((int64_t)1 << 23)) * (1.0f / 8388608.0f);
 }
 

@@ -9,7 +9,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double pb_percentile_sorted(const double *sorted, size_t n, double p)
+double pb_stats_percentile_sorted(const double *sorted, size_t n, double p)
 {
     if (n == 0) return 0;
     double pos = p / 100.0 * (double)(n - 1);
@@ -35,8 +35,8 @@ static void pooled(const double *x, size_t n, pb_stats *out)
     qsort(sorted, n, sizeof(double), cmp_double);
     out->min = sorted[0];
     out->max = sorted[n - 1];
-    out->median = pb_percentile_sorted(sorted, n, 50);
-    out->p99 = pb_percentile_sorted(sorted, n, 99);
+    out->median = pb_stats_percentile_sorted(sorted, n, 50);
+    out->p99 = pb_stats_percentile_sorted(sorted, n, 99);
     free(sorted);
 }
 

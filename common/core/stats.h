@@ -17,7 +17,7 @@ typedef struct pb_stats {
 void pb_stats_of(const double *samples, size_t n, pb_stats *out);
 
 /* Percentile p in [0,100] of sorted data, linear interpolation between ranks. */
-double pb_percentile_sorted(const double *sorted, size_t n, double p);
+double pb_stats_percentile_sorted(const double *sorted, size_t n, double p);
 
 /* Combine per-rank sample arrays laid out back to back (nranks x per_rank):
  * mean of rank means, rankmax, and pooled min/max/median/p99. */

@@ -4,7 +4,7 @@
 
 #include <time.h>
 
-static inline double pb_now_us(void)
+static inline double pb_timing_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

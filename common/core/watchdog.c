@@ -38,23 +38,23 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void pb_watch_what(const char *operation, uint64_t bytes)
+void pb_watchdog_what(const char *operation, uint64_t bytes)
 {
     pthread_mutex_lock(&wd.lock);
     snprintf(wd.what, sizeof wd.what, "%s of %llu bytes", operation, (unsigned long long)bytes);
     pthread_mutex_unlock(&wd.lock);
 }
 
-void pb_watch_arm_at(int iter, const char *phase, double now_us)
+void pb_watchdog_arm_at(int iter, const char *phase, double now_us)
 {
     atomic_store_explicit(&wd.iter, iter, memory_order_relaxed);
     atomic_store_explicit(&wd.phase, phase, memory_order_relaxed);
     atomic_store_explicit(&wd.armed_ns, (uint64_t)(now_us * 1e3), memory_order_release);
 }
 
-void pb_watch_arm(int iter, const char *phase) { pb_watch_arm_at(iter, phase, (double)now_ns() * 1e-3); }
+void pb_watchdog_arm(int iter, const char *phase) { pb_watchdog_arm_at(iter, phase, (double)now_ns() * 1e-3); }
 
-void pb_watch_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
+void pb_watchdog_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
 
 void pb_watchdog_on_abort(void (*fn)(void *), void *arg)
 {

@@ -19,17 +19,17 @@ int pb_watchdog_start(double timeout_s, int rank, const char *host, const char *
 void pb_watchdog_stop(void);
 
 /* What the rank is about to do (not on the hot path): operation and size. */
-void pb_watch_what(const char *operation, uint64_t bytes);
+void pb_watchdog_what(const char *operation, uint64_t bytes);
 
 /* Arm for iteration `iter` (negative: warm-up) in `phase` (a static string,
  * e.g. "align", "operation", "validate"); disarm when it completed. */
-void pb_watch_arm(int iter, const char *phase);
+void pb_watchdog_arm(int iter, const char *phase);
 
-/* The same, with the time (pb_now_us: CLOCK_MONOTONIC in microseconds) the
+/* The same, with the time (pb_timing_now_us: CLOCK_MONOTONIC in microseconds) the
  * caller has just read: a timed loop that reads the clock once per iteration
  * re-arms without a second read inside its measured interval. */
-void pb_watch_arm_at(int iter, const char *phase, double now_us);
-void pb_watch_disarm(void);
+void pb_watchdog_arm_at(int iter, const char *phase, double now_us);
+void pb_watchdog_disarm(void);
 
 /* Called by the watchdog before it aborts the job (e.g. ncclCommAbort). */
 void pb_watchdog_on_abort(void (*fn)(void *), void *arg);

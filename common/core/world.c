@@ -52,11 +52,11 @@ int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
     MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
     MPI_Comm_rank(w->comm, &w->rank);
     MPI_Comm_size(w->comm, &w->size);
-    if (w->rank != 0) pb_set_quiet_usage(1);
+    if (w->rank != 0) pb_error_set_quiet_usage(1);
     PB_TRY(gather_hosts(w));
     number_nodes(w);
     if (w->thread_level < thread_level && w->rank == 0)
-        fprintf(stderr, "%s: warning: MPI granted thread level %d, asked for %d\n", pb_progname(),
+        fprintf(stderr, "%s: warning: MPI granted thread level %d, asked for %d\n", pb_error_progname(),
                 w->thread_level, thread_level);
     return PB_OK;
 }
@@ -72,7 +72,7 @@ _Noreturn void pb_world_exit(pb_world *w, int status)
     exit(status);
 }
 
-int pb_nodes_spanned(const pb_world *w, const int *ranks, int n)
+int pb_world_nodes_spanned(const pb_world *w, const int *ranks, int n)
 {
     if (!ranks) return w->nnodes;
     int count = 0;
@@ -87,7 +87,7 @@ int pb_nodes_spanned(const pb_world *w, const int *ranks, int n)
 pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n)
 {
     if (!ranks) n = w->size;
-    int nodes = pb_nodes_spanned(w, ranks, n);
+    int nodes = pb_world_nodes_spanned(w, ranks, n);
     if (nodes <= 1) return PB_LINK_INTRA;
     return nodes == n ? PB_LINK_INTER : PB_LINK_MIXED;
 }
@@ -120,19 +120,19 @@ static void tell(MPI_Comm comm, int me, int failed, int local_status, int status
         MPI_Comm_rank(MPI_COMM_WORLD, &note.world_rank);
         note.status = status;
         snprintf(note.site, sizeof note.site, "%s", site);
-        snprintf(note.why, sizeof note.why, "%s", *pb_last_error() ? pb_last_error() : status_word(status));
+        snprintf(note.why, sizeof note.why, "%s", *pb_error_last() ? pb_error_last() : status_word(status));
     }
     /* Every rank knows the status is not OK, so every rank takes part. */
     MPI_Bcast(&note, sizeof note, MPI_BYTE, failed, comm);
     heard = note;
     if (fresh)
-        fprintf(stderr, "%s: rank %d failed at %s (exit %d, %s); every rank stops\n", pb_progname(),
+        fprintf(stderr, "%s: rank %d failed at %s (exit %d, %s); every rank stops\n", pb_error_progname(),
                 note.world_rank, note.site, status, status_word(status));
     else if (local_status == PB_OK)
-        fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_progname(), note.world_rank, note.site, note.why);
+        fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_error_progname(), note.world_rank, note.site, note.why);
 }
 
-int pb_agree(MPI_Comm comm, int local_status, const char *site)
+int pb_world_agree_at(MPI_Comm comm, int local_status, const char *site)
 {
     int me;
     MPI_Comm_rank(comm, &me);
@@ -147,4 +147,4 @@ int pb_agree(MPI_Comm comm, int local_status, const char *site)
     return worst.status;
 }
 
-int pb_world_agree(const pb_world *w, int status) { return pb_agree(w->comm, status, NULL); }
+int pb_world_agree(const pb_world *w, int status) { return pb_world_agree_at(w->comm, status, NULL); }

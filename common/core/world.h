@@ -5,7 +5,7 @@
 #ifndef PB_WORLD_H
 #define PB_WORLD_H
 
-#include "core/link_class.h"
+#include "core/link.h"
 
 #include <mpi.h>
 
@@ -34,19 +34,19 @@ _Noreturn void pb_world_exit(pb_world *w, int status);
 pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n);
 
 /* Number of distinct nodes among the listed ranks (NULL: all). */
-int pb_nodes_spanned(const pb_world *w, const int *ranks, int n);
+int pb_world_nodes_spanned(const pb_world *w, const int *ranks, int n);
 
 /* Agreement (docs/reliability.md): every rank of `comm` calls it after a step
  * that can fail on one rank alone and before the next collective, and all get
  * the worst status. With a `site`, a failure is named once per rank: the
  * failing rank (the lowest world rank with the worst status) says where it
  * failed, the ranks that did not fail say which rank failed, where, and why.
- * After a failure agreed in a sub-communicator, a pb_agree over the world
+ * After a failure agreed in a sub-communicator, a pb_world_agree_at over the world
  * names the original failure to the ranks outside that group.
  * NULL `site`, or a usage error (every rank finds it, rank 0 prints it): silent. */
-int pb_agree(MPI_Comm comm, int local_status, const char *site);
+int pb_world_agree_at(MPI_Comm comm, int local_status, const char *site);
 
-/* pb_agree over the whole job, silent: a failure on one rank becomes everyone's. */
+/* pb_world_agree_at over the whole job, silent: a failure on one rank becomes everyone's. */
 int pb_world_agree(const pb_world *w, int status);
 
 #endif

@@ -10,19 +10,19 @@
 #include <stdlib.h>
 
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
-                    const pb_opt_group *groups, int ngroups)
+                    const pb_options_group *groups, int ngroups)
 {
     memset(b, 0, sizeof *b);
     b->name = name;
     b->argc = *argc;
     b->argv = *argv;
-    pb_set_progname(name);
+    pb_error_set_progname(name);
     int status = pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
     if (b->w.rank != 0 && !freopen("/dev/null", "w", stdout))
         fprintf(stderr, "%s: rank %d: cannot silence stdout\n", name, b->w.rank);
-    status = pb_cli_parse(*argc, *argv, summary, groups, ngroups);
+    status = pb_options_parse(*argc, *argv, summary, groups, ngroups);
     if (status == PB_HELP_SHOWN) pb_world_exit(&b->w, PB_OK);
     if (status != PB_OK) pb_world_exit(&b->w, status);
 }
@@ -35,14 +35,14 @@ static const char *default_backend(const pb_world *w)
     return gpus > 0 ? "nccl" : "mpi";
 }
 
-int pb_bench_select(pb_bench *b, const pb_common_opts *o)
+int pb_bench_select(pb_bench *b, const pb_options *o)
 {
     if (b->be) return PB_OK;
     const char *name = o->backend ? o->backend : default_backend(&b->w);
-    return pb_world_agree(&b->w, pb_backend_select(name, o->mem, &b->be));
+    return pb_world_agree(&b->w, pb_comm_backend_select(name, o->mem, &b->be));
 }
 
-int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta)
+int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta)
 {
     int status = pb_bench_select(b, o);
     if (status != PB_OK) {
@@ -62,7 +62,7 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
     if (b->meta) cJSON_AddStringToObject(b->meta, "gpu_rank0", gpu);
     if (b->w.rank != 0) {
         cJSON_Delete(extra_meta);
-        return pb_agree(b->w.comm, PB_OK, "report");
+        return pb_world_agree_at(b->w.comm, PB_OK, "report");
     }
     for (cJSON *e = extra_meta ? extra_meta->child : NULL; e;) {
         cJSON *next = e->next;
@@ -76,13 +76,13 @@ int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, i
                 b->name, b->info.max_ranks_per_node, b->info.min_cores_per_node);
     printf("# parabench %s\n", b->name);
     pb_meta_print(stdout, b->meta);
-    if (pb_test_fail("report")) {
+    if (pb_faults_fail("report")) {
         status = pb_fail(PB_ERR_ENV, "cannot open the output files");
     } else {
         status = pb_report_open(b->name, cols, ncols, b->meta, stdout, o->csv, o->json, &b->rep);
         b->meta = NULL; /* owned by the report now */
     }
-    return pb_agree(b->w.comm, status, "report");
+    return pb_world_agree_at(b->w.comm, status, "report");
 }
 
 _Noreturn void pb_bench_finish(pb_bench *b, int status)

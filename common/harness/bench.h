@@ -14,7 +14,7 @@
 typedef struct pb_bench {
     const char *name;
     pb_world w;
-    const pb_backend *be;
+    const pb_comm_backend *be;
     pb_meta_info info;
     cJSON *meta;    /* rank 0, until handed to the report */
     pb_report *rep; /* rank 0 only */
@@ -25,17 +25,17 @@ typedef struct pb_bench {
 /* Start MPI and parse the options. Exits (through pb_bench_finish) on a usage
  * error or after --help, so a caller continues only with valid options. */
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
-                    const pb_opt_group *groups, int ngroups);
+                    const pb_options_group *groups, int ngroups);
 
 /* Select the backend (b->be) from --backend/--mem, once: for a benchmark
  * whose options or metadata depend on what the backend can do. Returns a
  * status agreed by all ranks. */
-int pb_bench_select(pb_bench *b, const pb_common_opts *o);
+int pb_bench_select(pb_bench *b, const pb_options *o);
 
 /* Select the backend (unless pb_bench_select did), collect metadata, print
  * the preamble and open the report (rank 0). `extra_meta` entries (may be
  * NULL) are merged into the metadata. Returns a status agreed by all ranks. */
-int pb_bench_open(pb_bench *b, const pb_common_opts *o, const pb_column *cols, int ncols, cJSON *extra_meta);
+int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta);
 
 /* pb_mem_require for this rank with the node's ranks sharing host memory,
  * agreed by all ranks: every binary's check before it allocates. */

@@ -56,7 +56,7 @@ static void add_hosts(cJSON *meta, const pb_world *w)
     cJSON_AddStringToObject(meta, "ranks_per_node", per_node);
 }
 
-cJSON *pb_meta_collect(const pb_world *w, const pb_backend *b, int argc, char **argv, pb_meta_info *info)
+cJSON *pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info)
 {
     pb_topo topo;
     if (pb_topo_read(&topo) != 0) memset(&topo, 0, sizeof topo);

@@ -17,7 +17,7 @@ typedef struct pb_meta_info {
 
 /* Collective over the world. Returns the metadata object on rank 0 (NULL on
  * other ranks; the caller owns it) and fills `info` on every rank. */
-cJSON *pb_meta_collect(const pb_world *w, const pb_backend *b, int argc, char **argv, pb_meta_info *info);
+cJSON *pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info);
 
 /* Print the metadata as "# key: value" lines (the table preamble). */
 void pb_meta_print(FILE *f, const cJSON *meta);

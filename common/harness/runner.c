@@ -48,7 +48,7 @@ static int agree(MPI_Comm group, int mine)
 }
 
 /* 1 when this rank wants to end the current phase under the cap. */
-static int past_cap(const pb_loop_cfg *cfg, int warming, double elapsed_us, int done, double timed_sum_us)
+static int past_cap(const pb_runner_cfg *cfg, int warming, double elapsed_us, int done, double timed_sum_us)
 {
     double cap_us = cfg->max_seconds * 1e6;
     if (cap_us <= 0 || done == 0) return 0;
@@ -56,15 +56,15 @@ static int past_cap(const pb_loop_cfg *cfg, int warming, double elapsed_us, int 
     return elapsed_us + timed_sum_us / done > cap_us;
 }
 
-int pb_time_loop(MPI_Comm group, const pb_loop_cfg *cfg, pb_iter_fn fn, void *ctx, double *samples_us, int *done)
+int pb_runner_time_loop(MPI_Comm group, const pb_runner_cfg *cfg, pb_runner_iter_fn fn, void *ctx, double *samples_us, int *done)
 {
     MPI_Comm align = align_comm(group);
-    double start = pb_now_us(), timed_sum = 0;
+    double start = pb_timing_now_us(), timed_sum = 0;
     int status = PB_OK, timed = 0, warm_done = 0;
     for (int i = -cfg->warmup; i < cfg->iters; i++) {
         int warming = i < 0;
-        int over = past_cap(cfg, warming, pb_now_us() - start, warming ? warm_done : timed, timed_sum);
-        pb_watch_arm(i, "align");
+        int over = past_cap(cfg, warming, pb_timing_now_us() - start, warming ? warm_done : timed, timed_sum);
+        pb_watchdog_arm(i, "align");
         int decision = agree(align, status != PB_OK ? 2 + status : over);
         if (decision >= 2) {
             status = decision - 2;
@@ -75,10 +75,10 @@ int pb_time_loop(MPI_Comm group, const pb_loop_cfg *cfg, pb_iter_fn fn, void *ct
             i = -1;
             continue;
         }
-        pb_watch_arm(i, "operation");
-        double t0 = pb_now_us();
+        pb_watchdog_arm(i, "operation");
+        double t0 = pb_timing_now_us();
         status = fn(ctx, i);
-        double t1 = pb_now_us();
+        double t1 = pb_timing_now_us();
         if (i < 0) warm_done++;
         else if (status == PB_OK) {
             samples_us[timed++] = t1 - t0;
@@ -86,15 +86,15 @@ int pb_time_loop(MPI_Comm group, const pb_loop_cfg *cfg, pb_iter_fn fn, void *ct
         }
     }
     /* A last alignment: no rank runs ahead, and a failure in the last iteration reaches everyone. */
-    pb_watch_arm(cfg->iters, "align");
+    pb_watchdog_arm(cfg->iters, "align");
     int last = agree(align, status != PB_OK ? 2 + status : 0);
-    pb_watch_disarm();
+    pb_watchdog_disarm();
     if (last >= 2) status = last - 2;
     *done = timed;
     return status;
 }
 
-int pb_gather_stats(MPI_Comm group, const double *samples_us, int n, pb_stats *out)
+int pb_runner_gather_stats(MPI_Comm group, const double *samples_us, int n, pb_stats *out)
 {
     int rank, size;
     MPI_Comm_rank(group, &rank);
@@ -102,10 +102,10 @@ int pb_gather_stats(MPI_Comm group, const double *samples_us, int n, pb_stats *o
     double *all = NULL;
     int status = PB_OK;
     if (rank == 0) {
-        all = pb_test_fail("gather") ? NULL : malloc(sizeof(double) * (size_t)n * (size_t)size + 1);
+        all = pb_faults_fail("gather") ? NULL : malloc(sizeof(double) * (size_t)n * (size_t)size + 1);
         if (!all) status = pb_fail(PB_ERR_ENV, "out of memory gathering %d x %d samples", size, n);
     }
-    PB_TRY(pb_agree(group, status, "gather")); /* the others would wait in the gather */
+    PB_TRY(pb_world_agree_at(group, status, "gather")); /* the others would wait in the gather */
     MPI_Gather(samples_us, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, group);
     if (rank == 0) pb_stats_across(all, (size_t)n, size, out);
     else pb_stats_of(samples_us, (size_t)n, out);

@@ -45,7 +45,7 @@ static const net_kind *find_net(const char *name)
     return NULL;
 }
 
-int pb_cluster_preset(const char *name, const char *option, pb_cluster *out)
+int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *out)
 {
     for (size_t i = 0; name && i < sizeof nodes / sizeof nodes[0]; i++) {
         const node_kind *k = &nodes[i];
@@ -58,16 +58,16 @@ int pb_cluster_preset(const char *name, const char *option, pb_cluster *out)
         memset(out, 0, sizeof *out);
         snprintf(out->name, sizeof out->name, "%s-%s", k->name, net->name);
         out->gpus_per_node = k->gpus;
-        out->intra = (pb_link){k->nvlink_us * 1e-6, k->nvlink_GBps * 1e9};
-        out->inter = (pb_link){net->us * 1e-6, net->GBps * 1e9};
+        out->intra = (pb_model_link){k->nvlink_us * 1e-6, k->nvlink_GBps * 1e9};
+        out->inter = (pb_model_link){net->us * 1e-6, net->GBps * 1e9};
         out->flops = k->peak_tflops * 1e12 * PB_CLUSTER_COMPUTE_EFFICIENCY;
         out->mem_bytes = k->mem_GB * 1e9;
         return PB_OK;
     }
-    return pb_usage(option, "unknown cluster '%s'; accepted: %s", name ? name : "", pb_cluster_preset_names());
+    return pb_error_usage(option, "unknown cluster '%s'; accepted: %s", name ? name : "", pb_cluster_preset_names());
 }
 
-void pb_cluster_describe(const pb_cluster *c, char *buf, int len)
+void pb_cluster_describe(const pb_model_cluster *c, char *buf, int len)
 {
     snprintf(buf, (size_t)len,
              "%s: %d GPU/node, intra %.1f GB/s %.1f us, inter %.2f GB/s %.1f us, %.0f TFLOP/s sustained, %.0f GB",

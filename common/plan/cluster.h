@@ -12,12 +12,12 @@
 #define PB_CLUSTER_COMPUTE_EFFICIENCY 0.5
 
 /* Parse a preset name into `out`. PB_OK or PB_ERR_USAGE naming `option`. */
-int pb_cluster_preset(const char *name, const char *option, pb_cluster *out);
+int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *out);
 
 /* "a100, h100 (optionally -ib100, -ib200, -ib400, -eth100)" for messages. */
 const char *pb_cluster_preset_names(void);
 
 /* One line: "a100-ib200: 8 GPU/node, intra 300 GB/s 2.0 us, inter 25 GB/s 5.0 us, 156 TFLOP/s, 80 GB". */
-void pb_cluster_describe(const pb_cluster *c, char *buf, int len);
+void pb_cluster_describe(const pb_model_cluster *c, char *buf, int len);
 
 #endif

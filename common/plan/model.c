@@ -4,57 +4,57 @@
 
 #include <math.h>
 
-double pb_t_p2p(double bytes, pb_link l) { return l.alpha_s + bytes / l.bw_Bps; }
+double pb_model_t_p2p(double bytes, pb_model_link l) { return l.alpha_s + bytes / l.bw_Bps; }
 
 /* The collective table's alpha-beta terms (coll.h). */
-static double alpha_beta(pb_coll_cost k, double bytes, pb_link l)
+static double alpha_beta(pb_coll_cost k, double bytes, pb_model_link l)
 {
     return k.steps * l.alpha_s + k.bytes * bytes / l.bw_Bps;
 }
 
-double pb_t_coll(pb_coll c, double bytes, int n, pb_link l) { return alpha_beta(pb_coll_cost_of(c, n), bytes, l); }
+double pb_model_t_coll(pb_coll c, double bytes, int n, pb_model_link l) { return alpha_beta(pb_coll_cost_of(c, n), bytes, l); }
 
-double pb_t_ring_allreduce(double bytes, int n, pb_link l) { return pb_t_coll(PB_COLL_ALLREDUCE, bytes, n, l); }
+double pb_model_t_ring_allreduce(double bytes, int n, pb_model_link l) { return pb_model_t_coll(PB_COLL_ALLREDUCE, bytes, n, l); }
 
-double pb_t_allgather(double bytes, int n, pb_link l) { return pb_t_coll(PB_COLL_ALLGATHER, bytes, n, l); }
+double pb_model_t_allgather(double bytes, int n, pb_model_link l) { return pb_model_t_coll(PB_COLL_ALLGATHER, bytes, n, l); }
 
-double pb_t_reducescatter(double bytes, int n, pb_link l) { return pb_t_coll(PB_COLL_REDUCESCATTER, bytes, n, l); }
+double pb_model_t_reducescatter(double bytes, int n, pb_model_link l) { return pb_model_t_coll(PB_COLL_REDUCESCATTER, bytes, n, l); }
 
 /* ceil(log2 n) rounds of a binomial tree. */
 static double tree_depth(int n) { return n <= 1 ? 0.0 : ceil(log2((double)n)); }
 
-double pb_t_tree_allreduce(double bytes, int n, pb_link l)
+double pb_model_t_tree_allreduce(double bytes, int n, pb_model_link l)
 {
-    return 2.0 * tree_depth(n) * pb_t_p2p(bytes, l);
+    return 2.0 * tree_depth(n) * pb_model_t_p2p(bytes, l);
 }
 
-double pb_t_allreduce(double bytes, int n, pb_link l)
+double pb_model_t_allreduce(double bytes, int n, pb_model_link l)
 {
-    return fmin(pb_t_ring_allreduce(bytes, n, l), pb_t_tree_allreduce(bytes, n, l));
+    return fmin(pb_model_t_ring_allreduce(bytes, n, l), pb_model_t_tree_allreduce(bytes, n, l));
 }
 
-double pb_pipe_efficiency(int m, int p) { return (double)m / (double)(m + p - 1); }
-double pb_pipe_bubble_of_step(int m, int p) { return (double)(p - 1) / (double)(m + p - 1); }
-double pb_pipe_bubble_of_compute(int m, int p) { return (double)(p - 1) / (double)m; }
+double pb_model_pipe_efficiency(int m, int p) { return (double)m / (double)(m + p - 1); }
+double pb_model_pipe_bubble_of_step(int m, int p) { return (double)(p - 1) / (double)(m + p - 1); }
+double pb_model_pipe_bubble_of_compute(int m, int p) { return (double)(p - 1) / (double)m; }
 
-int pb_pipe_in_flight(pb_pp_sched s, int m, int p)
+int pb_model_pipe_in_flight(pb_pp_sched s, int m, int p)
 {
     /* 1F1B starts backward after p forwards, so at most p are alive. */
     if (s == PB_PP_1F1B) return m < p ? m : p;
     return m;
 }
 
-double pb_tp_elems_per_rank_layer(double b, double s, double h, int t)
+double pb_model_tp_elems_per_rank_layer(double b, double s, double h, int t)
 {
     if (t <= 1) return 0.0;
     return 8.0 * b * s * h * (double)(t - 1) / (double)t;
 }
 
-double pb_dp_grad_bytes(double params, int dtype_bytes) { return params * (double)dtype_bytes; }
+double pb_model_dp_grad_bytes(double params, int dtype_bytes) { return params * (double)dtype_bytes; }
 
-double pb_logit_flops_fwd(double b, double s, double h, double vocab) { return 2.0 * b * s * h * vocab; }
+double pb_model_logit_flops_fwd(double b, double s, double h, double vocab) { return 2.0 * b * s * h * vocab; }
 
-double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_recompute rc)
+double pb_model_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_model_recompute rc)
 {
     double sbh = s * b * h, tt = (double)t;
     double attn = 5.0 * a * s / h; /* softmax, its dropout mask, attention over values */
@@ -66,19 +66,19 @@ double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int
     }
 }
 
-pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
-                         int sp, pb_recompute rc)
+pb_model_mem pb_model_memory_per_gpu(double params, const pb_presets_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
+                         int sp, pb_model_recompute rc)
 {
-    pb_mem r;
+    pb_model_mem r;
     double local = params / ((double)t * (double)p);
     r.weights = local * PB_BYTES_WEIGHTS;
     r.grads = local * PB_BYTES_GRADS;
     r.optimizer = local * PB_BYTES_OPTIMIZER;
     /* Layers split evenly; the first stage holds the most micro-batches. */
     double layers = ceil((double)m->layers / (double)p);
-    double per_layer = pb_act_bytes_per_layer((double)m->seq, (double)m->micro_batch, (double)m->hidden,
+    double per_layer = pb_model_act_bytes_per_layer((double)m->seq, (double)m->micro_batch, (double)m->hidden,
                                               (double)m->heads, t, sp, rc);
-    r.activations = (double)pb_pipe_in_flight(sched, micro_batches, p) * layers * per_layer;
+    r.activations = (double)pb_model_pipe_in_flight(sched, micro_batches, p) * layers * per_layer;
     r.total = r.weights + r.grads + r.optimizer + r.activations;
     return r;
 }

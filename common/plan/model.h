@@ -10,7 +10,7 @@
 
 #include "coll/coll.h"
 #include "core/flops.h"
-#include "core/link_class.h"
+#include "core/link.h"
 #include "plan/pp_sched.h"
 #include "plan/presets.h"
 
@@ -19,56 +19,56 @@
 /* ---- alpha-beta costs (Hockney model; Thakur, Rabenseifner, Gropp 2005) ---- */
 
 /* One link class: a = per-message latency, B = per-direction bandwidth. */
-typedef struct pb_link {
+typedef struct pb_model_link {
     double alpha_s; /* seconds */
     double bw_Bps;  /* bytes per second */
-} pb_link;
+} pb_model_link;
 
 /* a + S/B */
-double pb_t_p2p(double bytes, pb_link l);
+double pb_model_t_p2p(double bytes, pb_model_link l);
 /* Ring allreduce of an S-byte buffer on n ranks: 2(n-1)a + 2(n-1)/n * S/B. 0 for n <= 1. */
-double pb_t_ring_allreduce(double bytes, int n, pb_link l);
+double pb_model_t_ring_allreduce(double bytes, int n, pb_model_link l);
 /* Ring allgather / reducescatter, S = full (gathered) buffer: (n-1)a + (n-1)/n * S/B. */
-double pb_t_allgather(double bytes, int n, pb_link l);
-double pb_t_reducescatter(double bytes, int n, pb_link l);
+double pb_model_t_allgather(double bytes, int n, pb_model_link l);
+double pb_model_t_reducescatter(double bytes, int n, pb_model_link l);
 /* Binomial-tree reduce followed by binomial-tree broadcast, the short-message
  * allreduce of Thakur et al. 2005 (reduction compute ignored):
  * 2*ceil(log2 n)*(a + S/B). Fewer latency terms than the ring, more bytes. */
-double pb_t_tree_allreduce(double bytes, int n, pb_link l);
+double pb_model_t_tree_allreduce(double bytes, int n, pb_model_link l);
 /* The better of ring and tree: what a tuned library picks per size. */
-double pb_t_allreduce(double bytes, int n, pb_link l);
+double pb_model_t_allreduce(double bytes, int n, pb_model_link l);
 /* Any collective by enum, from its cost terms in the collective table
  * (coll.h). broadcast/reduce: binomial tree ceil(log2 n)(a + S/B);
  * alltoall: pairwise exchange (n-1)a + (n-1)/n S/B; sendrecv: a + S/B. */
-double pb_t_coll(pb_coll c, double bytes, int n, pb_link l);
+double pb_model_t_coll(pb_coll c, double bytes, int n, pb_model_link l);
 
 /* ---- pipeline (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021) ---- */
 
 /* m/(m+p-1): ideal compute over step time. */
-double pb_pipe_efficiency(int m, int p);
+double pb_model_pipe_efficiency(int m, int p);
 /* (p-1)/(m+p-1): the bubble as a fraction of the step time. */
-double pb_pipe_bubble_of_step(int m, int p);
+double pb_model_pipe_bubble_of_step(int m, int p);
 /* (p-1)/m: the bubble relative to the ideal (bubble-free) compute time. */
-double pb_pipe_bubble_of_compute(int m, int p);
+double pb_model_pipe_bubble_of_compute(int m, int p);
 
 /* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m)
  * (the planner offers no interleaved schedule; it counts as GPipe here). */
-int pb_pipe_in_flight(pb_pp_sched s, int m, int p);
+int pb_model_pipe_in_flight(pb_pp_sched s, int m, int p);
 
 /* ---- tensor and data parallelism volumes ---- */
 
 /* Megatron TP elements sent per rank per layer, forward + backward:
  * 4 allreduces of b*s*h elements, each 2(t-1)/t per rank => 8*b*s*h*(t-1)/t.
  * Sequence parallelism (AG + RS per allreduce) moves the same volume. */
-double pb_tp_elems_per_rank_layer(double b, double s, double h, int t);
+double pb_model_tp_elems_per_rank_layer(double b, double s, double h, int t);
 /* Gradient bytes a data-parallel allreduce carries: params * dtype size. */
-double pb_dp_grad_bytes(double params, int dtype_bytes);
+double pb_model_dp_grad_bytes(double params, int dtype_bytes);
 
 /* ---- compute (Narayanan et al. 2021, appendix) ---- */
 
 /* A layer's forward and backward: core/flops.h (t = 1, with scores). */
 /* Logit layer forward: 2*b*s*h*V (the tied embedding used as output projection). */
-double pb_logit_flops_fwd(double b, double s, double h, double vocab);
+double pb_model_logit_flops_fwd(double b, double s, double h, double vocab);
 
 /* ---- memory per GPU (Rajbhandari et al. 2020; Korthikanti et al. 2022) ---- */
 
@@ -79,7 +79,7 @@ double pb_logit_flops_fwd(double b, double s, double h, double vocab);
 #define PB_BYTES_OPTIMIZER 12.0
 #define PB_BYTES_PER_PARAM (PB_BYTES_WEIGHTS + PB_BYTES_GRADS + PB_BYTES_OPTIMIZER)
 
-typedef enum { PB_RECOMPUTE_NONE, PB_RECOMPUTE_SELECTIVE, PB_RECOMPUTE_FULL } pb_recompute;
+typedef enum { PB_RECOMPUTE_NONE, PB_RECOMPUTE_SELECTIVE, PB_RECOMPUTE_FULL } pb_model_recompute;
 
 /* Activation bytes one layer keeps for one micro-batch (16-bit activations),
  * Korthikanti et al. 2022 table 2, a = attention heads:
@@ -88,42 +88,42 @@ typedef enum { PB_RECOMPUTE_NONE, PB_RECOMPUTE_SELECTIVE, PB_RECOMPUTE_FULL } pb
  *   none,      TP+SP : s*b*h*(34 + 5*a*s/h)/t
  *   selective, TP    : s*b*h*(10 + 24/t);  TP+SP: s*b*h*34/t
  *   full             : 2*s*b*h (the layer input only);  with SP: /t */
-double pb_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_recompute rc);
+double pb_model_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_model_recompute rc);
 
-typedef struct pb_mem {
+typedef struct pb_model_mem {
     double weights, grads, optimizer, activations, total; /* bytes per GPU */
-} pb_mem;
+} pb_model_mem;
 
 /* Memory of the most loaded GPU (first stage): params/(t*p) parameters at
- * 16 B each, plus in-flight micro-batches x layers/p x pb_act_bytes_per_layer. */
-pb_mem pb_memory_per_gpu(double params, const pb_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
-                         int sp, pb_recompute rc);
+ * 16 B each, plus in-flight micro-batches x layers/p x pb_model_act_bytes_per_layer. */
+pb_model_mem pb_model_memory_per_gpu(double params, const pb_presets_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
+                         int sp, pb_model_recompute rc);
 
 /* ---- a machine and a training job ---- */
 
-typedef struct pb_cluster {
+typedef struct pb_model_cluster {
     char name[48];
     int gpus_per_node;
-    pb_link intra;      /* inside a node (NVLink) */
-    pb_link inter;      /* between nodes, per GPU (one NIC rail per GPU) */
+    pb_model_link intra;      /* inside a node (NVLink) */
+    pb_model_link inter;      /* between nodes, per GPU (one NIC rail per GPU) */
     double flops;       /* sustained FLOP/s per GPU used for compute time */
     double mem_bytes;   /* GPU memory */
-} pb_cluster;
+} pb_model_cluster;
 
-typedef struct pb_train {
-    pb_model model;       /* shape; model.micro_batch is b */
+typedef struct pb_model_train {
+    pb_presets_model model;       /* shape; model.micro_batch is b */
     double params;        /* parameter count used for memory and DP volume */
     int dtype_bytes;      /* activations and gradients on the wire: 2 for bf16 */
     int64_t global_batch; /* sequences per step */
     pb_pp_sched sched;
     int sp;               /* sequence parallelism */
-    pb_recompute recompute;
-} pb_train;
+    pb_model_recompute recompute;
+} pb_model_train;
 
 /* Rank order: t is always innermost (fills a node first); then d or p. */
 enum pb_order { PB_ORDER_TDP, PB_ORDER_TPD };
 
-typedef struct pb_step {
+typedef struct pb_model_step {
     int t, p, d, m;
     enum pb_order order;
     pb_link_class link_t, link_p, link_d; /* intra or inter */
@@ -134,19 +134,19 @@ typedef struct pb_step {
     double compute;       /* m * (t_fwd + t_bwd): ideal compute per step, s */
     double bubble;        /* (p-1) * slot time, s */
     double step;          /* (m+p-1) * (t_fwd+t_bwd+c_tp+c_pp) + c_dp, s */
-    pb_mem mem;
+    pb_model_mem mem;
     char reject[160];     /* empty when the configuration is valid and fits */
-} pb_step;
+} pb_model_step;
 
 /* Step time and memory of one (t, p, d) configuration, best of the two rank
  * orders. Invalid or non-fitting configurations come back with `reject` set
  * (the numbers are still filled in where they can be computed). */
-void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d, pb_step *out);
+void pb_model_step_eval(const pb_model_train *job, const pb_model_cluster *c, int t, int p, int d, pb_model_step *out);
 
 /* Every (t, p, d) with t*p*d == gpus, valid ones first sorted by step time,
  * rejected ones after. Returns the count written (at most cap). */
-int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_step *out, int cap);
+int pb_model_step_enumerate(const pb_model_train *job, const pb_model_cluster *c, int gpus, pb_model_step *out, int cap);
 
-const char *pb_order_name(enum pb_order o);
+const char *pb_model_order_name(enum pb_order o);
 
 #endif

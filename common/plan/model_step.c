@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *pb_order_name(enum pb_order o) { return o == PB_ORDER_TDP ? "t-d-p" : "t-p-d"; }
+const char *pb_model_order_name(enum pb_order o) { return o == PB_ORDER_TDP ? "t-d-p" : "t-p-d"; }
 
 /* A group of n ranks with this stride stays inside one node when it spans at
  * most a node's GPUs (t is innermost, so groups are node-aligned). */
@@ -21,12 +21,12 @@ static pb_link_class axis_link(int stride, int n, int gpus_per_node)
     return (n <= 1 || stride * n <= gpus_per_node) ? PB_LINK_INTRA : PB_LINK_INTER;
 }
 
-static pb_link link_of(const pb_cluster *c, pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
+static pb_model_link link_of(const pb_model_cluster *c, pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
 
 /* Fill the time terms for one rank order. */
-static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order order, pb_step *s)
+static void eval_order(const pb_model_train *job, const pb_model_cluster *c, enum pb_order order, pb_model_step *s)
 {
-    const pb_model *md = &job->model;
+    const pb_presets_model *md = &job->model;
     double b = (double)md->micro_batch, sq = (double)md->seq, h = (double)md->hidden;
     double lps = ceil((double)md->layers / s->p);
     int stride_d = order == PB_ORDER_TDP ? s->t : s->t * s->p;
@@ -37,7 +37,7 @@ static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order o
     s->link_p = axis_link(stride_p, s->p, c->gpus_per_node);
 
     /* Compute: layers of this stage split t ways; the logit layer spread over stages. */
-    double f_fwd = (lps * pb_layer_flops_fwd(b, sq, h, 1, 1) + pb_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
+    double f_fwd = (lps * pb_flops_layer_fwd(b, sq, h, 1, 1) + pb_model_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
     double f_extra = 0.0; /* recomputation in backward */
     if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_fwd;
     if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = lps * 4.0 * b * sq * sq * h / s->t;
@@ -48,13 +48,13 @@ static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order o
      * recomputation replays the 2 forward ones. */
     double act = b * sq * h * job->dtype_bytes;
     int n_ar = job->recompute == PB_RECOMPUTE_FULL ? 6 : 4;
-    s->c_tp = lps * n_ar * pb_t_ring_allreduce(act, s->t, link_of(c, s->link_t));
+    s->c_tp = lps * n_ar * pb_model_t_ring_allreduce(act, s->t, link_of(c, s->link_t));
     /* PP: one activation forward, one gradient back per micro-batch; the
      * scatter-gather optimization sends act/t from each TP rank. */
-    s->c_pp = s->p > 1 ? 2.0 * pb_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
+    s->c_pp = s->p > 1 ? 2.0 * pb_model_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
     /* DP: this rank's share of the gradients, once per step. */
-    double grads = pb_dp_grad_bytes(job->params / ((double)s->t * s->p), job->dtype_bytes);
-    s->c_dp = pb_t_ring_allreduce(grads, s->d, link_of(c, s->link_d));
+    double grads = pb_model_dp_grad_bytes(job->params / ((double)s->t * s->p), job->dtype_bytes);
+    s->c_dp = pb_model_t_ring_allreduce(grads, s->d, link_of(c, s->link_d));
 
     double slot = s->t_fwd + s->t_bwd + s->c_tp + s->c_pp;
     s->compute = s->m * (s->t_fwd + s->t_bwd);
@@ -62,8 +62,8 @@ static void eval_order(const pb_train *job, const pb_cluster *c, enum pb_order o
     s->step = (s->m + s->p - 1) * slot + s->c_dp;
 }
 
-static void reject(pb_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(pb_step *s, const char *fmt, ...)
+static void reject(pb_model_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(pb_model_step *s, const char *fmt, ...)
 {
     if (s->reject[0]) return; /* keep the first reason */
     va_list ap;
@@ -72,10 +72,10 @@ static void reject(pb_step *s, const char *fmt, ...)
     va_end(ap);
 }
 
-void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d, pb_step *out)
+void pb_model_step_eval(const pb_model_train *job, const pb_model_cluster *c, int t, int p, int d, pb_model_step *out)
 {
-    const pb_model *md = &job->model;
-    pb_step *s = out;
+    const pb_presets_model *md = &job->model;
+    pb_model_step *s = out;
     memset(s, 0, sizeof *s);
     s->t = t;
     s->p = p;
@@ -92,18 +92,18 @@ void pb_step_eval(const pb_train *job, const pb_cluster *c, int t, int p, int d,
     } else if (job->global_batch % per_pipe != 0) {
         reject(s, "global batch %lld is not a multiple of d*b=%lld", (long long)job->global_batch, (long long)per_pipe);
     }
-    pb_step other = *s;
+    pb_model_step other = *s;
     eval_order(job, c, PB_ORDER_TDP, s);
     eval_order(job, c, PB_ORDER_TPD, &other);
     if (other.step < s->step) *s = other;
-    s->mem = pb_memory_per_gpu(job->params, md, t, p, s->m, job->sched, job->sp, job->recompute);
+    s->mem = pb_model_memory_per_gpu(job->params, md, t, p, s->m, job->sched, job->sp, job->recompute);
     if (s->mem.total > c->mem_bytes)
         reject(s, "does not fit: %.1f GB > %.1f GB per GPU", s->mem.total / 1e9, c->mem_bytes / 1e9);
 }
 
 static int by_step(const void *a, const void *b)
 {
-    const pb_step *x = a, *y = b;
+    const pb_model_step *x = a, *y = b;
     int xr = x->reject[0] != 0, yr = y->reject[0] != 0;
     if (xr != yr) return xr - yr;
     if (!xr && x->step != y->step) return x->step < y->step ? -1 : 1;
@@ -111,14 +111,14 @@ static int by_step(const void *a, const void *b)
     return x->p - y->p;
 }
 
-int pb_step_enumerate(const pb_train *job, const pb_cluster *c, int gpus, pb_step *out, int cap)
+int pb_model_step_enumerate(const pb_model_train *job, const pb_model_cluster *c, int gpus, pb_model_step *out, int cap)
 {
     int n = 0;
     for (int t = 1; t <= gpus; t++) {
         if (gpus % t) continue;
         for (int p = 1; p <= gpus / t; p++) {
             if ((gpus / t) % p || n == cap) continue;
-            pb_step_eval(job, c, t, p, gpus / t / p, &out[n++]);
+            pb_model_step_eval(job, c, t, p, gpus / t / p, &out[n++]);
         }
     }
     if (n > 1) qsort(out, (size_t)n, sizeof *out, by_step);

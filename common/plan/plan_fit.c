@@ -8,7 +8,7 @@
  * coll fit. "mixed" rows fall back to the inter fit. */
 #include "plan/plan_fit.h"
 
-#include "core/csv_read.h"
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/grow.h"
 
@@ -23,7 +23,7 @@
 static const char *const src_names[NSRC] = {"p2p", "coll"};
 
 /* One weighted least-squares solve over the observations with keep[i] set. */
-static int solve(const pb_fit_obs *o, int n, const char *keep, double *a_out, double *x_out)
+static int solve(const pb_plan_fit_obs *o, int n, const char *keep, double *a_out, double *x_out)
 {
     /* Normal equations of sum w (ca*a + cb*x - y)^2, x = 1/B, cb in GB to keep
      * the matrix well scaled. */
@@ -53,7 +53,7 @@ static int solve(const pb_fit_obs *o, int n, const char *keep, double *a_out, do
     return PB_OK;
 }
 
-static double rel_resid(const pb_fit_obs *o, double a, double x) { return (o->ca * a + o->cb * x - o->y) / o->y; }
+static double rel_resid(const pb_plan_fit_obs *o, double a, double x) { return (o->ca * a + o->cb * x - o->y) / o->y; }
 
 static int cmp_double(const void *p, const void *q)
 {
@@ -61,7 +61,7 @@ static int cmp_double(const void *p, const void *q)
     return (u > v) - (u < v);
 }
 
-int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel, int *kept)
+int pb_plan_fit_alpha_beta(const pb_plan_fit_obs *o, int n, pb_model_link *out, double *rms_rel, int *kept)
 {
     char *keep = calloc((size_t)n + 1, 1);
     double *r = calloc((size_t)n + 1, sizeof *r);
@@ -102,16 +102,16 @@ int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel,
 /* ---- growing arrays ---- */
 
 typedef struct {
-    pb_fit_obs *v;
+    pb_plan_fit_obs *v;
     int n, cap;
 } obsvec;
 
 static int obs_push(obsvec *ov, double ca, double cb, double y)
 {
-    pb_fit_obs *g = pb_grow(ov->v, &ov->cap, ov->n, sizeof *g, 64);
+    pb_plan_fit_obs *g = pb_grow(ov->v, &ov->cap, ov->n, sizeof *g, 64);
     if (!g) return pb_fail(PB_ERR_ENV, "out of memory");
     ov->v = g;
-    ov->v[ov->n++] = (pb_fit_obs){ca, cb, y};
+    ov->v[ov->n++] = (pb_plan_fit_obs){ca, cb, y};
     return PB_OK;
 }
 
@@ -151,7 +151,7 @@ static void free_list(char **v, int n)
     free(v);
 }
 
-int pb_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_csv_fn fn, void *ctx)
+int pb_plan_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_plan_fit_csv_fn fn, void *ctx)
 {
     char **files;
     int nf = list_files(dir, prefix, &files);
@@ -232,7 +232,7 @@ typedef struct {
     FILE *out;
 } load_ctx;
 
-/* One sweep CSV into the observations (pb_csv_fn). */
+/* One sweep CSV into the observations (pb_plan_fit_csv_fn). */
 static int load_file(void *arg, const char *path, const pb_csv *t)
 {
     load_ctx *c = arg;
@@ -246,10 +246,10 @@ static int load_file(void *arg, const char *path, const pb_csv *t)
 static int load_kind(const char *dir, const char *prefix, int coll, obsset *os, FILE *out)
 {
     load_ctx c = {os, coll, out};
-    return pb_fit_each_csv(dir, prefix, out, load_file, &c);
+    return pb_plan_fit_each_csv(dir, prefix, out, load_file, &c);
 }
 
-int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, pb_link *out, char *used, int len)
+int pb_plan_fit_fitted_link(const pb_plan_fit_fitted *f, const char *link_class, int collective, pb_model_link *out, char *used, int len)
 {
     int k = pb_link_parse(link_class);
     if (k < 0) return PB_ERR_CHECK;
@@ -265,7 +265,7 @@ int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, p
     return PB_ERR_CHECK;
 }
 
-static void print_fits(const pb_fitted *f, FILE *out)
+static void print_fits(const pb_plan_fit_fitted *f, FILE *out)
 {
     fprintf(out, "\nfitted cluster (alpha-beta per link class; weighted least squares on relative error)\n");
     fprintf(out, "%-6s %-5s %6s %6s %12s %12s %10s  %s\n", "class", "from", "rows", "kept", "alpha_us", "B_GBps",
@@ -288,10 +288,10 @@ int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE
 {
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return pb_usage("--fit", "'%s' is not a directory; expected a results directory with sweep CSVs", dir);
+        return pb_error_usage("--fit", "'%s' is not a directory; expected a results directory with sweep CSVs", dir);
     obsset os;
     memset(&os, 0, sizeof os);
-    pb_fitted f;
+    pb_plan_fit_fitted f;
     memset(&f, 0, sizeof f);
     int st = load_kind(dir, "p2p_sweep", 0, &os, out);
     if (st == PB_OK) st = load_kind(dir, "coll_sweep", 1, &os, out);
@@ -300,7 +300,7 @@ int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE
         for (int s = 0; s < NSRC; s++) {
             f.rows[k][s] = os.obs[k][s].n;
             if (st == PB_OK && os.obs[k][s].n >= 2)
-                f.have[k][s] = pb_fit_alpha_beta(os.obs[k][s].v, os.obs[k][s].n, &f.link[k][s], &f.rms[k][s],
+                f.have[k][s] = pb_plan_fit_alpha_beta(os.obs[k][s].v, os.obs[k][s].n, &f.link[k][s], &f.rms[k][s],
                                                  &f.kept[k][s]) == PB_OK;
             any |= f.have[k][s];
             free(os.obs[k][s].v);
@@ -310,5 +310,5 @@ int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE
         return pb_fail(PB_ERR_ENV, "no sweep data to fit in %s: expected p2p_sweep*.csv or coll_sweep*.csv with at "
                                    "least 2 usable rows per link class", dir);
     print_fits(&f, out);
-    return pb_plan_predict(dir, &f, csv_path, cmdline, out);
+    return pb_plan_fit_predict(dir, &f, csv_path, cmdline, out);
 }

@@ -4,16 +4,16 @@
 #ifndef PB_PLAN_FIT_H
 #define PB_PLAN_FIT_H
 
-#include "core/csv_read.h"
-#include "core/link_class.h"
+#include "core/csv.h"
+#include "core/link.h"
 #include "plan/model.h"
 
 #include <stdio.h>
 
 /* One observation y = ca*alpha + cb/B (y in seconds, cb in bytes). */
-typedef struct pb_fit_obs {
+typedef struct pb_plan_fit_obs {
     double ca, cb, y;
-} pb_fit_obs;
+} pb_plan_fit_obs;
 
 /* Least squares on relative error (weights 1/y^2), so the small-message
  * (latency) and large-message (bandwidth) regimes count alike. alpha is
@@ -22,34 +22,34 @@ typedef struct pb_fit_obs {
  * max(50%, 4x the median). Returns PB_OK, PB_ERR_CHECK when the data determine
  * no positive B, PB_ERR_ENV on allocation failure. `rms_rel` and `kept` (may
  * be NULL) get the rms relative residual and the points kept. */
-int pb_fit_alpha_beta(const pb_fit_obs *o, int n, pb_link *out, double *rms_rel, int *kept);
+int pb_plan_fit_alpha_beta(const pb_plan_fit_obs *o, int n, pb_model_link *out, double *rms_rel, int *kept);
 
 /* Fitted links per link class (intra, inter, mixed) and source (p2p, coll). */
 #define PB_FIT_NCLASS PB_LINK_NCLASS /* indexed by pb_link_class */
 enum { PB_FIT_P2P, PB_FIT_COLL, PB_FIT_NSRC };
-typedef struct pb_fitted {
+typedef struct pb_plan_fit_fitted {
     int have[PB_FIT_NCLASS][PB_FIT_NSRC];
-    pb_link link[PB_FIT_NCLASS][PB_FIT_NSRC];
+    pb_model_link link[PB_FIT_NCLASS][PB_FIT_NSRC];
     int rows[PB_FIT_NCLASS][PB_FIT_NSRC];
     int kept[PB_FIT_NCLASS][PB_FIT_NSRC];
     double rms[PB_FIT_NCLASS][PB_FIT_NSRC];
-} pb_fitted;
+} pb_plan_fit_fitted;
 
 /* The link to model a row of class `link_class` with: for a collective the
  * coll fit, else the p2p fit (and the other way round for P2P); "mixed"
  * falls back to "inter". `used` gets e.g. "inter/coll". PB_OK or PB_ERR_CHECK. */
-int pb_fitted_link(const pb_fitted *f, const char *link_class, int collective, pb_link *out, char *used, int len);
+int pb_plan_fit_fitted_link(const pb_plan_fit_fitted *f, const char *link_class, int collective, pb_model_link *out, char *used, int len);
 
 /* Predict the dp_allreduce, tp_layer and pp_pipeline rows found in `dir`
  * (plan_predict.c). Missing files are noted and skipped. */
-int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, const char *cmdline, FILE *out);
+int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out);
 
-/* Helpers shared with plan_predict.c. pb_fit_each_csv reads every
+/* Helpers shared with plan_predict.c. pb_plan_fit_each_csv reads every
  * "dir/prefix*.csv" in name order and calls fn on each; a missing kind or an
  * unreadable file is noted on `out` and skipped. It stops at fn's first
  * non-PB_OK status and returns it. */
-typedef int (*pb_csv_fn)(void *ctx, const char *path, const pb_csv *t);
-int pb_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_csv_fn fn, void *ctx);
+typedef int (*pb_plan_fit_csv_fn)(void *ctx, const char *path, const pb_csv *t);
+int pb_plan_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_plan_fit_csv_fn fn, void *ctx);
 
 /* The whole command. Prints to `out`; writes `csv_path` when non-NULL.
  * Returns PB_OK, PB_ERR_USAGE (bad directory), PB_ERR_ENV (no sweep data),

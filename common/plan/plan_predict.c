@@ -5,7 +5,7 @@
 #include "plan/plan_fit.h"
 #include "core/version.h"
 
-#include "core/csv_read.h"
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/grow.h"
 
@@ -50,16 +50,16 @@ static int overlapped(const char *v)
 
 /* DP: step = compute + ring allreduce(grad_bytes, n). With overlap, the
  * allreduce can hide behind backward (2/3 of compute). */
-static int predict_dp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
+static int predict_dp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
 {
     double n, S, comp, step;
-    pb_link l;
+    pb_model_link l;
     char used[16], label[96];
     const char *cls = pb_csv_get(t, r, "link_class");
     if (!num(t, r, "nranks", &n) || !num(t, r, "grad_bytes", &S) || !num(t, r, "compute_us", &comp) ||
-        !num(t, r, "step_us", &step) || pb_fitted_link(f, cls, 1, &l, used, sizeof used))
+        !num(t, r, "step_us", &step) || pb_plan_fit_fitted_link(f, cls, 1, &l, used, sizeof used))
         return PB_ERR_CHECK;
-    double comm = pb_t_ring_allreduce(S, (int)n, l) * 1e6;
+    double comm = pb_model_t_ring_allreduce(S, (int)n, l) * 1e6;
     const char *ov = pb_csv_get(t, r, "overlap");
     double pred = overlapped(ov) ? fmax(comp, comp / 3.0 + comm) : comp + comm;
     snprintf(label, sizeof label, "n=%d %s grad_bytes=%.0f%s%s", (int)n, cls, S, *ov ? " overlap=" : "", ov);
@@ -68,21 +68,21 @@ static int predict_dp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
 
 /* TP: per layer 4 allreduces (or 4 AG + 4 RS), 8(t-1) latency terms, and the
  * row's comm_bytes_per_rank at B (else 8*b*s*h*(t-1)/t elements x dtype). */
-static int predict_tp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
+static int predict_tp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
 {
     double tp, comp, step, bytes, b, s, h, layers = 1, dsz = 4;
-    pb_link l;
+    pb_model_link l;
     char used[16], label[96];
     const char *cls = pb_csv_get(t, r, "link_class"), *mode = pb_csv_get(t, r, "mode");
     if (!num(t, r, "tp", &tp) || !num(t, r, "compute_us", &comp) || !num(t, r, "step_us", &step) ||
-        pb_fitted_link(f, cls, 1, &l, used, sizeof used))
+        pb_plan_fit_fitted_link(f, cls, 1, &l, used, sizeof used))
         return PB_ERR_CHECK;
     num(t, r, "layers", &layers);
     const char *dt = pb_csv_get(t, r, "dtype");
     if (!strcmp(dt, "bf16") || !strcmp(dt, "fp16")) dsz = 2;
     if (!num(t, r, "comm_bytes_per_rank", &bytes)) {
         if (!num(t, r, "batch", &b) || !num(t, r, "seq", &s) || !num(t, r, "hidden", &h)) return PB_ERR_CHECK;
-        bytes = layers * pb_tp_elems_per_rank_layer(b, s, h, (int)tp) * dsz;
+        bytes = layers * pb_model_tp_elems_per_rank_layer(b, s, h, (int)tp) * dsz;
     }
     double comm = tp > 1 ? (layers * 8.0 * (tp - 1) * l.alpha_s + bytes / l.bw_Bps) * 1e6 : 0.0;
     snprintf(label, sizeof label, "t=%d %s %s bytes_per_rank=%.0f", (int)tp, cls, *mode ? mode : "allreduce", bytes);
@@ -91,33 +91,33 @@ static int predict_tp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
 
 /* PP: (m+p-1) slots of t_fwd + t_bwd + 2 transfers of act_bytes (blocking
  * sends: each slot pays its transfer). */
-static int predict_pp(const pb_csv *t, int r, const pb_fitted *f, predvec *pv)
+static int predict_pp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
 {
     double p, m, act, tf, tb, step;
-    pb_link l;
+    pb_model_link l;
     char used[16], label[96];
     const char *cls = pb_csv_get(t, r, "link_class");
     if (!num(t, r, "stages", &p) || !num(t, r, "micro_batches", &m) || !num(t, r, "act_bytes", &act) ||
         !num(t, r, "t_fwd_us", &tf) || !num(t, r, "t_bwd_us", &tb) || !num(t, r, "step_us", &step) ||
-        pb_fitted_link(f, cls, 0, &l, used, sizeof used))
+        pb_plan_fit_fitted_link(f, cls, 0, &l, used, sizeof used))
         return PB_ERR_CHECK;
-    double c = p > 1 ? 2.0 * pb_t_p2p(act, l) * 1e6 : 0.0;
+    double c = p > 1 ? 2.0 * pb_model_t_p2p(act, l) * 1e6 : 0.0;
     double pred = (m + p - 1) * (tf + tb + c);
     snprintf(label, sizeof label, "p=%d m=%d %s %s act_bytes=%.0f", (int)p, (int)m, pb_csv_get(t, r, "schedule"), cls,
              act);
     return push(pv, "pp_pipeline", label, used, pred, step);
 }
 
-typedef int (*predictor)(const pb_csv *, int, const pb_fitted *, predvec *);
+typedef int (*predictor)(const pb_csv *, int, const pb_plan_fit_fitted *, predvec *);
 
 typedef struct {
     predictor fn;
-    const pb_fitted *f;
+    const pb_plan_fit_fitted *f;
     predvec *pv;
     FILE *out;
 } predict_ctx;
 
-/* Every row of one benchmark CSV (pb_csv_fn). */
+/* Every row of one benchmark CSV (pb_plan_fit_csv_fn). */
 static int predict_file(void *arg, const char *path, const pb_csv *t)
 {
     predict_ctx *c = arg;
@@ -130,10 +130,10 @@ static int predict_file(void *arg, const char *path, const pb_csv *t)
     return st;
 }
 
-static int predict_kind(const char *dir, const char *prefix, predictor fn, const pb_fitted *f, predvec *pv, FILE *out)
+static int predict_kind(const char *dir, const char *prefix, predictor fn, const pb_plan_fit_fitted *f, predvec *pv, FILE *out)
 {
     predict_ctx c = {fn, f, pv, out};
-    return pb_fit_each_csv(dir, prefix, out, predict_file, &c);
+    return pb_plan_fit_each_csv(dir, prefix, out, predict_file, &c);
 }
 
 static double rel_err(const prediction *p) { return p->meas_us > 0 ? (p->pred_us - p->meas_us) / p->meas_us : NAN; }
@@ -156,7 +156,7 @@ static int write_csv(const char *path, const predvec *pv, const char *cmdline)
     return PB_OK;
 }
 
-int pb_plan_predict(const char *dir, const pb_fitted *f, const char *csv_path, const char *cmdline, FILE *out)
+int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out)
 {
     predvec pv = {0};
     int st = predict_kind(dir, "dp_allreduce", predict_dp, f, &pv, out);

@@ -9,12 +9,12 @@
 #include <math.h>
 #include <string.h>
 
-static const char *rc_name(pb_recompute r)
+static const char *rc_name(pb_model_recompute r)
 {
     return r == PB_RECOMPUTE_FULL ? "full" : r == PB_RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
-int64_t pb_plan_default_global_batch(const pb_model *m)
+int64_t pb_plan_default_global_batch(const pb_presets_model *m)
 {
     /* GPT-3 table 2.1: 0.5M tokens = 512 sequences (1.3B), 3.2M = 1536 (175B);
      * LLaMA: 4M = 4*2^20 tokens per batch. */
@@ -26,16 +26,16 @@ int64_t pb_plan_default_global_batch(const pb_model *m)
     return gb > 0 ? gb : 1;
 }
 
-void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out)
+void pb_plan_print_setup(const pb_model_train *job, const pb_model_cluster *c, FILE *out)
 {
-    const pb_model *m = &job->model;
+    const pb_presets_model *m = &job->model;
     char desc[256];
     pb_cluster_describe(c, desc, sizeof desc);
     fprintf(out, "model   %s: h=%lld L=%lld heads=%lld s=%lld V=%lld b=%lld; %.2fe9 params (layer formula "
                  "L*12h^2+V*h: %.2fe9); %d-byte activations/gradients\n",
             m->name ? m->name : "custom", (long long)m->hidden, (long long)m->layers, (long long)m->heads,
             (long long)m->seq, (long long)m->vocab, (long long)m->micro_batch, job->params / 1e9,
-            pb_model_params(m) / 1e9, job->dtype_bytes);
+            pb_presets_params(m) / 1e9, job->dtype_bytes);
     fprintf(out, "job     global batch %lld sequences, schedule %s, sequence parallel %s, recompute %s\n",
             (long long)job->global_batch, pb_pp_sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));
     fprintf(out, "cluster %s\n", desc);
@@ -44,18 +44,18 @@ void pb_plan_print_setup(const pb_train *job, const pb_cluster *c, FILE *out)
             PB_BYTES_PER_PARAM, PB_BYTES_WEIGHTS, PB_BYTES_GRADS, PB_BYTES_OPTIMIZER);
 }
 
-static void print_row(const pb_step *s, int rank, const int mark[3], FILE *out)
+static void print_row(const pb_model_step *s, int rank, const int mark[3], FILE *out)
 {
     int marked = mark && s->t == mark[0] && s->p == mark[1] && s->d == mark[2];
     fprintf(out, "%c%4d %4d %4d %4d %5d  %-5s %5s/%-5s/%-5s %9.4g %9.4g %6.1f %6.1f %6.1f %7.1f %7.1f\n",
-            marked ? '*' : ' ', rank, s->t, s->p, s->d, s->m, pb_order_name(s->order), pb_link_name(s->link_t),
+            marked ? '*' : ' ', rank, s->t, s->p, s->d, s->m, pb_model_order_name(s->order), pb_link_name(s->link_t),
             pb_link_name(s->link_p), pb_link_name(s->link_d), s->step, s->compute,
             100.0 * s->m * s->c_tp / s->compute, 100.0 * s->m * s->c_pp / s->compute, 100.0 * s->c_dp / s->compute,
             100.0 * s->bubble / s->step, s->mem.total / 1e9);
 }
 
 /* Count rejections by kind of reason (the text before the first number). */
-static void summarize_rejects(const pb_step *s, int n, FILE *out)
+static void summarize_rejects(const pb_model_step *s, int n, FILE *out)
 {
     static const char *const kinds[] = {"does not fit", "larger than a node", "does not divide", "global batch",
                                         "exceeds the global batch"};
@@ -71,7 +71,7 @@ static void summarize_rejects(const pb_step *s, int n, FILE *out)
     fprintf(out, "  (run without --top to list each with its reason)\n");
 }
 
-void pb_plan_print_ranking(const pb_step *s, int n, int top, const int mark[3], FILE *out)
+void pb_plan_print_ranking(const pb_model_step *s, int n, int top, const int mark[3], FILE *out)
 {
     fprintf(out, "\n tp/pp/dp %% = that axis' communication over the ideal compute m*(t_fwd+t_bwd); "
                  "bubble %% = (p-1) slots over the step\n");
@@ -96,10 +96,10 @@ void pb_plan_print_ranking(const pb_step *s, int n, int top, const int mark[3], 
         if (s[i].reject[0]) fprintf(out, "  t=%-3d p=%-3d d=%-4d %s\n", s[i].t, s[i].p, s[i].d, s[i].reject);
 }
 
-void pb_plan_print_step(const pb_step *s, FILE *out)
+void pb_plan_print_step(const pb_model_step *s, FILE *out)
 {
     fprintf(out, "\nconfiguration t=%d p=%d d=%d, m=%d micro-batches, rank order %s, links t %s, p %s, d %s\n", s->t,
-            s->p, s->d, s->m, pb_order_name(s->order), pb_link_name(s->link_t), pb_link_name(s->link_p),
+            s->p, s->d, s->m, pb_model_order_name(s->order), pb_link_name(s->link_t), pb_link_name(s->link_p),
             pb_link_name(s->link_d));
     if (s->reject[0]) fprintf(out, "  REJECTED: %s\n", s->reject);
     fprintf(out, "  per micro-batch per stage: fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, PP comm %.3f ms\n",
@@ -107,7 +107,7 @@ void pb_plan_print_step(const pb_step *s, FILE *out)
     fprintf(out, "  step = (m+p-1) x slot + DP allreduce = %d x %.3f ms + %.3f ms = %.4g s\n", s->m + s->p - 1,
             (s->t_fwd + s->t_bwd + s->c_tp + s->c_pp) * 1e3, s->c_dp * 1e3, s->step);
     fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step = (p-1)/(m+p-1); efficiency m/(m+p-1) = %.1f%%\n",
-            s->compute, s->bubble, 100.0 * s->bubble / s->step, 100.0 * pb_pipe_efficiency(s->m, s->p));
+            s->compute, s->bubble, 100.0 * s->bubble / s->step, 100.0 * pb_model_pipe_efficiency(s->m, s->p));
     fprintf(out, "  memory per GPU: weights %.2f + grads %.2f + optimizer %.2f + activations %.2f = %.2f GB\n",
             s->mem.weights / 1e9, s->mem.grads / 1e9, s->mem.optimizer / 1e9, s->mem.activations / 1e9,
             s->mem.total / 1e9);
@@ -128,12 +128,12 @@ int pb_plan_documented(const char *model, int gpus, int want[3])
 }
 
 /* Percentage points of ideal compute each term costs. */
-static double pts(double x, const pb_step *s) { return 100.0 * x / s->compute; }
+static double pts(double x, const pb_model_step *s) { return 100.0 * x / s->compute; }
 
-int pb_plan_explain(const pb_step *s, int n, const int want[3], char *buf, int len, double *gap)
+int pb_plan_explain(const pb_model_step *s, int n, const int want[3], char *buf, int len, double *gap)
 {
     int rank = 0, valid = 0;
-    const pb_step *doc = NULL;
+    const pb_model_step *doc = NULL;
     for (int i = 0; i < n && !doc; i++) {
         if (s[i].reject[0]) continue;
         valid++;
@@ -143,7 +143,7 @@ int pb_plan_explain(const pb_step *s, int n, const int want[3], char *buf, int l
         snprintf(buf, (size_t)len, "(%d,%d,%d) is rejected or not a factorization", want[0], want[1], want[2]);
         return 0;
     }
-    const pb_step *b = &s[0];
+    const pb_model_step *b = &s[0];
     *gap = doc->step / b->step - 1.0;
     if (rank == 1) {
         snprintf(buf, (size_t)len, "(%d,%d,%d) ranks first", want[0], want[1], want[2]);
@@ -159,14 +159,14 @@ int pb_plan_explain(const pb_step *s, int n, const int want[3], char *buf, int l
     return rank;
 }
 
-static cJSON *step_json(const pb_step *s)
+static cJSON *step_json(const pb_model_step *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "t", s->t);
     cJSON_AddNumberToObject(o, "p", s->p);
     cJSON_AddNumberToObject(o, "d", s->d);
     cJSON_AddNumberToObject(o, "micro_batches", s->m);
-    cJSON_AddStringToObject(o, "order", pb_order_name(s->order));
+    cJSON_AddStringToObject(o, "order", pb_model_order_name(s->order));
     cJSON_AddStringToObject(o, "link_t", pb_link_name(s->link_t));
     cJSON_AddStringToObject(o, "link_p", pb_link_name(s->link_p));
     cJSON_AddStringToObject(o, "link_d", pb_link_name(s->link_d));
@@ -182,8 +182,8 @@ static cJSON *step_json(const pb_step *s)
     return o;
 }
 
-int pb_plan_write_json(const char *path, const char *cmdline, const pb_train *job, const pb_cluster *c,
-                       const pb_step *s, int n)
+int pb_plan_write_json(const char *path, const char *cmdline, const pb_model_train *job, const pb_model_cluster *c,
+                       const pb_model_step *s, int n)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");

@@ -54,10 +54,10 @@ static void dp_figures(tally *ty)
 {
     char f1[256], c1[256], v1[256], f2[256], c2[256], v2[256], f3[256], c3[256], v3[256], c4[256], v4[256];
     char c5[256], v5[256];
-    const double P = 7e9, S = pb_dp_grad_bytes(P, 2), n = 8, B = 50e9, compute = 5.0;
+    const double P = 7e9, S = pb_model_dp_grad_bytes(P, 2), n = 8, B = 50e9, compute = 5.0;
     double bound = 2.0 * S, exact = 2.0 * (n - 1) / n * S;
-    pb_link l = {0.0, B};
-    double t_bound = bound / B, t_exact = pb_t_ring_allreduce(S, (int)n, l);
+    pb_model_link l = {0.0, B};
+    double t_bound = bound / B, t_exact = pb_model_t_ring_allreduce(S, (int)n, l);
     show(ty, &(figure){"DP-1", "DP, 7B params on 8 GPUs: gradient all-reduce volume",
                        "\"roughly 28 GB at bfloat16\"",
                        fmt(f1, sizeof f1, "2*S, S = P x 2 B = 7e9 x 2 = %.1f GB (ring traffic bound 2S)", S / 1e9),
@@ -108,18 +108,18 @@ static void dp_figures(tally *ty)
 static void pp_figures(tally *ty)
 {
     char c1[256], c2[256], v2[256];
-    double eff = pb_pipe_efficiency(32, 8);
+    double eff = pb_model_pipe_efficiency(32, 8);
     show(ty, &(figure){"PP-1", "PP, 8 stages, 32 micro-batches: pipeline efficiency", "\"efficiency is 82 percent\"",
                        "m/(m+p-1) = 32/(32+8-1) = 32/39 (GPipe and 1F1B alike)",
                        fmt(c1, sizeof c1, "%.2f%%; bubble (p-1)/(m+p-1) = %.1f%% of the step = (p-1)/m = %.1f%% of "
-                                          "ideal compute", 100 * eff, 100 * pb_pipe_bubble_of_step(32, 8),
-                           100 * pb_pipe_bubble_of_compute(32, 8)),
+                                          "ideal compute", 100 * eff, 100 * pb_model_pipe_bubble_of_step(32, 8),
+                           100 * pb_model_pipe_bubble_of_compute(32, 8)),
                        "82% is m/(m+p-1) rounded", "efficiency = ideal compute over step time; equal stages, "
                                                    "communication not counted",
                        near(100 * eff, 82.0, 0.01), 1});
-    pb_model m;
-    pb_model_preset("llama-70b", "--model", &m);
-    double formula = pb_model_params(&m);
+    pb_presets_model m;
+    pb_presets_preset("llama-70b", "--model", &m);
+    double formula = pb_presets_params(&m);
     show(ty, &(figure){"PP-2", "PP, 70B params over 8 stages: parameters per stage",
                        "\"each stage holding roughly 9 billion parameters\"", "P/p = 70e9/8",
                        fmt(c2, sizeof c2, "%.2fe9 per stage (x16 B = %.0f GB of weights+grads+Adam per stage, %.1f GB "
@@ -143,8 +143,8 @@ static void tp_figures(tally *ty)
                        "\"20 GB attention layer\" = its weights, split evenly by Megatron column/row sharding",
                        near(20e9 / 8, 2.5e9, 0.001), 1});
     double agg = 600e9, t_agg = 5e9 / agg;
-    pb_link nv = {0, 300e9};
-    double t_ring = pb_t_ring_allreduce(5e9, 8, nv);
+    pb_model_link nv = {0, 300e9};
+    double t_ring = pb_model_t_ring_allreduce(5e9, 8, nv);
     show(ty, &(figure){"TP-2", "TP over NVLink (600 GB/s aggregate): 5 GB of activations",
                        "\"exchanges 5 GB activations in under 10 milliseconds\"",
                        "5 GB / 600 GB/s: each GPU sends 2.5 GB and receives 2.5 GB at once, 300 GB/s each way",
@@ -155,12 +155,12 @@ static void tp_figures(tally *ty)
                        "\"5 GB\" is the total traffic per GPU (in + out); \"600 GB/s aggregate\" counts both "
                        "directions (A100 NVLink3: 12 links x 25 GB/s x 2)",
                        t_agg < 10e-3, 1});
-    pb_cluster a100, eth;
+    pb_model_cluster a100, eth;
     pb_cluster_preset("a100", "--cluster", &a100);
     pb_cluster_preset("a100-eth100", "--cluster", &eth);
     double b = 1, s = 4096, h = 8192, act = b * s * h * 2;
-    double comp = (pb_layer_flops_fwd(b, s, h, 1, 1) + pb_layer_flops_bwd(b, s, h, 1, 1)) / 8 / a100.flops;
-    double nvl = 4 * pb_t_ring_allreduce(act, 8, a100.intra), en = 4 * pb_t_ring_allreduce(act, 8, eth.inter);
+    double comp = (pb_flops_layer_fwd(b, s, h, 1, 1) + pb_flops_layer_bwd(b, s, h, 1, 1)) / 8 / a100.flops;
+    double nvl = 4 * pb_model_t_ring_allreduce(act, 8, a100.intra), en = 4 * pb_model_t_ring_allreduce(act, 8, eth.inter);
     show(ty, &(figure){"RULE-TP", "rule of thumb: TP inside a node over NVLink, not across 100 Gbit/s Ethernet",
                        "\"600 GB per second aggregate ... across nodes on 100 Gbps Ethernet, tensor parallelism "
                        "bottlenecks quickly\"",
@@ -179,15 +179,15 @@ static void tp_figures(tally *ty)
 static void three_d(tally *ty, const char *id, const char *claim, const char *stated, const char *model, int gpus,
                     int64_t gb, const char *gb_why, const int want[3])
 {
-    static pb_step s[1024];
+    static pb_model_step s[1024];
     char f[512], c[512], v[160], a[512];
-    pb_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
+    pb_model_train job = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
                     .recompute = PB_RECOMPUTE_SELECTIVE};
-    pb_model_preset(model, "--model", &job.model);
+    pb_presets_preset(model, "--model", &job.model);
     job.params = job.model.nominal_params;
-    pb_cluster cl;
+    pb_model_cluster cl;
     pb_cluster_preset("a100", "--cluster", &cl);
-    int n = pb_step_enumerate(&job, &cl, gpus, s, 1024);
+    int n = pb_model_step_enumerate(&job, &cl, gpus, s, 1024);
     fmt(f, sizeof f, "enumerate t*p*d = %d, reject what does not fit (80 GB) or divide; rank by step = (m+p-1) x "
                      "(t_fwd+t_bwd+TP+PP comm) + DP allreduce", gpus);
     double gap = 0;

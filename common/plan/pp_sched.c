@@ -17,5 +17,5 @@ int pb_pp_sched_parse(const char *option, const char *name, pb_pp_sched *out)
             *out = (pb_pp_sched)i;
             return PB_OK;
         }
-    return pb_usage(option, "'%s' is not a schedule; expected gpipe, 1f1b or interleaved", name);
+    return pb_error_usage(option, "'%s' is not a schedule; expected gpipe, 1f1b or interleaved", name);
 }

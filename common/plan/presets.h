@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct pb_model {
+typedef struct pb_presets_model {
     const char *name;
     int64_t hidden;     /* h */
     int64_t layers;     /* L */
@@ -20,23 +20,23 @@ typedef struct pb_model {
     int64_t vocab;      /* tied embedding rows */
     int64_t micro_batch;/* b, sequences per micro-batch */
     double nominal_params; /* advertised size, e.g. 7e9; 0 = use the formula */
-} pb_model;
+} pb_presets_model;
 
 /* Look up a preset by name ("tiny", "gpt-1.3b", "llama-7b", "llama-70b", "gpt-175b").
  * Returns PB_OK or PB_ERR_USAGE (message names `option` and the accepted names). */
-int pb_model_preset(const char *name, const char *option, pb_model *out);
+int pb_presets_preset(const char *name, const char *option, pb_presets_model *out);
 
 /* Comma-separated list of preset names, for help and error messages. */
-const char *pb_model_preset_names(void);
+const char *pb_presets_preset_names(void);
 
 /* Check the shape is consistent: all positive, heads divides hidden.
  * Returns PB_OK or PB_ERR_USAGE naming the offending option. */
-int pb_model_validate(const pb_model *m);
+int pb_presets_validate(const pb_presets_model *m);
 
 /* 12*h^2, the linear-layer parameters of one transformer layer. */
-double pb_layer_params(int64_t hidden);
+double pb_presets_layer_params(int64_t hidden);
 
 /* L*12*h^2 + vocab*h: parameters by the convention above. */
-double pb_model_params(const pb_model *m);
+double pb_presets_params(const pb_presets_model *m);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/grow.h"
-#include "core/link_class.h"
+#include "core/link.h"
 #include "core/parse.h"
 
 #include <ctype.h>
@@ -19,7 +19,7 @@
 #define K_SIZE (1u << PB_TH_KEY_SIZE)
 
 /* Columns per key, in enum order: coll, size, link, mode, m, stages, hidden. */
-static const pb_th_metric metrics[] = {
+static const pb_thresholds_metric metrics[] = {
     {"busbw", "coll_sweep", "busbw_GBps", NULL, 0, "GB/s",
      {"collective", "bytes", "link_class", NULL, NULL, NULL, NULL}, K_COLL | K_SIZE, NULL,
      "collective bus bandwidth at a size (nccl-tests busbw)"},
@@ -63,10 +63,10 @@ static const struct {
 static const char *const collectives[] = {"allreduce", "allgather", "reducescatter", "broadcast",
                                           "reduce", "alltoall", "sendrecv", NULL};
 
-const pb_th_metric *pb_th_metrics(void) { return metrics; }
-const char *pb_th_key_name(int key) { return key >= 0 && key < PB_TH_NKEYS ? key_names[key] : "?"; }
+const pb_thresholds_metric *pb_thresholds_metrics(void) { return metrics; }
+const char *pb_thresholds_key_name(int key) { return key >= 0 && key < PB_TH_NKEYS ? key_names[key] : "?"; }
 
-int pb_th_passes(const pb_th_rule *rule, double measured)
+int pb_thresholds_passes(const pb_thresholds_rule *rule, double measured)
 {
     if (!isfinite(measured)) return 0;
     return rule->op == PB_TH_GE ? measured >= rule->value : measured <= rule->value;
@@ -95,9 +95,9 @@ static int bad(const ctx *c, const char *fmt, ...)
     return PB_ERR_USAGE;
 }
 
-static const pb_th_metric *find_metric(const char *name)
+static const pb_thresholds_metric *find_metric(const char *name)
 {
-    for (const pb_th_metric *m = metrics; m->name; m++)
+    for (const pb_thresholds_metric *m = metrics; m->name; m++)
         if (strcmp(m->name, name) == 0) return m;
     return NULL;
 }
@@ -119,7 +119,7 @@ static int in_list(const char *s, const char *const *list)
 }
 
 /* "coll, size, link" for the keys a metric accepts. */
-static void accepted_keys(const pb_th_metric *m, char *buf, size_t len)
+static void accepted_keys(const pb_thresholds_metric *m, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (int k = 0; k < PB_TH_NKEYS; k++) {
@@ -129,7 +129,7 @@ static void accepted_keys(const pb_th_metric *m, char *buf, size_t len)
     }
 }
 
-static int parse_key_value(const ctx *c, pb_th_rule *r, const char *tok)
+static int parse_key_value(const ctx *c, pb_thresholds_rule *r, const char *tok)
 {
     const char *eq = strchr(tok, '=');
     char key[32];
@@ -160,7 +160,7 @@ static int parse_key_value(const ctx *c, pb_th_rule *r, const char *tok)
     return PB_OK;
 }
 
-static int parse_value(const ctx *c, pb_th_rule *r, const char *num, const char *unit)
+static int parse_value(const ctx *c, pb_thresholds_rule *r, const char *num, const char *unit)
 {
     char *end;
     errno = 0;
@@ -180,7 +180,7 @@ static int parse_value(const ctx *c, pb_th_rule *r, const char *num, const char 
 }
 
 /* One rule: METRIC key=value... OP NUMBER [UNIT]. Tokens are in-place in `line`. */
-static int parse_rule(const ctx *c, char *line, pb_th_rule *r)
+static int parse_rule(const ctx *c, char *line, pb_thresholds_rule *r)
 {
     char *tok[24];
     int nt = 0;
@@ -237,16 +237,16 @@ static void collapse_blanks(const char *in, char *out, size_t len)
     out[k] = '\0';
 }
 
-static int add_rule(pb_th_set *set, int *cap, const pb_th_rule *r)
+static int add_rule(pb_thresholds_set *set, int *cap, const pb_thresholds_rule *r)
 {
-    pb_th_rule *nr = pb_grow(set->rules, cap, set->n, sizeof *nr, 16);
+    pb_thresholds_rule *nr = pb_grow(set->rules, cap, set->n, sizeof *nr, 16);
     if (!nr) return PB_ERR_ENV;
     set->rules = nr;
     set->rules[set->n++] = *r;
     return PB_OK;
 }
 
-static int parse_all(const char *name, const char *text, size_t len, pb_th_set *out, char *err, size_t errlen)
+static int parse_all(const char *name, const char *text, size_t len, pb_thresholds_set *out, char *err, size_t errlen)
 {
     ctx c = {name ? name : "thresholds", 0, err, errlen};
     char buf[PB_TH_LINE_MAX + 1];
@@ -262,7 +262,7 @@ static int parse_all(const char *name, const char *text, size_t len, pb_th_set *
         p = nl ? nl + 1 : end;
         if (buf[0] == '\0') continue;
         if (out->n == PB_TH_RULES_MAX) return bad(&c, "too many rules (at most %d)", PB_TH_RULES_MAX);
-        pb_th_rule r;
+        pb_thresholds_rule r;
         char copy[sizeof buf];
         memcpy(copy, buf, sizeof buf);
         PB_TRY(parse_rule(&c, copy, &r));
@@ -276,18 +276,18 @@ static int parse_all(const char *name, const char *text, size_t len, pb_th_set *
     return PB_OK;
 }
 
-int pb_th_parse(const char *name, const char *text, size_t len, pb_th_set *out, char *err, size_t errlen)
+int pb_thresholds_parse(const char *name, const char *text, size_t len, pb_thresholds_set *out, char *err, size_t errlen)
 {
     out->n = 0;
     out->rules = NULL;
     if (err && errlen) err[0] = '\0';
     int rc = parse_all(name, text, len, out, err, errlen);
     if (rc == PB_ERR_ENV && err && errlen) snprintf(err, errlen, "%s: out of memory", name ? name : "thresholds");
-    if (rc != PB_OK) pb_th_free(out);
+    if (rc != PB_OK) pb_thresholds_free(out);
     return rc;
 }
 
-void pb_th_free(pb_th_set *set)
+void pb_thresholds_free(pb_thresholds_set *set)
 {
     free(set->rules);
     set->rules = NULL;

@@ -30,7 +30,7 @@ enum pb_th_key {
 /* What a metric reads: the CSV files `<source>*.csv`, the value column, the
  * column each key filters on (NULL: key not accepted), an optional divisor
  * column (value / divisor), and whether the absolute value is compared. */
-typedef struct pb_th_metric {
+typedef struct pb_thresholds_metric {
     const char *name;
     const char *source;
     const char *column;
@@ -41,13 +41,13 @@ typedef struct pb_th_metric {
     unsigned required;       /* bit per key that must be given */
     const char *row_filter;  /* "column=value" every row must match (p2p latency rows), or NULL */
     const char *description;
-} pb_th_metric;
+} pb_thresholds_metric;
 
 enum pb_th_op { PB_TH_GE, PB_TH_LE };
 
-typedef struct pb_th_rule {
+typedef struct pb_thresholds_rule {
     int line;
-    const pb_th_metric *metric;
+    const pb_thresholds_metric *metric;
     unsigned keys;           /* bit per key given */
     char text[PB_TH_NKEYS][32];  /* each given key's value as written */
     uint64_t size;           /* PB_TH_KEY_SIZE, parsed */
@@ -55,32 +55,32 @@ typedef struct pb_th_rule {
     enum pb_th_op op;
     double value;            /* threshold in the metric's unit; fractions as fractions */
     char source_text[160];   /* the rule as written, trimmed (for tables and reports) */
-} pb_th_rule;
+} pb_thresholds_rule;
 
-typedef struct pb_th_set {
+typedef struct pb_thresholds_set {
     int n;
-    pb_th_rule *rules;
-} pb_th_set;
+    pb_thresholds_rule *rules;
+} pb_thresholds_set;
 
 /* Longest accepted line and most rules per file. */
 #define PB_TH_LINE_MAX 1024
 #define PB_TH_RULES_MAX 4096
 
 /* Parse `len` bytes of `text`. `name` labels messages ("FILE:LINE: ...").
- * PB_OK with *out filled (free with pb_th_free), or PB_ERR_USAGE with a
+ * PB_OK with *out filled (free with pb_thresholds_free), or PB_ERR_USAGE with a
  * one-line message in err (no trailing newline) and *out empty; PB_ERR_ENV
  * when memory runs out. A file without any rule is a usage error. */
-int pb_th_parse(const char *name, const char *text, size_t len, pb_th_set *out, char *err, size_t errlen);
+int pb_thresholds_parse(const char *name, const char *text, size_t len, pb_thresholds_set *out, char *err, size_t errlen);
 
-void pb_th_free(pb_th_set *set);
+void pb_thresholds_free(pb_thresholds_set *set);
 
 /* The metric table (for --help and docs), terminated by a NULL name. */
-const pb_th_metric *pb_th_metrics(void);
+const pb_thresholds_metric *pb_thresholds_metrics(void);
 
 /* Key name of a key index ("coll", "size", ...). */
-const char *pb_th_key_name(int key);
+const char *pb_thresholds_key_name(int key);
 
 /* The comparison: does `measured` satisfy the rule? */
-int pb_th_passes(const pb_th_rule *rule, double measured);
+int pb_thresholds_passes(const pb_thresholds_rule *rule, double measured);
 
 #endif

@@ -21,7 +21,7 @@ static int check_args(const uint64_t *layer_bytes, int64_t nlayers, uint64_t cap
     PB_CHECK(nlayers > 0 && layer_bytes, PB_ERR_USAGE, "gradient buckets: no layers");
     PB_CHECK(align > 0, PB_ERR_USAGE, "gradient buckets: alignment must be positive");
     if (cap < align)
-        return pb_usage("--bucket", "bucket size %" PRIu64 " is smaller than one element (%" PRIu64 " bytes)", cap,
+        return pb_error_usage("--bucket", "bucket size %" PRIu64 " is smaller than one element (%" PRIu64 " bytes)", cap,
                         align);
     for (int64_t i = 0; i < nlayers; i++)
         PB_CHECK(layer_bytes[i] % align == 0, PB_ERR_USAGE,

@@ -20,7 +20,7 @@ struct pb_dp {
     uint64_t max_bucket;
     pb_staging stage;  /* one bucket of backend memory, when engine and backend memory differ */
     pb_ordering order;
-    pb_side_timer comm_t; /* stream order: device time of the bucket all-reduces */
+    pb_ordering_side_timer comm_t; /* stream order: device time of the bucket all-reduces */
 
     pthread_t thread;  /* bucket mode in host order only */
     int thread_started;
@@ -80,13 +80,13 @@ static int reduce_bucket(pb_dp *dp, size_t k)
     const pb_dp_config *c = &dp->cfg;
     char *p = (char *)c->grads + bk->offset;
     size_t count = (size_t)(bk->bytes / pb_dtype_size(c->dtype));
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     void *buf = dp->stage.buf[0] ? dp->stage.buf[0] : p;
     if (buf != p) PB_TRY(pb_staging_in(&dp->stage, 0, p, (size_t)bk->bytes));
     PB_TRY(c->be->allreduce(c->comm, buf, buf, count, c->dtype, PB_SUM));
     PB_TRY(c->be->sync(c->comm));
     if (buf != p) PB_TRY(pb_staging_out(&dp->stage, 0, p, (size_t)bk->bytes));
-    double t1 = pb_now_us();
+    double t1 = pb_timing_now_us();
     dp->timing.busy_us += t1 - t0;
     dp->timing.last_done_us = t1 - dp->t_begin;
     return PB_OK;
@@ -101,15 +101,15 @@ static int issue_bucket(pb_dp *dp, size_t k)
     void *p = (char *)c->grads + bk->offset;
     size_t count = (size_t)(bk->bytes / pb_dtype_size(c->dtype));
     PB_TRY(pb_ordering_comm_after_compute(dp->order, c->eng, c->be, c->comm));
-    PB_TRY(pb_side_timer_begin(&dp->comm_t));
+    PB_TRY(pb_ordering_side_timer_begin(&dp->comm_t));
     PB_TRY(c->be->allreduce(c->comm, p, p, count, c->dtype, PB_SUM));
-    return pb_side_timer_end(&dp->comm_t);
+    return pb_ordering_side_timer_end(&dp->comm_t);
 }
 
 /* Stream order: issue buckets [posted, upto). */
 static int issue_upto(pb_dp *dp, size_t upto)
 {
-    if (upto > dp->posted && dp->posted == 0) dp->timing.first_post_us = pb_now_us() - dp->t_begin;
+    if (upto > dp->posted && dp->posted == 0) dp->timing.first_post_us = pb_timing_now_us() - dp->t_begin;
     for (; dp->posted < upto; dp->posted++) PB_TRY(issue_bucket(dp, dp->posted));
     return PB_OK;
 }
@@ -120,9 +120,9 @@ static int complete_streamed(pb_dp *dp)
 {
     const pb_dp_config *c = &dp->cfg;
     PB_TRY(c->be->sync(c->comm));
-    dp->timing.last_done_us = pb_now_us() - dp->t_begin;
+    dp->timing.last_done_us = pb_timing_now_us() - dp->t_begin;
     dp->comm_t.total_us = 0;
-    PB_TRY(pb_side_timer_take(&dp->comm_t));
+    PB_TRY(pb_ordering_side_timer_take(&dp->comm_t));
     dp->timing.busy_us = dp->comm_t.total_us;
     return PB_OK;
 }
@@ -170,7 +170,7 @@ int pb_dp_create(const pb_dp_config *cfg, pb_dp **out)
     PB_CHECK(dp, PB_ERR_ENV, "dp: out of memory");
     dp->cfg = *cfg;
     dp->order = order;
-    pb_side_timer_init(&dp->comm_t, order, cfg->eng, cfg->be, cfg->comm);
+    pb_ordering_side_timer_init(&dp->comm_t, order, cfg->eng, cfg->be, cfg->comm);
     int s = build_plan(dp);
     dp->cfg.layer_bytes = NULL; /* the caller's array; only the plan keeps the layout */
     if (s == PB_OK) s = pb_staging_alloc(&dp->stage, cfg->eng, cfg->be, 1, (size_t)dp->max_bucket);
@@ -216,7 +216,7 @@ int pb_dp_begin(pb_dp *dp)
     }
     if (!dp->thread_started) dp->posted = 0; /* stream order's progress */
     dp->timing = (pb_dp_timing){.buckets = dp->plan.count};
-    dp->t_begin = pb_now_us();
+    dp->t_begin = pb_timing_now_us();
     return PB_OK;
 }
 
@@ -225,7 +225,7 @@ static void post(pb_dp *dp, size_t upto)
 {
     pthread_mutex_lock(&dp->mu);
     if (upto > dp->posted) {
-        if (dp->posted == 0) dp->timing.first_post_us = pb_now_us() - dp->t_begin;
+        if (dp->posted == 0) dp->timing.first_post_us = pb_timing_now_us() - dp->t_begin;
         dp->posted = upto;
         pthread_cond_signal(&dp->posted_cv);
     }
@@ -257,13 +257,13 @@ int pb_dp_finish(pb_dp *dp)
     if (dp->order == PB_ORDERING_STREAM) {
         status = issue_upto(dp, dp->plan.count);
         int backward = E->synchronize();
-        t0 = pb_now_us();
+        t0 = pb_timing_now_us();
         int done = complete_streamed(dp); /* also after a failed issue: nothing stays in flight */
         if (status == PB_OK) status = backward;
         if (status == PB_OK) status = done;
     } else if (dp->cfg.overlap == PB_DP_OVERLAP_BUCKET) {
         PB_TRY(E->synchronize());
-        t0 = pb_now_us();
+        t0 = pb_timing_now_us();
         post(dp, dp->plan.count);
         pthread_mutex_lock(&dp->mu);
         while (dp->issued < dp->plan.count) pthread_cond_wait(&dp->done_cv, &dp->mu);
@@ -271,11 +271,11 @@ int pb_dp_finish(pb_dp *dp)
         pthread_mutex_unlock(&dp->mu);
     } else {
         PB_TRY(E->synchronize());
-        t0 = pb_now_us();
+        t0 = pb_timing_now_us();
         dp->timing.first_post_us = t0 - dp->t_begin;
         for (size_t k = 0; k < dp->plan.count && status == PB_OK; k++) status = reduce_bucket(dp, k);
     }
-    dp->timing.wait_us = pb_now_us() - t0;
+    dp->timing.wait_us = pb_timing_now_us() - t0;
     return status;
 }
 
@@ -288,7 +288,7 @@ int pb_dp_reduce_all(pb_dp *dp)
         int done = complete_streamed(dp);
         PB_TRY(status);
         PB_TRY(done);
-        dp->timing.wait_us = pb_now_us() - dp->t_begin;
+        dp->timing.wait_us = pb_timing_now_us() - dp->t_begin;
         return PB_OK;
     }
     PB_TRY(dp->cfg.eng->synchronize());

@@ -4,7 +4,7 @@
  * memory) over a backend communicator of the DP group, in one of two modes:
  *   none:   everything after backward, from pb_dp_finish (the documents' model);
  *   bucket: DDP-style buckets (bucket.h). Each becomes ready when backward has
- *           queued its bytes (pb_dp_grad_ready, a pb_grad_ready_fn) and is
+ *           queued its bytes (pb_dp_grad_ready, a pb_layer_grad_ready_fn) and is
  *           all-reduced at once while backward goes on; pb_dp_finish waits
  *           for the rest.
  * How a bucket runs beside backward follows ordering.h:
@@ -43,7 +43,7 @@ typedef enum { PB_DP_OVERLAP_NONE, PB_DP_OVERLAP_BUCKET, PB_DP_OVERLAP_COUNT } p
 const char *pb_dp_overlap_name(pb_dp_overlap m); /* "none", "bucket" */
 
 typedef struct pb_dp_config {
-    const pb_backend *be;
+    const pb_comm_backend *be;
     pb_comm *comm;              /* the DP group's backend communicator */
     const pb_compute *eng;      /* owner of `grads` */
     void *grads;                /* engine memory, `bytes` long, reduced in place (sum) */
@@ -76,7 +76,7 @@ uint64_t pb_dp_max_bucket(const pb_dp *dp);
 
 /* Start a step: reset readiness and accounting. */
 int pb_dp_begin(pb_dp *dp);
-/* pb_grad_ready_fn: `user` is the pb_dp. `layer` is global; offset/bytes
+/* pb_layer_grad_ready_fn: `user` is the pb_dp. `layer` is global; offset/bytes
  * are ignored: the buffer's own layout decides which buckets are ready. */
 int pb_dp_grad_ready(void *user, int64_t layer, uint64_t offset, uint64_t bytes);
 /* Post whatever is not posted yet and wait until every bucket is reduced. */
@@ -126,7 +126,7 @@ double pb_dp_tolerance(pb_dtype t, int nranks);
 
 typedef struct pb_dp_step_config {
     const pb_compute *eng;
-    const pb_backend *be;
+    const pb_comm_backend *be;
     pb_comm *comm;
     pb_layer_shape shape;  /* requested dtype; tp_size 1 */
     int64_t nlayers;

@@ -13,8 +13,8 @@
 struct pb_dp_step {
     pb_dp_step_config cfg;
     pb_layer_shape eff;   /* dtype = what the engine computes in */
-    pb_stack *st;
-    pb_acts *acts;
+    pb_layer_stack *st;
+    pb_layer_saved *acts;
     void *x, *y, *dy;     /* tokens x h */
     void *grads;          /* the all-reduced buffer, cfg.grad_bytes */
     uint64_t real, real_in_buf;
@@ -23,17 +23,17 @@ struct pb_dp_step {
     void *host_local;     /* validation: this rank's contribution */
 };
 
-static pb_stack_config stack_config(const pb_dp_step_config *c, void *grads)
+static pb_layer_stack_config stack_config(const pb_dp_step_config *c, void *grads)
 {
-    return (pb_stack_config){.eng = c->eng, .shape = c->shape, .layer0 = 0, .nlayers = c->nlayers,
+    return (pb_layer_stack_config){.eng = c->eng, .shape = c->shape, .layer0 = 0, .nlayers = c->nlayers,
                              .model_layers = c->nlayers, .seed = c->seed, .grad_dtype = c->grad_dtype,
                              .grads = grads};
 }
 
 uint64_t pb_dp_step_real_bytes(const pb_dp_step_config *cfg)
 {
-    pb_stack_config sc = stack_config(cfg, NULL);
-    return pb_stack_grad_bytes(&sc);
+    pb_layer_stack_config sc = stack_config(cfg, NULL);
+    return pb_layer_stack_grad_bytes(&sc);
 }
 
 static uint64_t grad_bytes(const pb_dp_step_config *cfg)
@@ -51,11 +51,11 @@ static uint64_t token_bytes(const pb_dp_step_config *c, pb_layer_shape *eff)
 void pb_dp_step_bytes(const pb_dp_step_config *cfg, uint64_t *engine_bytes, uint64_t *host_bytes)
 {
     uint64_t g = grad_bytes(cfg), real = pb_dp_step_real_bytes(cfg);
-    /* pb_stack_bytes only asks whether grads are provided: any non-NULL pointer says so. */
-    pb_stack_config sc = stack_config(cfg, real <= g ? (void *)cfg : NULL);
+    /* pb_layer_stack_bytes only asks whether grads are provided: any non-NULL pointer says so. */
+    pb_layer_stack_config sc = stack_config(cfg, real <= g ? (void *)cfg : NULL);
     pb_layer_shape eff;
     uint64_t tokens = token_bytes(cfg, &eff);
-    *engine_bytes = pb_stack_bytes(&sc) + pb_layer_act_bytes(&eff, cfg->nlayers) + 3 * tokens + g;
+    *engine_bytes = pb_layer_stack_bytes(&sc) + pb_layer_act_bytes(&eff, cfg->nlayers) + 3 * tokens + g;
     /* A staging bucket when engine and backend memory differ (counted here, as an upper bound). */
     if (pb_staging_needed(cfg->eng, cfg->be)) *engine_bytes += g;
     *host_bytes = cfg->check ? g + ((uint64_t)1 << 20) * (pb_dtype_size(cfg->grad_dtype) + 16) : 0;
@@ -70,8 +70,8 @@ static int make_inputs(pb_dp_step *s)
     PB_TRY(c->eng->alloc(&s->y, (size_t)bytes));
     PB_TRY(c->eng->alloc(&s->dy, (size_t)bytes));
     /* Inputs and loss gradients differ per rank, weights do not: as in DP. */
-    PB_TRY(pb_fill_input(c->eng, s->eff.dtype, s->x, tokens, s->eff.h, c->seed, 2 * (uint64_t)c->rank));
-    return pb_fill_input(c->eng, s->eff.dtype, s->dy, tokens, s->eff.h, c->seed, 2 * (uint64_t)c->rank + 1);
+    PB_TRY(pb_layer_fill_input(c->eng, s->eff.dtype, s->x, tokens, s->eff.h, c->seed, 2 * (uint64_t)c->rank));
+    return pb_layer_fill_input(c->eng, s->eff.dtype, s->dy, tokens, s->eff.h, c->seed, 2 * (uint64_t)c->rank + 1);
 }
 
 static int make_sync(pb_dp_step *s, uint64_t g)
@@ -105,9 +105,9 @@ static int build(pb_dp_step *s)
     s->real_in_buf = s->real <= g ? s->real : 0;
     PB_TRY(c->eng->alloc(&s->grads, (size_t)g));
     PB_TRY(c->eng->memset(s->grads, 0, (size_t)g));
-    pb_stack_config sc = stack_config(c, s->real_in_buf ? s->grads : NULL);
-    PB_TRY(pb_stack_create(&sc, &s->st));
-    PB_TRY(pb_acts_alloc(s->st, &s->acts));
+    pb_layer_stack_config sc = stack_config(c, s->real_in_buf ? s->grads : NULL);
+    PB_TRY(pb_layer_stack_create(&sc, &s->st));
+    PB_TRY(pb_layer_saved_alloc(s->st, &s->acts));
     PB_TRY(make_inputs(s));
     if (c->check) {
         s->host_local = malloc((size_t)g);
@@ -138,8 +138,8 @@ void pb_dp_step_destroy(pb_dp_step *s)
     if (!s) return;
     const pb_compute *e = s->cfg.eng;
     pb_dp_destroy(s->dp);
-    if (s->acts) pb_acts_free(s->st, s->acts);
-    pb_stack_destroy(s->st);
+    if (s->acts) pb_layer_saved_free(s->st, s->acts);
+    pb_layer_stack_destroy(s->st);
     void *bufs[] = {s->x, s->y, s->dy, s->grads};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) e->free(bufs[i]);
@@ -158,8 +158,8 @@ double pb_dp_step_flops(const pb_dp_step *s)
 
 int pb_dp_step_compute(pb_dp_step *s)
 {
-    PB_TRY(pb_stack_forward(s->st, s->acts, s->x, s->y));
-    PB_TRY(pb_stack_backward(s->st, s->acts, s->dy, NULL, 0, NULL, NULL));
+    PB_TRY(pb_layer_stack_forward(s->st, s->acts, s->x, s->y));
+    PB_TRY(pb_layer_stack_backward(s->st, s->acts, s->dy, NULL, 0, NULL, NULL));
     return s->cfg.eng->synchronize();
 }
 
@@ -171,8 +171,8 @@ int pb_dp_step_full(pb_dp_step *s)
      * rest of the all-reduce after backward and completes both. */
     int bucket = s->cfg.overlap == PB_DP_OVERLAP_BUCKET;
     PB_TRY(pb_dp_begin(s->dp));
-    PB_TRY(pb_stack_forward(s->st, s->acts, s->x, s->y));
-    PB_TRY(pb_stack_backward(s->st, s->acts, s->dy, NULL, 0, bucket ? pb_dp_grad_ready : NULL,
+    PB_TRY(pb_layer_stack_forward(s->st, s->acts, s->x, s->y));
+    PB_TRY(pb_layer_stack_backward(s->st, s->acts, s->dy, NULL, 0, bucket ? pb_dp_grad_ready : NULL,
                              bucket ? s->dp : NULL));
     return pb_dp_finish(s->dp);
 }

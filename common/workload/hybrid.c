@@ -14,10 +14,10 @@ struct pb_hybrid {
     pb_comm *tp_comm, *dp_comm;
     pb_tp *tp;
     pb_pp_exec *ex;
-    pb_pp_plan plan;
+    pb_pp_schedule_plan plan;
     pb_dp *dp;
     uint64_t *layer_bytes;
-    pb_acts **acts; /* per micro-batch in flight */
+    pb_layer_saved **acts; /* per micro-batch in flight */
     int64_t rows;   /* activation rows per rank (N, or N/t with sequence parallelism) */
     uint64_t peak;
 };
@@ -47,7 +47,7 @@ uint64_t pb_hybrid_bytes(const pb_hybrid_config *cfg)
 static int begin_step(void *user)
 {
     pb_hybrid *h = user;
-    pb_act_reset_peak(pb_stack_pool(pb_tp_stack(h->tp)));
+    pb_layer_act_reset_peak(pb_layer_stack_pool(pb_tp_stack(h->tp)));
     return PB_OK;
 }
 
@@ -102,7 +102,7 @@ static int loss_grad(void *user, int mb, void *dy)
 static uint64_t act_peak(void *user)
 {
     pb_hybrid *h = user;
-    return pb_act_peak(pb_stack_pool(pb_tp_stack(h->tp)));
+    return pb_layer_act_peak(pb_layer_stack_pool(pb_tp_stack(h->tp)));
 }
 
 static const pb_pp_ops tp_stage_ops = {
@@ -135,7 +135,7 @@ const char *pb_hybrid_axis_link(const pb_world *w, pb_link_class mine)
 static int split_groups(pb_hybrid *h)
 {
     const pb_hybrid_config *c = &h->cfg;
-    if (pb_grid_coords(c->rank_at, c->T, c->P, c->D, c->w->rank, &h->at.t, &h->at.p, &h->at.d) != 0)
+    if (pb_placement_grid_coords(c->rank_at, c->T, c->P, c->D, c->w->rank, &h->at.t, &h->at.p, &h->at.d) != 0)
         return pb_fail(PB_ERR_USAGE, "rank %d has no place in the %d x %d x %d grid", c->w->rank, c->T, c->P, c->D);
     int t = h->at.t, p = h->at.p, d = h->at.d;
     MPI_Comm_split(c->w->comm, p + c->P * d, t, &h->tp_group);
@@ -146,8 +146,8 @@ static int split_groups(pb_hybrid *h)
     h->at.dp_link = pb_hybrid_axis_link(c->w, group_link(c->w, h->dp_group));
     /* Each creation is agreed in its group; the world agrees before the next
      * one, whose groups cut across these. */
-    PB_TRY(pb_agree(c->w->comm, c->be->comm_create(h->tp_group, &h->tp_comm), "comm"));
-    return pb_agree(c->w->comm, c->be->comm_create(h->dp_group, &h->dp_comm), "comm");
+    PB_TRY(pb_world_agree_at(c->w->comm, c->be->comm_create(h->tp_group, &h->tp_comm), "comm"));
+    return pb_world_agree_at(c->w->comm, c->be->comm_create(h->dp_group, &h->dp_comm), "comm");
 }
 
 static int create_dp(pb_hybrid *h)
@@ -173,17 +173,17 @@ int pb_hybrid_create(const pb_hybrid_config *cfg, pb_hybrid **out)
     *out = h;
     if (h) {
         h->cfg = *cfg;
-        h->acts = calloc((size_t)cfg->micro_batches, sizeof(pb_acts *)); /* one pointer per micro-batch */
+        h->acts = calloc((size_t)cfg->micro_batches, sizeof(pb_layer_saved *)); /* one pointer per micro-batch */
     }
-    PB_TRY(pb_agree(world, h && h->acts ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"), "hybrid"));
+    PB_TRY(pb_world_agree_at(world, h && h->acts ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"), "hybrid"));
     PB_TRY(split_groups(h));
     pb_tp_config tc = tp_config(cfg, h->at.t, h->at.p, h->tp_comm);
-    PB_TRY(pb_agree(world, pb_tp_create(&tc, &h->tp), "hybrid tp"));
+    PB_TRY(pb_world_agree_at(world, pb_tp_create(&tc, &h->tp), "hybrid tp"));
     h->rows = pb_tp_io_rows(&tc);
     pb_pp_config pc = {.be = cfg->be, .group = h->pp_group, .act_count = (size_t)h->rows * (size_t)cfg->shape.h,
                        .act_dtype = pb_tp_shape(h->tp)->dtype, .ring = 0, .max_sends = cfg->micro_batches};
-    PB_TRY(pb_agree(world, pb_pp_exec_create(&pc, &h->ex), "pipeline")); /* agreed in the pipeline, then here */
-    PB_TRY(pb_agree(world, pb_pp_plan_build(cfg->sched, cfg->P, cfg->micro_batches, 1, h->at.p, &h->plan),
+    PB_TRY(pb_world_agree_at(world, pb_pp_exec_create(&pc, &h->ex), "pipeline")); /* agreed in the pipeline, then here */
+    PB_TRY(pb_world_agree_at(world, pb_pp_schedule_plan_build(cfg->sched, cfg->P, cfg->micro_batches, 1, h->at.p, &h->plan),
                     "hybrid plan"));
     return create_dp(h);
 }
@@ -192,7 +192,7 @@ void pb_hybrid_destroy(pb_hybrid *h)
 {
     if (!h) return;
     if (h->dp) pb_dp_destroy(h->dp);
-    pb_pp_plan_free(&h->plan);
+    pb_pp_schedule_plan_free(&h->plan);
     if (h->ex) pb_pp_exec_destroy(h->ex);
     for (int i = 0; h->acts && i < h->cfg.micro_batches; i++)
         if (h->acts[i]) pb_tp_acts_free(h->tp, h->acts[i]);
@@ -223,12 +223,12 @@ int pb_hybrid_step(pb_hybrid *h, pb_hybrid_stats *st)
     memset(st, 0, sizeof *st);
     pb_tp_acct_reset(h->tp);
     pb_tp_config tc = tp_config(&h->cfg, h->at.t, h->at.p, h->tp_comm);
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     pb_pp_stats ps;
     PB_TRY(local_step(h, &ps));
     PB_TRY(pb_dp_begin(h->dp));
     PB_TRY(pb_dp_finish(h->dp));
-    st->step_us = pb_now_us() - t0;
+    st->step_us = pb_timing_now_us() - t0;
     pb_tp_acct acct;
     pb_tp_acct_get(h->tp, &acct);
     pb_dp_timing dt;

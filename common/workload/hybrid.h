@@ -19,7 +19,7 @@
 
 typedef struct pb_hybrid_config {
     const pb_compute *eng;
-    const pb_backend *be;
+    const pb_comm_backend *be;
     const pb_world *w;
     int T, P, D;
     const int *rank_at;    /* grid position -> world rank (placement.h) */

@@ -30,7 +30,7 @@ static void by_node(int world, const int *node_of, int *sorted)
     }
 }
 
-int pb_grid_place(pb_placement policy, int T, int P, int D, int world, const int *node_of, int *rank_at)
+int pb_placement_grid_place(pb_placement policy, int T, int P, int D, int world, const int *node_of, int *rank_at)
 {
     PB_CHECK(T > 0 && P > 0 && D > 0 && T * P * D == world, PB_ERR_USAGE,
              "placement: %d x %d x %d grid on %d ranks", T, P, D, world);
@@ -42,14 +42,14 @@ int pb_grid_place(pb_placement policy, int T, int P, int D, int world, const int
      * i = d + D * (t + T * p). */
     for (int i = 0; i < world; i++) {
         int d = i % D, t = (i / D) % T, p = i / (D * T);
-        int pos = policy == PB_PLACE_DP_INNER ? pb_grid_pos(T, P, t, p, d) : i;
+        int pos = policy == PB_PLACE_DP_INNER ? pb_placement_grid_pos(T, P, t, p, d) : i;
         rank_at[pos] = policy == PB_PLACE_NAIVE ? pos : sorted[i];
     }
     free(sorted);
     return PB_OK;
 }
 
-int pb_grid_coords(const int *rank_at, int T, int P, int D, int rank, int *t, int *p, int *d)
+int pb_placement_grid_coords(const int *rank_at, int T, int P, int D, int rank, int *t, int *p, int *d)
 {
     for (int pos = 0; pos < T * P * D; pos++) {
         if (rank_at[pos] != rank) continue;
@@ -66,22 +66,22 @@ static int parse_line(const char *path, int line, const char *text, int T, int P
 {
     int r, t, p, d, used = 0, world = T * P * D;
     if (sscanf(text, "%d %d %d %d %n", &r, &t, &p, &d, &used) != 4 || text[used] != '\0')
-        return pb_usage("--rankmap", "%s:%d: expected 'RANK T P D' (four integers), got '%s'", path, line, text);
-    if (r < 0 || r >= world) return pb_usage("--rankmap", "%s:%d: rank %d is not in 0..%d", path, line, r, world - 1);
+        return pb_error_usage("--rankmap", "%s:%d: expected 'RANK T P D' (four integers), got '%s'", path, line, text);
+    if (r < 0 || r >= world) return pb_error_usage("--rankmap", "%s:%d: rank %d is not in 0..%d", path, line, r, world - 1);
     if (t < 0 || t >= T || p < 0 || p >= P || d < 0 || d >= D)
-        return pb_usage("--rankmap", "%s:%d: position (%d, %d, %d) is outside the %d x %d x %d grid", path, line, t, p,
+        return pb_error_usage("--rankmap", "%s:%d: position (%d, %d, %d) is outside the %d x %d x %d grid", path, line, t, p,
                         d, T, P, D);
-    int pos = pb_grid_pos(T, P, t, p, d);
-    if (seen[r]) return pb_usage("--rankmap", "%s:%d: rank %d is placed twice", path, line, r);
+    int pos = pb_placement_grid_pos(T, P, t, p, d);
+    if (seen[r]) return pb_error_usage("--rankmap", "%s:%d: rank %d is placed twice", path, line, r);
     if (rank_at[pos] >= 0)
-        return pb_usage("--rankmap", "%s:%d: position (%d, %d, %d) is taken by rank %d already", path, line, t, p, d,
+        return pb_error_usage("--rankmap", "%s:%d: position (%d, %d, %d) is taken by rank %d already", path, line, t, p, d,
                         rank_at[pos]);
     seen[r] = 1;
     rank_at[pos] = r;
     return PB_OK;
 }
 
-int pb_rankmap_parse(const char *path, const char *text, int T, int P, int D, int *rank_at)
+int pb_placement_rankmap_parse(const char *path, const char *text, int T, int P, int D, int *rank_at)
 {
     int world = T * P * D, line = 0, status = PB_OK;
     char *seen = calloc((size_t)world, 1), *copy = strdup(text);
@@ -104,26 +104,26 @@ int pb_rankmap_parse(const char *path, const char *text, int T, int P, int D, in
         if (*s) status = parse_line(path, line, s, T, P, D, rank_at, seen);
     }
     for (int r = 0; status == PB_OK && r < world; r++)
-        if (!seen[r]) status = pb_usage("--rankmap", "%s: rank %d is not placed; every rank 0..%d needs a line", path, r,
+        if (!seen[r]) status = pb_error_usage("--rankmap", "%s: rank %d is not placed; every rank 0..%d needs a line", path, r,
                                         world - 1);
     free(seen);
     free(copy);
     return status;
 }
 
-int pb_rankmap_read(const char *path, int T, int P, int D, int *rank_at)
+int pb_placement_rankmap_read(const char *path, int T, int P, int D, int *rank_at)
 {
     FILE *f = fopen(path, "r");
-    if (!f) return pb_usage("--rankmap", "cannot read '%s': %m", path);
+    if (!f) return pb_error_usage("--rankmap", "cannot read '%s': %m", path);
     char *text = NULL;
     size_t cap = 0;
     ssize_t n = getdelim(&text, &cap, '\0', f);
     fclose(f);
     if (n < 0) {
         free(text);
-        return pb_usage("--rankmap", "'%s' is empty", path);
+        return pb_error_usage("--rankmap", "'%s' is empty", path);
     }
-    int status = pb_rankmap_parse(path, text, T, P, D, rank_at);
+    int status = pb_placement_rankmap_parse(path, text, T, P, D, rank_at);
     free(text);
     return status;
 }

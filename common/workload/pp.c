@@ -63,7 +63,7 @@ uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg)
 
 static int alloc_buffers(pb_pp_exec *ex)
 {
-    const pb_backend *be = ex->cfg.be;
+    const pb_comm_backend *be = ex->cfg.be;
     for (int k = 0; k < KINDS; k++) {
         for (int j = 0; j < 2; j++) PB_TRY(be->alloc(ex->bytes, &ex->recv_buf[k][j]));
         ex->send_buf[k] = calloc((size_t)ex->cfg.max_sends, sizeof(void *));
@@ -78,7 +78,7 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
 {
     pb_pp_exec *ex = calloc(1, sizeof *ex);
     /* Agreed before the communicators: their creation is collective over the pipeline. */
-    int status = pb_agree(cfg->group, ex ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline: out of memory"), "pipeline");
+    int status = pb_world_agree_at(cfg->group, ex ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline: out of memory"), "pipeline");
     if (status != PB_OK) {
         free(ex);
         return status;
@@ -113,7 +113,7 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
 void pb_pp_exec_destroy(pb_pp_exec *ex)
 {
     if (!ex) return;
-    const pb_backend *be = ex->cfg.be;
+    const pb_comm_backend *be = ex->cfg.be;
     for (int k = 0; k < KINDS; k++) {
         for (int c = 0; c < MAX_COLORS; c++)
             if (ex->comm[k][c]) be->comm_destroy(ex->comm[k][c]);
@@ -133,7 +133,7 @@ void pb_pp_exec_destroy(pb_pp_exec *ex)
 
 typedef struct step_state {
     pb_pp_exec *ex;
-    const pb_pp_plan *plan;
+    const pb_pp_schedule_plan *plan;
     const pb_pp_ops *ops;
     void *user;
     pb_pp_stats *st;
@@ -143,10 +143,10 @@ typedef struct step_state {
     int nsent[KINDS];      /* send slots used this step */
 } step_state;
 
-static int kind_of(const pb_pp_action *a) { return a->op == PB_PP_FWD ? ACT : GRAD; }
+static int kind_of(const pb_pp_schedule_action *a) { return a->op == PB_PP_FWD ? ACT : GRAD; }
 
 /* The first action at or after `from` of `kind` that receives. */
-static int find_recv(const pb_pp_plan *plan, int from, int kind)
+static int find_recv(const pb_pp_schedule_plan *plan, int from, int kind)
 {
     for (int i = from; i < plan->n; i++)
         if (kind_of(&plan->a[i]) == kind && plan->a[i].recv_from >= 0) return i;
@@ -158,26 +158,26 @@ static int post_recv(step_state *s, int kind, int index, int slot)
     s->next_recv[kind] = index;
     if (index < 0) return PB_OK;
     s->slot[kind] = slot;
-    const pb_backend *be = s->ex->cfg.be;
+    const pb_comm_backend *be = s->ex->cfg.be;
     pb_comm *c = s->ex->recv_c[kind];
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     PB_TRY(be->group_start(c));
     PB_TRY(be->recv(c, s->ex->recv_buf[kind][slot], s->ex->cfg.act_count, s->ex->cfg.act_dtype,
                     s->plan->a[index].recv_from));
     PB_TRY(be->group_end(c));
-    s->st->post_us += pb_now_us() - t0;
+    s->st->post_us += pb_timing_now_us() - t0;
     return PB_OK;
 }
 
 /* Wait for action i's input, then post the next receive of that kind into the other buffer. */
 static int take_input(step_state *s, int i, const void **in)
 {
-    const pb_pp_action *a = &s->plan->a[i];
+    const pb_pp_schedule_action *a = &s->plan->a[i];
     int kind = kind_of(a);
     PB_CHECK(s->next_recv[kind] == i, PB_ERR_CHECK, "pipeline: action %d receives out of order", i);
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     PB_TRY(s->ex->cfg.be->sync(s->ex->recv_c[kind]));
-    double t1 = pb_now_us();
+    double t1 = pb_timing_now_us();
     s->st->wait_us += t1 - t0;
     s->st->bytes_recv += s->ex->bytes;
     PB_TRY(trace_add(s->trace, kind == ACT ? PB_PP_EV_RECV_ACT : PB_PP_EV_RECV_GRAD, a->chunk, a->mb, t0, t1));
@@ -186,23 +186,23 @@ static int take_input(step_state *s, int i, const void **in)
     return post_recv(s, kind, find_recv(s->plan, i + 1, kind), 1 - slot);
 }
 
-static int post_send(step_state *s, const pb_pp_action *a, const void *buf)
+static int post_send(step_state *s, const pb_pp_schedule_action *a, const void *buf)
 {
     int kind = kind_of(a);
-    const pb_backend *be = s->ex->cfg.be;
+    const pb_comm_backend *be = s->ex->cfg.be;
     pb_comm *c = s->ex->send_c[kind];
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     PB_TRY(be->group_start(c));
     PB_TRY(be->send(c, buf, s->ex->cfg.act_count, s->ex->cfg.act_dtype, a->send_to));
     PB_TRY(be->group_end(c));
-    double t1 = pb_now_us();
+    double t1 = pb_timing_now_us();
     s->st->post_us += t1 - t0;
     s->st->bytes_sent += s->ex->bytes;
     return trace_add(s->trace, kind == ACT ? PB_PP_EV_SEND_ACT : PB_PP_EV_SEND_GRAD, a->chunk, a->mb, t0, t1);
 }
 
 /* Where an action writes its output: a fresh send slot, or a local buffer. */
-static int output_buffer(step_state *s, const pb_pp_action *a, void **out)
+static int output_buffer(step_state *s, const pb_pp_schedule_action *a, void **out)
 {
     int kind = kind_of(a);
     if (a->send_to < 0) {
@@ -217,7 +217,7 @@ static int output_buffer(step_state *s, const pb_pp_action *a, void **out)
 
 static int run_action(step_state *s, int i)
 {
-    const pb_pp_action *a = &s->plan->a[i];
+    const pb_pp_schedule_action *a = &s->plan->a[i];
     const pb_pp_ops *ops = s->ops;
     const void *in = NULL;
     void *out = NULL;
@@ -230,10 +230,10 @@ static int run_action(step_state *s, int i)
     }
     PB_TRY(output_buffer(s, a, &out));
     if (a->op == PB_PP_FWD) PB_TRY(ops->act_alloc(s->user, a->chunk, a->mb));
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     if (a->op == PB_PP_FWD) PB_TRY(ops->forward(s->user, a->chunk, a->mb, in, out));
     else PB_TRY(ops->backward(s->user, a->chunk, a->mb, in, out));
-    double t1 = pb_now_us();
+    double t1 = pb_timing_now_us();
     if (a->op == PB_PP_FWD) s->st->fwd_us += t1 - t0, s->st->nfwd++;
     else s->st->bwd_us += t1 - t0, s->st->nbwd++, ops->act_free(s->user, a->chunk, a->mb);
     PB_TRY(trace_add(s->trace, a->op == PB_PP_FWD ? PB_PP_EV_FWD : PB_PP_EV_BWD, a->chunk, a->mb, t0, t1));
@@ -243,15 +243,15 @@ static int run_action(step_state *s, int i)
 /* Complete every send of the step: the receivers have them once this returns. */
 static int finish_sends(step_state *s)
 {
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     for (int k = 0; k < KINDS; k++)
         if (s->nsent[k]) PB_TRY(s->ex->cfg.be->sync(s->ex->send_c[k]));
-    double t1 = pb_now_us();
+    double t1 = pb_timing_now_us();
     s->st->wait_us += t1 - t0;
     return s->nsent[ACT] + s->nsent[GRAD] ? trace_add(s->trace, PB_PP_EV_SEND_WAIT, 0, -1, t0, t1) : PB_OK;
 }
 
-int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_plan *plan, const pb_pp_ops *ops, void *user, pb_pp_stats *stats,
+int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_schedule_plan *plan, const pb_pp_ops *ops, void *user, pb_pp_stats *stats,
                     pb_pp_trace *trace)
 {
     PB_CHECK(plan->p == ex->p && plan->stage == ex->stage, PB_ERR_USAGE,
@@ -259,7 +259,7 @@ int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_plan *plan, const pb_pp_ops *ops
     PB_CHECK(!(plan->v > 1 && !ex->cfg.ring), PB_ERR_USAGE, "pipeline: interleaved plan needs a ring executor");
     memset(stats, 0, sizeof *stats);
     step_state s = {.ex = ex, .plan = plan, .ops = ops, .user = user, .st = stats, .trace = trace};
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     PB_TRY(ops->begin_step(user));
     for (int k = 0; k < KINDS; k++) PB_TRY(post_recv(&s, k, find_recv(plan, 0, k), 0));
     int status = PB_OK;
@@ -268,6 +268,6 @@ int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_plan *plan, const pb_pp_ops *ops
     int fin = finish_sends(&s);
     if (status == PB_OK) status = fin;
     stats->peak_act_bytes = ops->act_peak(user);
-    stats->step_us = pb_now_us() - t0;
+    stats->step_us = pb_timing_now_us() - t0;
     return status;
 }

@@ -14,7 +14,7 @@
  * gets its own: links i -> i+1 are coloured so that a stage's sends and its
  * receives of one kind never share a communicator (2 colours; 3 on an
  * odd-length ring). Messages on a link match in posting order, which
- * pb_pp_check guarantees for the built-in schedules.
+ * pb_pp_schedule_check guarantees for the built-in schedules.
  *
  * Buffers are the backend's memory (be->alloc), act_count elements of
  * act_dtype each; the callbacks read and write them through their engine,
@@ -71,7 +71,7 @@ typedef struct pb_pp_event {
 } pb_pp_event;
 
 typedef struct pb_pp_trace {
-    double origin_us;  /* pb_now_us() value that becomes time 0 */
+    double origin_us;  /* pb_timing_now_us() value that becomes time 0 */
     pb_pp_event *ev;
     int n, cap;
 } pb_pp_trace;
@@ -115,7 +115,7 @@ typedef struct pb_pp_stats {
 } pb_pp_stats;
 
 typedef struct pb_pp_config {
-    const pb_backend *be;
+    const pb_comm_backend *be;
     MPI_Comm group;      /* the pipeline's ranks; rank in group = stage */
     size_t act_count;    /* elements of one activation (b*s*h) */
     pb_dtype act_dtype;
@@ -133,10 +133,10 @@ uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg);
 
 /* Run `plan` (this stage's actions) once. `trace` may be NULL; events are
  * appended to it. Returns a status; stats are this stage's. */
-int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_plan *plan, const pb_pp_ops *ops, void *user, pb_pp_stats *stats,
+int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_schedule_plan *plan, const pb_pp_ops *ops, void *user, pb_pp_stats *stats,
                     pb_pp_trace *trace);
 
-/* ---- default stage: a pb_stack per chunk (no tensor parallelism) -------- */
+/* ---- default stage: a pb_layer_stack per chunk (no tensor parallelism) -------- */
 
 typedef struct pb_pp_stack_config {
     const pb_compute *eng;

@@ -9,19 +9,19 @@
 #include <math.h>
 #include <stdlib.h>
 
-static pb_stack_config whole_model(const pb_pp_stack_config *cfg)
+static pb_layer_stack_config whole_model(const pb_pp_stack_config *cfg)
 {
-    return (pb_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = 0, .nlayers = cfg->layers,
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = 0, .nlayers = cfg->layers,
                              .model_layers = cfg->layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype};
 }
 
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg)
 {
-    pb_stack_config sc = whole_model(cfg);
+    pb_layer_stack_config sc = whole_model(cfg);
     pb_layer_shape sh = cfg->shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
     uint64_t tensor = (uint64_t)(sh.b * sh.s * sh.h) * pb_dtype_size(sh.dtype);
-    return pb_stack_bytes(&sc) + pb_layer_act_bytes(&sh, cfg->layers) + 4 * tensor;
+    return pb_layer_stack_bytes(&sc) + pb_layer_act_bytes(&sh, cfg->layers) + 4 * tensor;
 }
 
 /* Count elements of got differing from want (both n elements of type t, host). */
@@ -40,34 +40,34 @@ typedef struct ref_bufs {
     void *host;            /* one tensor on the host */
 } ref_bufs;
 
-static int one_mb(pb_stack *st, const pb_pp_stack_config *cfg, ref_bufs *b, int mb, const void *out,
+static int one_mb(pb_layer_stack *st, const pb_pp_stack_config *cfg, ref_bufs *b, int mb, const void *out,
                   const void *din, double tol, long long *wrong)
 {
     const pb_compute *eng = cfg->eng;
-    const pb_layer_shape *sh = pb_stack_shape(st);
+    const pb_layer_shape *sh = pb_layer_stack_shape(st);
     int64_t tokens = sh->b * sh->s;
     size_t n = (size_t)(tokens * sh->h), bytes = n * pb_dtype_size(sh->dtype);
-    pb_acts *acts = NULL;
-    PB_TRY(pb_acts_alloc(st, &acts));
+    pb_layer_saved *acts = NULL;
+    PB_TRY(pb_layer_saved_alloc(st, &acts));
     int status = pb_pp_fill_input(eng, sh->dtype, b->x, tokens, sh->h, cfg->seed, mb);
-    if (status == PB_OK) status = pb_stack_forward(st, acts, b->x, b->y);
+    if (status == PB_OK) status = pb_layer_stack_forward(st, acts, b->x, b->y);
     if (status == PB_OK) status = eng->to_host(b->host, b->y, bytes);
     if (status == PB_OK) *wrong += compare(sh->dtype, out, b->host, n, tol);
     if (status == PB_OK) status = pb_pp_fill_loss_grad(eng, sh->dtype, b->dy, tokens, sh->h, cfg->seed, mb);
-    if (status == PB_OK) status = pb_stack_backward(st, acts, b->dy, b->dx, 0, NULL, NULL);
+    if (status == PB_OK) status = pb_layer_stack_backward(st, acts, b->dy, b->dx, 0, NULL, NULL);
     if (status == PB_OK) status = eng->to_host(b->host, b->dx, bytes);
     if (status == PB_OK) *wrong += compare(sh->dtype, din, b->host, n, tol);
-    pb_acts_free(st, acts);
+    pb_layer_saved_free(st, acts);
     return status;
 }
 
 int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *const *outputs,
                           const void *const *input_grads, double tol, int corrupt, long long *wrong)
 {
-    pb_stack_config sc = whole_model(cfg);
-    pb_stack *st = NULL;
-    PB_TRY(pb_stack_create(&sc, &st));
-    const pb_layer_shape *sh = pb_stack_shape(st);
+    pb_layer_stack_config sc = whole_model(cfg);
+    pb_layer_stack *st = NULL;
+    PB_TRY(pb_layer_stack_create(&sc, &st));
+    const pb_layer_shape *sh = pb_layer_stack_shape(st);
     size_t n = (size_t)(sh->b * sh->s * sh->h), bytes = n * pb_dtype_size(sh->dtype);
     ref_bufs b = {0};
     const pb_compute *eng = cfg->eng;
@@ -94,6 +94,6 @@ int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *cons
     void *bufs[] = {b.x, b.y, b.dy, b.dx};
     for (int i = 0; i < 4; i++)
         if (bufs[i]) eng->free(bufs[i]);
-    pb_stack_destroy(st);
+    pb_layer_stack_destroy(st);
     return status;
 }

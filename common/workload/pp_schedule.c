@@ -4,25 +4,25 @@
 
 #include <stdlib.h>
 
-int pb_pp_sched_valid(pb_pp_sched s, int p, int m, int v)
+int pb_pp_schedule_valid(pb_pp_sched s, int p, int m, int v)
 {
-    if (p < 1) return pb_usage("--stages", "%d stages; expected at least 1", p);
-    if (m < 1) return pb_usage("--micro-batches", "%d micro-batches; expected at least 1", m);
+    if (p < 1) return pb_error_usage("--stages", "%d stages; expected at least 1", p);
+    if (m < 1) return pb_error_usage("--micro-batches", "%d micro-batches; expected at least 1", m);
     if (s != PB_PP_INTERLEAVED) return PB_OK;
-    if (v < 2) return pb_usage("--virtual-stages", "%d chunks per rank; interleaved needs at least 2", v);
-    if (p < 2) return pb_usage("--stages", "interleaved needs at least 2 stages, got %d", p);
+    if (v < 2) return pb_error_usage("--virtual-stages", "%d chunks per rank; interleaved needs at least 2", v);
+    if (p < 2) return pb_error_usage("--stages", "interleaved needs at least 2 stages, got %d", p);
     if (m % p != 0)
-        return pb_usage("--micro-batches", "interleaved needs the micro-batches (%d) to be a multiple of the "
+        return pb_error_usage("--micro-batches", "interleaved needs the micro-batches (%d) to be a multiple of the "
                                            "stages (%d)", m, p);
     return PB_OK;
 }
 
 /* Fill the transfers of an action from its virtual stage. */
-static pb_pp_action make(pb_pp_op op, int mb, int chunk, int p, int v, int stage)
+static pb_pp_schedule_action make(pb_pp_schedule_op op, int mb, int chunk, int p, int v, int stage)
 {
     int vs = chunk * p + stage, last = p * v - 1;
     int prev = (stage - 1 + p) % p, next = (stage + 1) % p;
-    pb_pp_action a = {.op = op, .mb = mb, .chunk = chunk, .vstage = vs, .recv_from = -1, .send_to = -1};
+    pb_pp_schedule_action a = {.op = op, .mb = mb, .chunk = chunk, .vstage = vs, .recv_from = -1, .send_to = -1};
     if (op == PB_PP_FWD) {
         if (vs > 0) a.recv_from = prev;
         if (vs < last) a.send_to = next;
@@ -33,13 +33,13 @@ static pb_pp_action make(pb_pp_op op, int mb, int chunk, int p, int v, int stage
     return a;
 }
 
-static void build_gpipe(pb_pp_plan *pl)
+static void build_gpipe(pb_pp_schedule_plan *pl)
 {
     for (int k = 0; k < pl->m; k++) pl->a[pl->n++] = make(PB_PP_FWD, k, 0, pl->p, 1, pl->stage);
     for (int k = 0; k < pl->m; k++) pl->a[pl->n++] = make(PB_PP_BWD, k, 0, pl->p, 1, pl->stage);
 }
 
-static void build_1f1b(pb_pp_plan *pl)
+static void build_1f1b(pb_pp_schedule_plan *pl)
 {
     int m = pl->m, warm = pl->p - pl->stage - 1;
     if (warm > m) warm = m;
@@ -53,7 +53,7 @@ static void build_1f1b(pb_pp_plan *pl)
 
 /* Megatron-LM's interleaved order: the k-th unit of work of a rank walks the
  * chunks in groups of p micro-batches (forward: chunk 0..v-1, backward v-1..0). */
-static pb_pp_action unit(const pb_pp_plan *pl, int k, pb_pp_op op)
+static pb_pp_schedule_action unit(const pb_pp_schedule_plan *pl, int k, pb_pp_schedule_op op)
 {
     int p = pl->p, v = pl->v, in_group = k % (p * v);
     int chunk = in_group / p;
@@ -62,7 +62,7 @@ static pb_pp_action unit(const pb_pp_plan *pl, int k, pb_pp_op op)
     return make(op, mb, chunk, p, v, pl->stage);
 }
 
-static void build_interleaved(pb_pp_plan *pl)
+static void build_interleaved(pb_pp_schedule_plan *pl)
 {
     int total = pl->m * pl->v;
     int warm = pl->m == pl->p ? total : (pl->p - pl->stage - 1) * 2 + (pl->v - 1) * pl->p;
@@ -75,12 +75,12 @@ static void build_interleaved(pb_pp_plan *pl)
     for (int k = total - warm; k < total; k++) pl->a[pl->n++] = unit(pl, k, PB_PP_BWD);
 }
 
-int pb_pp_plan_build(pb_pp_sched s, int p, int m, int v, int stage, pb_pp_plan *out)
+int pb_pp_schedule_plan_build(pb_pp_sched s, int p, int m, int v, int stage, pb_pp_schedule_plan *out)
 {
     if (s != PB_PP_INTERLEAVED) v = 1;
-    PB_TRY(pb_pp_sched_valid(s, p, m, v));
+    PB_TRY(pb_pp_schedule_valid(s, p, m, v));
     PB_CHECK(stage >= 0 && stage < p, PB_ERR_USAGE, "stage %d outside 0..%d", stage, p - 1);
-    *out = (pb_pp_plan){.sched = s, .p = p, .m = m, .v = v, .stage = stage};
+    *out = (pb_pp_schedule_plan){.sched = s, .p = p, .m = m, .v = v, .stage = stage};
     out->a = calloc(2 * (size_t)m * (size_t)v, sizeof *out->a);
     PB_CHECK(out->a, PB_ERR_ENV, "out of memory for a schedule of %d actions", 2 * m * v);
     if (s == PB_PP_GPIPE) build_gpipe(out);
@@ -89,14 +89,14 @@ int pb_pp_plan_build(pb_pp_sched s, int p, int m, int v, int stage, pb_pp_plan *
     return PB_OK;
 }
 
-void pb_pp_plan_free(pb_pp_plan *plan)
+void pb_pp_schedule_plan_free(pb_pp_schedule_plan *plan)
 {
     free(plan->a);
     plan->a = NULL;
     plan->n = 0;
 }
 
-int pb_pp_plan_max_in_flight(const pb_pp_plan *plan)
+int pb_pp_schedule_plan_max_in_flight(const pb_pp_schedule_plan *plan)
 {
     int held = 0, peak = 0;
     for (int i = 0; i < plan->n; i++) {
@@ -133,13 +133,13 @@ static size_t link_index(const links *l, int kind, int from, int to)
 static msg *slot(const links *l, size_t link, int k) { return &l->store[link * (size_t)l->per_link + (size_t)k]; }
 
 /* The receiver's virtual stage that action `a` feeds with its output. */
-static int dest_vstage(const pb_pp_action *a) { return a->op == PB_PP_FWD ? a->vstage + 1 : a->vstage - 1; }
+static int dest_vstage(const pb_pp_schedule_action *a) { return a->op == PB_PP_FWD ? a->vstage + 1 : a->vstage - 1; }
 
 /* Try to run stage s's next action; 1 if it ran, 0 if blocked, -1 on a mismatch. */
-static int sim_one(const pb_pp_plan *pl, int *next, double *clock, double *busy, const links *l, double tf, double tb,
+static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, double *busy, const links *l, double tf, double tb,
                    double tm)
 {
-    const pb_pp_action *a = &pl->a[*next];
+    const pb_pp_schedule_action *a = &pl->a[*next];
     int kind = a->op == PB_PP_FWD ? 0 : 1;
     double start = *clock;
     if (a->recv_from >= 0) {
@@ -161,7 +161,7 @@ static int sim_one(const pb_pp_plan *pl, int *next, double *clock, double *busy,
     return 1;
 }
 
-int pb_pp_simulate(const pb_pp_plan *plans, int p, double t_fwd, double t_bwd, double t_msg, double *step,
+int pb_pp_schedule_simulate(const pb_pp_schedule_plan *plans, int p, double t_fwd, double t_bwd, double t_msg, double *step,
                    double *busy)
 {
     /* no link carries more messages than one stage's actions */
@@ -208,10 +208,10 @@ int pb_pp_simulate(const pb_pp_plan *plans, int p, double t_fwd, double t_bwd, d
     return status;
 }
 
-int pb_pp_check(const pb_pp_plan *plans, int p)
+int pb_pp_schedule_check(const pb_pp_schedule_plan *plans, int p)
 {
     for (int s = 0; s < p; s++)
         PB_CHECK(plans[s].p == p && plans[s].stage == s && plans[s].n == plans[0].n, PB_ERR_CHECK,
                  "schedule: plan %d does not belong to this %d-stage pipeline", s, p);
-    return pb_pp_simulate(plans, p, 1.0, 2.0, 0.0, NULL, NULL);
+    return pb_pp_schedule_simulate(plans, p, 1.0, 2.0, 0.0, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* The default pipeline stage: one pb_stack per virtual chunk, no tensor
+/* The default pipeline stage: one pb_layer_stack per virtual chunk, no tensor
  * parallelism. Its activation pools measure the peak memory a schedule holds. */
 #include "workload/pp.h"
 
@@ -9,8 +9,8 @@
 
 struct pb_pp_stack {
     pb_pp_stack_config cfg;
-    pb_stack **chunk;      /* v stacks */
-    pb_acts **acts;        /* [chunk * max_mb + mb] */
+    pb_layer_stack **chunk;      /* v stacks */
+    pb_layer_saved **acts;        /* [chunk * max_mb + mb] */
     int *accumulated;      /* per chunk: a backward already ran this step */
     uint64_t peak;         /* of the sum over the chunks' pools */
     int64_t tokens;
@@ -26,20 +26,20 @@ int64_t pb_pp_chunk_layer0(const pb_pp_stack_config *cfg, int chunk)
     return ((int64_t)chunk * cfg->p + cfg->stage) * per;
 }
 
-static pb_stack_config chunk_config(const pb_pp_stack_config *cfg, int chunk)
+static pb_layer_stack_config chunk_config(const pb_pp_stack_config *cfg, int chunk)
 {
-    return (pb_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = pb_pp_chunk_layer0(cfg, chunk),
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = pb_pp_chunk_layer0(cfg, chunk),
                              .nlayers = cfg->layers / (cfg->p * cfg->v), .model_layers = cfg->layers,
                              .seed = cfg->seed, .grad_dtype = cfg->grad_dtype};
 }
 
 uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight)
 {
-    pb_stack_config c = chunk_config(cfg, 0);
+    pb_layer_stack_config c = chunk_config(cfg, 0);
     pb_layer_shape sh = cfg->shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
     uint64_t tensor = (uint64_t)(sh.b * sh.s * sh.h) * pb_dtype_size(sh.dtype);
-    uint64_t bytes = (uint64_t)cfg->v * pb_stack_bytes(&c) + (uint64_t)in_flight * pb_layer_act_bytes(&sh, c.nlayers);
+    uint64_t bytes = (uint64_t)cfg->v * pb_layer_stack_bytes(&c) + (uint64_t)in_flight * pb_layer_act_bytes(&sh, c.nlayers);
     if (cfg->capture) bytes += 2 * (uint64_t)cfg->max_mb * tensor;
     return bytes;
 }
@@ -49,8 +49,8 @@ void pb_pp_stack_destroy(pb_pp_stack *st)
     if (!st) return;
     for (int c = 0; st->chunk && c < st->cfg.v; c++) {
         for (int k = 0; st->acts && k < st->cfg.max_mb; k++)
-            if (st->acts[c * st->cfg.max_mb + k]) pb_acts_free(st->chunk[c], st->acts[c * st->cfg.max_mb + k]);
-        pb_stack_destroy(st->chunk[c]);
+            if (st->acts[c * st->cfg.max_mb + k]) pb_layer_saved_free(st->chunk[c], st->acts[c * st->cfg.max_mb + k]);
+        pb_layer_stack_destroy(st->chunk[c]);
     }
     free(st->chunk);
     free(st->acts);
@@ -69,17 +69,17 @@ int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out)
     PB_CHECK(st, PB_ERR_ENV, "pipeline stack: out of memory");
     st->cfg = *cfg;
     /* tables of pointers: one stack per chunk, one activation pool per (chunk, micro-batch) */
-    st->chunk = calloc((size_t)cfg->v, sizeof(pb_stack *));
-    st->acts = calloc((size_t)cfg->v * (size_t)cfg->max_mb, sizeof(pb_acts *));
+    st->chunk = calloc((size_t)cfg->v, sizeof(pb_layer_stack *));
+    st->acts = calloc((size_t)cfg->v * (size_t)cfg->max_mb, sizeof(pb_layer_saved *));
     st->accumulated = calloc((size_t)cfg->v, sizeof *st->accumulated);
     int have = st->chunk && st->acts && st->accumulated;
     int status = have ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline stack: out of memory");
     for (int c = 0; have && c < cfg->v && status == PB_OK; c++) {
-        pb_stack_config sc = chunk_config(cfg, c);
-        status = pb_stack_create(&sc, &st->chunk[c]);
+        pb_layer_stack_config sc = chunk_config(cfg, c);
+        status = pb_layer_stack_create(&sc, &st->chunk[c]);
     }
     if (have && status == PB_OK) {
-        const pb_layer_shape *sh = pb_stack_shape(st->chunk[0]);
+        const pb_layer_shape *sh = pb_layer_stack_shape(st->chunk[0]);
         st->dtype = sh->dtype;
         st->tokens = sh->b * sh->s;
         st->act_bytes = (size_t)st->tokens * (size_t)sh->h * pb_dtype_size(st->dtype);
@@ -122,13 +122,13 @@ const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb)
 /* Distinct streams of the counter-based generator for inputs and loss gradients. */
 int pb_pp_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t tokens, int64_t h, uint64_t seed, int mb)
 {
-    return pb_fill_input(eng, t, x, tokens, h, seed, (uint64_t)mb);
+    return pb_layer_fill_input(eng, t, x, tokens, h, seed, (uint64_t)mb);
 }
 
 int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t tokens, int64_t h, uint64_t seed,
                          int mb)
 {
-    return pb_fill_input(eng, t, dy, tokens, h, seed ^ 0x9e3779b97f4a7c15ull, (uint64_t)mb);
+    return pb_layer_fill_input(eng, t, dy, tokens, h, seed ^ 0x9e3779b97f4a7c15ull, (uint64_t)mb);
 }
 
 /* ---- callbacks ----------------------------------------------------------- */
@@ -139,8 +139,8 @@ static int begin_step(void *user)
     uint64_t held = 0;
     for (int c = 0; c < st->cfg.v; c++) {
         st->accumulated[c] = 0;
-        pb_act_reset_peak(pb_stack_pool(st->chunk[c]));
-        held += pb_act_held(pb_stack_pool(st->chunk[c]));
+        pb_layer_act_reset_peak(pb_layer_stack_pool(st->chunk[c]));
+        held += pb_layer_act_held(pb_layer_stack_pool(st->chunk[c]));
     }
     st->peak = held;
     return PB_OK;
@@ -151,10 +151,10 @@ static int act_alloc(void *user, int chunk, int mb)
     pb_pp_stack *st = user;
     PB_CHECK(mb < st->cfg.max_mb && !st->acts[chunk * st->cfg.max_mb + mb], PB_ERR_CHECK,
              "pipeline stack: micro-batch %d of chunk %d already held or beyond %d", mb, chunk, st->cfg.max_mb);
-    PB_TRY(pb_acts_alloc(st->chunk[chunk], &st->acts[chunk * st->cfg.max_mb + mb]));
+    PB_TRY(pb_layer_saved_alloc(st->chunk[chunk], &st->acts[chunk * st->cfg.max_mb + mb]));
     /* Peak of what the pools really hold, summed over the chunks at this moment. */
     uint64_t held = 0;
-    for (int c = 0; c < st->cfg.v; c++) held += pb_act_held(pb_stack_pool(st->chunk[c]));
+    for (int c = 0; c < st->cfg.v; c++) held += pb_layer_act_held(pb_layer_stack_pool(st->chunk[c]));
     if (held > st->peak) st->peak = held;
     return PB_OK;
 }
@@ -162,8 +162,8 @@ static int act_alloc(void *user, int chunk, int mb)
 static void act_free(void *user, int chunk, int mb)
 {
     pb_pp_stack *st = user;
-    pb_acts **a = &st->acts[chunk * st->cfg.max_mb + mb];
-    if (*a) pb_acts_free(st->chunk[chunk], *a);
+    pb_layer_saved **a = &st->acts[chunk * st->cfg.max_mb + mb];
+    if (*a) pb_layer_saved_free(st->chunk[chunk], *a);
     *a = NULL;
 }
 
@@ -171,7 +171,7 @@ static int forward(void *user, int chunk, int mb, const void *in, void *out)
 {
     pb_pp_stack *st = user;
     const pb_compute *eng = st->cfg.eng;
-    PB_TRY(pb_stack_forward(st->chunk[chunk], st->acts[chunk * st->cfg.max_mb + mb], in, out));
+    PB_TRY(pb_layer_stack_forward(st->chunk[chunk], st->acts[chunk * st->cfg.max_mb + mb], in, out));
     PB_TRY(eng->synchronize());
     if (st->capturing && is_last(st, chunk)) PB_TRY(eng->to_host(st->cap_y + (size_t)mb * st->act_bytes, out, st->act_bytes));
     return PB_OK;
@@ -181,7 +181,7 @@ static int backward(void *user, int chunk, int mb, const void *dout, void *din)
 {
     pb_pp_stack *st = user;
     const pb_compute *eng = st->cfg.eng;
-    PB_TRY(pb_stack_backward(st->chunk[chunk], st->acts[chunk * st->cfg.max_mb + mb], dout, din,
+    PB_TRY(pb_layer_stack_backward(st->chunk[chunk], st->acts[chunk * st->cfg.max_mb + mb], dout, din,
                              st->accumulated[chunk], NULL, NULL));
     st->accumulated[chunk] = 1;
     PB_TRY(eng->synchronize());

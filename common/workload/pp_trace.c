@@ -14,7 +14,7 @@ int pb_pp_trace_origin(MPI_Comm world, pb_pp_trace *t)
 {
     /* Every rank reads its clock right after the same barrier: that instant is time 0. */
     MPI_Barrier(world);
-    t->origin_us = pb_now_us();
+    t->origin_us = pb_timing_now_us();
     return PB_OK;
 }
 

@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-int pb_staging_needed(const pb_compute *eng, const pb_backend *be) { return eng->mem != be->mem; }
+int pb_staging_needed(const pb_compute *eng, const pb_comm_backend *be) { return eng->mem != be->mem; }
 
-int pb_staging_alloc(pb_staging *s, const pb_compute *eng, const pb_backend *be, int nbufs, size_t bytes)
+int pb_staging_alloc(pb_staging *s, const pb_compute *eng, const pb_comm_backend *be, int nbufs, size_t bytes)
 {
     memset(s, 0, sizeof *s);
     s->eng = eng;

@@ -15,17 +15,17 @@
 
 typedef struct pb_staging {
     const pb_compute *eng;
-    const pb_backend *be;
+    const pb_comm_backend *be;
     void *buf[PB_STAGING_MAX]; /* backend memory; NULL when no staging is needed */
 } pb_staging;
 
 /* 1 when eng and be keep their buffers in different memories. */
-int pb_staging_needed(const pb_compute *eng, const pb_backend *be);
+int pb_staging_needed(const pb_compute *eng, const pb_comm_backend *be);
 
 /* nbufs (at most PB_STAGING_MAX) backend buffers of `bytes` each when
  * staging is needed, none otherwise. pb_staging_free releases them (also
  * after a failed alloc, and on a zeroed pb_staging). */
-int pb_staging_alloc(pb_staging *s, const pb_compute *eng, const pb_backend *be, int nbufs, size_t bytes);
+int pb_staging_alloc(pb_staging *s, const pb_compute *eng, const pb_comm_backend *be, int nbufs, size_t bytes);
 void pb_staging_free(pb_staging *s);
 
 /* Engine memory -> buf[i], and buf[i] -> engine memory. */

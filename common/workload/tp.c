@@ -11,7 +11,7 @@
 struct pb_tp {
     pb_tp_config cfg;
     pb_layer_shape sh; /* effective compute type */
-    pb_stack *st;
+    pb_layer_stack *st;
     size_t es;
     uint64_t full;      /* N*h elements */
     int64_t rows;       /* rows of the stack's input/output on this rank */
@@ -21,7 +21,7 @@ struct pb_tp {
     void *shard;        /* rows x h: between the blocks of a layer in sp mode */
     pb_staging stage;   /* backend memory, N x h each (send, receive), when memories differ */
     pb_ordering order;
-    pb_side_timer compute_t, comm_t;
+    pb_ordering_side_timer compute_t, comm_t;
     pb_tp_acct acct;    /* bytes and counts; the times live in the timers */
 };
 
@@ -34,9 +34,9 @@ static pb_layer_shape effective(const pb_tp_config *cfg)
     return sh;
 }
 
-static pb_stack_config stack_cfg(const pb_tp_config *cfg)
+static pb_layer_stack_config stack_cfg(const pb_tp_config *cfg)
 {
-    return (pb_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = cfg->layer0,
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = cfg->layer0,
                              .nlayers = cfg->nlayers, .model_layers = cfg->model_layers, .seed = cfg->seed,
                              .grad_dtype = cfg->grad_dtype, .grads = cfg->grads};
 }
@@ -64,9 +64,9 @@ uint64_t pb_tp_io_bytes(const pb_tp_config *cfg)
 uint64_t pb_tp_bytes(const pb_tp_config *cfg)
 {
     pb_layer_shape sh = effective(cfg);
-    pb_stack_config sc = stack_cfg(cfg);
+    pb_layer_stack_config sc = stack_cfg(cfg);
     uint64_t full = (uint64_t)(sh.b * sh.s * sh.h) * pb_dtype_size(sh.dtype);
-    uint64_t sum = pb_stack_bytes(&sc) + 2 * full + 3 * pb_tp_io_bytes(cfg);
+    uint64_t sum = pb_layer_stack_bytes(&sc) + 2 * full + 3 * pb_tp_io_bytes(cfg);
     return sum + (needs_staging(cfg) ? 2 * full : 0);
 }
 
@@ -78,8 +78,8 @@ uint64_t pb_tp_act_bytes(const pb_tp_config *cfg)
 
 uint64_t pb_tp_grad_bytes(const pb_tp_config *cfg)
 {
-    pb_stack_config sc = stack_cfg(cfg);
-    return pb_stack_grad_bytes(&sc);
+    pb_layer_stack_config sc = stack_cfg(cfg);
+    return pb_layer_stack_grad_bytes(&sc);
 }
 
 static int check_config(const pb_tp_config *cfg)
@@ -120,10 +120,10 @@ int pb_tp_create(const pb_tp_config *cfg, pb_tp **out)
     tp->full = (uint64_t)(tp->sh.b * tp->sh.s * tp->sh.h);
     tp->rows = pb_tp_io_rows(cfg);
     tp->order = pb_tp_ordering(cfg->eng, cfg->be, cfg->shape.tp_size);
-    pb_side_timer_init(&tp->compute_t, tp->order, cfg->eng, cfg->be, NULL);
-    pb_side_timer_init(&tp->comm_t, tp->order, cfg->eng, cfg->be, cfg->comm);
-    pb_stack_config sc = stack_cfg(cfg);
-    int status = pb_stack_create(&sc, &tp->st);
+    pb_ordering_side_timer_init(&tp->compute_t, tp->order, cfg->eng, cfg->be, NULL);
+    pb_ordering_side_timer_init(&tp->comm_t, tp->order, cfg->eng, cfg->be, cfg->comm);
+    pb_layer_stack_config sc = stack_cfg(cfg);
+    int status = pb_layer_stack_create(&sc, &tp->st);
     if (status == PB_OK) status = alloc_buffers(tp);
     if (status != PB_OK) {
         pb_tp_destroy(tp);
@@ -140,16 +140,16 @@ void pb_tp_destroy(pb_tp *tp)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) tp->cfg.eng->free(bufs[i]);
     pb_staging_free(&tp->stage);
-    pb_stack_destroy(tp->st);
+    pb_layer_stack_destroy(tp->st);
     free(tp);
 }
 
-pb_stack *pb_tp_stack(pb_tp *tp) { return tp->st; }
+pb_layer_stack *pb_tp_stack(pb_tp *tp) { return tp->st; }
 const pb_layer_shape *pb_tp_shape(const pb_tp *tp) { return &tp->sh; }
 const pb_tp_config *pb_tp_cfg(const pb_tp *tp) { return &tp->cfg; }
-void *pb_tp_grads(pb_tp *tp) { return pb_stack_grads(tp->st); }
-int pb_tp_acts_alloc(pb_tp *tp, pb_acts **out) { return pb_acts_alloc(tp->st, out); }
-void pb_tp_acts_free(pb_tp *tp, pb_acts *acts) { pb_acts_free(tp->st, acts); }
+void *pb_tp_grads(pb_tp *tp) { return pb_layer_stack_grads(tp->st); }
+int pb_tp_acts_alloc(pb_tp *tp, pb_layer_saved **out) { return pb_layer_saved_alloc(tp->st, out); }
+void pb_tp_acts_free(pb_tp *tp, pb_layer_saved *acts) { pb_layer_saved_free(tp->st, acts); }
 void pb_tp_acct_reset(pb_tp *tp)
 {
     memset(&tp->acct, 0, sizeof tp->acct);
@@ -164,7 +164,7 @@ void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out)
     out->comm_us = tp->comm_t.total_us;
 }
 
-pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_backend *be, int tp_size)
+pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_comm_backend *be, int tp_size)
 {
     return tp_size > 1 && be ? pb_ordering_plan(eng, be) : PB_ORDERING_HOST;
 }
@@ -173,7 +173,7 @@ pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_backend *be, int tp_s
 
 static int issue(pb_tp *tp, coll_op op, const void *src, void *dst)
 {
-    const pb_backend *be = tp->cfg.be;
+    const pb_comm_backend *be = tp->cfg.be;
     uint64_t shard = tp->full / (uint64_t)tp->sh.tp_size;
     switch (op) {
     case OP_ALLREDUCE: return be->allreduce(tp->cfg.comm, src, dst, (size_t)tp->full, tp->sh.dtype, PB_SUM);
@@ -193,7 +193,7 @@ static int coll(pb_tp *tp, coll_op op, const void *src, void *dst)
     size_t in = (size_t)((op == OP_ALLGATHER ? shard : tp->full) * tp->es);
     size_t out = (size_t)((op == OP_REDUCESCATTER ? shard : tp->full) * tp->es);
     const pb_compute *E = tp->cfg.eng;
-    const pb_backend *be = tp->cfg.be;
+    const pb_comm_backend *be = tp->cfg.be;
     pb_comm *c = tp->cfg.comm;
     int status = PB_OK;
     if (t == 1) {
@@ -204,12 +204,12 @@ static int coll(pb_tp *tp, coll_op op, const void *src, void *dst)
         void **sb = tp->stage.buf;
         int staged = sb[0] != NULL;
         status = pb_ordering_comm_after_compute(tp->order, E, be, c);
-        if (status == PB_OK) status = pb_side_timer_begin(&tp->comm_t);
+        if (status == PB_OK) status = pb_ordering_side_timer_begin(&tp->comm_t);
         if (status == PB_OK && staged) status = pb_staging_in(&tp->stage, 0, src, in);
         if (status == PB_OK) status = issue(tp, op, staged ? sb[0] : src, staged ? sb[1] : dst);
         if (status == PB_OK && staged) status = be->sync(c);
         if (status == PB_OK && staged) status = pb_staging_out(&tp->stage, 1, dst, out);
-        if (status == PB_OK) status = pb_side_timer_end(&tp->comm_t);
+        if (status == PB_OK) status = pb_ordering_side_timer_end(&tp->comm_t);
         if (status == PB_OK) status = pb_ordering_compute_after_comm(tp->order, E, be, c);
     }
     tp->acct.comm_bytes += op == OP_ALLREDUCE ? pb_tp_allreduce_bytes(tp->full, t, tp->es)
@@ -227,17 +227,17 @@ typedef int (*block_bwd_fn)(pb_layer *, pb_layer_acts *, const void *, void *, i
  * span on the compute stream (stream order). */
 static int timed_fwd(pb_tp *tp, block_fwd_fn fn, pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
-    PB_TRY(pb_side_timer_begin(&tp->compute_t));
+    PB_TRY(pb_ordering_side_timer_begin(&tp->compute_t));
     PB_TRY(fn(ly, sv, x, y));
-    return pb_side_timer_end(&tp->compute_t);
+    return pb_ordering_side_timer_end(&tp->compute_t);
 }
 
 static int timed_bwd(pb_tp *tp, block_bwd_fn fn, pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx,
                      int accumulate)
 {
-    PB_TRY(pb_side_timer_begin(&tp->compute_t));
+    PB_TRY(pb_ordering_side_timer_begin(&tp->compute_t));
     PB_TRY(fn(ly, sv, dy, dx, accumulate));
-    return pb_side_timer_end(&tp->compute_t);
+    return pb_ordering_side_timer_end(&tp->compute_t);
 }
 
 /* The end of a pass: its output complete (in stream order the compute stream
@@ -247,8 +247,8 @@ static int finish_pass(pb_tp *tp)
 {
     PB_TRY(tp->cfg.eng->synchronize());
     if (tp->order != PB_ORDERING_STREAM) return PB_OK;
-    PB_TRY(pb_side_timer_take(&tp->compute_t));
-    return pb_side_timer_take(&tp->comm_t);
+    PB_TRY(pb_ordering_side_timer_take(&tp->compute_t));
+    return pb_ordering_side_timer_take(&tp->comm_t);
 }
 
 /* One block forward: in -> (all-gather) -> block -> reduce -> out.
@@ -281,19 +281,19 @@ static int block_backward(pb_tp *tp, block_bwd_fn fn, pb_layer *ly, pb_layer_act
  * rank's shard (sp). */
 static void *between_blocks(pb_tp *tp) { return tp->cfg.mode == PB_TP_SP ? tp->shard : tp->gathered; }
 
-int pb_tp_forward(pb_tp *tp, pb_acts *acts, const void *x, void *y)
+int pb_tp_forward(pb_tp *tp, pb_layer_saved *acts, const void *x, void *y)
 {
     int64_t n = tp->cfg.nlayers;
     const void *in = x;
     for (int64_t i = 0; i < n; i++) {
-        pb_layer *ly = pb_stack_layer(tp->st, i);
-        pb_layer_acts *sv = pb_acts_layer(acts, i);
+        pb_layer *ly = pb_layer_stack_layer(tp->st, i);
+        pb_layer_acts *sv = pb_layer_saved_layer(acts, i);
         /* The blocks copy their input into the saved activations, so io[0]
          * may be both this layer's input and its output. */
         void *out = i == n - 1 ? y : tp->io[0];
         void *mid = between_blocks(tp);
-        PB_TRY(block_forward(tp, pb_attn_forward, ly, sv, in, mid));
-        PB_TRY(block_forward(tp, pb_mlp_forward, ly, sv, mid, out));
+        PB_TRY(block_forward(tp, pb_layer_attn_forward, ly, sv, in, mid));
+        PB_TRY(block_forward(tp, pb_layer_mlp_forward, ly, sv, mid, out));
         in = out;
     }
     return finish_pass(tp);
@@ -302,7 +302,7 @@ int pb_tp_forward(pb_tp *tp, pb_acts *acts, const void *x, void *y)
 typedef struct ready_ctx {
     pb_tp *tp;
     int64_t i;
-    pb_grad_ready_fn fn;
+    pb_layer_grad_ready_fn fn;
     void *user;
 } ready_ctx;
 
@@ -311,23 +311,23 @@ typedef struct ready_ctx {
 static int call_ready(void *arg)
 {
     ready_ctx *r = arg;
-    uint64_t off = pb_stack_grad_offset(r->tp->st, r->i), bytes = pb_stack_grad_offset(r->tp->st, 1);
+    uint64_t off = pb_layer_stack_grad_offset(r->tp->st, r->i), bytes = pb_layer_stack_grad_offset(r->tp->st, 1);
     return r->fn(r->user, r->tp->cfg.layer0 + r->i, off, bytes);
 }
 
-int pb_tp_backward(pb_tp *tp, pb_acts *acts, const void *dy, void *dx, int accumulate, pb_grad_ready_fn ready,
+int pb_tp_backward(pb_tp *tp, pb_layer_saved *acts, const void *dy, void *dx, int accumulate, pb_layer_grad_ready_fn ready,
                    void *user)
 {
     const void *in = dy;
     for (int64_t i = tp->cfg.nlayers - 1; i >= 0; i--) {
-        pb_layer *ly = pb_stack_layer(tp->st, i);
-        pb_layer_acts *sv = pb_acts_layer(acts, i);
+        pb_layer *ly = pb_layer_stack_layer(tp->st, i);
+        pb_layer_acts *sv = pb_layer_saved_layer(acts, i);
         /* Alternate so a layer never writes the buffer it reads. */
         void *out = i == 0 && dx ? dx : tp->io[i & 1];
         void *mid = between_blocks(tp);
         ready_ctx rc = {tp, i, ready, user};
-        PB_TRY(block_backward(tp, pb_mlp_backward, ly, sv, in, mid, accumulate, NULL, NULL));
-        PB_TRY(block_backward(tp, pb_attn_backward, ly, sv, mid, out, accumulate, ready ? call_ready : NULL, &rc));
+        PB_TRY(block_backward(tp, pb_layer_mlp_backward, ly, sv, in, mid, accumulate, NULL, NULL));
+        PB_TRY(block_backward(tp, pb_layer_attn_backward, ly, sv, mid, out, accumulate, ready ? call_ready : NULL, &rc));
         in = out;
     }
     return finish_pass(tp);

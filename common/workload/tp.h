@@ -32,7 +32,7 @@
  * (pb_tp_forward, pb_tp_backward) returns with its output complete.
  *
  * Reuse (hybrid_3d): a pipeline stage creates one pb_tp over its TP
- * sub-communicator, allocates one pb_acts per micro-batch in flight
+ * sub-communicator, allocates one pb_layer_saved per micro-batch in flight
  * (pb_tp_acts_alloc), runs pb_tp_forward / pb_tp_backward per micro-batch,
  * and hands the flat gradient buffer (pb_tp_grads, or its own through
  * cfg.grads) to data parallelism through the grad-ready callback.
@@ -56,7 +56,7 @@ int pb_tp_mode_parse(const char *option, const char *text, pb_tp_mode *out);
 
 typedef struct pb_tp_config {
     const pb_compute *eng;
-    const pb_backend *be;  /* NULL allowed when shape.tp_size == 1 */
+    const pb_comm_backend *be;  /* NULL allowed when shape.tp_size == 1 */
     pb_comm *comm;         /* the TP group: size shape.tp_size, this rank shape.tp_rank */
     pb_layer_shape shape;  /* requested dtype; tp_size = t, tp_rank = index in the group */
     int64_t layer0;        /* global index of the first layer (seeds the weights) */
@@ -122,40 +122,40 @@ uint64_t pb_tp_grad_bytes(const pb_tp_config *cfg);
 
 int pb_tp_create(const pb_tp_config *cfg, pb_tp **out);
 void pb_tp_destroy(pb_tp *tp);
-pb_stack *pb_tp_stack(pb_tp *tp);
+pb_layer_stack *pb_tp_stack(pb_tp *tp);
 const pb_layer_shape *pb_tp_shape(const pb_tp *tp); /* effective dtype */
 const pb_tp_config *pb_tp_cfg(const pb_tp *tp);     /* as created */
 void *pb_tp_grads(pb_tp *tp);
 
 /* One micro-batch's saved activations (from the stack's pool). */
-int pb_tp_acts_alloc(pb_tp *tp, pb_acts **out);
-void pb_tp_acts_free(pb_tp *tp, pb_acts *acts);
+int pb_tp_acts_alloc(pb_tp *tp, pb_layer_saved **out);
+void pb_tp_acts_free(pb_tp *tp, pb_layer_saved *acts);
 
 /* x -> all layers -> y (pb_tp_io_rows x h each, engine memory). Collective
  * over the TP group: every rank of it calls with the same shapes. */
-int pb_tp_forward(pb_tp *tp, pb_acts *acts, const void *x, void *y);
+int pb_tp_forward(pb_tp *tp, pb_layer_saved *acts, const void *x, void *y);
 /* dy -> layers last..first -> dx (dx may be NULL). `ready` (may be NULL) runs
- * after each layer's weight gradients are complete, as in pb_stack_backward. */
-int pb_tp_backward(pb_tp *tp, pb_acts *acts, const void *dy, void *dx, int accumulate, pb_grad_ready_fn ready,
+ * after each layer's weight gradients are complete, as in pb_layer_stack_backward. */
+int pb_tp_backward(pb_tp *tp, pb_layer_saved *acts, const void *dy, void *dx, int accumulate, pb_layer_grad_ready_fn ready,
                    void *user);
 
 void pb_tp_acct_reset(pb_tp *tp);
 void pb_tp_acct_get(const pb_tp *tp, pb_tp_acct *out);
 /* How a TP group of `tp_size` ranks orders and times compute and
  * communication (ordering.h): the pair's plan, host when t = 1 (no collective). */
-pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_backend *be, int tp_size);
+pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_comm_backend *be, int tp_size);
 
 /* ---- validation (tp_check.c) -------------------------------------------- */
 
 /* The unsharded (t = 1) stack with the same weights: same seed, layers,
  * model_layers and shape, tp_size 1. */
-pb_stack_config pb_tp_reference_config(const pb_tp_config *cfg);
+pb_layer_stack_config pb_tp_reference_config(const pb_tp_config *cfg);
 
 /* Run one micro-batch through the sharded stack and through `ref` (built
  * from pb_tp_reference_config) from the same seeded input and loss gradient,
  * and count elements of y and dx (this rank's rows) that differ by more than
  * pb_tp_tolerance * max|reference|, or are not finite. `corrupt`: falsify one
  * element (PARABENCH_TEST_CORRUPT). *max_err: largest relative error seen. */
-int pb_tp_validate(pb_tp *tp, pb_stack *ref, int corrupt, long long *wrong, double *max_err);
+int pb_tp_validate(pb_tp *tp, pb_layer_stack *ref, int corrupt, long long *wrong, double *max_err);
 
 #endif

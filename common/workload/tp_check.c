@@ -8,17 +8,17 @@
 #include <math.h>
 #include <stdlib.h>
 
-pb_stack_config pb_tp_reference_config(const pb_tp_config *cfg)
+pb_layer_stack_config pb_tp_reference_config(const pb_tp_config *cfg)
 {
     pb_layer_shape sh = cfg->shape;
     sh.tp_size = 1;
     sh.tp_rank = 0;
-    return (pb_stack_config){.eng = cfg->eng, .shape = sh, .layer0 = cfg->layer0, .nlayers = cfg->nlayers,
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = sh, .layer0 = cfg->layer0, .nlayers = cfg->nlayers,
                              .model_layers = cfg->model_layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype,
                              .grads = NULL};
 }
 
-/* Seeded streams of the validation input and loss gradient (pb_fill_input's
+/* Seeded streams of the validation input and loss gradient (pb_layer_fill_input's
  * index), apart from the small indices timed runs use. */
 #define IDX_X 0x7e570000u
 #define IDX_DY 0x7e570001u
@@ -27,13 +27,13 @@ enum { B_X, B_DY, B_YREF, B_DXREF, B_Y, B_DX, B_COUNT };
 
 typedef struct check_run {
     pb_tp *tp;
-    pb_stack *ref;
+    pb_layer_stack *ref;
     const pb_compute *eng;
     pb_dtype dt;
     size_t es;
     int64_t n, h, rows, row0; /* tokens, hidden, this rank's rows and the first of them */
     void *buf[B_COUNT];       /* engine memory */
-    pb_acts *ref_acts, *tp_acts;
+    pb_layer_saved *ref_acts, *tp_acts;
 } check_run;
 
 static int setup(check_run *c)
@@ -47,22 +47,22 @@ static int setup(check_run *c)
     c->h = sh->h;
     c->rows = pb_tp_io_rows(cfg);
     c->row0 = cfg->mode == PB_TP_SP ? sh->tp_rank * c->rows : 0;
-    PB_CHECK(pb_stack_shape(c->ref)->dtype == c->dt, PB_ERR_USAGE, "tp validate: reference computes in %s, not %s",
-             pb_dtype_name(pb_stack_shape(c->ref)->dtype), pb_dtype_name(c->dt));
+    PB_CHECK(pb_layer_stack_shape(c->ref)->dtype == c->dt, PB_ERR_USAGE, "tp validate: reference computes in %s, not %s",
+             pb_dtype_name(pb_layer_stack_shape(c->ref)->dtype), pb_dtype_name(c->dt));
     size_t full = (size_t)(c->n * c->h) * c->es, io = (size_t)(c->rows * c->h) * c->es;
     for (int i = 0; i < B_COUNT; i++) PB_TRY(c->eng->alloc(&c->buf[i], i >= B_Y ? io : full));
-    PB_TRY(pb_acts_alloc(c->ref, &c->ref_acts));
+    PB_TRY(pb_layer_saved_alloc(c->ref, &c->ref_acts));
     PB_TRY(pb_tp_acts_alloc(c->tp, &c->tp_acts));
     uint64_t seed = cfg->seed;
-    PB_TRY(pb_fill_input(c->eng, c->dt, c->buf[B_X], c->n, c->h, seed, IDX_X));
-    return pb_fill_input(c->eng, c->dt, c->buf[B_DY], c->n, c->h, seed, IDX_DY);
+    PB_TRY(pb_layer_fill_input(c->eng, c->dt, c->buf[B_X], c->n, c->h, seed, IDX_X));
+    return pb_layer_fill_input(c->eng, c->dt, c->buf[B_DY], c->n, c->h, seed, IDX_DY);
 }
 
 static void teardown(check_run *c)
 {
     for (int i = 0; i < B_COUNT; i++)
         if (c->buf[i]) c->eng->free(c->buf[i]);
-    if (c->ref_acts) pb_acts_free(c->ref, c->ref_acts);
+    if (c->ref_acts) pb_layer_saved_free(c->ref, c->ref_acts);
     if (c->tp_acts) pb_tp_acts_free(c->tp, c->tp_acts);
 }
 
@@ -74,8 +74,8 @@ static const void *my_rows(const check_run *c, const void *full)
 
 static int run_both(check_run *c)
 {
-    PB_TRY(pb_stack_forward(c->ref, c->ref_acts, c->buf[B_X], c->buf[B_YREF]));
-    PB_TRY(pb_stack_backward(c->ref, c->ref_acts, c->buf[B_DY], c->buf[B_DXREF], 0, NULL, NULL));
+    PB_TRY(pb_layer_stack_forward(c->ref, c->ref_acts, c->buf[B_X], c->buf[B_YREF]));
+    PB_TRY(pb_layer_stack_backward(c->ref, c->ref_acts, c->buf[B_DY], c->buf[B_DXREF], 0, NULL, NULL));
     PB_TRY(pb_tp_forward(c->tp, c->tp_acts, my_rows(c, c->buf[B_X]), c->buf[B_Y]));
     return pb_tp_backward(c->tp, c->tp_acts, my_rows(c, c->buf[B_DY]), c->buf[B_DX], 0, NULL, NULL);
 }
@@ -108,7 +108,7 @@ static int compare(const check_run *c, const void *got, const void *ref, int cor
     return status;
 }
 
-int pb_tp_validate(pb_tp *tp, pb_stack *ref, int corrupt, long long *wrong, double *max_err)
+int pb_tp_validate(pb_tp *tp, pb_layer_stack *ref, int corrupt, long long *wrong, double *max_err)
 {
     check_run c = {.tp = tp, .ref = ref};
     *wrong = 0;

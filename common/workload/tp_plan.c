@@ -24,7 +24,7 @@ int pb_tp_mode_parse(const char *option, const char *text, pb_tp_mode *out)
             return PB_OK;
         }
     }
-    return pb_usage(option, "'%s' is not a TP communication mode; expected allreduce (Megatron f/g all-reduces) "
+    return pb_error_usage(option, "'%s' is not a TP communication mode; expected allreduce (Megatron f/g all-reduces) "
                             "or sp (sequence parallelism: all-gather + reduce-scatter)",
                     text);
 }
@@ -33,13 +33,13 @@ int pb_tp_mode_parse(const char *option, const char *text, pb_tp_mode *out)
 static int divides(int t, long long v, const char *what)
 {
     if (v % t == 0) return PB_OK;
-    return pb_usage("--tp", "tensor-parallel size t = %d must divide %s = %lld", t, what, v);
+    return pb_error_usage("--tp", "tensor-parallel size t = %d must divide %s = %lld", t, what, v);
 }
 
 int pb_tp_shape_check(const pb_layer_shape *sh, pb_tp_mode mode)
 {
     int t = sh->tp_size;
-    if (t <= 0) return pb_usage("--tp", "must be positive, got %d", t);
+    if (t <= 0) return pb_error_usage("--tp", "must be positive, got %d", t);
     if (sh->h > 0 && sh->heads > 0) {
         /* Column-parallel QKV (h x 3h/t) and MLP-up (h x 4h/t), row-parallel
          * out (h/t x h) and MLP-down (4h/t x h), whole heads per rank. */
@@ -50,7 +50,7 @@ int pb_tp_shape_check(const pb_layer_shape *sh, pb_tp_mode mode)
     }
     PB_TRY(pb_layer_shape_check(sh));
     if (mode == PB_TP_SP && sh->s % t != 0)
-        return pb_usage("--seq", "sequence parallelism shards the sequence over t = %d ranks; s = %lld is not "
+        return pb_error_usage("--seq", "sequence parallelism shards the sequence over t = %d ranks; s = %lld is not "
                                  "divisible by %d",
                         t, (long long)sh->s, t);
     return PB_OK;
@@ -59,12 +59,12 @@ int pb_tp_shape_check(const pb_layer_shape *sh, pb_tp_mode mode)
 int pb_tp_group_of(int world, int t, int stride, int rank, int *group, int *index)
 {
     if (t <= 0 || t > world)
-        return pb_usage("--tp", "tensor-parallel size %d must be between 1 and the world size %d", t, world);
+        return pb_error_usage("--tp", "tensor-parallel size %d must be between 1 and the world size %d", t, world);
     if (world % t != 0)
-        return pb_usage("--tp", "tensor-parallel size %d does not divide the world size %d", t, world);
-    if (stride <= 0) return pb_usage("--tp-stride", "must be positive, got %d", stride);
+        return pb_error_usage("--tp", "tensor-parallel size %d does not divide the world size %d", t, world);
+    if (stride <= 0) return pb_error_usage("--tp-stride", "must be positive, got %d", stride);
     if (world % (stride * t) != 0)
-        return pb_usage("--tp-stride", "stride %d x tp %d = %d does not divide the world size %d", stride, t,
+        return pb_error_usage("--tp-stride", "stride %d x tp %d = %d does not divide the world size %d", stride, t,
                         stride * t, world);
     int block = rank / (stride * t), within = rank % (stride * t);
     *group = block * stride + within % stride;
@@ -93,7 +93,7 @@ uint64_t pb_tp_shard_coll_bytes(uint64_t count, int t, size_t elem)
 
 double pb_tp_expected_bytes_layer(const pb_layer_shape *sh, size_t elem)
 {
-    return pb_tp_elems_per_rank_layer((double)sh->b, (double)sh->s, (double)sh->h, sh->tp_size) * (double)elem;
+    return pb_model_tp_elems_per_rank_layer((double)sh->b, (double)sh->s, (double)sh->h, sh->tp_size) * (double)elem;
 }
 
 double pb_tp_tolerance(pb_dtype t) { return t == PB_BFLOAT16 ? 3e-2 : 1e-4; }

@@ -10,7 +10,7 @@
 enum { W_MODEL, W_LAYERS, W_HIDDEN, W_HEADS, W_SEQ, W_MB, W_SCORES, W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS,
        W_SEED };
 
-static const pb_opt workload_opts[] = {
+static const pb_options_opt workload_opts[] = {
     {"model", 0, "NAME", "model preset: tiny, gpt-1.3b, llama-7b, llama-70b, gpt-175b", W_MODEL},
     {"layers", 0, "L", "transformer layers (overrides the preset)", W_LAYERS},
     {"hidden", 0, "H", "hidden size h (overrides the preset)", W_HIDDEN},
@@ -26,7 +26,7 @@ static const pb_opt workload_opts[] = {
     {"seed", 0, "N", "seed of the weights and inputs", W_SEED},
 };
 
-void pb_workload_defaults(pb_workload_opts *o, const char *preset)
+void pb_workload_opts_defaults(pb_workload_opts *o, const char *preset)
 {
     memset(o, 0, sizeof *o);
     o->preset = preset;
@@ -41,7 +41,7 @@ static int float_or_bf16(const char *option, const char *arg, pb_dtype *out)
 {
     PB_TRY(pb_dtype_parse(option, arg, out));
     if (*out != PB_FLOAT32 && *out != PB_BFLOAT16)
-        return pb_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
+        return pb_error_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
     return PB_OK;
 }
 
@@ -52,8 +52,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     const long long big = 1LL << 40;
     switch (id) {
     case W_MODEL: {
-        pb_model m;
-        PB_TRY(pb_model_preset(arg, option, &m));
+        pb_presets_model m;
+        PB_TRY(pb_presets_preset(arg, option, &m));
         o->preset = arg;
         return PB_OK;
     }
@@ -67,40 +67,40 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case W_GDTYPE: return float_or_bf16(option, arg, &o->grad_dtype);
     case W_ENGINE:
         if (strcmp(arg, "blas") != 0 && strcmp(arg, "cublas") != 0)
-            return pb_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
+            return pb_error_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
         o->engine = arg;
         return PB_OK;
     case W_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
     case W_SEED: PB_TRY(pb_parse_int(option, arg, 0, big, &v)); o->seed = (uint64_t)v; return PB_OK;
-    default: return pb_usage(option, "not handled");
+    default: return pb_error_usage(option, "not handled");
     }
 }
 
-pb_opt_group pb_workload_group(pb_workload_opts *o)
+pb_options_group pb_workload_opts_group(pb_workload_opts *o)
 {
-    return (pb_opt_group){"Model and compute options", workload_opts,
+    return (pb_options_group){"Model and compute options", workload_opts,
                           (int)(sizeof workload_opts / sizeof workload_opts[0]), handle, o};
 }
 
-int pb_workload_resolve(pb_workload_opts *o)
+int pb_workload_opts_resolve(pb_workload_opts *o)
 {
-    PB_TRY(pb_model_preset(o->preset, "--model", &o->model));
+    PB_TRY(pb_presets_preset(o->preset, "--model", &o->model));
     if (o->layers) o->model.layers = o->layers;
     if (o->hidden) o->model.hidden = o->hidden;
     if (o->heads) o->model.heads = o->heads;
     if (o->seq) o->model.seq = o->seq;
     if (o->micro_batch) o->model.micro_batch = o->micro_batch;
-    return pb_model_validate(&o->model);
+    return pb_presets_validate(&o->model);
 }
 
-int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
+int pb_workload_opts_engine(const pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out)
 {
     int device_backend = be && be->mem == PB_MEM_DEVICE;
     const char *name = o->engine;
     if (!name || !*name) name = device_backend ? "cublas" : "blas";
     PB_TRY(pb_compute_select("--engine", name, out));
-    if (pb_test_fail("engine")) return pb_fail(PB_ERR_ENV, "engine %s: initialisation failed", name);
+    if (pb_faults_fail("engine")) return pb_fail(PB_ERR_ENV, "engine %s: initialisation failed", name);
     if ((*out)->mem == PB_MEM_DEVICE && !device_backend) {
         char gpu[160];
         PB_TRY(pb_gpu_bind(local_rank, gpu_offset, gpu, sizeof gpu));

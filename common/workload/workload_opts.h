@@ -11,7 +11,7 @@
 #include "plan/presets.h"
 
 typedef struct pb_workload_opts {
-    pb_model model;          /* preset (--model) with overrides applied */
+    pb_presets_model model;          /* preset (--model) with overrides applied */
     const char *preset;      /* preset name as given */
     int64_t layers, hidden, heads, seq, micro_batch; /* 0 = from the preset */
     int attn_scores;         /* --attn-scores 0|1 */
@@ -22,21 +22,21 @@ typedef struct pb_workload_opts {
     uint64_t seed;           /* --seed */
 } pb_workload_opts;
 
-void pb_workload_defaults(pb_workload_opts *o, const char *preset);
+void pb_workload_opts_defaults(pb_workload_opts *o, const char *preset);
 
 /* The option group: --model --layers --hidden --heads --seq --micro-batch
  * --attn-scores --compute-dtype --grad-dtype --engine --threads --seed. */
-pb_opt_group pb_workload_group(pb_workload_opts *o);
+pb_options_group pb_workload_opts_group(pb_workload_opts *o);
 
 /* Apply the overrides to the preset and check the shape (exit 2 naming the
  * option: zero layers, hidden not divisible by heads, ...). */
-int pb_workload_resolve(pb_workload_opts *o);
+int pb_workload_opts_resolve(pb_workload_opts *o);
 
 /* Engine by name, initialised with the thread count; "" or NULL picks cublas
  * when the backend's buffers are on a GPU and blas otherwise. A cuBLAS engine
  * next to a host-memory backend binds this rank's GPU itself (local rank +
  * gpu_offset), since the backend did not. */
-int pb_workload_engine(const pb_workload_opts *o, const pb_backend *be, int local_rank, int gpu_offset,
+int pb_workload_opts_engine(const pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out);
 
 #endif

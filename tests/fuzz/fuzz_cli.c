@@ -1,4 +1,4 @@
-/* libFuzzer target: whole command lines through pb_cli_parse with the common
+/* libFuzzer target: whole command lines through pb_options_parse with the common
  * option group. The input is split at NUL bytes into argv. */
 #include "core/error.h"
 #include "core/options.h"
@@ -12,7 +12,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int quiet;
-    if (!quiet) pb_set_quiet_usage(quiet = 1);
+    if (!quiet) pb_error_set_quiet_usage(quiet = 1);
     char *buf = malloc(size + 1);
     if (!buf) return 0;
     memcpy(buf, data, size);
@@ -24,14 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (i < size && buf[i] != '\0') i++;
     }
     argv[argc] = NULL;
-    pb_common_opts o;
-    pb_common_defaults(&o);
-    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
-    int status = pb_cli_parse(argc, argv, "fuzz", &g, 1);
+    pb_options o;
+    pb_options_defaults(&o);
+    pb_options_group g = pb_options_common_group(&o, PB_OPTS_ALL);
+    int status = pb_options_parse(argc, argv, "fuzz", &g, 1);
     if (status == PB_OK) {
         uint64_t sizes[PB_MAX_SIZES];
-        if (pb_common_validate(&o) == PB_OK) {
-            size_t n = pb_sweep_sizes(&o, sizes, PB_MAX_SIZES);
+        if (pb_options_validate(&o) == PB_OK) {
+            size_t n = pb_options_sweep_sizes(&o, sizes, PB_MAX_SIZES);
             for (size_t i = 0; i < n; i++)
                 if (sizes[i] == 0) abort();
         }

@@ -9,7 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int quiet;
-    if (!quiet) pb_set_quiet_usage(quiet = 1);
+    if (!quiet) pb_error_set_quiet_usage(quiet = 1);
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);

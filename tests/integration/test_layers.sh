@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The layering rule of common/ (scripts/check-layers.py, run by `make lint`):
-# the tree follows it, and a copy of the tree with one include that climbs the
-# layers, one bare include and one file put directly in common/ is refused,
-# each breach named.
+# The layering and naming rules of common/ (scripts/check-layers.py and
+# scripts/check-names.py, run by `make lint`): the tree follows them, and a copy
+# of the tree with one include that climbs the layers, one bare include, one
+# file put directly in common/, or a header exporting a name of another module
+# is refused, each breach named.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 
@@ -24,4 +25,15 @@ touch "$TMP/common/loose.c" # refs: example
 expect_rc 1 "a bare include and a loose file are refused" -- python3 "$ROOT/scripts/check-layers.py" "$TMP"
 expect_in "$TMP/err" 'common/core/error.c: includes "stats.h" without its folder' "the bare include is named"
 expect_in "$TMP/err" "common/loose.c: sits directly in common/" "the loose file is named" # refs: example
+
+expect_rc 0 "the repository follows the naming rule" -- python3 "$ROOT/scripts/check-names.py" "$ROOT"
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+printf 'int pb_percentile(const double *x, int n);\n' >>"$TMP/common/core/stats.h"
+printf 'typedef struct { int a; } pb_sample;\n' >>"$TMP/common/core/stats.h"
+printf 'static inline int pb_stats_ok(void) { return 1; }\nstatic inline int pb_mean2(int a) { return a; }\n' >>"$TMP/common/core/stats.h"
+expect_rc 1 "a header exporting names of another module is refused" -- python3 "$ROOT/scripts/check-names.py" "$TMP"
+expect_in "$TMP/err" "common/core/stats.h: exports pb_percentile, not pb_stats or pb_stats_*" "the function is named"
+expect_in "$TMP/err" "exports pb_sample," "the type is named"
+expect_in "$TMP/err" "exports pb_mean2," "an inline function after another is named"
+if grep -q "pb_stats_ok" "$TMP/err"; then fail "a conforming name was flagged"; else pass "a conforming name passes"; fi
 finish

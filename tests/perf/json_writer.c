@@ -18,7 +18,7 @@ enum {
     NCOLS
 };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_COLLECTIVE] = {"collective", NULL, NULL, PB_COL_STR, 0, 0, ""},
     [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 12, 0, "B"},
     [COL_ITERS] = {"iters", "iters", "", PB_COL_INT, 6, 0, ""},
@@ -39,15 +39,15 @@ int main(int argc, char **argv)
     snprintf(csv, sizeof csv, "%s/bench.csv", argv[2]);
     snprintf(json, sizeof json, "%s/bench.json", argv[2]);
     pb_report *r;
-    double t0 = pb_now_us();
+    double t0 = pb_timing_now_us();
     if (pb_report_open("json_writer", cols, 6, cJSON_CreateObject(), NULL, csv, json, &r) != 0) return 3;
     for (long i = 0; i < n; i++) {
-        pb_value v[6] = {PB_S("allreduce"), PB_I(8 << (i % 20)), PB_I(1000), PB_F(1.5 + (double)i),
+        pb_report_value v[6] = {PB_S("allreduce"), PB_I(8 << (i % 20)), PB_I(1000), PB_F(1.5 + (double)i),
                          PB_F(0.25 * (double)(i % 97)), PB_I(0)};
         if (pb_report_row(r, v) != 0) return 3;
     }
     if (pb_report_close(r, 1) != 0) return 3;
-    double us = pb_now_us() - t0;
+    double us = pb_timing_now_us() - t0;
     printf("%8ld rows: %8.1f ms in all, %6.2f us per row\n", n, us / 1e3, us / (double)n);
     return 0;
 }

@@ -10,7 +10,7 @@
  * latency:   osu_latency's loop (MPI_Send/MPI_Recv ping-pong, whole loop timed,
  *            / 2 iters) against pb_p2p_measure in latency mode;
  * allreduce: osu_allreduce's loop (time one MPI_Allreduce, then a barrier; mean
- *            over iterations and ranks) against pb_time_loop + pb_coll_issue.
+ *            over iterations and ranks) against pb_runner_time_loop + pb_coll_exec_issue.
  * Prints "reference US parabench US difference US" (medians over blocks) on rank 0. */
 #include "backend/buffers.h"
 #include "coll/coll_exec.h"
@@ -25,9 +25,9 @@
 #include <string.h>
 
 typedef struct coll_ctx {
-    const pb_backend *be;
+    const pb_comm_backend *be;
     pb_comm *comm;
-    pb_coll_shape sh;
+    pb_coll_exec_shape sh;
     void *s, *r;
 } coll_ctx;
 
@@ -35,7 +35,7 @@ static int coll_iter(void *arg, int iter)
 {
     (void)iter;
     coll_ctx *x = arg;
-    int st = pb_coll_issue(x->be, x->comm, PB_COLL_ALLREDUCE, &x->sh, x->s, x->r, PB_FLOAT32, PB_SUM, 0);
+    int st = pb_coll_exec_issue(x->be, x->comm, PB_COLL_ALLREDUCE, &x->sh, x->s, x->r, PB_FLOAT32, PB_SUM, 0);
     return st ? st : x->be->sync(x->comm);
 }
 
@@ -76,13 +76,13 @@ static double ref_allreduce(char *s, char *r, int bytes, int iters, int size)
     return sum / size;
 }
 
-static double pb_latency(const pb_backend *be, pb_comm *comm, pb_rotbuf *s, pb_rotbuf *r, int bytes, int iters,
+static double pb_latency(const pb_comm_backend *be, pb_comm *comm, pb_buffers *s, pb_buffers *r, int bytes, int iters,
                          int rank, int size)
 {
     pb_p2p_cfg cfg = {PB_P2P_LATENCY, iters, iters / 10, 1, 0, 0};
     pb_p2p_result res = {0};
-    pb_rotbuf_fit(s, (size_t)bytes);
-    pb_rotbuf_fit(r, (size_t)bytes);
+    pb_buffers_fit(s, (size_t)bytes);
+    pb_buffers_fit(r, (size_t)bytes);
     if (rank == 0 || rank == size - 1)
         pb_p2p_measure(be, comm, MPI_COMM_WORLD, 0, rank == 0 ? size - 1 : 0, (size_t)bytes, &cfg, s, r, &res);
     MPI_Bcast(&res.st.mean, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -91,11 +91,11 @@ static double pb_latency(const pb_backend *be, pb_comm *comm, pb_rotbuf *s, pb_r
 
 static double pb_allreduce(coll_ctx *x, double *samples, int iters)
 {
-    pb_loop_cfg cfg = {iters, iters / 10, 0};
+    pb_runner_cfg cfg = {iters, iters / 10, 0};
     int done = 0;
-    pb_time_loop(MPI_COMM_WORLD, &cfg, coll_iter, x, samples, &done);
+    pb_runner_time_loop(MPI_COMM_WORLD, &cfg, coll_iter, x, samples, &done);
     pb_stats st;
-    pb_gather_stats(MPI_COMM_WORLD, samples, done, &st);
+    pb_runner_gather_stats(MPI_COMM_WORLD, samples, done, &st);
     MPI_Bcast(&st.mean, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     return st.mean;
 }
@@ -119,14 +119,14 @@ int main(int argc, char **argv)
     }
     int latency = strcmp(argv[1], "latency") == 0, bytes = atoi(argv[2]), iters = atoi(argv[3]);
     int blocks = atoi(argv[4]);
-    const pb_backend *be = pb_backend_mpi();
+    const pb_comm_backend *be = pb_comm_backend_mpi();
     pb_comm *comm = NULL;
-    pb_rotbuf s, r;
-    if (be->comm_create(MPI_COMM_WORLD, &comm) || pb_rotbuf_alloc(be, (size_t)bytes, 0, &s) ||
-        pb_rotbuf_alloc(be, (size_t)bytes, 0, &r))
+    pb_buffers s, r;
+    if (be->comm_create(MPI_COMM_WORLD, &comm) || pb_buffers_alloc(be, (size_t)bytes, 0, &s) ||
+        pb_buffers_alloc(be, (size_t)bytes, 0, &r))
         MPI_Abort(MPI_COMM_WORLD, 3);
     coll_ctx x = {be, comm, {0}, s.base, r.base};
-    pb_coll_shape_of(PB_COLL_ALLREDUCE, (size_t)bytes, PB_FLOAT32, size, &x.sh);
+    pb_coll_exec_shape_of(PB_COLL_ALLREDUCE, (size_t)bytes, PB_FLOAT32, size, &x.sh);
     double *samples = malloc(sizeof(double) * (size_t)iters), *ref = malloc(sizeof(double) * (size_t)blocks),
            *ours = malloc(sizeof(double) * (size_t)blocks);
     if (!samples || !ref || !ours) MPI_Abort(MPI_COMM_WORLD, 3);
@@ -147,8 +147,8 @@ int main(int argc, char **argv)
     free(samples);
     free(ref);
     free(ours);
-    pb_rotbuf_free(&s);
-    pb_rotbuf_free(&r);
+    pb_buffers_free(&s);
+    pb_buffers_free(&r);
     be->comm_destroy(comm);
     MPI_Finalize();
     return 0;

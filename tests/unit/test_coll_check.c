@@ -37,11 +37,11 @@
 
 /* ---- hand-computed values ------------------------------------------------ */
 
-static void expect_all(pb_coll c, pb_redop op, size_t count, int nranks, int rank, int root, const int *want,
+static void expect_all(pb_coll c, pb_dtype_redop op, size_t count, int nranks, int rank, int root, const int *want,
                        size_t n)
 {
     for (size_t j = 0; j < n; j++) {
-        int got = pb_cx_expected(c, op, count, nranks, rank, root, j);
+        int got = pb_coll_expect_expected(c, op, count, nranks, rank, root, j);
         if (got != want[j]) fail_msg("%s op %d, %d ranks, rank %d, element %zu: %d, expected %d", pb_coll_name(c),
                                      (int)op, nranks, rank, j, got, want[j]);
     }
@@ -54,13 +54,13 @@ static void inputs(void **state)
     static const int v[3][4] = {{-1, 2, 2, 2}, {0, 0, 3, 3}, {1, 1, 1, 4}};
     for (int r = 0; r < 3; r++)
         for (size_t i = 0; i < 4; i++) {
-            assert_int_equal(pb_cx_input(r, i), v[r][i]);
-            assert_true(pb_coll_input_value(r, i) == v[r][i]);
+            assert_int_equal(pb_coll_expect_input(r, i), v[r][i]);
+            assert_true(pb_coll_exec_input_value(r, i) == v[r][i]);
         }
     /* allgather ranks send their own chunk: count 6 over 3 ranks, rank 1 sends elements 2, 3 */
-    assert_int_equal(pb_cx_send_index(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 0), 2);
-    assert_int_equal(pb_cx_send_value(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 1), v[1][3]);
-    assert_int_equal(pb_cx_send_index(pb_coll_desc_of(PB_COLL_ALLTOALL)->send, 6, 3, 1, 4), 4);
+    assert_int_equal(pb_coll_expect_send_index(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 0), 2);
+    assert_int_equal(pb_coll_expect_send_value(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 1), v[1][3]);
+    assert_int_equal(pb_coll_expect_send_index(pb_coll_desc_of(PB_COLL_ALLTOALL)->send, 6, 3, 1, 4), 4);
 }
 
 static void reductions_by_hand(void **state)
@@ -105,7 +105,7 @@ static void data_movement_by_hand(void **state)
     assert_false(pb_coll_output_defined(PB_COLL_REDUCE, 0, 1));
     assert_true(pb_coll_output_defined(PB_COLL_REDUCE, 1, 1));
     assert_true(pb_coll_output_defined(PB_COLL_ALLREDUCE, 0, 1));
-    assert_false(pb_cx_known(PB_COLL_COUNT));
+    assert_false(pb_coll_expect_known(PB_COLL_COUNT));
 }
 
 static void closed_form_reduction_is_the_loop(void **state)
@@ -114,12 +114,12 @@ static void closed_form_reduction_is_the_loop(void **state)
     for (int n = 1; n <= 40; n++)
         for (size_t i = 0; i < 30; i++)
             for (int op = 0; op < PB_REDOP_COUNT; op++) {
-                int acc = pb_cx_input(0, i);
+                int acc = pb_coll_expect_input(0, i);
                 for (int r = 1; r < n; r++) {
-                    int v = pb_cx_input(r, i);
+                    int v = pb_coll_expect_input(r, i);
                     acc = op == PB_SUM ? acc + v : op == PB_MAX ? (v > acc ? v : acc) : (v < acc ? v : acc);
                 }
-                assert_int_equal(pb_cx_reduced((pb_redop)op, n, i), acc);
+                assert_int_equal(pb_coll_expect_reduced((pb_dtype_redop)op, n, i), acc);
             }
 }
 
@@ -127,15 +127,15 @@ static void tolerance(void **state)
 {
     (void)state;
     /* partial results reach 4 * nranks: exact while that fits the mantissa */
-    assert_true(pb_cx_tolerance(PB_BFLOAT16, 64) == 0.0);
-    assert_true(pb_cx_tolerance(PB_BFLOAT16, 65) > 0.0);
-    assert_true(pb_cx_tolerance(PB_FLOAT16, 512) == 0.0);
-    assert_true(pb_cx_tolerance(PB_FLOAT16, 513) > 0.0);
-    assert_true(pb_cx_tolerance(PB_FLOAT32, 1 << 20) == 0.0);
-    assert_true(pb_coll_tolerance(PB_INT32, 3) == pb_cx_tolerance(PB_INT32, 3));
-    assert_true(pb_cx_is_wrong(NAN, 0.0, 1.0));
-    assert_true(pb_cx_is_wrong(1.0, 0.0, 0.0));
-    assert_false(pb_cx_is_wrong(-1.0, -1.0, 0.0));
+    assert_true(pb_coll_expect_tolerance(PB_BFLOAT16, 64) == 0.0);
+    assert_true(pb_coll_expect_tolerance(PB_BFLOAT16, 65) > 0.0);
+    assert_true(pb_coll_expect_tolerance(PB_FLOAT16, 512) == 0.0);
+    assert_true(pb_coll_expect_tolerance(PB_FLOAT16, 513) > 0.0);
+    assert_true(pb_coll_expect_tolerance(PB_FLOAT32, 1 << 20) == 0.0);
+    assert_true(pb_coll_exec_tolerance(PB_INT32, 3) == pb_coll_expect_tolerance(PB_INT32, 3));
+    assert_true(pb_coll_expect_is_wrong(NAN, 0.0, 1.0));
+    assert_true(pb_coll_expect_is_wrong(1.0, 0.0, 0.0));
+    assert_false(pb_coll_expect_is_wrong(-1.0, -1.0, 0.0));
 }
 
 /* ---- the check, on the host, against a simulation of each collective ------- */
@@ -146,14 +146,14 @@ static int h_to_host(void *dst, const void *src, size_t bytes)
     return PB_OK;
 }
 
-static const pb_backend host_be = {.name = "test", .mem = PB_MEM_HOST, .to_host = h_to_host, .from_host = h_to_host};
+static const pb_comm_backend host_be = {.name = "test", .mem = PB_MEM_HOST, .to_host = h_to_host, .from_host = h_to_host};
 
-static double apply(pb_redop op, double a, double b) { return op == PB_SUM ? a + b : op == PB_MAX ? fmax(a, b) : fmin(a, b); }
+static double apply(pb_dtype_redop op, double a, double b) { return op == PB_SUM ? a + b : op == PB_MAX ? fmax(a, b) : fmin(a, b); }
 
 /* Rank `rank`'s receive buffer after c over every rank's send buffer (values
  * read back from the typed buffers the check module filled), by the
  * collective's definition, not by coll_expect.h. */
-static void simulate(pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op, int n, int rank, int root,
+static void simulate(pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dtype_redop op, int n, int rank, int root,
                      unsigned char send[][MAXC * 4], double *out)
 {
     size_t chunk = sh->count / (size_t)n;
@@ -176,7 +176,7 @@ static void simulate(pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op
     }
 }
 
-static long long wrong_of(const pb_backend *be, pb_coll c, const pb_coll_shape *sh, pb_dtype t, pb_redop op, int rank,
+static long long wrong_of(const pb_comm_backend *be, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dtype_redop op, int rank,
                        int n, int root, int corrupt, void *recv)
 {
     long long wrong = -1;
@@ -187,27 +187,27 @@ static long long wrong_of(const pb_backend *be, pb_coll c, const pb_coll_shape *
 static void host_check_of_simulated_collectives(void **state)
 {
     (void)state;
-    assert_string_equal(pb_check_where(&host_be), "host");
+    assert_string_equal(pb_coll_check_where(&host_be), "host");
     static unsigned char send[MAXN][MAXC * 4], recv[MAXC * 4];
     double out[MAXC];
     for (int n = 1; n <= MAXN; n++)
         for (int c = 0; c < PB_COLL_COUNT; c++)
             for (int t = 0; t < PB_BYTE; t++)
                 for (int op = 0; op < PB_REDOP_COUNT; op++) {
-                    pb_coll_shape sh;
-                    pb_coll_shape_of((pb_coll)c, 48 * pb_dtype_size((pb_dtype)t), (pb_dtype)t, n, &sh);
+                    pb_coll_exec_shape sh;
+                    pb_coll_exec_shape_of((pb_coll)c, 48 * pb_dtype_size((pb_dtype)t), (pb_dtype)t, n, &sh);
                     assert_true(sh.send_count <= MAXC && sh.recv_count <= MAXC);
                     for (int r = 0; r < n; r++)
                         assert_int_equal(pb_coll_check_fill(&host_be, (pb_coll)c, &sh, (pb_dtype)t, r, n, send[r]),
                                          PB_OK);
                     for (int rank = 0; rank < n; rank++) {
                         int root = n - 1;
-                        simulate((pb_coll)c, &sh, (pb_dtype)t, (pb_redop)op, n, rank, root, send, out);
+                        simulate((pb_coll)c, &sh, (pb_dtype)t, (pb_dtype_redop)op, n, rank, root, send, out);
                         for (size_t j = 0; j < sh.recv_count; j++) pb_dtype_set((pb_dtype)t, recv, j, out[j]);
-                        assert_int_equal(wrong_of(&host_be, (pb_coll)c, &sh, (pb_dtype)t, (pb_redop)op, rank, n, root,
+                        assert_int_equal(wrong_of(&host_be, (pb_coll)c, &sh, (pb_dtype)t, (pb_dtype_redop)op, rank, n, root,
                                                0, recv),
                                          0);
-                        assert_int_equal(pb_coll_count_wrong((pb_coll)c, &sh, (pb_dtype)t, (pb_redop)op, rank, n,
+                        assert_int_equal(pb_coll_exec_count_wrong((pb_coll)c, &sh, (pb_dtype)t, (pb_dtype_redop)op, rank, n,
                                                              root, recv),
                                          0);
                     }
@@ -215,11 +215,11 @@ static void host_check_of_simulated_collectives(void **state)
 }
 
 /* A correct allreduce result on 3 ranks, in recv (type t, 48 elements). */
-static void correct_allreduce(const pb_backend *be, pb_dtype t, pb_coll_shape *sh, void *recv)
+static void correct_allreduce(const pb_comm_backend *be, pb_dtype t, pb_coll_exec_shape *sh, void *recv)
 {
     static unsigned char send[MAXN][MAXC * 4], host[MAXC * 4];
     double out[MAXC];
-    pb_coll_shape_of(PB_COLL_ALLREDUCE, 48 * pb_dtype_size(t), t, 3, sh);
+    pb_coll_exec_shape_of(PB_COLL_ALLREDUCE, 48 * pb_dtype_size(t), t, 3, sh);
     for (int r = 0; r < 3; r++)
         assert_int_equal(pb_coll_check_fill(&host_be, PB_COLL_ALLREDUCE, sh, t, r, 3, send[r]), PB_OK);
     simulate(PB_COLL_ALLREDUCE, sh, t, PB_SUM, 3, 1, 0, send, out);
@@ -228,7 +228,7 @@ static void correct_allreduce(const pb_backend *be, pb_dtype t, pb_coll_shape *s
 }
 
 /* Element j of the backend buffer becomes v. */
-static void poke(const pb_backend *be, pb_dtype t, void *buf, size_t j, double v)
+static void poke(const pb_comm_backend *be, pb_dtype t, void *buf, size_t j, double v)
 {
     unsigned char one[8];
     pb_dtype_set(t, one, 0, v);
@@ -238,10 +238,10 @@ static void poke(const pb_backend *be, pb_dtype t, void *buf, size_t j, double v
 
 /* Injected wrong values, a NaN and the test-only corruption are counted, on
  * backend be (host or device buffers). */
-static void finds_injected_values(const pb_backend *be, void *recv, void *bytes)
+static void finds_injected_values(const pb_comm_backend *be, void *recv, void *bytes)
 {
     for (int t = 0; t < PB_BYTE; t++) {
-        pb_coll_shape sh;
+        pb_coll_exec_shape sh;
         correct_allreduce(be, (pb_dtype)t, &sh, recv);
         assert_int_equal(wrong_of(be, PB_COLL_ALLREDUCE, &sh, (pb_dtype)t, PB_SUM, 1, 3, 0, 0, recv), 0);
         poke(be, (pb_dtype)t, recv, 5, 7.0);
@@ -257,18 +257,18 @@ static void finds_injected_values(const pb_backend *be, void *recv, void *bytes)
     }
     unsigned char host[100];
     long long wrong = -1;
-    assert_int_equal(pb_bytes_check_fill(be, bytes, sizeof host, 4), PB_OK);
+    assert_int_equal(pb_coll_check_bytes_fill(be, bytes, sizeof host, 4), PB_OK);
     assert_int_equal(be->to_host(host, bytes, sizeof host), PB_OK);
-    for (size_t i = 0; i < sizeof host; i++) assert_int_equal(host[i], pb_cx_byte(4, i));
-    assert_int_equal(pb_bytes_check_count(be, 4, 0, bytes, sizeof host, &wrong), PB_OK);
+    for (size_t i = 0; i < sizeof host; i++) assert_int_equal(host[i], pb_coll_expect_byte(4, i));
+    assert_int_equal(pb_coll_check_bytes_count(be, 4, 0, bytes, sizeof host, &wrong), PB_OK);
     assert_int_equal(wrong, 0);
-    assert_int_equal(pb_bytes_check_count(be, 3, 0, bytes, sizeof host, &wrong), PB_OK);
+    assert_int_equal(pb_coll_check_bytes_count(be, 3, 0, bytes, sizeof host, &wrong), PB_OK);
     assert_true(wrong > 0); /* another sender's pattern */
     host[99] ^= 1;
     assert_int_equal(be->from_host(bytes, host, sizeof host), PB_OK);
-    assert_int_equal(pb_bytes_check_count(be, 4, 0, bytes, sizeof host, &wrong), PB_OK);
+    assert_int_equal(pb_coll_check_bytes_count(be, 4, 0, bytes, sizeof host, &wrong), PB_OK);
     assert_int_equal(wrong, 1);
-    assert_int_equal(pb_bytes_check_count(be, 4, 1, bytes, sizeof host, &wrong), PB_OK);
+    assert_int_equal(pb_coll_check_bytes_count(be, 4, 1, bytes, sizeof host, &wrong), PB_OK);
     assert_int_equal(wrong, 2);
 }
 
@@ -292,24 +292,24 @@ static int d_from_host(void *dst, const void *src, size_t bytes)
     return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? PB_OK : PB_ERR_ENV;
 }
 
-static const pb_backend device_be = {.name = "test", .mem = PB_MEM_DEVICE, .to_host = d_to_host, .from_host = d_from_host};
+static const pb_comm_backend device_be = {.name = "test", .mem = PB_MEM_DEVICE, .to_host = d_to_host, .from_host = d_from_host};
 
 static void device_path_without_gpu_refuses(void **state)
 {
     (void)state;
     if (pb_gpu_count() > 0) skip();
-    assert_string_equal(pb_check_where(&device_be), "device");
+    assert_string_equal(pb_coll_check_where(&device_be), "device");
     static unsigned char not_device[MAXC * 4];
-    pb_coll_shape sh;
+    pb_coll_exec_shape sh;
     long long wrong = -1;
-    pb_coll_shape_of(PB_COLL_ALLREDUCE, 64, PB_FLOAT32, 2, &sh);
+    pb_coll_exec_shape_of(PB_COLL_ALLREDUCE, 64, PB_FLOAT32, 2, &sh);
     assert_int_equal(pb_coll_check_fill(&device_be, PB_COLL_ALLREDUCE, &sh, PB_FLOAT32, 0, 2, not_device),
                      PB_ERR_ENV);
     assert_int_equal(pb_coll_check_count(&device_be, PB_COLL_ALLREDUCE, &sh, PB_FLOAT32, PB_SUM, 0, 2, 0, 0,
                                          not_device, &wrong),
                      PB_ERR_ENV);
-    assert_int_equal(pb_bytes_check_fill(&device_be, not_device, 10, 0), PB_ERR_ENV);
-    assert_int_equal(pb_bytes_check_count(&device_be, 0, 0, not_device, 10, &wrong), PB_ERR_ENV);
+    assert_int_equal(pb_coll_check_bytes_fill(&device_be, not_device, 10, 0), PB_ERR_ENV);
+    assert_int_equal(pb_coll_check_bytes_count(&device_be, 0, 0, not_device, 10, &wrong), PB_ERR_ENV);
 }
 
 static void device_path_matches_host_path(void **state)
@@ -327,9 +327,9 @@ static void device_path_matches_host_path(void **state)
     double out[MAXC];
     for (int c = 0; c < PB_COLL_COUNT; c++)
         for (int t = 0; t < PB_BYTE; t++) {
-            pb_coll_shape sh;
+            pb_coll_exec_shape sh;
             size_t ts = pb_dtype_size((pb_dtype)t);
-            pb_coll_shape_of((pb_coll)c, 48 * ts, (pb_dtype)t, 3, &sh);
+            pb_coll_exec_shape_of((pb_coll)c, 48 * ts, (pb_dtype)t, 3, &sh);
             for (int r = 0; r < 3; r++) {
                 assert_int_equal(pb_coll_check_fill(&host_be, (pb_coll)c, &sh, (pb_dtype)t, r, 3, hsend[r]), PB_OK);
                 assert_int_equal(pb_coll_check_fill(&device_be, (pb_coll)c, &sh, (pb_dtype)t, r, 3, send), PB_OK);
@@ -353,7 +353,7 @@ static void device_path_matches_host_path(void **state)
 
 int main(void)
 {
-    pb_set_quiet_usage(1);
+    pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inputs),
         cmocka_unit_test(reductions_by_hand),

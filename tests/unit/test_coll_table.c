@@ -42,7 +42,7 @@ static void test_rows_complete(void **state)
     assert_null(pb_coll_desc_of((pb_coll)-1));
 }
 
-/* nccl-tests' PERFORMANCE.md, written out again by name. */
+/* The nccl-tests busbw definitions (docs/METRICS.md), written out again by name. */
 static double nccl_tests_factor(pb_coll c, int n)
 {
     if (is(c, "allreduce")) return 2.0 * (n - 1) / n;
@@ -110,8 +110,8 @@ static void test_shapes(void **state)
         for (int i = 0; i < NRANKS; i++) {
             for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
                 size_t n = (size_t)ranks[i];
-                pb_coll_shape sh;
-                pb_coll_shape_of((pb_coll)c, sizes[s], PB_FLOAT32, ranks[i], &sh);
+                pb_coll_exec_shape sh;
+                pb_coll_exec_shape_of((pb_coll)c, sizes[s], PB_FLOAT32, ranks[i], &sh);
                 assert_int_equal(sh.bytes, sh.count * 4);
                 assert_true(sh.count >= 1);
                 if (split) {
@@ -156,7 +156,7 @@ static void test_costs(void **state)
 }
 
 /* The host check goes through the table, the device check through
- * pb_cx_expected's switch: they must agree everywhere. */
+ * pb_coll_expect_expected's switch: they must agree everywhere. */
 static void test_expected_matches_device_switch(void **state)
 {
     (void)state;
@@ -167,8 +167,8 @@ static void test_expected_matches_device_switch(void **state)
                     for (size_t j = 0; j < 24 / (size_t)n * (size_t)n; j++) {
                         int root = n - 1;
                         size_t count = 24 / (size_t)n * (size_t)n;
-                        assert_int_equal(pb_coll_desc_of((pb_coll)c)->expected((pb_redop)op, count, n, rank, root, j),
-                                         pb_cx_expected((pb_coll)c, (pb_redop)op, count, n, rank, root, j));
+                        assert_int_equal(pb_coll_desc_of((pb_coll)c)->expected((pb_dtype_redop)op, count, n, rank, root, j),
+                                         pb_coll_expect_expected((pb_coll)c, (pb_dtype_redop)op, count, n, rank, root, j));
                     }
 }
 
@@ -184,14 +184,14 @@ static int rec(const char *what, size_t count)
     return PB_OK;
 }
 
-static int f_allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op) { return rec("allreduce", n); }
+static int f_allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op) { return rec("allreduce", n); }
 static int f_allgather(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t) { return rec("allgather", n); }
-static int f_reducescatter(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op)
+static int f_reducescatter(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op)
 {
     return rec("reducescatter", n);
 }
 static int f_broadcast(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, int root) { return rec("broadcast", n); }
-static int f_reduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_redop op, int root)
+static int f_reduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op, int root)
 {
     return rec("reduce", n);
 }
@@ -210,7 +210,7 @@ static int f_recv(pb_comm *c, void *b, size_t n, pb_dtype t, int peer)
 static int f_rank(const pb_comm *c) { return 2; }
 static int f_size(const pb_comm *c) { return 4; }
 
-static const pb_backend rec_be = {
+static const pb_comm_backend rec_be = {
     .name = "record", .rank = f_rank, .size = f_size, .allreduce = f_allreduce, .allgather = f_allgather,
     .reducescatter = f_reducescatter, .broadcast = f_broadcast, .reduce = f_reduce, .alltoall = f_alltoall,
     .group_start = f_group, .group_end = f_group, .send = f_send, .recv = f_recv,
@@ -220,10 +220,10 @@ static void test_issue_calls_its_operation(void **state)
 {
     (void)state;
     for (int c = 0; c < PB_COLL_COUNT; c++) {
-        pb_coll_shape sh;
-        pb_coll_shape_of((pb_coll)c, 4096, PB_FLOAT32, 4, &sh);
+        pb_coll_exec_shape sh;
+        pb_coll_exec_shape_of((pb_coll)c, 4096, PB_FLOAT32, 4, &sh);
         called = NULL;
-        assert_int_equal(pb_coll_issue(&rec_be, NULL, (pb_coll)c, &sh, NULL, NULL, PB_FLOAT32, PB_SUM, 0), PB_OK);
+        assert_int_equal(pb_coll_exec_issue(&rec_be, NULL, (pb_coll)c, &sh, NULL, NULL, PB_FLOAT32, PB_SUM, 0), PB_OK);
         assert_non_null(called);
         assert_string_equal(called, pb_coll_name((pb_coll)c));
         assert_int_equal(called_count, sh.param);

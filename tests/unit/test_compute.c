@@ -32,7 +32,7 @@ static double elem(const float *m, int64_t ld, int trans, int64_t i, int64_t j)
 
 static void fill_host(float *p, size_t n, uint64_t stream)
 {
-    for (size_t i = 0; i < n; i++) p[i] = pb_hash_uniform(42, stream, i, 0);
+    for (size_t i = 0; i < n; i++) p[i] = pb_rng_hash_uniform(42, stream, i, 0);
 }
 
 /* One GEMM with padded leading dimensions, alpha/beta != 1/0, vs a double loop. */
@@ -81,19 +81,19 @@ static void test_gemm_bf16(void **state)
     for (int ta = 0; ta < 2; ta++) {
         for (int tb = 0; tb < 2; tb++) {
             uint16_t a[9 * 40], b[40 * 11], c[9 * 11];
-            for (int i = 0; i < m * k; i++) a[i] = pb_float_to_bf16(pb_hash_uniform(1, 7, (uint64_t)i, 0));
-            for (int i = 0; i < k * n; i++) b[i] = pb_float_to_bf16(pb_hash_uniform(1, 8, (uint64_t)i, 0));
+            for (int i = 0; i < m * k; i++) a[i] = pb_dtype_float_to_bf16(pb_rng_hash_uniform(1, 7, (uint64_t)i, 0));
+            for (int i = 0; i < k * n; i++) b[i] = pb_dtype_float_to_bf16(pb_rng_hash_uniform(1, 8, (uint64_t)i, 0));
             assert_int_equal(E->gemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n, PB_BFLOAT16),
                              PB_OK);
             for (int64_t i = 0; i < m; i++) {
                 for (int64_t j = 0; j < n; j++) {
                     double ref = 0;
                     for (int64_t p = 0; p < k; p++) {
-                        double av = pb_bf16_to_float(ta ? a[p * m + i] : a[i * k + p]);
-                        double bv = pb_bf16_to_float(tb ? b[j * k + p] : b[p * n + j]);
+                        double av = pb_dtype_bf16_to_float(ta ? a[p * m + i] : a[i * k + p]);
+                        double bv = pb_dtype_bf16_to_float(tb ? b[j * k + p] : b[p * n + j]);
                         ref += av * bv;
                     }
-                    assert_true(fabs(ref - pb_bf16_to_float(c[i * n + j])) <= fabs(ref) / 256.0 + 1e-5 * k);
+                    assert_true(fabs(ref - pb_dtype_bf16_to_float(c[i * n + j])) <= fabs(ref) / 256.0 + 1e-5 * k);
                 }
             }
         }
@@ -110,12 +110,12 @@ static void test_relu(void **state)
     for (int i = 0; i < 6; i++) assert_true(dx[i] == (x[i] > 0 ? dy[i] : 0.0f));
     /* in place, and in bf16 */
     uint16_t xb[6], db[6];
-    for (int i = 0; i < 6; i++) xb[i] = pb_float_to_bf16(x[i]), db[i] = pb_float_to_bf16(dy[i]);
+    for (int i = 0; i < 6; i++) xb[i] = pb_dtype_float_to_bf16(x[i]), db[i] = pb_dtype_float_to_bf16(dy[i]);
     assert_int_equal(E->relu_fwd(PB_BFLOAT16, 6, xb, xb), PB_OK);
     assert_int_equal(E->relu_bwd(PB_BFLOAT16, 6, xb, db, db), PB_OK);
     for (int i = 0; i < 6; i++) {
-        assert_true(pb_bf16_to_float(xb[i]) == (x[i] > 0 ? x[i] : 0.0f));
-        assert_true(pb_bf16_to_float(db[i]) == (x[i] > 0 ? dy[i] : 0.0f));
+        assert_true(pb_dtype_bf16_to_float(xb[i]) == (x[i] > 0 ? x[i] : 0.0f));
+        assert_true(pb_dtype_bf16_to_float(db[i]) == (x[i] > 0 ? dy[i] : 0.0f));
     }
     assert_int_equal(E->relu_fwd(PB_INT32, 6, x, y), PB_ERR_USAGE);
 }
@@ -127,7 +127,7 @@ static void test_softmax(void **state)
     (void)state;
     enum { R = 3, C = 7 };
     float x[R * C], y[R * C], g[R * C], dx[R * C], xp[R * C], yp[R * C];
-    for (int i = 0; i < R * C; i++) x[i] = 4 * pb_hash_uniform(5, 1, (uint64_t)i, 0), g[i] = pb_hash_uniform(5, 2, (uint64_t)i, 0);
+    for (int i = 0; i < R * C; i++) x[i] = 4 * pb_rng_hash_uniform(5, 1, (uint64_t)i, 0), g[i] = pb_rng_hash_uniform(5, 2, (uint64_t)i, 0);
     x[0] = 80.0f; /* exp(80) overflows fp32 unless the row maximum is subtracted */
     assert_int_equal(E->softmax_fwd(PB_FLOAT32, R, C, x, y), PB_OK);
     for (int r = 0; r < R; r++) {
@@ -181,7 +181,7 @@ static void test_fill_slices(void **state)
     (void)state;
     enum { R = 12, C = 10 };
     float full[R * C], part[5 * 4];
-    pb_fill_spec s = {.seed = 9, .stream = 3, .scale = 0.5f};
+    pb_compute_fill_spec s = {.seed = 9, .stream = 3, .scale = 0.5f};
     assert_int_equal(E->fill(full, PB_FLOAT32, R, C, C, &s), PB_OK);
     s.row0 = 6, s.col0 = 4;
     assert_int_equal(E->fill(part, PB_FLOAT32, 5, 4, 4, &s), PB_OK);
@@ -228,8 +228,8 @@ static void test_select_and_helpers(void **state)
     assert_int_equal(pb_compute_select("--engine", "nope", &e), PB_ERR_USAGE);
     int st = pb_compute_select("--engine", "cublas", &e);
     assert_true(st == PB_OK || st == PB_ERR_ENV);
-    assert_true(pb_gflops(3e9, 1.5) == 2.0);
-    assert_true(pb_gflops(1e9, 0.0) == 0.0);
+    assert_true(pb_compute_gflops(3e9, 1.5) == 2.0);
+    assert_true(pb_compute_gflops(1e9, 0.0) == 0.0);
     uint64_t freeb = 0, total = 0;
     assert_int_equal(E->mem_info(&freeb, &total), PB_OK);
     assert_true(freeb > 0 && freeb <= total);
@@ -243,13 +243,13 @@ static void test_gemm_rate(void **state)
     for (size_t i = 0; i < 3; i++) {
         double g = 0;
         int64_t n = sizes[i];
-        assert_int_equal(pb_gemm_benchmark(E, n, n, n, PB_FLOAT32, n >= 1024 ? 3 : 10, &g), PB_OK);
+        assert_int_equal(pb_compute_gemm_benchmark(E, n, n, n, PB_FLOAT32, n >= 1024 ? 3 : 10, &g), PB_OK);
         fprintf(stderr, "sgemm %lldx%lldx%lld, 1 thread: %.1f GFLOP/s\n", (long long)n, (long long)n,
                 (long long)n, g);
         assert_true(g > 0);
     }
     double g = 0;
-    assert_int_equal(pb_gemm_benchmark(E, 0, 4, 4, PB_FLOAT32, 1, &g), PB_ERR_USAGE);
+    assert_int_equal(pb_compute_gemm_benchmark(E, 0, 4, 4, PB_FLOAT32, 1, &g), PB_ERR_USAGE);
 }
 
 int main(void)

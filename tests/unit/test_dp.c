@@ -116,14 +116,14 @@ static void test_metrics(void **state)
 static void test_preset_params_and_grad_bytes(void **state)
 {
     (void)state;
-    pb_model m;
-    assert_int_equal(pb_model_preset("tiny", "--model", &m), PB_OK);
-    assert_true(pb_model_params(&m) == 4.0 * 12 * 256 * 256 + 1024.0 * 256); /* 3,407,872 */
-    assert_int_equal(pb_model_preset("llama-7b", "--model", &m), PB_OK);
-    assert_true(pb_model_params(&m) == 32.0 * 12 * 4096 * 4096 + 32000.0 * 4096); /* 6.57e9 */
-    assert_int_equal(pb_model_preset("gpt-175b", "--model", &m), PB_OK);
-    assert_true(fabs(pb_model_params(&m) / 175e9 - 1) < 0.02);
-    assert_true(pb_dp_grad_bytes(7e9, 2) == 14e9); /* the documents' 7B at bf16 */
+    pb_presets_model m;
+    assert_int_equal(pb_presets_preset("tiny", "--model", &m), PB_OK);
+    assert_true(pb_presets_params(&m) == 4.0 * 12 * 256 * 256 + 1024.0 * 256); /* 3,407,872 */
+    assert_int_equal(pb_presets_preset("llama-7b", "--model", &m), PB_OK);
+    assert_true(pb_presets_params(&m) == 32.0 * 12 * 4096 * 4096 + 32000.0 * 4096); /* 6.57e9 */
+    assert_int_equal(pb_presets_preset("gpt-175b", "--model", &m), PB_OK);
+    assert_true(fabs(pb_presets_params(&m) / 175e9 - 1) < 0.02);
+    assert_true(pb_model_dp_grad_bytes(7e9, 2) == 14e9); /* the documents' 7B at bf16 */
 }
 
 /* ---- the synchronizer against a recording backend ---- */
@@ -136,7 +136,7 @@ static struct {
     char *base;
 } rec;
 
-static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op)
+static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
 {
     (void)c, (void)s, (void)t, (void)op;
     rec.offset[rec.n] = (uint64_t)((char *)r - rec.base);
@@ -147,7 +147,7 @@ static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_d
 static int mock_ok(pb_comm *c) { (void)c; return PB_OK; }
 static int mock_alloc(size_t n, void **p) { *p = malloc(n); return *p ? PB_OK : PB_ERR_ENV; }
 static int mock_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); return PB_OK; }
-static pb_backend mock = {.name = "mock", .mem = PB_MEM_HOST, .allreduce = mock_allreduce, .sync = mock_ok,
+static pb_comm_backend mock = {.name = "mock", .mem = PB_MEM_HOST, .allreduce = mock_allreduce, .sync = mock_ok,
                           .alloc = mock_alloc, .free = free, .to_host = mock_copy, .from_host = mock_copy};
 
 static pb_dp *mock_dp(pb_dp_overlap ov, float *g, uint64_t *layers, int64_t n, uint64_t bytes, uint64_t cap)
@@ -258,12 +258,12 @@ static void test_check_counts_and_corruption(void **state)
 }
 
 static uint64_t reduced_elems; /* elements passed through all-reduces (comm thread too) */
-static int counting_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_redop op)
+static int counting_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
 {
     __atomic_fetch_add(&reduced_elems, (uint64_t)count, __ATOMIC_SEQ_CST);
-    return pb_backend_mpi()->allreduce(c, s, r, count, t, op);
+    return pb_comm_backend_mpi()->allreduce(c, s, r, count, t, op);
 }
-static pb_backend counting;
+static pb_comm_backend counting;
 
 /* Elements all-reduced by one call of `phase`. */
 static uint64_t reduced_by(int (*phase)(pb_dp_step *), pb_dp_step *s)
@@ -275,7 +275,7 @@ static uint64_t reduced_by(int (*phase)(pb_dp_step *), pb_dp_step *s)
 
 static long long one_step(pb_comm *comm, uint64_t grad_bytes, pb_dp_overlap ov, pb_dtype gt, uint64_t *hash)
 {
-    counting = *pb_backend_mpi();
+    counting = *pb_comm_backend_mpi();
     counting.allreduce = counting_allreduce;
     pb_dp_step_config c = {.eng = E, .be = &counting, .comm = comm,
                            .shape = {.b = 1, .s = 8, .h = 32, .heads = 4, .tp_size = 1, .attn_scores = 1,
@@ -306,7 +306,7 @@ static void test_steps_none_equals_bucket(void **state)
 {
     (void)state;
     pb_comm *comm = NULL;
-    assert_int_equal(pb_backend_mpi()->comm_create(MPI_COMM_SELF, &comm), PB_OK);
+    assert_int_equal(pb_comm_backend_mpi()->comm_create(MPI_COMM_SELF, &comm), PB_OK);
     uint64_t sizes[] = {0, 200000, 4096}; /* real, decoupled larger, smaller than the stack */
     for (size_t i = 0; i < 3; i++) {
         for (int bf = 0; bf < 2; bf++) {
@@ -317,7 +317,7 @@ static void test_steps_none_equals_bucket(void **state)
             assert_true(h_none == h_bucket);
         }
     }
-    pb_backend_mpi()->comm_destroy(comm);
+    pb_comm_backend_mpi()->comm_destroy(comm);
 }
 
 int main(int argc, char **argv)

@@ -30,7 +30,7 @@
 
 #ifdef PB_HAVE_CUDA
 #include "backend/comm.h"
-const pb_backend *pb_backend_mpi_device(void); /* comm_mpi_cuda.c */
+const pb_comm_backend *pb_backend_mpi_device(void); /* comm_mpi_cuda.c */
 /* Weak, as in compute.c, so this test links whatever the Makefile does. A
  * linker does not pull an archive member in for a weak reference, so until
  * compute.c refers to the engine strongly in CUDA builds (and the link adds
@@ -52,7 +52,7 @@ static void need_engine(void)
 
 /* Column-major reference GEMM: C(i, j) at c[i + j * ldc]. Products are summed
  * in p order in double, like row_major() below, so results are bit-identical. */
-static void col_major(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+static void col_major(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                       int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc)
 {
     for (int64_t j = 0; j < n; j++)
@@ -67,7 +67,7 @@ static void col_major(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k,
         }
 }
 
-static void row_major(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+static void row_major(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                       int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc)
 {
     for (int64_t i = 0; i < m; i++)
@@ -82,7 +82,7 @@ static void row_major(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k,
         }
 }
 
-static void check_map(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k)
+static void check_map(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k)
 {
     int64_t ac = ta ? m : k, ar = ta ? k : m, bc = tb ? k : n, br = tb ? n : k;
     int64_t lda = ac + 2, ldb = bc + 3, ldc = n + 1;
@@ -90,22 +90,22 @@ static void check_map(pb_trans ta, pb_trans tb, int64_t m, int64_t n, int64_t k)
     double *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
     double *c1 = malloc(nc * sizeof *c1), *c2 = malloc(nc * sizeof *c2);
     assert_non_null(a), assert_non_null(b), assert_non_null(c1), assert_non_null(c2);
-    for (size_t i = 0; i < na; i++) a[i] = pb_hash_uniform(3, 1, i, 0);
-    for (size_t i = 0; i < nb; i++) b[i] = pb_hash_uniform(3, 2, i, 0);
-    for (size_t i = 0; i < nc; i++) c1[i] = c2[i] = pb_hash_uniform(3, 3, i, 0);
+    for (size_t i = 0; i < na; i++) a[i] = pb_rng_hash_uniform(3, 1, i, 0);
+    for (size_t i = 0; i < nb; i++) b[i] = pb_rng_hash_uniform(3, 2, i, 0);
+    for (size_t i = 0; i < nc; i++) c1[i] = c2[i] = pb_rng_hash_uniform(3, 3, i, 0);
     row_major(ta, tb, m, n, k, 0.75, a, lda, b, ldb, -0.5, c1, ldc);
-    pb_gemm_colmajor g = pb_gemm_map(ta, tb, m, n, k, lda, ldb, ldc);
-    assert_true(pb_gemm_colmajor_valid(&g));
+    pb_gemm_map_colmajor g = pb_gemm_map(ta, tb, m, n, k, lda, ldb, ldc);
+    assert_true(pb_gemm_map_colmajor_valid(&g));
     /* As compute_cublas.c calls cuBLAS: the caller's B first, then A. */
     col_major(g.transa, g.transb, g.m, g.n, g.k, 0.75, b, g.lda, a, g.ldb, -0.5, c2, g.ldc);
     assert_memory_equal(c1, c2, nc * sizeof *c1); /* padding untouched by both, values identical */
     /* A leading dimension one too small is refused, for each operand. */
-    pb_gemm_colmajor bad = pb_gemm_map(ta, tb, m, n, k, ac - 1, ldb, ldc);
-    assert_false(pb_gemm_colmajor_valid(&bad));
+    pb_gemm_map_colmajor bad = pb_gemm_map(ta, tb, m, n, k, ac - 1, ldb, ldc);
+    assert_false(pb_gemm_map_colmajor_valid(&bad));
     bad = pb_gemm_map(ta, tb, m, n, k, lda, bc - 1, ldc);
-    assert_false(pb_gemm_colmajor_valid(&bad));
+    assert_false(pb_gemm_map_colmajor_valid(&bad));
     bad = pb_gemm_map(ta, tb, m, n, k, lda, ldb, n - 1);
-    assert_false(pb_gemm_colmajor_valid(&bad));
+    assert_false(pb_gemm_map_colmajor_valid(&bad));
     free(a), free(b), free(c1), free(c2);
 }
 
@@ -114,15 +114,15 @@ static void test_gemm_map(void **state)
     (void)state;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
-            check_map((pb_trans)ta, (pb_trans)tb, 7, 5, 3);
-            check_map((pb_trans)ta, (pb_trans)tb, 4, 9, 13);
-            check_map((pb_trans)ta, (pb_trans)tb, 1, 6, 2);
+            check_map((pb_compute_trans)ta, (pb_compute_trans)tb, 7, 5, 3);
+            check_map((pb_compute_trans)ta, (pb_compute_trans)tb, 4, 9, 13);
+            check_map((pb_compute_trans)ta, (pb_compute_trans)tb, 1, 6, 2);
         }
-    pb_gemm_colmajor g = pb_gemm_map(PB_NOTRANS, PB_TRANS, 2, 3, 4, 4, 4, 3);
+    pb_gemm_map_colmajor g = pb_gemm_map(PB_NOTRANS, PB_TRANS, 2, 3, 4, 4, 4, 3);
     assert_int_equal(g.transa, PB_TRANS), assert_int_equal(g.transb, PB_NOTRANS);
     assert_true(g.m == 3 && g.n == 2 && g.k == 4 && g.lda == 4 && g.ldb == 4 && g.ldc == 3);
     g = pb_gemm_map(PB_NOTRANS, PB_NOTRANS, (int64_t)INT_MAX + 1, 2, 2, 2, 2, 2);
-    assert_false(pb_gemm_colmajor_valid(&g)); /* beyond cuBLAS's 32-bit ints */
+    assert_false(pb_gemm_map_colmajor_valid(&g)); /* beyond cuBLAS's 32-bit ints */
 }
 
 static void test_select(void **state)
@@ -196,7 +196,7 @@ static void test_init_without_gpu(void **state)
 static void test_mpi_device_table(void **state)
 {
     (void)state;
-    const pb_backend *b = pb_backend_mpi_device();
+    const pb_comm_backend *b = pb_backend_mpi_device();
     assert_string_equal(b->name, "mpi");
     assert_int_equal(b->mem, PB_MEM_DEVICE);
     assert_true(b->comm_create && b->comm_destroy && b->rank && b->size && b->alloc && b->free && b->to_host &&
@@ -247,9 +247,9 @@ static void gpu_gemm(pb_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k
     int64_t lda = ac + 3, ldb = bc + 5, ldc = n + 2;
     size_t na = (size_t)(ar * lda), nb = (size_t)(br * ldb), nc = (size_t)(m * ldc), es = pb_dtype_size(t);
     char *a = malloc(na * es), *b = malloc(nb * es), *c = malloc(nc * es), *c0 = malloc(nc * es);
-    for (size_t i = 0; i < na; i++) pb_dtype_set(t, a, i, pb_hash_uniform(4, 1, i, 0));
-    for (size_t i = 0; i < nb; i++) pb_dtype_set(t, b, i, pb_hash_uniform(4, 2, i, 0));
-    for (size_t i = 0; i < nc; i++) pb_dtype_set(t, c0, i, pb_hash_uniform(4, 3, i, 0));
+    for (size_t i = 0; i < na; i++) pb_dtype_set(t, a, i, pb_rng_hash_uniform(4, 1, i, 0));
+    for (size_t i = 0; i < nb; i++) pb_dtype_set(t, b, i, pb_rng_hash_uniform(4, 2, i, 0));
+    for (size_t i = 0; i < nc; i++) pb_dtype_set(t, c0, i, pb_rng_hash_uniform(4, 3, i, 0));
     void *da = up(a, na * es), *db = up(b, nb * es), *dc = up(c0, nc * es);
     const float alpha = 0.75f, beta = -0.5f;
     assert_int_equal(G->gemm(ta, tb, m, n, k, alpha, da, lda, db, ldb, beta, dc, ldc, t), PB_OK);
@@ -292,8 +292,8 @@ static void gpu_elementwise(pb_dtype t)
     const size_t es = pb_dtype_size(t), bytes = (size_t)N * es;
     char *x = malloc(bytes), *dy = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes), *ref2 = malloc(bytes);
     for (size_t i = 0; i < N; i++) {
-        pb_dtype_set(t, x, i, 4.0 * pb_hash_uniform(6, 1, i, 0));
-        pb_dtype_set(t, dy, i, pb_hash_uniform(6, 2, i, 0));
+        pb_dtype_set(t, x, i, 4.0 * pb_rng_hash_uniform(6, 1, i, 0));
+        pb_dtype_set(t, dy, i, pb_rng_hash_uniform(6, 2, i, 0));
     }
     void *dx = up(x, bytes), *ddy = up(dy, bytes), *dout = NULL;
     assert_int_equal(G->alloc(&dout, bytes), PB_OK);
@@ -343,7 +343,7 @@ static void test_gpu_elementwise(void **state)
     gpu_elementwise(PB_BFLOAT16);
 }
 
-/* convert rounds exactly as pb_float_to_bf16; fill is bit-identical to the
+/* convert rounds exactly as pb_dtype_float_to_bf16; fill is bit-identical to the
  * BLAS engine's, padding untouched; more elements than the kernels' grid. */
 static void test_gpu_convert_fill(void **state)
 {
@@ -352,21 +352,21 @@ static void test_gpu_convert_fill(void **state)
     const size_t n = 3000017;
     float *f = malloc(n * 4), *back = malloc(n * 4);
     uint16_t *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) f[i] = 1e3f * pb_hash_uniform(8, 1, i, 0);
+    for (size_t i = 0; i < n; i++) f[i] = 1e3f * pb_rng_hash_uniform(8, 1, i, 0);
     f[0] = 1.00390625f; /* a tie: rounds to even */
     void *df = up(f, n * 4), *dh = NULL;
     assert_int_equal(G->alloc(&dh, n * 2), PB_OK);
     assert_int_equal(G->convert(dh, PB_BFLOAT16, df, PB_FLOAT32, n), PB_OK);
     down(h, dh, n * 2);
-    for (size_t i = 0; i < n; i++) assert_int_equal(h[i], pb_float_to_bf16(f[i]));
+    for (size_t i = 0; i < n; i++) assert_int_equal(h[i], pb_dtype_float_to_bf16(f[i]));
     assert_int_equal(G->convert(df, PB_FLOAT32, dh, PB_BFLOAT16, n), PB_OK);
     down(back, df, n * 4);
-    for (size_t i = 0; i < n; i++) assert_true(back[i] == pb_bf16_to_float(h[i]));
+    for (size_t i = 0; i < n; i++) assert_true(back[i] == pb_dtype_bf16_to_float(h[i]));
     for (int t = 0; t < 2; t++) {
         pb_dtype dt = t ? PB_BFLOAT16 : PB_FLOAT32;
         const int64_t rows = 1500, cols = 1999, ld = 2001; /* 3M elements */
         size_t bytes = (size_t)(rows * ld) * pb_dtype_size(dt);
-        pb_fill_spec s = {.seed = 0xfeedULL << 40, .stream = 7, .row0 = 3, .col0 = 1000000007, .scale = 0.3f};
+        pb_compute_fill_spec s = {.seed = 0xfeedULL << 40, .stream = 7, .row0 = 3, .col0 = 1000000007, .scale = 0.3f};
         char *ref = malloc(bytes), *got = malloc(bytes);
         memset(ref, 0xab, bytes);
         void *d = NULL;

@@ -38,11 +38,11 @@ static pb_layer_shape shape(int t, int r, int scores)
                             .attn_scores = scores, .dtype = PB_FLOAT32};
 }
 
-static pb_stack *make_stack(pb_layer_shape sh, int64_t nlayers, pb_dtype gt)
+static pb_layer_stack *make_stack(pb_layer_shape sh, int64_t nlayers, pb_dtype gt)
 {
-    pb_stack_config cfg = {.eng = E, .shape = sh, .layer0 = 3, .nlayers = nlayers, .seed = 77, .grad_dtype = gt};
-    pb_stack *st = NULL;
-    assert_int_equal(pb_stack_create(&cfg, &st), PB_OK);
+    pb_layer_stack_config cfg = {.eng = E, .shape = sh, .layer0 = 3, .nlayers = nlayers, .seed = 77, .grad_dtype = gt};
+    pb_layer_stack *st = NULL;
+    assert_int_equal(pb_layer_stack_create(&cfg, &st), PB_OK);
     return st;
 }
 
@@ -76,8 +76,8 @@ static void test_flop_formulas(void **state)
     double lin = 2.0 * 128 * 12 * 256.0 * 256.0;
     /* forward, then backward at twice forward */
     assert_true(pb_layer_step_flops(&sh) == 3 * lin);
-    assert_true(pb_layer_flops_fwd(1, 128, 256, 1, 0) == lin);
-    assert_true(pb_layer_flops_bwd(1, 128, 256, 1, 0) == 2 * lin);
+    assert_true(pb_flops_layer_fwd(1, 128, 256, 1, 0) == lin);
+    assert_true(pb_flops_layer_bwd(1, 128, 256, 1, 0) == 2 * lin);
     sh.attn_scores = 1;
     assert_true(pb_layer_step_flops(&sh) == 3 * (lin + 4.0 * 1 * 128 * 128 * 256));
     sh.tp_size = 4;
@@ -90,14 +90,14 @@ static void test_params_and_shards(void **state)
     (void)state;
     pb_layer_shape sh = shape(1, 0, 0);
     assert_true((double)pb_layer_params_local(&sh) == 12.0 * H * H);
-    assert_true((double)pb_layer_params_local(&sh) == pb_layer_params(H));
+    assert_true((double)pb_layer_params_local(&sh) == pb_presets_layer_params(H));
     static const int64_t full_rows[4] = {H, H, H, 4 * H}, full_cols[4] = {3 * H, H, 4 * H, H};
     for (int t = 1; t <= 4; t *= 2) {
         for (int w = 0; w < PB_W_COUNT; w++) {
             int64_t sum = 0, r, c;
             for (int rank = 0; rank < t; rank++) {
                 pb_layer_shape s = shape(t, rank, 0);
-                pb_weight_dims(&s, (enum pb_weight)w, &r, &c);
+                pb_layer_weight_dims(&s, (enum pb_weight)w, &r, &c);
                 /* column-parallel keeps all rows, row-parallel all columns */
                 assert_true(r == full_rows[w] || c == full_cols[w]);
                 sum += r * c;
@@ -106,8 +106,8 @@ static void test_params_and_shards(void **state)
         }
         pb_layer_shape s = shape(t, 0, 0);
         assert_true(pb_layer_params_local(&s) * t == 12 * H * H);
-        pb_stack_config cfg = {.eng = E, .shape = s, .nlayers = 5, .grad_dtype = PB_BFLOAT16};
-        assert_true(pb_stack_grad_bytes(&cfg) == (uint64_t)5 * 12 * H * H / t * 2);
+        pb_layer_stack_config cfg = {.eng = E, .shape = s, .nlayers = 5, .grad_dtype = PB_BFLOAT16};
+        assert_true(pb_layer_stack_grad_bytes(&cfg) == (uint64_t)5 * 12 * H * H / t * 2);
     }
 }
 
@@ -163,19 +163,19 @@ static size_t full_index(int w, int t, int r, size_t i)
 
 /* Each shard's weights and (after backward) gradients are exactly the
  * corresponding slice of the unsharded layer's. */
-static void check_slices(pb_stack *full, pb_stack **shards, int t, int grads, double tol)
+static void check_slices(pb_layer_stack *full, pb_layer_stack **shards, int t, int grads, double tol)
 {
     size_t nfull = 12 * H * H, nloc = nfull / (size_t)t;
-    pb_layer *fl = pb_stack_layer(full, 0);
+    pb_layer *fl = pb_layer_stack_layer(full, 0);
     float *f = host_copy(grads ? pb_layer_grads(fl) : pb_layer_weights(fl), nfull);
     double scale = max_abs(f, nfull);
     for (int r = 0; r < t; r++) {
-        pb_layer *ly = pb_stack_layer(shards[r], 0);
+        pb_layer *ly = pb_layer_stack_layer(shards[r], 0);
         float *p = host_copy(grads ? pb_layer_grads(ly) : pb_layer_weights(ly), nloc);
-        const pb_layer_shape *sh = pb_stack_shape(shards[r]);
+        const pb_layer_shape *sh = pb_layer_stack_shape(shards[r]);
         for (int w = 0; w < PB_W_COUNT; w++) {
-            int64_t rows, cols, off = pb_weight_offset(sh, (enum pb_weight)w);
-            pb_weight_dims(sh, (enum pb_weight)w, &rows, &cols);
+            int64_t rows, cols, off = pb_layer_weight_offset(sh, (enum pb_weight)w);
+            pb_layer_weight_dims(sh, (enum pb_weight)w, &rows, &cols);
             for (size_t i = 0; i < (size_t)(rows * cols); i++)
                 assert_true(fabs(p[off + (int64_t)i] - f[full_index(w, t, r, i)]) <= tol * scale);
         }
@@ -192,38 +192,38 @@ typedef int (*bwd_fn)(pb_layer *, pb_layer_acts *, const void *, void *, int);
 static void check_block(int t, int scores, fwd_fn fwd, bwd_fn bwd)
 {
     size_t nx = (size_t)N * H;
-    pb_stack *full = make_stack(shape(1, 0, scores), 1, PB_FLOAT32), *shards[4];
+    pb_layer_stack *full = make_stack(shape(1, 0, scores), 1, PB_FLOAT32), *shards[4];
     void *x, *dy, *y, *dx;
     assert_int_equal(E->alloc(&x, nx * 4), PB_OK);
     assert_int_equal(E->alloc(&dy, nx * 4), PB_OK);
     assert_int_equal(E->alloc(&y, nx * 4), PB_OK);
     assert_int_equal(E->alloc(&dx, nx * 4), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, x, N, H, 5, 0), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, dy, N, H, 5, 1), PB_OK);
-    pb_acts *a;
-    assert_int_equal(pb_acts_alloc(full, &a), PB_OK);
-    assert_int_equal(fwd(pb_stack_layer(full, 0), pb_acts_layer(a, 0), x, y), PB_OK);
-    assert_int_equal(bwd(pb_stack_layer(full, 0), pb_acts_layer(a, 0), dy, dx, 0), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, N, H, 5, 0), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, dy, N, H, 5, 1), PB_OK);
+    pb_layer_saved *a;
+    assert_int_equal(pb_layer_saved_alloc(full, &a), PB_OK);
+    assert_int_equal(fwd(pb_layer_stack_layer(full, 0), pb_layer_saved_layer(a, 0), x, y), PB_OK);
+    assert_int_equal(bwd(pb_layer_stack_layer(full, 0), pb_layer_saved_layer(a, 0), dy, dx, 0), PB_OK);
     float *yref = host_copy(y, nx), *dxref = host_copy(dx, nx);
     float *ysum = calloc(nx, sizeof *ysum), *dxsum = calloc(nx, sizeof *dxsum);
     for (int r = 0; r < t; r++) {
         shards[r] = make_stack(shape(t, r, scores), 1, PB_FLOAT32);
-        pb_acts *ar;
-        assert_int_equal(pb_acts_alloc(shards[r], &ar), PB_OK);
-        assert_int_equal(fwd(pb_stack_layer(shards[r], 0), pb_acts_layer(ar, 0), x, y), PB_OK);
-        assert_int_equal(bwd(pb_stack_layer(shards[r], 0), pb_acts_layer(ar, 0), dy, dx, 0), PB_OK);
+        pb_layer_saved *ar;
+        assert_int_equal(pb_layer_saved_alloc(shards[r], &ar), PB_OK);
+        assert_int_equal(fwd(pb_layer_stack_layer(shards[r], 0), pb_layer_saved_layer(ar, 0), x, y), PB_OK);
+        assert_int_equal(bwd(pb_layer_stack_layer(shards[r], 0), pb_layer_saved_layer(ar, 0), dy, dx, 0), PB_OK);
         float *yp = host_copy(y, nx), *dxp = host_copy(dx, nx);
         for (size_t i = 0; i < nx; i++) ysum[i] += yp[i], dxsum[i] += dxp[i];
         free(yp), free(dxp);
-        pb_acts_free(shards[r], ar);
+        pb_layer_saved_free(shards[r], ar);
     }
     assert_close(ysum, yref, nx);
     assert_close(dxsum, dxref, nx);
     check_slices(full, shards, t, 0, 0.0); /* weights: bit-exact slices */
     check_slices(full, shards, t, 1, TOL); /* gradients: this block's, others stay 0 */
-    for (int r = 0; r < t; r++) pb_stack_destroy(shards[r]);
-    pb_acts_free(full, a);
-    pb_stack_destroy(full);
+    for (int r = 0; r < t; r++) pb_layer_stack_destroy(shards[r]);
+    pb_layer_saved_free(full, a);
+    pb_layer_stack_destroy(full);
     E->free(x), E->free(dy), E->free(y), E->free(dx);
     free(yref), free(dxref), free(ysum), free(dxsum);
 }
@@ -232,15 +232,15 @@ static void test_tp_attention(void **state)
 {
     (void)state;
     for (int t = 2; t <= 4; t *= 2) {
-        check_block(t, 0, pb_attn_forward, pb_attn_backward);
-        check_block(t, 1, pb_attn_forward, pb_attn_backward);
+        check_block(t, 0, pb_layer_attn_forward, pb_layer_attn_backward);
+        check_block(t, 1, pb_layer_attn_forward, pb_layer_attn_backward);
     }
 }
 
 static void test_tp_mlp(void **state)
 {
     (void)state;
-    for (int t = 2; t <= 4; t *= 2) check_block(t, 0, pb_mlp_forward, pb_mlp_backward);
+    for (int t = 2; t <= 4; t *= 2) check_block(t, 0, pb_layer_mlp_forward, pb_layer_mlp_backward);
 }
 
 /* Attention scores against a direct host computation of
@@ -248,15 +248,15 @@ static void test_tp_mlp(void **state)
 static void test_attention_scores_direct(void **state)
 {
     (void)state;
-    pb_stack *st = make_stack(shape(1, 0, 1), 1, PB_FLOAT32);
-    pb_acts *a;
+    pb_layer_stack *st = make_stack(shape(1, 0, 1), 1, PB_FLOAT32);
+    pb_layer_saved *a;
     void *x, *y;
     assert_int_equal(E->alloc(&x, (size_t)N * H * 4), PB_OK);
     assert_int_equal(E->alloc(&y, (size_t)N * H * 4), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, x, N, H, 1, 0), PB_OK);
-    assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
-    pb_layer *ly = pb_stack_layer(st, 0);
-    assert_int_equal(pb_attn_forward(ly, pb_acts_layer(a, 0), x, y), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, N, H, 1, 0), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    pb_layer *ly = pb_layer_stack_layer(st, 0);
+    assert_int_equal(pb_layer_attn_forward(ly, pb_layer_saved_layer(a, 0), x, y), PB_OK);
     /* Recompute QKV and O on the host, then Y = X + O Wo, and compare Y. */
     float *xh = host_copy(x, (size_t)N * H), *w = host_copy(pb_layer_weights(ly), 4 * H * H);
     float *yh = host_copy(y, (size_t)N * H);
@@ -289,8 +289,8 @@ static void test_attention_scores_direct(void **state)
         }
     assert_close(yh, yref, (size_t)N * H);
     free(xh), free(w), free(yh), free(qkv), free(o), free(yref);
-    pb_acts_free(st, a);
-    pb_stack_destroy(st);
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
     E->free(x), E->free(y);
 }
 
@@ -339,25 +339,25 @@ static double directional(probe *p, void *target, const float *dir, size_t n, do
 static float *random_dir(size_t n, uint64_t stream)
 {
     float *d = malloc(n * sizeof *d);
-    pb_fill_spec spec = {.seed = 123, .stream = stream, .scale = 1.0f};
+    pb_compute_fill_spec spec = {.seed = 123, .stream = stream, .scale = 1.0f};
     assert_int_equal(E->fill(d, PB_FLOAT32, 1, (int64_t)n, (int64_t)n, &spec), PB_OK);
     return d;
 }
 
 static void check_gradients(int scores, fwd_fn fwd, bwd_fn bwd, double e, double tol)
 {
-    pb_stack *st = make_stack(shape(1, 0, scores), 1, PB_FLOAT32);
-    pb_acts *a;
-    assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
+    pb_layer_stack *st = make_stack(shape(1, 0, scores), 1, PB_FLOAT32);
+    pb_layer_saved *a;
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
     size_t nx = (size_t)N * H, nw = 12 * H * H;
-    probe p = {.ly = pb_stack_layer(st, 0), .sv = pb_acts_layer(a, 0), .fwd = fwd};
+    probe p = {.ly = pb_layer_stack_layer(st, 0), .sv = pb_layer_saved_layer(a, 0), .fwd = fwd};
     void *dx;
     assert_int_equal(E->alloc(&p.x, nx * 4), PB_OK);
     assert_int_equal(E->alloc(&p.y, nx * 4), PB_OK);
     assert_int_equal(E->alloc(&p.g, nx * 4), PB_OK);
     assert_int_equal(E->alloc(&dx, nx * 4), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, p.x, N, H, 3, 0), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, p.g, N, H, 3, 1), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, p.x, N, H, 3, 0), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, p.g, N, H, 3, 1), PB_OK);
     assert_int_equal(fwd(p.ly, p.sv, p.x, p.y), PB_OK);
     assert_int_equal(bwd(p.ly, p.sv, p.g, dx, 0), PB_OK);
     float *dxh = host_copy(dx, nx), *dwh = host_copy(pb_layer_grads(p.ly), nw);
@@ -374,15 +374,15 @@ static void check_gradients(int scores, fwd_fn fwd, bwd_fn bwd, double e, double
     assert_true(fabs(want_w - got_w) <= tol * sw);
     free(dxh), free(dwh), free(vx), free(vw);
     E->free(p.x), E->free(p.y), E->free(p.g), E->free(dx);
-    pb_acts_free(st, a);
-    pb_stack_destroy(st);
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
 }
 
 static void test_gradcheck_attention(void **state)
 {
     (void)state;
-    check_gradients(0, pb_attn_forward, pb_attn_backward, 0.05, 1e-4);
-    check_gradients(1, pb_attn_forward, pb_attn_backward, 0.05, 1e-4);
+    check_gradients(0, pb_layer_attn_forward, pb_layer_attn_backward, 0.05, 1e-4);
+    check_gradients(1, pb_layer_attn_forward, pb_layer_attn_backward, 0.05, 1e-4);
 }
 
 /* relu kinks break the polynomial argument: a small step, where fp32 rounding
@@ -391,7 +391,7 @@ static void test_gradcheck_attention(void **state)
 static void test_gradcheck_mlp(void **state)
 {
     (void)state;
-    check_gradients(0, pb_mlp_forward, pb_mlp_backward, 1e-3, 1e-2);
+    check_gradients(0, pb_layer_mlp_forward, pb_layer_mlp_backward, 1e-3, 1e-2);
 }
 
 int main(void)

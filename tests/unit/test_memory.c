@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include "core/error.h"
-#include "core/memory.h"
+#include "core/mem.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>

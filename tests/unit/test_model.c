@@ -51,105 +51,105 @@ static void test_coll_names(void **state)
 static void test_ring_time(void **state)
 {
     (void)state;
-    pb_link l = {0.0, 50e9};
+    pb_model_link l = {0.0, 50e9};
     /* The seed's DP example: 7B bf16 on 8 GPUs at 50 GB/s -> 2*7/8*14 GB / 50 GB/s. */
-    CLOSE(pb_t_ring_allreduce(14e9, 8, l), 0.49);
-    pb_link la = {2e-6, 10e9};
-    CLOSE(pb_t_ring_allreduce(1e6, 4, la), 6 * 2e-6 + 1.5 * 1e6 / 10e9);
-    CLOSE(pb_t_ring_allreduce(1e6, 1, la), 0.0);
-    CLOSE(pb_t_allgather(8e6, 8, la), 7 * 2e-6 + 7.0 / 8 * 8e6 / 10e9);
-    CLOSE(pb_t_reducescatter(8e6, 8, la), pb_t_allgather(8e6, 8, la));
-    CLOSE(pb_t_p2p(1e6, la), 2e-6 + 1e-4);
+    CLOSE(pb_model_t_ring_allreduce(14e9, 8, l), 0.49);
+    pb_model_link la = {2e-6, 10e9};
+    CLOSE(pb_model_t_ring_allreduce(1e6, 4, la), 6 * 2e-6 + 1.5 * 1e6 / 10e9);
+    CLOSE(pb_model_t_ring_allreduce(1e6, 1, la), 0.0);
+    CLOSE(pb_model_t_allgather(8e6, 8, la), 7 * 2e-6 + 7.0 / 8 * 8e6 / 10e9);
+    CLOSE(pb_model_t_reducescatter(8e6, 8, la), pb_model_t_allgather(8e6, 8, la));
+    CLOSE(pb_model_t_p2p(1e6, la), 2e-6 + 1e-4);
     /* Binomial tree: 2 * ceil(log2 n) rounds of a + S/B. */
-    CLOSE(pb_t_tree_allreduce(1e3, 8, la), 6 * (2e-6 + 1e3 / 10e9));
-    CLOSE(pb_t_tree_allreduce(1e3, 5, la), 6 * (2e-6 + 1e3 / 10e9));
+    CLOSE(pb_model_t_tree_allreduce(1e3, 8, la), 6 * (2e-6 + 1e3 / 10e9));
+    CLOSE(pb_model_t_tree_allreduce(1e3, 5, la), 6 * (2e-6 + 1e3 / 10e9));
     /* Small messages: the tree's fewer latency terms win; large: the ring. */
-    CLOSE(pb_t_allreduce(8, 64, la), pb_t_tree_allreduce(8, 64, la));
-    CLOSE(pb_t_allreduce(1e9, 64, la), pb_t_ring_allreduce(1e9, 64, la));
-    CLOSE(pb_t_coll(PB_COLL_ALLREDUCE, 1e6, 4, la), pb_t_ring_allreduce(1e6, 4, la));
-    CLOSE(pb_t_coll(PB_COLL_BROADCAST, 1e6, 8, la), 3 * pb_t_p2p(1e6, la));
-    CLOSE(pb_t_coll(PB_COLL_SENDRECV, 1e6, 2, la), pb_t_p2p(1e6, la));
+    CLOSE(pb_model_t_allreduce(8, 64, la), pb_model_t_tree_allreduce(8, 64, la));
+    CLOSE(pb_model_t_allreduce(1e9, 64, la), pb_model_t_ring_allreduce(1e9, 64, la));
+    CLOSE(pb_model_t_coll(PB_COLL_ALLREDUCE, 1e6, 4, la), pb_model_t_ring_allreduce(1e6, 4, la));
+    CLOSE(pb_model_t_coll(PB_COLL_BROADCAST, 1e6, 8, la), 3 * pb_model_t_p2p(1e6, la));
+    CLOSE(pb_model_t_coll(PB_COLL_SENDRECV, 1e6, 2, la), pb_model_t_p2p(1e6, la));
 }
 
 static void test_pipeline(void **state)
 {
     (void)state;
-    CLOSE(pb_pipe_efficiency(32, 8), 32.0 / 39.0);
-    CLOSE(pb_pipe_bubble_of_step(32, 8), 7.0 / 39.0);
-    CLOSE(pb_pipe_bubble_of_compute(32, 8), 7.0 / 32.0);
-    CLOSE(pb_pipe_efficiency(4, 1), 1.0);
-    assert_int_equal(pb_pipe_in_flight(PB_PP_GPIPE, 32, 8), 32);
-    assert_int_equal(pb_pipe_in_flight(PB_PP_1F1B, 32, 8), 8);
-    assert_int_equal(pb_pipe_in_flight(PB_PP_1F1B, 4, 8), 4);
+    CLOSE(pb_model_pipe_efficiency(32, 8), 32.0 / 39.0);
+    CLOSE(pb_model_pipe_bubble_of_step(32, 8), 7.0 / 39.0);
+    CLOSE(pb_model_pipe_bubble_of_compute(32, 8), 7.0 / 32.0);
+    CLOSE(pb_model_pipe_efficiency(4, 1), 1.0);
+    assert_int_equal(pb_model_pipe_in_flight(PB_PP_GPIPE, 32, 8), 32);
+    assert_int_equal(pb_model_pipe_in_flight(PB_PP_1F1B, 32, 8), 8);
+    assert_int_equal(pb_model_pipe_in_flight(PB_PP_1F1B, 4, 8), 4);
 }
 
 static void test_tp_dp_volume(void **state)
 {
     (void)state;
-    CLOSE(pb_tp_elems_per_rank_layer(1, 2048, 4096, 8), 8.0 * 2048 * 4096 * 7 / 8);
-    CLOSE(pb_tp_elems_per_rank_layer(2, 1024, 1024, 2), 8.0 * 2 * 1024 * 1024 / 2);
-    CLOSE(pb_tp_elems_per_rank_layer(1, 2048, 4096, 1), 0.0);
-    CLOSE(pb_dp_grad_bytes(7e9, 2), 14e9);
+    CLOSE(pb_model_tp_elems_per_rank_layer(1, 2048, 4096, 8), 8.0 * 2048 * 4096 * 7 / 8);
+    CLOSE(pb_model_tp_elems_per_rank_layer(2, 1024, 1024, 2), 8.0 * 2 * 1024 * 1024 / 2);
+    CLOSE(pb_model_tp_elems_per_rank_layer(1, 2048, 4096, 1), 0.0);
+    CLOSE(pb_model_dp_grad_bytes(7e9, 2), 14e9);
 }
 
 static void test_flops(void **state)
 {
     (void)state;
     double b = 2, s = 1024, h = 4096;
-    CLOSE(pb_layer_flops_fwd(b, s, h, 1, 1), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
-    CLOSE(pb_layer_flops_bwd(b, s, h, 1, 1), 2 * pb_layer_flops_fwd(b, s, h, 1, 1));
-    CLOSE(pb_logit_flops_fwd(1, 2048, 4096, 32000), 2.0 * 2048 * 4096 * 32000);
+    CLOSE(pb_flops_layer_fwd(b, s, h, 1, 1), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
+    CLOSE(pb_flops_layer_bwd(b, s, h, 1, 1), 2 * pb_flops_layer_fwd(b, s, h, 1, 1));
+    CLOSE(pb_model_logit_flops_fwd(1, 2048, 4096, 32000), 2.0 * 2048 * 4096 * 32000);
 }
 
 static void test_memory(void **state)
 {
     (void)state;
     CLOSE(PB_BYTES_PER_PARAM, 16.0);
-    pb_model m;
-    assert_int_equal(pb_model_preset("llama-7b", "--model", &m), PB_OK);
+    pb_presets_model m;
+    assert_int_equal(pb_presets_preset("llama-7b", "--model", &m), PB_OK);
     /* DP only: 16 B/param, 7B -> 112 GB before activations. */
-    pb_mem r = pb_memory_per_gpu(7e9, &m, 1, 1, 1, PB_PP_1F1B, 0, PB_RECOMPUTE_NONE);
+    pb_model_mem r = pb_model_memory_per_gpu(7e9, &m, 1, 1, 1, PB_PP_1F1B, 0, PB_RECOMPUTE_NONE);
     CLOSE(r.weights, 14e9);
     CLOSE(r.grads, 14e9);
     CLOSE(r.optimizer, 84e9);
     double s = 2048, b = 1, h = 4096, a = 32, sbh = s * b * h;
     double layer = sbh * (34 + 5 * a * s / h);
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 1, 0, PB_RECOMPUTE_NONE), layer);
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 1, 0, PB_RECOMPUTE_NONE), layer);
     CLOSE(r.activations, 32 * layer);
     CLOSE(r.total, 112e9 + 32 * layer);
     /* Korthikanti table 2 with t = 8. */
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_NONE), sbh * (10 + 24.0 / 8 + 5 * a * s / (h * 8)));
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_NONE), layer / 8);
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_SELECTIVE), sbh * 34 / 8);
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_SELECTIVE), sbh * (10 + 3));
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_FULL), 2 * sbh);
-    CLOSE(pb_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_FULL), 2 * sbh / 8);
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_NONE), sbh * (10 + 24.0 / 8 + 5 * a * s / (h * 8)));
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_NONE), layer / 8);
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_SELECTIVE), sbh * 34 / 8);
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_SELECTIVE), sbh * (10 + 3));
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_FULL), 2 * sbh);
+    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_FULL), 2 * sbh / 8);
     /* t=2, p=4, m=16: GPipe holds 16 micro-batches of 8 layers, 1F1B holds 4. */
-    pb_mem g = pb_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_GPIPE, 1, PB_RECOMPUTE_NONE);
-    pb_mem f = pb_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_1F1B, 1, PB_RECOMPUTE_NONE);
+    pb_model_mem g = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_GPIPE, 1, PB_RECOMPUTE_NONE);
+    pb_model_mem f = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_1F1B, 1, PB_RECOMPUTE_NONE);
     CLOSE(g.weights, 7e9 / 8 * 2);
     CLOSE(g.optimizer, 7e9 / 8 * 12);
     CLOSE(g.activations, 16 * 8 * layer / 2);
     CLOSE(f.activations, 4 * 8 * layer / 2);
 }
 
-static pb_train job_for(const char *model, int64_t gb)
+static pb_model_train job_for(const char *model, int64_t gb)
 {
-    pb_train j = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
+    pb_model_train j = {.dtype_bytes = 2, .global_batch = gb, .sched = PB_PP_1F1B, .sp = 1,
                   .recompute = PB_RECOMPUTE_SELECTIVE};
-    assert_int_equal(pb_model_preset(model, "--model", &j.model), PB_OK);
-    j.params = j.model.nominal_params > 0 ? j.model.nominal_params : pb_model_params(&j.model);
+    assert_int_equal(pb_presets_preset(model, "--model", &j.model), PB_OK);
+    j.params = j.model.nominal_params > 0 ? j.model.nominal_params : pb_presets_params(&j.model);
     return j;
 }
 
 static void test_step(void **state)
 {
     (void)state;
-    pb_cluster c;
+    pb_model_cluster c;
     assert_int_equal(pb_cluster_preset("a100", "--cluster", &c), PB_OK);
-    pb_train j = job_for("llama-70b", 128);
-    pb_step s;
-    pb_step_eval(&j, &c, 8, 8, 4, &s);
+    pb_model_train j = job_for("llama-70b", 128);
+    pb_model_step s;
+    pb_model_step_eval(&j, &c, 8, 8, 4, &s);
     assert_string_equal(s.reject, "");
     assert_int_equal(s.m, 32);
     assert_int_equal(s.link_t, PB_LINK_INTRA);
@@ -159,21 +159,21 @@ static void test_step(void **state)
     double slot = s.t_fwd + s.t_bwd + s.c_tp + s.c_pp;
     CLOSE(s.step, 39 * slot + s.c_dp);
     CLOSE(s.bubble, 7 * slot);
-    CLOSE(s.c_tp, 10 * 4 * pb_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra));
-    CLOSE(s.c_dp, pb_t_ring_allreduce(70e9 / 64 * 2, 4, c.inter));
+    CLOSE(s.c_tp, 10 * 4 * pb_model_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra));
+    CLOSE(s.c_dp, pb_model_t_ring_allreduce(70e9 / 64 * 2, 4, c.inter));
     /* Rejections: TP over a node, too big, indivisible layers. */
-    pb_step_eval(&j, &c, 16, 4, 4, &s);
+    pb_model_step_eval(&j, &c, 16, 4, 4, &s);
     assert_non_null(strstr(s.reject, "larger than a node"));
-    pb_step_eval(&j, &c, 1, 1, 256, &s);
+    pb_model_step_eval(&j, &c, 1, 1, 256, &s);
     assert_non_null(strstr(s.reject, "exceeds the global batch"));
     j.global_batch = 1024;
-    pb_step_eval(&j, &c, 1, 16, 16, &s);
+    pb_model_step_eval(&j, &c, 1, 16, 16, &s);
     assert_non_null(strstr(s.reject, "does not fit"));
-    pb_step_eval(&j, &c, 1, 32, 8, &s);
+    pb_model_step_eval(&j, &c, 1, 32, 8, &s);
     assert_non_null(strstr(s.reject, "does not divide 80 layers"));
     /* Small jobs: on one node every axis is intra-node. */
-    pb_train t = job_for("tiny", 8);
-    pb_step_eval(&t, &c, 2, 2, 2, &s);
+    pb_model_train t = job_for("tiny", 8);
+    pb_model_step_eval(&t, &c, 2, 2, 2, &s);
     assert_string_equal(s.reject, "");
     assert_int_equal(s.link_d, PB_LINK_INTRA);
     assert_int_equal(s.link_p, PB_LINK_INTRA);
@@ -182,11 +182,11 @@ static void test_step(void **state)
 static void test_enumerate(void **state)
 {
     (void)state;
-    pb_cluster c;
+    pb_model_cluster c;
     assert_int_equal(pb_cluster_preset("a100", "--cluster", &c), PB_OK);
-    pb_train j = job_for("llama-70b", 1024);
-    pb_step s[256];
-    int n = pb_step_enumerate(&j, &c, 256, s, 256);
+    pb_model_train j = job_for("llama-70b", 1024);
+    pb_model_step s[256];
+    int n = pb_model_step_enumerate(&j, &c, 256, s, 256);
     assert_int_equal(n, 45); /* ordered factorizations of 2^8 into 3 */
     int valid = 0;
     for (int i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ static void test_enumerate(void **state)
 static void test_cluster_presets(void **state)
 {
     (void)state;
-    pb_cluster c;
+    pb_model_cluster c;
     assert_int_equal(pb_cluster_preset("h100", "--cluster", &c), PB_OK);
     assert_string_equal(c.name, "h100-ib400");
     CLOSE(c.inter.bw_Bps, 50e9);

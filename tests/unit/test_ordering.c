@@ -50,9 +50,9 @@ static const pb_compute queued_engine = {.name = "fake-gpu", .mem = PB_MEM_DEVIC
                                          .queue = eng_queue,
                                          .span_begin = eng_span_begin, .span_end = eng_span_end,
                                          .span_take = eng_span_take};
-static const pb_backend host_backend = {.name = "fake-mpi", .mem = PB_MEM_HOST, .sync = be_sync};
-static const pb_backend staged_backend = {.name = "fake-mpi", .mem = PB_MEM_DEVICE, .sync = be_sync};
-static const pb_backend stream_backend = {.name = "fake-nccl", .mem = PB_MEM_DEVICE, .sync = be_sync,
+static const pb_comm_backend host_backend = {.name = "fake-mpi", .mem = PB_MEM_HOST, .sync = be_sync};
+static const pb_comm_backend staged_backend = {.name = "fake-mpi", .mem = PB_MEM_DEVICE, .sync = be_sync};
+static const pb_comm_backend stream_backend = {.name = "fake-nccl", .mem = PB_MEM_DEVICE, .sync = be_sync,
                                           .after_queue = be_after, .before_queue = be_before,
                                           .span_begin = be_span_begin, .span_end = be_span_end,
                                           .span_take = be_span_take};
@@ -70,13 +70,13 @@ static void test_plan_needs_both_sides(void **state)
     assert_int_equal(pb_ordering_plan(&host_engine, &stream_backend), PB_ORDERING_HOST);   /* BLAS with NCCL */
     assert_int_equal(pb_ordering_plan(&queued_engine, &host_backend), PB_ORDERING_HOST);   /* cuBLAS with MPI */
     assert_int_equal(pb_ordering_plan(&queued_engine, &staged_backend), PB_ORDERING_HOST); /* --mem device */
-    assert_int_equal(pb_ordering_plan(pb_compute_blas(), pb_backend_mpi()), PB_ORDERING_HOST);
+    assert_int_equal(pb_ordering_plan(pb_compute_blas(), pb_comm_backend_mpi()), PB_ORDERING_HOST);
     /* A stream backend whose memory is the host's cannot be ordered against a device queue. */
-    pb_backend odd = stream_backend;
+    pb_comm_backend odd = stream_backend;
     odd.mem = PB_MEM_HOST;
     assert_int_equal(pb_ordering_plan(&queued_engine, &odd), PB_ORDERING_HOST);
     /* Any missing hook falls back to host order. */
-    pb_backend partial = stream_backend;
+    pb_comm_backend partial = stream_backend;
     partial.span_take = NULL;
     assert_int_equal(pb_ordering_plan(&queued_engine, &partial), PB_ORDERING_HOST);
     pb_compute no_spans = queued_engine;
@@ -116,36 +116,36 @@ static void test_stream_order_never_blocks(void **state)
 
 static void test_host_timer_completes_and_adds(void **state)
 {
-    pb_side_timer comm, comp;
-    pb_side_timer_init(&comm, PB_ORDERING_HOST, &host_engine, &host_backend, fake_comm);
-    pb_side_timer_init(&comp, PB_ORDERING_HOST, &host_engine, &host_backend, NULL);
+    pb_ordering_side_timer comm, comp;
+    pb_ordering_side_timer_init(&comm, PB_ORDERING_HOST, &host_engine, &host_backend, fake_comm);
+    pb_ordering_side_timer_init(&comp, PB_ORDERING_HOST, &host_engine, &host_backend, NULL);
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(pb_side_timer_begin(&comm), PB_OK);
-        assert_int_equal(pb_side_timer_end(&comm), PB_OK);
+        assert_int_equal(pb_ordering_side_timer_begin(&comm), PB_OK);
+        assert_int_equal(pb_ordering_side_timer_end(&comm), PB_OK);
     }
-    assert_int_equal(pb_side_timer_begin(&comp), PB_OK);
-    assert_int_equal(pb_side_timer_end(&comp), PB_OK);
+    assert_int_equal(pb_ordering_side_timer_begin(&comp), PB_OK);
+    assert_int_equal(pb_ordering_side_timer_end(&comp), PB_OK);
     assert_int_equal(seen.be_sync, 3); /* each end completes the communicator's work */
     assert_int_equal(seen.eng_sync, 1);
     assert_int_equal(comm.spans, 3);
     assert_int_equal(comp.spans, 1);
     assert_true(comm.total_us >= 0 && comp.total_us >= 0);
     double before = comm.total_us;
-    assert_int_equal(pb_side_timer_take(&comm), PB_OK); /* nothing pending in host order */
+    assert_int_equal(pb_ordering_side_timer_take(&comm), PB_OK); /* nothing pending in host order */
     assert_true(comm.total_us == before);
     assert_int_equal(seen.be_begin + seen.be_end + seen.eng_begin + seen.eng_end, 0);
 }
 
 static void test_stream_timer_uses_spans(void **state)
 {
-    pb_side_timer comm, comp;
-    pb_side_timer_init(&comm, PB_ORDERING_STREAM, &queued_engine, &stream_backend, fake_comm);
-    pb_side_timer_init(&comp, PB_ORDERING_STREAM, &queued_engine, &stream_backend, NULL);
+    pb_ordering_side_timer comm, comp;
+    pb_ordering_side_timer_init(&comm, PB_ORDERING_STREAM, &queued_engine, &stream_backend, fake_comm);
+    pb_ordering_side_timer_init(&comp, PB_ORDERING_STREAM, &queued_engine, &stream_backend, NULL);
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(pb_side_timer_begin(&comm), PB_OK);
-        assert_int_equal(pb_side_timer_end(&comm), PB_OK);
-        assert_int_equal(pb_side_timer_begin(&comp), PB_OK);
-        assert_int_equal(pb_side_timer_end(&comp), PB_OK);
+        assert_int_equal(pb_ordering_side_timer_begin(&comm), PB_OK);
+        assert_int_equal(pb_ordering_side_timer_end(&comm), PB_OK);
+        assert_int_equal(pb_ordering_side_timer_begin(&comp), PB_OK);
+        assert_int_equal(pb_ordering_side_timer_end(&comp), PB_OK);
     }
     assert_int_equal(seen.be_begin, 2);
     assert_int_equal(seen.be_end, 2);
@@ -153,8 +153,8 @@ static void test_stream_timer_uses_spans(void **state)
     assert_int_equal(seen.eng_end, 2);
     assert_int_equal(seen.be_sync + seen.eng_sync, 0); /* the host never waits while timing */
     assert_true(comm.total_us == 0 && comp.total_us == 0); /* nothing is known before the take */
-    assert_int_equal(pb_side_timer_take(&comm), PB_OK);
-    assert_int_equal(pb_side_timer_take(&comp), PB_OK);
+    assert_int_equal(pb_ordering_side_timer_take(&comm), PB_OK);
+    assert_int_equal(pb_ordering_side_timer_take(&comp), PB_OK);
     assert_true(comm.total_us == 4.0); /* 2 spans x 2.0 us from the fake backend */
     assert_true(comp.total_us == 15.0); /* 2 spans x 7.5 us from the fake engine */
     assert_int_equal(comm.spans, 2);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 /* 4 ranks on 2 nodes: (0,1) and (2,3) intra, the rest inter; pair 1-2 has a bad link. */
-static pb_pair_result pairs[] = {
+static pb_p2p_matrix_pair_result pairs[] = {
     {0, 1, "intra", 0.5, 10.0, 0}, {0, 2, "inter", 10, 1.20, 0}, {0, 3, "inter", 11, 1.25, 0},
     {1, 2, "inter", 12, 0.40, 0},  {1, 3, "inter", 10, 1.22, 0}, {2, 3, "intra", 0.6, 9.0, 0},
 };
@@ -22,8 +22,8 @@ static pb_pair_result pairs[] = {
 static void summaries(void **state)
 {
     (void)state;
-    pb_class_summary s[3];
-    int n = pb_matrix_summarize(pairs, NP, s);
+    pb_p2p_matrix_class_summary s[3];
+    int n = pb_p2p_matrix_summarize(pairs, NP, s);
     assert_int_equal(n, 2);
     assert_string_equal(s[0].link, "intra");
     assert_int_equal(s[0].pairs, 2);
@@ -38,13 +38,13 @@ static void summaries(void **state)
 static void slow_pairs(void **state)
 {
     (void)state;
-    pb_class_summary s[3];
-    int n = pb_matrix_summarize(pairs, NP, s);
-    assert_int_equal(pb_matrix_flag_slow(pairs, NP, s, n, 0.8, 2.0), 1);
+    pb_p2p_matrix_class_summary s[3];
+    int n = pb_p2p_matrix_summarize(pairs, NP, s);
+    assert_int_equal(pb_p2p_matrix_flag_slow(pairs, NP, s, n, 0.8, 2.0), 1);
     for (int i = 0; i < NP; i++) assert_int_equal(pairs[i].slow, pairs[i].a == 1 && pairs[i].b == 2);
     /* a pair with a high latency is flagged too */
     pairs[0].lat_us = 5;
-    assert_int_equal(pb_matrix_flag_slow(pairs, NP, s, n, 0.8, 2.0), 2);
+    assert_int_equal(pb_p2p_matrix_flag_slow(pairs, NP, s, n, 0.8, 2.0), 2);
     pairs[0].lat_us = 0.5;
 }
 
@@ -54,7 +54,7 @@ static void matrix_file(void **state)
     char path[] = "/tmp/pb-matrix-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    assert_int_equal(pb_matrix_write_csv(path, 4, pairs, NP, 1), 0);
+    assert_int_equal(pb_p2p_matrix_write_csv(path, 4, pairs, NP, 1), 0);
     FILE *f = fopen(path, "r");
     char line[256];
     assert_non_null(fgets(line, sizeof line, f)); /* comment */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* Checks every property; returns the number of rounds. */
-static int check_schedule(const pb_schedule *s, const int *node_of, int n)
+static int check_schedule(const pb_p2p_schedule *s, const int *node_of, int n)
 {
     assert_int_equal(s->npairs, n * (n - 1) / 2);
     unsigned char *seen = calloc((size_t)n * (size_t)n, 1);
@@ -23,7 +23,7 @@ static int check_schedule(const pb_schedule *s, const int *node_of, int n)
     assert_non_null(last_round);
     for (int r = 0; r < n; r++) last_round[r] = -1;
     for (int i = 0; i < s->npairs; i++) {
-        const pb_sched_pair *p = &s->pairs[i];
+        const pb_p2p_schedule_pair *p = &s->pairs[i];
         assert_true(p->a >= 0 && p->a < p->b && p->b < n);
         assert_true(p->round >= 0 && p->round < s->nrounds);
         if (i > 0) assert_true(p->round >= s->pairs[i - 1].round); /* sorted by round */
@@ -33,7 +33,7 @@ static int check_schedule(const pb_schedule *s, const int *node_of, int n)
         last_round[p->a] = last_round[p->b] = p->round;
         /* a round is all inter-node or all intra-node */
         if (i > 0 && s->pairs[i - 1].round == p->round) {
-            const pb_sched_pair *q = &s->pairs[i - 1];
+            const pb_p2p_schedule_pair *q = &s->pairs[i - 1];
             assert_int_equal(node_of[q->a] == node_of[q->b], node_of[p->a] == node_of[p->b]);
         }
     }
@@ -54,16 +54,16 @@ static void two_by_two(void **state)
 {
     (void)state;
     int node_of[] = {0, 0, 1, 1};
-    pb_schedule s;
-    assert_int_equal(pb_schedule_concurrent(node_of, 4, &s), PB_OK);
+    pb_p2p_schedule s;
+    assert_int_equal(pb_p2p_schedule_concurrent(node_of, 4, &s), PB_OK);
     assert_int_equal(check_schedule(&s, node_of, 4), 3);
-    const pb_sched_pair want[] = {{0, 2, 0}, {1, 3, 0}, {0, 3, 1}, {1, 2, 1}, {0, 1, 2}, {2, 3, 2}};
+    const pb_p2p_schedule_pair want[] = {{0, 2, 0}, {1, 3, 0}, {0, 3, 1}, {1, 2, 1}, {0, 1, 2}, {2, 3, 2}};
     for (int i = 0; i < 6; i++) {
         assert_int_equal(s.pairs[i].a, want[i].a);
         assert_int_equal(s.pairs[i].b, want[i].b);
         assert_int_equal(s.pairs[i].round, want[i].round);
     }
-    pb_schedule_free(&s);
+    pb_p2p_schedule_free(&s);
 }
 
 /* n nodes of r ranks: N - 1 rounds when both are even, and the first
@@ -75,8 +75,8 @@ static void uniform_is_optimal(void **state)
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         int nodes = shapes[k][0], per = shapes[k][1], n = nodes * per;
         int *node_of = uniform_nodes(nodes, per);
-        pb_schedule s;
-        assert_int_equal(pb_schedule_concurrent(node_of, n, &s), PB_OK);
+        pb_p2p_schedule s;
+        assert_int_equal(pb_p2p_schedule_concurrent(node_of, n, &s), PB_OK);
         int rounds = check_schedule(&s, node_of, n);
         int node_rounds = nodes < 2 ? 0 : nodes % 2 ? nodes : nodes - 1;
         int intra = per < 2 ? 0 : per % 2 ? per : per - 1;
@@ -85,7 +85,7 @@ static void uniform_is_optimal(void **state)
         for (int i = 0; i < s.npairs && nodes > 1; i++)
             if (s.pairs[i].round % per == 0 && s.pairs[i].round < node_rounds * per)
                 assert_int_equal(s.pairs[i].a % per, s.pairs[i].b % per); /* rank k with rank k */
-        pb_schedule_free(&s);
+        pb_p2p_schedule_free(&s);
         free(node_of);
     }
 }
@@ -109,12 +109,12 @@ static void uneven_nodes(void **state)
             left--;
             if (++cur > biggest) biggest = cur;
         }
-        pb_schedule s;
-        assert_int_equal(pb_schedule_concurrent(node_of, n, &s), PB_OK);
+        pb_p2p_schedule s;
+        assert_int_equal(pb_p2p_schedule_concurrent(node_of, n, &s), PB_OK);
         int rounds = check_schedule(&s, node_of, n);
         int nodes = node + 1, node_rounds = nodes < 2 ? 0 : nodes % 2 ? nodes : nodes - 1;
         assert_true(rounds <= node_rounds * biggest + biggest); /* O(N): bounded by nodes x largest node */
-        pb_schedule_free(&s);
+        pb_p2p_schedule_free(&s);
         free(node_of);
     }
 }
@@ -123,13 +123,13 @@ static void serial(void **state)
 {
     (void)state;
     int node_of[6] = {0, 0, 0, 1, 1, 1};
-    pb_schedule s;
-    assert_int_equal(pb_schedule_serial(6, &s), PB_OK);
+    pb_p2p_schedule s;
+    assert_int_equal(pb_p2p_schedule_serial(6, &s), PB_OK);
     assert_int_equal(check_schedule(&s, node_of, 6), 15);
     assert_int_equal(s.pairs[0].a, 0);
     assert_int_equal(s.pairs[0].b, 1);
     assert_int_equal(s.pairs[14].a, 4);
-    pb_schedule_free(&s);
+    pb_p2p_schedule_free(&s);
 }
 
 int main(void)

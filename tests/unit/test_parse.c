@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include "core/error.h"
-#include "core/link_class.h"
+#include "core/link.h"
 #include "core/options.h"
 #include "core/parse.h"
 
@@ -109,50 +109,50 @@ static void choices(void **state)
 static void sweep_sizes(void **state)
 {
     (void)state;
-    pb_common_opts o;
-    pb_common_defaults(&o);
+    pb_options o;
+    pb_options_defaults(&o);
     o.minbytes = 8;
     o.maxbytes = 1024;
     o.stepfactor = 4;
     uint64_t s[PB_MAX_SIZES];
-    size_t n = pb_sweep_sizes(&o, s, PB_MAX_SIZES);
+    size_t n = pb_options_sweep_sizes(&o, s, PB_MAX_SIZES);
     assert_int_equal(n, 4); /* 8 32 128 512 */
     assert_true(s[0] == 8 && s[3] == 512);
     o.stepbytes = 100;
-    n = pb_sweep_sizes(&o, s, PB_MAX_SIZES);
+    n = pb_options_sweep_sizes(&o, s, PB_MAX_SIZES);
     assert_int_equal(n, 11); /* 8, 108, ..., 1008 */
     assert_true(s[10] == 1008);
     o.minbytes = 2048;
-    assert_int_equal(pb_common_validate(&o), PB_ERR_USAGE);
+    assert_int_equal(pb_options_validate(&o), PB_ERR_USAGE);
     o.nsizes = 2;
     o.sizes[0] = 5;
     o.sizes[1] = 7;
-    assert_int_equal(pb_common_validate(&o), PB_OK); /* an explicit list overrides -b/-e */
-    assert_int_equal(pb_sweep_sizes(&o, s, PB_MAX_SIZES), 2);
+    assert_int_equal(pb_options_validate(&o), PB_OK); /* an explicit list overrides -b/-e */
+    assert_int_equal(pb_options_sweep_sizes(&o, s, PB_MAX_SIZES), 2);
 }
 
-/* Full command lines through pb_cli_parse: unknown options, missing values, strays. */
+/* Full command lines through pb_options_parse: unknown options, missing values, strays. */
 static void command_lines(void **state)
 {
     (void)state;
-    pb_common_opts o;
-    pb_common_defaults(&o);
-    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
+    pb_options o;
+    pb_options_defaults(&o);
+    pb_options_group g = pb_options_common_group(&o, PB_OPTS_ALL);
     char *ok[] = {"x", "-b", "1K", "-e", "1M", "-d", "bf16", "-o", "max", "--csv", "f.csv", NULL};
-    assert_int_equal(pb_cli_parse(11, ok, "usage", &g, 1), PB_OK);
+    assert_int_equal(pb_options_parse(11, ok, "usage", &g, 1), PB_OK);
     assert_true(o.minbytes == 1024 && o.maxbytes == (1u << 20) && o.dtype == PB_BFLOAT16 && o.op == PB_MAX);
     char *unknown[] = {"x", "--bogus", NULL};
-    assert_int_equal(pb_cli_parse(2, unknown, "usage", &g, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_options_parse(2, unknown, "usage", &g, 1), PB_ERR_USAGE);
     char *missing[] = {"x", "-e", NULL};
-    assert_int_equal(pb_cli_parse(2, missing, "usage", &g, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_options_parse(2, missing, "usage", &g, 1), PB_ERR_USAGE);
     char *stray[] = {"x", "stray", NULL};
-    assert_int_equal(pb_cli_parse(2, stray, "usage", &g, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_options_parse(2, stray, "usage", &g, 1), PB_ERR_USAGE);
     char *baddtype[] = {"x", "-d", "double", NULL};
-    assert_int_equal(pb_cli_parse(3, baddtype, "usage", &g, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_options_parse(3, baddtype, "usage", &g, 1), PB_ERR_USAGE);
     /* A group without the reduction options does not accept -d. */
-    pb_opt_group p2p = pb_common_group(&o, PB_OPTS_SWEEP);
+    pb_options_group p2p = pb_options_common_group(&o, PB_OPTS_SWEEP);
     char *dtype[] = {"x", "-d", "float", NULL};
-    assert_int_equal(pb_cli_parse(3, dtype, "usage", &p2p, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_options_parse(3, dtype, "usage", &p2p, 1), PB_ERR_USAGE);
 }
 
 /* Found by fuzzing: an error inside a group of short options ("-Zb") left
@@ -161,14 +161,14 @@ static void command_lines(void **state)
 static void parse_after_an_error(void **state)
 {
     (void)state;
-    pb_common_opts o;
-    pb_common_defaults(&o);
-    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
+    pb_options o;
+    pb_options_defaults(&o);
+    pb_options_group g = pb_options_common_group(&o, PB_OPTS_ALL);
     char group[] = "-Zb";
     char *first[] = {"x", group, NULL};
-    assert_int_equal(pb_cli_parse(2, first, "usage", &g, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_options_parse(2, first, "usage", &g, 1), PB_ERR_USAGE);
     char *second[] = {"x", "-n", "5", NULL};
-    assert_int_equal(pb_cli_parse(3, second, "usage", &g, 1), PB_OK);
+    assert_int_equal(pb_options_parse(3, second, "usage", &g, 1), PB_OK);
     assert_int_equal(o.iters, 5);
 }
 
@@ -189,7 +189,7 @@ static void link_classes(void **state)
 
 int main(void)
 {
-    pb_set_quiet_usage(1); /* the messages are for users; here only the status matters */
+    pb_error_set_quiet_usage(1); /* the messages are for users; here only the status matters */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sizes_with_suffixes), cmocka_unit_test(sizes_rejected),
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),

@@ -12,13 +12,13 @@
  * ranks on node 0, odd on node 1. Grid T=2, P=2, D=2. */
 static const int node_of[8] = {0, 1, 0, 1, 0, 1, 0, 1};
 
-static int node_at(const int *rank_at, int t, int p, int d) { return node_of[rank_at[pb_grid_pos(2, 2, t, p, d)]]; }
+static int node_at(const int *rank_at, int t, int p, int d) { return node_of[rank_at[pb_placement_grid_pos(2, 2, t, p, d)]]; }
 
 static void tp_inner_keeps_tp_in_a_node(void **state)
 {
     (void)state;
     int rank_at[8];
-    pb_grid_place(PB_PLACE_TP_INNER, 2, 2, 2, 8, node_of, rank_at);
+    pb_placement_grid_place(PB_PLACE_TP_INNER, 2, 2, 2, 8, node_of, rank_at);
     for (int p = 0; p < 2; p++)
         for (int d = 0; d < 2; d++) assert_int_equal(node_at(rank_at, 0, p, d), node_at(rank_at, 1, p, d));
     /* each node holds 4 ranks = 2 TP groups; stage 0 and 1 of replica 0 on the same node */
@@ -30,7 +30,7 @@ static void naive_ignores_nodes(void **state)
 {
     (void)state;
     int rank_at[8];
-    pb_grid_place(PB_PLACE_NAIVE, 2, 2, 2, 8, node_of, rank_at);
+    pb_placement_grid_place(PB_PLACE_NAIVE, 2, 2, 2, 8, node_of, rank_at);
     for (int i = 0; i < 8; i++) assert_int_equal(rank_at[i], i);
     /* with round-robin ranks every TP pair spans the two nodes */
     assert_int_not_equal(node_at(rank_at, 0, 0, 0), node_at(rank_at, 1, 0, 0));
@@ -40,7 +40,7 @@ static void dp_inner_keeps_dp_in_a_node(void **state)
 {
     (void)state;
     int rank_at[8];
-    pb_grid_place(PB_PLACE_DP_INNER, 2, 2, 2, 8, node_of, rank_at);
+    pb_placement_grid_place(PB_PLACE_DP_INNER, 2, 2, 2, 8, node_of, rank_at);
     for (int t = 0; t < 2; t++)
         for (int p = 0; p < 2; p++) assert_int_equal(node_at(rank_at, t, p, 0), node_at(rank_at, t, p, 1));
 }
@@ -51,13 +51,13 @@ static void permutations(void **state)
     (void)state;
     for (int pol = 0; pol < PB_PLACE_RANKMAP; pol++) {
         int rank_at[8], seen[8] = {0};
-        pb_grid_place((pb_placement)pol, 2, 2, 2, 8, node_of, rank_at);
+        pb_placement_grid_place((pb_placement)pol, 2, 2, 2, 8, node_of, rank_at);
         for (int i = 0; i < 8; i++) seen[rank_at[i]]++;
         for (int r = 0; r < 8; r++) {
             assert_int_equal(seen[r], 1);
             int t, p, d;
-            assert_int_equal(pb_grid_coords(rank_at, 2, 2, 2, r, &t, &p, &d), 0);
-            assert_int_equal(rank_at[pb_grid_pos(2, 2, t, p, d)], r);
+            assert_int_equal(pb_placement_grid_coords(rank_at, 2, 2, 2, r, &t, &p, &d), 0);
+            assert_int_equal(rank_at[pb_placement_grid_pos(2, 2, t, p, d)], r);
         }
     }
 }
@@ -67,8 +67,8 @@ static void rankmaps(void **state)
     (void)state;
     int rank_at[4];
     const char *ok = "# rank t p d\n0 0 0 0\n\n1 1 0 0 # TP peer\n2 0 1 0\n3 1 1 0\n";
-    assert_int_equal(pb_rankmap_parse("m", ok, 2, 2, 1, rank_at), PB_OK);
-    assert_int_equal(rank_at[pb_grid_pos(2, 2, 1, 1, 0)], 3);
+    assert_int_equal(pb_placement_rankmap_parse("m", ok, 2, 2, 1, rank_at), PB_OK);
+    assert_int_equal(rank_at[pb_placement_grid_pos(2, 2, 1, 1, 0)], 3);
     const char *bad[] = {
         "0 0 0 0\n1 1 0 0\n2 0 1 0\n",          /* rank 3 missing */
         "0 0 0 0\n1 1 0 0\n2 0 1 0\n2 1 1 0\n", /* rank 2 twice */
@@ -80,13 +80,13 @@ static void rankmaps(void **state)
         "",                                      /* empty */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(pb_rankmap_parse("m", bad[i], 2, 2, 1, rank_at), PB_ERR_USAGE);
-    assert_int_equal(pb_rankmap_read("/nonexistent/map", 2, 2, 1, rank_at), PB_ERR_USAGE);
+        assert_int_equal(pb_placement_rankmap_parse("m", bad[i], 2, 2, 1, rank_at), PB_ERR_USAGE);
+    assert_int_equal(pb_placement_rankmap_read("/nonexistent/map", 2, 2, 1, rank_at), PB_ERR_USAGE);
 }
 
 int main(void)
 {
-    pb_set_quiet_usage(1);
+    pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tp_inner_keeps_tp_in_a_node), cmocka_unit_test(naive_ignores_nodes),
         cmocka_unit_test(dp_inner_keeps_dp_in_a_node), cmocka_unit_test(permutations),

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "core/csv_read.h"
+#include "core/csv.h"
 #include "core/error.h"
 #include "plan/model.h"
 #include "plan/plan_fit.h"
@@ -31,12 +31,12 @@ static double noise(unsigned *seed, double amp)
 static void test_fit_p2p_exact(void **state)
 {
     (void)state;
-    pb_link truth = {12e-6, 0.6e9}, got;
-    pb_fit_obs o[24];
+    pb_model_link truth = {12e-6, 0.6e9}, got;
+    pb_plan_fit_obs o[24];
     int n = 0;
-    for (double S = 8; S <= 64 * 1048576.0; S *= 4) o[n++] = (pb_fit_obs){1.0, S, pb_t_p2p(S, truth)};
+    for (double S = 8; S <= 64 * 1048576.0; S *= 4) o[n++] = (pb_plan_fit_obs){1.0, S, pb_model_t_p2p(S, truth)};
     double rms;
-    assert_int_equal(pb_fit_alpha_beta(o, n, &got, &rms, NULL), PB_OK);
+    assert_int_equal(pb_plan_fit_alpha_beta(o, n, &got, &rms, NULL), PB_OK);
     assert_true(within(got.alpha_s, truth.alpha_s, 1e-6));
     assert_true(within(got.bw_Bps, truth.bw_Bps, 1e-6));
     assert_true(rms < 1e-9);
@@ -45,16 +45,16 @@ static void test_fit_p2p_exact(void **state)
 static void test_fit_allreduce_noisy(void **state)
 {
     (void)state;
-    pb_link truth = {0.4e-6, 5e9}, got;
-    pb_fit_obs o[64];
+    pb_model_link truth = {0.4e-6, 5e9}, got;
+    pb_plan_fit_obs o[64];
     int n = 0;
     unsigned seed = 7;
     for (int ranks = 2; ranks <= 8; ranks *= 2)
         for (double S = 64; S <= 256 * 1048576.0; S *= 8) {
             double k = ranks - 1;
-            o[n++] = (pb_fit_obs){2 * k, 2 * k / ranks * S, pb_t_ring_allreduce(S, ranks, truth) * noise(&seed, 0.03)};
+            o[n++] = (pb_plan_fit_obs){2 * k, 2 * k / ranks * S, pb_model_t_ring_allreduce(S, ranks, truth) * noise(&seed, 0.03)};
         }
-    assert_int_equal(pb_fit_alpha_beta(o, n, &got, NULL, NULL), PB_OK);
+    assert_int_equal(pb_plan_fit_alpha_beta(o, n, &got, NULL, NULL), PB_OK);
     assert_true(within(got.alpha_s, truth.alpha_s, 0.05));
     assert_true(within(got.bw_Bps, truth.bw_Bps, 0.05));
 }
@@ -62,25 +62,25 @@ static void test_fit_allreduce_noisy(void **state)
 static void test_fit_bandwidth_only(void **state)
 {
     (void)state;
-    pb_fit_obs o[2] = {{0, 1e8, 0.1}, {0, 2e8, 0.2}}; /* 1 GB/s, no latency information */
-    pb_link got;
-    assert_int_equal(pb_fit_alpha_beta(o, 2, &got, NULL, NULL), PB_OK);
+    pb_plan_fit_obs o[2] = {{0, 1e8, 0.1}, {0, 2e8, 0.2}}; /* 1 GB/s, no latency information */
+    pb_model_link got;
+    assert_int_equal(pb_plan_fit_alpha_beta(o, 2, &got, NULL, NULL), PB_OK);
     assert_true(within(got.bw_Bps, 1e9, 1e-9));
     assert_true(got.alpha_s == 0.0);
-    pb_fit_obs bad[1] = {{1, 0, 0}};
-    assert_int_equal(pb_fit_alpha_beta(bad, 1, &got, NULL, NULL), PB_ERR_CHECK);
+    pb_plan_fit_obs bad[1] = {{1, 0, 0}};
+    assert_int_equal(pb_plan_fit_alpha_beta(bad, 1, &got, NULL, NULL), PB_ERR_CHECK);
 }
 
 static void test_fit_drops_outliers(void **state)
 {
     (void)state;
-    pb_link truth = {10e-6, 1e9}, got;
-    pb_fit_obs o[16];
+    pb_model_link truth = {10e-6, 1e9}, got;
+    pb_plan_fit_obs o[16];
     int n = 0, kept;
-    for (double S = 8; S <= 64 * 1048576.0; S *= 8) o[n++] = (pb_fit_obs){1.0, S, pb_t_p2p(S, truth)};
+    for (double S = 8; S <= 64 * 1048576.0; S *= 8) o[n++] = (pb_plan_fit_obs){1.0, S, pb_model_t_p2p(S, truth)};
     o[0].y *= 500; /* a descheduled rank: 5 ms for 8 bytes */
     o[3].y *= 20;
-    assert_int_equal(pb_fit_alpha_beta(o, n, &got, NULL, &kept), PB_OK);
+    assert_int_equal(pb_plan_fit_alpha_beta(o, n, &got, NULL, &kept), PB_OK);
     assert_int_equal(kept, n - 2);
     assert_true(within(got.alpha_s, truth.alpha_s, 0.01));
     assert_true(within(got.bw_Bps, truth.bw_Bps, 0.01));

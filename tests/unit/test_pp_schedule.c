@@ -15,14 +15,14 @@
 
 #define CLOSE(x, want) assert_true(fabs((x) - (want)) <= 1e-9 * fmax(1.0, fabs(want)))
 
-static void build_all(pb_pp_sched s, int p, int m, int v, pb_pp_plan *plans)
+static void build_all(pb_pp_sched s, int p, int m, int v, pb_pp_schedule_plan *plans)
 {
-    for (int r = 0; r < p; r++) assert_int_equal(pb_pp_plan_build(s, p, m, v, r, &plans[r]), PB_OK);
+    for (int r = 0; r < p; r++) assert_int_equal(pb_pp_schedule_plan_build(s, p, m, v, r, &plans[r]), PB_OK);
 }
 
-static void free_all(pb_pp_plan *plans, int p)
+static void free_all(pb_pp_schedule_plan *plans, int p)
 {
-    for (int r = 0; r < p; r++) pb_pp_plan_free(&plans[r]);
+    for (int r = 0; r < p; r++) pb_pp_schedule_plan_free(&plans[r]);
 }
 
 static void test_names(void **state)
@@ -33,19 +33,19 @@ static void test_names(void **state)
     assert_int_equal(s, PB_PP_1F1B);
     assert_string_equal(pb_pp_sched_name(PB_PP_INTERLEAVED), "interleaved");
     assert_int_equal(pb_pp_sched_parse("--schedule", "zigzag", &s), PB_ERR_USAGE);
-    assert_int_equal(pb_pp_sched_valid(PB_PP_GPIPE, 4, 0, 1), PB_ERR_USAGE);
-    assert_int_equal(pb_pp_sched_valid(PB_PP_INTERLEAVED, 4, 6, 2), PB_ERR_USAGE); /* m % p */
-    assert_int_equal(pb_pp_sched_valid(PB_PP_INTERLEAVED, 4, 8, 1), PB_ERR_USAGE);
-    assert_int_equal(pb_pp_sched_valid(PB_PP_INTERLEAVED, 1, 8, 2), PB_ERR_USAGE);
-    assert_int_equal(pb_pp_sched_valid(PB_PP_INTERLEAVED, 4, 8, 2), PB_OK);
+    assert_int_equal(pb_pp_schedule_valid(PB_PP_GPIPE, 4, 0, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 4, 6, 2), PB_ERR_USAGE); /* m % p */
+    assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 4, 8, 1), PB_ERR_USAGE);
+    assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 1, 8, 2), PB_ERR_USAGE);
+    assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 4, 8, 2), PB_OK);
 }
 
 /* GPipe: F0..F(m-1) then B0..B(m-1); transfers only between neighbours. */
 static void test_gpipe_order(void **state)
 {
     (void)state;
-    pb_pp_plan pl;
-    assert_int_equal(pb_pp_plan_build(PB_PP_GPIPE, 3, 4, 1, 1, &pl), PB_OK);
+    pb_pp_schedule_plan pl;
+    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_GPIPE, 3, 4, 1, 1, &pl), PB_OK);
     assert_int_equal(pl.n, 8);
     for (int k = 0; k < 4; k++) {
         assert_int_equal(pl.a[k].op, PB_PP_FWD);
@@ -56,12 +56,12 @@ static void test_gpipe_order(void **state)
         assert_int_equal(pl.a[4 + k].recv_from, 2);
         assert_int_equal(pl.a[4 + k].send_to, 0);
     }
-    assert_int_equal(pb_pp_plan_max_in_flight(&pl), 4);
-    pb_pp_plan_free(&pl);
-    assert_int_equal(pb_pp_plan_build(PB_PP_GPIPE, 3, 4, 1, 0, &pl), PB_OK);
+    assert_int_equal(pb_pp_schedule_plan_max_in_flight(&pl), 4);
+    pb_pp_schedule_plan_free(&pl);
+    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_GPIPE, 3, 4, 1, 0, &pl), PB_OK);
     assert_int_equal(pl.a[0].recv_from, -1); /* the first stage makes its input */
     assert_int_equal(pl.a[7].send_to, -1);   /* and keeps its input gradient */
-    pb_pp_plan_free(&pl);
+    pb_pp_schedule_plan_free(&pl);
 }
 
 /* 1F1B on stage 1 of 4 with m = 6: warm-up F0 F1, steady F2 B0 F3 B1 F4 B2 F5 B3, cool-down B4 B5. */
@@ -69,13 +69,13 @@ static void test_1f1b_order(void **state)
 {
     (void)state;
     static const char want[] = "F0F1F2B0F3B1F4B2F5B3B4B5";
-    pb_pp_plan pl;
-    assert_int_equal(pb_pp_plan_build(PB_PP_1F1B, 4, 6, 1, 1, &pl), PB_OK);
+    pb_pp_schedule_plan pl;
+    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_1F1B, 4, 6, 1, 1, &pl), PB_OK);
     char got[64] = "", *w = got;
     for (int i = 0; i < pl.n; i++) w += sprintf(w, "%c%d", pl.a[i].op == PB_PP_FWD ? 'F' : 'B', pl.a[i].mb);
     assert_string_equal(got, want);
-    assert_int_equal(pb_pp_plan_max_in_flight(&pl), 3);
-    pb_pp_plan_free(&pl);
+    assert_int_equal(pb_pp_schedule_plan_max_in_flight(&pl), 3);
+    pb_pp_schedule_plan_free(&pl);
 }
 
 /* Measured in-flight: GPipe m, 1F1B min(m, p - stage), as the model says for stage 0. */
@@ -85,17 +85,17 @@ static void test_in_flight(void **state)
     for (int p = 1; p <= 8; p++)
         for (int m = 1; m <= 16; m++)
             for (int r = 0; r < p; r++) {
-                pb_pp_plan g, f;
-                assert_int_equal(pb_pp_plan_build(PB_PP_GPIPE, p, m, 1, r, &g), PB_OK);
-                assert_int_equal(pb_pp_plan_build(PB_PP_1F1B, p, m, 1, r, &f), PB_OK);
-                assert_int_equal(pb_pp_plan_max_in_flight(&g), m);
-                assert_int_equal(pb_pp_plan_max_in_flight(&f), m < p - r ? m : p - r);
+                pb_pp_schedule_plan g, f;
+                assert_int_equal(pb_pp_schedule_plan_build(PB_PP_GPIPE, p, m, 1, r, &g), PB_OK);
+                assert_int_equal(pb_pp_schedule_plan_build(PB_PP_1F1B, p, m, 1, r, &f), PB_OK);
+                assert_int_equal(pb_pp_schedule_plan_max_in_flight(&g), m);
+                assert_int_equal(pb_pp_schedule_plan_max_in_flight(&f), m < p - r ? m : p - r);
                 if (r == 0) {
-                    assert_int_equal(pb_pp_plan_max_in_flight(&g), pb_pipe_in_flight(PB_PP_GPIPE, m, p));
-                    assert_int_equal(pb_pp_plan_max_in_flight(&f), pb_pipe_in_flight(PB_PP_1F1B, m, p));
+                    assert_int_equal(pb_pp_schedule_plan_max_in_flight(&g), pb_model_pipe_in_flight(PB_PP_GPIPE, m, p));
+                    assert_int_equal(pb_pp_schedule_plan_max_in_flight(&f), pb_model_pipe_in_flight(PB_PP_1F1B, m, p));
                 }
-                pb_pp_plan_free(&g);
-                pb_pp_plan_free(&f);
+                pb_pp_schedule_plan_free(&g);
+                pb_pp_schedule_plan_free(&f);
             }
 }
 
@@ -104,23 +104,23 @@ static void test_in_flight(void **state)
 static void test_simulated_efficiency(void **state)
 {
     (void)state;
-    pb_pp_plan plans[8];
+    pb_pp_schedule_plan plans[8];
     for (int p = 1; p <= 8; p++)
         for (int m = 1; m <= 32; m++)
             for (int s = PB_PP_GPIPE; s <= PB_PP_1F1B; s++) {
                 build_all((pb_pp_sched)s, p, m, 1, plans);
-                assert_int_equal(pb_pp_check(plans, p), PB_OK);
+                assert_int_equal(pb_pp_schedule_check(plans, p), PB_OK);
                 double step = 0, busy[8];
-                assert_int_equal(pb_pp_simulate(plans, p, 1.0, 2.0, 0.0, &step, busy), PB_OK);
+                assert_int_equal(pb_pp_schedule_simulate(plans, p, 1.0, 2.0, 0.0, &step, busy), PB_OK);
                 CLOSE(step, (m + p - 1) * 3.0);
-                CLOSE(m * 3.0 / step, pb_pipe_efficiency(m, p));
+                CLOSE(m * 3.0 / step, pb_model_pipe_efficiency(m, p));
                 for (int r = 0; r < p; r++) CLOSE(busy[r], m * 3.0);
                 free_all(plans, p);
             }
     /* The documents' figure: p = 8, m = 32 gives 82%. */
     build_all(PB_PP_1F1B, 8, 32, 1, plans);
     double step = 0;
-    assert_int_equal(pb_pp_simulate(plans, 8, 1.0, 2.0, 0.0, &step, NULL), PB_OK);
+    assert_int_equal(pb_pp_schedule_simulate(plans, 8, 1.0, 2.0, 0.0, &step, NULL), PB_OK);
     assert_true(fabs(32 * 3.0 / step - 0.82) < 0.005);
     free_all(plans, 8);
 }
@@ -130,21 +130,21 @@ static void test_simulated_efficiency(void **state)
 static void test_interleaved(void **state)
 {
     (void)state;
-    pb_pp_plan plans[8];
+    pb_pp_schedule_plan plans[8];
     for (int p = 2; p <= 8; p++)
         for (int v = 2; v <= 4; v++)
             for (int m = p; m <= 4 * p; m += p) {
                 build_all(PB_PP_INTERLEAVED, p, m, v, plans);
                 assert_int_equal(plans[0].n, 2 * m * v);
-                assert_int_equal(pb_pp_check(plans, p), PB_OK);
+                assert_int_equal(pb_pp_schedule_check(plans, p), PB_OK);
                 double step = 0;
                 /* chunk times 1/v of a stage: forward 1, backward 2 per stage */
-                assert_int_equal(pb_pp_simulate(plans, p, 1.0 / v, 2.0 / v, 0.0, &step, NULL), PB_OK);
+                assert_int_equal(pb_pp_schedule_simulate(plans, p, 1.0 / v, 2.0 / v, 0.0, &step, NULL), PB_OK);
                 double eff = m * 3.0 / step;
-                assert_true(eff >= pb_pipe_efficiency(m, p) - 1e-9);
+                assert_true(eff >= pb_model_pipe_efficiency(m, p) - 1e-9);
                 assert_true(eff <= 1.0 + 1e-9);
-                if (m > p) CLOSE(eff, pb_pipe_efficiency(m * v, p));
-                assert_true(pb_pp_plan_max_in_flight(&plans[0]) <= m * v);
+                if (m > p) CLOSE(eff, pb_model_pipe_efficiency(m * v, p));
+                assert_true(pb_pp_schedule_plan_max_in_flight(&plans[0]) <= m * v);
                 free_all(plans, p);
             }
 }
@@ -153,12 +153,12 @@ static void test_interleaved(void **state)
 static void test_check_rejects(void **state)
 {
     (void)state;
-    pb_pp_plan plans[2];
+    pb_pp_schedule_plan plans[2];
     build_all(PB_PP_GPIPE, 2, 3, 1, plans);
-    pb_pp_action t = plans[1].a[0];
+    pb_pp_schedule_action t = plans[1].a[0];
     plans[1].a[0] = plans[1].a[1];
     plans[1].a[1] = t;
-    assert_int_equal(pb_pp_check(plans, 2), PB_ERR_CHECK);
+    assert_int_equal(pb_pp_schedule_check(plans, 2), PB_ERR_CHECK);
     free_all(plans, 2);
 }
 

@@ -19,7 +19,7 @@
 
 enum { COL_BYTES, COL_TIME_US, COL_NAME, NCOLS };
 
-static const pb_column cols[] = {
+static const pb_report_column cols[] = {
     [COL_BYTES] = {"bytes", "size", "(B)", PB_COL_INT, 8, 0, "B"},
     [COL_TIME_US] = {"time_us", "time", "(us)", PB_COL_FLOAT, 8, 2, "us"},
     [COL_NAME] = {"name", NULL, NULL, PB_COL_STR, 0, 0, ""},
@@ -73,7 +73,7 @@ static void json_written_at_doublings(void **state)
     assert_int_equal(json_rows(json, &complete), 0);
     assert_false(complete);
     for (int i = 1; i <= 9; i++) {
-        pb_value v[NCOLS] = {[COL_BYTES] = PB_I(i), [COL_TIME_US] = PB_F(i * 0.5), [COL_NAME] = PB_S("x")};
+        pb_report_value v[NCOLS] = {[COL_BYTES] = PB_I(i), [COL_TIME_US] = PB_F(i * 0.5), [COL_NAME] = PB_S("x")};
         assert_int_equal(pb_report_row(r, v), PB_OK);
         assert_int_equal(csv_rows(csv), i); /* the CSV never lags */
         int in_json = json_rows(json, &complete);
@@ -89,7 +89,7 @@ static void json_written_at_doublings(void **state)
 }
 
 /* Run pb_report_row with stderr going to a file; return its status and what it printed. */
-static int row_stderr(pb_report *r, const pb_value *v, char *msg, size_t len)
+static int row_stderr(pb_report *r, const pb_report_value *v, char *msg, size_t len)
 {
     fflush(stderr);
     int saved = dup(2);
@@ -115,18 +115,18 @@ static void row_missing_value_refused(void **state)
     snprintf(csv, sizeof csv, "%s/r.csv", dir);
     pb_report *r;
     assert_int_equal(pb_report_open("test", cols, NCOLS, NULL, NULL, csv, NULL, &r), PB_OK);
-    pb_value full[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5), [COL_NAME] = PB_S("a")};
+    pb_report_value full[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5), [COL_NAME] = PB_S("a")};
     assert_int_equal(row_stderr(r, full, msg, sizeof msg), PB_OK);
     assert_string_equal(msg, "");
     /* one value short: the last column would have been a silent 0 */
-    pb_value shortrow[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5)};
+    pb_report_value shortrow[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5)};
     assert_int_equal(row_stderr(r, shortrow, msg, sizeof msg), PB_ERR_CHECK);
     assert_non_null(strstr(msg, "no value for column 'name'"));
-    pb_value middle[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_NAME] = PB_S("b")};
+    pb_report_value middle[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_NAME] = PB_S("b")};
     assert_int_equal(row_stderr(r, middle, msg, sizeof msg), PB_ERR_CHECK);
     assert_non_null(strstr(msg, "no value for column 'time_us'"));
     /* an int where the column is float would lose the value */
-    pb_value typed[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_I(2), [COL_NAME] = PB_S("c")};
+    pb_report_value typed[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_I(2), [COL_NAME] = PB_S("c")};
     assert_int_equal(row_stderr(r, typed, msg, sizeof msg), PB_ERR_CHECK);
     assert_non_null(strstr(msg, "column 'time_us' is float"));
     assert_int_equal(csv_rows(csv), 1); /* refused rows leave nothing, not half a line */
@@ -163,7 +163,7 @@ static void json_has_schema(void **state)
 static void table_gap_refused(void **state)
 {
     (void)state;
-    static const pb_column gap[3] = {
+    static const pb_report_column gap[3] = {
         [0] = {"a", NULL, NULL, PB_COL_INT, 0, 0, ""},
         [2] = {"c", NULL, NULL, PB_COL_INT, 0, 0, ""},
     };

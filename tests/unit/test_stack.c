@@ -27,18 +27,18 @@ static int setup(void **state)
     return E->init(NULL);
 }
 
-static pb_stack_config config(int64_t layer0, int64_t nlayers, int scores, pb_dtype gt)
+static pb_layer_stack_config config(int64_t layer0, int64_t nlayers, int scores, pb_dtype gt)
 {
     pb_layer_shape sh = {.b = B, .s = S, .h = H, .heads = HEADS, .tp_size = 1, .attn_scores = scores,
                          .dtype = PB_FLOAT32};
-    return (pb_stack_config){.eng = E, .shape = sh, .layer0 = layer0, .nlayers = nlayers, .seed = 11,
+    return (pb_layer_stack_config){.eng = E, .shape = sh, .layer0 = layer0, .nlayers = nlayers, .seed = 11,
                              .grad_dtype = gt};
 }
 
-static pb_stack *make(pb_stack_config cfg)
+static pb_layer_stack *make(pb_layer_stack_config cfg)
 {
-    pb_stack *st = NULL;
-    assert_int_equal(pb_stack_create(&cfg, &st), PB_OK);
+    pb_layer_stack *st = NULL;
+    assert_int_equal(pb_layer_stack_create(&cfg, &st), PB_OK);
     return st;
 }
 
@@ -46,7 +46,7 @@ static void *input(uint64_t index)
 {
     void *x;
     assert_int_equal(E->alloc(&x, (size_t)N * H * 4), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, x, N, H, 1, index), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, N, H, 1, index), PB_OK);
     return x;
 }
 
@@ -60,27 +60,27 @@ static float *host(const void *dev, size_t bytes)
 static void test_pool_counts(void **state)
 {
     (void)state;
-    pb_act_pool *p;
+    pb_layer_act_pool *p;
     void *a, *b, *c, *d;
-    assert_int_equal(pb_act_pool_create(E, &p), PB_OK);
-    assert_int_equal(pb_act_alloc(p, 100, &a), PB_OK);
-    assert_int_equal(pb_act_alloc(p, 200, &b), PB_OK);
-    assert_true(pb_act_held(p) == 300 && pb_act_peak(p) == 300);
-    pb_act_free(p, a);
-    assert_true(pb_act_held(p) == 200 && pb_act_peak(p) == 300);
-    assert_int_equal(pb_act_alloc(p, 100, &c), PB_OK);
+    assert_int_equal(pb_layer_act_pool_create(E, &p), PB_OK);
+    assert_int_equal(pb_layer_act_alloc(p, 100, &a), PB_OK);
+    assert_int_equal(pb_layer_act_alloc(p, 200, &b), PB_OK);
+    assert_true(pb_layer_act_held(p) == 300 && pb_layer_act_peak(p) == 300);
+    pb_layer_act_free(p, a);
+    assert_true(pb_layer_act_held(p) == 200 && pb_layer_act_peak(p) == 300);
+    assert_int_equal(pb_layer_act_alloc(p, 100, &c), PB_OK);
     assert_ptr_equal(c, a); /* recycled */
-    assert_int_equal(pb_act_alloc(p, 50, &d), PB_OK);
-    assert_true(pb_act_held(p) == 350 && pb_act_peak(p) == 350);
-    pb_act_free(p, b);
-    pb_act_free(p, b); /* double free is ignored, not double counted */
-    assert_true(pb_act_held(p) == 150);
-    pb_act_reset_peak(p);
-    assert_true(pb_act_peak(p) == 150);
-    pb_act_free(p, c);
-    pb_act_free(p, d);
-    assert_true(pb_act_held(p) == 0 && pb_act_peak(p) == 150);
-    pb_act_pool_destroy(p);
+    assert_int_equal(pb_layer_act_alloc(p, 50, &d), PB_OK);
+    assert_true(pb_layer_act_held(p) == 350 && pb_layer_act_peak(p) == 350);
+    pb_layer_act_free(p, b);
+    pb_layer_act_free(p, b); /* double free is ignored, not double counted */
+    assert_true(pb_layer_act_held(p) == 150);
+    pb_layer_act_reset_peak(p);
+    assert_true(pb_layer_act_peak(p) == 150);
+    pb_layer_act_free(p, c);
+    pb_layer_act_free(p, d);
+    assert_true(pb_layer_act_held(p) == 0 && pb_layer_act_peak(p) == 150);
+    pb_layer_act_pool_destroy(p);
 }
 
 /* One pipeline stage's schedule, forward allocating a micro-batch's
@@ -88,35 +88,35 @@ static void test_pool_counts(void **state)
  * for GPipe and min(m, p - stage) for 1F1B. */
 static uint64_t run_schedule(int gpipe, int m, int p, int stage)
 {
-    pb_stack *st = make(config(0, 2, 1, PB_FLOAT32));
+    pb_layer_stack *st = make(config(0, 2, 1, PB_FLOAT32));
     void *x = input(0), *y = input(1);
-    pb_acts **acts = calloc((size_t)m, sizeof *acts);
+    pb_layer_saved **acts = calloc((size_t)m, sizeof *acts);
     int warm = gpipe ? m : (p - stage - 1 < m ? p - stage - 1 : m), f = 0, b = 0;
     for (; f < warm; f++) {
-        assert_int_equal(pb_acts_alloc(st, &acts[f]), PB_OK);
-        assert_int_equal(pb_stack_forward(st, acts[f], x, y), PB_OK);
+        assert_int_equal(pb_layer_saved_alloc(st, &acts[f]), PB_OK);
+        assert_int_equal(pb_layer_stack_forward(st, acts[f], x, y), PB_OK);
     }
     while (b < m) {
         if (f < m) { /* 1F1B steady state: one forward, then one backward */
-            assert_int_equal(pb_acts_alloc(st, &acts[f]), PB_OK);
-            assert_int_equal(pb_stack_forward(st, acts[f], x, y), PB_OK);
+            assert_int_equal(pb_layer_saved_alloc(st, &acts[f]), PB_OK);
+            assert_int_equal(pb_layer_stack_forward(st, acts[f], x, y), PB_OK);
             f++;
         }
-        assert_int_equal(pb_stack_backward(st, acts[b], y, NULL, b > 0, NULL, NULL), PB_OK);
-        pb_acts_free(st, acts[b++]);
+        assert_int_equal(pb_layer_stack_backward(st, acts[b], y, NULL, b > 0, NULL, NULL), PB_OK);
+        pb_layer_saved_free(st, acts[b++]);
     }
-    assert_true(pb_act_held(pb_stack_pool(st)) == 0);
-    uint64_t peak = pb_act_peak(pb_stack_pool(st));
+    assert_true(pb_layer_act_held(pb_layer_stack_pool(st)) == 0);
+    uint64_t peak = pb_layer_act_peak(pb_layer_stack_pool(st));
     free(acts);
     E->free(x), E->free(y);
-    pb_stack_destroy(st);
+    pb_layer_stack_destroy(st);
     return peak;
 }
 
 static void test_measured_pipeline_memory(void **state)
 {
     (void)state;
-    pb_stack_config cfg = config(0, 2, 1, PB_FLOAT32);
+    pb_layer_stack_config cfg = config(0, 2, 1, PB_FLOAT32);
     uint64_t one = pb_layer_act_bytes(&cfg.shape, 2);
     assert_true(run_schedule(1, 6, 4, 0) == 6 * one);
     assert_true(run_schedule(0, 6, 4, 0) == 4 * one);
@@ -128,14 +128,14 @@ typedef struct record {
     int64_t layer[16];
     uint64_t offset[16], bytes[16];
     int calls, stop_at;
-    pb_stack *st;
+    pb_layer_stack *st;
     int complete[16]; /* this layer's gradients were non-zero at the call */
 } record;
 
 static int on_ready(void *user, int64_t layer, uint64_t offset, uint64_t bytes)
 {
     record *r = user;
-    float *g = host((const char *)pb_stack_grads(r->st) + offset, bytes);
+    float *g = host((const char *)pb_layer_stack_grads(r->st) + offset, bytes);
     int nonzero = 0;
     for (size_t i = 0; i < bytes / 4; i++) nonzero += g[i] != 0.0f;
     free(g);
@@ -148,18 +148,18 @@ static void test_grad_callbacks(void **state)
 {
     (void)state;
     const int L = 4;
-    pb_stack_config cfg = config(10, L, 1, PB_FLOAT32);
+    pb_layer_stack_config cfg = config(10, L, 1, PB_FLOAT32);
     void *grads;
-    assert_int_equal(E->alloc(&grads, (size_t)pb_stack_grad_bytes(&cfg)), PB_OK);
+    assert_int_equal(E->alloc(&grads, (size_t)pb_layer_stack_grad_bytes(&cfg)), PB_OK);
     cfg.grads = grads; /* caller-provided flat buffer */
-    pb_stack *st = make(cfg);
-    assert_ptr_equal(pb_stack_grads(st), grads);
-    pb_acts *a;
+    pb_layer_stack *st = make(cfg);
+    assert_ptr_equal(pb_layer_stack_grads(st), grads);
+    pb_layer_saved *a;
     void *x = input(0), *y = input(1);
-    assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
-    assert_int_equal(pb_stack_forward(st, a, x, y), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(st, a, x, y), PB_OK);
     record r = {.st = st};
-    assert_int_equal(pb_stack_backward(st, a, y, x, 0, on_ready, &r), PB_OK);
+    assert_int_equal(pb_layer_stack_backward(st, a, y, x, 0, on_ready, &r), PB_OK);
     uint64_t per = 12ull * H * H * 4;
     assert_int_equal(r.calls, L);
     for (int k = 0; k < L; k++) {
@@ -170,22 +170,22 @@ static void test_grad_callbacks(void **state)
     }
     /* A failing callback stops backward with its status. */
     record stop = {.st = st, .stop_at = 2};
-    assert_int_equal(pb_stack_backward(st, a, y, x, 0, on_ready, &stop), PB_ERR_CHECK);
+    assert_int_equal(pb_layer_stack_backward(st, a, y, x, 0, on_ready, &stop), PB_ERR_CHECK);
     assert_int_equal(stop.calls, 2);
-    pb_acts_free(st, a);
-    pb_stack_destroy(st);
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
     E->free(grads), E->free(x), E->free(y);
 }
 
 /* Forward once, then `times` backwards (the first overwrites, the others add). */
-static void backward_grads(pb_stack *st, void *x, int times)
+static void backward_grads(pb_layer_stack *st, void *x, int times)
 {
-    pb_acts *a;
+    pb_layer_saved *a;
     void *y = input(7);
-    assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
-    assert_int_equal(pb_stack_forward(st, a, x, y), PB_OK);
-    for (int i = 0; i < times; i++) assert_int_equal(pb_stack_backward(st, a, y, NULL, i > 0, NULL, NULL), PB_OK);
-    pb_acts_free(st, a);
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(st, a, x, y), PB_OK);
+    for (int i = 0; i < times; i++) assert_int_equal(pb_layer_stack_backward(st, a, y, NULL, i > 0, NULL, NULL), PB_OK);
+    pb_layer_saved_free(st, a);
     E->free(y);
 }
 
@@ -193,23 +193,23 @@ static void test_accumulate_and_grad_types(void **state)
 {
     (void)state;
     void *x = input(0);
-    pb_stack *f32 = make(config(0, 2, 1, PB_FLOAT32)), *bf = make(config(0, 2, 1, PB_BFLOAT16));
+    pb_layer_stack *f32 = make(config(0, 2, 1, PB_FLOAT32)), *bf = make(config(0, 2, 1, PB_BFLOAT16));
     size_t n = 2 * 12 * H * H;
     backward_grads(f32, x, 1);
-    float *g1 = host(pb_stack_grads(f32), n * 4);
+    float *g1 = host(pb_layer_stack_grads(f32), n * 4);
     backward_grads(bf, x, 1);
-    uint16_t *b1 = (uint16_t *)host(pb_stack_grads(bf), n * 2);
-    for (size_t i = 0; i < n; i++) assert_true(b1[i] == pb_float_to_bf16(g1[i])); /* rounded once */
+    uint16_t *b1 = (uint16_t *)host(pb_layer_stack_grads(bf), n * 2);
+    for (size_t i = 0; i < n; i++) assert_true(b1[i] == pb_dtype_float_to_bf16(g1[i])); /* rounded once */
     backward_grads(f32, x, 2);
-    float *g2 = host(pb_stack_grads(f32), n * 4);
+    float *g2 = host(pb_layer_stack_grads(f32), n * 4);
     backward_grads(bf, x, 2);
-    uint16_t *b2 = (uint16_t *)host(pb_stack_grads(bf), n * 2);
+    uint16_t *b2 = (uint16_t *)host(pb_layer_stack_grads(bf), n * 2);
     for (size_t i = 0; i < n; i++) {
         assert_true(fabsf(g2[i] - 2 * g1[i]) <= 1e-6f * fabsf(g1[i]));
-        assert_true(fabsf(pb_bf16_to_float(b2[i]) - 2 * g1[i]) <= fabsf(g1[i]) / 64);
+        assert_true(fabsf(pb_dtype_bf16_to_float(b2[i]) - 2 * g1[i]) <= fabsf(g1[i]) / 64);
     }
     free(g1), free(g2), free(b1), free(b2);
-    pb_stack_destroy(f32), pb_stack_destroy(bf);
+    pb_layer_stack_destroy(f32), pb_layer_stack_destroy(bf);
     E->free(x);
 }
 
@@ -218,23 +218,23 @@ static void test_accumulate_and_grad_types(void **state)
 static void test_global_layer_seeding(void **state)
 {
     (void)state;
-    pb_stack_config c2 = config(5, 2, 1, PB_FLOAT32), c5 = config(5, 1, 1, PB_FLOAT32), c6 = config(6, 1, 1, PB_FLOAT32);
+    pb_layer_stack_config c2 = config(5, 2, 1, PB_FLOAT32), c5 = config(5, 1, 1, PB_FLOAT32), c6 = config(6, 1, 1, PB_FLOAT32);
     c2.model_layers = c5.model_layers = c6.model_layers = 7; /* the same model for every stage */
-    pb_stack *two = make(c2), *s5 = make(c5), *s6 = make(c6);
-    pb_acts *a, *a5, *a6;
+    pb_layer_stack *two = make(c2), *s5 = make(c5), *s6 = make(c6);
+    pb_layer_saved *a, *a5, *a6;
     void *x = input(0), *y = input(1), *mid = input(2), *y2 = input(3);
-    assert_int_equal(pb_acts_alloc(two, &a), PB_OK);
-    assert_int_equal(pb_acts_alloc(s5, &a5), PB_OK);
-    assert_int_equal(pb_acts_alloc(s6, &a6), PB_OK);
-    assert_int_equal(pb_stack_forward(two, a, x, y), PB_OK);
-    assert_int_equal(pb_stack_forward(s5, a5, x, mid), PB_OK);
-    assert_int_equal(pb_stack_forward(s6, a6, mid, y2), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(two, &a), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(s5, &a5), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(s6, &a6), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(two, a, x, y), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(s5, a5, x, mid), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(s6, a6, mid, y2), PB_OK);
     float *h1 = host(y, (size_t)N * H * 4), *h2 = host(y2, (size_t)N * H * 4), *hm = host(mid, (size_t)N * H * 4);
     assert_memory_equal(h1, h2, (size_t)N * H * 4);
     assert_memory_not_equal(h1, hm, (size_t)N * H * 4);
     free(h1), free(h2), free(hm);
-    pb_acts_free(two, a), pb_acts_free(s5, a5), pb_acts_free(s6, a6);
-    pb_stack_destroy(two), pb_stack_destroy(s5), pb_stack_destroy(s6);
+    pb_layer_saved_free(two, a), pb_layer_saved_free(s5, a5), pb_layer_saved_free(s6, a6);
+    pb_layer_stack_destroy(two), pb_layer_stack_destroy(s5), pb_layer_stack_destroy(s6);
     E->free(x), E->free(y), E->free(mid), E->free(y2);
 }
 
@@ -257,28 +257,28 @@ static void test_deep_stack_is_stable(void **state)
     (void)state;
     enum { DH = 256, L = 48 };
     for (int scores = 0; scores < 2; scores++) {
-        pb_stack_config cfg = config(0, L, scores, PB_FLOAT32);
+        pb_layer_stack_config cfg = config(0, L, scores, PB_FLOAT32);
         cfg.shape.h = DH;
-        pb_stack *st = make(cfg);
-        pb_acts *a;
+        pb_layer_stack *st = make(cfg);
+        pb_layer_saved *a;
         void *x, *y, *dx;
         size_t nx = (size_t)N * DH, nw = (size_t)L * 12 * DH * DH;
         assert_int_equal(E->alloc(&x, nx * 4), PB_OK);
         assert_int_equal(E->alloc(&y, nx * 4), PB_OK);
         assert_int_equal(E->alloc(&dx, nx * 4), PB_OK);
-        assert_int_equal(pb_fill_input(E, PB_FLOAT32, x, N, DH, 1, 0), PB_OK);
-        assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
-        assert_int_equal(pb_stack_forward(st, a, x, y), PB_OK);
-        assert_int_equal(pb_stack_backward(st, a, x, dx, 0, NULL, NULL), PB_OK);
+        assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, N, DH, 1, 0), PB_OK);
+        assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+        assert_int_equal(pb_layer_stack_forward(st, a, x, y), PB_OK);
+        assert_int_equal(pb_layer_stack_backward(st, a, x, dx, 0, NULL, NULL), PB_OK);
         int fin_y, fin_dx, fin_g;
-        float *hy = host(y, nx * 4), *hdx = host(dx, nx * 4), *hg = host(pb_stack_grads(st), nw * 4);
+        float *hy = host(y, nx * 4), *hdx = host(dx, nx * 4), *hg = host(pb_layer_stack_grads(st), nw * 4);
         double ry = rms(hy, nx, &fin_y), rdx = rms(hdx, nx, &fin_dx), rg = rms(hg, nw, &fin_g);
         fprintf(stderr, "%d layers h=%d, scores=%d: rms y %.3g, dx %.3g, grads %.3g\n", L, DH, scores, ry, rdx, rg);
         assert_true(fin_y && fin_dx && fin_g);
         assert_true(ry > 0.1 && ry < 10 && rdx > 0.1 && rdx < 10 && rg > 1e-3 && rg < 100);
         free(hy), free(hdx), free(hg);
-        pb_acts_free(st, a);
-        pb_stack_destroy(st);
+        pb_layer_saved_free(st, a);
+        pb_layer_stack_destroy(st);
         E->free(x), E->free(y), E->free(dx);
     }
 }
@@ -286,22 +286,22 @@ static void test_deep_stack_is_stable(void **state)
 static void test_refusals_and_sizes(void **state)
 {
     (void)state;
-    pb_stack_config cfg = config(0, 3, 0, PB_FLOAT32);
+    pb_layer_stack_config cfg = config(0, 3, 0, PB_FLOAT32);
     cfg.shape.tp_size = 2;
-    pb_stack *st = make(cfg);
-    pb_acts *a;
+    pb_layer_stack *st = make(cfg);
+    pb_layer_saved *a;
     void *x = input(0), *y = input(1);
-    assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
-    assert_int_equal(pb_stack_forward(st, a, x, y), PB_ERR_USAGE); /* blocks need a reduce between */
-    pb_acts_free(st, a);
-    pb_stack_destroy(st);
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(st, a, x, y), PB_ERR_USAGE); /* blocks need a reduce between */
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
     cfg.nlayers = 0;
-    assert_int_equal(pb_stack_create(&cfg, &st), PB_ERR_USAGE);
+    assert_int_equal(pb_layer_stack_create(&cfg, &st), PB_ERR_USAGE);
     cfg = config(0, 3, 0, PB_FLOAT32);
-    uint64_t with = pb_stack_bytes(&cfg);
+    uint64_t with = pb_layer_stack_bytes(&cfg);
     cfg.grads = x; /* any non-NULL: provided by the caller */
-    assert_true(pb_stack_bytes(&cfg) == with - pb_stack_grad_bytes(&cfg));
-    assert_true(with > 2 * pb_stack_grad_bytes(&cfg)); /* weights + grads + scratch */
+    assert_true(pb_layer_stack_bytes(&cfg) == with - pb_layer_stack_grad_bytes(&cfg));
+    assert_true(with > 2 * pb_layer_stack_grad_bytes(&cfg)); /* weights + grads + scratch */
     E->free(x), E->free(y);
 }
 
@@ -309,25 +309,25 @@ static void test_refusals_and_sizes(void **state)
 static void test_stack_rate(void **state)
 {
     (void)state;
-    pb_stack_config cfg = config(0, 2, 1, PB_FLOAT32);
+    pb_layer_stack_config cfg = config(0, 2, 1, PB_FLOAT32);
     cfg.shape = (pb_layer_shape){.b = 1, .s = 256, .h = 512, .heads = 8, .tp_size = 1, .attn_scores = 1,
                                  .dtype = PB_FLOAT32};
-    pb_stack *st = make(cfg);
-    pb_acts *a;
+    pb_layer_stack *st = make(cfg);
+    pb_layer_saved *a;
     void *x, *y;
     assert_int_equal(E->alloc(&x, 256 * 512 * 4), PB_OK);
     assert_int_equal(E->alloc(&y, 256 * 512 * 4), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, x, 256, 512, 1, 0), PB_OK);
-    assert_int_equal(pb_acts_alloc(st, &a), PB_OK);
-    double t0 = pb_now_us();
-    assert_int_equal(pb_stack_forward(st, a, x, y), PB_OK);
-    assert_int_equal(pb_stack_backward(st, a, y, NULL, 0, NULL, NULL), PB_OK);
-    double sec = (pb_now_us() - t0) * 1e-6;
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, 256, 512, 1, 0), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    double t0 = pb_timing_now_us();
+    assert_int_equal(pb_layer_stack_forward(st, a, x, y), PB_OK);
+    assert_int_equal(pb_layer_stack_backward(st, a, y, NULL, 0, NULL, NULL), PB_OK);
+    double sec = (pb_timing_now_us() - t0) * 1e-6;
     double flops = 2 * pb_layer_step_flops(&cfg.shape);
-    fprintf(stderr, "2 layers b=1 s=256 h=512 with scores: %.3f ms, %.1f GFLOP/s\n", sec * 1e3, pb_gflops(flops, sec));
-    assert_true(pb_gflops(flops, sec) > 0);
-    pb_acts_free(st, a);
-    pb_stack_destroy(st);
+    fprintf(stderr, "2 layers b=1 s=256 h=512 with scores: %.3f ms, %.1f GFLOP/s\n", sec * 1e3, pb_compute_gflops(flops, sec));
+    assert_true(pb_compute_gflops(flops, sec) > 0);
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
     E->free(x), E->free(y);
 }
 

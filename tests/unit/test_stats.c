@@ -46,17 +46,17 @@ static void across_ranks(void **state)
 static void shapes(void **state)
 {
     (void)state;
-    pb_coll_shape sh;
-    pb_coll_shape_of(PB_COLL_ALLREDUCE, 1024, PB_FLOAT32, 3, &sh);
+    pb_coll_exec_shape sh;
+    pb_coll_exec_shape_of(PB_COLL_ALLREDUCE, 1024, PB_FLOAT32, 3, &sh);
     assert_true(sh.count == 256 && sh.send_count == 256 && sh.recv_count == 256 && sh.param == 256);
-    pb_coll_shape_of(PB_COLL_ALLGATHER, 1024, PB_FLOAT32, 3, &sh);
+    pb_coll_exec_shape_of(PB_COLL_ALLGATHER, 1024, PB_FLOAT32, 3, &sh);
     assert_true(sh.count == 255 && sh.send_count == 85 && sh.recv_count == 255 && sh.param == 85);
     assert_true(sh.bytes == 1020);
-    pb_coll_shape_of(PB_COLL_REDUCESCATTER, 1024, PB_FLOAT32, 4, &sh);
+    pb_coll_exec_shape_of(PB_COLL_REDUCESCATTER, 1024, PB_FLOAT32, 4, &sh);
     assert_true(sh.send_count == 256 && sh.recv_count == 64 && sh.param == 64);
-    pb_coll_shape_of(PB_COLL_ALLTOALL, 8, PB_FLOAT32, 4, &sh); /* rounds up to one element per rank */
+    pb_coll_exec_shape_of(PB_COLL_ALLTOALL, 8, PB_FLOAT32, 4, &sh); /* rounds up to one element per rank */
     assert_true(sh.count == 4 && sh.param == 1 && sh.bytes == 16);
-    pb_coll_shape_of(PB_COLL_BROADCAST, 1, PB_BFLOAT16, 2, &sh);
+    pb_coll_exec_shape_of(PB_COLL_BROADCAST, 1, PB_BFLOAT16, 2, &sh);
     assert_true(sh.count == 1);
 }
 
@@ -67,11 +67,11 @@ static void expected_results(void **state)
     (void)state;
     const int n = 3;
     for (int c = 0; c < PB_COLL_COUNT; c++) {
-        pb_coll_shape sh;
-        pb_coll_shape_of((pb_coll)c, 36 * 4, PB_FLOAT32, n, &sh);
+        pb_coll_exec_shape sh;
+        pb_coll_exec_shape_of((pb_coll)c, 36 * 4, PB_FLOAT32, n, &sh);
         size_t chunk = sh.count / n;
         float in[3][36] = {{0}}, out[36];
-        for (int r = 0; r < n; r++) pb_coll_fill((pb_coll)c, &sh, PB_FLOAT32, r, n, 1, in[r]);
+        for (int r = 0; r < n; r++) pb_coll_exec_fill((pb_coll)c, &sh, PB_FLOAT32, r, n, 1, in[r]);
         for (int r = 0; r < n; r++) {
             for (size_t j = 0; j < sh.recv_count; j++) {
                 double v = 0;
@@ -86,10 +86,10 @@ static void expected_results(void **state)
                 }
                 out[j] = (float)v;
             }
-            assert_int_equal(pb_coll_count_wrong((pb_coll)c, &sh, PB_FLOAT32, PB_SUM, r, n, 1, out), 0);
+            assert_int_equal(pb_coll_exec_count_wrong((pb_coll)c, &sh, PB_FLOAT32, PB_SUM, r, n, 1, out), 0);
             if (c == PB_COLL_REDUCE && r != 1) continue; /* undefined output on non-roots */
             out[sh.recv_count - 1] += 1;
-            assert_int_equal(pb_coll_count_wrong((pb_coll)c, &sh, PB_FLOAT32, PB_SUM, r, n, 1, out), 1);
+            assert_int_equal(pb_coll_exec_count_wrong((pb_coll)c, &sh, PB_FLOAT32, PB_SUM, r, n, 1, out), 1);
         }
     }
 }
@@ -97,11 +97,11 @@ static void expected_results(void **state)
 static void tolerance_and_inputs(void **state)
 {
     (void)state;
-    assert_true(pb_coll_tolerance(PB_BFLOAT16, 64) == 0);
-    assert_true(pb_coll_tolerance(PB_BFLOAT16, 128) > 0);
-    assert_true(pb_coll_tolerance(PB_FLOAT32, 4096) == 0);
+    assert_true(pb_coll_exec_tolerance(PB_BFLOAT16, 64) == 0);
+    assert_true(pb_coll_exec_tolerance(PB_BFLOAT16, 128) > 0);
+    assert_true(pb_coll_exec_tolerance(PB_FLOAT32, 4096) == 0);
     for (size_t i = 0; i < 100; i++) {
-        double v = pb_coll_input_value((int)i, i * 3);
+        double v = pb_coll_exec_input_value((int)i, i * 3);
         assert_true(v >= -1 && v <= 4 && v == floor(v)); /* small integers: exact sums */
     }
 }
@@ -111,63 +111,63 @@ static void rotation(void **state)
     (void)state;
     size_t cache = 32u << 20, max = PB_ROTATE_POOL_MAX;
     /* fixed buffers: exactly the largest message, page-rounded */
-    assert_true(pb_rotation_pool(100, cache, 0) == 4096);
-    assert_true(pb_rotation_pool(1u << 20, cache, 0) == 1u << 20);
+    assert_true(pb_buffers_rotation_pool(100, cache, 0) == 4096);
+    assert_true(pb_buffers_rotation_pool(1u << 20, cache, 0) == 1u << 20);
     /* rotating: twice the cache, bounded, but never smaller than the largest message */
-    assert_true(pb_rotation_pool(100, cache, 1) == 2 * cache);
-    assert_true(pb_rotation_pool(100, (size_t)8 << 30, 1) == max);
-    assert_true(pb_rotation_pool((size_t)3 << 30, cache, 1) == (size_t)3 << 30);
+    assert_true(pb_buffers_rotation_pool(100, cache, 1) == 2 * cache);
+    assert_true(pb_buffers_rotation_pool(100, (size_t)8 << 30, 1) == max);
+    assert_true(pb_buffers_rotation_pool((size_t)3 << 30, cache, 1) == (size_t)3 << 30);
     /* slots are sized by the current message, not by the largest of the sweep */
-    assert_true(pb_rotation_slots(8, 2 * cache) == 2 * cache / 4096);
-    assert_true(pb_rotation_slots(1u << 20, 2 * cache) == 64);
-    assert_true(pb_rotation_slots(1u << 30, 2 * cache) == 1); /* bigger than the pool: one slot */
+    assert_true(pb_buffers_rotation_slots(8, 2 * cache) == 2 * cache / 4096);
+    assert_true(pb_buffers_rotation_slots(1u << 20, 2 * cache) == 64);
+    assert_true(pb_buffers_rotation_slots(1u << 30, 2 * cache) == 1); /* bigger than the pool: one slot */
 }
 
 /* A rotating buffer walks message-sized slots through its pool; a fixed one never moves. */
 static void rotating_slots(void **state)
 {
     (void)state;
-    const pb_backend *be = pb_backend_mpi();
-    pb_rotbuf r, f;
-    assert_int_equal(pb_rotbuf_alloc(be, 1u << 20, 1, &r), PB_OK);
-    assert_int_equal(pb_rotbuf_alloc(be, 1u << 20, 0, &f), PB_OK);
+    const pb_comm_backend *be = pb_comm_backend_mpi();
+    pb_buffers r, f;
+    assert_int_equal(pb_buffers_alloc(be, 1u << 20, 1, &r), PB_OK);
+    assert_int_equal(pb_buffers_alloc(be, 1u << 20, 0, &f), PB_OK);
     assert_true(r.pool >= 2 * (1u << 20));
-    pb_rotbuf_fit(&r, 8);
-    pb_rotbuf_fit(&f, 8);
-    assert_true((char *)pb_rotbuf_slot(&r, 1) - (char *)pb_rotbuf_slot(&r, 0) == 4096);
-    assert_true(pb_rotbuf_slot(&r, (int)r.slots) == pb_rotbuf_slot(&r, 0)); /* wraps after the pool */
-    assert_true((char *)pb_rotbuf_slot(&r, (int)r.slots - 1) + 8 <= r.base + r.pool);
-    assert_true(pb_rotbuf_slot(&r, -5) == pb_rotbuf_slot(&r, 0)); /* warm-up uses slot 0 */
-    assert_true(pb_rotbuf_slot(&f, 7) == pb_rotbuf_slot(&f, 0));
-    pb_rotbuf_fit(&r, 1u << 20);
+    pb_buffers_fit(&r, 8);
+    pb_buffers_fit(&f, 8);
+    assert_true((char *)pb_buffers_slot(&r, 1) - (char *)pb_buffers_slot(&r, 0) == 4096);
+    assert_true(pb_buffers_slot(&r, (int)r.slots) == pb_buffers_slot(&r, 0)); /* wraps after the pool */
+    assert_true((char *)pb_buffers_slot(&r, (int)r.slots - 1) + 8 <= r.base + r.pool);
+    assert_true(pb_buffers_slot(&r, -5) == pb_buffers_slot(&r, 0)); /* warm-up uses slot 0 */
+    assert_true(pb_buffers_slot(&f, 7) == pb_buffers_slot(&f, 0));
+    pb_buffers_fit(&r, 1u << 20);
     assert_true(r.slots == r.pool / (1u << 20));
-    assert_true((char *)pb_rotbuf_slot(&r, 1) - (char *)pb_rotbuf_slot(&r, 0) == 1u << 20);
-    pb_rotbuf_free(&r);
-    pb_rotbuf_free(&f);
+    assert_true((char *)pb_buffers_slot(&r, 1) - (char *)pb_buffers_slot(&r, 0) == 1u << 20);
+    pb_buffers_free(&r);
+    pb_buffers_free(&f);
 }
 
 /* OSU's split: 8192 B is small, 8193 B large; -n/-w override every size. */
 static void iteration_policy(void **state)
 {
     (void)state;
-    pb_common_opts o;
-    pb_common_defaults(&o);
+    pb_options o;
+    pb_options_defaults(&o);
     int n, w;
-    pb_iters_for(&o, &pb_policy_collective, 8192, &n, &w);
+    pb_options_iters_for(&o, &pb_policy_collective, 8192, &n, &w);
     assert_int_equal(n, 1000);
     assert_int_equal(w, 100);
-    pb_iters_for(&o, &pb_policy_collective, 8193, &n, &w);
+    pb_options_iters_for(&o, &pb_policy_collective, 8193, &n, &w);
     assert_int_equal(n, 100);
     assert_int_equal(w, 10);
-    assert_int_equal(pb_iters_max(&o, &pb_policy_collective), 1000);
+    assert_int_equal(pb_options_iters_max(&o, &pb_policy_collective), 1000);
     assert_int_equal(o.rotate, 0); /* fixed buffers by default, as OSU and nccl-tests */
     char *argv[] = {"x", "-n", "7", NULL};
-    pb_opt_group g = pb_common_group(&o, PB_OPTS_ALL);
-    assert_int_equal(pb_cli_parse(3, argv, "", &g, 1), PB_OK);
-    pb_iters_for(&o, &pb_policy_collective, 1 << 20, &n, &w);
+    pb_options_group g = pb_options_common_group(&o, PB_OPTS_ALL);
+    assert_int_equal(pb_options_parse(3, argv, "", &g, 1), PB_OK);
+    pb_options_iters_for(&o, &pb_policy_collective, 1 << 20, &n, &w);
     assert_int_equal(n, 7);
     assert_int_equal(w, 10); /* -w not given: still the policy's */
-    assert_int_equal(pb_iters_max(&o, &pb_policy_collective), 7);
+    assert_int_equal(pb_options_iters_max(&o, &pb_policy_collective), 7);
 }
 
 /* Growable arrays: doubling, zeroed new slots, untouched until full. */

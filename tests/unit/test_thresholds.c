@@ -11,9 +11,9 @@
 
 #include <string.h>
 
-static int parse(const char *text, pb_th_set *set, char *err, size_t errlen)
+static int parse(const char *text, pb_thresholds_set *set, char *err, size_t errlen)
 {
-    return pb_th_parse("t.thr", text, strlen(text), set, err, errlen);
+    return pb_thresholds_parse("t.thr", text, strlen(text), set, err, errlen);
 }
 
 static void good_rules(void **state)
@@ -28,11 +28,11 @@ static void good_rules(void **state)
                        "pp_efficiency schedule=1f1b m=8 stages=2 >= 0.9\n"
                        "tp_comm_fraction hidden=1024 mode=ar <= 0.5\n"
                        "fit_error benchmark=coll_sweep <= 0.25";
-    pb_th_set set;
+    pb_thresholds_set set;
     char err[256];
     assert_int_equal(parse(text, &set, err, sizeof err), PB_OK);
     assert_int_equal(set.n, 7);
-    const pb_th_rule *r = &set.rules[0];
+    const pb_thresholds_rule *r = &set.rules[0];
     assert_int_equal(r->line, 3);
     assert_string_equal(r->metric->name, "busbw");
     assert_string_equal(r->text[PB_TH_KEY_COLL], "allreduce");
@@ -48,11 +48,11 @@ static void good_rules(void **state)
     assert_int_equal(set.rules[4].num[PB_TH_KEY_M], 8);
     assert_int_equal(set.rules[4].num[PB_TH_KEY_STAGES], 2);
     assert_int_equal(set.rules[5].num[PB_TH_KEY_HIDDEN], 1024);
-    assert_true(pb_th_passes(&set.rules[0], 2.5));
-    assert_false(pb_th_passes(&set.rules[0], 2.49));
-    assert_true(pb_th_passes(&set.rules[1], 40));
-    assert_false(pb_th_passes(&set.rules[1], 40.1));
-    pb_th_free(&set);
+    assert_true(pb_thresholds_passes(&set.rules[0], 2.5));
+    assert_false(pb_thresholds_passes(&set.rules[0], 2.49));
+    assert_true(pb_thresholds_passes(&set.rules[1], 40));
+    assert_false(pb_thresholds_passes(&set.rules[1], 40.1));
+    pb_thresholds_free(&set);
 }
 
 static void bad_rules(void **state)
@@ -87,7 +87,7 @@ static void bad_rules(void **state)
         {"", "t.thr:1: no rules"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pb_th_set set;
+        pb_thresholds_set set;
         char err[256] = "";
         int rc = parse(cases[i].text, &set, err, sizeof err);
         if (rc != PB_ERR_USAGE || !strstr(err, cases[i].message))
@@ -100,10 +100,10 @@ static void bad_rules(void **state)
 static void odd_input(void **state)
 {
     (void)state;
-    pb_th_set set;
+    pb_thresholds_set set;
     char err[128];
     const char nul[] = "busbw coll=allreduce size=1M >= 1\nx\0y\n";
-    assert_int_equal(pb_th_parse("f", nul, sizeof nul - 1, &set, err, sizeof err), PB_ERR_USAGE);
+    assert_int_equal(pb_thresholds_parse("f", nul, sizeof nul - 1, &set, err, sizeof err), PB_ERR_USAGE);
     assert_non_null(strstr(err, "f:2: contains a NUL byte"));
     char longline[PB_TH_LINE_MAX + 20];
     memset(longline, 'a', sizeof longline - 1);
@@ -121,18 +121,18 @@ static void metric_table(void **state)
 {
     (void)state;
     int n = 0;
-    for (const pb_th_metric *m = pb_th_metrics(); m->name; m++, n++) {
+    for (const pb_thresholds_metric *m = pb_thresholds_metrics(); m->name; m++, n++) {
         assert_non_null(m->source);
         assert_non_null(m->column);
         assert_non_null(m->description);
     }
     assert_true(n >= 9);
-    assert_string_equal(pb_th_key_name(PB_TH_KEY_SIZE), "size");
+    assert_string_equal(pb_thresholds_key_name(PB_TH_KEY_SIZE), "size");
 }
 
 int main(void)
 {
-    pb_set_quiet_usage(1);
+    pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_rules),
         cmocka_unit_test(bad_rules),

@@ -19,7 +19,7 @@ static const pb_compute *E;
 static int setup(void **state)
 {
     (void)state;
-    pb_set_quiet_usage(1); /* the usage errors below are expected */
+    pb_error_set_quiet_usage(1); /* the usage errors below are expected */
     E = pb_compute_blas();
     return E->init(NULL);
 }
@@ -107,7 +107,7 @@ static void test_volumes(void **state)
         double want = pb_tp_expected_bytes_layer(&sh, 4);
         assert_true(4 * pb_tp_allreduce_bytes(full, t, 4) == (uint64_t)want);
         assert_true(8 * pb_tp_shard_coll_bytes(full / (uint64_t)t, t, 4) == (uint64_t)want);
-        assert_true(want == 4 * pb_tp_elems_per_rank_layer(2, 64, 256, t));
+        assert_true(want == 4 * pb_model_tp_elems_per_rank_layer(2, 64, 256, t));
     }
     assert_true(pb_tp_tolerance(PB_BFLOAT16) > pb_tp_tolerance(PB_FLOAT32));
 }
@@ -147,28 +147,28 @@ static void run_t1(pb_tp_mode mode)
     pb_tp_config cfg = config(mode);
     pb_tp *tp = NULL;
     assert_int_equal(pb_tp_create(&cfg, &tp), PB_OK);
-    pb_stack_config rc = pb_tp_reference_config(&cfg);
-    pb_stack *ref = NULL;
-    assert_int_equal(pb_stack_create(&rc, &ref), PB_OK);
+    pb_layer_stack_config rc = pb_tp_reference_config(&cfg);
+    pb_layer_stack *ref = NULL;
+    assert_int_equal(pb_layer_stack_create(&rc, &ref), PB_OK);
     size_t n = (size_t)(2 * 16 * 64), bytes = n * sizeof(float);
     assert_int_equal(pb_tp_io_bytes(&cfg), bytes);
     void *x, *dy, *y[2], *dx[2];
-    pb_acts *a[2];
+    pb_layer_saved *a[2];
     assert_int_equal(E->alloc(&x, bytes), PB_OK);
     assert_int_equal(E->alloc(&dy, bytes), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, x, 32, 64, 1, 0), PB_OK);
-    assert_int_equal(pb_fill_input(E, PB_FLOAT32, dy, 32, 64, 1, 1), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, 32, 64, 1, 0), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, dy, 32, 64, 1, 1), PB_OK);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(E->alloc(&y[i], bytes), PB_OK);
         assert_int_equal(E->alloc(&dx[i], bytes), PB_OK);
     }
     assert_int_equal(pb_tp_acts_alloc(tp, &a[0]), PB_OK);
-    assert_int_equal(pb_acts_alloc(ref, &a[1]), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(ref, &a[1]), PB_OK);
     ready_log log = {.n = 0};
     assert_int_equal(pb_tp_forward(tp, a[0], x, y[0]), PB_OK);
     assert_int_equal(pb_tp_backward(tp, a[0], dy, dx[0], 0, on_ready, &log), PB_OK);
-    assert_int_equal(pb_stack_forward(ref, a[1], x, y[1]), PB_OK);
-    assert_int_equal(pb_stack_backward(ref, a[1], dy, dx[1], 0, NULL, NULL), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(ref, a[1], x, y[1]), PB_OK);
+    assert_int_equal(pb_layer_stack_backward(ref, a[1], dy, dx[1], 0, NULL, NULL), PB_OK);
     for (int i = 0; i < 2; i++) {
         float *got = to_host(i ? dx[0] : y[0], n), *want = to_host(i ? dx[1] : y[1], n);
         assert_memory_equal(got, want, bytes);
@@ -178,7 +178,7 @@ static void run_t1(pb_tp_mode mode)
     assert_int_equal(log.n, 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(log.layers[i], 5 + 2 - i);
-        assert_int_equal(log.offsets[i], pb_stack_grad_offset(pb_tp_stack(tp), 2 - i));
+        assert_int_equal(log.offsets[i], pb_layer_stack_grad_offset(pb_tp_stack(tp), 2 - i));
     }
     pb_tp_acct acct;
     pb_tp_acct_get(tp, &acct);
@@ -198,10 +198,10 @@ static void run_t1(pb_tp_mode mode)
     assert_int_equal(wrong, 1);
 
     pb_tp_acts_free(tp, a[0]);
-    pb_acts_free(ref, a[1]);
+    pb_layer_saved_free(ref, a[1]);
     void *bufs[] = {x, dy, y[0], y[1], dx[0], dx[1]};
     for (size_t i = 0; i < 6; i++) E->free(bufs[i]);
-    pb_stack_destroy(ref);
+    pb_layer_stack_destroy(ref);
     pb_tp_destroy(tp);
 }
 

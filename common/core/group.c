@@ -1,4 +1,4 @@
-#include "core/groups.h"
+#include "core/group.h"
 
 #include "core/error.h"
 
@@ -7,9 +7,9 @@
 
 static const char *const names[PB_GROUPS_KINDS + 1] = {"world", "node", "rail", NULL};
 
-const char *const *pb_groups_names(void) { return names; }
+const char *const *pb_group_groups_names(void) { return names; }
 
-int pb_group_split(const pb_world *w, pb_groups_kind kind, pb_group *g)
+int pb_group_split(const pb_world *w, pb_group_groups_kind kind, pb_group *g)
 {
     *g = (pb_group){.kind = kind, .comm = MPI_COMM_NULL};
     int color = kind == PB_GROUPS_NODE ? w->node : kind == PB_GROUPS_RAIL ? w->local_rank : 0;

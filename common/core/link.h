@@ -1,8 +1,8 @@
 /* Where a group of ranks sits: on one node, one node each, or some of both.
  * world.h computes it for real ranks (pb_world_link); the planner assigns it
  * to model axes. No MPI here, so the planner links without it. */
-#ifndef PB_LINK_CLASS_H
-#define PB_LINK_CLASS_H
+#ifndef PB_LINK_H
+#define PB_LINK_H
 
 typedef enum { PB_LINK_INTRA, PB_LINK_INTER, PB_LINK_MIXED, PB_LINK_NCLASS } pb_link_class;
 

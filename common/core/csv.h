@@ -2,8 +2,8 @@
  * header, columns are found by name (their order may vary), lines starting
  * with '#' and blank lines are skipped. Fields may be double-quoted (no
  * embedded newlines). Enough for the files parabench itself writes. */
-#ifndef PB_CSV_READ_H
-#define PB_CSV_READ_H
+#ifndef PB_CSV_H
+#define PB_CSV_H
 
 typedef struct pb_csv {
     int ncols;

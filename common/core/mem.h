@@ -4,8 +4,8 @@
  * machine. They call pb_mem_require() BEFORE allocating, so the run stops with
  * exit code 3 (PB_ERR_ENV) and a message with both numbers, instead of being
  * killed by the OOM killer half-way. */
-#ifndef PB_MEMORY_H
-#define PB_MEMORY_H
+#ifndef PB_MEM_H
+#define PB_MEM_H
 
 #include <stdint.h>
 

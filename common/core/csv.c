@@ -1,4 +1,4 @@
-#include "core/csv_read.h"
+#include "core/csv.h"
 
 #include "core/error.h"
 #include "core/grow.h"

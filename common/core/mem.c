@@ -1,4 +1,4 @@
-#include "core/memory.h"
+#include "core/mem.h"
 
 #include "core/error.h"
 

@@ -1,4 +1,4 @@
-#include "core/link_class.h"
+#include "core/link.h"
 
 #include <string.h>
 

@@ -4,15 +4,15 @@
  *  - rail:  the ranks with the same local rank, one per node: each rail's
  *           network across the nodes at once.
  * Groups are numbered by their lowest world rank, so world rank 0 leads group 0. */
-#ifndef PB_GROUPS_H
-#define PB_GROUPS_H
+#ifndef PB_GROUP_H
+#define PB_GROUP_H
 
 #include "core/world.h"
 
-typedef enum { PB_GROUPS_WORLD, PB_GROUPS_NODE, PB_GROUPS_RAIL, PB_GROUPS_KINDS } pb_groups_kind;
+typedef enum { PB_GROUPS_WORLD, PB_GROUPS_NODE, PB_GROUPS_RAIL, PB_GROUPS_KINDS } pb_group_groups_kind;
 
 typedef struct pb_group {
-    pb_groups_kind kind;
+    pb_group_groups_kind kind;
     MPI_Comm comm;    /* this rank's group */
     int rank, size;   /* in the group */
     int index, count; /* this group's number, and how many groups there are */
@@ -22,10 +22,10 @@ typedef struct pb_group {
     const char *link; /* pb_link_name of the members' pb_world_link */
 } pb_group;
 
-const char *const *pb_groups_names(void); /* NULL-terminated, in enum order */
+const char *const *pb_group_groups_names(void); /* NULL-terminated, in enum order */
 
 /* Split the world (collective over w->comm). Returns a status agreed by all ranks. */
-int pb_group_split(const pb_world *w, pb_groups_kind kind, pb_group *g);
+int pb_group_split(const pb_world *w, pb_group_groups_kind kind, pb_group *g);
 void pb_group_free(pb_group *g);
 
 #endif
