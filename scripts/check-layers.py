@@ -36,6 +36,11 @@ def breaches(root):
             out.append(f"common/{name}: sits directly in common/; put it in one of {', '.join(LAYERS)}")
         elif os.path.isdir(path) and name not in LAYERS:
             out.append(f"common/{name}/: not a layer of scripts/check-layers.py ({', '.join(LAYERS)})")
+    doc = os.path.join(root, "docs", "ARCHITECTURE.md")
+    text = open(doc, encoding="utf-8").read() if os.path.exists(doc) else ""
+    for layer in LAYERS:
+        if f"`{layer}/`" not in text:
+            out.append(f"docs/ARCHITECTURE.md: does not describe the layer `{layer}/`")
     for layer, rank in LAYERS.items():
         folder = os.path.join(common, layer)
         if not os.path.isdir(folder):

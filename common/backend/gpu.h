@@ -11,7 +11,7 @@
 int pb_gpu_count(void);
 
 /* Make GPU (local_rank + offset) mod count current; describe it in `desc`
- * ("GPU 0 of 1: NVIDIA H200, 139 GiB, PCI 0000:0a:00.0"). PB_ERR_ENV when
+ * ("GPU 0 of 1: NVIDIA A100-SXM4-80GB, 79 GiB, PCI 0000:07:00.0"). PB_ERR_ENV when
  * there is no GPU or no CUDA support. */
 int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len);
 
