@@ -458,7 +458,7 @@ int main(int argc, char **argv)
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
     status = pb_world_agree_at(b.w.comm, status, "samples"); /* run_all starts with collectives */
     for (int k = 0; r.samples && k < 3; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
-    if (status == PB_OK) {
+    if (status == PB_OK && r.eng) { /* r.eng is set whenever the agreed status is OK */
         notes(&r);
         status = run_all(&r);
     }

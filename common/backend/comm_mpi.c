@@ -80,7 +80,7 @@ static int create(MPI_Comm group, pb_comm **out)
     pb_comm *c = pb_faults_fail("comm") ? NULL : calloc(1, sizeof *c);
     int status = c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator");
     status = pb_world_agree_at(group, status, "comm");
-    if (status != PB_OK) {
+    if (status != PB_OK || !c) { /* !c implies a failed agreement; said for the analyzer */
         free(c);
         return status;
     }

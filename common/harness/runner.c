@@ -32,7 +32,7 @@ static MPI_Comm align_comm(MPI_Comm group)
     if (found) return *kept;
     MPI_Comm dup;
     MPI_Comm_dup(group, &dup); /* collective first: a failed malloc below stays local */
-    kept = malloc(sizeof *kept);
+    kept = malloc(sizeof *kept); /* NOLINT(bugprone-sizeof-expression): MPI_Comm is a handle */
     if (!kept) return dup;     /* not kept: leaks one handle, still correct */
     *kept = dup;
     MPI_Comm_set_attr(group, align_key, kept);
@@ -105,7 +105,11 @@ int pb_runner_gather_stats(MPI_Comm group, const double *samples_us, int n, pb_s
         all = pb_faults_fail("gather") ? NULL : malloc(sizeof(double) * (size_t)n * (size_t)size + 1);
         if (!all) status = pb_fail(PB_ERR_ENV, "out of memory gathering %d x %d samples", size, n);
     }
-    PB_TRY(pb_world_agree_at(group, status, "gather")); /* the others would wait in the gather */
+    status = pb_world_agree_at(group, status, "gather"); /* the others would wait in the gather */
+    if (status != PB_OK) {
+        free(all);
+        return status;
+    }
     MPI_Gather(samples_us, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, group);
     if (rank == 0) pb_stats_across(all, (size_t)n, size, out);
     else pb_stats_of(samples_us, (size_t)n, out);

@@ -176,6 +176,7 @@ int pb_hybrid_create(const pb_hybrid_config *cfg, pb_hybrid **out)
         h->acts = calloc((size_t)cfg->micro_batches, sizeof(pb_layer_saved *)); /* one pointer per micro-batch */
     }
     PB_TRY(pb_world_agree_at(world, h && h->acts ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"), "hybrid"));
+    if (!h || !h->acts) return PB_ERR_ENV; /* implied by the agreement; said for the analyzer */
     PB_TRY(split_groups(h));
     pb_tp_config tc = tp_config(cfg, h->at.t, h->at.p, h->tp_comm);
     PB_TRY(pb_world_agree_at(world, pb_tp_create(&tc, &h->tp), "hybrid tp"));

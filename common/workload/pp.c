@@ -79,7 +79,7 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
     pb_pp_exec *ex = calloc(1, sizeof *ex);
     /* Agreed before the communicators: their creation is collective over the pipeline. */
     int status = pb_world_agree_at(cfg->group, ex ? PB_OK : pb_fail(PB_ERR_ENV, "pipeline: out of memory"), "pipeline");
-    if (status != PB_OK) {
+    if (status != PB_OK || !ex) { /* !ex implies a failed agreement; said for the analyzer */
         free(ex);
         return status;
     }
