@@ -248,9 +248,10 @@ wrong_fail() {  # prints "FAIL: ..." when FILE is missing or has a nonzero wrong
 # ---------------------------------------------------------------- headlines
 h_info() { grep -v '^[[:space:]]*$' "$1" | tail -1 | cut -c1-150; }
 h_build() { echo "make CUDA=1 BUILD=$BUILD: $(find "$BIN" -maxdepth 1 -type f -perm -u+x 2>/dev/null | wc -l) binaries"; }
-h_unit() {   # the GPU cases must have run: on a GPU none of them may skip
-  local t missing="" found=0
+h_unit() {   # the GPU cases must have run; on a GPU no case skips (the no-GPU cases check the GPU side there)
+  local t missing="" found=0 skipped
   grep -q '^\[  FAILED  \]' "$1" && { echo "FAIL: $(grep -m1 '^\[  FAILED  \]' "$1")"; return; }
+  skipped=$(sed -n 's/^\[  SKIPPED \] \(test_[A-Za-z0-9_]*\)$/\1/p' "$1" | sort -u | tr '\n' ' ')
   for t in $UNIT_GPU_CASES; do
     grep -q "^\[ RUN      \] $t\$" "$1" || continue
     found=$((found + 1))
@@ -259,7 +260,8 @@ h_unit() {   # the GPU cases must have run: on a GPU none of them may skip
   [ "$found" = 0 ] && { echo "FAIL: no GPU case in this test binary (a CPU-only build?)"; return; }
   t=$(grep -m1 -E '^SKIP' "$1" | cut -c1-100)
   [ -n "$missing" ] && { echo "FAIL: GPU cases did not run (skipped: does the test see the GPU?):$missing${t:+; $t}"; return; }
-  echo "$(grep -c '^\[       OK \]' "$1") cases passed, GPU cases included"
+  [ -n "$skipped" ] && { echo "FAIL: cases skipped on a GPU node: $skipped${t:+; $t}"; return; }
+  echo "$(grep -c '^\[       OK \]' "$1") cases passed, GPU cases included, none skipped"
 }
 h_probe() {
   local c=$OUTDIR/$2.csv g cp
