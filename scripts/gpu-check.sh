@@ -29,7 +29,9 @@
 #   --max-ranks N        ranks of the multi-rank steps: min(GPUs, N) (default 8)
 #   --budget SECS        all steps together (default 900); a step that would
 #                        start later is skipped and counted as failed
-#   --step-timeout SECS  per step (default 180); the build has its own (1800)
+#   --step-timeout SECS  per step (default 180, at least 90: above the benchmarks'
+#                        60 s watchdog, so a hang is diagnosed, not killed);
+#                        the build has its own (1800)
 # Environment: PB_MPIRUN_ARGS (extra mpirun arguments), PB_SRUN_ARGS (extra srun
 # arguments, e.g. --gpus-per-task=1), PB_SRUN_MPI, PB_CUDA_LIB_DIRS (bundle case:
 # colon-separated folders holding libcudart, libcublas, libnccl).
@@ -58,6 +60,10 @@ SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$SELF_DIR/.." && pwd)
 BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
 MAX_RANKS=8 BUDGET=900 STEP_TO=180 BUILD_TO=1800
+# Every benchmark runs with --timeout $WD_S (its hang watchdog). A step is
+# killed only WD_MARGIN_S later, so a hang is reported by the watchdog (what,
+# where, which rank) instead of showing up as a bare "killed".
+WD_S=60 WD_MARGIN_S=30
 
 usage() { sed -n '2,/^# shellcheck/p' "${BASH_SOURCE[0]}" | sed -e '/^# shellcheck/d' -e 's/^# \{0,1\}//'; }
 die_usage() { echo "gpu-check.sh: $*" >&2; echo "run with --help for the options" >&2; exit 2; }
@@ -73,7 +79,7 @@ while [ $# -gt 0 ]; do
     --no-build) DO_BUILD=0; shift ;;
     --max-ranks) { is_uint "${2:-}" && [ "$2" -ge 1 ]; } || die_usage "--max-ranks needs a positive integer"; MAX_RANKS=$2; shift 2 ;;
     --budget) is_uint "${2:-}" || die_usage "--budget needs seconds"; BUDGET=$2; shift 2 ;;
-    --step-timeout) { is_uint "${2:-}" && [ "$2" -ge 10 ]; } || die_usage "--step-timeout needs 10 seconds or more"; STEP_TO=$2; shift 2 ;;
+    --step-timeout) { is_uint "${2:-}" && [ "$2" -ge $((WD_S + WD_MARGIN_S)) ]; } || die_usage "--step-timeout needs $((WD_S + WD_MARGIN_S)) seconds or more (the benchmarks' watchdog is $WD_S s)"; STEP_TO=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die_usage "unknown option '$1'" ;;
   esac
@@ -180,7 +186,7 @@ step() {
   local name=$1 np=$2 to=$3 hfn=$4; shift 5
   local left=$((BUDGET - (SECONDS - BUDGET_T0)))
   [ -n "${NO_BUDGET:-}" ] && left=$to
-  if [ "$left" -lt 20 ]; then
+  if [ "$left" -lt $((WD_S + WD_MARGIN_S)) ]; then   # less would kill a hang before its watchdog reports it
     line FAIL "$name" "$np" - "not run: the time budget of $BUDGET s is spent (--budget)"; NFAIL=$((NFAIL + 1)); return
   fi
   [ "$to" -gt "$left" ] && to=$left
@@ -248,9 +254,10 @@ wrong_fail() {  # prints "FAIL: ..." when FILE is missing or has a nonzero wrong
 # ---------------------------------------------------------------- headlines
 h_info() { grep -v '^[[:space:]]*$' "$1" | tail -1 | cut -c1-150; }
 h_build() { echo "make CUDA=1 BUILD=$BUILD: $(find "$BIN" -maxdepth 1 -type f -perm -u+x 2>/dev/null | wc -l) binaries"; }
-h_unit() {   # the GPU cases must have run: on a GPU none of them may skip
-  local t missing="" found=0
+h_unit() {   # the GPU cases must have run; on a GPU no case skips (the no-GPU cases check the GPU side there)
+  local t missing="" found=0 skipped
   grep -q '^\[  FAILED  \]' "$1" && { echo "FAIL: $(grep -m1 '^\[  FAILED  \]' "$1")"; return; }
+  skipped=$(sed -n 's/^\[  SKIPPED \] \([A-Za-z0-9_]*\)$/\1/p' "$1" | sort -u | tr '\n' ' ')
   for t in $UNIT_GPU_CASES; do
     grep -q "^\[ RUN      \] $t\$" "$1" || continue
     found=$((found + 1))
@@ -259,7 +266,8 @@ h_unit() {   # the GPU cases must have run: on a GPU none of them may skip
   [ "$found" = 0 ] && { echo "FAIL: no GPU case in this test binary (a CPU-only build?)"; return; }
   t=$(grep -m1 -E '^SKIP' "$1" | cut -c1-100)
   [ -n "$missing" ] && { echo "FAIL: GPU cases did not run (skipped: does the test see the GPU?):$missing${t:+; $t}"; return; }
-  echo "$(grep -c '^\[       OK \]' "$1") cases passed, GPU cases included"
+  [ -n "$skipped" ] && { echo "FAIL: cases skipped on a GPU node: $skipped${t:+; $t}"; return; }
+  echo "$(grep -c '^\[       OK \]' "$1") cases passed, GPU cases included, none skipped"
 }
 h_probe() {
   local c=$OUTDIR/$2.csv g cp
@@ -409,6 +417,15 @@ if [ "$LAUNCHER" = bundle ]; then
   else
     line PASS cuda-libs - - "found in ${CUDA_DIRS:-the loader cache}"; NPASS=$((NPASS + 1))
   fi
+  # Every symbol the binaries need must be in this node's libraries (ldd -r
+  # binds them all now): an older libnccl.so.2 lacking one would otherwise die
+  # mid-run with "symbol lookup error". ncclAlltoAll is looked up at run time
+  # (dlsym), so NCCL before 2.28.3 passes here and gets the grouped fallback.
+  undef=$(for b in "$BIN"/coll_sweep "$BIN"/p2p_sweep "$BIN"/tp_layer "$BIN"/compute_probe; do
+            [ -x "$b" ] && ldd -r "$b" 2>&1 | grep -E 'undefined symbol' | sed "s|^|$(basename "$b"): |"; done | head -5)
+  log "ldd -r: ${undef:-no undefined symbols}"
+  if [ -n "$undef" ]; then fail ldd-r - "undefined symbols against this node's libraries: $(printf '%s' "$undef" | head -1 | cut -c1-150)"
+  else line PASS ldd-r - - "no undefined symbols (ldd -r)"; NPASS=$((NPASS + 1)); fi
 elif [ "$DO_BUILD" = 1 ]; then
   NVCC=$(command -v nvcc 2>/dev/null || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
   LACK=""
@@ -447,7 +464,7 @@ sum "# verdict step              ranks    time  headline or reason"
 # ---------------------------------------------------------------- the steps
 UNIT_GPU_CASES="test_gpu_gemm test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
 TO=$STEP_TO
-Q="--timeout 60 --max-seconds-per-size 10"   # no operation hangs, no size runs long
+Q="--timeout $WD_S --max-seconds-per-size 10"   # no operation hangs, no size runs long
 M="--model gpt-1.3b"
 R=$NP; [ "$R" -lt 2 ] && R=2   # MPI on device buffers: several ranks may share one GPU
 # shellcheck disable=SC2046  # launch prints a command line to split

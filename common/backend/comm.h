@@ -43,6 +43,8 @@ typedef struct pb_comm_backend {
     /* Buffers in the backend's memory, and copies to and from the host. */
     int (*alloc)(size_t bytes, void **out);
     void (*free)(void *p);
+    /* Both complete on return: from_host's data has landed in device memory,
+     * so an operation issued next on any stream reads it. */
     int (*to_host)(void *host_dst, const void *src, size_t bytes);
     int (*from_host)(void *dst, const void *host_src, size_t bytes);
 
@@ -92,7 +94,8 @@ typedef struct pb_comm_backend {
     /* CUDA graphs: operations issued on c between capture_begin and
      * capture_end are recorded into one graph instead of running; replay
      * launches that graph (complete it with sync). A new capture replaces the
-     * old graph. */
+     * old graph, and freeing any buffer of the backend discards it (a graph
+     * points into the buffers it captured). */
     int (*capture_begin)(pb_comm *c);
     int (*capture_end)(pb_comm *c);
     int (*replay)(pb_comm *c);

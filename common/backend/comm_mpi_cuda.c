@@ -17,6 +17,7 @@
 #include "backend/comm.h"
 
 #include "backend/cuda_status.h"
+#include "backend/gpu.h"
 #include "core/error.h"
 #include "core/grow.h"
 #include "core/world.h"
@@ -166,11 +167,11 @@ static int to_host(void *host, const void *dev, size_t bytes)
     return PB_OK;
 }
 
-static int from_host(void *dev, const void *host, size_t bytes)
-{
-    if (bytes) PB_CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
-    return PB_OK;
-}
+/* Complete on return (pb_gpu_from_host): the staging copies of the next
+ * operation run on this communicator's non-blocking stream, which a plain
+ * cudaMemcpy from pageable memory (legacy stream, may return before the data
+ * has landed) would not be ordered before. */
+static int from_host(void *dev, const void *host, size_t bytes) { return pb_gpu_from_host(dev, host, bytes); }
 
 /* The common shape: `sbytes` of `s` to the host, the host call on the
  * staging buffers, `rbytes` back into `r` when `copy_back`. Separate host

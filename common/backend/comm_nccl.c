@@ -7,6 +7,8 @@
 #include "backend/comm.h"
 
 #include "backend/cuda_status.h"
+#include "backend/gpu.h"
+#include "backend/nccl_version.h"
 #include "core/error.h"
 #include "core/faults.h"
 #include "backend/spans_cuda.h"
@@ -14,8 +16,12 @@
 #include "core/world.h"
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct pb_comm {
     ncclComm_t nccl;
@@ -25,12 +31,44 @@ struct pb_comm {
     pb_spans_cuda spans;    /* device time of traffic */
     cudaGraphExec_t graph;  /* the last capture, or NULL */
     int capturing;
+    int device;             /* the GPU the communicator was created on */
+    int aborted;            /* ncclCommAbort was called: only the CUDA objects are left to free */
+    pb_comm *next;          /* live communicators (graphs), under `live_mu` */
 };
+
+/* Live communicators: freeing a buffer destroys their graphs first, since a
+ * graph's kernels point into the buffers it captured. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pb_comm *live;
+
+/* ncclAlltoAll exists only from NCCL 2.28.3 on. It is looked up with dlsym
+ * rather than called by name: the binary then has no reference to it, so it
+ * loads (and `ldd -r` is clean) against an older libnccl.so.2 even where the
+ * link is made with -z now, and a library that lacks it is never called. */
+typedef ncclResult_t (*alltoall_fn)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+static alltoall_fn native_fn;
+static pthread_once_t native_once = PTHREAD_ONCE_INIT;
+static void look_up_alltoall(void)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess) v = 0;
+    void *sym = dlsym(RTLD_DEFAULT, "ncclAlltoAll");
+    if (pb_nccl_version_alltoall_choice(v, sym != NULL) == PB_NCCL_ALLTOALL_NATIVE) {
+        _Static_assert(sizeof sym == sizeof native_fn, "function and object pointers differ in size");
+        memcpy(&native_fn, &sym, sizeof sym); /* POSIX's dlsym idiom, without a cast ISO C warns about */
+    }
+}
+static alltoall_fn native_alltoall(void)
+{
+    pthread_once(&native_once, look_up_alltoall);
+    return native_fn;
+}
 
 static int nccl_check(ncclResult_t r, const pb_comm *c, const char *what)
 {
     if (r == ncclSuccess || r == ncclInProgress) return PB_OK;
-    const char *last = c ? ncclGetLastError(c->nccl) : NULL;
+    /* NCCL keeps the last error per thread; the communicator argument may be NULL (init). */
+    const char *last = ncclGetLastError(c ? c->nccl : NULL);
     return pb_fail(PB_ERR_ENV, "%s: %s%s%s", what, ncclGetErrorString(r), last && *last ? ": " : "",
                    last ? last : "");
 }
@@ -48,8 +86,15 @@ static ncclDataType_t nccl_type(pb_dtype t)
 
 static ncclRedOp_t nccl_op(pb_dtype_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
 
-/* Watchdog hook: a hung NCCL operation is aborted before MPI_Abort ends the job. */
-static void abort_comm(void *arg) { ncclCommAbort(((pb_comm *)arg)->nccl); }
+/* Watchdog hook: a hung NCCL operation is aborted before MPI_Abort ends the
+ * job. It runs on the watchdog's thread, whose current device is 0 until set. */
+static void abort_comm(void *arg)
+{
+    pb_comm *c = arg;
+    if (c->aborted) return;
+    cudaSetDevice(c->device);
+    ncclCommAbort(c->nccl);
+}
 
 static int create(MPI_Comm group, pb_comm **out)
 {
@@ -69,8 +114,10 @@ static int create(MPI_Comm group, pb_comm **out)
         return status;
     }
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group);
-    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: %s", cudaGetErrorString(e));
+    cudaError_t e = cudaGetDevice(&c->device);
+    if (e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaGetDevice: %s", cudaGetErrorString(e));
+    if (status == PB_OK) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (status == PB_OK && e != cudaSuccess) status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: %s", cudaGetErrorString(e));
     if (status == PB_OK && (e = cudaEventCreateWithFlags(&c->order, cudaEventDisableTiming)) != cudaSuccess)
         status = pb_fail(PB_ERR_ENV, "cudaEventCreate: %s", cudaGetErrorString(e));
     if (status == PB_OK && pb_faults_fail("nccl-stream"))
@@ -84,6 +131,10 @@ static int create(MPI_Comm group, pb_comm **out)
         free(c);
         return status;
     }
+    pthread_mutex_lock(&live_mu);
+    c->next = live;
+    live = c;
+    pthread_mutex_unlock(&live_mu);
     pb_watchdog_on_abort(abort_comm, c);
     *out = c;
     return PB_OK;
@@ -93,9 +144,16 @@ static void destroy(pb_comm *c)
 {
     if (!c) return;
     pb_watchdog_forget(c);
-    cudaStreamSynchronize(c->stream);
+    pthread_mutex_lock(&live_mu);
+    for (pb_comm **p = &live; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    pthread_mutex_unlock(&live_mu);
+    if (!c->aborted) cudaStreamSynchronize(c->stream);
     if (c->graph) cudaGraphExecDestroy(c->graph); /* its kernels use the communicator */
-    ncclCommDestroy(c->nccl);
+    if (!c->aborted) ncclCommDestroy(c->nccl);
     pb_spans_cuda_free(&c->spans);
     cudaEventDestroy(c->order);
     cudaStreamDestroy(c->stream);
@@ -113,7 +171,21 @@ static int dev_alloc(size_t bytes, void **out)
     return PB_OK;
 }
 
-static void dev_free(void *p) { cudaFree(p); }
+/* Drop every live graph before the memory goes: a graph captured on these
+ * buffers must never be launched, or kept registered, after they are freed. */
+static void dev_free(void *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&live_mu);
+    for (pb_comm *c = live; c; c = c->next)
+        if (c->graph) {
+            cudaStreamSynchronize(c->stream);
+            cudaGraphExecDestroy(c->graph);
+            c->graph = NULL;
+        }
+    pthread_mutex_unlock(&live_mu);
+    cudaFree(p);
+}
 
 static int to_host(void *host, const void *dev, size_t bytes)
 {
@@ -121,11 +193,10 @@ static int to_host(void *host, const void *dev, size_t bytes)
     return PB_OK;
 }
 
-static int from_host(void *dev, const void *host, size_t bytes)
-{
-    PB_CUDA_TRY(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
-    return PB_OK;
-}
+/* Complete on return (pb_gpu_from_host): the communication stream is
+ * non-blocking, so a plain cudaMemcpy from pageable memory would race with
+ * the collective issued next. */
+static int from_host(void *dev, const void *host, size_t bytes) { return pb_gpu_from_host(dev, host, bytes); }
 
 static int allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op)
 {
@@ -155,7 +226,21 @@ static int reduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_d
 
 static int alltoall(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t)
 {
-    return nccl_check(ncclAlltoAll(s, r, n, nccl_type(t), c->nccl, c->stream), c, "ncclAlltoAll");
+    alltoall_fn fn = native_alltoall();
+    if (fn) return nccl_check(fn(s, r, n, nccl_type(t), c->nccl, c->stream), c, "ncclAlltoAll");
+    /* Before 2.28.3: a send and a receive per peer in one group, as nccl-tests does. */
+    size_t b = n * pb_dtype_size(t);
+    int status = nccl_check(ncclGroupStart(), c, "ncclGroupStart");
+    if (status != PB_OK) return status;
+    for (int p = 0; p < c->size && status == PB_OK; p++) {
+        status = nccl_check(ncclSend((const char *)s + (size_t)p * b, n, nccl_type(t), p, c->nccl, c->stream), c,
+                            "ncclSend (alltoall)");
+        if (status == PB_OK)
+            status = nccl_check(ncclRecv((char *)r + (size_t)p * b, n, nccl_type(t), p, c->nccl, c->stream), c,
+                                "ncclRecv (alltoall)");
+    }
+    int end = nccl_check(ncclGroupEnd(), c, "ncclGroupEnd (alltoall)"); /* always close the group */
+    return status != PB_OK ? status : end;
 }
 
 static int group_start(pb_comm *c) { return nccl_check(ncclGroupStart(), c, "ncclGroupStart"); }
@@ -171,12 +256,42 @@ static int recv(pb_comm *c, void *buf, size_t n, pb_dtype t, int peer)
     return nccl_check(ncclRecv(buf, n, nccl_type(t), peer, c->nccl, c->stream), c, "ncclRecv");
 }
 
+/* Poll the stream and NCCL's asynchronous error together, as nccl-tests
+ * does: a peer that failed or a broken network shows up as an error here
+ * instead of a stream that never completes. A communicator with an error is
+ * aborted (its kernels would never finish). The watchdog is armed throughout
+ * (by the caller, or here when the caller has not), so a wait that neither
+ * completes nor errs is reported with its place. */
 static int sync_stream(pb_comm *c)
 {
-    PB_CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
-    ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(c->nccl, &async);
-    return nccl_check(async, c, "NCCL asynchronous error");
+    PB_CHECK(!c->aborted, PB_ERR_ENV, "NCCL: the communicator was aborted after an earlier error");
+    int own = !pb_watchdog_armed();
+    if (own) pb_watchdog_arm(0, "NCCL stream sync");
+    int status = PB_OK;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(c->stream);
+        if (e == cudaSuccess) break;
+        if (e != cudaErrorNotReady) {
+            status = pb_cuda_status_fail_at(e, __FILE__, __LINE__, "cudaStreamQuery (NCCL stream)");
+            break;
+        }
+        ncclResult_t async = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(c->nccl, &async);
+        if (r != ncclSuccess) async = r;
+        if (async != ncclSuccess && async != ncclInProgress) {
+            status = nccl_check(async, c, "NCCL asynchronous error (communicator aborted)");
+            ncclCommAbort(c->nccl);
+            c->aborted = 1;
+            break;
+        }
+    }
+    if (status == PB_OK) {
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(c->nccl, &async);
+        status = nccl_check(async, c, "NCCL asynchronous error");
+    }
+    if (own) pb_watchdog_disarm();
+    return status;
 }
 
 static int after_queue(pb_comm *c, void *queue)
@@ -243,9 +358,11 @@ static int replay(pb_comm *c)
 static void version(char *buf, size_t len)
 {
     int v = 0;
-    ncclGetVersion(&v);
-    /* NCCL >= 2.9 encodes major*10000 + minor*100 + patch */
-    snprintf(buf, len, "NCCL %d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    if (ncclGetVersion(&v) != ncclSuccess) v = 0;
+    char text[32];
+    pb_nccl_version_text(v, text, sizeof text);
+    snprintf(buf, len, "NCCL %s%s", text,
+             native_alltoall() ? "" : " (alltoall as grouped send/recv: ncclAlltoAll needs 2.28.3)");
 }
 
 static const pb_comm_backend nccl_backend = {

@@ -1,23 +1,100 @@
-/* GPU selection for builds without CUDA: no GPU, and a clear message. */
-#ifndef PB_HAVE_CUDA
+/* GPU selection: the logic, in every build. The CUDA calls are behind
+ * pb_gpu_ops (gpu_cuda.c in CUDA builds; "no GPU" here otherwise), so the
+ * logic runs in CPU-only tests against a fake table. */
 #include "backend/gpu.h"
 
 #include "core/error.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-int pb_gpu_count(void) { return 0; }
-
-size_t pb_gpu_cache_bytes(void) { return 0; }
-
-int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
+#ifdef PB_HAVE_CUDA
+const pb_gpu_ops *pb_gpu_cuda_ops(void); /* gpu_cuda.c */
+#else
+static int none_count(void) { return 0; }
+static int none_fail(void)
 {
-    (void)local_rank;
-    (void)offset;
-    snprintf(desc, len, "none");
     return pb_fail(PB_ERR_ENV, "this build has no CUDA support (rebuild where nvcc, cuBLAS and NCCL are found, "
                                "or with `make CUDA=1`)");
 }
-#else
-typedef int pb_gpu_c_is_empty_with_cuda; /* gpu_cuda.c provides the functions */
+static int none_set(int dev) { return (void)dev, none_fail(); }
+static int none_describe(int dev, int n, char *desc, size_t len) { return (void)dev, (void)n, snprintf(desc, len, "none"), none_fail(); }
+static size_t none_cache(void) { return 0; }
+static int none_copy(void *d, const void *s, size_t b) { return (void)d, (void)s, (void)b, none_fail(); }
+static const pb_gpu_ops none_ops = {.count = none_count, .set_device = none_set, .describe = none_describe,
+                                    .cache_bytes = none_cache, .copy_h2d = none_copy, .sync_legacy = none_fail};
 #endif
+
+static const pb_gpu_ops *override;
+static atomic_int bound = -1;
+
+const pb_gpu_ops *pb_gpu_ops_get(void)
+{
+    if (override) return override;
+#ifdef PB_HAVE_CUDA
+    return pb_gpu_cuda_ops();
+#else
+    return &none_ops;
+#endif
+}
+
+void pb_gpu_ops_set(const pb_gpu_ops *ops)
+{
+    override = ops;
+    atomic_store(&bound, -1);
+}
+
+int pb_gpu_count(void) { return pb_gpu_ops_get()->count(); }
+
+size_t pb_gpu_cache_bytes(void) { return pb_gpu_ops_get()->cache_bytes(); }
+
+int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
+{
+    const pb_gpu_ops *g = pb_gpu_ops_get();
+#ifndef PB_HAVE_CUDA
+    if (g == &none_ops) return g->describe(0, 0, desc, len);
+#endif
+    int n = g->count();
+    if (n == 0) {
+        snprintf(desc, len, "none");
+        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process (CUDA_VISIBLE_DEVICES=%s)",
+                       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+    }
+    int dev = ((local_rank + offset) % n + n) % n;
+    PB_TRY(g->set_device(dev));
+    atomic_store(&bound, dev);
+    g->describe(dev, n, desc, len);
+    return PB_OK;
+}
+
+int pb_gpu_bound(void) { return atomic_load(&bound); }
+
+int pb_gpu_thread_bind(void)
+{
+    int dev = atomic_load(&bound);
+    return dev < 0 ? PB_OK : pb_gpu_ops_get()->set_device(dev);
+}
+
+int pb_gpu_from_host(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return PB_OK;
+    const pb_gpu_ops *g = pb_gpu_ops_get();
+    PB_TRY(g->copy_h2d(dst, src, bytes));
+    /* cudaMemcpy from pageable memory may return before the data has landed,
+     * and a non-blocking stream (NCCL's, the staging stream) is not ordered
+     * after the legacy stream: wait for the copy here. */
+    return g->sync_legacy();
+}
+
+int pb_gpu_check_ranks(int local_size, int ngpu, int exclusive)
+{
+    if (ngpu <= 0) return pb_fail(PB_ERR_ENV, "no GPU is visible to this process");
+    if (exclusive && local_size > ngpu)
+        return pb_fail(PB_ERR_ENV,
+                       "%d ranks on one node but only %d GPU%s visible: NCCL needs one GPU per rank (it refuses "
+                       "two ranks on one GPU). Start at most %d ranks per node, or use --backend mpi --mem device "
+                       "to share GPUs",
+                       local_size, ngpu, ngpu == 1 ? " is" : "s are", ngpu);
+    return PB_OK;
+}

@@ -1,13 +1,15 @@
-/* GPU selection with the CUDA runtime. */
+/* The CUDA runtime behind pb_gpu_ops (gpu.c holds the logic). */
 #include "backend/gpu.h"
 
+#include "backend/cuda_status.h"
 #include "core/error.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
-#include <stdlib.h>
 
-int pb_gpu_count(void)
+const pb_gpu_ops *pb_gpu_cuda_ops(void);
+
+static int cuda_count(void)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -17,30 +19,32 @@ int pb_gpu_count(void)
     return n;
 }
 
-int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
+static int cuda_set(int dev)
 {
-    int n = pb_gpu_count();
-    if (n == 0) {
-        snprintf(desc, len, "none");
-        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process (CUDA_VISIBLE_DEVICES=%s)",
-                       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
-    }
-    int dev = ((local_rank + offset) % n + n) % n;
     cudaError_t e = cudaSetDevice(dev);
-    if (e != cudaSuccess) return pb_fail(PB_ERR_ENV, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pb_fail(PB_ERR_ENV, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+    }
+    return PB_OK;
+}
+
+static int cuda_describe(int dev, int n, char *desc, size_t len)
+{
     struct cudaDeviceProp p;
     char pci[32] = "?";
     if (cudaGetDeviceProperties(&p, dev) == cudaSuccess) {
-        cudaDeviceGetPCIBusId(pci, sizeof pci, dev);
+        if (cudaDeviceGetPCIBusId(pci, sizeof pci, dev) != cudaSuccess) (void)cudaGetLastError();
         snprintf(desc, len, "GPU %d of %d: %s, %.0f GiB, PCI %s", dev, n, p.name,
                  (double)p.totalGlobalMem / (1 << 30), pci);
     } else {
+        (void)cudaGetLastError();
         snprintf(desc, len, "GPU %d of %d", dev, n);
     }
     return PB_OK;
 }
 
-size_t pb_gpu_cache_bytes(void)
+static size_t cuda_cache(void)
 {
     int dev = 0, l2 = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
@@ -49,3 +53,22 @@ size_t pb_gpu_cache_bytes(void)
     }
     return l2 > 0 ? (size_t)l2 : 0;
 }
+
+static int cuda_copy_h2d(void *dst, const void *src, size_t bytes)
+{
+    PB_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy),
+                "cudaMemcpyAsync (host to device)");
+    return PB_OK;
+}
+
+static int cuda_sync_legacy(void)
+{
+    PB_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize (host to device copy)");
+    return PB_OK;
+}
+
+static const pb_gpu_ops cuda_ops = {.count = cuda_count, .set_device = cuda_set, .describe = cuda_describe,
+                                    .cache_bytes = cuda_cache, .copy_h2d = cuda_copy_h2d,
+                                    .sync_legacy = cuda_sync_legacy};
+
+const pb_gpu_ops *pb_gpu_cuda_ops(void) { return &cuda_ops; }

@@ -56,6 +56,8 @@ void pb_watchdog_arm(int iter, const char *phase) { pb_watchdog_arm_at(iter, pha
 
 void pb_watchdog_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
 
+int pb_watchdog_armed(void) { return atomic_load_explicit(&wd.armed_ns, memory_order_relaxed) != 0; }
+
 void pb_watchdog_on_abort(void (*fn)(void *), void *arg)
 {
     pthread_mutex_lock(&wd.lock);

@@ -31,6 +31,9 @@ void pb_watchdog_arm(int iter, const char *phase);
 void pb_watchdog_arm_at(int iter, const char *phase, double now_us);
 void pb_watchdog_disarm(void);
 
+/* 1 while armed (a wait that arms only when its caller has not). */
+int pb_watchdog_armed(void);
+
 /* Called by the watchdog before it aborts the job (e.g. ncclCommAbort). */
 void pb_watchdog_on_abort(void (*fn)(void *), void *arg);
 void pb_watchdog_forget(void *arg);

@@ -5,9 +5,9 @@
 #include "backend/gpu.h"
 #include "core/watchdog.h"
 
-#include <string.h>
-
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_options_group *groups, int ngroups)
@@ -50,6 +50,12 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
         return status;
     }
     char gpu[160] = "none";
+    int nccl = strcmp(b->be->name, "nccl") == 0;
+    if (nccl) pb_bench_nccl_log_env(o->csv ? o->csv : o->json, b->name, b->w.rank);
+    /* NCCL needs a GPU of its own per rank: more ranks on a node than GPUs is
+     * an environment error here, before any NCCL call, not NCCL's "Duplicate
+     * GPU" later. */
+    if (status == PB_OK && nccl) status = pb_gpu_check_ranks(b->w.local_size, pb_gpu_count(), 1);
     if (status == PB_OK && b->be->mem == PB_MEM_DEVICE)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
@@ -104,6 +110,21 @@ void pb_bench_note_wrong(pb_report *rep, long long wrong, const char *detail)
     const char *verdict = wrong ? "FAILED" : "OK";
     if (detail) pb_report_note(rep, "wrong values: %lld %s (%s)", wrong, verdict, detail);
     else pb_report_note(rep, "wrong values: %lld %s", wrong, verdict);
+}
+
+void pb_bench_nccl_log_path(const char *out_file, const char *bench, int rank, char *buf, size_t len)
+{
+    const char *slash = out_file ? strrchr(out_file, '/') : NULL;
+    if (slash) snprintf(buf, len, "%.*snccl-%s-rank%d.log", (int)(slash - out_file + 1), out_file, bench, rank);
+    else snprintf(buf, len, "nccl-%s-rank%d.log", bench, rank);
+}
+
+void pb_bench_nccl_log_env(const char *out_file, const char *bench, int rank)
+{
+    char path[4096];
+    pb_bench_nccl_log_path(out_file, bench, rank, path, sizeof path);
+    setenv("NCCL_DEBUG_FILE", path, 0); /* 0: the user's own setting wins */
+    setenv("NCCL_DEBUG", "WARN", 0);
 }
 
 int pb_bench_mem_require(pb_bench *b, const pb_mem_need *need, const char *what)

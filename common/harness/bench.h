@@ -37,6 +37,16 @@ int pb_bench_select(pb_bench *b, const pb_options *o);
  * NULL) are merged into the metadata. Returns a status agreed by all ranks. */
 int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta);
 
+/* Where rank `rank`'s NCCL log goes: next to the run's output (the folder of
+ * `out_file`, the --csv or --json file; the current folder when NULL), as
+ * "nccl-<bench>-rank<rank>.log". Pure. */
+void pb_bench_nccl_log_path(const char *out_file, const char *bench, int rank, char *buf, size_t len);
+
+/* For the NCCL backend: NCCL_DEBUG_FILE (that path) and NCCL_DEBUG=WARN,
+ * each only where the user has not set it, so that every rank's NCCL
+ * diagnostics are kept (ranks other than 0 have no stdout). */
+void pb_bench_nccl_log_env(const char *out_file, const char *bench, int rank);
+
 /* pb_mem_require for this rank with the node's ranks sharing host memory,
  * agreed by all ranks: every binary's check before it allocates. */
 int pb_bench_mem_require(pb_bench *b, const pb_mem_need *need, const char *what);

@@ -4,6 +4,7 @@
 #include "workload/dp.h"
 
 #include "workload/bucket.h"
+#include "backend/gpu.h"
 #include "core/error.h"
 #include "workload/ordering.h"
 #include "workload/staging.h"
@@ -132,6 +133,9 @@ static int complete_streamed(pb_dp *dp)
 static void *comm_thread(void *arg)
 {
     pb_dp *dp = arg;
+    /* CUDA's current device is per thread and starts at 0: without this, the
+     * thread's copies and NCCL calls would go to GPU 0 on every rank. */
+    int bound = pb_gpu_thread_bind();
     pthread_mutex_lock(&dp->mu);
     for (;;) {
         while (!dp->quit && dp->issued == dp->posted) pthread_cond_wait(&dp->posted_cv, &dp->mu);
@@ -139,7 +143,7 @@ static void *comm_thread(void *arg)
         size_t k = dp->issued;
         int failed = dp->thread_status != PB_OK;
         pthread_mutex_unlock(&dp->mu);
-        int s = failed ? PB_OK : reduce_bucket(dp, k);
+        int s = failed ? PB_OK : bound != PB_OK ? bound : reduce_bucket(dp, k);
         pthread_mutex_lock(&dp->mu);
         if (s != PB_OK) dp->thread_status = s;
         dp->issued++;

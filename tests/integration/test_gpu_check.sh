@@ -13,6 +13,7 @@ expect_in "$TMP/out" "exit 77" "the output says the exit code"
 [ ! -e "$TMP/out77/.keys" ] && pass "no leftovers" || fail "leftover .keys in the output folder"
 expect_rc 2 "unknown option" -- bash "$CHECK" --no-such-option
 expect_rc 2 "--max-ranks needs a number" -- bash "$CHECK" --max-ranks x
+expect_rc 2 "--step-timeout below the watchdog's 60 s + 30 s" -- bash "$CHECK" --step-timeout 60
 expect_rc 0 "--help" -- bash "$CHECK" --help
 expect_in "$TMP/out" "77  skipped: no GPU" "--help documents exit 77"
 finish

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "backend/gpu.h"
 #include "workload/bucket.h"
 #include "workload/dp.h"
 #include "core/error.h"
@@ -18,6 +19,7 @@
 #include "plan/presets.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +174,44 @@ static void backward(pb_dp *dp, int64_t n)
         assert_int_equal(pb_dp_grad_ready(dp, 10 + i, 0, 0), PB_OK);
     }
     assert_int_equal(pb_dp_finish(dp), PB_OK);
+}
+
+/* ---- the communication thread binds the rank's GPU (a fake GPU layer) ---- */
+
+static _Thread_local int fake_current = -1; /* CUDA's current device is per thread */
+static int fake_count(void) { return 4; }
+static int fake_set(int dev) { fake_current = dev; return PB_OK; }
+static int fake_describe(int dev, int n, char *d, size_t len) { snprintf(d, len, "fake GPU %d of %d", dev, n); return PB_OK; }
+static const pb_gpu_ops fake_gpu = {.count = fake_count, .set_device = fake_set, .describe = fake_describe};
+
+static int devices_seen[64], ndevices_seen;
+static int device_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
+{
+    devices_seen[ndevices_seen++ % 64] = fake_current; /* the calling thread's device */
+    return mock_allreduce(c, s, r, count, t, op);
+}
+
+static void test_comm_thread_binds_device(void **state)
+{
+    (void)state;
+    pb_gpu_ops_set(&fake_gpu);
+    char desc[64];
+    assert_int_equal(pb_gpu_bind(7, 0, desc, sizeof desc), PB_OK); /* local rank 7 of 4 GPUs: GPU 3 */
+    assert_int_equal(pb_gpu_bound(), 3);
+    assert_int_equal(fake_current, 3); /* this thread */
+    mock.allreduce = device_allreduce;
+    ndevices_seen = 0;
+    uint64_t layers[4] = {4000, 4000, 4000, 4000};
+    float *g = calloc(4000, sizeof(float));
+    pb_dp *dp = mock_dp(PB_DP_OVERLAP_BUCKET, g, layers, 4, 16000, 2400);
+    backward(dp, 4);
+    pb_dp_destroy(dp);
+    mock.allreduce = mock_allreduce;
+    pb_gpu_ops_set(NULL);
+    free(g);
+    assert_int_equal(ndevices_seen, 7);
+    for (int k = 0; k < 7; k++) assert_int_equal(devices_seen[k], 3); /* in the comm thread, not device 0 / unset */
+    assert_int_equal(pb_gpu_bound(), -1); /* restoring the real layer forgets the fake binding */
 }
 
 static void test_bucket_sequencing(void **state)
@@ -333,6 +373,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_preset_params_and_grad_bytes),
         cmocka_unit_test(test_bucket_sequencing),
+        cmocka_unit_test(test_comm_thread_binds_device),
         cmocka_unit_test(test_none_waits_for_finish),
         cmocka_unit_test(test_staging),
         cmocka_unit_test(test_check_counts_and_corruption),
