@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# compute_probe on the BLAS engine: GEMM rates and copy bandwidth, CSV rows;
-# the rate rises with size (a 1024^3 GEMM keeps the cores busier than 64^3).
+# compute_probe on the BLAS engine: GEMM rates and copy bandwidth, CSV rows for
+# the sizes asked, in their units. How the rate grows with size is a measurement
+# (docs/compute.md), not something a test on a shared machine can assert.
 source "$(dirname "$0")/lib.sh"
 expect_rc 0 "compute_probe, BLAS" -- "$BIN/compute_probe" --sizes 64,1024 -n 3 --copy-bytes 16M --csv "$TMP/p.csv"
 python3 - "$TMP/p.csv" <<'PY' && pass "GEMM and copy rows" || fail "GEMM and copy rows"
@@ -8,7 +9,9 @@ import csv, sys
 rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
 assert [r["test"] for r in rows] == ["gemm", "gemm", "copy"], rows
 assert all(float(r["rate"]) > 0 for r in rows), rows
-assert float(rows[1]["rate"]) > float(rows[0]["rate"]), rows
+assert [r["size"] for r in rows[:2]] == ["64", "1024"], rows
+assert all(r["unit"] == "GFLOP/s" and r["engine"] == "blas" for r in rows[:2]), rows
+assert all(float(r["rate"]) < 1e6 for r in rows), rows          # finite, not a unit slip
 assert rows[2]["unit"] == "GB/s" and rows[2]["size"] == str(16 << 20), rows
 PY
 if [ -n "$(ldd "$BIN/compute_probe" | grep -i cublas)" ] && ! nvidia-smi >/dev/null 2>&1; then
