@@ -16,6 +16,7 @@
 #include "harness/runner.h"
 #include "core/watchdog.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,18 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     return status;
 }
 
+/* -r (its form checked when parsed) in every group: the smallest bounds it. */
+static int root_rank(sweep_opts *o, int smallest)
+{
+    errno = 0;
+    long long v = strtoll(o->common.root_text, NULL, 10);
+    if (errno == ERANGE || v < 0 || v >= smallest)
+        return pb_error_usage("-r/--root", "rank %s does not exist in every %s group; expected a rank in 0..%d",
+                              o->common.root_text, pb_group_groups_names()[o->groups], smallest - 1);
+    o->common.root = (int)v;
+    return PB_OK;
+}
+
 /* -r and -o apply to some collectives only: refused when none of --coll takes them. */
 static int check_combinations(const sweep_opts *o)
 {
@@ -368,8 +381,7 @@ int main(int argc, char **argv)
     if (status == PB_OK) status = pb_group_split(&b.w, (pb_group_groups_kind)o.groups, &g);
     int smallest = g.size;
     MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, b.w.comm);
-    if (status == PB_OK && o.common.root_text) /* the smallest group bounds the root */
-        status = pb_parse_rank("-r/--root", o.common.root_text, smallest, &o.common.root);
+    if (status == PB_OK && o.common.root_text) status = root_rank(&o, smallest);
     if (status == PB_OK) status = pb_bench_select(&b, &o.common);
     if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
         status = pb_error_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
