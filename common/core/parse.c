@@ -26,7 +26,7 @@ const char *pb_parse_decimal_problem(const char *text, int fraction)
     if (*p == '-') p++;
     if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) return "is hexadecimal";
     if (strncasecmp(p, "inf", 3) == 0 || strncasecmp(p, "nan", 3) == 0) return "is not finite";
-    if (!isdigit((unsigned char)*p)) return "is not a decimal number";
+    if (!isdigit((unsigned char)*p)) return fraction ? "is not a number" : "is not an integer";
     if (p[0] == '0' && isdigit((unsigned char)p[1])) return "has a leading zero (octal-looking)";
     p = skip_digits(p);
     if (fraction && *p == '.') {
