@@ -16,6 +16,7 @@
 #include "harness/runner.h"
 #include "core/watchdog.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,38 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     return status;
 }
 
+/* -r (its form checked when parsed) in every group: the smallest bounds it. */
+static int root_rank(sweep_opts *o, int smallest)
+{
+    errno = 0;
+    long long v = strtoll(o->common.root_text, NULL, 10);
+    if (errno == ERANGE || v < 0 || v >= smallest)
+        return pb_error_usage("-r/--root", "rank %s does not exist in every %s group; expected a rank in 0..%d",
+                              o->common.root_text, pb_group_groups_names()[o->groups], smallest - 1);
+    o->common.root = (int)v;
+    return PB_OK;
+}
+
+/* -r and -o apply to some collectives only: refused when none of --coll takes them. */
+static int check_combinations(const sweep_opts *o)
+{
+    int roots = 0, ops = 0;
+    for (int k = 0; k < o->ncolls; k++) {
+        roots |= pb_coll_desc_of((pb_coll)o->colls[k])->has_root;
+        ops |= pb_coll_desc_of((pb_coll)o->colls[k])->has_op;
+    }
+    if (o->common.root_text && !roots)
+        return pb_error_usage("-r/--root", "does not apply to --coll %s, which takes no root; expected a collective "
+                                           "with a root (broadcast, reduce) or no -r", pb_coll_name((pb_coll)o->colls[0]));
+    if (o->common.op_given && !ops)
+        return pb_error_usage("-o/--op", "does not apply to --coll %s, which reduces nothing; expected a reducing "
+                                         "collective or no -o", pb_coll_name((pb_coll)o->colls[0]));
+    if (o->graph && o->common.rotate)
+        return pb_error_usage("-G/--cuda-graph", "does not apply with --rotate 1: a graph replays fixed buffers; "
+                                                 "expected one or the other");
+    return PB_OK;
+}
+
 int main(int argc, char **argv)
 {
     sweep_opts o = {.ncolls = 0};
@@ -343,13 +376,12 @@ int main(int argc, char **argv)
                    groups, 2);
     if (o.ncolls == 0) o.colls[o.ncolls++] = PB_COLL_ALLREDUCE;
     int status = pb_options_validate(&o.common);
+    if (status == PB_OK) status = check_combinations(&o);
     pb_group g = {.comm = MPI_COMM_NULL};
     if (status == PB_OK) status = pb_group_split(&b.w, (pb_group_groups_kind)o.groups, &g);
     int smallest = g.size;
     MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, b.w.comm);
-    if (status == PB_OK && (o.common.root < 0 || o.common.root >= smallest))
-        status = pb_error_usage("-r/--root", "rank %d does not exist in every %s group; expected 0..%d", o.common.root,
-                          pb_group_groups_names()[o.groups], smallest - 1);
+    if (status == PB_OK && o.common.root_text) status = root_rank(&o, smallest);
     if (status == PB_OK) status = pb_bench_select(&b, &o.common);
     if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
         status = pb_error_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "

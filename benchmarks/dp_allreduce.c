@@ -31,6 +31,7 @@ typedef struct dp_opts {
     double params[MAX_GRADS];
     size_t ngrad, nparams;
     int params_preset; /* --params preset */
+    int bucket_given;  /* --bucket-mb was set */
 } dp_opts;
 
 enum { O_OVERLAP, O_BUCKET, O_GRAD, O_PARAMS };
@@ -45,25 +46,6 @@ static const pb_options_opt own_opts[] = {
                           "the --model preset's 12h^2*L + vocab*h", O_PARAMS},
 };
 
-/* A decimal count with an optional K/M/B(G)/T suffix (powers of 1000). */
-static int parse_count(const char *option, const char *text, double *out)
-{
-    char *end = NULL;
-    double v = strtod(text, &end);
-    double mult = 1;
-    if (end && *end) {
-        const char *sfx = "KkMmBbGgTt";
-        const double m[] = {1e3, 1e3, 1e6, 1e6, 1e9, 1e9, 1e9, 1e9, 1e12, 1e12};
-        const char *p = strchr(sfx, *end);
-        if (!p || end[1]) return pb_error_usage(option, "'%s' is not a count; expected e.g. 350M, 1.3B or 7e9", text);
-        mult = m[p - sfx];
-    }
-    if (end == text || !isfinite(v) || v * mult < 1 || v * mult > 1e13)
-        return pb_error_usage(option, "'%s' is not a count between 1 and 10T; expected e.g. 350M, 1.3B or 7e9", text);
-    *out = v * mult;
-    return PB_OK;
-}
-
 static const char *const overlap_names[] = {"none", "bucket", NULL}; /* pb_dp_overlap order */
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
@@ -71,20 +53,24 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     dp_opts *o = ctx;
     switch (id) {
     case O_OVERLAP: return pb_parse_choice_list(option, arg, overlap_names, 0, o->overlap, &o->noverlap);
-    case O_BUCKET: return pb_parse_double(option, arg, 1.0 / 1024, 4096, &o->bucket_mb);
+    case O_BUCKET: o->bucket_given = 1; return pb_parse_double(option, arg, 1.0 / 1024, 4096, &o->bucket_mb);
     case O_GRAD: return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->grad_bytes, MAX_GRADS, &o->ngrad);
     default: break;
     }
     o->nparams = 0;
     o->params_preset = strcmp(arg, "preset") == 0;
     if (o->params_preset) return PB_OK;
-    char list[512];
-    snprintf(list, sizeof list, "%s", arg);
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (const char *p = arg;;) { /* empty items refused, as every list option */
+        const char *comma = strchr(p, ',');
+        char tok[64];
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected counts separated by commas", arg);
         if (o->nparams == MAX_GRADS) return pb_error_usage(option, "at most %d entries", MAX_GRADS);
-        PB_TRY(parse_count(option, tok, &o->params[o->nparams++]));
+        snprintf(tok, sizeof tok, "%.*s", (int)len, p);
+        PB_TRY(pb_parse_count(option, tok, 1, 1e13, &o->params[o->nparams++]));
+        if (!comma) return PB_OK;
+        p = comma + 1;
     }
-    return o->nparams ? PB_OK : pb_error_usage(option, "empty list of parameter counts");
 }
 
 enum {
@@ -386,6 +372,11 @@ static int validate_opts(dp_opts *o)
     if (o->ngrad && (o->nparams || o->params_preset))
         return pb_error_usage("--params", "give either --grad-bytes or --params, not both");
     if (o->noverlap == 0) o->overlap[o->noverlap++] = PB_DP_OVERLAP_NONE;
+    int bucket = 0;
+    for (int k = 0; k < o->noverlap; k++) bucket |= o->overlap[k] == PB_DP_OVERLAP_BUCKET;
+    if (o->bucket_given && !bucket)
+        return pb_error_usage("--bucket-mb", "does not apply without --overlap bucket; expected --overlap bucket (or "
+                                             "none,bucket), or no --bucket-mb");
     return PB_OK;
 }
 

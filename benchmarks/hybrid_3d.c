@@ -3,6 +3,7 @@
  * under the other placements with --compare-placements. See docs/placement.md. */
 #include "harness/bench.h"
 #include "core/error.h"
+#include "core/outpath.h"
 #include "workload/hybrid.h"
 #include "core/mem.h"
 #include "core/parse.h"
@@ -15,7 +16,7 @@
 typedef struct hy_opts {
     pb_options common;
     pb_workload_opts work;
-    int tp, pp, dp, micro_batches, compare;
+    int tp, pp, dp, micro_batches, compare, placement_given;
     pb_placement placement;
     const char *rankmap;
     pb_pp_sched sched;
@@ -44,11 +45,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case O_TP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->tp = (int)v; return PB_OK;
     case O_PP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->pp = (int)v; return PB_OK;
     case O_DP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->dp = (int)v; return PB_OK;
-    case O_PLACEMENT: return pb_placement_parse(option, arg, &o->placement);
-    case O_RANKMAP:
-        o->rankmap = arg;
-        o->placement = PB_PLACE_RANKMAP;
-        return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    case O_PLACEMENT: o->placement_given = 1; return pb_placement_parse(option, arg, &o->placement);
+    case O_RANKMAP: o->rankmap = arg; return pb_outpath_add_input(option, arg);
     case O_COMPARE: o->compare = 1; return PB_OK;
     case O_MB: PB_TRY(pb_parse_int(option, arg, 1, 1 << 16, &v)); o->micro_batches = (int)v; return PB_OK;
     case O_SCHED:
@@ -239,6 +237,20 @@ static int check_grid(hy_opts *o, const pb_world *w)
     return pb_pp_schedule_valid(o->sched, o->pp, o->micro_batches, 1);
 }
 
+/* One placement: --placement, --rankmap or --compare-placements, never two
+ * (the other would be ignored). */
+static int check_combinations(hy_opts *o)
+{
+    if (o->compare && (o->placement_given || o->rankmap))
+        return pb_error_usage(o->rankmap ? "--rankmap" : "--placement", "does not apply with --compare-placements, "
+                              "which runs tp-inner, dp-inner and naive; expected one or the other");
+    if (o->rankmap && o->placement_given)
+        return pb_error_usage("--placement", "does not apply with --rankmap, which places every rank; expected one "
+                                             "or the other");
+    if (o->rankmap) o->placement = PB_PLACE_RANKMAP;
+    return PB_OK;
+}
+
 int main(int argc, char **argv)
 {
     hy_opts o = {.tp = 1, .pp = 1, .placement = PB_PLACE_TP_INNER, .sched = PB_PP_1F1B, .tp_mode = PB_TP_ALLREDUCE};
@@ -257,7 +269,8 @@ int main(int argc, char **argv)
                    "A training step on a TP x PP x DP grid: TP collectives in every layer, PP send/recv with a 1F1B "
                    "schedule, the DP all-reduce at the end; per-axis time, bytes and link class.",
                    groups, 3);
-    int status = pb_workload_opts_resolve(&o.work);
+    int status = check_combinations(&o);
+    if (status == PB_OK) status = pb_workload_opts_resolve(&o.work);
     if (status == PB_OK) status = check_grid(&o, &b.w);
     if (status != PB_OK) pb_bench_finish(&b, status);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);

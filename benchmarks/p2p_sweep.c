@@ -2,6 +2,7 @@
  * ranks over a size sweep, as the OSU micro-benchmarks measure them. */
 #include "harness/bench.h"
 #include "core/error.h"
+#include "core/outpath.h"
 #include "coll/p2p.h"
 #include "coll/p2p_matrix.h"
 #include "coll/p2p_rounds.h"
@@ -16,8 +17,9 @@
 typedef struct p2p_opts {
     pb_options common;
     int modes[PB_P2P_MODES], nmodes, modes_given;
-    int pair[2], pair_given;
-    int window;
+    int pair[2];
+    const char *pair_text;  /* --pair, checked once the world size is known */
+    int window, window_given;
     int matrix;             /* --matrix: every pair, latency at the smallest size, bw at the largest */
     int matrix_serial;      /* --matrix-serial: one pair at a time instead of concurrent rounds */
     const char *matrix_csv; /* --matrix-csv PREFIX: the matrices and the flagged pair list */
@@ -38,21 +40,34 @@ static const pb_options_opt own_opts[] = {
      OPT_MATRIX_CSV},
 };
 
-static int parse_pair(p2p_opts *o, const char *option, const char *arg)
+/* --pair A,B: ranks of a world of `nranks`. */
+static int parse_pair(p2p_opts *o, const char *option, const char *arg, int nranks)
 {
     const char *comma = strchr(arg, ',');
+    if (!comma || strchr(comma + 1, ','))
+        return pb_error_usage(option, "'%s' is not a pair; expected two ranks as A,B in 0..%d", arg, nranks - 1);
     char first[32];
-    if (!comma || (size_t)(comma - arg) >= sizeof first)
-        return pb_error_usage(option, "'%s' is not a pair; expected two ranks as A,B", arg);
-    memcpy(first, arg, (size_t)(comma - arg));
-    first[comma - arg] = '\0';
-    long long a, b;
-    PB_TRY(pb_parse_int(option, first, 0, 1 << 24, &a));
-    PB_TRY(pb_parse_int(option, comma + 1, 0, 1 << 24, &b));
-    if (a == b) return pb_error_usage(option, "'%s' names one rank twice; expected two different ranks", arg);
-    o->pair[0] = (int)a;
-    o->pair[1] = (int)b;
-    o->pair_given = 1;
+    snprintf(first, sizeof first, "%.*s", (int)(comma - arg), arg);
+    if ((size_t)(comma - arg) >= sizeof first) /* longer than any rank */
+        return pb_error_usage(option, "rank '%.16s...' is out of range; expected a rank in 0..%d", arg, nranks - 1);
+    PB_TRY(pb_parse_rank(option, first, nranks, &o->pair[0]));
+    PB_TRY(pb_parse_rank(option, comma + 1, nranks, &o->pair[1]));
+    if (o->pair[0] == o->pair[1])
+        return pb_error_usage(option, "'%s' names one rank twice; expected two different ranks", arg);
+    return PB_OK;
+}
+
+/* Register the three files --matrix-csv PREFIX writes. */
+static int matrix_paths(const char *option, const char *prefix)
+{
+    static const char *const suffix[] = {"-latency.csv", "-bw.csv", "-pairs.csv"};
+    if (!*prefix) return pb_error_usage(option, "empty file prefix");
+    for (int k = 0; k < 3; k++) {
+        char path[4096], label[64];
+        snprintf(path, sizeof path, "%s%s", prefix, suffix[k]);
+        snprintf(label, sizeof label, "%s (%s)", option, suffix[k] + 1);
+        PB_TRY(pb_outpath_add(label, path));
+    }
     return PB_OK;
 }
 
@@ -64,11 +79,14 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_MODE:
         o->modes_given = 1;
         return pb_parse_choice_list(option, arg, pb_p2p_mode_names(), 1, o->modes, &o->nmodes);
-    case OPT_PAIR: return parse_pair(o, option, arg);
-    case OPT_WINDOW: PB_TRY(pb_parse_int(option, arg, 1, 4096, &v)); o->window = (int)v; return PB_OK;
+    case OPT_PAIR: o->pair_text = arg; return PB_OK;
+    case OPT_WINDOW:
+        PB_TRY(pb_parse_int(option, arg, 1, 4096, &v));
+        o->window = (int)v, o->window_given = 1;
+        return PB_OK;
     case OPT_MATRIX: o->matrix = 1; return PB_OK;
     case OPT_MATRIX_SERIAL: o->matrix = o->matrix_serial = 1; return PB_OK;
-    case OPT_MATRIX_CSV: o->matrix_csv = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file prefix");
+    case OPT_MATRIX_CSV: o->matrix_csv = arg; return matrix_paths(option, arg);
     default: return pb_error_usage(option, "not handled");
     }
 }
@@ -249,6 +267,23 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2
     return status;
 }
 
+/* Options that would be ignored in the combination given are refused. */
+static int check_combinations(const p2p_opts *o)
+{
+    if (o->matrix && (o->pair_text || o->modes_given))
+        return pb_error_usage(o->pair_text ? "--pair" : "--mode", "does not apply to --matrix, which measures every "
+                              "pair (latency at the smallest size, bw at the largest); expected one or the other");
+    if (o->matrix_csv && !o->matrix)
+        return pb_error_usage("--matrix-csv", "does not apply without --matrix (or --matrix-serial); expected both "
+                                              "or neither");
+    int windowed = o->matrix; /* the matrix measures bw */
+    for (int m = 0; m < o->nmodes; m++) windowed |= o->modes[m] != PB_P2P_LATENCY;
+    if (o->window_given && !windowed)
+        return pb_error_usage("--window", "does not apply to --mode latency (one message in flight); expected "
+                                          "--mode bw, bibw or all, or no --window");
+    return PB_OK;
+}
+
 int main(int argc, char **argv)
 {
     p2p_opts o = {.modes = {PB_P2P_LATENCY}, .nmodes = 1, .window = 64};
@@ -269,13 +304,9 @@ int main(int argc, char **argv)
                    groups, 2);
     int status = pb_options_validate(&o.common);
     if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "p2p_sweep needs at least 2 ranks, got 1");
-    if (status == PB_OK && o.matrix && (o.pair_given || o.modes_given))
-        status = pb_error_usage(o.pair_given ? "--pair" : "--mode", "does not apply to --matrix, which measures every pair "
-                          "(latency at the smallest size, bw at the largest); expected one or the other");
-    if (!o.pair_given) o.pair[0] = 0, o.pair[1] = b.w.size - 1;
-    for (int k = 0; k < 2 && status == PB_OK; k++)
-        if (o.pair[k] >= b.w.size)
-            status = pb_error_usage("--pair", "rank %d does not exist; expected ranks 0..%d", o.pair[k], b.w.size - 1);
+    if (status == PB_OK) status = check_combinations(&o);
+    o.pair[0] = 0, o.pair[1] = b.w.size - 1;
+    if (status == PB_OK && o.pair_text) status = parse_pair(&o, "--pair", o.pair_text, b.w.size);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     uint64_t sizes[PB_MAX_SIZES];

@@ -4,6 +4,7 @@
  * p2p wait, and the measured peak activation memory per stage. docs/pp_pipeline.md. */
 #include "harness/bench.h"
 #include "core/error.h"
+#include "core/outpath.h"
 #include "core/mem.h"
 #include "plan/model.h"
 #include "core/parse.h"
@@ -25,7 +26,7 @@ typedef struct pp_opts {
     int64_t mbs[MAX_LIST];
     size_t nmbs;
     int scheds[PB_PP_SCHED_COUNT], nscheds;
-    int virt;                        /* chunks per rank for interleaved */
+    int virt, virt_given;            /* chunks per rank for interleaved */
     const char *trace;
 } pp_opts;
 
@@ -47,8 +48,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_STAGES: PB_TRY(pb_parse_int(option, arg, 1, MAX_STAGES, &v)); o->stages = (int)v; return PB_OK;
     case OPT_MB: return pb_parse_int_list(option, arg, 1, 1 << 16, o->mbs, MAX_LIST, &o->nmbs);
     case OPT_SCHED: return pb_parse_choice_list(option, arg, pb_pp_sched_names(), 1, o->scheds, &o->nscheds);
-    case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v; return PB_OK;
-    case OPT_TRACE: o->trace = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v, o->virt_given = 1; return PB_OK;
+    case OPT_TRACE: o->trace = arg; return pb_outpath_add(option, arg);
     default: return pb_error_usage(option, "not handled");
     }
 }
@@ -478,6 +479,11 @@ int main(int argc, char **argv)
                    "interleaved, activations and gradients sent point-to-point between stages.",
                    groups, 3);
     int status = pb_options_validate(&o.common);
+    int interleaved = 0;
+    for (int s = 0; s < o.nscheds; s++) interleaved |= o.scheds[s] == PB_PP_INTERLEAVED;
+    if (status == PB_OK && o.virt_given && !interleaved)
+        status = pb_error_usage("--virtual-stages", "does not apply to --schedule without interleaved; expected "
+                                                    "--schedule interleaved (or all), or no --virtual-stages");
     if (status == PB_OK) status = pb_workload_opts_resolve(&o.work);
     int p = 1;
     if (status == PB_OK) status = check_shape(&o, b.w.size, &p);

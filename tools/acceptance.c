@@ -6,6 +6,7 @@
  * or bad threshold file (the message names FILE:LINE). */
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/outpath.h"
 #include "plan/thresholds.h"
 
 #include <getopt.h>
@@ -264,7 +265,11 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "t:r:h", opts, NULL)) != -1) {
         if (c == 't') tfile = optarg;
         else if (c == 'r') dir = optarg;
-        else if (c == 'j') junit = optarg;
+        else if (c == 'j') {
+            junit = optarg;
+            int st = pb_outpath_add("--junit", optarg); /* not a directory, not another output */
+            if (st != PB_OK) return st;
+        }
         else if (c == 'k') check = optarg;
         else if (c == 'q') (void)0;
         else if (c == 'h') return usage_text(), PB_OK;

@@ -5,6 +5,7 @@
  *                 [-n ITERS] [--copy-bytes SIZE] [--threads N] [--csv FILE] */
 #include "compute/compute.h"
 #include "core/error.h"
+#include "core/outpath.h"
 #include "backend/gpu.h"
 #include "core/options.h"
 #include "core/parse.h"
@@ -57,7 +58,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
         if (strcmp(arg, "0") == 0) return o->copy_bytes = 0, PB_OK;
         return pb_parse_size(option, arg, PB_SIZE_MAX, &o->copy_bytes);
     case O_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
-    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    case O_CSV: o->csv = arg; return pb_outpath_add(option, arg);
     default: return pb_error_usage(option, "not handled");
     }
 }

@@ -9,6 +9,7 @@
  * and fits; 2 usage; 3 no sweep data to fit. */
 #include "plan/cluster.h"
 #include "core/error.h"
+#include "core/outpath.h"
 #include "plan/model.h"
 #include "core/parse.h"
 #include "plan/plan.h"
@@ -92,8 +93,8 @@ static int parse_one(options *o, int c, const char *arg)
     switch (c) {
     case O_REPRO: o->reproduce = 1; return PB_OK;
     case O_FIT: o->fit_dir = arg; return PB_OK;
-    case O_CSV: o->csv = arg; return PB_OK;
-    case O_JSON: o->json = arg; return PB_OK;
+    case O_CSV: o->csv = arg; return pb_outpath_add("--csv", arg);
+    case O_JSON: o->json = arg; return pb_outpath_add("--json", arg);
     case O_MODEL: o->model_name = arg; return PB_OK;
     case O_CLUSTER: o->cluster_name = arg; return PB_OK;
     case O_GPUS: return pb_parse_int("--gpus", arg, 1, 1 << 20, &o->gpus);
@@ -247,6 +248,13 @@ int main(int argc, char **argv)
         return pb_error_usage("--reproduce|--model|--fit", "give one of the three modes");
     }
     if (modes > 1) return pb_error_usage("--reproduce|--model|--fit", "give only one of the three modes");
+    /* Each mode writes one kind of file: the other option would be ignored. */
+    if (o.csv && !o.fit_dir)
+        return pb_error_usage("--csv", "does not apply to %s, which writes no CSV; expected --fit DIR --csv FILE",
+                              o.reproduce ? "--reproduce" : "--model");
+    if (o.json && !(o.model_name || o.hidden >= 0 || o.gpus >= 0))
+        return pb_error_usage("--json", "does not apply to %s, which writes no JSON; expected --model ... --json FILE",
+                              o.reproduce ? "--reproduce" : "--fit");
     if (o.reproduce) return pb_plan_reproduce(stdout);
     if (o.fit_dir) return pb_plan_fit(o.fit_dir, o.csv, cmdline, stdout);
     return run_model(&o, cmdline);

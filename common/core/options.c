@@ -1,6 +1,7 @@
 #include "core/options.h"
 
 #include "core/error.h"
+#include "core/outpath.h"
 #include "core/parse.h"
 #include "core/watchdog.h"
 
@@ -59,6 +60,7 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
     longs[n + 1] = (struct option){0, 0, 0, 0};
 
+    pb_outpath_reset();
     opterr = 0;
     optind = 0; /* 0, not 1: glibc then also resets its internal state from an earlier parse */
     int c, longindex;
@@ -147,12 +149,12 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     pb_options *o = ctx;
     long long v;
     switch (id) {
-    case O_MINB: o->sizes_given |= 1; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->minbytes);
-    case O_MAXB: o->sizes_given |= 2; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->maxbytes);
-    case O_FACTOR: return pb_parse_int(option, arg, 2, 1024, &o->stepfactor);
-    case O_STEP: return pb_parse_size(option, arg, PB_SIZE_MAX, &o->stepbytes);
+    case O_MINB: o->sizes_given |= PB_GIVEN_MINB; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->minbytes);
+    case O_MAXB: o->sizes_given |= PB_GIVEN_MAXB; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->maxbytes);
+    case O_FACTOR: o->sizes_given |= PB_GIVEN_FACTOR; return pb_parse_int(option, arg, 2, 1024, &o->stepfactor);
+    case O_STEP: o->sizes_given |= PB_GIVEN_STEP; return pb_parse_size(option, arg, PB_SIZE_MAX, &o->stepbytes);
     case O_SIZES:
-        o->sizes_given |= 4;
+        o->sizes_given |= PB_GIVEN_SIZES;
         return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->sizes, PB_MAX_SIZES, &o->nsizes);
     case O_ITERS: PB_TRY(pb_parse_int(option, arg, 1, 100000000, &v)); o->iters = (int)v, o->iters_given = 1; return PB_OK;
     case O_WARMUP:
@@ -162,12 +164,17 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     case O_CAP: return pb_parse_double(option, arg, 0, 1e7, &o->max_seconds);
     case O_TIMEOUT: return pb_parse_double(option, arg, 0, 1e7, &o->timeout);
     case O_DTYPE: return pb_dtype_parse(option, arg, &o->dtype);
-    case O_OP: return pb_dtype_redop_parse(option, arg, &o->op);
-    case O_ROOT: PB_TRY(pb_parse_int(option, arg, 0, 1 << 24, &v)); o->root = (int)v; return PB_OK;
+    case O_OP: o->op_given = 1; return pb_dtype_redop_parse(option, arg, &o->op);
+    case O_ROOT: {
+        const char *problem = pb_parse_decimal_problem(arg, 0);
+        if (problem) return pb_error_usage(option, "'%s' %s; expected a rank (a decimal integer from 0)", arg, problem);
+        o->root_text = arg;
+        return PB_OK;
+    }
     case O_CHECK: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->check = (int)v; return PB_OK;
     case O_ROTATE: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->rotate = (int)v; return PB_OK;
-    case O_CSV: o->csv = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
-    case O_JSON: o->json = arg; return *arg ? PB_OK : pb_error_usage(option, "empty file name");
+    case O_CSV: o->csv = arg; return pb_outpath_add(option, arg);
+    case O_JSON: o->json = arg; return pb_outpath_add(option, arg);
     case O_BACKEND:
         if (strcmp(arg, "mpi") != 0 && strcmp(arg, "nccl") != 0)
             return pb_error_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
@@ -178,7 +185,10 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
             return pb_error_usage(option, "'%s' is not accepted; expected host or device", arg);
         o->mem = arg;
         return PB_OK;
-    case O_GPU_OFFSET: PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v)); o->gpu_offset = (int)v; return PB_OK;
+    case O_GPU_OFFSET:
+        PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v));
+        o->gpu_offset = (int)v, o->gpu_offset_given = 1;
+        return PB_OK;
     default: return pb_error_usage(option, "not handled");
     }
 }
@@ -195,11 +205,33 @@ pb_options_group pb_options_common_group(pb_options *o, int which)
     return (pb_options_group){"Common options", selected[mask], counts[mask], handle_common, o};
 }
 
+/* --sizes replaces the -b..-e sweep: an option of that sweep would be ignored. */
+static const char *sweep_option_given(int given)
+{
+    if (given & PB_GIVEN_MINB) return "-b/--minbytes";
+    if (given & PB_GIVEN_MAXB) return "-e/--maxbytes";
+    if (given & PB_GIVEN_FACTOR) return "-f/--stepfactor";
+    if (given & PB_GIVEN_STEP) return "-i/--stepbytes";
+    return NULL;
+}
+
 int pb_options_validate(const pb_options *o)
 {
+    const char *ignored = sweep_option_given(o->sizes_given);
+    if ((o->sizes_given & PB_GIVEN_SIZES) && ignored)
+        return pb_error_usage(ignored, "does not apply with --sizes, which lists every size; expected one or the other");
+    if ((o->sizes_given & PB_GIVEN_FACTOR) && (o->sizes_given & PB_GIVEN_STEP))
+        return pb_error_usage("-f/--stepfactor", "does not apply with -i/--stepbytes (additive steps); expected one "
+                                                 "or the other");
     if (o->nsizes == 0 && o->minbytes > o->maxbytes)
         return pb_error_usage("-b/--minbytes", "%llu is larger than -e/--maxbytes %llu", (unsigned long long)o->minbytes,
                         (unsigned long long)o->maxbytes);
+    uint64_t n = pb_options_sweep_count(o);
+    if (n > PB_MAX_SIZES)
+        return pb_error_usage(o->stepbytes ? "-i/--stepbytes" : "-f/--stepfactor",
+                              "-b %llu to -e %llu gives %llu sizes; at most %d are measured in one run; expected a "
+                              "larger step or a narrower range", (unsigned long long)o->minbytes,
+                              (unsigned long long)o->maxbytes, (unsigned long long)n, PB_MAX_SIZES);
     return PB_OK;
 }
 
@@ -231,6 +263,19 @@ int pb_options_iters_max(const pb_options *o, const pb_options_iter_policy *p)
 {
     if (o->iters_given) return o->iters;
     return p->small_iters > p->large_iters ? p->small_iters : p->large_iters;
+}
+
+uint64_t pb_options_sweep_count(const pb_options *o)
+{
+    if (o->nsizes) return o->nsizes;
+    if (o->minbytes > o->maxbytes) return 0;
+    if (o->stepbytes) return (o->maxbytes - o->minbytes) / o->stepbytes + 1;
+    uint64_t n = 0;
+    for (uint64_t s = o->minbytes; s <= o->maxbytes; s *= (uint64_t)o->stepfactor) {
+        n++;
+        if (s > o->maxbytes / (uint64_t)o->stepfactor) break; /* the next would pass -e (or overflow) */
+    }
+    return n;
 }
 
 size_t pb_options_sweep_sizes(const pb_options *o, uint64_t *out, size_t cap)

@@ -36,7 +36,9 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
 
 /* ---- the common group shared by the sweeps and the workload benchmarks ---- */
 
-#define PB_MAX_SIZES 256
+/* The most sizes one sweep measures (-b..-e by -f or -i, or --sizes); a
+ * sweep with more is refused, naming the count, never cut short. */
+#define PB_MAX_SIZES 4096
 
 typedef struct pb_options {
     uint64_t minbytes, maxbytes;   /* -b, -e */
@@ -49,7 +51,9 @@ typedef struct pb_options {
     int check;                     /* -c */
     pb_dtype dtype;                /* -d */
     pb_dtype_redop op;                   /* -o */
-    int root;                      /* -r */
+    int root;                      /* -r: see root_text */
+    const char *root_text;         /* -r as given: the binary checks it with pb_parse_rank once it knows the ranks */
+    int op_given;                  /* -o was set */
     double max_seconds;            /* --max-seconds-per-size; 0 = no cap */
     double timeout;                /* --timeout: hang watchdog, seconds; 0 = off */
     int rotate;                    /* --rotate 1: cold-cache buffers (buffers.h); default 0, fixed buffers */
@@ -57,8 +61,11 @@ typedef struct pb_options {
     int gpu_offset;                /* --gpu-offset: GPU = (local rank + offset) mod GPUs */
     const char *mem;               /* --mem host|device; NULL: host for mpi, device for nccl */
     const char *csv, *json;        /* --csv, --json */
-    int sizes_given;               /* which of -b/-e/--sizes the user set */
+    int sizes_given;               /* which of -b/-e/--sizes/-f/-i the user set: PB_GIVEN_* */
+    int gpu_offset_given;          /* --gpu-offset was set */
 } pb_options;
+
+enum { PB_GIVEN_MINB = 1, PB_GIVEN_MAXB = 2, PB_GIVEN_SIZES = 4, PB_GIVEN_FACTOR = 8, PB_GIVEN_STEP = 16 };
 
 /* Defaults a benchmark may adjust before parsing. */
 void pb_options_defaults(pb_options *o);
@@ -75,7 +82,8 @@ enum {
 };
 pb_options_group pb_options_common_group(pb_options *o, int which);
 
-/* After parsing: check combinations (-b <= -e, ...). */
+/* After parsing: check combinations (-b <= -e, --sizes not with -b/-e/-f/-i,
+ * -f not with -i, at most PB_MAX_SIZES sizes). */
 int pb_options_validate(const pb_options *o);
 
 /* Iteration counts per message size for the sweeps, in OSU's style: many
@@ -107,7 +115,11 @@ void pb_options_iters_describe(const pb_options *o, const pb_options_iter_policy
 /* The largest iteration count any size can get (for sample buffers). */
 int pb_options_iters_max(const pb_options *o, const pb_options_iter_policy *p);
 
-/* The list of sizes to run: --sizes, or -b..-e by factor or by steps. */
+/* The number of sizes -b..-e by -f or -i gives (not capped), or --sizes's count. */
+uint64_t pb_options_sweep_count(const pb_options *o);
+
+/* The list of sizes to run: --sizes, or -b..-e by factor or by steps.
+ * pb_options_validate has checked that they fit in PB_MAX_SIZES. */
 size_t pb_options_sweep_sizes(const pb_options *o, uint64_t *out, size_t cap);
 
 #endif

@@ -11,6 +11,37 @@
 
 static int is_blank(const char *s) { return s == NULL || *s == '\0'; }
 
+static const char *skip_digits(const char *p)
+{
+    while (isdigit((unsigned char)*p)) p++;
+    return p;
+}
+
+const char *pb_parse_decimal_problem(const char *text, int fraction)
+{
+    if (is_blank(text)) return "is empty";
+    const char *p = text;
+    if (*p == '+') return "starts with '+'";
+    if (isspace((unsigned char)*p)) return "starts with a blank";
+    if (*p == '-') p++;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) return "is hexadecimal";
+    if (strncasecmp(p, "inf", 3) == 0 || strncasecmp(p, "nan", 3) == 0) return "is not finite";
+    if (!isdigit((unsigned char)*p)) return fraction ? "is not a number" : "is not an integer";
+    if (p[0] == '0' && isdigit((unsigned char)p[1])) return "has a leading zero (octal-looking)";
+    p = skip_digits(p);
+    if (fraction && *p == '.') {
+        if (!isdigit((unsigned char)p[1])) return "has no digits after the '.'";
+        p = skip_digits(p + 1);
+    }
+    if (fraction && (*p == 'e' || *p == 'E')) {
+        const char *q = p + 1 + (p[1] == '-' || p[1] == '+');
+        if (!isdigit((unsigned char)*q)) return "has an incomplete exponent";
+        p = skip_digits(q);
+    }
+    if (*p) return fraction || *p != '.' ? "has trailing characters" : "is fractional";
+    return NULL;
+}
+
 /* Parse an unsigned decimal prefix without the surprises of strtoull (which
  * accepts "-1" and leading spaces). Returns the number of digits consumed,
  * 0 on no digits, -1 on overflow. */
@@ -49,6 +80,11 @@ int pb_parse_size(const char *option, const char *text, uint64_t max, uint64_t *
     const char *accepted = "expected a positive integer of bytes with an optional K, M or G suffix (1024^n)";
     if (is_blank(text)) return pb_error_usage(option, "empty value; %s", accepted);
     if (text[0] == '-') return pb_error_usage(option, "'%s' is negative; %s", text, accepted);
+    if (text[0] == '+') return pb_error_usage(option, "'%s' starts with '+'; %s", text, accepted);
+    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
+        return pb_error_usage(option, "'%s' is hexadecimal; %s", text, accepted);
+    if (text[0] == '0' && isdigit((unsigned char)text[1]))
+        return pb_error_usage(option, "'%s' has a leading zero (octal-looking); %s", text, accepted);
     uint64_t value;
     int n = parse_digits(text, &value);
     if (n == 0) return pb_error_usage(option, "'%s' is not a size; %s", text, accepted);
@@ -69,7 +105,9 @@ int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint6
                        size_t *count)
 {
     if (is_blank(text)) return pb_error_usage(option, "empty list; expected sizes separated by commas, e.g. 1K,12M");
-    size_t n = 0;
+    size_t n = 0, given = 1;
+    for (const char *c = text; *c; c++) given += *c == ',';
+    if (given > cap) return pb_error_usage(option, "%zu sizes, too many; at most %zu in one run", given, cap);
     const char *p = text;
     for (;;) {
         const char *comma = strchr(p, ',');
@@ -77,7 +115,6 @@ int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint6
         char item[64];
         if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected sizes separated by commas", text);
         if (len >= sizeof item) return pb_error_usage(option, "item '%.*s...' is too long", 16, p);
-        if (n == cap) return pb_error_usage(option, "too many sizes; at most %zu", cap);
         memcpy(item, p, len);
         item[len] = '\0';
         PB_TRY(pb_parse_size(option, item, max, &out[n]));
@@ -92,11 +129,12 @@ int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint6
 int pb_parse_int(const char *option, const char *text, long long min, long long max, long long *out)
 {
     if (is_blank(text)) return pb_error_usage(option, "empty value; expected an integer in [%lld, %lld]", min, max);
+    const char *problem = pb_parse_decimal_problem(text, 0);
+    if (problem)
+        return pb_error_usage(option, "'%s' %s; expected a decimal integer in [%lld, %lld]", text, problem, min, max);
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (isspace((unsigned char)text[0]) || *end != '\0' || end == text)
-        return pb_error_usage(option, "'%s' is not an integer; expected an integer in [%lld, %lld]", text, min, max);
     if (errno == ERANGE || v < min || v > max)
         return pb_error_usage(option, "'%s' is out of range; expected an integer in [%lld, %lld]", text, min, max);
     *out = v;
@@ -106,13 +144,50 @@ int pb_parse_int(const char *option, const char *text, long long min, long long 
 int pb_parse_double(const char *option, const char *text, double min, double max, double *out)
 {
     if (is_blank(text)) return pb_error_usage(option, "empty value; expected a number in [%g, %g]", min, max);
+    const char *problem = pb_parse_decimal_problem(text, 1);
+    if (problem)
+        return pb_error_usage(option, "'%s' %s; expected a decimal number in [%g, %g]", text, problem, min, max);
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (isspace((unsigned char)text[0]) || *end != '\0' || end == text || !isfinite(v))
-        return pb_error_usage(option, "'%s' is not a number; expected a number in [%g, %g]", text, min, max);
+    if (!isfinite(v)) errno = ERANGE;
     if (errno == ERANGE || v < min || v > max)
         return pb_error_usage(option, "'%s' is out of range; expected a number in [%g, %g]", text, min, max);
+    *out = v;
+    return PB_OK;
+}
+
+int pb_parse_rank(const char *option, const char *text, int nranks, int *out)
+{
+    const char *problem = pb_parse_decimal_problem(text, 0);
+    if (problem) return pb_error_usage(option, "'%s' %s; expected a rank in 0..%d", text, problem, nranks - 1);
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno == ERANGE || v < 0 || v >= nranks)
+        return pb_error_usage(option, "rank '%s' is out of range; expected a rank in 0..%d", text, nranks - 1);
+    *out = (int)v;
+    return PB_OK;
+}
+
+int pb_parse_count(const char *option, const char *text, double min, double max, double *out)
+{
+    const char *accepted = "expected a decimal count with an optional K, M, B (or G) or T suffix (powers of 1000), "
+                           "e.g. 350M, 1.3B or 7e9";
+    static const char sfx[] = "KkMmBbGgTt";
+    static const double mult[] = {1e3, 1e3, 1e6, 1e6, 1e9, 1e9, 1e9, 1e9, 1e12, 1e12};
+    char num[64];
+    size_t len = is_blank(text) ? 0 : strlen(text);
+    if (len == 0 || len >= sizeof num) return pb_error_usage(option, "'%s' is not a count; %s", text ? text : "", accepted);
+    memcpy(num, text, len + 1);
+    const char *p = strchr(sfx, num[len - 1]);
+    double m = 1;
+    if (p && len > 1) m = mult[p - sfx], num[len - 1] = '\0';
+    const char *problem = pb_parse_decimal_problem(num, 1);
+    if (problem) return pb_error_usage(option, "'%s' %s; %s", text, problem, accepted);
+    double v = strtod(num, NULL) * m;
+    if (!isfinite(v) || v < min || v > max)
+        return pb_error_usage(option, "'%s' is out of range; expected a count in [%g, %g]", text, min, max);
     *out = v;
     return PB_OK;
 }

@@ -18,11 +18,26 @@ int pb_parse_size(const char *option, const char *text, uint64_t max, uint64_t *
 int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint64_t *out, size_t cap,
                        size_t *count);
 
-/* A decimal integer in [min, max]. */
+/* Why `text` is not a plain decimal number, or NULL when it is one: an
+ * optional '-', digits without a leading zero, and (when `fraction`) an
+ * optional fraction and exponent. Hexadecimal, octal-looking, a leading '+',
+ * blanks, inf/nan and trailing characters are refused. For file readers that
+ * word their own message (thresholds, CSV); options use the functions below. */
+const char *pb_parse_decimal_problem(const char *text, int fraction);
+
+/* A decimal integer in [min, max] (pb_parse_decimal_problem's form). */
 int pb_parse_int(const char *option, const char *text, long long min, long long max, long long *out);
 
-/* A finite floating-point number in [min, max]. */
+/* A finite decimal number in [min, max] (pb_parse_decimal_problem's form, so
+ * no hex, inf or nan); overflow is refused as out of range. */
 int pb_parse_double(const char *option, const char *text, double min, double max, double *out);
+
+/* A rank of a world (or group) of `nranks`: "expected a rank in 0..N-1". */
+int pb_parse_rank(const char *option, const char *text, int nranks, int *out);
+
+/* A count with an optional K, M, B (= G) or T suffix, powers of 1000
+ * ("350M", "1.3B", "7e9"), in [min, max]. */
+int pb_parse_count(const char *option, const char *text, double min, double max, double *out);
 
 /* Index of `text` in the NULL-terminated `names`, or a usage error listing them. */
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out);

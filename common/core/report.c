@@ -49,7 +49,11 @@ int pb_report_json_write_atomic(const char *path, const cJSON *json)
     int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     ok = (fclose(f) == 0) && ok;
     free(text);
-    if (!ok || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
+    if (!ok || rename(tmp, path) != 0) {
+        int st = pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
+        remove(tmp); /* a failed write leaves no stray temporary file */
+        return st;
+    }
     return PB_OK;
 }
 

@@ -58,7 +58,7 @@ done <<'CASES'
 -d double|-d/--datatype
 -o prod|-o/--op
 --coll allsum|--coll
--r 5|-r/--root
+--coll broadcast -r 5|expected a rank in 0..1
 -c 2|-c/--check
 -f 1|-f/--stepfactor
 --backend tcp|--backend
