@@ -58,6 +58,33 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$JUNIT" ] && [ -z "$ACCEPT" ] && die_usage --junit "needs --acceptance FILE"
 
+# ---- launch checks: ranks the launcher cannot place would fail every step (exit 1, "wrong
+# data"); refuse them here, before anything is installed or built, as an environment error ----
+die_env() { echo "run_all.sh: $1" >&2; exit 3; }
+# hostfile_slots FILE: the slots it lists (Open MPI's syntax: "host [slots=N] [max_slots=M]",
+# one slot when none is given, # comments), or "line N: WHY" for a line mpirun would reject.
+hostfile_slots() {
+    awk '{ sub(/#.*/, "") } NF == 0 { next }
+         { n = 1
+           for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) {
+               v = substr($i, 7)
+               if (v !~ /^[0-9]+$/) { printf "line %d: \047%s\047 is not a slot count", NR, $i; bad = 1; exit }
+               n = v + 0 }
+           s += n }
+         END { if (!bad) print s + 0 }' "$1"
+}
+if [ -n "$HOSTFILE" ]; then
+    SLOTS=$(hostfile_slots "$HOSTFILE")
+    [[ "$SLOTS" =~ ^[0-9]+$ ]] || die_env "--hostfile '$HOSTFILE': $SLOTS"
+    [ "$SLOTS" -ge 1 ] || die_env "--hostfile '$HOSTFILE' lists no slots (no hosts, or slots=0 on every one): no rank could start"
+    [ -n "$NP" ] && [ "$NP" -gt "$SLOTS" ] &&
+        die_env "--np $NP is more than the $SLOTS slots '$HOSTFILE' lists: mpirun would refuse every step; use --np $SLOTS or fewer, or add slots"
+fi
+if [ -n "${SLURM_JOB_ID:-}" ] && [ -n "${SLURM_NTASKS:-}" ] && [ -n "$NP" ] && [ "$NP" -gt "$SLURM_NTASKS" ] &&
+    command -v srun >/dev/null 2>&1; then
+    die_env "--np $NP is more than this Slurm job's $SLURM_NTASKS tasks: srun would refuse every step; use --np $SLURM_NTASKS or fewer"
+fi
+
 say() { [ "$QUIET" = 1 ] || echo "run_all: $*" >&2; }
 hms() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 
@@ -171,8 +198,7 @@ DEVICE="$CORES cores"
 if [ -z "$NP" ]; then
     if [ -n "${SLURM_NTASKS:-}" ]; then NP=$SLURM_NTASKS
     elif [ -n "$HOSTFILE" ]; then
-        NP=$(awk '!/^[ \t]*(#|$)/ { n = 1; for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) { sub(/slots=/, "", $i); n = $i }; s += n } END { print s + 0 }' "$HOSTFILE")
-        [ "$NP" -ge 1 ] || die_usage --hostfile "'$HOSTFILE' lists no hosts"
+        NP=$SLOTS # checked above: at least 1
     elif [ "$GPUS" -gt 0 ]; then NP=$GPUS
     else NP=$CORES; [ "$NP" -ge 2 ] || NP=2
     fi
@@ -350,6 +376,11 @@ run_step() { # k name binary
     if [ "$name" = coll_sweep_intra ]; then # every node's intra-node sweep at once (--groups node)
         read -r nnodes rpn <<<"$(nodes_of_run)"
         if [ "$nnodes" -le 1 ] || [ "$rpn" -lt 2 ]; then record "$name" skipped - 0 "single-node run: coll_sweep is already intra-node"; return; fi
+    fi
+    # One rank: what needs a peer (point-to-point, the link fit) is skipped with its reason, the
+    # rest runs, as nccl-tests and OSU do with -np 1.
+    if [ "$NP" -lt 2 ] && [[ "$name" =~ ^(p2p_sweep|p2p_matrix|plan_fit)$ ]]; then
+        record "$name" skipped - 0 "needs at least 2 ranks; this run has $NP"; say "  skipped: needs at least 2 ranks"; return
     fi
     if [ "$name" = hybrid_3d ] && [ -n "$HYBRID_NOTE" ]; then
         record "$name" skipped - 0 "$HYBRID_NOTE"; say "  skipped: $HYBRID_NOTE"; return

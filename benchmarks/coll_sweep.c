@@ -12,6 +12,7 @@
 #include "coll/coll_exec.h"
 #include "core/error.h"
 #include "core/group.h"
+#include "core/mem.h"
 #include "core/parse.h"
 #include "harness/runner.h"
 #include "core/watchdog.h"
@@ -285,8 +286,9 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     pb_coll_exec_shape biggest;
     pb_coll_exec_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
     size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffers_cache_bytes(b->be) : 0;
-    pb_mem_need need = {b->be->mem, NULL, pb_buffers_rotation_pool(biggest.send_count * ts, cache, o->rotate) +
-                                              pb_buffers_rotation_pool(biggest.recv_count * ts, cache, o->rotate), 0};
+    uint64_t send = pb_mem_mul(biggest.send_count, ts), recv = pb_mem_mul(biggest.recv_count, ts);
+    pb_mem_need need = {b->be->mem, NULL, pb_mem_add(pb_buffers_rotation_pool(send, cache, o->rotate),
+                                                     pb_buffers_rotation_pool(recv, cache, o->rotate)), 0};
     PB_TRY(pb_bench_mem_require(b, &need, "-e/--maxbytes (send and receive buffers)"));
     int status = pb_buffers_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
     if (status == PB_OK) status = pb_buffers_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);

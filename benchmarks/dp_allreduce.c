@@ -11,6 +11,7 @@
 #include "plan/model.h"
 #include "workload/ordering.h"
 #include "core/parse.h"
+#include "core/stats.h"
 #include "harness/runner.h"
 #include "core/timing.h"
 #include "core/watchdog.h"
@@ -292,6 +293,21 @@ static int report(run_ctx *r, const row *w)
     return r->b->rep ? pb_report_row(r->b->rep, v) : PB_OK;
 }
 
+/* Overhead and hidden fraction come from step - compute: flag them where that
+ * difference is noise or negative, instead of printing them as findings. */
+static void note_noise(run_ctx *r, const row *w)
+{
+    pb_dp_metrics mt;
+    pb_dp_metrics_of(w->compute.rankmax, w->comm.rankmax, w->step.rankmax, &mt);
+    const char *why = pb_stats_diff_noise(&w->step, &w->compute, mt.exposed_us, w->iters, MPI_Wtick() * 1e6);
+    if (!r->b->rep || (!why && mt.overhead >= 0)) return;
+    pb_report_note(r->b->rep, "untrustworthy: overhead %.3f (grad %llu B, overlap %s): exposed = step - compute = "
+                   "%.3g us: %s%s%s; use more iterations (-n) or a bigger model", mt.overhead,
+                   (unsigned long long)w->grad_bytes, pb_dp_overlap_name(w->overlap), mt.exposed_us,
+                   mt.overhead < 0 ? "negative (the step measured shorter than its compute)" : "",
+                   mt.overhead < 0 && why ? ", " : "", why ? why : "");
+}
+
 static void note_layout(run_ctx *r, const row *w)
 {
     if (!r->b->rep || (int)w->overlap != r->o->overlap[0]) return; /* once per size */
@@ -339,6 +355,7 @@ static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, long lo
         status = measure(r, s, &w);
     }
     if (status == PB_OK) status = report(r, &w);
+    if (status == PB_OK) note_noise(r, &w);
     pb_dp_metrics mt;
     pb_dp_metrics_of(w.compute.rankmax, w.comm.rankmax, w.step.rankmax, &mt);
     if (mt.overhead > *worst) *worst = mt.overhead;

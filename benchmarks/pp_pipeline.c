@@ -228,11 +228,11 @@ static int pp_setup(pp_run *r)
     }
     pb_layer_shape sh = r->scfg.shape;
     sh.dtype = eng->gemm_dtype(sh.dtype);
-    pb_pp_config xc = {.be = b->be, .act_count = (size_t)(sh.b * sh.s * sh.h), .act_dtype = sh.dtype,
+    pb_pp_config xc = {.be = b->be, .act_count = pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), .act_dtype = sh.dtype,
                        .ring = need_kind[1], .max_sends = mmax * r->v};
     uint64_t need = pb_pp_exec_bytes(&xc);
-    for (int k = 0; k < 2; k++) need += need_kind[k] ? pb_pp_stack_bytes(&r->scf[k], in_flight[k]) : 0;
-    if (o->common.check && r->stage == 0) need += pb_pp_reference_bytes(&r->scfg);
+    for (int k = 0; k < 2; k++) need = pb_mem_add(need, need_kind[k] ? pb_pp_stack_bytes(&r->scf[k], in_flight[k]) : 0);
+    if (o->common.check && r->stage == 0) need = pb_mem_add(need, pb_pp_reference_bytes(&r->scfg));
     pb_mem_need mn = {eng->mem, eng->mem_info, need, 0};
     status = pb_world_agree(&b->w, status);
     if (status == PB_OK) status = pb_bench_mem_require(b, &mn, "pp_pipeline stage (weights, activations, buffers)");

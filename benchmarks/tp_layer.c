@@ -255,17 +255,18 @@ static int memory_plan(tp_run *r, point *p, int want_ref)
     pb_layer_stack_config rc = p->ref_cfg;
     pb_layer_shape rs = rc.shape;
     rs.dtype = r->eng->gemm_dtype(rs.dtype);
-    uint64_t full = (uint64_t)(rs.b * rs.s * rs.h) * pb_dtype_size(rs.dtype);
-    uint64_t tp = pb_tp_bytes(&p->cfg) + 2 * pb_tp_act_bytes(&p->cfg) + 6 * io;
-    uint64_t ref = pb_layer_stack_bytes(&rc) + 2 * pb_layer_act_bytes(&rs, rc.nlayers) + 8 * full;
+    uint64_t full = pb_mem_mul(pb_mem_mul((uint64_t)(rs.b * rs.s), (uint64_t)rs.h), pb_dtype_size(rs.dtype));
+    uint64_t tp = pb_mem_add(pb_mem_add(pb_tp_bytes(&p->cfg), pb_mem_mul(2, pb_tp_act_bytes(&p->cfg))), pb_mem_mul(6, io));
+    uint64_t ref = pb_mem_add(pb_mem_add(pb_layer_stack_bytes(&rc), pb_mem_mul(2, pb_layer_act_bytes(&rs, rc.nlayers))),
+                              pb_mem_mul(8, full));
     int check = r->o->common.check;
-    pb_mem_need need = {r->eng->mem, r->eng->mem_info, check ? tp + ref : tp, 0};
+    pb_mem_need need = {r->eng->mem, r->eng->mem_info, check ? pb_mem_add(tp, ref) : tp, 0};
     PB_TRY(pb_bench_mem_require(r->b, &need, check ? "the sharded layers and their validation" : "the sharded layers"));
     /* The unsharded reference is optional without --check: run it where it fits. */
     int host = r->eng->mem == PB_MEM_HOST;
     int status = host ? pb_mem_host(&avail, NULL) : r->eng->mem_info(&avail, NULL);
     if (status == PB_OK && host) avail /= (uint64_t)r->b->w.local_size;
-    int fits = status == PB_OK && want_ref && tp + ref <= avail, all = 0;
+    int fits = status == PB_OK && want_ref && pb_mem_add(tp, ref) <= avail, all = 0;
     MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, r->b->w.comm);
     p->have_ref = all;
     return pb_world_agree(&r->b->w, status);

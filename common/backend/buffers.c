@@ -5,12 +5,14 @@
 #include "backend/gpu.h"
 #include "core/topo.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SLOT_ALIGN 4096 /* a page: slots never share one, and the stream prefetchers stop at its edge */
 
-static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+/* Saturates (as pb_mem_add does) so that an absurd size is refused, not wrapped to 0. */
+static size_t round_up(size_t x, size_t a) { return x > SIZE_MAX - a ? SIZE_MAX : (x + a - 1) / a * a; }
 
 static int on_device(const pb_comm_backend *be) { return be->mem == PB_MEM_DEVICE; }
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/flops.h"
+#include "core/mem.h"
 
 #include <math.h>
 
@@ -66,27 +67,34 @@ double pb_layer_step_flops(const pb_layer_shape *sh)
            pb_flops_layer_bwd(b, s, h, sh->tp_size, sh->attn_scores);
 }
 
-static uint64_t align_up(uint64_t bytes) { return (bytes + PB_ACT_ALIGN - 1) / PB_ACT_ALIGN * PB_ACT_ALIGN; }
+/* Rounded up to PB_ACT_ALIGN; a need past 2^64 stays PB_MEM_HUGE. */
+static uint64_t align_up(uint64_t bytes)
+{
+    return bytes >= PB_MEM_HUGE - PB_ACT_ALIGN ? PB_MEM_HUGE : (bytes + PB_ACT_ALIGN - 1) / PB_ACT_ALIGN * PB_ACT_ALIGN;
+}
+
+/* a * b * c * d bytes, saturating (pb_mem_mul): model shapes multiply past 2^64. */
+static uint64_t mul4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) { return pb_mem_mul(pb_mem_mul(a, b), pb_mem_mul(c, d)); }
 
 void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
 {
-    uint64_t n = (uint64_t)tokens(sh), h = (uint64_t)sh->h, hl = (uint64_t)local_hidden(sh);
+    uint64_t n = pb_mem_mul((uint64_t)sh->b, (uint64_t)sh->s), h = (uint64_t)sh->h, hl = (uint64_t)local_hidden(sh);
     uint64_t es = pb_dtype_size(sh->dtype), sc = sh->attn_scores ? 1 : 0;
     uint64_t nhl = (uint64_t)(sh->heads / sh->tp_size), s = (uint64_t)sh->s;
-    sizes[0] = align_up(n * h * es);                          /* x_attn */
-    sizes[1] = align_up(n * 3 * hl * es);                     /* qkv */
-    sizes[2] = sc * align_up((uint64_t)sh->b * nhl * s * s * es); /* scores */
-    sizes[3] = sc * align_up(n * hl * es);                    /* o */
-    sizes[4] = align_up(n * h * es);                          /* x_mlp */
-    sizes[5] = align_up(n * 4 * hl * es);                     /* hmlp */
+    sizes[0] = align_up(mul4(n, h, es, 1));                         /* x_attn */
+    sizes[1] = align_up(mul4(n, 3, hl, es));                        /* qkv */
+    sizes[2] = sc * align_up(mul4(pb_mem_mul((uint64_t)sh->b, nhl), s, s, es)); /* scores */
+    sizes[3] = sc * align_up(mul4(n, hl, es, 1));                   /* o */
+    sizes[4] = align_up(mul4(n, h, es, 1));                         /* x_mlp */
+    sizes[5] = align_up(mul4(n, 4, hl, es));                        /* hmlp */
 }
 
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers)
 {
     uint64_t sizes[6], sum = 0;
     pb_layer_impl_act_slots(sh, sizes);
-    for (int i = 0; i < 6; i++) sum += sizes[i];
-    return sum * (uint64_t)nlayers;
+    for (int i = 0; i < 6; i++) sum = pb_mem_add(sum, sizes[i]);
+    return pb_mem_mul(sum, (uint64_t)nlayers);
 }
 
 /* ---- deterministic weights ---------------------------------------------- */

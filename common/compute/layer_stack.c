@@ -3,6 +3,7 @@
 #include "compute/layer_impl.h"
 
 #include "core/error.h"
+#include "core/mem.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -111,28 +112,30 @@ static pb_layer_shape effective_shape(const pb_layer_stack_config *cfg)
 static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[7])
 {
     pb_layer_shape sh = effective_shape(cfg);
-    uint64_t es = pb_dtype_size(sh.dtype), n = (uint64_t)(sh.b * sh.s), h = (uint64_t)sh.h;
+    uint64_t es = pb_dtype_size(sh.dtype), n = pb_mem_mul((uint64_t)sh.b, (uint64_t)sh.s), h = (uint64_t)sh.h;
     uint64_t hl = h / (uint64_t)sh.tp_size, s = (uint64_t)sh.s;
-    sz[0] = n * 4 * hl * es;
-    sz[1] = sh.attn_scores ? n * hl * es : 0;
-    sz[2] = sh.attn_scores ? s * s * es : 0;
+    sz[0] = pb_mem_mul(pb_mem_mul(n, 4 * hl), es);
+    sz[1] = sh.attn_scores ? pb_mem_mul(pb_mem_mul(n, hl), es) : 0;
+    sz[2] = sh.attn_scores ? pb_mem_mul(s * s, es) : 0;
     sz[3] = cfg->grad_dtype != sh.dtype ? h * 4 * hl * es : 0;
-    sz[4] = sz[5] = sz[6] = n * h * es;
+    sz[4] = sz[5] = sz[6] = pb_mem_mul(pb_mem_mul(n, h), es);
 }
 
 uint64_t pb_layer_stack_grad_bytes(const pb_layer_stack_config *cfg)
 {
     pb_layer_shape sh = effective_shape(cfg);
-    return (uint64_t)cfg->nlayers * (uint64_t)pb_layer_params_local(&sh) * pb_dtype_size(cfg->grad_dtype);
+    return pb_mem_mul(pb_mem_mul((uint64_t)cfg->nlayers, (uint64_t)pb_layer_params_local(&sh)),
+                      pb_dtype_size(cfg->grad_dtype));
 }
 
 uint64_t pb_layer_stack_bytes(const pb_layer_stack_config *cfg)
 {
     pb_layer_shape sh = effective_shape(cfg);
-    uint64_t sz[7], sum = (uint64_t)cfg->nlayers * (uint64_t)pb_layer_params_local(&sh) * pb_dtype_size(sh.dtype);
+    uint64_t sz[7], sum = pb_mem_mul(pb_mem_mul((uint64_t)cfg->nlayers, (uint64_t)pb_layer_params_local(&sh)),
+                                     pb_dtype_size(sh.dtype));
     scratch_sizes(cfg, sz);
-    for (int i = 0; i < 7; i++) sum += sz[i];
-    return sum + (cfg->grads ? 0 : pb_layer_stack_grad_bytes(cfg));
+    for (int i = 0; i < 7; i++) sum = pb_mem_add(sum, sz[i]);
+    return pb_mem_add(sum, cfg->grads ? 0 : pb_layer_stack_grad_bytes(cfg));
 }
 
 static int alloc_scratch(pb_layer_stack *st)

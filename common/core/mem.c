@@ -3,6 +3,7 @@
 #include "core/error.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,57 +48,129 @@ static uint64_t read_u64(const char *path)
     return end == buf ? NO_LIMIT : (uint64_t)v;
 }
 
-/* The cgroup's limit and usage (v2 first, then v1); limit NO_LIMIT when none. */
-static void cgroup_memory(uint64_t *limit, uint64_t *usage)
+uint64_t pb_mem_add(uint64_t a, uint64_t b)
 {
-    *limit = read_u64("/sys/fs/cgroup/memory.max");
-    *usage = read_u64("/sys/fs/cgroup/memory.current");
-    if (*limit >= NO_LIMIT) {
-        *limit = read_u64("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-        *usage = read_u64("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-    }
-    if (*usage >= NO_LIMIT) *usage = 0;
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? PB_MEM_HUGE : r;
 }
 
-int pb_mem_host(uint64_t *avail, uint64_t *total)
+uint64_t pb_mem_mul(uint64_t a, uint64_t b)
 {
-    char text[8192];
-    if (!read_small("/proc/meminfo", text, sizeof text))
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? PB_MEM_HUGE : r;
+}
+
+/* Walk from <base><path> up to <base>, lowering *limit and *headroom by every
+ * level that sets a limit: a parent's limit binds its children, and a parent's
+ * usage counts its other children too. */
+static void walk_up(const char *base, const char *path, const char *limit_file, const char *usage_file,
+                    uint64_t *limit, uint64_t *headroom)
+{
+    char dir[PATH_MAX], file[PATH_MAX + 64];
+    if ((size_t)snprintf(dir, sizeof dir, "%s%s", base, path) >= sizeof dir) return;
+    size_t floor = strlen(base);
+    for (;;) {
+        size_t n = strlen(dir);
+        while (n > floor && dir[n - 1] == '/') dir[--n] = '\0';
+        snprintf(file, sizeof file, "%s/%s", dir, limit_file);
+        uint64_t lim = read_u64(file);
+        if (lim < NO_LIMIT) {
+            snprintf(file, sizeof file, "%s/%s", dir, usage_file);
+            uint64_t use = read_u64(file);
+            use = use < NO_LIMIT ? use : 0;
+            uint64_t room = lim > use ? lim - use : 0;
+            if (lim < *limit) *limit = lim;
+            if (room < *headroom) *headroom = room;
+        }
+        char *slash = strrchr(dir, '/');
+        if (n <= floor || !slash || (size_t)(slash - dir) < floor) return;
+        *slash = '\0';
+    }
+}
+
+/* One line of /proc/self/cgroup, "ID:CONTROLLERS:PATH": the memory limit it sets. */
+static void cgroup_line(const char *root, char *line, uint64_t *limit, uint64_t *headroom)
+{
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) return;
+    *c1 = *c2 = '\0';
+    char *ctl = c1 + 1, *path = c2 + 1, base[PATH_MAX];
+    path[strcspn(path, "\n")] = '\0';
+    if (strcmp(line, "0") == 0 && *ctl == '\0') { /* v2: the unified hierarchy */
+        snprintf(base, sizeof base, "%s/sys/fs/cgroup", root);
+        walk_up(base, path, "memory.max", "memory.current", limit, headroom);
+        return;
+    }
+    for (char *save = NULL, *tok = strtok_r(ctl, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "memory") != 0) continue;
+        snprintf(base, sizeof base, "%s/sys/fs/cgroup/memory", root);
+        walk_up(base, path, "memory.limit_in_bytes", "memory.usage_in_bytes", limit, headroom);
+    }
+}
+
+void pb_mem_cgroup(const char *root, uint64_t *limit, uint64_t *headroom)
+{
+    char path[PATH_MAX], line[PATH_MAX];
+    *limit = *headroom = PB_MEM_HUGE;
+    snprintf(path, sizeof path, "%s/proc/self/cgroup", root);
+    FILE *f = fopen(path, "r");
+    if (!f) { /* no /proc: the roots of both hierarchies, as seen from here */
+        char base[PATH_MAX];
+        snprintf(base, sizeof base, "%s/sys/fs/cgroup", root);
+        walk_up(base, "", "memory.max", "memory.current", limit, headroom);
+        snprintf(base, sizeof base, "%s/sys/fs/cgroup/memory", root);
+        walk_up(base, "", "memory.limit_in_bytes", "memory.usage_in_bytes", limit, headroom);
+        return;
+    }
+    while (fgets(line, sizeof line, f)) cgroup_line(root, line, limit, headroom);
+    fclose(f);
+}
+
+int pb_mem_host_at(const char *root, uint64_t *avail, uint64_t *total)
+{
+    char text[8192], path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/proc/meminfo", root);
+    if (!read_small(path, text, sizeof text))
         return pb_fail(PB_ERR_ENV, "reading /proc/meminfo: cannot open it");
-    uint64_t a = 0, t = 0;
+    uint64_t a = 0, t = 0, limit, headroom;
     PB_TRY(pb_mem_parse_meminfo(text, "MemAvailable", &a));
     PB_TRY(pb_mem_parse_meminfo(text, "MemTotal", &t));
-    uint64_t limit, usage;
-    cgroup_memory(&limit, &usage);
-    if (limit < NO_LIMIT) {
-        uint64_t headroom = limit > usage ? limit - usage : 0;
-        if (headroom < a) a = headroom;
-        if (limit < t) t = limit;
-    }
+    pb_mem_cgroup(root, &limit, &headroom);
+    if (headroom < a) a = headroom;
+    if (limit < t) t = limit;
     if (avail) *avail = a;
     if (total) *total = t;
     return PB_OK;
 }
 
+int pb_mem_host(uint64_t *avail, uint64_t *total) { return pb_mem_host_at("", avail, total); }
+
+/* "N bytes (X GiB)", or "more than 2^64 bytes" for a need that overflowed. */
+static void say_bytes(char *out, size_t cap, uint64_t bytes)
+{
+    if (bytes == PB_MEM_HUGE) snprintf(out, cap, "more than 2^64 bytes");
+    else snprintf(out, cap, "%" PRIu64 " bytes (%.2f GiB)", bytes, (double)bytes / (1024.0 * 1024.0 * 1024.0));
+}
+
 int pb_mem_check(uint64_t bytes, uint64_t avail, const char *what, const char *where)
 {
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    if (bytes <= avail) return PB_OK;
-    return pb_fail(PB_ERR_ENV, "%s needs %" PRIu64 " bytes (%.2f GiB) of %s memory; %" PRIu64
-                   " bytes (%.2f GiB) available", what, bytes, (double)bytes / gib, where, avail,
-                   (double)avail / gib);
+    if (bytes <= avail && bytes != PB_MEM_HUGE) return PB_OK;
+    char need[64], have[64];
+    say_bytes(need, sizeof need, bytes);
+    say_bytes(have, sizeof have, avail);
+    return pb_fail(PB_ERR_ENV, "%s needs %s of %s memory; %s available", what, need, where, have);
 }
 
 int pb_mem_require(const pb_mem_need *need, int ranks, const char *what)
 {
     uint64_t host = need->host_bytes, avail = 0, r = ranks > 1 ? (uint64_t)ranks : 1;
-    if (need->where == PB_MEM_HOST) host += need->bytes;
+    if (need->where == PB_MEM_HOST) host = pb_mem_add(host, need->bytes);
     if (need->where == PB_MEM_DEVICE && need->dev_query && need->bytes) {
         PB_TRY(need->dev_query(&avail, NULL));
         PB_TRY(pb_mem_check(need->bytes, avail, what, pb_mem_kind_name(PB_MEM_DEVICE)));
     }
     if (host == 0) return PB_OK;
     PB_TRY(pb_mem_host(&avail, NULL));
-    host = host > UINT64_MAX / r ? UINT64_MAX : host * r; /* saturate: an absurd size must still fail */
+    host = pb_mem_mul(host, r); /* saturates: an absurd size must still fail */
     return pb_mem_check(host, avail, what, pb_mem_kind_name(PB_MEM_HOST));
 }

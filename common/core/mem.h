@@ -17,17 +17,38 @@ typedef enum { PB_MEM_HOST = 0, PB_MEM_DEVICE = 1 } pb_mem_kind;
 const char *pb_mem_kind_name(pb_mem_kind k);
 
 /* Host memory: `avail` is MemAvailable from /proc/meminfo, lowered to the
- * cgroup's headroom (limit - usage, cgroup v2 memory.max/memory.current or v1
- * memory.limit_in_bytes/usage_in_bytes) when a limit is set; `total` is
- * MemTotal, lowered to the cgroup limit. Either pointer may be NULL. */
+ * headroom (limit - usage) of this process's own memory cgroup and of every
+ * cgroup above it (pb_mem_cgroup); `total` is MemTotal, lowered to the
+ * smallest of those limits. Either pointer may be NULL. */
 int pb_mem_host(uint64_t *avail, uint64_t *total);
+
+/* pb_mem_host with every file read under `root` ("" for the real one), so a
+ * test can build a fake /proc and /sys/fs/cgroup. */
+int pb_mem_host_at(const char *root, uint64_t *avail, uint64_t *total);
+
+/* The memory cgroup limit of this process, from <root>/proc/self/cgroup: for
+ * cgroup v1 the `N:memory:/path` line, memory.limit_in_bytes and
+ * usage_in_bytes under <root>/sys/fs/cgroup/memory/path; for v2 the `0::/path`
+ * line, memory.max ('max' = none) and memory.current under
+ * <root>/sys/fs/cgroup/path. Each level from there up to the root counts:
+ * `limit` is the smallest limit, `headroom` the smallest limit - usage.
+ * Both PB_MEM_HUGE where nothing is limited or readable. */
+void pb_mem_cgroup(const char *root, uint64_t *limit, uint64_t *headroom);
+
+/* A memory need that does not fit in 64 bits: pb_mem_add and pb_mem_mul
+ * saturate at it, and pb_mem_check refuses it as "more than 2^64 bytes"
+ * rather than printing a wrapped-round number. */
+#define PB_MEM_HUGE UINT64_MAX
+uint64_t pb_mem_add(uint64_t a, uint64_t b);
+uint64_t pb_mem_mul(uint64_t a, uint64_t b);
 
 /* The value in bytes of a "Key:   N kB" line of /proc/meminfo text; PB_ERR_ENV
  * if the key is missing. Exposed for tests. */
 int pb_mem_parse_meminfo(const char *text, const char *key, uint64_t *bytes);
 
 /* PB_OK when `bytes` fits in `avail`, else PB_ERR_ENV with the message
- *   "<what> needs N bytes (X GiB) of <where> memory; Y bytes (Z GiB) available". */
+ *   "<what> needs N bytes (X GiB) of <where> memory; Y bytes (Z GiB) available"
+ * ("needs more than 2^64 bytes" when `bytes` is PB_MEM_HUGE). */
 int pb_mem_check(uint64_t bytes, uint64_t avail, const char *what, const char *where);
 
 /* Free and total bytes of a device (a GPU engine's mem_info: cudaMemGetInfo). */

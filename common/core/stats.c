@@ -1,5 +1,6 @@
 #include "core/stats.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,4 +65,14 @@ void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *o
     out->mean = sum / nranks;
     out->rankmax = worst;
     pooled(all, out->samples, out);
+}
+
+const char *pb_stats_diff_noise(const pb_stats *a, const pb_stats *b, double diff, long long iters,
+                                double resolution_us)
+{
+    double d = fabs(diff);
+    if (iters < 2 || a->samples < 2 || b->samples < 2) return "fewer than 2 iterations: no spread to tell it from noise";
+    if (d < resolution_us) return "below the timer's resolution";
+    if (d <= a->max - a->min || d <= b->max - b->min) return "within the spread (max - min) of the times it is taken from";
+    return NULL;
 }

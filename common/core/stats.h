@@ -23,4 +23,13 @@ double pb_stats_percentile_sorted(const double *sorted, size_t n, double p);
  * mean of rank means, rankmax, and pooled min/max/median/p99. */
 void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *out);
 
+/* Why `diff`, a difference of two measured times a and b (us) timed over
+ * `iters` iterations, is no measurement, or NULL when it is one: fewer than 2
+ * iterations (no spread to judge the noise by), |diff| below the timer's
+ * resolution, or |diff| within the spread (max - min) of either time.
+ * Benchmarks print it in a note next to figures derived from the difference
+ * (overheads, fractions). */
+const char *pb_stats_diff_noise(const pb_stats *a, const pb_stats *b, double diff, long long iters,
+                                double resolution_us);
+
 #endif

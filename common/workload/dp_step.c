@@ -5,6 +5,7 @@
 
 #include "workload/bucket.h"
 #include "core/error.h"
+#include "core/mem.h"
 #include "workload/staging.h"
 
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static uint64_t token_bytes(const pb_dp_step_config *c, pb_layer_shape *eff)
 {
     *eff = c->shape;
     eff->dtype = c->eng->gemm_dtype(c->shape.dtype);
-    return (uint64_t)(eff->b * eff->s * eff->h) * pb_dtype_size(eff->dtype);
+    return pb_mem_mul(pb_mem_mul((uint64_t)(eff->b * eff->s), (uint64_t)eff->h), pb_dtype_size(eff->dtype));
 }
 
 void pb_dp_step_bytes(const pb_dp_step_config *cfg, uint64_t *engine_bytes, uint64_t *host_bytes)
@@ -55,10 +56,11 @@ void pb_dp_step_bytes(const pb_dp_step_config *cfg, uint64_t *engine_bytes, uint
     pb_layer_stack_config sc = stack_config(cfg, real <= g ? (void *)cfg : NULL);
     pb_layer_shape eff;
     uint64_t tokens = token_bytes(cfg, &eff);
-    *engine_bytes = pb_layer_stack_bytes(&sc) + pb_layer_act_bytes(&eff, cfg->nlayers) + 3 * tokens + g;
+    uint64_t e = pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&eff, cfg->nlayers));
+    e = pb_mem_add(pb_mem_add(e, pb_mem_mul(3, tokens)), g);
     /* A staging bucket when engine and backend memory differ (counted here, as an upper bound). */
-    if (pb_staging_needed(cfg->eng, cfg->be)) *engine_bytes += g;
-    *host_bytes = cfg->check ? g + ((uint64_t)1 << 20) * (pb_dtype_size(cfg->grad_dtype) + 16) : 0;
+    *engine_bytes = pb_staging_needed(cfg->eng, cfg->be) ? pb_mem_add(e, g) : e;
+    *host_bytes = cfg->check ? pb_mem_add(g, ((uint64_t)1 << 20) * (pb_dtype_size(cfg->grad_dtype) + 16)) : 0;
 }
 
 static int make_inputs(pb_dp_step *s)

@@ -1,6 +1,7 @@
 #include "workload/hybrid.h"
 
 #include "core/error.h"
+#include "core/mem.h"
 #include "core/timing.h"
 
 #include <math.h>
@@ -39,7 +40,8 @@ uint64_t pb_hybrid_bytes(const pb_hybrid_config *cfg)
     int in_flight = cfg->sched == PB_PP_GPIPE ? cfg->micro_batches : cfg->P;
     pb_pp_config pc = {.be = cfg->be, .act_count = (size_t)pb_tp_io_rows(&tc) * (size_t)cfg->shape.h,
                        .act_dtype = cfg->eng->gemm_dtype(cfg->shape.dtype), .max_sends = cfg->micro_batches};
-    return pb_tp_bytes(&tc) + (uint64_t)in_flight * pb_tp_act_bytes(&tc) + pb_pp_exec_bytes(&pc);
+    return pb_mem_add(pb_mem_add(pb_tp_bytes(&tc), pb_mem_mul((uint64_t)in_flight, pb_tp_act_bytes(&tc))),
+                      pb_pp_exec_bytes(&pc));
 }
 
 /* ---- the stage's compute, for the pipeline executor ---- */

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/grow.h"
+#include "core/mem.h"
 #include "core/world.h"
 #include "core/timing.h"
 
@@ -57,8 +58,8 @@ static int link_color(int i, int p, int ncolors)
 
 uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg)
 {
-    uint64_t one = (uint64_t)cfg->act_count * pb_dtype_size(cfg->act_dtype);
-    return one * (uint64_t)(2 * cfg->max_sends + 2 * 2 + 3);
+    uint64_t one = pb_mem_mul((uint64_t)cfg->act_count, pb_dtype_size(cfg->act_dtype));
+    return pb_mem_mul(one, 2 * (uint64_t)cfg->max_sends + 2 * 2 + 3);
 }
 
 static int alloc_buffers(pb_pp_exec *ex)

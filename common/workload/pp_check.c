@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/mem.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,8 +21,8 @@ uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg)
     pb_layer_stack_config sc = whole_model(cfg);
     pb_layer_shape sh = cfg->shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
-    uint64_t tensor = (uint64_t)(sh.b * sh.s * sh.h) * pb_dtype_size(sh.dtype);
-    return pb_layer_stack_bytes(&sc) + pb_layer_act_bytes(&sh, cfg->layers) + 4 * tensor;
+    uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
+    return pb_mem_add(pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&sh, cfg->layers)), pb_mem_mul(4, tensor));
 }
 
 /* Count elements of got differing from want (both n elements of type t, host). */

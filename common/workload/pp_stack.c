@@ -3,6 +3,7 @@
 #include "workload/pp.h"
 
 #include "core/error.h"
+#include "core/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,10 @@ uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight)
     pb_layer_stack_config c = chunk_config(cfg, 0);
     pb_layer_shape sh = cfg->shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
-    uint64_t tensor = (uint64_t)(sh.b * sh.s * sh.h) * pb_dtype_size(sh.dtype);
-    uint64_t bytes = (uint64_t)cfg->v * pb_layer_stack_bytes(&c) + (uint64_t)in_flight * pb_layer_act_bytes(&sh, c.nlayers);
-    if (cfg->capture) bytes += 2 * (uint64_t)cfg->max_mb * tensor;
-    return bytes;
+    uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
+    uint64_t bytes = pb_mem_add(pb_mem_mul((uint64_t)cfg->v, pb_layer_stack_bytes(&c)),
+                                pb_mem_mul((uint64_t)in_flight, pb_layer_act_bytes(&sh, c.nlayers)));
+    return pb_mem_add(bytes, cfg->capture ? pb_mem_mul(2 * (uint64_t)cfg->max_mb, tensor) : 0);
 }
 
 void pb_pp_stack_destroy(pb_pp_stack *st)

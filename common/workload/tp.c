@@ -3,6 +3,7 @@
 #include "workload/tp.h"
 
 #include "core/error.h"
+#include "core/mem.h"
 #include "workload/staging.h"
 
 #include <stdlib.h>
@@ -58,16 +59,17 @@ int64_t pb_tp_io_rows(const pb_tp_config *cfg)
 uint64_t pb_tp_io_bytes(const pb_tp_config *cfg)
 {
     pb_layer_shape sh = effective(cfg);
-    return (uint64_t)pb_tp_io_rows(cfg) * (uint64_t)sh.h * pb_dtype_size(sh.dtype);
+    return pb_mem_mul(pb_mem_mul((uint64_t)pb_tp_io_rows(cfg), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
 }
 
 uint64_t pb_tp_bytes(const pb_tp_config *cfg)
 {
     pb_layer_shape sh = effective(cfg);
     pb_layer_stack_config sc = stack_cfg(cfg);
-    uint64_t full = (uint64_t)(sh.b * sh.s * sh.h) * pb_dtype_size(sh.dtype);
-    uint64_t sum = pb_layer_stack_bytes(&sc) + 2 * full + 3 * pb_tp_io_bytes(cfg);
-    return sum + (needs_staging(cfg) ? 2 * full : 0);
+    uint64_t full = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
+    uint64_t sum = pb_mem_add(pb_mem_add(pb_layer_stack_bytes(&sc), pb_mem_mul(2, full)),
+                              pb_mem_mul(3, pb_tp_io_bytes(cfg)));
+    return pb_mem_add(sum, needs_staging(cfg) ? pb_mem_mul(2, full) : 0);
 }
 
 uint64_t pb_tp_act_bytes(const pb_tp_config *cfg)

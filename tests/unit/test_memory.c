@@ -8,7 +8,10 @@
 #include "core/error.h"
 #include "core/mem.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,12 +92,158 @@ static void test_device_hook(void **state)
     assert_int_equal(pb_mem_require(&host_too, 1, "validation"), PB_ERR_ENV);
 }
 
+/* ---- the cgroup probe, on fake /proc and /sys/fs/cgroup trees ---- */
+
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+
+/* Write `text` to root/rel, making the folders on the way. */
+static void put(const char *root, const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void put_u64(const char *root, const char *rel, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)v);
+    put(root, rel, buf);
+}
+
+/* A fresh fake root with 16 GiB MemAvailable of 32 GiB. */
+static char *fake_root(void)
+{
+    char *root = strdup("/tmp/pb_memXXXXXX");
+    assert_non_null(mkdtemp(root));
+    put(root, "proc/meminfo", "MemTotal:       33554432 kB\nMemAvailable:   16777216 kB\n");
+    return root;
+}
+
+static void drop_root(char *root)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    free(root);
+}
+
+/* v1: the memory line's path, not the root's limit; the smallest on the way up. */
+static void test_cgroup_v1_own_path(void **state)
+{
+    (void)state;
+    char *root = fake_root();
+    put(root, "proc/self/cgroup", "5:cpu,cpuacct:/slurm/job1\n4:memory:/slurm/job1/step0\n0::/\n");
+    put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"); /* v1's "none" */
+    put_u64(root, "sys/fs/cgroup/memory/slurm/job1/memory.limit_in_bytes", 2 * GIB);
+    put_u64(root, "sys/fs/cgroup/memory/slurm/job1/memory.usage_in_bytes", 600 * MIB);
+    put_u64(root, "sys/fs/cgroup/memory/slurm/job1/step0/memory.limit_in_bytes", 512 * MIB);
+    put_u64(root, "sys/fs/cgroup/memory/slurm/job1/step0/memory.usage_in_bytes", 100 * MIB);
+    uint64_t limit, room, avail, total;
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 512 * MIB && room == 412 * MIB);
+    assert_int_equal(pb_mem_host_at(root, &avail, &total), PB_OK);
+    assert_true(avail == 412 * MIB && total == 512 * MIB);
+    /* The parent binds when its headroom is smaller (siblings use it too). */
+    put_u64(root, "sys/fs/cgroup/memory/slurm/job1/memory.usage_in_bytes", 1800 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 512 * MIB && room == 248 * MIB);
+    /* And a parent's limit below the child's is the limit. */
+    put_u64(root, "sys/fs/cgroup/memory/slurm/memory.limit_in_bytes", 256 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 256 * MIB && room == 248 * MIB);
+    drop_root(root);
+}
+
+/* v2: `0::/path`, memory.max with 'max' meaning none, nested limits. */
+static void test_cgroup_v2_nested(void **state)
+{
+    (void)state;
+    char *root = fake_root();
+    put(root, "proc/self/cgroup", "0::/user.slice/job/task\n");
+    put(root, "sys/fs/cgroup/memory.max", "max\n");
+    put(root, "sys/fs/cgroup/user.slice/memory.max", "max\n");
+    put_u64(root, "sys/fs/cgroup/user.slice/job/memory.max", 1 * GIB);
+    put_u64(root, "sys/fs/cgroup/user.slice/job/memory.current", 100 * MIB);
+    put(root, "sys/fs/cgroup/user.slice/job/task/memory.max", "max\n");
+    put_u64(root, "sys/fs/cgroup/user.slice/job/task/memory.current", 50 * MIB);
+    uint64_t limit, room, avail, total;
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 1 * GIB && room == 924 * MIB);
+    put_u64(root, "sys/fs/cgroup/user.slice/job/task/memory.max", 512 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 512 * MIB && room == 462 * MIB);
+    assert_int_equal(pb_mem_host_at(root, &avail, &total), PB_OK);
+    assert_true(avail == 462 * MIB && total == 512 * MIB);
+    /* A 1 GiB need in it is refused (exit 3), which is what a Slurm --mem job needs. */
+    assert_true(pb_mem_check(GIB, avail, "x", "host") == PB_ERR_ENV);
+    /* Usage over the limit leaves no room at all, not a wrapped-round huge one. */
+    put_u64(root, "sys/fs/cgroup/user.slice/job/task/memory.current", 600 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(room == 0);
+    drop_root(root);
+}
+
+/* No limit anywhere, missing files, a path that does not exist: MemAvailable. */
+static void test_cgroup_unlimited_or_missing(void **state)
+{
+    (void)state;
+    char *root = fake_root();
+    uint64_t limit, room, avail, total;
+    pb_mem_cgroup(root, &limit, &room); /* no proc/self/cgroup, no sys at all */
+    assert_true(limit == PB_MEM_HUGE && room == PB_MEM_HUGE);
+    put(root, "proc/self/cgroup", "0::/gone/away\n4:memory:/also/gone\n");
+    put(root, "sys/fs/cgroup/memory.max", "max\n");
+    put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == PB_MEM_HUGE && room == PB_MEM_HUGE);
+    assert_int_equal(pb_mem_host_at(root, &avail, &total), PB_OK);
+    assert_true(avail == 16 * GIB && total == 32 * GIB);
+    /* Missing folders below still let a limit above them count. */
+    put_u64(root, "sys/fs/cgroup/gone/memory.max", 3 * GIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 3 * GIB && room == 3 * GIB);
+    /* Garbage in a limit file is no limit, not zero. */
+    put(root, "sys/fs/cgroup/gone/memory.max", "lots\n");
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == PB_MEM_HUGE);
+    /* No meminfo: an environment error. */
+    put(root, "proc/meminfo", "");
+    assert_int_equal(pb_mem_host_at(root, &avail, &total), PB_ERR_ENV);
+    drop_root(root);
+}
+
+/* Needs that do not fit in 64 bits saturate and are refused as such. */
+static void test_saturating_needs(void **state)
+{
+    (void)state;
+    assert_true(pb_mem_add(1, 2) == 3);
+    assert_true(pb_mem_add(UINT64_MAX - 1, 2) == PB_MEM_HUGE);
+    assert_true(pb_mem_mul((uint64_t)1 << 32, (uint64_t)1 << 31) == (uint64_t)1 << 63);
+    assert_true(pb_mem_mul((uint64_t)1 << 32, (uint64_t)1 << 32) == PB_MEM_HUGE);
+    assert_true(pb_mem_add(pb_mem_mul(PB_MEM_HUGE, 2), 0) == PB_MEM_HUGE);
+    /* Even with "all the memory in the world" a saturated need does not fit. */
+    assert_int_equal(pb_mem_check(PB_MEM_HUGE, UINT64_MAX, "x", "host"), PB_ERR_ENV);
+    assert_int_equal(pb_mem_check(UINT64_MAX - 1, UINT64_MAX, "x", "host"), PB_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_meminfo), cmocka_unit_test(test_host_available),
         cmocka_unit_test(test_check_message_and_status), cmocka_unit_test(test_absurd_size_exits_3),
         cmocka_unit_test(test_device_hook), cmocka_unit_test(test_mem_kind_names),
+        cmocka_unit_test(test_cgroup_v1_own_path), cmocka_unit_test(test_cgroup_v2_nested),
+        cmocka_unit_test(test_cgroup_unlimited_or_missing), cmocka_unit_test(test_saturating_needs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,6 +189,21 @@ static void growing(void **state)
     free(a);
 }
 
+/* A difference of two times is flagged when it is noise: too few iterations,
+ * below the timer, within either time's spread; a clear one is not. */
+static void diff_noise(void **state)
+{
+    (void)state;
+    pb_stats a = {.mean = 100, .min = 95, .max = 105, .samples = 10}, b = {.mean = 50, .min = 49, .max = 51, .samples = 10};
+    assert_null(pb_stats_diff_noise(&a, &b, 50, 10, 1));
+    assert_non_null(pb_stats_diff_noise(&a, &b, 50, 1, 1));   /* one iteration */
+    assert_non_null(pb_stats_diff_noise(&a, &b, 8, 10, 1));   /* within a's spread of 10 */
+    assert_non_null(pb_stats_diff_noise(&a, &b, -8, 10, 1));  /* either sign */
+    assert_non_null(pb_stats_diff_noise(&a, &b, 50, 10, 60)); /* below the resolution */
+    pb_stats one = {.samples = 1};
+    assert_non_null(pb_stats_diff_noise(&one, &b, 50, 10, 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,7 +211,7 @@ int main(void)
         cmocka_unit_test(expected_results), cmocka_unit_test(tolerance_and_inputs), cmocka_unit_test(rotation),
         cmocka_unit_test(rotating_slots),
         cmocka_unit_test(iteration_policy),
-        cmocka_unit_test(growing),
+        cmocka_unit_test(growing), cmocka_unit_test(diff_noise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run_all.sh's launch checks: a rank count the launcher cannot place is refused
+# up front with exit 3 and the reason (it used to fail every step with exit 1,
+# the code for wrong data); a bad --np is a usage error (2) naming --np; and
+# --np 1 runs what one rank can and records the rest as skipped, with why.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+RA=$ROOT/run_all.sh
+
+# check WANT FRAGMENT DESC -- ARGS...: exit WANT, stderr names FRAGMENT, and nothing was run.
+check() {
+    local want=$1 frag=$2 desc=$3; shift 4
+    expect_rc "$want" "$desc" -- env BUILD="$BUILD" "$RA" --quick --no-install --out "$TMP/never" "$@"
+    expect_in "$TMP/err" "$frag" "$desc: says '$frag'"
+    if [ -e "$TMP/never" ]; then fail "$desc: a results folder was made"; rm -rf "$TMP/never"; fi
+}
+
+for bad in 0 -1 x 1.5 '' 2x; do check 2 "option --np" "--np '$bad'" -- --np "$bad"; done
+
+printf '# only comments\n\n   # and blanks\n' >"$TMP/empty.hosts"
+printf 'localhost slots=0\n' >"$TMP/zero.hosts"
+printf 'localhost slots=2\n' >"$TMP/two.hosts"
+printf 'localhost slots=1 # one\nlocalhost\n' >"$TMP/onetwo.hosts"
+printf 'localhost slots=two\n' >"$TMP/word.hosts"
+printf 'localhost slots=-4\n' >"$TMP/neg.hosts"
+check 3 "lists no slots" "a hostfile with no hosts" -- --hostfile "$TMP/empty.hosts"
+check 3 "lists no slots" "a hostfile with slots=0" -- --hostfile "$TMP/zero.hosts"
+check 3 "lists no slots" "--np with a hostfile with slots=0" -- --hostfile "$TMP/zero.hosts" --np 2
+check 3 "more than the 2 slots" "--np above the hostfile's slots" -- --hostfile "$TMP/two.hosts" --np 3
+check 3 "more than the 2 slots" "--np above slots summed over lines" -- --hostfile "$TMP/onetwo.hosts" --np 8
+check 3 "'slots=two' is not a slot count" "a slot count that is not a number" -- --hostfile "$TMP/word.hosts"
+check 3 "line 1" "a negative slot count names its line" -- --hostfile "$TMP/neg.hosts"
+check 2 "option --hostfile" "a missing hostfile is a usage error" -- --hostfile "$TMP/none.hosts"
+# Under Slurm, more ranks than the job's tasks (only where srun exists to refuse them).
+if command -v srun >/dev/null 2>&1; then
+    expect_rc 3 "--np above SLURM_NTASKS" -- env SLURM_JOB_ID=1 SLURM_NTASKS=2 BUILD="$BUILD" "$RA" --quick --no-install --np 4 --out "$TMP/never"
+fi
+
+# --np 1: the single-rank steps run; p2p, the link fit and hybrid are skipped with a reason; exit 0.
+RUN=$TMP/one
+BUILD=$BUILD timeout 600 "$RA" --quick --quiet --no-install --np 1 --bind none --out "$RUN" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+if [ "$rc" -eq 0 ]; then pass "--np 1 exits 0"; else
+    fail "--np 1: exit $rc"; sed 's/^/  | /' "$TMP/stderr" | tail -15 >&2; cat "$RUN/steps.tsv" >&2; fi
+for s in p2p_sweep p2p_matrix plan_fit; do
+    expect_in "$RUN/steps.tsv" "$s	skipped	-	0	needs at least 2 ranks; this run has 1" "--np 1: $s skipped with its reason"
+done
+expect_in "$RUN/steps.tsv" "hybrid_3d	skipped" "--np 1: hybrid_3d skipped"
+for s in coll_sweep dp_allreduce tp_layer pp_pipeline report; do
+    expect_in "$RUN/steps.tsv" "$s	ok	0" "--np 1: $s runs"
+done
+expect_in "$TMP/stdout" "parabench quick run: 1 ranks" "--np 1: the summary says one rank"
+finish
