@@ -8,7 +8,9 @@
 #   up      write DIR/slurm.conf, start munged, slurmctld and slurmd, and wait
 #           (at most 60 s) until sinfo shows the node idle; a no-op when it is up
 #   down    cancel the cluster's jobs, stop the daemons it started (by the PIDs in
-#           DIR/run/*.pid) and wait until they are gone; a no-op when it is down
+#           DIR/run/*.pid) and wait until they are gone, then any job step still
+#           running (slurmstepd with a file under DIR open, and its tasks);
+#           a no-op when it is down
 #   status  each daemon: running (PID) or not, then sinfo; exit 0 up, 1 down or damaged
 #   env     print the line that points Slurm's commands at this cluster:
 #             eval "$(scripts/local-slurm.sh env)"; sbatch ...
@@ -69,13 +71,21 @@ pid_of() {
     p=$(tr -dc '0-9' <"$f")
     [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ] && echo "$p"
 }
-# Processes other than the daemons that hold a file under DIR open: the job
-# steps' slurmstepd (they log to DIR/log/slurmd.log). Found by /proc, never by name.
+# Job steps left running: the slurmstepd processes that hold a file under DIR open
+# (they log to DIR/log/slurmd.log; a `tail -f` of that log is not one of them),
+# then every process below them (the tasks). By /proc and PID, never by name alone.
 strays() {
     local fd p
     for fd in /proc/[0-9]*/fd/*; do
         case "$(readlink "$fd" 2>/dev/null)" in "$DIR"/*) p=${fd#/proc/}; echo "${p%%/*}" ;; esac
-    done | sort -u | grep -vx "$$" || true
+    done | sort -u | while read -r p; do
+        if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ]; then echo "$p"; fi
+    done
+}
+below() { # PID...: the processes below them
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '{ pid = $1; sub(/.*\) /, ""); parent[pid] = $2 }
+        END { n = split(roots, q, " ")
+              for (i = 1; i <= n; i++) for (p in parent) if (parent[p] == q[i]) { q[++n] = p; print p } }'
 }
 show_log() { [ -s "$LOG/$1.log" ] && { echo "  last lines of $LOG/$1.log:"; tail -n 15 "$LOG/$1.log" | sed 's/^/  | /'; } >&2; return 0; }
 node_state() { sinfo -h -N -n "$NODE" -o %T 2>/dev/null | head -n 1; }
@@ -113,9 +123,11 @@ down() {
         rm -f "$RUN/$d.pid"
     done
     # Steps whose job was not cancelled in time: stopped by PID, found through their open log.
-    left=$(strays)
+    left=$(strays | tr '\n' ' ')
     if [ -n "$left" ]; then
-        echo "local-slurm.sh: stopping job processes left over: $(echo $left)" >&2
+        left="$(below "$left" | tr '\n' ' ')$left"
+        echo "local-slurm.sh: stopping job processes left over: $left" >&2
+        # shellcheck disable=SC2086 # one PID per word
         kill -KILL $left 2>/dev/null || true
     fi
     for d in "${DAEMONS[@]}"; do
