@@ -103,7 +103,7 @@ status() {
 }
 
 down() {
-    local d p i left
+    local d p i left alive
     if [ -n "$(pid_of slurmctld)" ]; then # jobs first: their slurmstepd outlive slurmd otherwise
         scancel --full --quiet --user=root 2>/dev/null || true
         for i in $(seq 50); do
@@ -129,6 +129,12 @@ down() {
         echo "local-slurm.sh: stopping job processes left over: $left" >&2
         # shellcheck disable=SC2086 # one PID per word
         kill -KILL $left 2>/dev/null || true
+        for _ in $(seq 50); do # until every one is gone (kill -0 fails only for the last)
+            alive=0
+            for p in $left; do kill -0 "$p" 2>/dev/null && alive=1; done
+            [ "$alive" = 0 ] && break
+            sleep 0.1
+        done
     fi
     for d in "${DAEMONS[@]}"; do
         if pid_of "$d" >/dev/null; then echo "local-slurm.sh: $d is still running" >&2; return 1; fi
