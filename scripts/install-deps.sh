@@ -2,10 +2,13 @@
 # Make sure what parabench needs is there, installing Debian packages only
 # where something is missing and apt-get exists.
 #
-#   scripts/install-deps.sh [--for run|all] [--no-install]
+#   scripts/install-deps.sh [--for run|all|slurm] [--no-install]
 #
 #   --for run     only what ./run_all.sh needs (build and run the suite, draw figures)
 #   --for all     also what the tests and `make lint` need (default)
+#   --for slurm   opt-in: Slurm's controller, node daemon and commands and munge
+#                 (slurmctld, slurmd, slurm-client, munge), for scripts/local-slurm.sh
+#                 and tests/integration/test_slurm.sh; only these, not the rest
 #   --no-install  never install: report what is missing and exit 3
 #
 # Each need is probed directly (a command on PATH, a pkg-config module, a
@@ -20,10 +23,10 @@ set -euo pipefail
 FOR=all INSTALL=1
 while [ $# -gt 0 ]; do
     case "$1" in
-        --for) [ $# -ge 2 ] && [[ "$2" =~ ^(run|all)$ ]] || { echo "install-deps.sh: --for needs run or all" >&2; exit 2; }
+        --for) [ $# -ge 2 ] && [[ "$2" =~ ^(run|all|slurm)$ ]] || { echo "install-deps.sh: --for needs run, all or slurm" >&2; exit 2; }
                FOR=$2; shift ;;
         --no-install) INSTALL=0 ;;
-        *) echo "install-deps.sh: unknown option $1; expected --for run|all, --no-install" >&2; exit 2 ;;
+        *) echo "install-deps.sh: unknown option $1; expected --for run|all|slurm, --no-install" >&2; exit 2 ;;
     esac
     shift
 done
@@ -51,11 +54,18 @@ NEEDS=(
     "cppcheck|cppcheck|all|have cppcheck"
     "clang|clang|all|have clang"
     "clang-tidy|clang-tools-extra|all|have clang-tidy"
+    "slurmctld|slurm-slurmctld (EPEL)|slurm|have slurmctld"
+    "slurmd|slurm-slurmd (EPEL)|slurm|have slurmd"
+    "slurm-client|slurm (EPEL)|slurm|have sbatch && have srun && have sinfo"
+    "munge|munge|slurm|have munged && have mungekey"
 )
 
 missing=() missing_dnf=()
 for n in "${NEEDS[@]}"; do
     IFS='|' read -r deb dnf scope probe <<<"$n"
+    # slurm is its own group: never part of run or all, and asks for nothing else
+    if [ "$FOR" = slurm ]; then [ "$scope" = slurm ] || continue
+    else [ "$scope" = slurm ] && continue; fi
     [ "$FOR" = run ] && [ "$scope" = all ] && continue
     eval "$probe" || { missing+=("$deb"); missing_dnf+=("$dnf"); }
 done
@@ -67,7 +77,7 @@ if [ "$INSTALL" = 0 ] || ! have apt-get; then
         if ! have apt-get; then
             echo "  This system has no apt-get, so nothing was installed. On RHEL, Rocky or Fedora:"
             echo "    dnf install $(printf '%s\n' "${missing_dnf[@]}" | sed 's/ (EPEL)//' | sort -u | tr '\n' ' ')"
-            case "${missing_dnf[*]}" in *EPEL*) echo "  (cjson-devel is in EPEL: dnf install epel-release first.)" ;; esac
+            case "${missing_dnf[*]}" in *EPEL*) echo "  ($(printf '%s\n' "${missing_dnf[@]}" | sed -n 's/ (EPEL)//p' | sort -u | tr '\n' ' ')from EPEL: dnf install epel-release first.)" ;; esac
         fi
         echo "  On a cluster with environment modules, load them instead, e.g.:"
         echo "    module load mpi/openmpi-x86_64 openblas hwloc   # names vary by site: see 'module avail'"
