@@ -216,6 +216,9 @@ if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null 2>&1; then
     case "$BIND_APPLIED" in core) CPU_BIND=cores ;; numa) CPU_BIND=ldoms ;; *) CPU_BIND=none ;; esac
     BIND_ARGS=("--cpu-bind=$CPU_BIND")
     LAUNCH=(srun -n "$NP" ${RPN:+--ntasks-per-node=$RPN} "${BIND_ARGS[@]}")
+    # The PMI Open MPI needs, named where the site's MpiDefault may be none (and
+    # so recorded in meta.json's launch line); SLURM_MPI_TYPE, when set, wins.
+    [ -z "${SLURM_MPI_TYPE:-}" ] && srun --mpi=list 2>&1 | grep -qw pmix && LAUNCH+=(--mpi=pmix)
     LAUNCHER=srun
 else
     case "$BIND_APPLIED" in

@@ -24,9 +24,10 @@
 #
 # The node is this host (`hostname -s`), with the CPUs, sockets and cores that
 # `slurmd -C` finds; SlurmUser=root (run as root); ProctrackType=proctrack/linuxproc,
-# TaskPlugin=task/none (no cgroups, no binding by Slurm: srun warns that "cluster
-# configuration lacks support for cpu binding" and ranks run unbound;
-# PARABENCH_SLURM_TASK=affinity binds them with sched_setaffinity, still no cgroups),
+# TaskPlugin=task/affinity (srun --cpu-bind binds each task with sched_setaffinity, so
+# the binding run_all records is the one applied; no cgroups;
+# PARABENCH_SLURM_TASK=none binds nothing: srun then warns that the "cluster
+# configuration lacks support for cpu binding" and ranks run unbound),
 # select/cons_tres with CR_Core, MpiDefault=pmix (Debian's Open MPI 4.1 has PMIx
 # only: with --mpi=pmi2 its MPI_Init fails). TmpFS (PMIx's per-step files) is DIR/tmp.
 # Exit: 0 done; 1 a daemon did not start or stop (its log is shown); 2 usage;
@@ -35,7 +36,7 @@ set -euo pipefail
 
 DIR=${PARABENCH_SLURM_DIR:-/tmp/parabench-slurm}
 PORT=${PARABENCH_SLURM_PORT:-16817}
-TASK=${PARABENCH_SLURM_TASK:-none}
+TASK=${PARABENCH_SLURM_TASK:-affinity}
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 CMD=""
 while [ $# -gt 0 ]; do
