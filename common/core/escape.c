@@ -185,6 +185,17 @@ char *pb_escape_shell(const char *s)
     return done(&b);
 }
 
+char *pb_escape_ascii(const char *s)
+{
+    buf b = {0};
+    for (s = s ? s : ""; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c >= 0x7F || c == '\\') c_escape(&b, c);
+        else put(&b, s, 1);
+    }
+    return done(&b);
+}
+
 char *pb_escape_argv(int argc, char *const *argv)
 {
     buf b = {0};

@@ -33,6 +33,11 @@ char *pb_escape_xml(const char *s);
 char *pb_escape_utf8(const char *s);
 char *pb_escape_shell(const char *s);
 
+/* For a message quoting a user's text: every byte outside printable ASCII
+ * as \xNN, so an invisible one (a byte-order mark, a control character) is
+ * seen. */
+char *pb_escape_ascii(const char *s);
+
 /* A command line (argv) for re-running: each word through pb_escape_shell,
  * joined by blanks. */
 char *pb_escape_argv(int argc, char *const *argv);

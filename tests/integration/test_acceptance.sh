@@ -21,6 +21,7 @@ schedule,stages,micro_batches,link_class,efficiency,efficiency_theory
 1f1b,2,4,intra,0.72,0.8
 1f1b,2,8,intra,0.8,0.888889
 gpipe,2,8,intra,0.6,0.888889
+# complete
 CSV
 
 cat >"$TMP/pass.thr" <<'EOF2'
