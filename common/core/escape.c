@@ -77,12 +77,23 @@ static void c_escape(buf *b, unsigned char c)
 /* Control characters and invalid UTF-8 escaped; the rest kept, backslashes
  * too (the text is for reading and copying, e.g. a shell command, not for
  * decoding back). */
+static int unicode_break(const char *s, int n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    return (n == 2 && u[0] == 0xC2 && u[1] == 0x85) ||                    /* U+0085 */
+           (n == 3 && u[0] == 0xE2 && u[1] == 0x80 && (u[2] == 0xA8 || u[2] == 0xA9)); /* U+2028, U+2029 */
+}
+
 static void one_line(buf *b, const char *s)
 {
     while (*s) {
         unsigned char c = (unsigned char)*s;
         int n = pb_escape_utf8_len(s);
-        if (n == 0 || is_control(c)) {
+        if (n && unicode_break(s, n)) {
+            /* line breaks to Unicode-aware readers (Python's splitlines) */
+            for (int i = 0; i < n; i++) c_escape(b, (unsigned char)s[i]);
+            s += n;
+        } else if (n == 0 || is_control(c)) {
             c_escape(b, c);
             s++;
         } else {

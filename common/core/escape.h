@@ -4,7 +4,8 @@
  * unparseable. Each function returns a new malloc'ed string (free it), or
  * NULL when memory runs out; a NULL input reads as "".
  *
- *   csv_comment  one '#' metadata line stays one line: control characters as
+ *   csv_comment  one '#' metadata line stays one line: control characters and
+ *                the Unicode line breaks U+0085, U+2028, U+2029 as
  *                \n \r \t \xNN, invalid UTF-8 as \xNN (for reading, not
  *                decoding: a backslash is kept as it is).
  *   csv_field    one row field stays one field on one line: control

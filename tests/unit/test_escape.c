@@ -31,6 +31,7 @@ static void csv_comment_one_line(void **state)
     check(pb_escape_csv_comment, "caf\xc3\xa9", "caf\xc3\xa9"); /* valid UTF-8 kept */
     check(pb_escape_csv_comment, "\xc0\xaf", "\\xc0\\xaf");       /* overlong '/' */
     check(pb_escape_csv_comment, "\xed\xa0\x80", "\\xed\\xa0\\x80"); /* a surrogate */
+    check(pb_escape_csv_comment, "nel\xc2\x85ls\xe2\x80\xa8", "nel\\xc2\\x85ls\\xe2\\x80\\xa8"); /* Unicode line breaks */
     check(pb_escape_csv_comment, NULL, "");
 }
 
