@@ -168,8 +168,11 @@ static int shell_plain(const char *s)
 
 static int shell_needs_ansi(const char *s)
 {
-    for (; *s; s++)
-        if (is_control((unsigned char)*s) || pb_escape_utf8_len(s) == 0) return 1;
+    while (*s) {
+        int n = pb_escape_utf8_len(s);
+        if (n == 0 || is_control((unsigned char)*s) || unicode_break(s, n)) return 1;
+        s += n;
+    }
     return 0;
 }
 
@@ -181,11 +184,14 @@ char *pb_escape_shell(const char *s)
         puts_(&b, s);
     } else if (shell_needs_ansi(s)) {
         puts_(&b, "$'");
-        for (; *s; s++) {
+        while (*s) {
             unsigned char c = (unsigned char)*s;
+            int n = pb_escape_utf8_len(s);
             if (c == '\'') puts_(&b, "\\'");
-            else if (is_control(c) || c == '\\' || pb_escape_utf8_len(s) == 0) c_escape(&b, c);
-            else put(&b, s, 1); /* a valid multi-byte sequence, byte by byte */
+            else if (n == 0 || is_control(c) || c == '\\') c_escape(&b, c);
+            else if (unicode_break(s, n)) for (int i = 0; i < n; i++) c_escape(&b, (unsigned char)s[i]);
+            else put(&b, s, (size_t)n);
+            s += n ? n : 1;
         }
         puts_(&b, "'");
     } else {

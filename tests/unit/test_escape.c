@@ -80,6 +80,8 @@ static void shell_words(void **state)
     check(pb_escape_shell, "$(rm -rf x)", "'$(rm -rf x)'");
     check(pb_escape_shell, "a\nb", "$'a\\nb'");
     check(pb_escape_shell, "q'\xff\\", "$'q\\'\\xff\\\\'");
+    check(pb_escape_shell, "\xc3\xa9\n", "$'\xc3\xa9\\n'");             /* valid UTF-8 kept whole */
+    check(pb_escape_shell, "a\xe2\x80\xa8", "$'a\\xe2\\x80\\xa8'"); /* U+2028 */
     char *argv[] = {"coll_sweep", "--csv", "my results/x.csv", NULL};
     char *cmd = pb_escape_argv(3, argv);
     assert_string_equal(cmd, "coll_sweep --csv 'my results/x.csv'");
