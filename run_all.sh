@@ -354,7 +354,7 @@ if signal:
     done = {s["name"] for s in steps}
     meta["interrupted_step"] = sig_step or None
     meta["not_run"] = [n for n in planned if n not in done and n != "report"]
-for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+for path in sorted(glob.glob(os.path.join(glob.escape(out), "*.json"))):
     if path.endswith("meta.json"):
         continue
     try:

@@ -189,17 +189,28 @@ def table(out, name, limit=60):
     return cols, body
 
 
+def md_text(value):
+    """A user string (host, launcher, note, CSV cell) as Markdown text: one
+    line, no table break, no HTML: control characters as \\xNN, then
+    HTML-escaped, '|' and '`' escaped."""
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in str(value))
+    return html.escape(text).replace("|", "\\|").replace("`", "\\`")
+
+
 def write_md(out, meta, lines, notes, st, accept):
-    md = [f"# parabench run {os.path.basename(out)}", ""]
+    md = [f"# parabench run {md_text(os.path.basename(out))}", ""]
     mach = meta.get("machine", {})
-    md += [f"- date: {meta.get('date', '?')}; host: {meta.get('host', '?')}; profile: {meta.get('profile', '?')}",
-           f"- ranks: {meta.get('nranks', '?')} ({meta.get('devices', '?')}), launcher: `{meta.get('launch', '?')}`",
-           f"- backend: {mach.get('backend', meta.get('backend', '?'))} ({mach.get('backend_library', '?')}); "
-           f"git {mach.get('git_revision', '?')}", ""]
+    md += [f"- date: {md_text(meta.get('date', '?'))}; host: {md_text(meta.get('host', '?'))}; "
+           f"profile: {md_text(meta.get('profile', '?'))}",
+           f"- ranks: {md_text(meta.get('nranks', '?'))} ({md_text(meta.get('devices', '?'))}), "
+           f"launcher: {md_text(meta.get('launch', '?'))}",
+           f"- backend: {md_text(mach.get('backend', meta.get('backend', '?')))} "
+           f"({md_text(mach.get('backend_library', '?'))}); git {md_text(mach.get('git_revision', '?'))}", ""]
     md += ["## Summary", ""] + [f"- {l}" for l in lines] + [""]
     if st:
         md += ["## Steps", "", "| step | status | exit | seconds | note |", "| --- | --- | --- | --- | --- |"]
-        md += [f"| {s['name']} | {s['status']} | {s['rc']} | {s['seconds']} | {s['note']} |" for s in st] + [""]
+        md += ["| " + " | ".join(md_text(s.get(k, "")) for k in ("name", "status", "rc", "seconds", "note")) + " |"
+               for s in st] + [""]
     if accept:
         md += ["## Acceptance", "", "```", accept.rstrip(), "```", ""]
     md += ["## Figures", ""]
@@ -214,7 +225,7 @@ def write_md(out, meta, lines, notes, st, accept):
         if not cols:
             continue
         md += [f"### {name}.csv", "", "| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
-        md += ["| " + " | ".join(r) + " |" for r in body] + [""]
+        md += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in body] + [""]
     open(os.path.join(out, "report.md"), "w").write("\n".join(md))
 
 

@@ -2,16 +2,24 @@
  * directory written by run_all.sh, print a PASS/FAIL table, optionally write
  * a JUnit XML file for CI. Needs no MPI: it only reads CSV files.
  *
- * Exit: 0 every rule passed (or was skipped), 1 a rule failed, 2 usage error
- * or bad threshold file (the message names FILE:LINE). */
+ * Exit: 0 every rule passed (or was skipped), 1 a rule failed (or read a
+ * result it cannot trust: a file cut short, a garbled row, a value that is
+ * not a finite number; the reason names FILE:LINE), 2 usage error or bad
+ * threshold file (the message names FILE:LINE), 3 the JUnit file cannot be
+ * written. */
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/escape.h"
+#include "core/grow.h"
 #include "core/outpath.h"
 #include "plan/thresholds.h"
 
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
-#include <glob.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +33,28 @@ typedef struct outcome {
     enum verdict v;
     double measured;   /* worst matching value, NAN when none */
     int rows;          /* rows evaluated */
-    char why[200];     /* for FAIL and SKIP */
+    int untrusted;     /* a result it read cannot be trusted: why says which */
+    char why[600];     /* for FAIL and SKIP */
 } outcome;
+
+/* The first reason not to trust what a rule reads; the rule fails with it. */
+static void distrust(outcome *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void distrust(outcome *o, const char *fmt, ...)
+{
+    if (o->untrusted) return;
+    o->untrusted = 1;
+    o->v = V_FAIL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->why, sizeof o->why, fmt, ap);
+    va_end(ap);
+}
+
+/* A result file the rule reads, with its path for messages. */
+typedef struct table {
+    char *path;
+    pb_csv csv;
+} table;
 
 static void usage_text(void)
 {
@@ -40,10 +68,13 @@ static void usage_text(void)
            "Format and examples: docs/acceptance.md, acceptance/*.thresholds\n");
 }
 
-static int read_file(const char *path, char **text, size_t *len)
+static int read_file(const char *option, const char *path, char **text, size_t *len)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return pb_error_usage(option, "'%s' is a directory; expected a threshold file", path);
     FILE *f = fopen(path, "rb");
-    if (!f) return pb_error_usage("--thresholds", "cannot open '%s'", path);
+    if (!f) return pb_error_usage(option, "cannot open '%s': %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
@@ -61,8 +92,10 @@ static int read_file(const char *path, char **text, size_t *len)
     return PB_OK;
 }
 
-/* Does row r satisfy the rule's selectors other than size? */
-static int row_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
+static int numeric_key(int k) { return k == PB_TH_KEY_M || k == PB_TH_KEY_STAGES || k == PB_TH_KEY_HIDDEN; }
+
+/* Does row r match the rule's text selectors (coll, link, mode, the metric's row filter)? */
+static int text_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
 {
     const pb_thresholds_metric *m = r->metric;
     if (m->row_filter) {
@@ -72,58 +105,99 @@ static int row_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
         if (strcmp(pb_csv_get(t, row, col), eq + 1) != 0) return 0;
     }
     for (int k = 0; k < PB_TH_NKEYS; k++) {
-        if (!(r->keys & (1u << k)) || k == PB_TH_KEY_SIZE) continue;
-        if (k == PB_TH_KEY_M || k == PB_TH_KEY_STAGES || k == PB_TH_KEY_HIDDEN) {
-            double v;
-            if (pb_csv_num(t, row, m->key_column[k], &v) != PB_OK || v != (double)r->num[k]) return 0;
-        } else if (strcmp(pb_csv_get(t, row, m->key_column[k]), r->text[k]) != 0) {
-            return 0;
-        }
+        if (!(r->keys & (1u << k)) || k == PB_TH_KEY_SIZE || numeric_key(k)) continue;
+        if (strcmp(pb_csv_get(t, row, m->key_column[k]), r->text[k]) != 0) return 0;
     }
     return 1;
 }
 
+/* ...and its numeric selectors other than size (m, stages, hidden)? */
+static int row_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
+{
+    if (!text_selected(r, t, row)) return 0;
+    for (int k = 0; k < PB_TH_NKEYS; k++) {
+        double v;
+        if (!(r->keys & (1u << k)) || !numeric_key(k)) continue;
+        if (pb_csv_num(t, row, r->metric->key_column[k], &v) != PB_OK || v != (double)r->num[k]) return 0;
+    }
+    return 1;
+}
+
+/* A column a matching row must hold a finite number in: anything else (empty,
+ * text, nan, inf, hex) makes the rule fail naming the file and line. */
+static int trusted_num(const table *tb, int row, const char *col, double *v, outcome *o)
+{
+    if (pb_csv_col(&tb->csv, col) < 0) return 0;
+    if (pb_csv_num(&tb->csv, row, col, v) == PB_OK) return 1;
+    const char *text = pb_csv_get(&tb->csv, row, col);
+    char *shown = pb_escape_csv_comment(text);
+    if (*text) distrust(o, "%s:%d: %s is '%.40s', not a finite number", tb->path, tb->csv.line[row], col, shown ? shown : "");
+    else distrust(o, "%s:%d: %s is empty (not measured)", tb->path, tb->csv.line[row], col);
+    free(shown);
+    return 0;
+}
+
+/* Every column the rule compares, in a row its text selectors match. */
+static void check_row(const pb_thresholds_rule *r, const table *tb, int row, outcome *o)
+{
+    const pb_thresholds_metric *m = r->metric;
+    double v;
+    for (int k = 0; k < PB_TH_NKEYS; k++)
+        if ((r->keys & (1u << k)) && (k == PB_TH_KEY_SIZE || numeric_key(k))) trusted_num(tb, row, m->key_column[k], &v, o);
+}
+
 /* The size measured closest to the rule's (log distance), within a factor of 2:
  * coll_sweep rounds counts to the rank count, so "64M" may be 64M - 8 bytes. */
-static double nearest_size(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab)
+static double nearest_size(const pb_thresholds_rule *r, const table *tabs, int ntab)
 {
     double best = NAN, dist = INFINITY;
     const char *col = r->metric->key_column[PB_TH_KEY_SIZE];
     for (int i = 0; i < ntab; i++)
-        for (int row = 0; row < tabs[i]->nrows; row++) {
+        for (int row = 0; row < tabs[i].csv.nrows; row++) {
             double b;
-            if (!row_selected(r, tabs[i], row) || pb_csv_num(tabs[i], row, col, &b) != PB_OK || b <= 0) continue;
+            if (!row_selected(r, &tabs[i].csv, row) || pb_csv_num(&tabs[i].csv, row, col, &b) != PB_OK || b <= 0) continue;
             double d = fabs(log2(b / (double)r->size));
             if (d < dist) dist = d, best = b;
         }
     return dist <= 1.0 ? best : NAN;
 }
 
-static int link_present(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab)
+static int link_present(const pb_thresholds_rule *r, const table *tabs, int ntab)
 {
     for (int i = 0; i < ntab; i++)
-        for (int row = 0; row < tabs[i]->nrows; row++)
-            if (strcmp(pb_csv_get(tabs[i], row, "link_class"), r->text[PB_TH_KEY_LINK]) == 0) return 1;
+        for (int row = 0; row < tabs[i].csv.nrows; row++)
+            if (strcmp(pb_csv_get(&tabs[i].csv, row, "link_class"), r->text[PB_TH_KEY_LINK]) == 0) return 1;
     return 0;
 }
 
-/* Fold every selected row into the worst value; a row with wrong data fails the rule. */
-static void fold_rows(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab, double size, outcome *o)
+/* Fold every selected row into the worst value; a row with wrong data fails
+ * the rule, and so does one whose value, divisor or wrong count is not a
+ * finite number (it was skipped once, which let a garbled file pass). */
+static void fold_rows(const pb_thresholds_rule *r, const table *tabs, int ntab, double size, outcome *o)
 {
     const pb_thresholds_metric *m = r->metric;
     for (int i = 0; i < ntab; i++)
-        for (int row = 0; row < tabs[i]->nrows; row++) {
+        for (int row = 0; row < tabs[i].csv.nrows; row++) {
+            const table *tb = &tabs[i];
             double v, d = 1, b, wrong;
-            if (!row_selected(r, tabs[i], row)) continue;
+            if (!text_selected(r, &tb->csv, row)) continue;
+            check_row(r, tb, row, o);
+            if (!row_selected(r, &tb->csv, row)) continue;
             if ((r->keys & (1u << PB_TH_KEY_SIZE)) &&
-                (pb_csv_num(tabs[i], row, m->key_column[PB_TH_KEY_SIZE], &b) != PB_OK || b != size))
+                (pb_csv_num(&tb->csv, row, m->key_column[PB_TH_KEY_SIZE], &b) != PB_OK || b != size))
                 continue;
-            if (pb_csv_num(tabs[i], row, m->column, &v) != PB_OK) continue;
-            if (m->divisor && (pb_csv_num(tabs[i], row, m->divisor, &d) != PB_OK || d == 0)) continue;
+            if (!trusted_num(tb, row, m->column, &v, o)) continue;
+            if (m->divisor && !trusted_num(tb, row, m->divisor, &d, o)) continue;
+            if (d == 0) {
+                distrust(o, "%s:%d: %s is 0", tb->path, tb->csv.line[row], m->divisor);
+                continue;
+            }
             v = m->absolute ? fabs(v / d) : v / d;
-            if (pb_csv_num(tabs[i], row, "wrong", &wrong) == PB_OK && wrong > 0 && o->v != V_FAIL) {
+            int has_wrong = pb_csv_col(&tb->csv, "wrong") >= 0;
+            if (has_wrong && trusted_num(tb, row, "wrong", &wrong, o) && wrong > 0 && o->v != V_FAIL) {
                 o->v = V_FAIL;
-                snprintf(o->why, sizeof o->why, "%g wrong values in a matching row", wrong);
+                snprintf(o->why, sizeof o->why, "%g wrong values in a matching row (%s:%d)", wrong, tb->path,
+                         tb->csv.line[row]);
             }
             int worse = isnan(o->measured) || (r->op == PB_TH_GE ? v < o->measured : v > o->measured);
             if (worse) o->measured = v;
@@ -131,31 +205,99 @@ static void fold_rows(const pb_thresholds_rule *r, pb_csv *const *tabs, int ntab
         }
 }
 
+/* "<source>*.csv" in dir, matched literally (never a glob: the directory may
+ * hold *, ? or [ in its name), sorted; NULL-terminated, malloc'ed. */
+static int source_file(const char *name, const char *source)
+{
+    size_t n = strlen(name), k = strlen(source);
+    return n >= k + 4 && strncmp(name, source, k) == 0 && strcmp(name + n - 4, ".csv") == 0;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static char **list_sources(const char *dir, const char *source, int *n, outcome *o)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        distrust(o, "cannot read the results directory %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    char **names = NULL;
+    int cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!source_file(e->d_name, source)) continue;
+        char **g = pb_grow(names, &cap, *n + 1, sizeof *g, 8);
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        char *path = g ? malloc(len) : NULL;
+        if (g) names = g;
+        if (!path) {
+            distrust(o, "out of memory listing %s", dir);
+            break;
+        }
+        snprintf(path, len, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            free(path);
+            continue;
+        }
+        names[(*n)++] = path;
+        names[*n] = NULL;
+    }
+    closedir(d);
+    if (*n) qsort(names, (size_t)*n, sizeof *names, by_name);
+    return names;
+}
+
+/* Read each file with the metric's column; one cut short, garbled or
+ * unreadable makes the rule untrusted (it still reads the rest, for the
+ * table). Files without the column are another benchmark's shape: skipped. */
+static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *ntab, outcome *o)
+{
+    int n = 0;
+    char **paths = list_sources(dir, r->metric->source, &n, o);
+    table *tabs = calloc((size_t)(n ? n : 1), sizeof *tabs);
+    *ntab = 0;
+    for (int i = 0; i < n; i++) {
+        table *tb = &tabs[*ntab];
+        int st = tabs ? pb_csv_read(paths[i], &tb->csv) : PB_ERR_ENV;
+        if (st == PB_ERR_ENV) distrust(o, "cannot read %s: %s", paths[i], tabs ? strerror(errno) : "out of memory");
+        else if (st != PB_OK) distrust(o, "%s:1: no header line (the file is empty or was cut short)", paths[i]);
+        if (st != PB_OK || pb_csv_col(&tb->csv, r->metric->column) < 0) {
+            if (st == PB_OK) pb_csv_free(&tb->csv);
+            free(paths[i]);
+            continue;
+        }
+        if (tb->csv.bad_line) distrust(o, "%s:%d: garbled row: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
+        else if (!tb->csv.complete)
+            distrust(o, "%s:%d: incomplete: no '# complete' line (the run was cut short)", paths[i], tb->csv.nlines);
+        tb->path = paths[i];
+        (*ntab)++;
+    }
+    free(paths);
+    return tabs;
+}
+
 static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
 {
-    outcome o = {V_PASS, NAN, 0, ""};
-    char pattern[4096];
-    snprintf(pattern, sizeof pattern, "%s/%s*.csv", dir, r->metric->source);
-    glob_t g;
-    pb_csv *tabs[16];
+    outcome o = {V_PASS, NAN, 0, 0, ""};
     int ntab = 0;
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && ntab < 16; i++) {
-            pb_csv *t = calloc(1, sizeof *t);
-            if (t && pb_csv_read(g.gl_pathv[i], t) == PB_OK && pb_csv_col(t, r->metric->column) >= 0) tabs[ntab++] = t;
-            else if (t) pb_csv_free(t), free(t);
-        }
-        globfree(&g);
-    }
+    table *tabs = load_tables(r, dir, &ntab, &o);
     if (ntab == 0) {
-        o.v = V_FAIL;
-        snprintf(o.why, sizeof o.why, "no %s*.csv with a %s column (benchmark not run?)", r->metric->source, r->metric->column);
+        if (!o.untrusted) {
+            o.v = V_FAIL;
+            snprintf(o.why, sizeof o.why, "no %s*.csv with a %s column (benchmark not run?)", r->metric->source,
+                     r->metric->column);
+        }
+        free(tabs);
         return o;
     }
     double size = NAN;
     if (r->keys & (1u << PB_TH_KEY_SIZE)) size = nearest_size(r, tabs, ntab);
     if (!(r->keys & (1u << PB_TH_KEY_SIZE)) || !isnan(size)) fold_rows(r, tabs, ntab, size, &o);
-    if (o.rows == 0) {
+    if (o.untrusted) {
+        /* the reason is already in why */
+    } else if (o.rows == 0) {
         int nolink = (r->keys & (1u << PB_TH_KEY_LINK)) && !link_present(r, tabs, ntab);
         o.v = nolink ? V_SKIP : V_FAIL;
         if (nolink) snprintf(o.why, sizeof o.why, "this run has no %s rows", r->text[PB_TH_KEY_LINK]);
@@ -165,7 +307,8 @@ static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
         snprintf(o.why, sizeof o.why, "measured %.4g, required %s %.4g%s%s", o.measured, r->op == PB_TH_GE ? ">=" : "<=",
                  r->value, r->metric->unit[0] ? " " : "", r->metric->unit);
     }
-    for (int i = 0; i < ntab; i++) pb_csv_free(tabs[i]), free(tabs[i]);
+    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), free(tabs[i].path);
+    free(tabs);
     return o;
 }
 
@@ -193,18 +336,16 @@ static void print_table(const pb_thresholds_set *set, const outcome *o, int coun
            counts[V_SKIP], set->n, counts[V_FAIL] ? "FAIL" : "PASS");
 }
 
-static void xml_escaped(FILE *f, const char *s)
+/* Rules, paths and reasons may hold any bytes: core/escape keeps the XML well-formed. */
+static void xml_escaped(FILE *f, const char *s) { pb_escape_fputs(f, pb_escape_xml, s); }
+
+/* An unwritable --junit is the environment's fault (exit 3), not usage. */
+static int junit_failed(const char *path, const char *tmp)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
-        }
-    }
+    int err = errno;
+    if (tmp) remove(tmp);
+    fprintf(stderr, "acceptance: --junit: cannot write '%s': %s\n", path, strerror(err));
+    return PB_ERR_ENV;
 }
 
 /* JUnit XML: one testcase per rule; the format Jenkins and GitLab read. */
@@ -212,8 +353,10 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return errno = EISDIR, junit_failed(path, NULL);
     FILE *f = fopen(tmp, "w");
-    if (!f) return pb_error_usage("--junit", "cannot write '%s'", path);
+    if (!f) return junit_failed(path, NULL);
     char stamp[32];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", gmtime(&now));
@@ -237,20 +380,40 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
         fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return pb_error_usage("--junit", "cannot write '%s'", path);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return junit_failed(path, tmp);
     return PB_OK;
 }
 
-static int load_rules(const char *path, pb_thresholds_set *set)
+static int load_rules(const char *option, const char *path, pb_thresholds_set *set)
 {
     char *text = NULL;
     size_t len = 0;
-    PB_TRY(read_file(path, &text, &len));
+    pb_error_set_quiet_usage(0); /* quiet is for the size parser inside the rules, not for the file */
+    int st = read_file(option, path, &text, &len);
+    pb_error_set_quiet_usage(1);
+    if (st != PB_OK) return st;
     char err[512];
     int rc = pb_thresholds_parse(path, text, len, set, err, sizeof err);
     free(text);
     if (rc != PB_OK) fprintf(stderr, "acceptance: %s\n", err);
     return rc;
+}
+
+static const char *option_name(int c)
+{
+    switch (c) {
+    case 't': return "-t/--thresholds";
+    case 'r': return "-r/--results";
+    case 'j': return "--junit";
+    case 'k': return "--check";
+    case 'q': return "--quiet";
+    case 'h': return "-h/--help";
+    default: {
+        static char name[8];
+        snprintf(name, sizeof name, isprint(c) ? "-%c" : "-?", c);
+        return name;
+    }
+    }
 }
 
 int main(int argc, char **argv)
@@ -262,7 +425,8 @@ int main(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *tfile = NULL, *dir = NULL, *junit = NULL, *check = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "t:r:h", opts, NULL)) != -1) {
+    opterr = 0; /* one message of ours, naming the option, instead of getopt's and ours */
+    while ((c = getopt_long(argc, argv, ":t:r:h", opts, NULL)) != -1) {
         if (c == 't') tfile = optarg;
         else if (c == 'r') dir = optarg;
         else if (c == 'j') {
@@ -273,14 +437,17 @@ int main(int argc, char **argv)
         else if (c == 'k') check = optarg;
         else if (c == 'q') (void)0;
         else if (c == 'h') return usage_text(), PB_OK;
-        else return pb_error_usage("(command line)", "unknown option; see --help");
+        else if (c == ':') return pb_error_usage(option_name(optopt), "needs a value; see --help");
+        else if (optopt == 'q' || optopt == 'h') return pb_error_usage(option_name(optopt), "takes no value");
+        else if (optopt) return pb_error_usage(option_name(optopt), "unknown option; see --help");
+        else return pb_error_usage(argv[optind - 1], "unknown option; see --help");
     }
     if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; see --help");
     /* The parser reports FILE:LINE itself; silence the size parser's own message. */
     pb_error_set_quiet_usage(1);
     pb_thresholds_set set;
     if (check) {
-        PB_TRY(load_rules(check, &set));
+        PB_TRY(load_rules("--check", check, &set));
         printf("%s: %d rules, valid\n", check, set.n);
         pb_thresholds_free(&set);
         return PB_OK;
@@ -291,7 +458,7 @@ int main(int argc, char **argv)
     if (!dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return pb_error_usage("--results", "'%s' is not a directory; give a run_all.sh results directory", dir ? dir : "");
     pb_error_set_quiet_usage(1);
-    PB_TRY(load_rules(tfile, &set));
+    PB_TRY(load_rules("-t/--thresholds", tfile, &set));
     outcome *o = calloc((size_t)set.n, sizeof *o);
     if (!o) return pb_thresholds_free(&set), pb_fail(PB_ERR_ENV, "out of memory");
     for (int i = 0; i < set.n; i++) o[i] = evaluate(&set.rules[i], dir);

@@ -9,6 +9,7 @@
  * and fits; 2 usage; 3 no sweep data to fit. */
 #include "plan/cluster.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/outpath.h"
 #include "plan/model.h"
 #include "core/parse.h"
@@ -206,13 +207,12 @@ static int run_model(options *o, const char *cmdline)
     return st;
 }
 
+/* The command as a shell reads it back (core/escape.h), cut to the buffer. */
 static void join_args(int argc, char **argv, char *buf, size_t len)
 {
-    buf[0] = '\0';
-    for (int i = 0; i < argc; i++) {
-        if (i) strncat(buf, " ", len - strlen(buf) - 1);
-        strncat(buf, argv[i], len - strlen(buf) - 1);
-    }
+    char *cmd = pb_escape_argv(argc, argv);
+    snprintf(buf, len, "%s", cmd ? cmd : "");
+    free(cmd);
 }
 
 int main(int argc, char **argv)

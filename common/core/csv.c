@@ -10,8 +10,9 @@
 #include <string.h>
 
 /* Split one line in place into fields; returns a malloc'ed array of `*n`
- * pointers into `line` (quotes removed), or NULL on allocation failure. */
-static char **split(char *line, int *n)
+ * pointers into `line` (quotes removed), or NULL on allocation failure.
+ * *open_quote is set when a quoted field is not closed. */
+static char **split_line(char *line, int *n, int *open_quote)
 {
     int cap = 8, k = 0;
     char **f = malloc((size_t)cap * sizeof *f);
@@ -33,6 +34,7 @@ static char **split(char *line, int *n)
             *out++ = *p++;
         }
         int more = *p == ',';
+        if (quoted) *open_quote = 1;
         *out = '\0';
         if (!more) break;
         p++;
@@ -41,10 +43,26 @@ static char **split(char *line, int *n)
     return f;
 }
 
-static void chomp(char *s)
+static char **split(char *line, int *n)
+{
+    int open_quote = 0;
+    return split_line(line, n, &open_quote);
+}
+
+/* Strip the end of line; 0 when there was none (the file was cut there). */
+static int chomp(char *s)
 {
     size_t n = strlen(s);
+    int ended = n && s[n - 1] == '\n';
     while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
+    return ended;
+}
+
+static void garbled(pb_csv *t, int line, const char *why)
+{
+    if (t->bad_line) return;
+    t->bad_line = line;
+    snprintf(t->bad_why, sizeof t->bad_why, "%s", why);
 }
 
 static int is_skipped(const char *s)
@@ -54,34 +72,54 @@ static int is_skipped(const char *s)
 }
 
 /* Keep the line and its field array; short rows padded to ncols. */
-static int add_row(pb_csv *t, char *line, int *cap)
+static int add_row(pb_csv *t, char *line, int lineno, int *cap)
 {
-    int n;
-    char **f = split(line, &n);
+    int n, open_quote = 0;
+    char **f = split_line(line, &n, &open_quote);
     if (!f) return PB_ERR_ENV;
+    if (open_quote) garbled(t, lineno, "a quoted field is not closed");
+    else if (n != t->ncols) garbled(t, lineno, n < t->ncols ? "fewer fields than the header" : "more fields than the header");
     if (n < t->ncols) {
         char **g = realloc(f, (size_t)t->ncols * sizeof *f);
         if (!g) return free(f), PB_ERR_ENV;
         f = g;
         for (int i = n; i < t->ncols; i++) f[i] = line + strlen(line); /* "" inside the line */
     }
+    int lcap = *cap;
     char ***r = pb_grow(t->rows, cap, t->nrows, sizeof *r, 64);
     if (!r) return free(f), PB_ERR_ENV;
     t->rows = r;
+    int *l = pb_grow(t->line, &lcap, t->nrows, sizeof *l, 64);
+    if (!l) return free(f), PB_ERR_ENV;
+    t->line = l;
+    t->line[t->nrows] = lineno;
     t->rows[t->nrows++] = f;
     return PB_OK;
 }
 
-int pb_csv_read(const char *path, pb_csv *out)
+/* "# complete", blanks around allowed: the writers' last line. */
+static int is_complete_mark(const char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    if (*s++ != '#') return 0;
+    while (isspace((unsigned char)*s)) s++;
+    if (strncmp(s, "complete", 8) != 0) return 0;
+    for (s += 8; isspace((unsigned char)*s); s++) {}
+    return *s == '\0';
+}
+
+int pb_csv_read_stream(FILE *fp, pb_csv *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return PB_ERR_ENV;
     char *line = NULL;
     size_t len = 0;
-    int cap = 0, st = PB_OK;
-    while (st == PB_OK && getline(&line, &len, fp) >= 0) {
-        chomp(line);
+    int cap = 0, st = PB_OK, lineno = 0;
+    ssize_t got;
+    while (st == PB_OK && (got = getline(&line, &len, fp)) >= 0) {
+        lineno++;
+        if (memchr(line, '\0', (size_t)got)) garbled(out, lineno, "a NUL byte");
+        if (!chomp(line) && !is_skipped(line)) garbled(out, lineno, "the last line has no end (the file was cut)");
+        if (is_complete_mark(line)) out->complete = 1;
         if (is_skipped(line)) continue;
         char *copy = strdup(line); /* fields point into it; freed with the row */
         if (!copy) { st = PB_ERR_ENV; break; }
@@ -90,13 +128,23 @@ int pb_csv_read(const char *path, pb_csv *out)
             if (!out->header) { free(copy); st = PB_ERR_ENV; }
             continue;
         }
-        st = add_row(out, copy, &cap);
+        st = add_row(out, copy, lineno, &cap);
         if (st != PB_OK) free(copy);
     }
     free(line);
-    fclose(fp);
+    out->nlines = lineno;
     if (st == PB_OK && !out->header) st = PB_ERR_CHECK;
     if (st != PB_OK) pb_csv_free(out);
+    return st;
+}
+
+int pb_csv_read(const char *path, pb_csv *out)
+{
+    memset(out, 0, sizeof *out);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return PB_ERR_ENV;
+    int st = pb_csv_read_stream(fp, out);
+    fclose(fp);
     return st;
 }
 
@@ -118,7 +166,7 @@ int pb_csv_num(const pb_csv *t, int row, const char *name, double *out)
 {
     const char *s = pb_csv_get(t, row, name);
     char *end;
-    if (!*s) return PB_ERR_CHECK;
+    if (!*s || strspn(s, "0123456789+-.eE ") != strlen(s)) return PB_ERR_CHECK; /* no hex, inf, nan */
     double v = strtod(s, &end);
     while (isspace((unsigned char)*end)) end++;
     if (end == s || *end || !isfinite(v)) return PB_ERR_CHECK;
@@ -137,5 +185,6 @@ void pb_csv_free(pb_csv *t)
     if (t->header) free(t->header[0]);
     free(t->header);
     free(t->rows);
+    free(t->line);
     memset(t, 0, sizeof *t);
 }

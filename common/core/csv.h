@@ -1,20 +1,37 @@
 /* A small CSV reader for result files: the first non-comment line is the
  * header, columns are found by name (their order may vary), lines starting
  * with '#' and blank lines are skipped. Fields may be double-quoted (no
- * embedded newlines). Enough for the files parabench itself writes. */
+ * embedded newlines). Enough for the files parabench itself writes.
+ *
+ * It also says whether the file can be trusted (acceptance refuses one that
+ * cannot): `complete` when the writer's "# complete" line is there (a run
+ * that was cut short lacks it), and `bad_line` for the first row that is
+ * garbled: a field count other than the header's, an unclosed quote, or a
+ * last line without its end of line (a file cut mid-row). */
 #ifndef PB_CSV_H
 #define PB_CSV_H
+
+#include <stdio.h>
 
 typedef struct pb_csv {
     int ncols;
     char **header;
     int nrows;
-    char ***rows; /* rows[r][c]; short rows are padded with "" */
+    char ***rows;  /* rows[r][c]; short rows are padded with "" */
+    int *line;     /* line[r]: the file line of row r (from 1) */
+    int complete;  /* a "# complete" line was read */
+    int nlines;    /* lines read */
+    int bad_line;  /* first garbled line, 0 when none */
+    char bad_why[80];
 } pb_csv;
 
 /* Read `path`. PB_OK; PB_ERR_ENV if it cannot be opened or memory runs out;
  * PB_ERR_CHECK if it has no header line. On error *out is empty. */
 int pb_csv_read(const char *path, pb_csv *out);
+
+/* The same from an open stream (not closed here; used by the fuzz target):
+ * PB_OK, PB_ERR_ENV (memory) or PB_ERR_CHECK (no header). */
+int pb_csv_read_stream(FILE *fp, pb_csv *out);
 
 /* Column index of `name`, or -1. */
 int pb_csv_col(const pb_csv *t, const char *name);
@@ -22,8 +39,9 @@ int pb_csv_col(const pb_csv *t, const char *name);
 /* Field text ("" when the column is absent). */
 const char *pb_csv_get(const pb_csv *t, int row, const char *name);
 
-/* Field as a finite number: PB_OK, or PB_ERR_CHECK when the column is absent
- * or the text is not a number. */
+/* Field as a finite decimal number (digits, '.', sign, exponent; no hex, no
+ * inf or nan): PB_OK, or PB_ERR_CHECK when the column is absent or the text
+ * is not such a number. */
 int pb_csv_num(const pb_csv *t, int row, const char *name, double *out);
 
 void pb_csv_free(pb_csv *t);

@@ -1,6 +1,7 @@
 #include "core/report.h"
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/timing.h"
 
 #include <math.h>
@@ -39,7 +40,11 @@ int pb_report_json_write_atomic(const char *path, const cJSON *json)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    char *text = cJSON_Print(json);
+    /* cJSON copies a string's bytes: invalid UTF-8 (from an argument, a
+     * hostname) would make the file invalid JSON, so it becomes U+FFFD. */
+    char *raw = cJSON_Print(json);
+    char *text = raw ? pb_escape_utf8(raw) : NULL;
+    free(raw);
     PB_CHECK(text, PB_ERR_ENV, "out of memory printing JSON for %s", path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
@@ -57,14 +62,26 @@ int pb_report_json_write_atomic(const char *path, const cJSON *json)
     return PB_OK;
 }
 
+/* "# key: value", one line whatever the value holds (a newline in an
+ * argument must not end the comment and start a row). */
+static void csv_comment(FILE *csv, const char *key, const char *value)
+{
+    fputs("# ", csv);
+    pb_escape_fputs(csv, pb_escape_csv_comment, key);
+    fputs(": ", csv);
+    pb_escape_fputs(csv, pb_escape_csv_comment, value);
+    fputc('\n', csv);
+}
+
 static void csv_meta(FILE *csv, const cJSON *meta)
 {
+    char num[32];
     for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
-        if (cJSON_IsString(m)) fprintf(csv, "# %s: %s\n", m->string, m->valuestring);
-        else if (cJSON_IsNumber(m)) fprintf(csv, "# %s: %.17g\n", m->string, m->valuedouble);
+        if (cJSON_IsString(m)) csv_comment(csv, m->string, m->valuestring);
+        else if (cJSON_IsNumber(m)) snprintf(num, sizeof num, "%.17g", m->valuedouble), csv_comment(csv, m->string, num);
         else {
             char *t = cJSON_PrintUnformatted(m);
-            if (t) fprintf(csv, "# %s: %s\n", m->string, t);
+            if (t) csv_comment(csv, m->string, t);
             free(t);
         }
     }
@@ -115,7 +132,9 @@ int pb_report_open(const char *benchmark, const pb_report_column *cols, int ncol
     if (csv_path) {
         r->csv = fopen(csv_path, "w");
         if (!r->csv) return pb_fail(PB_ERR_ENV, "--csv %s: cannot open for writing: %m", csv_path);
-        fprintf(r->csv, "# parabench %s\n", benchmark);
+        fputs("# parabench ", r->csv);
+        pb_escape_fputs(r->csv, pb_escape_csv_comment, benchmark);
+        fputc('\n', r->csv);
         csv_meta(r->csv, meta);
         for (int c = 0; c < ncols; c++) fprintf(r->csv, "%s%s", c ? "," : "", cols[c].key);
         fputc('\n', r->csv);
@@ -164,7 +183,7 @@ static void csv_cell(FILE *f, const pb_report_column *col, const pb_report_value
     case PB_COL_FLOAT:
         if (!isnan(v->f)) fprintf(f, "%.9g", v->f);
         break;
-    case PB_COL_STR: fprintf(f, "%s", v->s ? v->s : ""); break;
+    case PB_COL_STR: pb_escape_fputs(f, pb_escape_csv_field, v->s); break;
     }
 }
 
@@ -226,8 +245,12 @@ int pb_report_note(pb_report *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (r->table) fprintf(r->table, "# %s\n", text);
-    if (r->csv) fprintf(r->csv, "# note: %s\n", text);
+    if (r->table) {
+        fputs("# ", r->table);
+        pb_escape_fputs(r->table, pb_escape_csv_comment, text);
+        fputc('\n', r->table);
+    }
+    if (r->csv) csv_comment(r->csv, "note", text);
     cJSON_AddItemToArray(r->notes, cJSON_CreateString(text));
     return json_changed(r);
 }

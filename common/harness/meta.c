@@ -1,6 +1,7 @@
 #include "harness/meta.h"
 
 #include "backend/gpu.h"
+#include "core/escape.h"
 #include "core/topo.h"
 #include "core/version.h"
 
@@ -9,16 +10,12 @@
 #include <time.h>
 
 
+/* The command as a shell would read it back: each argument quoted where it
+ * needs to be, control characters and invalid UTF-8 as $'\xNN'. */
 static void add_command(cJSON *meta, int argc, char **argv)
 {
-    size_t len = 1;
-    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
-    char *cmd = calloc(1, len);
+    char *cmd = pb_escape_argv(argc, argv);
     if (!cmd) return;
-    for (int i = 0; i < argc; i++) {
-        if (i) strcat(cmd, " ");
-        strcat(cmd, argv[i]);
-    }
     cJSON_AddStringToObject(meta, "command", cmd);
     free(cmd);
 }
@@ -109,7 +106,10 @@ void pb_meta_print(FILE *f, const cJSON *meta)
 {
     for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
         if (cJSON_IsString(m)) {
-            fprintf(f, "# %-18s %s\n", m->string, m->valuestring);
+            /* one table line per key, whatever a hostname or path holds */
+            fprintf(f, "# %-18s ", m->string);
+            pb_escape_fputs(f, pb_escape_csv_comment, m->valuestring);
+            fputc('\n', f);
         } else if (cJSON_IsNumber(m)) {
             fprintf(f, "# %-18s %g\n", m->string, m->valuedouble);
         } else {

@@ -7,6 +7,7 @@
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/grow.h"
 
 #include <math.h>
@@ -147,11 +148,18 @@ static int write_csv(const char *path, const predvec *pv, const char *cmdline)
     time_t now = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", localtime(&now));
-    fprintf(fp, "# command: %s\n# date: %s\n# git: %s\n", cmdline, date, PB_GIT_REV);
+    fputs("# command: ", fp);
+    pb_escape_fputs(fp, pb_escape_csv_comment, cmdline);
+    fprintf(fp, "\n# date: %s\n# git: %s\n", date, PB_GIT_REV);
     fprintf(fp, "benchmark,row,predicted_us,measured_us,rel_error\n");
-    for (int i = 0; i < pv->n; i++)
-        fprintf(fp, "%s,%s,%.3f,%.3f,%.5f\n", pv->v[i].bench, pv->v[i].label, pv->v[i].pred_us, pv->v[i].meas_us,
-                rel_err(&pv->v[i]));
+    /* a label holds strings read from result files: one field each */
+    for (int i = 0; i < pv->n; i++) {
+        pb_escape_fputs(fp, pb_escape_csv_field, pv->v[i].bench);
+        fputc(',', fp);
+        pb_escape_fputs(fp, pb_escape_csv_field, pv->v[i].label);
+        fprintf(fp, ",%.3f,%.3f,%.5f\n", pv->v[i].pred_us, pv->v[i].meas_us, rel_err(&pv->v[i]));
+    }
+    fputs("# complete\n", fp); /* as the benchmarks' CSVs: acceptance trusts no file without it */
     if (fclose(fp) != 0 || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s", path);
     return PB_OK;
 }

@@ -4,9 +4,11 @@
 
 #include "plan/cluster.h"
 #include "core/error.h"
+#include "core/escape.h"
 
 #include <cJSON.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *rc_name(pb_model_recompute r)
@@ -204,15 +206,17 @@ int pb_plan_write_json(const char *path, const char *cmdline, const pb_model_tra
     cJSON_AddNumberToObject(jc, "mem_bytes", c->mem_bytes);
     cJSON *arr = cJSON_AddArrayToObject(root, "configurations");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, step_json(&s[i]));
-    char *text = cJSON_Print(root);
+    char *raw = cJSON_Print(root);
     cJSON_Delete(root);
+    char *text = raw ? pb_escape_utf8(raw) : NULL; /* invalid UTF-8 in an argument: still valid JSON */
+    cJSON_free(raw);
     if (!text) return pb_fail(PB_ERR_ENV, "out of memory building JSON");
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *fp = fopen(tmp, "w");
     int ok = fp && fputs(text, fp) >= 0 && fputc('\n', fp) != EOF;
     if (fp && fclose(fp) != 0) ok = 0;
-    cJSON_free(text);
+    free(text);
     if (!ok || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s", path);
     return PB_OK;
 }

@@ -3,6 +3,7 @@
 #include "plan/thresholds.h"
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/grow.h"
 #include "core/link.h"
 #include "core/parse.h"
@@ -160,13 +161,38 @@ static int parse_key_value(const ctx *c, pb_thresholds_rule *r, const char *tok)
     return PB_OK;
 }
 
+/* Length of the decimal number at s: digits, an optional fraction, an
+ * optional exponent; 0 when s does not start with a digit. No hex, no inf or
+ * nan, no sign (a threshold is never negative). */
+static size_t decimal_len(const char *s)
+{
+    size_t n = strspn(s, "0123456789");
+    if (n == 0) return 0;
+    if (s[n] == '.') n += 1 + strspn(s + n + 1, "0123456789");
+    if (s[n] == 'e' || s[n] == 'E') {
+        size_t k = n + 1 + (s[n + 1] == '+' || s[n + 1] == '-');
+        size_t digits = strspn(s + k, "0123456789");
+        if (digits) n = k + digits;
+    }
+    return n;
+}
+
 static int parse_value(const ctx *c, pb_thresholds_rule *r, const char *num, const char *unit)
 {
-    char *end;
+    size_t n = decimal_len(num);
+    const char *glued = num + n; /* a unit written without a space: "2.5GB/s", "80%" */
+    int unit_glued = n > 0 && *glued && !unit && (strcmp(glued, "GB/s") == 0 || strcmp(glued, "us") == 0 ||
+                                                  strcmp(glued, "%") == 0);
+    if (n == 0 || (*glued && !unit_glued))
+        return bad(c, "threshold '%.40s' is not a number; expected a non-negative decimal number (no hex, inf or nan)", num);
+    char digits[64];
+    if (n >= sizeof digits) return bad(c, "threshold '%.40s' is too long", num);
+    memcpy(digits, num, n);
+    digits[n] = '\0';
     errno = 0;
-    double v = strtod(num, &end);
-    if (end == num || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0 || !isdigit((unsigned char)num[0]))
-        return bad(c, "threshold '%s' is not a number; expected a non-negative decimal number", num);
+    double v = strtod(digits, NULL);
+    if (errno == ERANGE || !isfinite(v)) return bad(c, "threshold '%.40s' is out of range", num);
+    if (unit_glued) unit = glued;
     const char *want = r->metric->unit;
     if (unit) {
         int fraction = want[0] == '\0';
@@ -177,6 +203,23 @@ static int parse_value(const ctx *c, pb_thresholds_rule *r, const char *num, con
     }
     r->value = v;
     return PB_OK;
+}
+
+/* ">=" and "<=" made words of their own, so "size=1M>=2.5" reads as
+ * "size=1M >= 2.5"; out holds at least 3 * strlen(in) + 1 bytes. */
+static void space_operators(const char *in, char *out)
+{
+    for (; *in; in++) {
+        if ((in[0] == '>' || in[0] == '<') && in[1] == '=') {
+            *out++ = ' ';
+            *out++ = *in++;
+            *out++ = '=';
+            *out++ = ' ';
+        } else {
+            *out++ = *in;
+        }
+    }
+    *out = '\0';
 }
 
 /* One rule: METRIC key=value... OP NUMBER [UNIT]. Tokens are in-place in `line`. */
@@ -193,9 +236,13 @@ static int parse_rule(const ctx *c, char *line, pb_thresholds_rule *r)
     memset(r, 0, sizeof *r);
     r->line = c->line;
     r->metric = find_metric(tok[0]);
-    if (!r->metric)
-        return bad(c, "'%.40s' is not a metric; accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, "
-                      "dp_overhead, tp_comm_fraction, pp_efficiency, fit_error", tok[0]);
+    if (!r->metric) {
+        char *shown = pb_escape_ascii(tok[0]); /* a stray byte-order mark or control byte, made visible */
+        int rc = bad(c, "'%.60s' is not a metric; accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, "
+                        "dp_overhead, tp_comm_fraction, pp_efficiency, fit_error", shown ? shown : tok[0]);
+        free(shown);
+        return rc;
+    }
     int i = 1;
     for (; i < nt && strchr(tok[i], '='); i++) {
         if (strcmp(tok[i], ">=") == 0 || strcmp(tok[i], "<=") == 0) break;
@@ -252,6 +299,7 @@ static int parse_all(const char *name, const char *text, size_t len, pb_threshol
     char buf[PB_TH_LINE_MAX + 1];
     int cap = 0;
     const char *p = text, *end = text + len;
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) p += 3; /* a UTF-8 BOM (editors on Windows) */
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl : end;
@@ -263,8 +311,8 @@ static int parse_all(const char *name, const char *text, size_t len, pb_threshol
         if (buf[0] == '\0') continue;
         if (out->n == PB_TH_RULES_MAX) return bad(&c, "too many rules (at most %d)", PB_TH_RULES_MAX);
         pb_thresholds_rule r;
-        char copy[sizeof buf];
-        memcpy(copy, buf, sizeof buf);
+        char copy[3 * sizeof buf];
+        space_operators(buf, copy);
         PB_TRY(parse_rule(&c, copy, &r));
         collapse_blanks(buf, r.source_text, sizeof r.source_text);
         if (add_rule(out, &cap, &r) != PB_OK) return PB_ERR_ENV;

@@ -21,6 +21,7 @@ schedule,stages,micro_batches,link_class,efficiency,efficiency_theory
 1f1b,2,4,intra,0.72,0.8
 1f1b,2,8,intra,0.8,0.888889
 gpipe,2,8,intra,0.6,0.888889
+# complete
 CSV
 
 cat >"$TMP/pass.thr" <<'EOF2'
@@ -76,6 +77,34 @@ bad "empty file" 1 "" "no rules"
 expect_rc 2 "missing results directory" -- "$ACC" -t "$TMP/pass.thr" -r "$TMP/nope"
 expect_in "$TMP/err" "is not a directory" "missing results directory: message"
 expect_rc 2 "missing threshold file" -- "$ACC" -t "$TMP/nope.thr" -r "$R"
+# ---- a results path is taken literally, never as a pattern ----
+# 'a*' holds a good run; 'ab' (which the pattern a*/coll_sweep*.csv would also
+# read) a run cut short: only the literal directory may be read.
+mkdir -p "$TMP/lit/a*" "$TMP/lit/ab"
+cp "$ROOT/tests/acceptance_cases/good/coll_sweep.csv" "$TMP/lit/a*/coll_sweep.csv"
+cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/ab/coll_sweep.csv"
+printf 'busbw coll=allreduce size=64M >= 1 GB/s\n' >"$TMP/lit.thr"
+expect_rc 0 "results directory with a '*' read literally" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/a*"
+expect_rc 2 "a pattern is not a directory" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/a?"
+cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/a*/coll_sweep[1].csv"
+expect_rc 1 "a file name with '[' is read too" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/a*"
+expect_in "$TMP/out" "coll_sweep[1].csv:4: garbled row" "the bracketed file is named"
+
+# ---- JUnit XML stays well-formed whatever the rules and paths hold ----
+mkdir -p "$TMP/x<&\"'"
+cp "$ROOT/tests/acceptance_cases/nan/coll_sweep.csv" "$TMP/x<&\"'/coll_sweep.csv"
+printf 'tp_comm_fraction mode=\xff\x01<&"\x1b <= 1 # invalid UTF-8 and control bytes in a selector\nbusbw coll=allreduce size=64M >= 1\n' >"$TMP/odd\xfe.thr"
+expect_rc 1 "odd bytes in rules and paths" -- "$ACC" -t "$TMP/odd\xfe.thr" -r "$TMP/x<&\"'" --junit "$TMP/odd.xml"
+if python3 - "$TMP/odd.xml" <<'PY'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+cases = doc.getElementsByTagName("testcase")
+assert len(cases) == 2, len(cases)
+assert "\ufffd" in cases[0].getAttribute("name"), cases[0].getAttribute("name")
+assert "not a finite number" in cases[1].getElementsByTagName("failure")[0].getAttribute("message")
+PY
+then pass "JUnit XML with invalid UTF-8 and control bytes parses"; else fail "JUnit XML with odd bytes"; fi
+
 for f in "$ROOT"/acceptance/*.thresholds; do
     expect_rc 0 "shipped $(basename "$f") parses" -- "$ACC" --check "$f"
 done
