@@ -334,6 +334,17 @@ static const char *join(char *buf, size_t len, const double *v, int p, int strid
     return buf;
 }
 
+/* Efficiency is ideal / step, two measurements: above 1 (a step shorter than
+ * the compute it contains) or from a single step it is noise, not a finding. */
+static void note_efficiency_noise(pp_run *r, pb_pp_sched sched, int m, int iters, double eff)
+{
+    if (!r->b->rep || (eff <= 1.0 && iters >= 2)) return;
+    pb_report_note(r->b->rep, "untrustworthy: efficiency %.3f (%s, m=%d): %s; use more iterations (-n) or a "
+                   "bigger model", eff, pb_pp_sched_name(sched), m,
+                   eff > 1.0 ? "above 1 (the step measured shorter than the compute it holds)"
+                             : "measured over fewer than 2 steps");
+}
+
 static int pp_row(pp_run *r, pb_pp_sched sched, int m, int iters, const pb_stats *st, const double *ps,
                   long long wrong)
 {
@@ -387,6 +398,7 @@ static int pp_row(pp_run *r, pb_pp_sched sched, int m, int iters, const pb_stats
         [COL_OVERSUBSCRIBED] = PB_I(r->b->info.oversubscribed),
         [COL_WRONG] = PB_I(wrong),
     };
+    note_efficiency_noise(r, sched, m, iters, eff);
     return pb_report_row(r->b->rep, vals);
 }
 
