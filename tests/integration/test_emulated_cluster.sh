@@ -3,7 +3,9 @@
 # (scripts/emulate-cluster.sh; see docs/emulated-cluster.md). Checks that
 #  - ranks land on two distinct hosts, 2 per node;
 #  - p2p_sweep classifies pair 0,1 as intra-node and 0,3 as inter-node;
-#  - inter-node bandwidth at 4 MB tracks the link (90-110% of 0.125 GB/s);
+#  - inter-node bandwidth at 4 MB tracks the link (70-110% of 0.125 GB/s: the upper
+#    bound shows the shaped link is the bottleneck; the lower one is loose because
+#    a loaded 2-core machine cannot always push the full 1 Gbit/s through veth);
 #  - intra-node bandwidth is well above it (> 4x);
 #  - a coll_sweep allreduce across the nodes is bounded by the link, validates, and
 #    reports 2 nodes / mixed placement.
@@ -129,8 +131,8 @@ if kind == "p2p":
     check(len(bi) == 1 and len(be) == 1, "one 4 MB row per pair")
     if bi and be:
         intra_bw, inter_bw = float(bi[0]["bw_GBps"]), float(be[0]["bw_GBps"])
-        check(0.9 * link <= inter_bw <= 1.1 * link,
-              f"inter-node bw at 4 MB {inter_bw:.4f} GB/s within 90-110% of the {link} GB/s link "
+        check(0.7 * link <= inter_bw <= 1.1 * link,
+              f"inter-node bw at 4 MB {inter_bw:.4f} GB/s within 70-110% of the {link} GB/s link "
               f"({100 * inter_bw / link:.0f}%)")
         check(intra_bw > 4 * link,
               f"intra-node bw at 4 MB {intra_bw:.3f} GB/s > 4x the link ({4 * link} GB/s)")
