@@ -4,11 +4,11 @@
 #   common/LAYER/*_nccl.c, *_cublas.c, *_cuda.c, *.cu -> compiled only when CUDA=1
 #   benchmarks/X.c        -> build/bin/X  (MPI benchmarks)
 #   tools/X.c             -> build/bin/X  (plan and acceptance link without MPI)
+#   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
+#   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 # The layers of common/ and the order they may include each other in are in
 # docs/ARCHITECTURE.md; `make lint` checks it (scripts/check-layers.py), and
 # that a header x.h exports only pb_x and pb_x_* (scripts/check-names.py).
-#   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
-#   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 
 BUILD   ?= build
 MPICC   ?= mpicc
