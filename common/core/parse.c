@@ -101,28 +101,52 @@ int pb_parse_size(const char *option, const char *text, uint64_t max, uint64_t *
     return PB_OK;
 }
 
+/* Split `text` at commas into `item` calls; empty items are refused. `expected`
+ * says what the list holds, for the messages. */
+static int for_each_item(const char *option, const char *text, const char *expected,
+                         int (*item)(void *ctx, const char *tok), void *ctx)
+{
+    if (is_blank(text)) return pb_error_usage(option, "empty list; expected %s", expected);
+    for (const char *p = text;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char tok[128];
+        if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected %s", text, expected);
+        if (len >= sizeof tok) return pb_error_usage(option, "item '%.*s...' is too long", 16, p);
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        PB_TRY(item(ctx, tok));
+        if (!comma) return PB_OK;
+        p = comma + 1;
+    }
+}
+
+#define LIST_OF_VALUES "comma-separated values, see --help"
+
+struct size_list {
+    const char *option;
+    uint64_t max, *out;
+    size_t n;
+};
+
+static int size_item(void *ctx, const char *tok)
+{
+    struct size_list *l = ctx;
+    PB_TRY(pb_parse_size(l->option, tok, l->max, &l->out[l->n]));
+    l->n++;
+    return PB_OK;
+}
+
 int pb_parse_size_list(const char *option, const char *text, uint64_t max, uint64_t *out, size_t cap,
                        size_t *count)
 {
-    if (is_blank(text)) return pb_error_usage(option, "empty list; expected sizes separated by commas, e.g. 1K,12M");
-    size_t n = 0, given = 1;
+    size_t given = 1;
     for (const char *c = text; *c; c++) given += *c == ',';
-    if (given > cap) return pb_error_usage(option, "%zu sizes, too many; at most %zu in one run", given, cap);
-    const char *p = text;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char item[64];
-        if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected sizes separated by commas", text);
-        if (len >= sizeof item) return pb_error_usage(option, "item '%.*s...' is too long", 16, p);
-        memcpy(item, p, len);
-        item[len] = '\0';
-        PB_TRY(pb_parse_size(option, item, max, &out[n]));
-        n++;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    *count = n;
+    if (given > cap && !is_blank(text))
+        return pb_error_usage(option, "%zu sizes, too many; at most %zu in one run", given, cap);
+    struct size_list l = {option, max, out, 0};
+    PB_TRY(for_each_item(option, text, "sizes separated by commas, e.g. 1K,12M", size_item, &l));
+    *count = l.n;
     return PB_OK;
 }
 
@@ -192,23 +216,6 @@ int pb_parse_count(const char *option, const char *text, double min, double max,
     return PB_OK;
 }
 
-/* Split `text` at commas into `item` calls; empty items are refused. */
-static int for_each_item(const char *option, const char *text, int (*item)(void *ctx, const char *tok), void *ctx)
-{
-    if (is_blank(text)) return pb_error_usage(option, "empty list; expected comma-separated values, see --help");
-    for (const char *p = text;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char tok[128];
-        if (len == 0) return pb_error_usage(option, "'%s' has an empty item; expected comma-separated values", text);
-        if (len >= sizeof tok) return pb_error_usage(option, "item '%.*s...' is too long", 16, p);
-        memcpy(tok, p, len);
-        tok[len] = '\0';
-        PB_TRY(item(ctx, tok));
-        if (!comma) return PB_OK;
-        p = comma + 1;
-    }
-}
 
 struct int_list {
     const char *option;
@@ -231,7 +238,7 @@ int pb_parse_int_list(const char *option, const char *text, long long min, long 
                       size_t *count)
 {
     struct int_list l = {option, min, max, out, cap, 0};
-    PB_TRY(for_each_item(option, text, int_item, &l));
+    PB_TRY(for_each_item(option, text, LIST_OF_VALUES, int_item, &l));
     *count = l.n;
     return PB_OK;
 }
@@ -266,7 +273,7 @@ int pb_parse_choice_list(const char *option, const char *text, const char *const
                          int *count)
 {
     struct choice_list l = {option, names, allow_all, out, 0};
-    PB_TRY(for_each_item(option, text, choice_item, &l));
+    PB_TRY(for_each_item(option, text, LIST_OF_VALUES, choice_item, &l));
     *count = l.n;
     return PB_OK;
 }

@@ -3,7 +3,8 @@
 # scripts/check-names.py, run by `make lint`): the tree follows them, and a copy
 # of the tree with one include that climbs the layers, one bare include, one
 # file put directly in common/, or a header exporting a name of another module
-# is refused, each breach named.
+# is refused, each breach named. Also scripts/check-refs.py (`make docs-check`):
+# a file the docs or code name must be in the repository.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 
@@ -36,4 +37,12 @@ expect_in "$TMP/err" "common/core/stats.h: exports pb_percentile, not pb_stats o
 expect_in "$TMP/err" "exports pb_sample," "the type is named"
 expect_in "$TMP/err" "exports pb_mean2," "an inline function after another is named"
 if grep -q "pb_stats_ok" "$TMP/err"; then fail "a conforming name was flagged"; else pass "a conforming name passes"; fi
+expect_rc 0 "every file the repository names is in it" -- python3 "$ROOT/scripts/check-refs.py" "$ROOT"
+mkdir -p "$TMP/refs/docs" && git -C "$TMP/refs" init -q
+printf 'See docs/here.md and docs/gone.md, and DESIGN.md.\n' >"$TMP/refs/docs/here.md" # refs: example
+git -C "$TMP/refs" add docs/here.md # refs: example
+expect_rc 1 "a reference to a missing file is refused" -- python3 "$ROOT/scripts/check-refs.py" "$TMP/refs"
+expect_in "$TMP/err" "docs/here.md:1: refers to docs/gone.md, which is not in the repository" "the missing path is named" # refs: example
+expect_in "$TMP/err" "refers to DESIGN.md" "a bare Markdown name is checked too" # refs: example
+if grep -q "refers to docs/here.md" "$TMP/err"; then fail "a present file was flagged"; else pass "a present file passes"; fi # refs: example
 finish
