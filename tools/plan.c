@@ -32,7 +32,8 @@ typedef struct {
     pb_model_cluster cluster;
     /* Overrides of the preset model and cluster; < 0 = not given. */
     long long hidden, layers, heads, seq, vocab, micro_batch;
-    double params, intra_bw, intra_lat, inter_bw, inter_lat, tflops, gpu_mem, gpn;
+    double params, intra_bw, intra_lat, inter_bw, inter_lat, tflops, gpu_mem, gpn, hbm_bw;
+    long long interleave;
     long long global_batch;
 } options;
 
@@ -47,8 +48,9 @@ static void usage(FILE *out)
             "         --dtype bf16|fp16|fp32 (activations and gradients on the wire)\n"
             "cluster: --cluster %s\n"
             "         --gpus-per-node G --intra-bw GB/s --intra-lat us --inter-bw GB/s --inter-lat us\n"
-            "         --tflops sustained-TFLOP/s --gpu-mem GB\n"
-            "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b --recompute none|selective|full\n"
+            "         --tflops sustained-GEMM-TFLOP/s --hbm-bw GB/s --gpu-mem GB\n"
+            "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b|interleaved [--interleave V]\n"
+            "         --recompute none|selective|full\n"
             "         --sp on|off --top K (rows shown) --json FILE\n",
             pb_presets_preset_names(), pb_cluster_preset_names());
 }
@@ -56,7 +58,7 @@ static void usage(FILE *out)
 enum {
     O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
     O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
-    O_SCHED, O_RC, O_SP, O_HELP
+    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP
 };
 
 static const struct option long_opts[] = {
@@ -74,7 +76,8 @@ static const struct option long_opts[] = {
     {"inter-lat", required_argument, 0, O_XLAT}, {"tflops", required_argument, 0, O_TFLOPS},
     {"gpu-mem", required_argument, 0, O_MEM}, {"global-batch", required_argument, 0, O_GB},
     {"schedule", required_argument, 0, O_SCHED}, {"recompute", required_argument, 0, O_RC},
-    {"sp", required_argument, 0, O_SP}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0},
+    {"sp", required_argument, 0, O_SP}, {"hbm-bw", required_argument, 0, O_HBM},
+    {"interleave", required_argument, 0, O_VSTAGES}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0},
 };
 
 static int choice(const char *opt, const char *arg, const char *const *names, int *out)
@@ -86,7 +89,8 @@ static int choice(const char *opt, const char *arg, const char *const *names, in
 static int parse_one(options *o, int c, const char *arg)
 {
     static const char *const dtypes[] = {"bf16", "fp16", "fp32", NULL};
-    static const char *const scheds[] = {"gpipe", "1f1b", NULL};
+    static const char *const scheds[] = {"gpipe", "1f1b", "interleaved", NULL};
+    static const pb_pp_sched sched_of[] = {PB_PP_GPIPE, PB_PP_1F1B, PB_PP_INTERLEAVED};
     static const char *const rcs[] = {"none", "selective", "full", NULL};
     static const char *const onoff[] = {"off", "on", NULL};
     const long long BIG = 1LL << 40;
@@ -118,8 +122,10 @@ static int parse_one(options *o, int c, const char *arg)
     case O_XLAT: return pb_parse_double("--inter-lat", arg, 0, 1e6, &o->inter_lat);
     case O_TFLOPS: return pb_parse_double("--tflops", arg, 1e-6, 1e6, &o->tflops);
     case O_MEM: return pb_parse_double("--gpu-mem", arg, 1e-3, 1e6, &o->gpu_mem);
+    case O_HBM: return pb_parse_double("--hbm-bw", arg, 0, 1e6, &o->hbm_bw);
+    case O_VSTAGES: return pb_parse_int("--interleave", arg, 2, 1 << 10, &o->interleave);
     case O_DTYPE: PB_TRY(choice("--dtype", arg, dtypes, &k)); o->job.dtype_bytes = k == 2 ? 4 : 2; return PB_OK;
-    case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = k ? PB_PP_1F1B : PB_PP_GPIPE; return PB_OK;
+    case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = sched_of[k]; return PB_OK;
     case O_RC: PB_TRY(choice("--recompute", arg, rcs, &k)); o->job.recompute = (pb_model_recompute)k; return PB_OK;
     case O_SP: PB_TRY(choice("--sp", arg, onoff, &k)); o->job.sp = k; return PB_OK;
     default: return PB_ERR_USAGE;
@@ -145,6 +151,11 @@ static int build_job(options *o)
     set_if(o->vocab, &m->vocab);
     set_if(o->micro_batch, &m->micro_batch);
     PB_TRY(pb_presets_validate(m));
+    if (o->interleave > 0 && o->job.sched != PB_PP_INTERLEAVED)
+        return pb_error_usage("--interleave", "applies only with --schedule interleaved (given: %s)",
+                              pb_pp_sched_name(o->job.sched));
+    /* Megatron-LM's virtual pipeline size; 2 when only the schedule is named. */
+    o->job.interleave = o->job.sched != PB_PP_INTERLEAVED ? 1 : o->interleave > 0 ? (int)o->interleave : 2;
     o->job.params = o->params > 0 ? o->params : m->nominal_params > 0 ? m->nominal_params : pb_presets_params(m);
     o->job.global_batch = o->global_batch > 0 ? o->global_batch : pb_plan_default_global_batch(m);
     return PB_OK;
@@ -161,6 +172,7 @@ static int build_cluster(options *o)
     setd_if(o->inter_lat, &c->inter.alpha_s, 1e-6);
     setd_if(o->tflops, &c->flops, 1e12);
     setd_if(o->gpu_mem, &c->mem_bytes, 1e9);
+    setd_if(o->hbm_bw, &c->mem_bw, 1e9);
     return PB_OK;
 }
 
@@ -222,7 +234,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.gpus = o.tp = o.pp = o.dp = o.top = -1;
     o.hidden = o.layers = o.heads = o.seq = o.vocab = o.micro_batch = o.global_batch = -1;
-    o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = -1;
+    o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = o.hbm_bw = -1;
     o.job.dtype_bytes = 2;
     o.job.sched = PB_PP_1F1B;
     o.job.sp = 1;

@@ -9,7 +9,7 @@ typedef struct {
     const char *name;
     const char *net; /* default network */
     int gpus;
-    double nvlink_GBps, nvlink_us, peak_tflops, mem_GB;
+    double nvlink_GBps, nvlink_us, peak_tflops, mem_GB, hbm_GBps;
 } node_kind;
 
 typedef struct {
@@ -19,10 +19,11 @@ typedef struct {
 
 /* NVLink: per-GPU, per-direction bandwidth (half the "600/900 GB/s
  * aggregate" datasheet figure, which counts both directions). Peak is dense
- * bf16 tensor-core FLOP/s. A100 and H100 SXM 80 GB datasheets. */
+ * bf16 tensor-core FLOP/s; HBM is the memory bandwidth element-wise work
+ * streams at. A100 and H100 SXM 80 GB datasheets. */
 static const node_kind nodes[] = {
-    {"a100", "ib200", 8, 300.0, 2.0, 312.0, 80.0},
-    {"h100", "ib400", 8, 450.0, 2.0, 989.0, 80.0},
+    {"a100", "ib200", 8, 300.0, 2.0, 312.0, 80.0, 2039.0},
+    {"h100", "ib400", 8, 450.0, 2.0, 989.0, 80.0, 3350.0},
 };
 
 /* One NIC rail per GPU (as in DGX A100 / H100); line rate / 8 bits. */
@@ -60,7 +61,8 @@ int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *ou
         out->gpus_per_node = k->gpus;
         out->intra = (pb_model_link){k->nvlink_us * 1e-6, k->nvlink_GBps * 1e9};
         out->inter = (pb_model_link){net->us * 1e-6, net->GBps * 1e9};
-        out->flops = k->peak_tflops * 1e12 * PB_CLUSTER_COMPUTE_EFFICIENCY;
+        out->flops = k->peak_tflops * 1e12 * PB_CLUSTER_GEMM_EFFICIENCY;
+        out->mem_bw = k->hbm_GBps * 1e9;
         out->mem_bytes = k->mem_GB * 1e9;
         return PB_OK;
     }
@@ -70,7 +72,8 @@ int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *ou
 void pb_cluster_describe(const pb_model_cluster *c, char *buf, int len)
 {
     snprintf(buf, (size_t)len,
-             "%s: %d GPU/node, intra %.1f GB/s %.1f us, inter %.2f GB/s %.1f us, %.0f TFLOP/s sustained, %.0f GB",
+             "%s: %d GPU/node, intra %.1f GB/s %.1f us, inter %.2f GB/s %.1f us, %.0f TFLOP/s sustained GEMM, "
+             "%.0f GB/s memory, %.0f GB",
              c->name, c->gpus_per_node, c->intra.bw_Bps / 1e9, c->intra.alpha_s * 1e6, c->inter.bw_Bps / 1e9,
-             c->inter.alpha_s * 1e6, c->flops / 1e12, c->mem_bytes / 1e9);
+             c->inter.alpha_s * 1e6, c->flops / 1e12, c->mem_bw / 1e9, c->mem_bytes / 1e9);
 }

@@ -8,8 +8,11 @@
 
 #include "plan/model.h"
 
-/* Sustained fraction of peak the presets assume for compute time. */
-#define PB_CLUSTER_COMPUTE_EFFICIENCY 0.5
+/* Sustained GEMM rate as a fraction of dense bf16 peak. Set, with
+ * PB_MODEL_ELEMENTWISE_TRAFFIC, from the end-to-end iteration times of
+ * Korthikanti et al. 2022 (table 5) and checked on the held-out runs of
+ * Narayanan et al. 2021 (table 1); docs/plan.md shows both. */
+#define PB_CLUSTER_GEMM_EFFICIENCY 0.71
 
 /* Parse a preset name into `out`. PB_OK or PB_ERR_USAGE naming `option`. */
 int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *out);

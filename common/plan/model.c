@@ -40,7 +40,7 @@ double pb_model_pipe_bubble_of_compute(int m, int p) { return (double)(p - 1) / 
 int pb_model_pipe_in_flight(pb_pp_sched s, int m, int p)
 {
     /* 1F1B starts backward after p forwards, so at most p are alive. */
-    if (s == PB_PP_1F1B) return m < p ? m : p;
+    if (s == PB_PP_1F1B || s == PB_PP_INTERLEAVED) return m < p ? m : p;
     return m;
 }
 
@@ -67,7 +67,7 @@ double pb_model_act_bytes_per_layer(double s, double b, double h, double a, int 
 }
 
 pb_model_mem pb_model_memory_per_gpu(double params, const pb_presets_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
-                         int sp, pb_model_recompute rc)
+                         int v, int sp, pb_model_recompute rc)
 {
     pb_model_mem r;
     double local = params / ((double)t * (double)p);
@@ -78,7 +78,9 @@ pb_model_mem pb_model_memory_per_gpu(double params, const pb_presets_model *m, i
     double layers = ceil((double)m->layers / (double)p);
     double per_layer = pb_model_act_bytes_per_layer((double)m->seq, (double)m->micro_batch, (double)m->hidden,
                                               (double)m->heads, t, sp, rc);
-    r.activations = (double)pb_model_pipe_in_flight(sched, micro_batches, p) * layers * per_layer;
+    double in_flight = (double)pb_model_pipe_in_flight(sched, micro_batches, p);
+    if (sched == PB_PP_INTERLEAVED && v > 1) in_flight *= 1.0 + (double)(p - 1) / ((double)p * v);
+    r.activations = in_flight * layers * per_layer;
     r.total = r.weights + r.grads + r.optimizer + r.activations;
     return r;
 }

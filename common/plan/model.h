@@ -52,8 +52,14 @@ double pb_model_pipe_bubble_of_step(int m, int p);
 double pb_model_pipe_bubble_of_compute(int m, int p);
 
 /* Micro-batches whose activations a stage holds at once: GPipe m, 1F1B min(p, m)
- * (the planner offers no interleaved schedule; it counts as GPipe here). */
+ * (interleaved: as 1F1B; pb_model_memory_per_gpu adds its extra share). */
 int pb_model_pipe_in_flight(pb_pp_sched s, int m, int p);
+
+/* Element-wise memory traffic (layer norms, softmax, dropout, GeLU, bias,
+ * residual adds) of a layer's forward as a multiple of the activation bytes
+ * it keeps without recomputation (pb_model_act_bytes_per_layer, none); the
+ * backward moves twice that. Set with PB_CLUSTER_GEMM_EFFICIENCY (cluster.h). */
+#define PB_MODEL_ELEMENTWISE_TRAFFIC 3.5
 
 /* ---- tensor and data parallelism volumes ---- */
 
@@ -95,9 +101,11 @@ typedef struct pb_model_mem {
 } pb_model_mem;
 
 /* Memory of the most loaded GPU (first stage): params/(t*p) parameters at
- * 16 B each, plus in-flight micro-batches x layers/p x pb_model_act_bytes_per_layer. */
+ * 16 B each, plus in-flight micro-batches x layers/p x pb_model_act_bytes_per_layer;
+ * the interleaved schedule over v virtual stages keeps 1 + (p-1)/(p*v) times
+ * 1F1B's activations (Korthikanti et al. 2022, section 4.2.3). */
 pb_model_mem pb_model_memory_per_gpu(double params, const pb_presets_model *m, int t, int p, int micro_batches, pb_pp_sched sched,
-                         int sp, pb_model_recompute rc);
+                         int v, int sp, pb_model_recompute rc);
 
 /* ---- a machine and a training job ---- */
 
@@ -106,7 +114,8 @@ typedef struct pb_model_cluster {
     int gpus_per_node;
     pb_model_link intra;      /* inside a node (NVLink) */
     pb_model_link inter;      /* between nodes, per GPU (one NIC rail per GPU) */
-    double flops;       /* sustained FLOP/s per GPU used for compute time */
+    double flops;       /* sustained GEMM FLOP/s per GPU */
+    double mem_bw;      /* bytes/s element-wise work streams at; 0: not modeled */
     double mem_bytes;   /* GPU memory */
 } pb_model_cluster;
 
@@ -116,6 +125,7 @@ typedef struct pb_model_train {
     int dtype_bytes;      /* activations and gradients on the wire: 2 for bf16 */
     int64_t global_batch; /* sequences per step */
     pb_pp_sched sched;
+    int interleave;       /* virtual stages per GPU with PB_PP_INTERLEAVED, else 1 */
     int sp;               /* sequence parallelism */
     pb_model_recompute recompute;
 } pb_model_train;
@@ -125,6 +135,7 @@ enum pb_order { PB_ORDER_TDP, PB_ORDER_TPD };
 
 typedef struct pb_model_step {
     int t, p, d, m;
+    int v;                /* virtual stages per GPU (interleaved), else 1 */
     enum pb_order order;
     pb_link_class link_t, link_p, link_d; /* intra or inter */
     double t_fwd, t_bwd;  /* compute per micro-batch per stage, s */
@@ -132,8 +143,8 @@ typedef struct pb_model_step {
     double c_pp;          /* P2P comm per micro-batch per stage (fwd+bwd sends), s */
     double c_dp;          /* gradient allreduce per step, s (not overlapped) */
     double compute;       /* m * (t_fwd + t_bwd): ideal compute per step, s */
-    double bubble;        /* (p-1) * slot time, s */
-    double step;          /* (m+p-1) * (t_fwd+t_bwd+c_tp+c_pp) + c_dp, s */
+    double bubble;        /* (p-1)/v * slot time, s */
+    double step;          /* (m+(p-1)/v) * (t_fwd+t_bwd+c_tp+c_pp) + c_dp, s */
     pb_model_mem mem;
     char reject[160];     /* empty when the configuration is valid and fits */
 } pb_model_step;

@@ -1,7 +1,11 @@
 /* Step time and memory of a (t, p, d) configuration (model.h), and the
  * enumeration `plan --model` ranks. The step model:
  *   slot  = t_fwd + t_bwd + c_tp + c_pp          one micro-batch on one stage
- *   step  = (m + p - 1) * slot + c_dp            GPipe and 1F1B alike
+ *   step  = (m + (p - 1)/v) * slot + c_dp        GPipe and 1F1B alike (v = 1);
+ *                                                interleaved over v virtual stages
+ * Compute is GEMM FLOPs at the sustained GEMM rate plus element-wise traffic
+ * at memory bandwidth (a roofline sum: the two kinds of kernel run one after
+ * the other),
  * with no overlap of communication and compute (an upper bound that keeps
  * every term visible). docs/plan.md states each term's source. */
 #include "plan/model.h"
@@ -23,6 +27,28 @@ static pb_link_class axis_link(int stride, int n, int gpus_per_node)
 
 static pb_model_link link_of(const pb_model_cluster *c, pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
 
+/* Virtual stages per GPU: the interleaved schedule's v, else 1. */
+static int virtual_stages(const pb_model_train *job)
+{
+    return job->sched == PB_PP_INTERLEAVED && job->interleave > 1 ? job->interleave : 1;
+}
+
+/* Seconds of element-wise traffic for `layers` layers' forward (and, in
+ * `replay`, what backward recomputes of it); 0 when the cluster gives no
+ * memory bandwidth. */
+static double elementwise_fwd(const pb_model_train *job, const pb_model_cluster *c, double layers, int t, double *replay)
+{
+    const pb_presets_model *md = &job->model;
+    double b = (double)md->micro_batch, sq = (double)md->seq, h = (double)md->hidden, a = (double)md->heads;
+    *replay = 0.0;
+    if (c->mem_bw <= 0) return 0.0;
+    double k = PB_MODEL_ELEMENTWISE_TRAFFIC * layers / c->mem_bw;
+    double fwd = k * pb_model_act_bytes_per_layer(sq, b, h, a, t, job->sp, PB_RECOMPUTE_NONE);
+    if (job->recompute == PB_RECOMPUTE_FULL) *replay = fwd;
+    if (job->recompute == PB_RECOMPUTE_SELECTIVE) *replay = k * 5.0 * a * sq * sq * b / t; /* the attention core */
+    return fwd;
+}
+
 /* Fill the time terms for one rank order. */
 static void eval_order(const pb_model_train *job, const pb_model_cluster *c, enum pb_order order, pb_model_step *s)
 {
@@ -41,25 +67,27 @@ static void eval_order(const pb_model_train *job, const pb_model_cluster *c, enu
     double f_extra = 0.0; /* recomputation in backward */
     if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_fwd;
     if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = lps * 4.0 * b * sq * sq * h / s->t;
-    s->t_fwd = f_fwd / c->flops;
-    s->t_bwd = (2.0 * f_fwd + f_extra) / c->flops;
+    double ew_extra, ew_fwd = elementwise_fwd(job, c, lps, s->t, &ew_extra);
+    s->t_fwd = f_fwd / c->flops + ew_fwd;
+    s->t_bwd = (2.0 * f_fwd + f_extra) / c->flops + 2.0 * ew_fwd + ew_extra;
 
     /* TP: 4 allreduces of b*s*h per layer (AG+RS pairs cost the same); full
      * recomputation replays the 2 forward ones. */
     double act = b * sq * h * job->dtype_bytes;
     int n_ar = job->recompute == PB_RECOMPUTE_FULL ? 6 : 4;
     s->c_tp = lps * n_ar * pb_model_t_ring_allreduce(act, s->t, link_of(c, s->link_t));
-    /* PP: one activation forward, one gradient back per micro-batch; the
-     * scatter-gather optimization sends act/t from each TP rank. */
-    s->c_pp = s->p > 1 ? 2.0 * pb_model_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
+    /* PP: one activation forward, one gradient back per micro-batch and
+     * virtual stage; the scatter-gather optimization sends act/t from each TP rank. */
+    int v = virtual_stages(job);
+    s->c_pp = s->p > 1 ? 2.0 * v * pb_model_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
     /* DP: this rank's share of the gradients, once per step. */
     double grads = pb_model_dp_grad_bytes(job->params / ((double)s->t * s->p), job->dtype_bytes);
     s->c_dp = pb_model_t_ring_allreduce(grads, s->d, link_of(c, s->link_d));
 
     double slot = s->t_fwd + s->t_bwd + s->c_tp + s->c_pp;
     s->compute = s->m * (s->t_fwd + s->t_bwd);
-    s->bubble = (s->p - 1) * slot;
-    s->step = (s->m + s->p - 1) * slot + s->c_dp;
+    s->bubble = (double)(s->p - 1) / v * slot;
+    s->step = s->m * slot + s->bubble + s->c_dp;
 }
 
 static void reject(pb_model_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -86,6 +114,10 @@ void pb_model_step_eval(const pb_model_train *job, const pb_model_cluster *c, in
         reject(s, "t=%d larger than a node (%d GPUs): TP would cross the inter-node network", t, c->gpus_per_node);
     if (md->heads % t != 0) reject(s, "t=%d does not divide %lld attention heads", t, (long long)md->heads);
     if (md->layers % p != 0) reject(s, "p=%d does not divide %lld layers", p, (long long)md->layers);
+    int v = virtual_stages(job);
+    s->v = v;
+    if (v > 1 && md->layers % ((int64_t)p * v) != 0)
+        reject(s, "p*v=%d*%d does not divide %lld layers (interleaved schedule)", p, v, (long long)md->layers);
     if (s->m < 1) {
         reject(s, "d*b=%lld exceeds the global batch %lld", (long long)per_pipe, (long long)job->global_batch);
         s->m = 1;
@@ -96,7 +128,7 @@ void pb_model_step_eval(const pb_model_train *job, const pb_model_cluster *c, in
     eval_order(job, c, PB_ORDER_TDP, s);
     eval_order(job, c, PB_ORDER_TPD, &other);
     if (other.step < s->step) *s = other;
-    s->mem = pb_model_memory_per_gpu(job->params, md, t, p, s->m, job->sched, job->sp, job->recompute);
+    s->mem = pb_model_memory_per_gpu(job->params, md, t, p, s->m, job->sched, v, job->sp, job->recompute);
     if (s->mem.total > c->mem_bytes)
         reject(s, "does not fit: %.1f GB > %.1f GB per GPU", s->mem.total / 1e9, c->mem_bytes / 1e9);
 }

@@ -108,7 +108,7 @@ static void test_memory(void **state)
     pb_presets_model m;
     assert_int_equal(pb_presets_preset("llama-7b", "--model", &m), PB_OK);
     /* DP only: 16 B/param, 7B -> 112 GB before activations. */
-    pb_model_mem r = pb_model_memory_per_gpu(7e9, &m, 1, 1, 1, PB_PP_1F1B, 0, PB_RECOMPUTE_NONE);
+    pb_model_mem r = pb_model_memory_per_gpu(7e9, &m, 1, 1, 1, PB_PP_1F1B, 1, 0, PB_RECOMPUTE_NONE);
     CLOSE(r.weights, 14e9);
     CLOSE(r.grads, 14e9);
     CLOSE(r.optimizer, 84e9);
@@ -125,8 +125,8 @@ static void test_memory(void **state)
     CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_FULL), 2 * sbh);
     CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_FULL), 2 * sbh / 8);
     /* t=2, p=4, m=16: GPipe holds 16 micro-batches of 8 layers, 1F1B holds 4. */
-    pb_model_mem g = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_GPIPE, 1, PB_RECOMPUTE_NONE);
-    pb_model_mem f = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_1F1B, 1, PB_RECOMPUTE_NONE);
+    pb_model_mem g = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_GPIPE, 1, 1, PB_RECOMPUTE_NONE);
+    pb_model_mem f = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_1F1B, 1, 1, PB_RECOMPUTE_NONE);
     CLOSE(g.weights, 7e9 / 8 * 2);
     CLOSE(g.optimizer, 7e9 / 8 * 12);
     CLOSE(g.activations, 16 * 8 * layer / 2);
@@ -179,6 +179,48 @@ static void test_step(void **state)
     assert_int_equal(s.link_p, PB_LINK_INTRA);
 }
 
+/* Compute = GEMM FLOPs at the GEMM rate + element-wise traffic at memory
+ * bandwidth; the interleaved schedule divides the bubble by v and multiplies
+ * the pipeline sends by v. */
+static void test_compute_and_interleave(void **state)
+{
+    (void)state;
+    pb_model_cluster c;
+    assert_int_equal(pb_cluster_preset("a100", "--cluster", &c), PB_OK);
+    CLOSE(c.flops, 312e12 * PB_CLUSTER_GEMM_EFFICIENCY);
+    CLOSE(c.mem_bw, 2039e9);
+    c.mem_bytes = 1e12; /* no recomputation: let it fit */
+    pb_model_train j = job_for("llama-70b", 128);
+    j.recompute = PB_RECOMPUTE_NONE;
+    pb_model_step with_mem, gemm_only;
+    pb_model_step_eval(&j, &c, 8, 8, 4, &with_mem);
+    pb_model_cluster no_mem = c;
+    no_mem.mem_bw = 0;
+    pb_model_step_eval(&j, &no_mem, 8, 8, 4, &gemm_only);
+    /* 10 layers a stage; without recomputation the backward moves twice the forward's bytes. */
+    double b = 1, sq = 4096, h = 8192, a = 64;
+    double ew = 10 * PB_MODEL_ELEMENTWISE_TRAFFIC * pb_model_act_bytes_per_layer(sq, b, h, a, 8, j.sp, PB_RECOMPUTE_NONE) / c.mem_bw;
+    CLOSE(with_mem.t_fwd - gemm_only.t_fwd, ew);
+    CLOSE(with_mem.t_bwd - gemm_only.t_bwd, 2 * ew);
+    CLOSE(gemm_only.t_bwd, 2 * gemm_only.t_fwd);
+
+    j.sched = PB_PP_INTERLEAVED;
+    j.interleave = 5;
+    pb_model_step v5;
+    pb_model_step_eval(&j, &c, 8, 8, 4, &v5);
+    assert_string_equal(v5.reject, "");
+    assert_int_equal(v5.v, 5);
+    CLOSE(v5.c_pp, 5 * with_mem.c_pp);
+    double slot = v5.t_fwd + v5.t_bwd + v5.c_tp + v5.c_pp;
+    CLOSE(v5.bubble, 7.0 / 5.0 * slot);
+    CLOSE(v5.step, v5.m * slot + v5.bubble + v5.c_dp);
+    /* Activations: 1 + (p-1)/(p*v) times 1F1B's. */
+    CLOSE(v5.mem.activations, with_mem.mem.activations * (1.0 + 7.0 / 40.0));
+    j.interleave = 3; /* 80 layers over 8 stages x 3 chunks */
+    pb_model_step_eval(&j, &c, 8, 8, 4, &v5);
+    assert_non_null(strstr(v5.reject, "p*v=8*3 does not divide 80 layers"));
+}
+
 static void test_enumerate(void **state)
 {
     (void)state;
@@ -222,7 +264,7 @@ int main(void)
         cmocka_unit_test(test_bus_factors), cmocka_unit_test(test_coll_names), cmocka_unit_test(test_ring_time),
         cmocka_unit_test(test_pipeline),    cmocka_unit_test(test_tp_dp_volume), cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_step),       cmocka_unit_test(test_enumerate),
-        cmocka_unit_test(test_cluster_presets),
+        cmocka_unit_test(test_cluster_presets), cmocka_unit_test(test_compute_and_interleave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
