@@ -58,6 +58,10 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
     if (status == PB_OK && nccl) status = pb_gpu_check_ranks(b->w.local_size, pb_gpu_count(), 1);
     if (status == PB_OK && b->be->mem == PB_MEM_DEVICE)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
+    else if (status == PB_OK && o->gpu_offset_given) /* every rank refuses; rank 0 says why */
+        status = b->w.rank != 0 ? PB_ERR_USAGE
+                                : pb_error_usage("--gpu-offset", "applies only to device memory (--backend nccl, or "
+                                                 "--mem device); backend %s uses host memory", b->be->name);
     if (status == PB_OK) status = pb_watchdog_start(o->timeout, b->w.rank, b->w.host[b->w.rank], b->name);
     status = pb_world_agree(&b->w, status);
     if (status != PB_OK) {
