@@ -4,7 +4,7 @@
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
 #                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
-#                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet]
+#                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run]
 #
 #   --quick        a short pass (well under two minutes on a 2-core machine)
 #   --full         long sweeps (to 256 MB) and bigger workloads
@@ -16,6 +16,8 @@
 #   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
 #   --no-install   never install packages: say what is missing and exit 3 (dependencies found
 #                  on PATH, by pkg-config or through MPI_HOME/CUDA_HOME/NCCL_HOME are never reinstalled)
+#   --dry-run      print the steps, each one's launch line and an upper bound on its duration
+#                  (BUILD/bin/run_estimate, when built), then exit 0: installs, builds and runs nothing
 #
 # A failing benchmark is recorded and the rest still run. Exit: 0 all passed;
 # 1 a benchmark failed or a threshold was missed; 2 usage error or bad
@@ -26,7 +28,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
 
-PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND="" INSTALL=1
+PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND="" INSTALL=1 DRY=0
 BUILD=${BUILD:-build}
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 die_usage() { echo "run_all.sh: option $1: $2" >&2; exit 2; }
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
         --junit) need "$1" $#; JUNIT=$2; shift ;;
         --quiet) QUIET=1 ;;
         --no-install) INSTALL=0 ;;
+        --dry-run) DRY=1 ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "$1" "unknown option; see --help" ;;
     esac
@@ -163,13 +166,14 @@ trap 'on_signal TERM' TERM
 # The build log waits in /tmp until the results directory exists: never leave it there.
 trap '[ -n "$BUILD_LOG" ] && rm -f "$BUILD_LOG"' EXIT
 
-# ---- dependencies and build ----
+# ---- dependencies and build (--dry-run: neither) ----
+BIN=$ROOT/$BUILD/bin
+BUILD_FAILED=0
+if [ "$DRY" = 0 ]; then
 DEPS_ARGS=(--for run)
 [ "$INSTALL" = 0 ] && DEPS_ARGS+=(--no-install)
 scripts/install-deps.sh "${DEPS_ARGS[@]}" || { echo "run_all.sh: dependencies are missing (above); nothing was run" >&2; exit 3; }
-BIN=$ROOT/$BUILD/bin
 BUILD_LOG=$(mktemp /tmp/parabench-build.XXXXXX)
-BUILD_FAILED=0
 if ! make -q BUILD="$BUILD" all >/dev/null 2>&1; then
     say "building ($BUILD/)"
     # -k: a benchmark that does not build is reported as such; the others still run.
@@ -183,6 +187,7 @@ fi
 if [ -n "$ACCEPT" ]; then
     [ -x "$BIN/acceptance" ] || { echo "run_all.sh: $BIN/acceptance is not built" >&2; exit 3; }
     "$BIN/acceptance" --check "$ACCEPT" >/dev/null || exit 2
+fi
 fi
 
 # ---- machine: ranks and launcher (srun under Slurm, else mpirun, optionally with a hostfile) ----
@@ -244,11 +249,13 @@ if [ -z "$OUT" ]; then
 elif [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
     die_usage --out "'$OUT' exists and is not empty; results are never overwritten"
 fi
+if [ "$DRY" = 0 ]; then
 mkdir -p "$OUT/logs" || { echo "run_all.sh: cannot create $OUT" >&2; exit 3; }
 OUT=$(cd "$OUT" && pwd)
 mv "$BUILD_LOG" "$OUT/logs/build.log" && BUILD_LOG=""
 : >"$OUT/steps.tsv"
 OUT_READY=1
+fi
 
 # ---- the suite, per profile (weights: rough seconds here, for the time-left estimate) ----
 # The sweeps take OSU's iteration counts per size (many for small messages, fewer for large ones);
@@ -321,6 +328,50 @@ step_args() {
 }
 TOTAL_W=0
 for s in "${STEPS[@]}"; do IFS='|' read -r _ _ w <<<"$s"; TOTAL_W=$((TOTAL_W + w)); done
+
+# ---- --dry-run: the steps, their launch lines and an upper bound on the time, nothing run ----
+# sweep_spec ARGS...: "B,E,F,CAP" from a sweep's -b, -e, -f and --max-seconds-per-size.
+sweep_spec() {
+    local b="" e="" f="" cap=""
+    while [ $# -gt 1 ]; do
+        case "$1" in -b) b=$2 ;; -e) e=$2 ;; -f) f=$2 ;; --max-seconds-per-size) cap=$2 ;; esac
+        shift
+    done
+    echo "$b,$e,$f,$cap"
+}
+dry_run() {
+    local k=0 step name bin w nodes rpn
+    echo "run_all.sh --dry-run: $PROFILE profile, $NP ranks ($DEVICE), $LAUNCHER, bound to: $BIND_APPLIED; nothing is installed, built or run"
+    echo "results would go to $OUT"
+    for step in "${STEPS[@]}"; do
+        k=$((k + 1))
+        IFS='|' read -r name bin w <<<"$step"
+        ARGS=()
+        step_args "$name"
+        case "$bin" in
+            -) printf '[%d/%d] %s: python3 scripts/report.py --quiet %q\n' "$k" ${#STEPS[@]} "$name" "$OUT" ;;
+            plan|acceptance) printf '[%d/%d] %s: %s\n' "$k" ${#STEPS[@]} "$name" "$(printf '%q ' "$BIN/$bin" "${ARGS[@]}")" ;;
+            *) printf '[%d/%d] %s: %s\n' "$k" ${#STEPS[@]} "$name" "$(printf '%q ' timeout -k 10 "$STEP_LIMIT" "${LAUNCH[@]}" "$BIN/$bin" \
+                   "${ARGS[@]}" "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json")" ;;
+        esac
+    done
+    # Ranks per node: --ranks-per-node, else the hostfile's slots spread over its hosts, else one node.
+    rpn=$RPN
+    if [ -z "$rpn" ] && [ -n "$HOSTFILE" ]; then
+        nodes=$(awk '{ sub(/#.*/, "") } NF { n++ } END { print n + 0 }' "$HOSTFILE")
+        rpn=$(( (NP + nodes - 1) / nodes ))
+    fi
+    [ -z "$rpn" ] || [ "$rpn" -gt "$NP" ] && rpn=$NP
+    local est=(--np "$NP" --ranks-per-node "$rpn" --step-limit "$STEP_LIMIT" --sweep "$(sweep_spec "${SWEEP[@]}")"
+               --p2p "$(sweep_spec "${P2P[@]}")" --matrix-cap 1)
+    [ -n "${HYBRID[*]}" ] && est+=(--hybrid)
+    [ -n "$ACCEPT" ] && est+=(--acceptance)
+    echo ""
+    if [ -x "$BIN/run_estimate" ]; then "$BIN/run_estimate" "${est[@]}" || return $?
+    else echo "no estimate: $BIN/run_estimate is not built (make $BUILD/bin/run_estimate); it would be: run_estimate ${est[*]}"
+    fi
+}
+if [ "$DRY" = 1 ]; then dry_run; exit $?; fi
 
 FAILED=() ACCEPT_FAILED=0 START=$SECONDS DONE_W=0
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$OUT/steps.tsv"; } # name status rc secs note

@@ -205,9 +205,19 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_
     return status;
 }
 
-/* Rank 0: summaries per link class, slow pairs flagged, matrices written. */
+/* ", rail K" for a pair on a rail, "" otherwise. */
+static const char *rail_words(int rail, char *buf, size_t len)
+{
+    if (rail < 0) return "";
+    snprintf(buf, len, ", rail %d", rail);
+    return buf;
+}
+
+/* Rank 0: summaries per link class, slow pairs flagged (against their class and
+ * their rail), matrices written. */
 static int matrix_report(pb_bench *b, const p2p_opts *o, pb_p2p_matrix_pair_result *pr, int npairs)
 {
+    char railbuf[32];
     pb_p2p_matrix_class_summary s[3];
     int nclasses = pb_p2p_matrix_summarize(pr, npairs, s);
     int slow = pb_p2p_matrix_flag_slow(pr, npairs, s, nclasses, 0.8, 2.0);
@@ -218,9 +228,11 @@ static int matrix_report(pb_bench *b, const p2p_opts *o, pb_p2p_matrix_pair_resu
                        s[c].bw_median, s[c].bw_max);
     for (int i = 0; i < npairs; i++)
         if (pr[i].slow)
-            pb_report_note(b->rep, "SLOW pair %d-%d (%s): %.3f GB/s, %.2f us (below 0.8x the median bw or above "
-                                   "2x the median latency of its class)",
-                           pr[i].a, pr[i].b, pr[i].link, pr[i].bw_GBps, pr[i].lat_us);
+            pb_report_note(b->rep, "SLOW pair %d-%d (%s%s): %.3f GB/s, %.2f us (below 0.8x the median bw or above "
+                                   "2x the median latency of its %s)",
+                           pr[i].a, pr[i].b, pr[i].link, rail_words(pr[i].rail, railbuf, sizeof railbuf), pr[i].bw_GBps,
+                           pr[i].lat_us, pr[i].slow == PB_P2P_MATRIX_SLOW_CLASS ? "class"
+                                         : pr[i].slow == PB_P2P_MATRIX_SLOW_RAIL ? "rail" : "class and of its rail");
     pb_report_summary(b->rep, "slow_pairs", "Slow pairs", slow, NULL);
     if (!o->matrix_csv) return PB_OK;
     char path[4096];
@@ -243,17 +255,21 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2
     pb_p2p_rounds_measure *m = calloc(npairs, sizeof *m);
     if (!pr || !m) status = pb_fail(PB_ERR_ENV, "out of memory for %d pairs", sch->npairs);
     status = pb_world_agree(&b->w, status);
+    int *local = calloc((size_t)b->w.size, sizeof *local);
+    if (!local) status = pb_fail(PB_ERR_ENV, "out of memory for %d ranks", b->w.size);
+    else pb_p2p_matrix_local_ranks(b->w.node_of, b->w.size, local);
+    status = pb_world_agree(&b->w, status);
     pb_p2p_rounds_setup su = {b->be, comm, b->w.comm, mode_cfg(o, PB_P2P_LATENCY, sizes[0]),
                          mode_cfg(o, PB_P2P_BW, sizes[nsizes - 1]), sizes[0], sizes[nsizes - 1], s, r};
     if (b->rep && status == PB_OK) pb_report_header(b->rep);
-    for (int first = 0; first < sch->npairs && status == PB_OK && pr && m;) {
+    for (int first = 0; first < sch->npairs && status == PB_OK && pr && m && local;) {
         int round = sch->pairs[first].round, count = 0;
         while (first + count < sch->npairs && sch->pairs[first + count].round == round) count++;
         status = pb_p2p_rounds_run(&su, sch, first, count, m + first);
         for (int k = first; k < first + count && b->w.rank == 0 && status == PB_OK; k++) {
             int pair[2] = {sch->pairs[k].a, sch->pairs[k].b};
             pr[k] = (pb_p2p_matrix_pair_result){pair[0], pair[1], pb_link_name(pb_world_link(&b->w, pair, 2)), m[k].lat.st.mean,
-                                     m[k].bw.bw_GBps, 0};
+                                     m[k].bw.bw_GBps, 0, pb_p2p_matrix_rail(b->w.node_of, local, pair[0], pair[1])};
             *wrong += (m[k].lat.wrong > 0 ? m[k].lat.wrong : 0) + (m[k].bw.wrong > 0 ? m[k].bw.wrong : 0);
             status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
             if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &m[k].bw, round);
@@ -262,6 +278,7 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2
         first += count;
     }
     if (status == PB_OK && b->rep) status = matrix_report(b, o, pr, sch->npairs);
+    free(local);
     free(pr);
     free(m);
     return status;

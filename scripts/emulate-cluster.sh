@@ -7,6 +7,7 @@
 #   emulate-cluster.sh down [--force]
 #   emulate-cluster.sh status
 #   emulate-cluster.sh mpirun MPIRUN-ARGS...
+#   emulate-cluster.sh env
 #
 # Each "node" is a network namespace pbnodeI (I = 0..N-1) with one veth (pbeth0 inside,
 # pbvI outside) into the bridge pbbr0 in the root namespace. Addresses come from
@@ -71,6 +72,10 @@ usage:
   $ME mpirun MPIRUN-ARGS...
       Run mpirun over the nodes with the flags the emulation needs. Choose the layout
       with -np and --npernode / --map-by; do not pass --hostfile.
+  $ME env
+      Print shell exports (OMPI_MCA_*, PB_EMU_HOSTFILE) that make a plain
+      'mpirun --hostfile \$PB_EMU_HOSTFILE' (run_all.sh --hostfile) reach the nodes:
+      eval "\$($ME env)".
 Needs root (exit 3 otherwise). Exit codes: 0 ok, 2 usage error, 3 environment error.
 EOF
 }
@@ -470,6 +475,25 @@ cmd_mpirun() {
     exec "${cmd[@]}" "$@"
 }
 
+# ---------------------------------------------------------------- env
+
+# The settings `mpirun` adds, as environment variables, for a launcher that builds its own
+# mpirun line (run_all.sh --hostfile): what an ssh-less cluster needs. --bind-to none and
+# --oversubscribe stay the caller's to pass (run_all.sh --bind none).
+cmd_env() {
+    [ $# -eq 0 ] || usage_error "env: takes no arguments"
+    if [ ! -f "$STATE" ] || [ ! -f "$HOSTFILE" ]; then
+        die 3 "env: the emulated cluster is not up; run '$ME up --nodes N --rate RATE' first"
+    fi
+    printf 'export PB_EMU_HOSTFILE=%q\n' "$HOSTFILE"
+    printf 'export OMPI_MCA_plm_rsh_agent=%q\n' "$RSH_AGENT"
+    printf 'export OMPI_MCA_plm_rsh_no_tree_spawn=1\n'
+    printf 'export OMPI_MCA_oob_tcp_if_include=%q\n' "$SUBNET"
+    printf 'export OMPI_MCA_btl_tcp_if_include=%q\n' "$SUBNET"
+    printf 'export OMPI_MCA_btl=%q\n' "${OMPI_MCA_btl:-self,vader,tcp}"
+    printf 'export OMPI_MCA_btl_base_warn_component_unused=0\n'
+}
+
 # ---------------------------------------------------------------- main
 
 [ $# -ge 1 ] || { usage >&2; exit 2; }
@@ -479,6 +503,7 @@ case $sub in
     down)   cmd_down "$@" ;;
     status) cmd_status "$@" ;;
     mpirun) cmd_mpirun "$@" ;;
+    env)    cmd_env "$@" ;;
     -h|--help|help) usage ;;
-    *) usage_error "unknown command '$sub'; accepted: up, down, status, mpirun" ;;
+    *) usage_error "unknown command '$sub'; accepted: up, down, status, mpirun, env" ;;
 esac

@@ -26,6 +26,7 @@ FIGURES = [  # name, caption
     ("intra_inter", "The same collective inside one node and across nodes"),
     ("p2p_bw", "Point-to-point bandwidth"),
     ("p2p_matrix", "Every pair of ranks: latency and bandwidth"),
+    ("groups", "Concurrent groups (node or rail): the median group and the slowest"),
     ("dp_overhead", "Data-parallel overhead vs gradient size, with the comm/compute prediction"),
     ("tp_fraction", "Tensor-parallel communication fraction vs hidden size"),
     ("pp_efficiency", "Pipeline efficiency vs micro-batches, against m/(m+p-1)"),
@@ -197,6 +198,30 @@ def md_text(value):
     return html.escape(text).replace("|", "\\|").replace("`", "\\`")
 
 
+def group_summary(out):
+    """Summary lines for concurrent groups (coll_sweep --groups node|rail): per collective,
+    at its largest size, the median busbw over the groups, the slowest group and the ratio."""
+    for name in ("coll_sweep_intra", "coll_sweep"):
+        rs = [r for r in rows(out, name) if r.get("group")]
+        if len({r["group"] for r in rs}) > 1:
+            break
+    else:
+        return []
+    lines = [f"groups ({name}.csv, {len({r['group'] for r in rs})} groups), at each collective's largest size: "
+             "median group busbw, slowest group, ratio"]
+    for coll in dict.fromkeys(r["collective"] for r in rs):
+        cr = [r for r in rs if r["collective"] == coll]
+        big = max(num(r, "bytes", 0) for r in cr)
+        at = sorted((r for r in cr if num(r, "bytes", 0) == big), key=lambda r: num(r, "busbw_GBps", 0))
+        bw = [num(r, "busbw_GBps", 0) for r in at]
+        k = len(bw)
+        med = bw[k // 2] if k % 2 else (bw[k // 2 - 1] + bw[k // 2]) / 2
+        ratio = f"{bw[0] / med:.2f}" if med > 0 else "n/a"
+        lines.append(f"{coll} at {human_bytes(big)} B: median {med:.3f} GB/s; slowest {at[0]['group']} "
+                     f"{bw[0]:.3f} GB/s; ratio {ratio}")
+    return lines
+
+
 def write_md(out, meta, lines, notes, st, accept):
     md = [f"# parabench run {md_text(os.path.basename(out))}", ""]
     mach = meta.get("machine", {})
@@ -288,7 +313,7 @@ def main(argv):
         meta = json.load(open(os.path.join(out, "meta.json")))
     except (OSError, ValueError):
         meta = {}
-    lines = headlines(out)
+    lines = headlines(out) + group_summary(out)
     accept_path = os.path.join(out, "acceptance.txt")
     accept = open(accept_path).read() if os.path.exists(accept_path) else ""
     st = steps(out)

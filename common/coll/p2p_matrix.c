@@ -51,19 +51,87 @@ int pb_p2p_matrix_summarize(const pb_p2p_matrix_pair_result *r, int n, pb_p2p_ma
     return count;
 }
 
+/* The median latency and bandwidth of every rail 0..nrails-1 (pairs with rail >= 0),
+ * into lat_med[] and bw_med[]: the pairs grouped by rail (a counting sort), each
+ * group sorted. Returns a status. */
+static int rail_medians(const pb_p2p_matrix_pair_result *r, int n, int nrails, double *lat_med, double *bw_med)
+{
+    int *start = calloc((size_t)nrails + 1, sizeof(int)), *fill = calloc((size_t)nrails, sizeof(int));
+    double *lat = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)), *bw = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    int status = start && fill && lat && bw ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d rails", nrails);
+    for (int i = 0; status == PB_OK && i < n; i++)
+        if (r[i].rail >= 0) start[r[i].rail + 1]++;
+    for (int k = 0; status == PB_OK && k < nrails; k++) start[k + 1] += start[k];
+    for (int i = 0; status == PB_OK && i < n; i++) {
+        if (r[i].rail < 0) continue;
+        int at = start[r[i].rail] + fill[r[i].rail]++;
+        lat[at] = r[i].lat_us;
+        bw[at] = r[i].bw_GBps;
+    }
+    for (int k = 0; status == PB_OK && k < nrails; k++) {
+        size_t count = (size_t)(start[k + 1] - start[k]);
+        lat_med[k] = bw_med[k] = 0;
+        if (count == 0) continue;
+        qsort(lat + start[k], count, sizeof(double), cmp_double);
+        qsort(bw + start[k], count, sizeof(double), cmp_double);
+        lat_med[k] = pb_stats_percentile_sorted(lat + start[k], count, 50);
+        bw_med[k] = pb_stats_percentile_sorted(bw + start[k], count, 50);
+    }
+    free(start);
+    free(fill);
+    free(lat);
+    free(bw);
+    return status;
+}
+
+static int below(const pb_p2p_matrix_pair_result *p, double lat_med, double bw_med, double bw_frac, double lat_factor)
+{
+    return p->bw_GBps < bw_frac * bw_med || p->lat_us > lat_factor * lat_med;
+}
+
 int pb_p2p_matrix_flag_slow(pb_p2p_matrix_pair_result *r, int n, const pb_p2p_matrix_class_summary *s, int nclasses, double bw_frac,
                         double lat_factor)
 {
+    int nrails = 0;
+    for (int i = 0; i < n; i++)
+        if (r[i].rail + 1 > nrails) nrails = r[i].rail + 1;
+    double *lat_med = calloc((size_t)nrails + 1, sizeof(double)), *bw_med = calloc((size_t)nrails + 1, sizeof(double));
+    /* Without memory for the rails, the class rule still applies. */
+    int rails_ok = lat_med && bw_med && rail_medians(r, n, nrails, lat_med, bw_med) == PB_OK;
     int slow = 0;
     for (int i = 0; i < n; i++) {
         r[i].slow = 0;
-        for (int c = 0; c < nclasses; c++) {
-            if (strcmp(s[c].link, r[i].link) != 0) continue;
-            r[i].slow = r[i].bw_GBps < bw_frac * s[c].bw_median || r[i].lat_us > lat_factor * s[c].lat_median;
-        }
-        slow += r[i].slow;
+        for (int c = 0; c < nclasses; c++)
+            if (strcmp(s[c].link, r[i].link) == 0 && below(&r[i], s[c].lat_median, s[c].bw_median, bw_frac, lat_factor))
+                r[i].slow |= PB_P2P_MATRIX_SLOW_CLASS;
+        if (rails_ok && r[i].rail >= 0 && below(&r[i], lat_med[r[i].rail], bw_med[r[i].rail], bw_frac, lat_factor))
+            r[i].slow |= PB_P2P_MATRIX_SLOW_RAIL;
+        slow += r[i].slow != 0;
     }
+    free(lat_med);
+    free(bw_med);
     return slow;
+}
+
+void pb_p2p_matrix_local_ranks(const int *node_of, int nranks, int *local)
+{
+    int nnodes = 0;
+    for (int i = 0; i < nranks; i++)
+        if (node_of[i] + 1 > nnodes) nnodes = node_of[i] + 1;
+    int *seen = calloc((size_t)nnodes + 1, sizeof(int));
+    for (int i = 0; i < nranks; i++) local[i] = seen ? seen[node_of[i]]++ : -1; /* no memory: no rails */
+    free(seen);
+}
+
+int pb_p2p_matrix_rail(const int *node_of, const int *local, int a, int b)
+{
+    return node_of[a] != node_of[b] && local[a] == local[b] ? local[a] : -1;
+}
+
+const char *pb_p2p_matrix_slow_name(int slow)
+{
+    static const char *names[] = {"", "class", "rail", "class+rail"};
+    return names[slow & 3];
 }
 
 /* Open path.tmp; finish_file renames it into place, so readers never see half a file. */
@@ -86,9 +154,10 @@ int pb_p2p_matrix_write_pairs(const char *path, const pb_p2p_matrix_pair_result 
     char tmp[4096];
     FILE *f = start_file(path, tmp, sizeof tmp);
     if (!f) return PB_ERR_ENV;
-    fprintf(f, "a,b,link_class,latency_us,bw_GBps,slow\n");
+    fprintf(f, "a,b,link_class,latency_us,bw_GBps,slow,rail,slow_against\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "%d,%d,%s,%.6g,%.6g,%d\n", r[i].a, r[i].b, r[i].link, r[i].lat_us, r[i].bw_GBps, r[i].slow);
+        fprintf(f, "%d,%d,%s,%.6g,%.6g,%d,%d,%s\n", r[i].a, r[i].b, r[i].link, r[i].lat_us, r[i].bw_GBps, r[i].slow != 0,
+                r[i].rail, pb_p2p_matrix_slow_name(r[i].slow));
     return finish_file(f, tmp, path);
 }
 

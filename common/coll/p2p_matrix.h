@@ -10,8 +10,12 @@ typedef struct pb_p2p_matrix_pair_result {
     const char *link;   /* pb_link_name of the pair */
     double lat_us;      /* half round trip at the small size */
     double bw_GBps;     /* streaming bandwidth at the large size */
-    int slow;           /* set by pb_p2p_matrix_flag_slow */
+    int slow;           /* set by pb_p2p_matrix_flag_slow: PB_P2P_MATRIX_SLOW_* bits */
+    int rail;           /* inter-node pair of local ranks k <-> k: k (pb_p2p_matrix_rail); else -1 */
 } pb_p2p_matrix_pair_result;
+
+/* What a slow pair was slow against: its link class, its rail, or both. */
+enum { PB_P2P_MATRIX_SLOW_CLASS = 1, PB_P2P_MATRIX_SLOW_RAIL = 2 };
 
 typedef struct pb_p2p_matrix_class_summary {
     const char *link;
@@ -23,16 +27,33 @@ typedef struct pb_p2p_matrix_class_summary {
 /* Summaries per link class present (at most 3: intra, inter, mixed). Returns how many. */
 int pb_p2p_matrix_summarize(const pb_p2p_matrix_pair_result *r, int n, pb_p2p_matrix_class_summary out[3]);
 
-/* Flag pairs whose bandwidth is below bw_frac x their class median, or whose
- * latency is above lat_factor x their class median. Returns how many. */
+/* Flag pairs whose bandwidth is below bw_frac x the median, or whose latency
+ * is above lat_factor x the median, of their link class (PB_P2P_MATRIX_SLOW_CLASS)
+ * and, for pairs on a rail (rail >= 0), of that rail's pairs across every node
+ * pair (PB_P2P_MATRIX_SLOW_RAIL): a slow NIC or switch of one rail stands out
+ * against its own rail even when every rail differs. Returns how many pairs
+ * are flagged. */
 int pb_p2p_matrix_flag_slow(pb_p2p_matrix_pair_result *r, int n, const pb_p2p_matrix_class_summary *s, int nclasses, double bw_frac,
                         double lat_factor);
+
+/* Each rank's index among the ranks of its node (node_of[rank]), in rank
+ * order, into local[0..nranks-1]: the "local rank" that names a rail. */
+void pb_p2p_matrix_local_ranks(const int *node_of, int nranks, int *local);
+
+/* The rail of pair a,b: local rank k when a and b are on different nodes and
+ * both are local rank k there (the pair a rail-optimised fabric keeps on one
+ * switch); -1 for intra-node and cross-rail pairs. */
+int pb_p2p_matrix_rail(const int *node_of, const int *local, int a, int b);
+
+/* "class", "rail", "class+rail" or "" for a pair's slow bits. */
+const char *pb_p2p_matrix_slow_name(int slow);
 
 /* Write an N x N matrix CSV ("rank,0,1,...") of latency (which = 0) or
  * bandwidth (which = 1); the diagonal is empty. Returns a status. */
 int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pair_result *r, int n, int which);
 
-/* Write one line per pair: a,b,link_class,latency_us,bw_GBps,slow. */
+/* Write one line per pair: a,b,link_class,latency_us,bw_GBps,slow (0/1),rail
+ * (-1: none),slow_against (pb_p2p_matrix_slow_name). */
 int pb_p2p_matrix_write_pairs(const char *path, const pb_p2p_matrix_pair_result *r, int n);
 
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # p2p_sweep --matrix: concurrent rounds (the default) against --matrix-serial on
 # 4 and 5 ranks: the same pairs, each once, disjoint within a round, the round
-# count in the metadata; a combination that cannot apply is refused.
+# count in the metadata; the pairs file's rail and slow_against columns; a combination that cannot apply is refused.
 source "$(dirname "$0")/lib.sh"
 
 for np in 4 5; do
@@ -35,6 +35,21 @@ assert all(r["round"] == -1 or r["round"] >= 0 for r in ser["rows"])
 assert sorted({r["round"] for r in ser["rows"]}) == list(range(len(everyone)))
 PY
 done
+
+# The pairs file: every pair once, with its rail and what a slow pair was slow against;
+# on one node no pair is on a rail (rails are inter-node pairs k <-> k:
+# test_run_all_cluster.sh sees them on two nodes).
+expect_rc 0 "p2p_sweep --matrix --matrix-csv on 4 ranks" -- \
+    mpi 4 "$BIN/p2p_sweep" --matrix --sizes 8,64K -n 20 -w 2 --matrix-csv "$TMP/m"
+python3 - "$TMP/m-pairs.csv" <<'PY' && pass "pairs file: rail -1 on one node, slow_against matches slow" || fail "pairs file"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 6, rows
+assert list(rows[0]) == ["a", "b", "link_class", "latency_us", "bw_GBps", "slow", "rail", "slow_against"], list(rows[0])
+for r in rows:
+    assert r["rail"] == "-1", r
+    assert (r["slow"] == "1") == (r["slow_against"] in ("class", "rail", "class+rail")), r
+PY
 
 expect_rc 2 "--matrix with --pair is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --pair 0,1
 expect_in "$TMP/err" "--pair: does not apply to --matrix" "the message names --pair and --matrix"

@@ -12,10 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* 4 ranks on 2 nodes: (0,1) and (2,3) intra, the rest inter; pair 1-2 has a bad link. */
+/* 4 ranks on 2 nodes: (0,1) and (2,3) intra, the rest inter (0-2 rail 0, 1-3 rail 1);
+ * pair 1-2 has a bad link. */
 static pb_p2p_matrix_pair_result pairs[] = {
-    {0, 1, "intra", 0.5, 10.0, 0}, {0, 2, "inter", 10, 1.20, 0}, {0, 3, "inter", 11, 1.25, 0},
-    {1, 2, "inter", 12, 0.40, 0},  {1, 3, "inter", 10, 1.22, 0}, {2, 3, "intra", 0.6, 9.0, 0},
+    {0, 1, "intra", 0.5, 10.0, 0, -1}, {0, 2, "inter", 10, 1.20, 0, 0}, {0, 3, "inter", 11, 1.25, 0, -1},
+    {1, 2, "inter", 12, 0.40, 0, -1},  {1, 3, "inter", 10, 1.22, 0, 1}, {2, 3, "intra", 0.6, 9.0, 0, -1},
 };
 #define NP ((int)(sizeof pairs / sizeof pairs[0]))
 
@@ -48,6 +49,70 @@ static void slow_pairs(void **state)
     pairs[0].lat_us = 0.5;
 }
 
+/* Local ranks and rails: rank order within each node, whatever the placement;
+ * a rail is an inter-node pair of equal local ranks. */
+static void rails(void **state)
+{
+    (void)state;
+    int node_of[] = {0, 1, 0, 1, 2, 2}, local[6];
+    pb_p2p_matrix_local_ranks(node_of, 6, local);
+    int want[] = {0, 0, 1, 1, 0, 1};
+    for (int i = 0; i < 6; i++) assert_int_equal(local[i], want[i]);
+    assert_int_equal(pb_p2p_matrix_rail(node_of, local, 0, 1), 0);  /* nodes 0,1; local 0,0 */
+    assert_int_equal(pb_p2p_matrix_rail(node_of, local, 2, 5), 1);  /* nodes 0,2; local 1,1 */
+    assert_int_equal(pb_p2p_matrix_rail(node_of, local, 0, 3), -1); /* cross-rail */
+    assert_int_equal(pb_p2p_matrix_rail(node_of, local, 0, 2), -1); /* same node */
+}
+
+/* 3 nodes x 2 ranks. Rail 0 runs at 2 GB/s, rail 1 at 1 GB/s, cross-rail pairs at
+ * 1.5: the inter class median is 1.5. Pair 0-4 on rail 0 at 1.3 is fine for its
+ * class (>= 1.2) but slow for its rail (< 1.6): flagged "rail" only. Rail 1's
+ * pairs are below their class, not their rail: "class" only. */
+static void slow_against_rail(void **state)
+{
+    (void)state;
+    pb_p2p_matrix_pair_result r[] = {
+        {0, 2, "inter", 10, 2.0, 0, 0}, {2, 4, "inter", 10, 2.0, 0, 0}, {0, 4, "inter", 10, 1.3, 0, 0},
+        {1, 3, "inter", 10, 1.0, 0, 1}, {3, 5, "inter", 10, 1.0, 0, 1}, {1, 5, "inter", 10, 1.0, 0, 1},
+        {0, 3, "inter", 10, 1.5, 0, -1}, {1, 2, "inter", 10, 1.5, 0, -1}, {0, 5, "inter", 10, 1.5, 0, -1},
+        {1, 4, "inter", 10, 1.5, 0, -1}, {2, 5, "inter", 10, 1.5, 0, -1}, {3, 4, "inter", 10, 1.5, 0, -1},
+        {0, 1, "intra", 1, 9.0, 0, -1},
+    };
+    int n = (int)(sizeof r / sizeof r[0]);
+    pb_p2p_matrix_class_summary s[3];
+    int nc = pb_p2p_matrix_summarize(r, n, s);
+    assert_int_equal(pb_p2p_matrix_flag_slow(r, n, s, nc, 0.8, 2.0), 4);
+    assert_int_equal(r[0].slow, 0);
+    assert_int_equal(r[2].slow, PB_P2P_MATRIX_SLOW_RAIL);
+    for (int i = 3; i < 6; i++) assert_int_equal(r[i].slow, PB_P2P_MATRIX_SLOW_CLASS);
+    for (int i = 6; i < n; i++) assert_int_equal(r[i].slow, 0);
+    assert_string_equal(pb_p2p_matrix_slow_name(r[2].slow), "rail");
+    /* slow against both */
+    r[2].bw_GBps = 0.5;
+    pb_p2p_matrix_flag_slow(r, n, s, nc, 0.8, 2.0);
+    assert_int_equal(r[2].slow, PB_P2P_MATRIX_SLOW_CLASS | PB_P2P_MATRIX_SLOW_RAIL);
+    assert_string_equal(pb_p2p_matrix_slow_name(r[2].slow), "class+rail");
+}
+
+static void pairs_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pb-pairs-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    pb_p2p_matrix_pair_result r[] = {{0, 2, "inter", 10, 0.5, PB_P2P_MATRIX_SLOW_RAIL, 0}};
+    assert_int_equal(pb_p2p_matrix_write_pairs(path, r, 1), 0);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "a,b,link_class,latency_us,bw_GBps,slow,rail,slow_against\n");
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "0,2,inter,10,0.5,1,0,rail\n");
+    fclose(f);
+    close(fd);
+    unlink(path);
+}
+
 static void matrix_file(void **state)
 {
     (void)state;
@@ -73,6 +138,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(summaries),
         cmocka_unit_test(slow_pairs),
+        cmocka_unit_test(rails),
+        cmocka_unit_test(slow_against_rail),
+        cmocka_unit_test(pairs_file),
         cmocka_unit_test(matrix_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# run_all.sh --dry-run: prints every step with its launch line and an upper bound
+# on its duration, exits 0, and installs, builds and runs nothing (no results
+# folder, no build folder). The estimate's arithmetic is tested by
+# tests/unit/test_run_estimate.c; here, that run_all.sh passes it the world and
+# the profile: 1024 ranks, 8 per node, the matrix's 1023 rounds.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+RA=$ROOT/run_all.sh
+[ -x "$BIN/run_estimate" ] || fail "$BIN/run_estimate is missing; build it first (make)"
+
+expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8" -- \
+    env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --out "$TMP/never"
+[ -e "$TMP/never" ] && fail "--dry-run made the results folder"
+expect_in "$TMP/out" "nothing is installed, built or run" "says it runs nothing"
+expect_in "$TMP/out" "[4/10] p2p_matrix: timeout -k 10 900 mpirun -np 1024" "the matrix step's launch line"
+expect_in "$TMP/out" "--npernode 8" "the launch line places 8 ranks per node"
+expect_in "$TMP/out" "1024 ranks on 128 node(s) of 8" "the estimate's world"
+expect_in "$TMP/out" "1023 rounds x 2 sizes x 1 s cap" "the matrix's rounds, from the schedule"
+expect_in "$TMP/out" "7 collectives x 12 sizes x 3 s cap" "the default profile's sweep caps"
+expect_in "$TMP/out" "upper bound" "says it is an upper bound"
+grep -q '^total .* at most' "$TMP/out" && pass "a total" || fail "no total line"
+
+# A build folder that does not exist is not made: no build, no estimate, still exit 0.
+expect_rc 0 "--dry-run without a build" -- env BUILD=no-such-build "$RA" --dry-run --quick --np 4
+[ -e "$ROOT/no-such-build" ] && { fail "--dry-run built into no-such-build"; rm -rf "$ROOT/no-such-build"; }
+expect_in "$TMP/out" "no estimate: " "says why there is no estimate"
+expect_in "$TMP/out" "[1/10] coll_sweep: " "still lists the steps"
+finish
