@@ -287,6 +287,10 @@ case "$PROFILE" in
            STEP_LIMIT=900 ;;
 esac
 [ "$GPUS" -gt 0 ] && MODEL=("${MODEL_GPU[@]}")
+# The all-pairs matrix runs at most NP-1 rounds of 2 sizes: cap each size so the
+# whole matrix takes at most half the step limit (1 s a size on small worlds).
+MATRIX_CAP=$(awk -v n="$NP" -v lim="$STEP_LIMIT" 'BEGIN { c = lim / 2 / (2 * (n > 1 ? n - 1 : 1))
+    if (c > 1) c = 1; if (c < 0.01) c = 0.01; printf "%.3g", c }')
 # One pipeline stage per rank: the stages must divide the layers, so round the model's layers up to a multiple of NP.
 model_layers=4 # tiny has 4
 for ((i = 0; i + 1 < ${#MODEL[@]}; i++)); do [ "${MODEL[i]}" = --layers ] && model_layers=${MODEL[i + 1]}; done
@@ -316,7 +320,7 @@ step_args() {
         coll_sweep)       ARGS=(--coll all "${SWEEP[@]}") ;;
         coll_sweep_intra) ARGS=(--coll all --groups node "${SWEEP[@]}") ;;
         p2p_sweep)        ARGS=(--mode all "${P2P[@]}") ;;
-        p2p_matrix)       ARGS=(--matrix --sizes 8,1M --max-seconds-per-size 1 --matrix-csv "$OUT/p2p_matrix") ;;
+        p2p_matrix)       ARGS=(--matrix --sizes 8,1M --max-seconds-per-size "$MATRIX_CAP" --matrix-csv "$OUT/p2p_matrix") ;;
         dp_allreduce)     ARGS=(--overlap none,bucket "${MODEL[@]}" "${DP[@]}") ;;
         tp_layer)         ARGS=(--tp-comm allreduce,sp "${MODEL[@]}" "${TP[@]}") ;;
         pp_pipeline)      ARGS=(--schedule gpipe,1f1b "${MODEL[@]}" --layers "$PP_LAYERS" "${PP[@]}" --trace "$OUT/pp_trace.csv") ;;
@@ -363,7 +367,7 @@ dry_run() {
     fi
     [ -z "$rpn" ] || [ "$rpn" -gt "$NP" ] && rpn=$NP
     local est=(--np "$NP" --ranks-per-node "$rpn" --step-limit "$STEP_LIMIT" --sweep "$(sweep_spec "${SWEEP[@]}")"
-               --p2p "$(sweep_spec "${P2P[@]}")" --matrix-cap 1)
+               --p2p "$(sweep_spec "${P2P[@]}")" --matrix-cap "$MATRIX_CAP")
     [ -n "${HYBRID[*]}" ] && est+=(--hybrid)
     [ -n "$ACCEPT" ] && est+=(--acceptance)
     echo ""
