@@ -4,7 +4,7 @@
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
 #                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
-#                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run]
+#                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
 #
 #   --quick        a short pass (well under two minutes on a 2-core machine)
 #   --full         long sweeps (to 256 MB) and bigger workloads
@@ -14,6 +14,8 @@
 #                  domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
 #   --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
 #   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
+#   --reproduce    also set up the documents' figures (DP 11%, PP 82%, TP bytes, 3D placement) scaled to
+#                  the rates this run measured, measure them and write RESULTS/reproduce.csv (docs/reproduce.md)
 #   --no-install   never install packages: say what is missing and exit 3 (dependencies found
 #                  on PATH, by pkg-config or through MPI_HOME/CUDA_HOME/NCCL_HOME are never reinstalled)
 #   --dry-run      print the steps, each one's launch line and an upper bound on its duration
@@ -28,7 +30,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
 
-PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND="" INSTALL=1 DRY=0
+REPRODUCE=0 PROFILE=default NP="" HOSTFILE="" RPN="" BACKEND="" OUT="" QUIET=0 ACCEPT="" JUNIT="" BIND="" INSTALL=1 DRY=0
 BUILD=${BUILD:-build}
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 die_usage() { echo "run_all.sh: option $1: $2" >&2; exit 2; }
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
         --quiet) QUIET=1 ;;
         --no-install) INSTALL=0 ;;
         --dry-run) DRY=1 ;;
+        --reproduce) REPRODUCE=1 ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "$1" "unknown option; see --help" ;;
     esac
@@ -309,8 +312,13 @@ STEPS=(
     "tp_layer|tp_layer|8"
     "pp_pipeline|pp_pipeline|10"
     "hybrid_3d|hybrid_3d|8"
+    "compute_probe|compute_probe|2"
     "plan_fit|plan|1"
+    "calibrate|plan|1"
 )
+# --reproduce: the documents' figures, each set up from the rates measured above (scripts/reproduce.py).
+[ "$REPRODUCE" = 1 ] && STEPS+=("repro_busbw|coll_sweep|6" "repro_setup|-|1" "repro_dp|dp_allreduce|15" "repro_pp|pp_pipeline|10"
+                                "repro_tp|tp_layer|4" "repro_write|-|2")
 [ -n "$ACCEPT" ] && STEPS+=("acceptance|acceptance|1")
 STEPS+=("report|-|5")
 # step_args NAME: the step's arguments in the array ARGS, one word per element.
@@ -326,6 +334,10 @@ step_args() {
         pp_pipeline)      ARGS=(--schedule gpipe,1f1b "${MODEL[@]}" --layers "$PP_LAYERS" "${PP[@]}" --trace "$OUT/pp_trace.csv") ;;
         hybrid_3d)        ARGS=("${HYBRID[@]}") ;;
         plan_fit)         ARGS=(--fit "$OUT" --csv "$OUT/plan_fit.csv") ;;
+        compute_probe)    ARGS=(--sizes 256,512,1024 -n 5 --copy-bytes 0 --csv "$OUT/compute_probe.csv") ;;
+        calibrate)        ARGS=(--calibrate "$OUT" -o "$OUT/cluster.txt") ;;
+        repro_busbw)      ARGS=(--coll allreduce -b 1M -e 64M -f 2 --max-seconds-per-size 0.5) ;; # sizes DP will use
+        repro_dp|repro_pp|repro_tp) mapfile -t ARGS <"$OUT/reproduce/$1.args" ;;
         acceptance)       ARGS=(--thresholds "$ACCEPT" --results "$OUT" --junit "${JUNIT:-$OUT/acceptance-junit.xml}") ;;
         *)                ARGS=() ;;
     esac
@@ -437,7 +449,7 @@ run_step() { # k name binary
     fi
     # One rank: what needs a peer (point-to-point, the link fit) is skipped with its reason, the
     # rest runs, as nccl-tests and OSU do with -np 1.
-    if [ "$NP" -lt 2 ] && [[ "$name" =~ ^(p2p_sweep|p2p_matrix|plan_fit)$ ]]; then
+    if [ "$NP" -lt 2 ] && [[ "$name" =~ ^(p2p_sweep|p2p_matrix|plan_fit|calibrate)$ ]]; then
         record "$name" skipped - 0 "needs at least 2 ranks; this run has $NP"; say "  skipped: needs at least 2 ranks"; return
     fi
     if [ "$name" = hybrid_3d ] && [ -n "$HYBRID_NOTE" ]; then
@@ -445,6 +457,19 @@ run_step() { # k name binary
     fi
     local rc
     STEP_NAME=$name STEP_T0=$t0 # from here a signal records this step as interrupted
+    if [[ "$name" =~ ^repro_(dp|pp|tp)$ ]] && [ ! -f "$OUT/reproduce/$name.args" ]; then
+        record "$name" skipped - 0 "repro_setup chose no configuration (see logs/repro_setup.err)"; return
+    fi
+    if [ "$name" = repro_setup ] || [ "$name" = repro_write ]; then # scripts/reproduce.py
+        local what=setup arg=$NP
+        [ "$name" = repro_write ] && what=write arg=$BIN
+        run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" python3 scripts/reproduce.py "$what" "$OUT" "$arg"
+        rc=$?
+        STEP_NAME=""
+        if [ "$rc" -eq 0 ]; then record "$name" ok 0 $((SECONDS - t0)) ""
+        else FAILED+=("$name(exit $rc)"); record "$name" failed "$rc" $((SECONDS - t0)) "see logs/$name.err"; fi
+        return
+    fi
     if [ "$bin" = - ]; then
         run_report
         rc=$?
@@ -460,7 +485,7 @@ run_step() { # k name binary
     step_args "$name"
     # timeout puts itself and the launcher in a process group of their own: a signal's trap stops that.
     case "$bin" in
-        plan|acceptance) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" "${ARGS[@]}" ;;
+        plan|acceptance|compute_probe) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 5 "$STEP_LIMIT" "$BIN/$bin" "${ARGS[@]}" ;;
         *) run_bg "$OUT/$name.txt" "$OUT/logs/$name.err" timeout -k 10 "$STEP_LIMIT" "${launch[@]}" "$BIN/$bin" \
                "${ARGS[@]}" "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json" ;;
     esac

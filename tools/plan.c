@@ -4,9 +4,11 @@
  *   plan --model M --cluster C --gpus N       rank every (t, p, d) with t*p*d = N
  *   plan ... --tp T --pp P --dp D             one configuration, term by term
  *   plan --fit RESULTS_DIR [--csv FILE]       fit alpha-beta, predict a run's rows
+ *   plan --calibrate RESULTS_DIR [-o FILE]    fitted links + GEMM rate as a cluster file
+ *   plan --pp-simulate P,M,TF,TB,TMSG         a pipeline step simulated from stage times (us)
  *
  * Exit: 0 ok; 1 a reproduced figure differs, or no configuration is valid
- * and fits; 2 usage; 3 no sweep data to fit. */
+ * and fits; 2 usage; 3 no sweep data to fit (or no results directory to calibrate from). */
 #include "plan/cluster.h"
 #include "core/error.h"
 #include "core/escape.h"
@@ -16,6 +18,7 @@
 #include "plan/plan.h"
 #include "plan/plan_fit.h"
 #include "plan/presets.h"
+#include "workload/pp_schedule.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -26,7 +29,7 @@
 
 typedef struct {
     int reproduce;
-    const char *fit_dir, *csv, *json, *model_name, *cluster_name;
+    const char *fit_dir, *calibrate_dir, *cluster_out, *pp_sim, *csv, *json, *model_name, *cluster_name;
     long long gpus, tp, pp, dp, top;
     pb_model_train job;
     pb_model_cluster cluster;
@@ -43,10 +46,12 @@ static void usage(FILE *out)
             "usage: plan --reproduce\n"
             "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D] [options]\n"
             "       plan --fit RESULTS_DIR [--csv FILE]\n"
+            "       plan --calibrate RESULTS_DIR [-o|--cluster-out FILE]\n"
+            "       plan --pp-simulate P,M,T_FWD_US,T_BWD_US,T_MSG_US [--schedule gpipe|1f1b]\n"
             "model:   --model %s\n"
             "         --hidden H --layers L --heads A --seq S --vocab V --micro-batch B --params P\n"
             "         --dtype bf16|fp16|fp32 (activations and gradients on the wire)\n"
-            "cluster: --cluster %s\n"
+            "cluster: --cluster %s, or a cluster file (plan --calibrate writes one)\n"
             "         --gpus-per-node G --intra-bw GB/s --intra-lat us --inter-bw GB/s --inter-lat us\n"
             "         --tflops sustained-GEMM-TFLOP/s --hbm-bw GB/s --gpu-mem GB\n"
             "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b|interleaved [--interleave V]\n"
@@ -58,7 +63,7 @@ static void usage(FILE *out)
 enum {
     O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
     O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
-    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP
+    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM
 };
 
 static const struct option long_opts[] = {
@@ -77,7 +82,9 @@ static const struct option long_opts[] = {
     {"gpu-mem", required_argument, 0, O_MEM}, {"global-batch", required_argument, 0, O_GB},
     {"schedule", required_argument, 0, O_SCHED}, {"recompute", required_argument, 0, O_RC},
     {"sp", required_argument, 0, O_SP}, {"hbm-bw", required_argument, 0, O_HBM},
-    {"interleave", required_argument, 0, O_VSTAGES}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0},
+    {"interleave", required_argument, 0, O_VSTAGES}, {"help", no_argument, 0, O_HELP},
+    {"calibrate", required_argument, 0, O_CALIBRATE}, {"cluster-out", required_argument, 0, O_CLUSTER_OUT},
+    {"pp-simulate", required_argument, 0, O_PP_SIM}, {0, 0, 0, 0},
 };
 
 static int choice(const char *opt, const char *arg, const char *const *names, int *out)
@@ -98,6 +105,9 @@ static int parse_one(options *o, int c, const char *arg)
     switch (c) {
     case O_REPRO: o->reproduce = 1; return PB_OK;
     case O_FIT: o->fit_dir = arg; return PB_OK;
+    case O_CALIBRATE: o->calibrate_dir = arg; return PB_OK;
+    case O_CLUSTER_OUT: o->cluster_out = arg; return pb_outpath_add("--cluster-out", arg);
+    case O_PP_SIM: o->pp_sim = arg; return PB_OK;
     case O_CSV: o->csv = arg; return pb_outpath_add("--csv", arg);
     case O_JSON: o->json = arg; return pb_outpath_add("--json", arg);
     case O_MODEL: o->model_name = arg; return PB_OK;
@@ -164,7 +174,7 @@ static int build_job(options *o)
 static int build_cluster(options *o)
 {
     pb_model_cluster *c = &o->cluster;
-    PB_TRY(pb_cluster_preset(o->cluster_name ? o->cluster_name : "a100", "--cluster", c));
+    PB_TRY(pb_cluster_lookup(o->cluster_name ? o->cluster_name : "a100", "--cluster", c));
     if (o->gpn > 0) c->gpus_per_node = (int)o->gpn;
     setd_if(o->intra_bw, &c->intra.bw_Bps, 1e9);
     setd_if(o->intra_lat, &c->intra.alpha_s, 1e-6);
@@ -219,6 +229,37 @@ static int run_model(options *o, const char *cmdline)
     return st;
 }
 
+/* plan --pp-simulate P,M,TF,TB,TMSG: the executor's schedule (workload/pp_schedule.h)
+ * run as a discrete-event simulation with fixed stage times, for a pipeline
+ * deeper than the machine has ranks. */
+static int run_pp_simulate(const options *o)
+{
+    double v[5];
+    char tail;
+    if (sscanf(o->pp_sim, "%lf,%lf,%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5 || v[0] < 1 ||
+        v[0] > 1024 || v[1] < 1 || v[1] > 1e5 || v[0] != (int)v[0] || v[1] != (int)v[1] || v[2] <= 0 || v[3] <= 0 ||
+        v[4] < 0)
+        return pb_error_usage("--pp-simulate", "'%s' is not P,M,T_FWD_US,T_BWD_US,T_MSG_US (stages 1-1024, "
+                              "micro-batches >= 1, positive times, transfer >= 0)", o->pp_sim);
+    int p = (int)v[0], m = (int)v[1];
+    PB_TRY(pb_pp_schedule_valid(o->job.sched, p, m, 1));
+    pb_pp_schedule_plan *plans = calloc((size_t)p, sizeof *plans);
+    if (!plans) return pb_fail(PB_ERR_ENV, "out of memory");
+    int st = PB_OK;
+    for (int s = 0; s < p && st == PB_OK; s++) st = pb_pp_schedule_plan_build(o->job.sched, p, m, 1, s, &plans[s]);
+    double step = 0;
+    if (st == PB_OK) st = pb_pp_schedule_simulate(plans, p, v[2], v[3], v[4], &step, NULL);
+    for (int s = 0; s < p; s++) pb_pp_schedule_plan_free(&plans[s]);
+    free(plans);
+    if (st != PB_OK) return st;
+    double ideal = m * (v[2] + v[3]);
+    printf("schedule %s stages %d micro_batches %d t_fwd_us %.3f t_bwd_us %.3f t_msg_us %.3f\n",
+           pb_pp_sched_name(o->job.sched), p, m, v[2], v[3], v[4]);
+    printf("step_us %.3f ideal_us %.3f efficiency %.5f efficiency_theory %.5f\n", step, ideal, ideal / step,
+           pb_model_pipe_efficiency(m, p));
+    return PB_OK;
+}
+
 /* The command as a shell reads it back (core/escape.h), cut to the buffer. */
 static void join_args(int argc, char **argv, char *buf, size_t len)
 {
@@ -243,8 +284,9 @@ int main(int argc, char **argv)
     join_args(argc, argv, cmdline, sizeof cmdline);
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ho:", long_opts, NULL)) != -1) {
         if (c == 'h' || c == O_HELP) { usage(stdout); return PB_OK; }
+        if (c == 'o') c = O_CLUSTER_OUT;
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
             if (optopt) return pb_error_usage(bad, "needs a value or is unknown; see plan --help");
@@ -254,13 +296,19 @@ int main(int argc, char **argv)
         if (st != PB_OK) return st;
     }
     if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; see plan --help");
-    int modes = o.reproduce + (o.fit_dir != NULL) + (o.model_name || o.hidden >= 0 || o.gpus >= 0);
+    int modes = o.reproduce + (o.fit_dir != NULL) + (o.model_name || o.hidden >= 0 || o.gpus >= 0) +
+                (o.calibrate_dir != NULL) + (o.pp_sim != NULL);
     if (modes == 0) {
         usage(stderr);
-        return pb_error_usage("--reproduce|--model|--fit", "give one of the three modes");
+        return pb_error_usage("--reproduce|--model|--fit|--calibrate|--pp-simulate", "give one of the five modes");
     }
-    if (modes > 1) return pb_error_usage("--reproduce|--model|--fit", "give only one of the three modes");
+    if (modes > 1)
+        return pb_error_usage("--reproduce|--model|--fit|--calibrate|--pp-simulate", "give only one of the five modes");
+    if (o.cluster_out && !o.calibrate_dir)
+        return pb_error_usage("--cluster-out", "applies only to --calibrate DIR");
     /* Each mode writes one kind of file: the other option would be ignored. */
+    if (o.pp_sim) return run_pp_simulate(&o);
+    if (o.calibrate_dir) return pb_plan_fit_calibrate(o.calibrate_dir, o.cluster_out, stdout);
     if (o.csv && !o.fit_dir)
         return pb_error_usage("--csv", "does not apply to %s, which writes no CSV; expected --fit DIR --csv FILE",
                               o.reproduce ? "--reproduce" : "--model");

@@ -2,8 +2,14 @@
 
 #include "core/error.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     const char *name;
@@ -72,8 +78,123 @@ int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *ou
 void pb_cluster_describe(const pb_model_cluster *c, char *buf, int len)
 {
     snprintf(buf, (size_t)len,
-             "%s: %d GPU/node, intra %.1f GB/s %.1f us, inter %.2f GB/s %.1f us, %.0f TFLOP/s sustained GEMM, "
+             "%s: %d GPU/node, intra %.1f GB/s %.1f us, inter %.2f GB/s %.1f us, %.4g TFLOP/s sustained GEMM, "
              "%.0f GB/s memory, %.0f GB",
              c->name, c->gpus_per_node, c->intra.bw_Bps / 1e9, c->intra.alpha_s * 1e6, c->inter.bw_Bps / 1e9,
              c->inter.alpha_s * 1e6, c->flops / 1e12, c->mem_bw / 1e9, c->mem_bytes / 1e9);
+}
+
+/* ---- cluster files: "key = value" lines ---- */
+
+typedef struct {
+    const char *key;
+    double scale; /* file unit -> the model's SI unit */
+    size_t offset;
+    int required;
+    int zero_ok; /* a latency may be 0, and memory bandwidth (0: not modeled); a rate may not */
+} cluster_key;
+
+#define FIELD(f) offsetof(pb_model_cluster, f)
+static const cluster_key keys[] = {
+    {"intra_alpha_us", 1e-6, FIELD(intra.alpha_s), 0, 1},
+    {"intra_bw_GBps", 1e9, FIELD(intra.bw_Bps), 1, 0},
+    {"inter_alpha_us", 1e-6, FIELD(inter.alpha_s), 0, 1},
+    {"inter_bw_GBps", 1e9, FIELD(inter.bw_Bps), 0, 0},
+    {"tflops", 1e12, FIELD(flops), 1, 0},
+    {"mem_GB", 1e9, FIELD(mem_bytes), 0, 0},
+    {"hbm_GBps", 1e9, FIELD(mem_bw), 0, 1},
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
+}
+
+/* One "key = value" line into `c`; `seen` marks the keys given. */
+static int parse_line(char *line, pb_model_cluster *c, int seen[NKEYS + 2], const char *where, const char *option)
+{
+    char *eq = strchr(line, '=');
+    if (!eq) return pb_error_usage(option, "%s: expected 'key = value', got '%s'", where, line);
+    *eq = '\0';
+    char *key = trim(line), *val = trim(eq + 1);
+    if (strcmp(key, "name") == 0) {
+        snprintf(c->name, sizeof c->name, "%s", val);
+        seen[NKEYS] = 1;
+        return PB_OK;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    int bad = !*val || *end || errno || !isfinite(v);
+    if (strcmp(key, "gpus_per_node") == 0) {
+        if (bad || v < 1 || v > 1024 || v != (int)v)
+            return pb_error_usage(option, "%s: gpus_per_node '%s' is not an integer from 1 to 1024", where, val);
+        c->gpus_per_node = (int)v;
+        seen[NKEYS + 1] = 1;
+        return PB_OK;
+    }
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (strcmp(key, keys[i].key) != 0) continue;
+        int zero_ok = keys[i].zero_ok;
+        if (bad || v < 0 || (v == 0 && !zero_ok))
+            return pb_error_usage(option, "%s: %s '%s' is not a %s number", where, key, val,
+                                  zero_ok ? "non-negative" : "positive");
+        *(double *)((char *)c + keys[i].offset) = v * keys[i].scale;
+        seen[i] = 1;
+        return PB_OK;
+    }
+    return pb_error_usage(option, "%s: unknown key '%s'; accepted: name, gpus_per_node, intra_alpha_us, intra_bw_GBps, "
+                                  "inter_alpha_us, inter_bw_GBps, tflops, mem_GB, hbm_GBps", where, key);
+}
+
+int pb_cluster_file_read(const char *path, const char *option, pb_model_cluster *out)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return pb_fail(PB_ERR_ENV, "%s '%s': cannot open: %s", option, path, strerror(errno));
+    pb_model_cluster c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "file");
+    int seen[NKEYS + 2] = {0}, st = PB_OK, lineno = 0;
+    char line[1024], where[1200];
+    while (st == PB_OK && fgets(line, sizeof line, fp)) {
+        lineno++;
+        snprintf(where, sizeof where, "%s line %d", path, lineno);
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = trim(line);
+        if (*s) st = parse_line(s, &c, seen, where, option);
+    }
+    fclose(fp);
+    for (size_t i = 0; st == PB_OK && i < NKEYS; i++)
+        if (keys[i].required && !seen[i])
+            st = pb_error_usage(option, "%s: missing key '%s'", path, keys[i].key);
+    if (st != PB_OK) return st;
+    if (!seen[NKEYS + 1]) c.gpus_per_node = 1;
+    if (!seen[2]) c.inter.alpha_s = c.intra.alpha_s;
+    if (!seen[3]) c.inter.bw_Bps = c.intra.bw_Bps;
+    if (!seen[5]) c.mem_bytes = 16e9;
+    *out = c;
+    return PB_OK;
+}
+
+int pb_cluster_file_write(const char *path, const pb_model_cluster *c, const char *note)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp) return pb_fail(PB_ERR_ENV, "cannot write %s: %s", path, strerror(errno));
+    if (note) fprintf(fp, "# %s\n", note);
+    fprintf(fp, "name = %s\ngpus_per_node = %d\n", c->name, c->gpus_per_node);
+    for (size_t i = 0; i < NKEYS; i++)
+        fprintf(fp, "%s = %.6g\n", keys[i].key, *(const double *)((const char *)c + keys[i].offset) / keys[i].scale);
+    return fclose(fp) == 0 ? PB_OK : pb_fail(PB_ERR_ENV, "cannot write %s", path);
+}
+
+int pb_cluster_lookup(const char *name, const char *option, pb_model_cluster *out)
+{
+    struct stat sb;
+    if (name && stat(name, &sb) == 0 && S_ISREG(sb.st_mode)) return pb_cluster_file_read(name, option, out);
+    return pb_cluster_preset(name, option, out);
 }

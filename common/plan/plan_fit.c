@@ -284,31 +284,37 @@ static void print_fits(const pb_plan_fit_fitted *f, FILE *out)
         }
 }
 
-int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE *out)
+int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f, FILE *out)
 {
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return pb_error_usage("--fit", "'%s' is not a directory; expected a results directory with sweep CSVs", dir);
+        return pb_error_usage(option, "'%s' is not a directory; expected a results directory with sweep CSVs", dir);
     obsset os;
     memset(&os, 0, sizeof os);
-    pb_plan_fit_fitted f;
-    memset(&f, 0, sizeof f);
+    memset(f, 0, sizeof *f);
     int st = load_kind(dir, "p2p_sweep", 0, &os, out);
     if (st == PB_OK) st = load_kind(dir, "coll_sweep", 1, &os, out);
     int any = 0;
     for (int k = 0; k < NCLASS; k++)
         for (int s = 0; s < NSRC; s++) {
-            f.rows[k][s] = os.obs[k][s].n;
+            f->rows[k][s] = os.obs[k][s].n;
             if (st == PB_OK && os.obs[k][s].n >= 2)
-                f.have[k][s] = pb_plan_fit_alpha_beta(os.obs[k][s].v, os.obs[k][s].n, &f.link[k][s], &f.rms[k][s],
-                                                 &f.kept[k][s]) == PB_OK;
-            any |= f.have[k][s];
+                f->have[k][s] = pb_plan_fit_alpha_beta(os.obs[k][s].v, os.obs[k][s].n, &f->link[k][s], &f->rms[k][s],
+                                                 &f->kept[k][s]) == PB_OK;
+            any |= f->have[k][s];
             free(os.obs[k][s].v);
         }
     if (st != PB_OK) return st;
     if (!any)
         return pb_fail(PB_ERR_ENV, "no sweep data to fit in %s: expected p2p_sweep*.csv or coll_sweep*.csv with at "
                                    "least 2 usable rows per link class", dir);
-    print_fits(&f, out);
+    print_fits(f, out);
+    return PB_OK;
+}
+
+int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE *out)
+{
+    pb_plan_fit_fitted f;
+    PB_TRY(pb_plan_fit_links(dir, "--fit", &f, out));
     return pb_plan_fit_predict(dir, &f, csv_path, cmdline, out);
 }

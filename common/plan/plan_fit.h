@@ -51,6 +51,17 @@ int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char
 typedef int (*pb_plan_fit_csv_fn)(void *ctx, const char *path, const pb_csv *t);
 int pb_plan_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_plan_fit_csv_fn fn, void *ctx);
 
+/* The first half of the command: fit every link class and source from the
+ * sweeps in `dir` and print the fits. PB_ERR_USAGE naming `option` when
+ * `dir` is not a directory, PB_ERR_ENV when nothing can be fitted. */
+int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f, FILE *out);
+
+/* plan --calibrate DIR: the fitted links (coll fit, else p2p fit; inter
+ * falls back to intra) and the best GEMM rate of DIR/compute_probe.csv as a
+ * cluster file (cluster.h) at `path`. PB_ERR_ENV when DIR is missing or holds
+ * no sweep or compute_probe data. */
+int pb_plan_fit_calibrate(const char *dir, const char *path, FILE *out);
+
 /* The whole command. Prints to `out`; writes `csv_path` when non-NULL.
  * Returns PB_OK, PB_ERR_USAGE (bad directory), PB_ERR_ENV (no sweep data),
  * or PB_ERR_ENV when the CSV cannot be written. */

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# run_all.sh --reproduce: reproduce.py's arithmetic (unit tests), then a quick run on 2 ranks
+# writes reproduce.csv with the contract's columns, one known verdict per row, and the DP and
+# PP rows measured (their values are not checked: the machine is noisy; docs/reproduce.md).
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+if python3 -m unittest -q "$TESTS_DIR/test_reproduce_math.py" 2>"$TMP/unit.err"; then pass "reproduce.py arithmetic"
+else fail "reproduce.py arithmetic"; sed 's/^/  | /' "$TMP/unit.err" >&2; fi
+RUN="$TMP/run"
+BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --reproduce --np 2 --no-install --quiet --out "$RUN" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" -eq 0 ] && pass "run_all.sh --quick --reproduce exits 0" ||
+    { fail "run_all.sh --reproduce exit $rc"; tail -5 "$TMP/err" >&2; cat "$RUN/steps.tsv" >&2; }
+python3 - "$RUN/reproduce.csv" >"$TMP/check" 2>&1 <<'PY'
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[-1] == "# complete", "no '# complete' trailer"
+rows = list(csv.DictReader(l for l in lines if not l.startswith("#")))
+want = "figure,unit,document_value,formula_value,measured_value,ratio,verdict,configuration,note".split(",")
+assert list(rows[0].keys()) == want, "columns %s" % list(rows[0].keys())
+for r in rows:
+    assert r["verdict"] in ("reproduced", "differs", "simulated", "skipped"), r
+    assert r["verdict"] == "skipped" or r["measured_value"], "unmeasured row: %s" % r["figure"]
+def one(prefix):
+    got = [r for r in rows if r["figure"].startswith(prefix)]
+    assert got, "no row " + prefix
+    return got[0]
+for fig in ("DP overhead", "PP efficiency, m nearest"):
+    r = one(fig)
+    assert r["verdict"] in ("reproduced", "differs") and float(r["measured_value"]) > 0, "not measured: %s" % r
+assert one("PP efficiency p=8 m=32")["verdict"] == "simulated"
+assert one("3D")["verdict"] == "skipped" and "4 ranks" in one("3D")["note"]
+assert one("TP bytes")["measured_value"]
+print("ok %d rows" % len(rows))
+PY
+if grep -q '^ok' "$TMP/check"; then pass "reproduce.csv: columns, verdicts, DP and PP rows measured ($(cat "$TMP/check"))"
+else fail "reproduce.csv"; sed 's/^/  | /' "$TMP/check" >&2; fi
+expect_in "$RUN/steps.tsv" "calibrate	ok" "plan --calibrate step ran"
+grep -q '^tflops = ' "$RUN/cluster.txt" 2>/dev/null && pass "cluster.txt has the GEMM rate" || fail "cluster.txt"
+finish
