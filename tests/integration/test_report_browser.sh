@@ -35,7 +35,7 @@ mutate() {
     python3 -c "import sys; page = open(sys.argv[1]).read(); $3; open(sys.argv[2], 'w').write(page)" \
         "$1/index.html" "$2/index.html"
 }
-mutate "$RUN" "$TMP/missing" "import re; page = re.sub(r\"src='data:image/png;base64,[^']*'\", \"src='plots/busbw.png'\", page, count=1)"
+mutate "$RUN" "$TMP/missing" "import re; page = re.sub(r\"src='data:image/png;base64,[^']*'\", \"src='no-such-figure.png'\", page, count=1)"
 expect_rc 1 "an image whose file is missing is caught" -- python3 "$CHECK" "$TMP/missing"
 expect_in "$TMP/out" "image did not load" "missing image: named"
 mutate "$RUN" "$TMP/corrupt" "page = page.replace(\"src='data:image/png;base64,iVBOR\", \"src='data:image/png;base64,AAAA\", 1)"
