@@ -2,13 +2,15 @@
 # Make sure what parabench needs is there, installing Debian packages only
 # where something is missing and apt-get exists.
 #
-#   scripts/install-deps.sh [--for run|all|slurm] [--no-install]
+#   scripts/install-deps.sh [--for run|all|slurm|report] [--no-install]
 #
 #   --for run     only what ./run_all.sh needs (build and run the suite, draw figures)
 #   --for all     also what the tests and `make lint` need (default)
 #   --for slurm   opt-in: Slurm's controller, node daemon and commands and munge
 #                 (slurmctld, slurmd, slurm-client, munge), for scripts/local-slurm.sh
 #                 and tests/integration/test_slurm.sh; only these, not the rest
+#   --for report  opt-in: a headless Chromium, for scripts/check-report-browser.py and
+#                 tests/integration/test_report_browser.sh (the report as a reader sees it)
 #   --no-install  never install: report what is missing and exit 3
 #
 # Each need is probed directly (a command on PATH, a pkg-config module, a
@@ -23,10 +25,10 @@ set -euo pipefail
 FOR=all INSTALL=1
 while [ $# -gt 0 ]; do
     case "$1" in
-        --for) [ $# -ge 2 ] && [[ "$2" =~ ^(run|all|slurm)$ ]] || { echo "install-deps.sh: --for needs run, all or slurm" >&2; exit 2; }
+        --for) [ $# -ge 2 ] && [[ "$2" =~ ^(run|all|slurm|report)$ ]] || { echo "install-deps.sh: --for needs run, all, slurm or report" >&2; exit 2; }
                FOR=$2; shift ;;
         --no-install) INSTALL=0 ;;
-        *) echo "install-deps.sh: unknown option $1; expected --for run|all|slurm, --no-install" >&2; exit 2 ;;
+        *) echo "install-deps.sh: unknown option $1; expected --for run|all|slurm|report, --no-install" >&2; exit 2 ;;
     esac
     shift
 done
@@ -58,14 +60,15 @@ NEEDS=(
     "slurmd|slurm-slurmd (EPEL)|slurm|have slurmd"
     "slurm-client|slurm (EPEL)|slurm|have sbatch && have srun && have sinfo"
     "munge|munge|slurm|have munged && have mungekey"
+    "chromium|chromium (EPEL)|report|have chromium || have chromium-headless-shell || have chromium-browser || have google-chrome"
 )
 
 missing=() missing_dnf=()
 for n in "${NEEDS[@]}"; do
     IFS='|' read -r deb dnf scope probe <<<"$n"
-    # slurm is its own group: never part of run or all, and asks for nothing else
-    if [ "$FOR" = slurm ]; then [ "$scope" = slurm ] || continue
-    else [ "$scope" = slurm ] && continue; fi
+    # slurm and report are groups of their own: never part of run or all, and ask for nothing else
+    if [ "$FOR" = slurm ] || [ "$FOR" = report ]; then [ "$scope" = "$FOR" ] || continue
+    else [[ "$scope" =~ ^(slurm|report)$ ]] && continue; fi
     [ "$FOR" = run ] && [ "$scope" = all ] && continue
     eval "$probe" || { missing+=("$deb"); missing_dnf+=("$dnf"); }
 done

@@ -5,8 +5,12 @@
 
 Runs every plots/*.gp on the directory (gnuplot; a figure without data is
 skipped with a note), then writes RESULTS_DIR/summary.txt (the headlines),
-report.md and index.html (self-contained: the PNGs are embedded). Standard
-library only. Exit 0, or 2 when RESULTS_DIR is not a directory.
+report.md and index.html (self-contained: the PNGs are embedded; no
+JavaScript). Both read in the order a cluster operator needs: the acceptance
+verdict with its failing rules (when acceptance ran), the headline figures
+against their expected values, the documents' figures (when the run has a
+reproduce.csv), then steps, every acceptance rule, figures and tables.
+Standard library only. Exit 0, or 2 when RESULTS_DIR is not a directory.
 """
 import base64
 import csv
@@ -14,6 +18,7 @@ import glob
 import html
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -113,50 +118,177 @@ def draw(out, quiet):
     return notes
 
 
-def headlines(out):
-    """The summary lines: bus bandwidth intra/inter, DP overhead, TP fraction, PP efficiency."""
-    lines = []
+def size_text(b):
+    """Bytes for a sentence: '8 B', '256 KiB', '4 MiB'."""
+    b = int(b)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def figure(name, value, unit, expected=None, basis=""):
+    """One row of the headline table: a measured value, and what it is expected to be, from where."""
+    return {"figure": name, "value": value, "unit": unit, "expected": expected, "basis": basis}
+
+
+def coll_headlines(out):
     coll = rows(out, "coll_sweep") + rows(out, "coll_sweep_intra")
+    found = []
     for link in ("intra", "inter", "mixed"):
         ar = [r for r in coll if r.get("collective") == "allreduce" and r.get("link_class") == link]
         if ar:
             best = max(ar, key=lambda r: num(r, "busbw_GBps", 0))
             small = min(ar, key=lambda r: num(r, "bytes", 0))
-            lines.append(f"allreduce busbw, {link}-node: {num(best, 'busbw_GBps'):.2f} GB/s peak at "
-                         f"{human_bytes(best['bytes'])} B ({best['nranks']} ranks); "
-                         f"{num(small, 'time_us'):.1f} us at {small['bytes']} B")
+            line = (f"allreduce busbw, {link}-node: {num(best, 'busbw_GBps'):.2f} GB/s peak at "
+                    f"{size_text(best['bytes'])} ({best['nranks']} ranks); "
+                    f"{num(small, 'time_us'):.1f} us at {size_text(small['bytes'])}")
+            found.append((line, [
+                figure(f"allreduce bus bandwidth, {link}-node, peak ({size_text(best['bytes'])}, "
+                       f"{best['nranks']} ranks)", num(best, "busbw_GBps"), "GB/s"),
+                figure(f"allreduce time, {link}-node, {size_text(small['bytes'])}", num(small, "time_us"), "us")]))
+    return found
+
+
+def p2p_headlines(out):
     p2p = rows(out, "p2p_sweep")
     lat = [r for r in p2p if r.get("mode") == "latency"]
     bw = [r for r in p2p if r.get("mode") == "bw"]
-    if lat and bw:
-        best = max(bw, key=lambda r: num(r, "bw_GBps", 0))
-        lines.append(f"p2p ({lat[0]['link_class']}): {num(lat[0], 'time_us'):.2f} us at {lat[0]['bytes']} B; "
-                     f"{num(best, 'bw_GBps'):.2f} GB/s at {human_bytes(best['bytes'])} B")
+    if not (lat and bw):
+        return []
+    best = max(bw, key=lambda r: num(r, "bw_GBps", 0))
+    link = lat[0]["link_class"]
+    line = (f"p2p ({link}): {num(lat[0], 'time_us'):.2f} us at {size_text(lat[0]['bytes'])}; "
+            f"{num(best, 'bw_GBps'):.2f} GB/s at {size_text(best['bytes'])}")
+    return [(line, [figure(f"point-to-point latency, {link}, {size_text(lat[0]['bytes'])}", num(lat[0], "time_us"), "us"),
+                    figure(f"point-to-point bandwidth, {link}, {size_text(best['bytes'])}", num(best, "bw_GBps"),
+                           "GB/s")])]
+
+
+def dp_headlines(out):
     dp = rows(out, "dp_allreduce")
-    if dp:
-        big = max(num(r, "grad_bytes", 0) for r in dp)
-        parts = [f"{r['overlap']} {100 * num(r, 'overhead'):.0f}% (predicted {100 * num(r, 'predicted_overhead'):.0f}%)"
-                 for r in dp if num(r, "grad_bytes", 0) == big]
-        lines.append(f"DP overhead at {human_bytes(big)} B of gradients: " + ", ".join(parts))
+    if not dp:
+        return []
+    big = max(num(r, "grad_bytes", 0) for r in dp)
+    at = [r for r in dp if num(r, "grad_bytes", 0) == big]
+    parts = [f"{r['overlap']} {100 * num(r, 'overhead'):.0f}% (predicted {100 * num(r, 'predicted_overhead'):.0f}%)"
+             for r in at]
+    line = f"DP overhead at {size_text(big)} of gradients: " + ", ".join(parts)
+    return [(line, [figure(f"data-parallel overhead, {size_text(big)} of gradients, overlap {r['overlap']}",
+                           num(r, "overhead"), "%", num(r, "predicted_overhead"), "comm/compute model")
+                    for r in at])]
+
+
+def tp_headlines(out):
     tp = rows(out, "tp_layer")
-    if tp:
-        big = max(num(r, "hidden", 0) for r in tp)
-        parts = [f"{r['mode']} {100 * num(r, 'comm_fraction'):.0f}%" for r in tp if num(r, "hidden", 0) == big]
-        lines.append(f"TP communication fraction at h={int(big)} (t={tp[0]['tp']}): " + ", ".join(parts))
+    if not tp:
+        return []
+    big = max(num(r, "hidden", 0) for r in tp)
+    at = [r for r in tp if num(r, "hidden", 0) == big]
+    line = (f"TP communication fraction at h={int(big)} (t={tp[0]['tp']}): "
+            + ", ".join(f"{r['mode']} {100 * num(r, 'comm_fraction'):.0f}%" for r in at))
+    return [(line, [figure(f"tensor-parallel communication fraction, h={int(big)}, t={tp[0]['tp']}, {r['mode']}",
+                           num(r, "comm_fraction"), "%") for r in at])]
+
+
+def pp_headlines(out):
     pp = rows(out, "pp_pipeline")
-    if pp:
-        parts = []
-        for sched in dict.fromkeys(r["schedule"] for r in pp):
-            sr = [r for r in pp if r["schedule"] == sched]
-            r = max(sr, key=lambda r: num(r, "micro_batches", 0))
-            parts.append(f"{sched} {num(r, 'efficiency'):.2f} vs theory {num(r, 'efficiency_theory'):.2f} "
-                         f"({100 * num(r, 'efficiency') / num(r, 'efficiency_theory', 1):.0f}%)")
-        lines.append(f"PP efficiency at m={pp[-1]['micro_batches']}, p={pp[0]['stages']}: " + ", ".join(parts))
+    if not pp:
+        return []
+    parts, found = [], []
+    for sched in dict.fromkeys(r["schedule"] for r in pp):
+        r = max((r for r in pp if r["schedule"] == sched), key=lambda r: num(r, "micro_batches", 0))
+        parts.append(f"{sched} {num(r, 'efficiency'):.2f} vs theory {num(r, 'efficiency_theory'):.2f} "
+                     f"({100 * num(r, 'efficiency') / num(r, 'efficiency_theory', 1):.0f}%)")
+        found.append(figure(f"pipeline efficiency, {sched}, m={r['micro_batches']}, p={r['stages']}",
+                            num(r, "efficiency"), "", num(r, "efficiency_theory"), "m/(m+p-1)"))
+    line = f"PP efficiency at m={pp[-1]['micro_batches']}, p={pp[0]['stages']}: " + ", ".join(parts)
+    return [(line, found)]
+
+
+def fit_headlines(out):
     fit = rows(out, "plan_fit")
-    if fit:
-        errs = sorted(abs(num(r, "rel_error", 0)) for r in fit)
-        lines.append(f"plan --fit: median |error| {100 * errs[len(errs) // 2]:.0f}% over {len(errs)} rows")
-    return lines
+    if not fit:
+        return []
+    errs = sorted(abs(num(r, "rel_error", 0)) for r in fit)
+    med = errs[len(errs) // 2]
+    line = f"plan --fit: median |error| {100 * med:.0f}% over {len(errs)} rows"
+    return [(line, [figure(f"plan --fit: median |predicted - measured| / measured, {len(errs)} rows", med, "%")])]
+
+
+def headline_figures(out):
+    """[(summary line, [figure rows])]: bus bandwidth per link class, p2p, DP overhead against its
+    prediction, TP fraction, PP efficiency against theory, plan --fit's error."""
+    return (coll_headlines(out) + p2p_headlines(out) + dp_headlines(out) + tp_headlines(out) + pp_headlines(out)
+            + fit_headlines(out))
+
+
+def headlines(out):
+    """The summary lines (summary.txt, and what run_all.sh prints)."""
+    return [line for line, _ in headline_figures(out)]
+
+
+def fmt_value(v, unit):
+    if v is None or v != v:
+        return "-"
+    if unit == "%":
+        return f"{100 * v:.0f}%"
+    text = f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+    return f"{text} {unit}".rstrip()
+
+
+def figure_cells(f):
+    """figure, measured, expected, measured / expected, expected from: the headline table's cells."""
+    e = f["expected"]
+    ratio = f"{100 * f['value'] / e:.0f}%" if e else "-"
+    return [f["figure"], fmt_value(f["value"], f["unit"]), fmt_value(e, f["unit"]), ratio,
+            f["basis"] or "no model value"]
+
+
+FIGURE_HEAD = ["figure", "measured", "expected", "measured / expected", "expected from"]
+
+
+def acceptance(out):
+    """The acceptance verdict from acceptance.txt: {verdict: PASS|FAIL|None (did not finish),
+    summary, failed: [[line, rule, measured, threshold, why]], text}; None when acceptance did not run."""
+    path = os.path.join(out, "acceptance.txt")
+    if not os.path.exists(path):
+        return None
+    text = open(path, errors="replace").read()
+    res = {"verdict": None, "summary": "", "failed": [], "text": text}
+    for l in text.splitlines():
+        m = re.match(r"^acceptance: (.* rules): (PASS|FAIL)$", l)
+        if m:
+            res["summary"], res["verdict"] = m.groups()
+        # the tool's columns: "%5d  %-58.58s %14s %16s  %s%s%s" (line, rule, measured, threshold, result, why)
+        m = re.match(r"^\s*(\d+)  (.{58}) (.{14,}?) +(\S.{0,15}?)  FAIL\b\s*(.*)$", l)
+        if m:
+            res["failed"].append([m.group(1)] + [g.strip() for g in m.groups()[1:]])
+        elif re.search(r"  FAIL\b", l):
+            res["failed"].append(["", l.strip(), "", "", ""])
+    return res
+
+
+def failed_steps(st):
+    return [s["name"] for s in st if s.get("status") in ("failed", "not built", "interrupted")
+            and s["name"] != "acceptance"]
+
+
+REPRO_COLS = ["figure", "unit", "document_value", "formula_value", "measured_value", "ratio", "verdict",
+              "configuration", "note"]
+REPRO_HEAD = ["figure", "unit", "in the document", "formula", "measured", "ratio", "verdict", "configuration", "note"]
+VERDICTS = ("reproduced", "differs", "simulated", "skipped")
+
+
+def reproduce(out):
+    """The rows of reproduce.csv (run_all.sh --reproduce: the documents' figures against this run), [] without one."""
+    return rows(out, "reproduce")
+
+
+def verdict_counts(rs):
+    n = {v: sum(r.get("verdict") == v for r in rs) for v in VERDICTS}
+    other = len(rs) - sum(n.values())
+    return ", ".join(f"{n[v]} {v}" for v in VERDICTS) + (f", {other} other" if other else "")
 
 
 def steps(out):
@@ -177,17 +309,22 @@ def fmt_cell(v, unit):
         f = float(v)
     except ValueError:
         return v
-    return v if f.is_integer() and abs(f) < 1e15 else f"{f:.4g}"
+    if f.is_integer() and abs(f) < 1e15:
+        return v
+    if 1e4 <= abs(f) < 1e9:  # plain digits: 15480, not 1.548e+04
+        return f"{f:.0f}"
+    return f"{f:.4g}"
 
 
 def table(out, name, limit=60):
+    """(columns, formatted rows up to limit, total rows) of one CSV; (None, None, 0) without data."""
     rs = rows(out, name)
     if not rs:
-        return None, None
+        return None, None, 0
     cols = [c for c in TABLES[name] if c in rs[0]]
     unit = units(out, name)
     body = [[fmt_cell(r.get(c, ""), unit.get(c, "")) for c in cols] for r in rs[:limit]]
-    return cols, body
+    return cols, body, len(rs)
 
 
 def md_text(value):
@@ -195,7 +332,7 @@ def md_text(value):
     line, no table break, no HTML: control characters as \\xNN, then
     HTML-escaped, '|' and '`' escaped."""
     text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in str(value))
-    return html.escape(text).replace("|", "\\|").replace("`", "\\`")
+    return html.escape(text, quote=False).replace("|", "\\|").replace("`", "\\`")
 
 
 def group_summary(out):
@@ -217,85 +354,210 @@ def group_summary(out):
         k = len(bw)
         med = bw[k // 2] if k % 2 else (bw[k // 2 - 1] + bw[k // 2]) / 2
         ratio = f"{bw[0] / med:.2f}" if med > 0 else "n/a"
-        lines.append(f"{coll} at {human_bytes(big)} B: median {med:.3f} GB/s; slowest {at[0]['group']} "
+        lines.append(f"{coll} at {size_text(big)}: median {med:.3f} GB/s; slowest {at[0]['group']} "
                      f"{bw[0]:.3f} GB/s; ratio {ratio}")
     return lines
 
 
-def write_md(out, meta, lines, notes, st, accept):
-    md = [f"# parabench run {md_text(os.path.basename(out))}", ""]
-    mach = meta.get("machine", {})
-    md += [f"- date: {md_text(meta.get('date', '?'))}; host: {md_text(meta.get('host', '?'))}; "
-           f"profile: {md_text(meta.get('profile', '?'))}",
-           f"- ranks: {md_text(meta.get('nranks', '?'))} ({md_text(meta.get('devices', '?'))}), "
-           f"launcher: {md_text(meta.get('launch', '?'))}",
-           f"- backend: {md_text(mach.get('backend', meta.get('backend', '?')))} "
-           f"({md_text(mach.get('backend_library', '?'))}); git {md_text(mach.get('git_revision', '?'))}", ""]
-    md += ["## Summary", ""] + [f"- {l}" for l in lines] + [""]
-    if st:
-        md += ["## Steps", "", "| step | status | exit | seconds | note |", "| --- | --- | --- | --- | --- |"]
-        md += ["| " + " | ".join(md_text(s.get(k, "")) for k in ("name", "status", "rc", "seconds", "note")) + " |"
-               for s in st] + [""]
-    if accept:
-        md += ["## Acceptance", "", "```", accept.rstrip(), "```", ""]
-    md += ["## Figures", ""]
+# ---- the report as a list of blocks in reading order; write_md and write_html render the same list ----
+#   ("h", level, text, anchor, link)   a heading; link: a file of the run shown beside it, or None
+#   ("banner", ok, title, text)        the verdict
+#   ("about", text) ("note", text) ("list", [text]) ("pre", text) ("p", text)
+#   ("table", head, body, colour)      colour: index of a column whose value is also a CSS class, or None
+#   ("figure", caption, path)          a PNG of the run
+#   ("toc", [(anchor, text)])          HTML only
+
+def verdict_blocks(acc, st):
+    """What a cluster operator needs first: the acceptance verdict and its failing rules, failed steps."""
+    b = []
+    if acc:
+        if acc["verdict"]:
+            b.append(("banner", acc["verdict"] == "PASS", f"Acceptance: {acc['verdict']}", acc["summary"]))
+        else:
+            b.append(("banner", False, "Acceptance: no verdict",
+                      "acceptance.txt has no verdict line; see logs/acceptance.err"))
+        if acc["failed"]:
+            b.append(("table", ["line", "failing rule", "measured", "threshold", "why"], acc["failed"], None))
+    bad = failed_steps(st)
+    if bad:
+        b.append(("banner", False, "Steps that did not complete", ", ".join(bad) + " (see Steps and logs/)"))
+    return b
+
+
+def headline_blocks(groups, lines):
+    """The headline figures against their expected values; summary lines that have no row (added by
+    other summaries) follow as a list."""
+    covered = {line for line, _ in groups}
+    body = [figure_cells(f) for _, fs in groups for f in fs]
+    others = [l for l in lines if l not in covered]
+    b = [("h", 2, "Headline figures", "headlines", "summary.txt")]
+    b += [("table", FIGURE_HEAD, body, None)] if body else []
+    b += [("list", others)] if others else []
+    return b + ([] if body or others else [("note", "no benchmark results")])
+
+
+def reproduce_blocks(rs):
+    if not rs:
+        return []
+    body = [[r.get(c) or "" for c in REPRO_COLS] for r in rs]
+    return [("h", 2, "The documents' figures", "reproduce", "reproduce.csv"),
+            ("p", "Each figure the documents quote, with its formula's value and this run's measurement: "
+                  + verdict_counts(rs) + "."),
+            ("table", REPRO_HEAD, body, REPRO_COLS.index("verdict"))]
+
+
+def figure_blocks(out, notes):
+    b = [("h", 2, "Figures", "figures", None)]
     for name, caption in FIGURES:
         if os.path.exists(os.path.join(out, "plots", name + ".png")):
-            md += [f"### {caption}", "", f"![{caption}](plots/{name}.png)", ""]
+            b.append(("figure", caption, f"plots/{name}.png"))
         else:
-            md += [f"### {caption}", "", f"_not drawn: {notes.get(name, 'no data')}_", ""]
-    md += ["## Tables", ""]
+            b += [("h", 3, caption, None, None), ("note", f"not drawn: {notes.get(name, 'no data')}")]
+    return b
+
+
+def table_blocks(out):
+    b = [("h", 2, "Tables", "tables", None)]
     for name in TABLES:
-        cols, body = table(out, name)
+        cols, body, total = table(out, name)
         if not cols:
             continue
-        md += [f"### {name}.csv", "", "| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
-        md += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in body] + [""]
-    open(os.path.join(out, "report.md"), "w").write("\n".join(md))
+        b += [("h", 3, f"{name}.csv", None, f"{name}.csv"), ("table", cols, body, None)]
+        if total > len(body):
+            b.append(("note", f"the first {len(body)} of {total} rows; every row is in {name}.csv"))
+    return b
+
+
+def detail_blocks(out, notes, st, acc):
+    """After the verdicts: steps, every acceptance rule, figures, tables."""
+    b = []
+    if st:
+        b += [("h", 2, "Steps", "steps", "steps.tsv"),
+              ("table", ["step", "status", "exit", "seconds", "note"],
+               [[s.get(k, "") for k in ("name", "status", "rc", "seconds", "note")] for s in st], 1)]
+    if acc:
+        b += [("h", 2, "Acceptance: every rule", "acceptance", "acceptance.txt"), ("pre", acc["text"].rstrip())]
+    return b + figure_blocks(out, notes) + table_blocks(out)
+
+
+def report_blocks(out, meta, groups, lines, notes, st, acc):
+    """The whole report in reading order: verdict, headline figures, the documents' figures, details."""
+    mach = meta.get("machine", {})
+    about = (f"{meta.get('date', '?')} · host {meta.get('host', '?')} · profile {meta.get('profile', '?')} · "
+             f"{meta.get('nranks', '?')} ranks ({meta.get('devices', '?')}) · launcher {meta.get('launch', '?')} · "
+             f"backend {mach.get('backend', meta.get('backend', '?'))} ({mach.get('backend_library', '?')}) · "
+             f"git {mach.get('git_revision', '?')}")
+    repro = reproduce(out)
+    toc = [("headlines", "Headline figures")] + ([("reproduce", "The documents' figures")] if repro else [])
+    toc += ([("steps", "Steps")] if st else []) + ([("acceptance", "Acceptance")] if acc else [])
+    toc += [("figures", "Figures"), ("tables", "Tables")]
+    return ([("h", 1, f"parabench run {os.path.basename(out)}", None, None), ("about", about), ("toc", toc)]
+            + verdict_blocks(acc, st) + headline_blocks(groups, lines) + reproduce_blocks(repro)
+            + detail_blocks(out, notes, st, acc))
+
+
+def md_table(head, body):
+    return (["| " + " | ".join(md_text(c) for c in head) + " |", "|" + " --- |" * len(head)]
+            + ["| " + " | ".join(md_text(c) for c in r) + " |" for r in body] + [""])
+
+
+def md_block(b):
+    kind = b[0]
+    if kind == "h":
+        _, level, text, _, link = b
+        return ["#" * level + " " + md_text(text) + (f" ([{link}]({link}))" if link else ""), ""]
+    if kind == "banner":
+        return [f"> **{md_text(b[2])}**: {md_text(b[3])}", ""]
+    if kind in ("about", "p"):
+        return [md_text(b[1]), ""]
+    if kind == "note":
+        return [f"_{md_text(b[1])}_", ""]
+    if kind == "list":
+        return [f"- {md_text(t)}" for t in b[1]] + [""]
+    if kind == "pre":
+        return ["```", b[1].replace("`", "'"), "```", ""]
+    if kind == "table":
+        return md_table(b[1], b[2])
+    if kind == "figure":
+        return [f"### {md_text(b[1])}", "", f"![{md_text(b[1])}]({b[2]})", ""]
+    return []  # toc: Markdown viewers list the headings themselves
+
+
+def write_md(out, blocks):
+    open(os.path.join(out, "report.md"), "w").write("\n".join(line for b in blocks for line in md_block(b)))
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;border:1px solid #eee}
-.ok{color:#080}.failed,.FAIL{color:#b00;font-weight:bold}.skipped{color:#888}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
-figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}.note{color:#888;font-style:italic}"""
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1.05em;margin:1.2em 0 .3em}h2 small,h3 small{font-weight:normal;font-size:.7em}
+.about{color:#555;margin-top:0}.toc a{margin-right:1.2em}.scroll{overflow-x:auto}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}
+.banner{padding:.6em 1em;margin:1em 0 .4em;border-radius:4px;font-size:1.1em}
+.banner.pass{background:#e6f4e6;border:1px solid #7b7}.banner.fail{background:#fbe9e9;border:1px solid #d77}
+.ok,.reproduced{color:#080}.failed,.interrupted,.differs{color:#b00;font-weight:bold}
+.skipped,.simulated{color:#777}.note{color:#777;font-style:italic}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em}"""
+
+# A cell that reads as a number, with at most a short unit: right-aligned.
+NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?( ?[A-Za-z/%]{1,4})?$")
 
 
-def write_html(out, meta, lines, notes, st, accept):
+def html_table(head, body, colour):
     e = html.escape
-    h = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>parabench {e(os.path.basename(out))}</title>",
-         f"<style>{CSS}</style></head><body><h1>parabench run {e(os.path.basename(out))}</h1>"]
-    mach = meta.get("machine", {})
-    h.append(f"<p>{e(str(meta.get('date', '')))} &middot; host {e(str(meta.get('host', '')))} &middot; profile "
-             f"{e(str(meta.get('profile', '')))} &middot; {e(str(meta.get('nranks', '')))} ranks "
-             f"({e(str(meta.get('devices', '')))}) &middot; backend {e(str(mach.get('backend', meta.get('backend', ''))))} "
-             f"&middot; git {e(str(mach.get('git_revision', '?')))}</p>")
-    h.append("<h2>Summary</h2><ul>" + "".join(f"<li>{e(l)}</li>" for l in lines) + "</ul>")
-    if st:
-        h.append("<h2>Steps</h2><table><tr><th>step</th><th>status</th><th>exit</th><th>seconds</th><th>note</th></tr>")
-        h += [f"<tr><td>{e(s['name'])}</td><td class='{e(s['status'].split()[0])}'>{e(s['status'])}</td><td>{e(s['rc'])}</td>"
-              f"<td>{e(s['seconds'])}</td><td>{e(s['note'])}</td></tr>" for s in st]
-        h.append("</table>")
-    if accept:
-        h.append(f"<h2>Acceptance</h2><pre>{e(accept)}</pre>")
-    h.append("<h2>Figures</h2>")
-    for name, caption in FIGURES:
-        png = os.path.join(out, "plots", name + ".png")
-        if os.path.exists(png):
-            data = base64.b64encode(open(png, "rb").read()).decode()
-            h.append(f"<figure><figcaption>{e(caption)}</figcaption><img alt='{e(caption)}' "
-                     f"src='data:image/png;base64,{data}'></figure>")
-        else:
-            h.append(f"<p><b>{e(caption)}</b>: <span class='note'>not drawn: {e(notes.get(name, 'no data'))}</span></p>")
-    h.append("<h2>Tables</h2>")
-    for name in TABLES:
-        cols, body = table(out, name)
-        if not cols:
-            continue
-        h.append(f"<h3>{e(name)}.csv</h3><table><tr>" + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>")
-        h += ["<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in body]
-        h.append("</table>")
+    numeric = [bool(body) and all(NUMBER.match(str(r[i])) or str(r[i]) in ("", "-") for r in body)
+               for i in range(len(head))]
+    h = ["<div class='scroll'><table><tr>"
+         + "".join(f"<th class='num'>{e(c)}</th>" if numeric[i] else f"<th>{e(c)}</th>" for i, c in enumerate(head))
+         + "</tr>"]
+    for r in body:
+        cells = []
+        for i, v in enumerate(r):
+            cls = (["num"] if numeric[i] else []) + (str(v).split()[:1] if i == colour else [])
+            attr = f" class='{e(' '.join(cls))}'" if cls else ""
+            cells.append(f"<td{attr}>{e(str(v))}</td>")
+        h.append("<tr>" + "".join(cells) + "</tr>")
+    return h + ["</table></div>"]
+
+
+def html_block(out, b):
+    e = html.escape
+    kind = b[0]
+    if kind == "h":
+        _, level, text, anchor, link = b
+        ident = f" id='{anchor}'" if anchor else ""
+        ref = f" <small>(<a href='{e(link)}'>{e(link)}</a>)</small>" if link else ""
+        return [f"<h{level}{ident}>{e(text)}{ref}</h{level}>"]
+    if kind == "banner":
+        return [f"<div class='banner {'pass' if b[1] else 'fail'}'><b>{e(b[2])}</b>: {e(b[3])}</div>"]
+    if kind == "about":
+        return [f"<p class='about'>{e(b[1])}</p>"]
+    if kind == "p":
+        return [f"<p>{e(b[1])}</p>"]
+    if kind == "note":
+        return [f"<p class='note'>{e(b[1])}</p>"]
+    if kind == "list":
+        return ["<ul>" + "".join(f"<li>{e(t)}</li>" for t in b[1]) + "</ul>"]
+    if kind == "pre":
+        return [f"<pre>{e(b[1])}</pre>"]
+    if kind == "table":
+        return html_table(b[1], b[2], b[3])
+    if kind == "figure":
+        data = base64.b64encode(open(os.path.join(out, b[2]), "rb").read()).decode()
+        return [f"<figure><figcaption>{e(b[1])}</figcaption><img alt='{e(b[1])}' "
+                f"src='data:image/png;base64,{data}'></figure>"]
+    if kind == "toc":
+        return ["<p class='toc'>" + "".join(f"<a href='#{a}'>{e(t)}</a>" for a, t in b[1]) + "</p>"]
+    return []
+
+
+def write_html(out, blocks):
+    """Self-contained (figures embedded) and readable without JavaScript."""
+    h = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>parabench {html.escape(os.path.basename(out))}"
+         f"</title><style>{CSS}</style></head><body>"]
+    h += [line for b in blocks for line in html_block(out, b)]
     h.append("</body></html>")
     open(os.path.join(out, "index.html"), "w").write("\n".join(h))
 
@@ -313,13 +575,14 @@ def main(argv):
         meta = json.load(open(os.path.join(out, "meta.json")))
     except (OSError, ValueError):
         meta = {}
+    groups = headline_figures(out)
     lines = headlines(out) + group_summary(out)
-    accept_path = os.path.join(out, "acceptance.txt")
-    accept = open(accept_path).read() if os.path.exists(accept_path) else ""
+    acc = acceptance(out)
     st = steps(out)
     open(os.path.join(out, "summary.txt"), "w").write("\n".join(lines) + "\n")
-    write_md(out, meta, lines, notes, st, accept)
-    write_html(out, meta, lines, notes, st, accept)
+    blocks = report_blocks(out, meta, groups, lines, notes, st, acc)
+    write_md(out, blocks)
+    write_html(out, blocks)
     if not quiet:
         print(f"report: {out}/report.md, {out}/index.html", file=sys.stderr)
     return 0

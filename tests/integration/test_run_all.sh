@@ -48,7 +48,8 @@ import os, re, sys
 run = sys.argv[1]
 html = open(os.path.join(run, "index.html")).read()
 refs = re.findall(r"""(?:src|href)=['"]([^'"]+)['"]""", html)
-bad = [r for r in refs if not r.startswith("data:") and not os.path.exists(os.path.join(run, r))]
+bad = [r for r in refs if not r.startswith(("data:", "#")) and not os.path.exists(os.path.join(run, r))]
+assert not [r for r in refs if r.startswith("#") and f"id='{r[1:]}'" not in html], "an in-page link without its target"
 assert not bad, bad
 assert html.count("data:image/png;base64,") == 11, html.count("data:image/png;base64,")
 md = open(os.path.join(run, "report.md")).read()

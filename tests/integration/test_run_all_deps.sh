@@ -2,7 +2,8 @@
 # run_all.sh off Debian: with a PATH that has no apt-get it installs nothing;
 # when everything is found it runs, and when MPI is missing it names what is
 # missing (Debian and dnf packages, the module line) and exits 3 before
-# measuring anything. --no-install forbids installing even where apt exists.
+# measuring anything. --no-install forbids installing even where apt exists;
+# --for report asks for Chromium alone.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 
@@ -42,4 +43,10 @@ expect_rc 3 "--no-install with MPI missing: exit 3" -- \
     env PATH="$TMP/nompi:$TMP/apt" "$ROOT/scripts/install-deps.sh" --for run --no-install
 expect_in "$TMP/err" "missing: openmpi-bin libopenmpi-dev" "--no-install names what is missing"
 if grep -q "installing" "$TMP/err"; then fail "--no-install tried to install"; else pass "--no-install installed nothing"; fi
+
+# --for report is its own group: Chromium only, whatever else is missing.
+fake_path "$TMP/nochromium" apt-get apt mpicc mpirun chromium chromium-headless-shell chromium-browser google-chrome
+expect_rc 3 "--for report --no-install without Chromium: exit 3" -- \
+    env PATH="$TMP/nochromium" "$ROOT/scripts/install-deps.sh" --for report --no-install
+expect_in "$TMP/err" "missing: chromium (Debian" "--for report names Chromium, and only it"
 finish
