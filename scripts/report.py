@@ -107,9 +107,10 @@ def draw(out, quiet):
             notes[name] = f"gnuplot did not run: {e}"
             continue
         log.write(f"== {name} (exit {p.returncode})\n{p.stdout}{p.stderr}")
-        skip = [l[6:] for l in p.stdout.splitlines() if l.startswith("skip: ")]
+        # gnuplot's print writes to stderr: a "skip:" line may be on either stream.
+        skip = [l[6:] for l in (p.stdout + p.stderr).splitlines() if l.startswith("skip: ")]
         if skip:
-            notes[name] = skip[0]
+            notes[name] = skip[0].removeprefix(name + ": ")
         elif p.returncode != 0 or not os.path.exists(os.path.join(out, "plots", name + ".png")):
             notes[name] = f"gnuplot failed (exit {p.returncode}); see plots/gnuplot.log"
         if name in notes and not quiet:
