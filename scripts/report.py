@@ -400,7 +400,8 @@ def headline_blocks(groups, lines):
 def reproduce_blocks(rs):
     if not rs:
         return []
-    body = [[r.get(c) or "" for c in REPRO_COLS] for r in rs]
+    values = {"document_value", "formula_value", "measured_value", "ratio"}
+    body = [[fmt_cell(r.get(c) or "", "") if c in values else r.get(c) or "" for c in REPRO_COLS] for r in rs]
     return [("h", 2, "The documents' figures", "reproduce", "reproduce.csv"),
             ("p", "Each figure the documents quote, with its formula's value and this run's measurement: "
                   + verdict_counts(rs) + "."),
