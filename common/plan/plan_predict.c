@@ -1,5 +1,5 @@
-/* plan --fit, second half: predict each dp_allreduce, tp_layer and
- * pp_pipeline row of a run from its measured compute plus the modeled
+/* plan --fit, second half: predict each dp_allreduce, tp_layer, pp_pipeline
+ * and hybrid_3d row of a run from its measured compute plus the modeled
  * communication (model.h with the fitted links), print predicted vs measured,
  * and write benchmark,row,predicted_us,measured_us,rel_error. */
 #include "plan/plan_fit.h"
@@ -109,6 +109,35 @@ static int predict_pp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predv
     return push(pv, "pp_pipeline", label, used, pred, step);
 }
 
+/* 3D (hybrid_3d): the pipeline's (m+p-1) slots, each one micro-batch's
+ * compute, TP collectives and stage transfers, then the DP allreduce:
+ *   step = (m+p-1)/m * (compute + TP + PP) + DP
+ * TP: the row's tp_bytes at B plus 2(t-1) latencies for each of the 4
+ * collectives of a layer, per layer of the stage and micro-batch; PP: one
+ * send and one receive of pp_bytes/m per micro-batch; DP: dp_bytes (already
+ * the ring's 2(d-1)/d share) at B plus 2(d-1) latencies. Each axis uses the
+ * fit of its own link class. */
+static int predict_hybrid(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
+{
+    double tp, pp, dp, m, layers, comp, step, tpb, ppb, dpb;
+    pb_model_link lt, lp, ld;
+    char used[16], label[96];
+    if (!num(t, r, "tp", &tp) || !num(t, r, "pp", &pp) || !num(t, r, "dp", &dp) || !num(t, r, "micro_batches", &m) ||
+        !num(t, r, "layers", &layers) || !num(t, r, "compute_us", &comp) || !num(t, r, "step_us", &step) ||
+        !num(t, r, "tp_bytes", &tpb) || !num(t, r, "pp_bytes", &ppb) || !num(t, r, "dp_bytes", &dpb) || m < 1 ||
+        pb_plan_fit_fitted_link(f, pb_csv_get(t, r, "tp_link"), 1, &lt, used, sizeof used) ||
+        pb_plan_fit_fitted_link(f, pb_csv_get(t, r, "pp_link"), 0, &lp, used, sizeof used) ||
+        pb_plan_fit_fitted_link(f, pb_csv_get(t, r, "dp_link"), 1, &ld, used, sizeof used))
+        return PB_ERR_CHECK;
+    double tp_s = tp > 1 ? m * (layers / pp) * 4.0 * 2.0 * (tp - 1) * lt.alpha_s + tpb / lt.bw_Bps : 0.0;
+    double pp_s = pp > 1 ? 2.0 * m * pb_model_t_p2p(ppb / m, lp) : 0.0;
+    double dp_s = dp > 1 ? 2.0 * (dp - 1) * ld.alpha_s + dpb / ld.bw_Bps : 0.0;
+    double pred = (m + pp - 1) / m * (comp + (tp_s + pp_s) * 1e6) + dp_s * 1e6;
+    snprintf(label, sizeof label, "t=%d p=%d d=%d m=%d %s", (int)tp, (int)pp, (int)dp, (int)m,
+             pb_csv_get(t, r, "placement"));
+    return push(pv, "hybrid_3d", label, "per axis", pred, step);
+}
+
 typedef int (*predictor)(const pb_csv *, int, const pb_plan_fit_fitted *, predvec *);
 
 typedef struct {
@@ -170,6 +199,7 @@ int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char
     int st = predict_kind(dir, "dp_allreduce", predict_dp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "tp_layer", predict_tp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "pp_pipeline", predict_pp, f, &pv, out);
+    if (st == PB_OK) st = predict_kind(dir, "hybrid_3d", predict_hybrid, f, &pv, out);
     if (st == PB_OK) {
         fprintf(out, "\npredicted step time (measured compute + modeled communication) vs measured\n");
         fprintf(out, "%-12s %-52s %-11s %14s %14s %9s\n", "benchmark", "row", "link/fit", "predicted_us",
@@ -179,7 +209,7 @@ int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char
             fprintf(out, "%-12s %-52s %-11s %14.1f %14.1f %+8.1f%%\n", p->bench, p->label, p->link, p->pred_us,
                     p->meas_us, 100.0 * rel_err(p));
         }
-        if (pv.n == 0) fprintf(out, "(no dp_allreduce, tp_layer or pp_pipeline rows to predict)\n");
+        if (pv.n == 0) fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline or hybrid_3d rows to predict)\n");
         if (csv_path) st = write_csv(csv_path, &pv, cmdline);
     }
     free(pv.v);

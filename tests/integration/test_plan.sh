@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plan: --reproduce passes; the enumerator ranks and rejects; --fit recovers
 # alpha and B (within 5%) from synthetic sweeps generated with known values and
-# predicts synthetic dp/tp/pp rows; bad inputs exit 2, missing data exits 3.
+# predicts synthetic dp/tp/pp/3D rows; bad inputs exit 2, missing data exits 3.
 # No MPI needed.
 source "$(dirname "$0")/lib.sh"
 PLAN=$BIN/plan
@@ -100,6 +100,17 @@ BEGIN {
         st = (m + p - 1) * (2000 + 4000 + c)
         printf "%d,%d,1f1b,inter,%d,2000,4000,%.1f,%.4f,%.4f\n", p, m, S, st * nz(), m * 6000 / st, m / (m + p - 1) > pp
     }
+    # 3D: TP intra, PP and DP inter; step = (m+p-1)/m (compute + TP + PP) + DP (docs/plan.md).
+    h = "'"$R"'/hybrid_3d.csv"
+    print "placement,tp,pp,dp,nranks,micro_batches,layers,tp_link,pp_link,dp_link,step_us,compute_us,tp_bytes,pp_bytes,dp_bytes" > h
+    for (p = 2; p <= 4; p *= 2) for (m = 4; m <= 16; m *= 4) {
+        t = 2; d = 2; L = 8; tb = 16777216 * m / 4; pb = 1048576 * m; db = 33554432
+        ctp = m * (L / p) * 8 * (t - 1) * a["intra"] + tb / B["intra"]
+        cpp = 2 * m * (a["inter"] + pb / m / B["inter"])
+        cdp = 2 * (d - 1) * a["inter"] + db / B["inter"]
+        st = (m + p - 1) / m * (40000 * m + (ctp + cpp) * 1e6) + cdp * 1e6
+        printf "tp-inner,%d,%d,%d,%d,%d,%d,intra,inter,inter,%.1f,%d,%d,%d,%d\n", t, p, d, t * p * d, m, L, st * nz(), 40000 * m, tb, pb, db > h
+    }
 }'
 expect_rc 0 "--fit synthetic run" -- "$PLAN" --fit "$R" --csv "$TMP/fit.csv"
 cp "$TMP/out" "$TMP/fit"
@@ -116,7 +127,7 @@ check_fit inter p2p 12 0.6
 check_fit intra coll 0.5 8
 check_fit inter coll 12 0.6
 expect_in "$TMP/fit" "coll_sweep_allreduce.csv: 73 rows, 1 not used for the fit" "fit: skips the wrong row"
-for b in dp_allreduce tp_layer pp_pipeline; do
+for b in dp_allreduce tp_layer pp_pipeline hybrid_3d; do
     n=$(grep -c "^$b," "$TMP/fit.csv")
     if [ "$n" -ge 4 ]; then pass "--csv has $n $b rows"; else fail "--csv has $n $b rows, expected >= 4"; fi
 done
