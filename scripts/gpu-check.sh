@@ -462,7 +462,7 @@ sum "# MPI: ${MPI_VER:-unknown}; CUDA-aware: $CUDA_AWARE (not needed: --mem devi
 sum "# verdict step              ranks    time  headline or reason"
 
 # ---------------------------------------------------------------- the steps
-UNIT_GPU_CASES="test_gpu_gemm test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
+UNIT_GPU_CASES="test_gpu_gemm test_gpu_gemm_batched test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
 TO=$STEP_TO
 Q="--timeout $WD_S --max-seconds-per-size 10"   # no operation hangs, no size runs long
 M="--model gpt-1.3b"
