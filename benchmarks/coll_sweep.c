@@ -3,8 +3,9 @@
  *
  * Two clocks, as nccl-tests has: `time` (and algbw, busbw from it) is the host
  * clock around issue + stream synchronization of each iteration; `devtime` is
- * the device time of the operation from CUDA events on the communication
- * stream (stream-ordered backends only). -G replays a CUDA graph of the
+ * the device time per operation of a batch of back-to-back operations between
+ * two CUDA events on the communication stream, as nccl-tests times a batch
+ * (stream-ordered backends only; coll_exec.h). -G replays a CUDA graph of the
  * operation instead of issuing it, which removes the host's launch cost. */
 #include "harness/bench.h"
 #include "backend/buffers.h"
@@ -126,7 +127,6 @@ typedef struct iter_ctx {
     const pb_options *o;
     int skip;
     int events;    /* the backend has CUDA-event spans */
-    int recording; /* inside the timed loop: one span per timed iteration */
     int graph;     /* -G: replay the captured operation */
 } iter_ctx;
 
@@ -148,10 +148,7 @@ static int one_iteration(void *arg, int iter)
 {
     iter_ctx *x = arg;
     if (x->skip) return PB_OK; /* test-only: leave the peers waiting (PARABENCH_TEST_SKIP) */
-    int span = x->recording && x->events && iter >= 0;
-    if (span) PB_TRY(x->be->span_begin(x->comm));
     PB_TRY(x->graph ? x->be->replay(x->comm) : issue(x, iter));
-    if (span) PB_TRY(x->be->span_end(x->comm));
     return x->be->sync(x->comm);
 }
 
@@ -166,13 +163,24 @@ static int capture(iter_ctx *x)
     return status != PB_OK ? status : end;
 }
 
-/* Mean over iterations and ranks of the device time (NaN without events). */
-static int device_time(iter_ctx *x, double *mean_us)
+/* Issue (or, with -G, replay) operation i of a device-time batch. */
+static int batch_op(void *arg, int i)
 {
-    double sum = 0, mine = NAN;
-    int count = 0, status = PB_OK;
-    if (x->events) status = x->be->span_take(x->comm, &sum, &count);
-    if (count > 0) mine = sum / count;
+    iter_ctx *x = arg;
+    return x->graph ? x->be->replay(x->comm) : issue(x, i);
+}
+
+/* Mean over ranks of the device time per operation of a batch of n
+ * back-to-back operations (coll_exec.h; NaN without events). */
+static int device_time(iter_ctx *x, int n, double *mean_us)
+{
+    double mine = NAN;
+    int status = PB_OK;
+    if (x->events && !x->skip) {
+        pb_watchdog_arm(0, "devtime batch");
+        status = pb_coll_exec_device_time(x->be, x->comm, n, batch_op, x, &mine);
+        pb_watchdog_disarm();
+    }
     MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, x->g->comm);
     *mean_us /= x->g->size;
     return status;
@@ -313,11 +321,9 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         snprintf(r.name, sizeof r.name, "%s", x->g->name);
         snprintf(r.link, sizeof r.link, "%s", x->g->link);
         if (x->graph) status = pb_world_agree(&b->w, capture(x));
-        x->recording = 1;
         if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
-        x->recording = 0;
         if (status == PB_OK) status = pb_runner_gather_stats(x->g->comm, samples, r.done, &r.st);
-        if (status == PB_OK) status = device_time(x, &r.dev_us);
+        if (status == PB_OK) status = device_time(x, r.done, &r.dev_us);
         if (status == PB_OK && o->check) status = validate(x, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
         if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));
@@ -396,7 +402,8 @@ int main(int argc, char **argv)
                   .events = b.be->span_begin != NULL, .graph = o.graph};
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "timer", x.events ? "time: host clock, issue to stream synchronization; "
-                                                      "devtime: CUDA events on the communication stream"
+                                                      "devtime: CUDA events around a batch of back-to-back operations "
+                                                      "on the communication stream, per operation"
                                                     : "time: host clock, issue to completion; devtime: not measured "
                                                       "(host backend)");
     cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
