@@ -34,6 +34,24 @@ int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const
     return d->issue(b, comm, sh, send, recv, t, op, root);
 }
 
+int pb_coll_exec_in_place(const char *option, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank,
+                          void *buf, void **send, void **recv)
+{
+    size_t es = pb_dtype_size(t);
+    char *base = buf;
+    *send = *recv = buf;
+    switch (c) {
+    case PB_COLL_ALLREDUCE:
+    case PB_COLL_BROADCAST:
+    case PB_COLL_REDUCE: return PB_OK;
+    case PB_COLL_ALLGATHER: *send = base + (size_t)rank * sh->send_count * es; return PB_OK;
+    case PB_COLL_REDUCESCATTER: *recv = base + (size_t)rank * sh->recv_count * es; return PB_OK;
+    default:
+        return pb_error_usage(option, "%s has no in-place form; expected allreduce, allgather, reducescatter, "
+                                      "broadcast or reduce", pb_coll_name(c));
+    }
+}
+
 int pb_coll_exec_devtime_batch(int n)
 {
     const char *env = getenv("PARABENCH_DEVTIME_BATCH");

@@ -1,4 +1,4 @@
-/* devtime (coll_exec.h): a batch of back-to-back operations between one pair
+/* coll_exec.h: in-place pointers, and devtime: a batch of back-to-back operations between one pair
  * of CUDA events, against a fake stream whose spans cost the host's launch
  * once per span (the start event of a span on an idle stream is timestamped
  * before the first operation is queued) plus the operations' device time. */
@@ -120,6 +120,36 @@ static void test_failed_operation_closes_the_span(void **state)
     assert_true(isnan(us));
 }
 
+/* NCCL's in-place forms: allgather sends from this rank's block of the output,
+ * reducescatter receives into this rank's block of the input. */
+static void test_in_place_pointers(void **state)
+{
+    static float buf[64];
+    const int ranks = 4, rank = 3;
+    void *send, *recv;
+    pb_coll_exec_shape sh;
+    const pb_coll same[] = {PB_COLL_ALLREDUCE, PB_COLL_BROADCAST, PB_COLL_REDUCE};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        pb_coll_exec_shape_of(same[i], sizeof buf, PB_FLOAT32, ranks, &sh);
+        assert_int_equal(pb_coll_exec_in_place("--in-place", same[i], &sh, PB_FLOAT32, rank, buf, &send, &recv), PB_OK);
+        assert_ptr_equal(send, buf);
+        assert_ptr_equal(recv, buf);
+    }
+    pb_coll_exec_shape_of(PB_COLL_ALLGATHER, sizeof buf, PB_FLOAT32, ranks, &sh);
+    assert_int_equal(pb_coll_exec_in_place("--in-place", PB_COLL_ALLGATHER, &sh, PB_FLOAT32, rank, buf, &send, &recv), PB_OK);
+    assert_ptr_equal(recv, buf);
+    assert_ptr_equal(send, buf + 3 * 16);
+    pb_coll_exec_shape_of(PB_COLL_REDUCESCATTER, sizeof buf, PB_FLOAT32, ranks, &sh);
+    assert_int_equal(pb_coll_exec_in_place("--in-place", PB_COLL_REDUCESCATTER, &sh, PB_FLOAT32, rank, buf, &send, &recv), PB_OK);
+    assert_ptr_equal(send, buf);
+    assert_ptr_equal(recv, buf + 3 * 16);
+    pb_coll_exec_shape_of(PB_COLL_ALLGATHER, 64, PB_BFLOAT16, ranks, &sh); /* element size counts */
+    assert_int_equal(pb_coll_exec_in_place("--in-place", PB_COLL_ALLGATHER, &sh, PB_BFLOAT16, rank, buf, &send, &recv), PB_OK);
+    assert_ptr_equal(send, (char *)buf + 3 * 8 * 2);
+    assert_int_equal(pb_coll_exec_in_place("--in-place", PB_COLL_ALLTOALL, &sh, PB_FLOAT32, 0, buf, &send, &recv), PB_ERR_USAGE);
+    assert_int_equal(pb_coll_exec_in_place("--in-place", PB_COLL_SENDRECV, &sh, PB_FLOAT32, 0, buf, &send, &recv), PB_ERR_USAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +159,7 @@ int main(void)
         cmocka_unit_test_setup(test_batch_setting, reset),
         cmocka_unit_test_setup(test_no_events_or_no_operations, reset),
         cmocka_unit_test_setup(test_failed_operation_closes_the_span, reset),
+        cmocka_unit_test(test_in_place_pointers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
