@@ -155,6 +155,7 @@ make_bundle() {
   # Debug sections off (about half their size); symbols stay for backtraces.
   strip --strip-debug "$BUNDLE"/bin/* "$BUNDLE"/tests/* 2>/dev/null || say "strip failed: binaries keep their debug sections"
   cp -p "$ROOT/scripts/gpu-check.sh" "$BUNDLE/gpu-check.sh"
+  cp -p "$ROOT/scripts/gpu_check.py" "$BUNDLE/gpu_check.py"   # its judging helpers and one-page summary
 
   # Open MPI runtime
   cp -p "$orterun" "$BUNDLE/ompi/bin/orterun"
