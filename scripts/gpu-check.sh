@@ -481,16 +481,17 @@ step pp-mpidev-2 2 "$TO" h_pp -- $(launch 2 pp_pipeline --backend mpi --mem devi
 # compute-sanitizer: the three tools on the GPU unit tests, memcheck on one small run of each program
 if [ -n "$SAN" ] || [ "$DRY" = 1 ] || [ "$NO_GPU" = 1 ]; then
   S="${SAN:-compute-sanitizer} --error-exitcode 1 --tool"
+  at() { command -v "$1" 2>/dev/null || echo "$1"; }   # the sanitizer gets the program's path, not a PATH lookup
   for tool in memcheck racecheck synccheck; do
-    step san-$tool-unit 1 "$TO" h_san -- $(run1 $S $tool test_gpu_nogpu)
+    step san-$tool-unit 1 "$TO" h_san -- $(run1 $S $tool "$(at test_gpu_nogpu)")
   done
-  step san-memcheck-coll 1 "$TO" h_san -- $(launch 1 $S memcheck coll_sweep --backend nccl --coll all -b 8 -e 1M -f 32 -n 2 -w 1 $Q)
-  step san-memcheck-p2p 2 "$TO" h_san -- $(launch 2 $S memcheck p2p_sweep --backend mpi --mem device --mode all -b 8 -e 64K -f 64 -n 2 -w 1 --window 4 $Q)
-  step san-memcheck-probe 1 "$TO" h_san -- $(run1 $S memcheck compute_probe --engine cublas --sizes 256 -n 2 --copy-bytes 1M)
-  step san-memcheck-dp 1 "$TO" h_san -- $(launch 1 $S memcheck dp_allreduce --backend nccl --engine cublas --layers 1 --grad-bytes 1M $SM)
-  step san-memcheck-tp 1 "$TO" h_san -- $(launch 1 $S memcheck tp_layer --backend nccl --engine cublas --tp 1 $SM)
-  step san-memcheck-pp 1 "$TO" h_san -- $(launch 1 $S memcheck pp_pipeline --backend nccl --engine cublas --stages 1 --layers 1 --micro-batches 2 $SM)
-  step san-memcheck-hybrid 1 "$TO" h_san -- $(launch 1 $S memcheck hybrid_3d --backend nccl --engine cublas --tp 1 --pp 1 --layers 1 $SM)
+  step san-memcheck-coll 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at coll_sweep)" --backend nccl --coll all -b 8 -e 1M -f 32 -n 2 -w 1 $Q)
+  step san-memcheck-p2p 2 "$TO" h_san -- $(launch 2 $S memcheck "$(at p2p_sweep)" --backend mpi --mem device --mode all -b 8 -e 64K -f 64 -n 2 -w 1 --window 4 $Q)
+  step san-memcheck-probe 1 "$TO" h_san -- $(run1 $S memcheck "$(at compute_probe)" --engine cublas --sizes 256 -n 2 --copy-bytes 1M)
+  step san-memcheck-dp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at dp_allreduce)" --backend nccl --engine cublas --layers 1 --grad-bytes 1M $SM)
+  step san-memcheck-tp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at tp_layer)" --backend nccl --engine cublas --tp 1 $SM)
+  step san-memcheck-pp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at pp_pipeline)" --backend nccl --engine cublas --stages 1 --layers 1 --micro-batches 2 $SM)
+  step san-memcheck-hybrid 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at hybrid_3d)" --backend nccl --engine cublas --tp 1 --pp 1 --layers 1 $SM)
 else
   skip_gpu sanitizer 1 "no compute-sanitizer on PATH or in \$CUDA_HOME/bin: memcheck, racecheck and synccheck not run"
 fi
