@@ -27,7 +27,8 @@
 #   --build DIR          build folder (default build-gpu)
 #   --no-build           use the binaries already in the build folder
 #   --max-ranks N        ranks of the multi-rank steps: min(GPUs, N) (default 8)
-#   --budget SECS        all steps together (default 450); a step that would
+#   --budget SECS        all steps together (default 450 on one GPU, so one call
+#                        stays under 8 minutes once built; 900 with more); a step that would
 #                        start later is skipped and counted as failed
 #   --step-timeout SECS  per step (default 180, at least 90: above the benchmarks'
 #                        60 s watchdog, so a hang is diagnosed, not killed);
@@ -66,7 +67,7 @@ SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GC_PY=$SELF_DIR/gpu_check.py   # the judging helpers and the one-page summary (a bundle carries a copy)
 ROOT=$(cd "$SELF_DIR/.." && pwd)
 BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
-MAX_RANKS=8 BUDGET=450 STEP_TO=180 BUILD_TO=1800 DRY=0
+MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0
 # Every benchmark runs with --timeout $WD_S (its hang watchdog). A step is
 # killed only WD_MARGIN_S later, so a hang is reported by the watchdog (what,
 # where, which rank) instead of showing up as a bare "killed".
@@ -193,6 +194,7 @@ NP=$NGPU
 [ "$NP" -lt 1 ] && NP=1
 [ "$NP" -gt "$MAX_RANKS" ] && NP=$MAX_RANKS
 NP_WHY="one per GPU"
+if [ -z "$BUDGET" ]; then BUDGET=450; [ "$NGPU" -ge 2 ] && BUDGET=900; fi
 if [ "$LAUNCHER" = slurm ]; then
   st=${SLURM_NTASKS_PER_NODE:-${SLURM_NTASKS:-}}; st=${st%%(*}
   if is_uint "$st" && [ "$st" -lt "$NP" ]; then NP=$st; NP_WHY="the job's $st tasks per node"; fi
@@ -499,7 +501,7 @@ fi
 }
 
 gpu_lines() {
-  sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY)"
+  sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY); budget $BUDGET s"
   [ -n "$PY" ] && [ "$NGPU" -gt 0 ] && sum "# expected: $("$PY" "$GC_PY" expected "${GPU_NAME:-unknown}")"
   return 0
 }
