@@ -3,8 +3,9 @@
  *
  * Two clocks, as nccl-tests has: `time` (and algbw, busbw from it) is the host
  * clock around issue + stream synchronization of each iteration; `devtime` is
- * the device time of the operation from CUDA events on the communication
- * stream (stream-ordered backends only). -G replays a CUDA graph of the
+ * the device time per operation of a batch of back-to-back operations between
+ * two CUDA events on the communication stream, as nccl-tests times a batch
+ * (stream-ordered backends only; coll_exec.h). -G replays a CUDA graph of the
  * operation instead of issuing it, which removes the host's launch cost. */
 #include "harness/bench.h"
 #include "backend/buffers.h"
@@ -27,16 +28,21 @@ typedef struct sweep_opts {
     int colls[PB_COLL_COUNT]; /* which collectives, in the order given */
     int ncolls;
     int graph; /* -G */
+    int in_place; /* --in-place */
     int groups; /* --groups: pb_group_groups_kind */
 } sweep_opts;
 
-enum { OPT_COLL, OPT_GRAPH, OPT_GROUPS };
+enum { OPT_COLL, OPT_GRAPH, OPT_GROUPS, OPT_IN_PLACE };
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
     sweep_opts *o = ctx;
     if (id == OPT_GRAPH) {
         o->graph = 1;
+        return PB_OK;
+    }
+    if (id == OPT_IN_PLACE) {
+        o->in_place = 1;
         return PB_OK;
     }
     if (id == OPT_GROUPS) {
@@ -54,6 +60,8 @@ static pb_options_opt own_opts[] = {
      OPT_GROUPS},
     {"cuda-graph", 'G', NULL, "capture each size's operation in a CUDA graph and time its replays (--backend nccl; "
                               "fixed buffers, no rotation)", OPT_GRAPH},
+    {"in-place", 0, NULL, "in-place operations as NCCL defines them (device buffers; allreduce, allgather, "
+                          "reducescatter, broadcast, reduce)", OPT_IN_PLACE},
 };
 
 /* The --coll help, from the collective table. */
@@ -126,8 +134,8 @@ typedef struct iter_ctx {
     const pb_options *o;
     int skip;
     int events;    /* the backend has CUDA-event spans */
-    int recording; /* inside the timed loop: one span per timed iteration */
     int graph;     /* -G: replay the captured operation */
+    int in_place;  /* --in-place: send and receive inside one buffer (coll_exec.h) */
 } iter_ctx;
 
 /* The receive buffer of iteration `iter`: the send buffer itself for a
@@ -138,20 +146,29 @@ static void *recv_slot(const iter_ctx *x, int iter)
     return pb_buffers_slot(&x->recv, iter);
 }
 
+/* The send and receive pointers of iteration `iter`; with --in-place both lie
+ * in the larger of the two slots. */
+static void slots(const iter_ctx *x, int iter, void **send, void **recv)
+{
+    *send = pb_buffers_slot(&x->send, iter);
+    *recv = recv_slot(x, iter);
+    if (!x->in_place) return;
+    void *buf = x->shape.recv_count >= x->shape.send_count ? *recv : *send;
+    (void)pb_coll_exec_in_place("--in-place", x->coll, &x->shape, x->o->dtype, x->be->rank(x->comm), buf, send, recv);
+}
+
 static int issue(iter_ctx *x, int iter)
 {
-    return pb_coll_exec_issue(x->be, x->comm, x->coll, &x->shape, pb_buffers_slot(&x->send, iter), recv_slot(x, iter),
-                         x->o->dtype, x->o->op, x->o->root);
+    void *send, *recv;
+    slots(x, iter, &send, &recv);
+    return pb_coll_exec_issue(x->be, x->comm, x->coll, &x->shape, send, recv, x->o->dtype, x->o->op, x->o->root);
 }
 
 static int one_iteration(void *arg, int iter)
 {
     iter_ctx *x = arg;
     if (x->skip) return PB_OK; /* test-only: leave the peers waiting (PARABENCH_TEST_SKIP) */
-    int span = x->recording && x->events && iter >= 0;
-    if (span) PB_TRY(x->be->span_begin(x->comm));
     PB_TRY(x->graph ? x->be->replay(x->comm) : issue(x, iter));
-    if (span) PB_TRY(x->be->span_end(x->comm));
     return x->be->sync(x->comm);
 }
 
@@ -166,13 +183,24 @@ static int capture(iter_ctx *x)
     return status != PB_OK ? status : end;
 }
 
-/* Mean over iterations and ranks of the device time (NaN without events). */
-static int device_time(iter_ctx *x, double *mean_us)
+/* Issue (or, with -G, replay) operation i of a device-time batch. */
+static int batch_op(void *arg, int i)
 {
-    double sum = 0, mine = NAN;
-    int count = 0, status = PB_OK;
-    if (x->events) status = x->be->span_take(x->comm, &sum, &count);
-    if (count > 0) mine = sum / count;
+    iter_ctx *x = arg;
+    return x->graph ? x->be->replay(x->comm) : issue(x, i);
+}
+
+/* Mean over ranks of the device time per operation of a batch of n
+ * back-to-back operations (coll_exec.h; NaN without events). */
+static int device_time(iter_ctx *x, int n, double *mean_us)
+{
+    double mine = NAN;
+    int status = PB_OK;
+    if (x->events && !x->skip) {
+        pb_watchdog_arm(0, "devtime batch");
+        status = pb_coll_exec_device_time(x->be, x->comm, n, batch_op, x, &mine);
+        pb_watchdog_disarm();
+    }
     MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, x->g->comm);
     *mean_us /= x->g->size;
     return status;
@@ -184,7 +212,8 @@ static int validate(iter_ctx *x, long long *wrong_total)
 {
     const pb_coll_exec_shape *sh = &x->shape;
     int n = x->be->size(x->comm), me = x->be->rank(x->comm);
-    void *send = pb_buffers_slot(&x->send, 0), *recv = recv_slot(x, 0);
+    void *send, *recv;
+    slots(x, 0, &send, &recv);
     int status = pb_coll_check_fill(x->be, x->coll, sh, x->o->dtype, me, n, send);
     pb_watchdog_arm(0, "validate");
     if (status == PB_OK) status = one_iteration(x, 0);
@@ -313,11 +342,9 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         snprintf(r.name, sizeof r.name, "%s", x->g->name);
         snprintf(r.link, sizeof r.link, "%s", x->g->link);
         if (x->graph) status = pb_world_agree(&b->w, capture(x));
-        x->recording = 1;
         if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
-        x->recording = 0;
         if (status == PB_OK) status = pb_runner_gather_stats(x->g->comm, samples, r.done, &r.st);
-        if (status == PB_OK) status = device_time(x, &r.dev_us);
+        if (status == PB_OK) status = device_time(x, r.done, &r.dev_us);
         if (status == PB_OK && o->check) status = validate(x, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
         if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));
@@ -354,6 +381,11 @@ static int check_combinations(const sweep_opts *o)
     if (o->common.op_given && !ops)
         return pb_error_usage("-o/--op", "does not apply to --coll %s, which reduces nothing; expected a reducing "
                                          "collective or no -o", pb_coll_name((pb_coll)o->colls[0]));
+    for (int k = 0; k < o->ncolls && o->in_place; k++) { /* refused before anything is allocated */
+        void *p, *q;
+        pb_coll_exec_shape none = {0};
+        PB_TRY(pb_coll_exec_in_place("--in-place", (pb_coll)o->colls[k], &none, o->common.dtype, 0, NULL, &p, &q));
+    }
     if (o->graph && o->common.rotate)
         return pb_error_usage("-G/--cuda-graph", "does not apply with --rotate 1: a graph replays fixed buffers; "
                                                  "expected one or the other");
@@ -388,18 +420,24 @@ int main(int argc, char **argv)
     if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
         status = pb_error_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
                           "expected --backend nccl", b.be->name);
+    if (status == PB_OK && o.in_place && b.be->mem == PB_MEM_HOST) /* MPI would need MPI_IN_PLACE, not aliases */
+        status = pb_error_usage("--in-place", "host buffers of the %s backend cannot alias; expected --backend nccl "
+                                "or --mem device", b.be->name);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     iter_ctx x = {.be = b.be, .g = &g, .o = &o.common, .skip = pb_faults_skip_rank() == b.w.rank,
-                  .events = b.be->span_begin != NULL, .graph = o.graph};
+                  .events = b.be->span_begin != NULL, .graph = o.graph,
+                  .in_place = o.in_place};
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "timer", x.events ? "time: host clock, issue to stream synchronization; "
-                                                      "devtime: CUDA events on the communication stream"
+                                                      "devtime: CUDA events around a batch of back-to-back operations "
+                                                      "on the communication stream, per operation"
                                                     : "time: host clock, issue to completion; devtime: not measured "
                                                       "(host backend)");
     cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
+    cJSON_AddBoolToObject(meta, "in_place", o.in_place);
     cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_coll_check_where(b.be) : "off");
     cJSON_AddItemToObject(meta, "buffers", pb_buffers_mode_meta(b.be, o.common.rotate));
     char iters[160];

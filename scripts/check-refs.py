@@ -22,7 +22,7 @@ PATH = re.compile(rf"(?<![\w./-])({TOP}/[\w./-]*?\.{EXT})(?![\w/-])")
 BARE_MD = re.compile(r"(?<![\w./-])([A-Za-z][\w-]*\.md)\b")
 # The capital words the docs use for "fill in a name here".
 PLACEHOLDER = re.compile(r"(^|[/_])(X|N|NAME|LAYER|DIR|FILE)(?=[._/]|$)")
-GENERATED = {"report.md"}  # written by run_all.sh / scripts/report.py into a results folder
+GENERATED = {"report.md", "gpu-check.md"}  # written into a results folder (run_all.sh / scripts/report.py; scripts/gpu-check.sh)
 READ = re.compile(r"(\.(c|h|cu|sh|py|md|gp)$|^Makefile$|^run_all\.sh$|^\.ci/run$)")
 
 

@@ -27,19 +27,25 @@
 #   --build DIR          build folder (default build-gpu)
 #   --no-build           use the binaries already in the build folder
 #   --max-ranks N        ranks of the multi-rank steps: min(GPUs, N) (default 8)
-#   --budget SECS        all steps together (default 900); a step that would
+#   --budget SECS        all steps together (default 450 on one GPU, so one call
+#                        stays under 8 minutes once built; 900 with more); a step that would
 #                        start later is skipped and counted as failed
 #   --step-timeout SECS  per step (default 180, at least 90: above the benchmarks'
 #                        60 s watchdog, so a hang is diagnosed, not killed);
 #                        the build has its own (1800)
+#   --dry-run            print every step's command line (as PLAN lines) and run
+#                        nothing; works without a GPU when nvidia-smi is faked
 # Environment: PB_MPIRUN_ARGS (extra mpirun arguments), PB_SRUN_ARGS (extra srun
 # arguments, e.g. --gpus-per-task=1), PB_SRUN_MPI, PB_CUDA_LIB_DIRS (bundle case:
 # colon-separated folders holding libcudart, libcublas, libnccl).
 #
 # Writes to the output folder (printed at the start and at the end):
-#   summary.txt   one line per step: PASS/FAIL/SKIP, ranks, seconds, headline
+#   summary.txt   one line per step: PASS/FAIL/SKIP/FIND, ranks, seconds, headline
 #                 or reason; then the key figures (allreduce busbw at the
-#                 largest size, GEMM TFLOP/s)
+#                 largest size against the node's expected figure, GEMM TFLOP/s)
+#   gpu-check.md  the same on one page for a bug report: verdict, failures,
+#                 findings (a reference or expectation missed: FIND, not a
+#                 failure), every step, key figures (scripts/gpu_check.py)
 #   check.log     every step's command, output, exit code and duration
 #   *.csv, *.json what each benchmark step wrote
 # Every step runs under `timeout` (and each benchmark with --timeout), a failed
@@ -52,14 +58,16 @@
 #   2   usage error
 #   3   environment: no MPI launcher and no bundle, nothing to build with, or
 #       no binaries
-#   77  skipped: no GPU on this node (nothing was run)
+#   77  skipped: no GPU on this node (nothing was run; every GPU step is listed
+#       as needing a GPU)
 # shellcheck disable=SC2317,SC2086,SC2046,SC1091  # headlines are called by name; launch prints a command line to split
 set -u
 
 SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+GC_PY=$SELF_DIR/gpu_check.py   # the judging helpers and the one-page summary (a bundle carries a copy)
 ROOT=$(cd "$SELF_DIR/.." && pwd)
 BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
-MAX_RANKS=8 BUDGET=900 STEP_TO=180 BUILD_TO=1800
+MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0
 # Every benchmark runs with --timeout $WD_S (its hang watchdog). A step is
 # killed only WD_MARGIN_S later, so a hang is reported by the watchdog (what,
 # where, which rank) instead of showing up as a bare "killed".
@@ -77,6 +85,7 @@ while [ $# -gt 0 ]; do
                 case "$LAUNCHER" in mpirun|slurm|bundle) ;; *) die_usage "--launcher: '$LAUNCHER' is not mpirun, slurm or bundle" ;; esac ;;
     --build) [ $# -ge 2 ] || die_usage "--build needs a folder"; BUILD=$2; shift 2 ;;
     --no-build) DO_BUILD=0; shift ;;
+    --dry-run) DRY=1; shift ;;
     --max-ranks) { is_uint "${2:-}" && [ "$2" -ge 1 ]; } || die_usage "--max-ranks needs a positive integer"; MAX_RANKS=$2; shift 2 ;;
     --budget) is_uint "${2:-}" || die_usage "--budget needs seconds"; BUDGET=$2; shift 2 ;;
     --step-timeout) { is_uint "${2:-}" && [ "$2" -ge $((WD_S + WD_MARGIN_S)) ]; } || die_usage "--step-timeout needs $((WD_S + WD_MARGIN_S)) seconds or more (the benchmarks' watchdog is $WD_S s)"; STEP_TO=$2; shift 2 ;;
@@ -113,7 +122,7 @@ SUM=$OUTDIR/summary.txt
 : > "$LOG"
 : > "$SUM"
 START=$SECONDS BUDGET_T0=$SECONDS
-NPASS=0 NFAIL=0 NSKIP=0
+NPASS=0 NFAIL=0 NSKIP=0 NFIND=0
 KEYFILE=$OUTDIR/.keys
 : > "$KEYFILE"
 key() { printf '%s\n' "$*" >> "$KEYFILE"; }   # headlines run in a subshell: key figures go through a file
@@ -128,11 +137,16 @@ finish() {
   {
     echo "#"
     if [ -s "$KEYFILE" ]; then echo "# key figures"; sed 's/^/#   /' "$KEYFILE"; echo "#"; fi
-    echo "# total: $NPASS passed, $NFAIL failed, $NSKIP skipped in $((SECONDS - START)) s; exit $rc"
+    echo "# total: $NPASS passed, $NFAIL failed, $NSKIP skipped, $NFIND findings in $((SECONDS - START)) s; exit $rc"
   } >> "$SUM"
-  say "done: $NPASS passed, $NFAIL failed, $NSKIP skipped in $((SECONDS - START)) s; exit $rc"
+  say "done: $NPASS passed, $NFAIL failed, $NSKIP skipped, $NFIND findings in $((SECONDS - START)) s; exit $rc"
   rm -f "$KEYFILE"
   say "summary: $SUM"
+  if command -v python3 >/dev/null 2>&1 && [ -f "$GC_PY" ]; then
+    python3 "$GC_PY" summary "$OUTDIR" >/dev/null 2>>"$LOG" && say "one page: $OUTDIR/gpu-check.md"
+  else
+    say "no python3 (or no $GC_PY): gpu-check.md not written; summary.txt has the same"
+  fi
   exit "$rc"
 }
 
@@ -162,17 +176,25 @@ if [ "$NGPU" -gt 0 ] && [ "${CUDA_VISIBLE_DEVICES+set}" = set ]; then
     *) nv=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .); [ "$nv" -lt "$NGPU" ] && NGPU=$nv ;;
   esac
 fi
+NO_GPU=0
 if [ "$NGPU" = 0 ]; then
+  NO_GPU=1
   line SKIP all - - "no GPU on this node: $GPU_WHY"
-  say "no GPU on $HOST ($GPU_WHY): nothing run; exit 77 (skipped)"
-  finish 77
+fi
+# Free memory of GPU 0 in MiB (the >2^31-element step needs room for it).
+GPU_FREE_MIB=0
+if [ "$NO_GPU" = 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
+  GPU_FREE_MIB=$(timeout 30 nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -dc 0-9)
+  [ -n "$GPU_FREE_MIB" ] || GPU_FREE_MIB=0
 fi
 
 # Ranks of the multi-rank steps: one per GPU, at most --max-ranks and, under
 # Slurm, at most the job's tasks on this node.
 NP=$NGPU
+[ "$NP" -lt 1 ] && NP=1
 [ "$NP" -gt "$MAX_RANKS" ] && NP=$MAX_RANKS
 NP_WHY="one per GPU"
+if [ -z "$BUDGET" ]; then BUDGET=450; [ "$NGPU" -ge 2 ] && BUDGET=900; fi
 if [ "$LAUNCHER" = slurm ]; then
   st=${SLURM_NTASKS_PER_NODE:-${SLURM_NTASKS:-}}; st=${st%%(*}
   if is_uint "$st" && [ "$st" -lt "$NP" ]; then NP=$st; NP_WHY="the job's $st tasks per node"; fi
@@ -184,6 +206,8 @@ fi
 # print "FAIL: reason".
 step() {
   local name=$1 np=$2 to=$3 hfn=$4; shift 5
+  if [ "$DRY" = 1 ]; then line PLAN "$name" "$np" - "$*"; return; fi
+  if [ "$NO_GPU" = 1 ]; then skip "$name" "$np" "needs a GPU: none here, nothing run"; return; fi
   local left=$((BUDGET - (SECONDS - BUDGET_T0)))
   [ -n "${NO_BUDGET:-}" ] && left=$to
   if [ "$left" -lt $((WD_S + WD_MARGIN_S)) ]; then   # less would kill a hang before its watchdog reports it
@@ -196,18 +220,24 @@ step() {
   rc=$?
   cat "$out" >> "$LOG"
   log "--- $name: exit $rc ($(meaning $rc)), $((SECONDS - t0)) s"
+  if [ "$rc" = 77 ]; then   # the step says it cannot run here (e.g. no PyTorch)
+    skip "$name" "$np" "$(h_info "$out")"; rm -f "$out"; return
+  fi
   if [ "$rc" = 0 ]; then
     verdict=PASS head=""
     [ "$hfn" != - ] && head=$("$hfn" "$out" "$name" 2>/dev/null)
-    case "$head" in FAIL:*) verdict=FAIL head=${head#FAIL: } ;; esac
+    case "$head" in FAIL:*) verdict=FAIL head=${head#FAIL: } ;; FINDING:*) verdict=FIND head=${head#FINDING: } ;; esac
   else
     verdict=FAIL head="exit $rc ($(meaning $rc)): $(reason_of "$out")"
   fi
-  if [ "$verdict" = PASS ]; then NPASS=$((NPASS + 1)); else NFAIL=$((NFAIL + 1)); fi
+  case "$verdict" in PASS) NPASS=$((NPASS + 1)) ;; FIND) NFIND=$((NFIND + 1)) ;; *) NFAIL=$((NFAIL + 1)) ;; esac
   line "$verdict" "$name" "$np" "$((SECONDS - t0))s" "$head"
   rm -f "$out"
 }
 skip() { line SKIP "$1" "$2" - "$3"; log ""; log "=== $1: skipped: $3"; NSKIP=$((NSKIP + 1)); }
+# skip_gpu NAME RANKS REASON: a step this node cannot run; under --dry-run or
+# without a GPU it is listed like every other step.
+skip_gpu() { if [ "$DRY" = 1 ]; then line PLAN "$1" "$2" - "not run here: $3"; elif [ "$NO_GPU" = 1 ]; then skip "$1" "$2" "needs a GPU: none here, nothing run"; else skip "$@"; fi; }
 fail() { line FAIL "$1" "$2" - "$3"; log ""; log "=== $1: FAILED: $3"; NFAIL=$((NFAIL + 1)); }
 
 meaning() {
@@ -320,6 +350,12 @@ h_hy() {
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   echo "step $(csvagg "$c" step_us min) us, tp $(csvagg "$c" tp_comm_us min) us, pp wait $(csvagg "$c" pp_wait_us min) us, dp $(csvagg "$c" dp_comm_us min) us; 0 wrong"
 }
+h_san() {   # exit 0 under --error-exitcode 1 means no error; a nonzero count in a summary line is one anyway
+  local bad
+  bad=$(grep -m1 -E '(ERROR SUMMARY: [1-9][0-9]* error|SUMMARY: .*\([1-9][0-9]* error)' "$1")
+  [ -n "$bad" ] && { echo "FAIL: ${bad#========= }"; return; }
+  echo "0 errors ($(grep -c -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$1") sanitizer summaries)"
+}
 h_host() { local f; f=$(wrong_fail "$OUTDIR/$2.csv"); [ -n "$f" ] && { echo "$f"; return; }; echo "MPI works: allreduce busbw $(csvagg "$OUTDIR/$2.csv" busbw_GBps max) GB/s (host memory)"; }
 
 # ---------------------------------------------------------------- launchers
@@ -350,6 +386,138 @@ launch() {
 # run1 CMD...: one process without MPI (under Slurm, a one-task job step, so it gets the job's GPUs)
 run1() { if [ "$LAUNCHER" = slurm ]; then launch 1 "$@"; else echo "$@"; fi; }
 
+# ---------------------------------------------------------------- the steps
+# run_steps: every step, in order. Defined before the environment is set up so
+# that --dry-run and a node without a GPU list the same steps (PLAN / SKIP
+# lines) without building or running anything.
+UNIT_GPU_CASES="test_gpu_gemm test_gpu_gemm_batched test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
+TO=$STEP_TO
+Q="--timeout $WD_S --max-seconds-per-size 10"   # no operation hangs, no size runs long
+M="--model gpt-1.3b"
+SM="--model tiny -n 1 -w 0 $Q"                  # one small run under compute-sanitizer
+R=$NP; [ "$R" -lt 2 ] && R=2   # MPI on device buffers: several ranks may share one GPU
+PY=""; command -v python3 >/dev/null 2>&1 && [ -f "$GC_PY" ] && PY=python3
+SAN=$(command -v compute-sanitizer 2>/dev/null || true)
+for d in "${CUDA_HOME:-/usr/local/cuda}" /usr/local/cuda; do
+  [ -z "$SAN" ] && [ -x "$d/bin/compute-sanitizer" ] && SAN=$d/bin/compute-sanitizer
+done
+# One operation above 2^31 elements: bf16 allreduce of 2^31 + 2^20 elements
+# (4 GiB + 2 MiB), send and receive buffers plus 4 GiB for NCCL and the check.
+BIG_COUNT=$(( (1 << 31) + (1 << 20) )); BIG_BYTES=$((BIG_COUNT * 2)); BIG_NEED_MIB=$((2 * BIG_BYTES / 1048576 + 4096))
+
+# py_step NAME RANKS ARGS...: a judgement of earlier steps' files by gpu_check.py
+py_step() {
+  local name=$1 np=$2; shift 2
+  if [ -n "$PY" ]; then step "$name" "$np" "$TO" h_info -- "$PY" "$GC_PY" "$@"
+  else skip_gpu "$name" "$np" "no python3: not judged (the CSV files are there)"; fi
+}
+
+run_steps() {
+# shellcheck disable=SC2046  # launch prints a command line to split
+{
+step mpi-host "$R" "$TO" h_host -- $(launch "$R" coll_sweep --backend mpi --mem host --sizes 1K,1M -n 5 -w 1 $Q --csv mpi-host.csv)
+
+step unit-gpu 1 "$TO" h_unit -- $(run1 test_gpu_nogpu)
+step unit-coll-check 1 "$TO" h_unit -- $(run1 test_coll_check)
+step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 2048,4096,8192 -n 10 --copy-bytes 1G --csv probe-bf16.csv)
+step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 2048,8192 -n 5 --copy-bytes 0 --csv probe-fp32.csv)
+# Same-machine reference: PyTorch's cuBLAS GEMM rate and copy bandwidth (exit 77: no PyTorch, skipped)
+if [ -n "$PY" ]; then
+  step torch-ref 1 "$TO" h_info -- $(run1 "$PY" "$GC_PY" torch-ref torch-ref.csv)
+  { [ -f "$OUTDIR/torch-ref.csv" ] || [ "$DRY" = 1 ]; } && py_step probe-vs-torch 1 vs-torch torch-ref.csv probe-bf16.csv probe-fp32.csv
+else
+  skip_gpu torch-ref 1 "no python3: no PyTorch reference"
+fi
+
+# NCCL: 1 rank, then one rank per GPU
+step coll-nccl-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll all -b 8 -e 256M -f 4 -n 20 -w 5 $Q --csv coll-nccl-1.csv --json coll-nccl-1.json)
+step coll-nccl-graph-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl -G --coll allreduce,allgather -b 8 -e 64M -f 8 -n 20 -w 5 $Q --csv coll-nccl-graph-1.csv)
+# devtime: the batch (default) against one event pair per operation (the old measure)
+step devtime-pair-1 1 "$TO" h_coll -- $(launch 1 env PARABENCH_DEVTIME_BATCH=1 coll_sweep --backend nccl --coll allreduce -b 8 -e 256M -f 16 -n 50 -w 5 $Q --csv devtime-pair-1.csv)
+step devtime-batch-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll allreduce -b 8 -e 256M -f 16 -n 50 -w 5 $Q --csv devtime-batch-1.csv)
+py_step devtime-vs-pair 1 devtime devtime-batch-1.csv devtime-pair-1.csv
+# bf16, half and int32 through NCCL, out of place and in place, validated
+for d in bfloat16 half int32; do
+  for ip in "" --in-place; do
+    step "nccl-$d${ip:+-inplace}-$NP" "$NP" "$TO" h_coll -- $(launch "$NP" coll_sweep --backend nccl --coll allreduce,allgather,reducescatter,broadcast,reduce -d "$d" $ip -b 8 -e 16M -f 1024 -n 3 -w 1 -c 1 $Q --csv "nccl-$d${ip:+-inplace}-$NP.csv")
+  done
+done
+if [ "$GPU_FREE_MIB" -ge "$BIG_NEED_MIB" ]; then
+  step nccl-2g-elements-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll allreduce -d bfloat16 --sizes "$BIG_BYTES" -n 2 -w 1 -c 1 --timeout $WD_S --csv nccl-2g-elements-1.csv)
+else
+  skip_gpu nccl-2g-elements-1 1 "an allreduce of $BIG_COUNT bf16 elements needs $BIG_NEED_MIB MiB free on GPU 0; it has $GPU_FREE_MIB MiB"
+fi
+if [ "$NP" -ge 2 ]; then
+  step coll-nccl-$NP "$NP" "$TO" h_coll -- $(launch "$NP" coll_sweep --backend nccl --coll all -b 8 -e 512M -f 4 -n 20 -w 5 $Q --csv coll-nccl-$NP.csv --json coll-nccl-$NP.json)
+  py_step busbw-vs-expected "$NP" busbw coll-nccl-$NP.csv "${GPU_NAME:-unknown}" "$NP"
+  step p2p-nccl-$NP "$NP" "$TO" h_p2p -- $(launch "$NP" p2p_sweep --backend nccl --mode all -b 8 -e 64M -f 4 -n 20 -w 5 --window 16 $Q --csv p2p-nccl-$NP.csv --json p2p-nccl-$NP.json)
+else
+  skip_gpu coll-nccl-N 1 "one GPU: the 1-rank NCCL steps cover it (NCCL refuses two ranks on one GPU)"
+  skip_gpu p2p-nccl 1 "one GPU: p2p_sweep needs two ranks and NCCL refuses two ranks on one GPU (p2p-mpidev covers the path)"
+fi
+
+# MPI on device buffers (staged through pinned host memory)
+step coll-mpidev-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 8 -n 10 -w 2 $Q --csv coll-mpidev-1.csv)
+step coll-mpidev-$R "$R" "$TO" h_coll -- $(launch "$R" coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 8 -n 10 -w 2 $Q --csv coll-mpidev-$R.csv --json coll-mpidev-$R.json)
+step p2p-mpidev-2 2 "$TO" h_p2p -- $(launch 2 p2p_sweep --backend mpi --mem device --mode all -b 8 -e 16M -f 4 -n 10 -w 2 --window 16 $Q --csv p2p-mpidev-2.csv)
+
+# Workloads with the cuBLAS engine: NCCL (stream ordering) at 1 and NP ranks, MPI device buffers (host ordering)
+T=1; for t in 2 4 8; do [ $((NP % t)) = 0 ] && [ "$t" -le "$NP" ] && T=$t; done   # gpt-1.3b: 16 heads
+NS=1; [ "$NP" -ge 2 ] && NS="1 $NP"
+for n in $NS; do
+  tpn=1; [ "$n" = "$NP" ] && tpn=$T
+  step dp-nccl-$n "$n" "$TO" h_dp -- $(launch "$n" dp_allreduce --backend nccl --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 5 -w 2 $Q --csv dp-nccl-$n.csv --json dp-nccl-$n.json)
+  step tp-nccl-$n "$n" "$TO" h_tp -- $(launch "$n" tp_layer --backend nccl --engine cublas --tp "$tpn" $M -n 5 -w 2 $Q --csv tp-nccl-$n.csv --json tp-nccl-$n.json)
+  [ "$n" = 1 ] && py_step tp-vs-gemm-rate 1 tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv
+  step pp-nccl-$n "$n" "$TO" h_pp -- $(launch "$n" pp_pipeline --backend nccl --engine cublas --stages "$n" --layers $((2 * n)) --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-nccl-$n.csv --json pp-nccl-$n.json)
+done
+if [ "$NP" -ge 2 ] && [ $((NP % 2)) = 0 ]; then
+  step hybrid-nccl-$NP "$NP" "$TO" h_hy -- $(launch "$NP" hybrid_3d --backend nccl --engine cublas --tp 2 --pp $((NP / 2)) $M --layers "$NP" -n 3 -w 1 $Q --csv hybrid-nccl-$NP.csv --json hybrid-nccl-$NP.json)
+else
+  skip_gpu hybrid-nccl "$NP" "needs an even number of GPUs for a TP x PP grid"
+fi
+step dp-mpidev-$R "$R" "$TO" h_dp -- $(launch "$R" dp_allreduce --backend mpi --mem device --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 3 -w 1 $Q --csv dp-mpidev-$R.csv)
+step tp-mpidev-2 2 "$TO" h_tp -- $(launch 2 tp_layer --backend mpi --mem device --engine cublas --tp 2 $M -n 3 -w 1 $Q --csv tp-mpidev-2.csv)
+step pp-mpidev-2 2 "$TO" h_pp -- $(launch 2 pp_pipeline --backend mpi --mem device --engine cublas --stages 2 --layers 4 --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-mpidev-2.csv)
+
+# compute-sanitizer: the three tools on the GPU unit tests, memcheck on one small run of each program
+if [ -n "$SAN" ] || [ "$DRY" = 1 ] || [ "$NO_GPU" = 1 ]; then
+  S="${SAN:-compute-sanitizer} --error-exitcode 1 --tool"
+  at() { command -v "$1" 2>/dev/null || echo "$1"; }   # the sanitizer gets the program's path, not a PATH lookup
+  for tool in memcheck racecheck synccheck; do
+    step san-$tool-unit 1 "$TO" h_san -- $(run1 $S $tool "$(at test_gpu_nogpu)")
+  done
+  step san-memcheck-coll 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at coll_sweep)" --backend nccl --coll all -b 8 -e 1M -f 32 -n 2 -w 1 $Q)
+  step san-memcheck-p2p 2 "$TO" h_san -- $(launch 2 $S memcheck "$(at p2p_sweep)" --backend mpi --mem device --mode all -b 8 -e 64K -f 64 -n 2 -w 1 --window 4 $Q)
+  step san-memcheck-probe 1 "$TO" h_san -- $(run1 $S memcheck "$(at compute_probe)" --engine cublas --sizes 256 -n 2 --copy-bytes 1M)
+  step san-memcheck-dp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at dp_allreduce)" --backend nccl --engine cublas --layers 1 --grad-bytes 1M $SM)
+  step san-memcheck-tp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at tp_layer)" --backend nccl --engine cublas --tp 1 $SM)
+  step san-memcheck-pp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at pp_pipeline)" --backend nccl --engine cublas --stages 1 --layers 1 --micro-batches 2 $SM)
+  step san-memcheck-hybrid 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at hybrid_3d)" --backend nccl --engine cublas --tp 1 --pp 1 --layers 1 $SM)
+else
+  skip_gpu sanitizer 1 "no compute-sanitizer on PATH or in \$CUDA_HOME/bin: memcheck, racecheck and synccheck not run"
+fi
+}
+}
+
+gpu_lines() {
+  sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY); budget $BUDGET s"
+  [ -n "$PY" ] && [ "$NGPU" -gt 0 ] && sum "# expected: $("$PY" "$GC_PY" expected "${GPU_NAME:-unknown}")"
+  return 0
+}
+# Without a GPU, or with --dry-run: list every step, run none.
+if [ "$NO_GPU" = 1 ] || [ "$DRY" = 1 ]; then
+  [ "$DRY" = 1 ] && sum "# dry run: the steps and their command lines; nothing is built or run"
+  gpu_lines
+  sum "# verdict step              ranks    time  headline or reason"
+  run_steps
+  if [ "$NO_GPU" = 1 ]; then
+    say "no GPU on $HOST ($GPU_WHY): nothing run; every GPU step needs one; exit 77 (skipped)"
+    finish 77
+  fi
+  finish 0
+fi
+
 # ---------------------------------------------------------------- environment, build
 case "$LAUNCHER" in
   "")
@@ -376,7 +544,7 @@ CASE_TEXT=$(case "$LAUNCHER" in
   slurm)  echo "(c) Slurm job ${SLURM_JOB_ID:-?}: job steps through srun --mpi=$SRUN_MPI${SRUN_OVERLAP:+ $SRUN_OVERLAP}${PB_SRUN_ARGS:+ $PB_SRUN_ARGS}" ;;
 esac)
 sum "# case $CASE_TEXT"
-sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY)"
+gpu_lines
 
 if [ "$LAUNCHER" = bundle ]; then
   # CUDA runtime, cuBLAS and NCCL are not in the bundle: find them on this node.
@@ -461,55 +629,7 @@ fi
 sum "# MPI: ${MPI_VER:-unknown}; CUDA-aware: $CUDA_AWARE (not needed: --mem device stages through pinned host memory)"
 sum "# verdict step              ranks    time  headline or reason"
 
-# ---------------------------------------------------------------- the steps
-UNIT_GPU_CASES="test_gpu_gemm test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
-TO=$STEP_TO
-Q="--timeout $WD_S --max-seconds-per-size 10"   # no operation hangs, no size runs long
-M="--model gpt-1.3b"
-R=$NP; [ "$R" -lt 2 ] && R=2   # MPI on device buffers: several ranks may share one GPU
-# shellcheck disable=SC2046  # launch prints a command line to split
-{
-step mpi-host "$R" "$TO" h_host -- $(launch "$R" coll_sweep --backend mpi --mem host --sizes 1K,1M -n 5 -w 1 $Q --csv mpi-host.csv)
-
-step unit-gpu 1 "$TO" h_unit -- $(run1 test_gpu_nogpu)
-step unit-coll-check 1 "$TO" h_unit -- $(run1 test_coll_check)
-step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 4096,8192 -n 10 --copy-bytes 1G --csv probe-bf16.csv)
-step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 8192 -n 5 --copy-bytes 0 --csv probe-fp32.csv)
-
-# NCCL: 1 rank, then one rank per GPU
-step coll-nccl-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll all -b 8 -e 256M -f 4 -n 20 -w 5 $Q --csv coll-nccl-1.csv --json coll-nccl-1.json)
-step coll-nccl-graph-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl -G --coll allreduce,allgather -b 8 -e 64M -f 8 -n 20 -w 5 $Q --csv coll-nccl-graph-1.csv)
-if [ "$NP" -ge 2 ]; then
-  step coll-nccl-$NP "$NP" "$TO" h_coll -- $(launch "$NP" coll_sweep --backend nccl --coll all -b 8 -e 512M -f 4 -n 20 -w 5 $Q --csv coll-nccl-$NP.csv --json coll-nccl-$NP.json)
-  step p2p-nccl-$NP "$NP" "$TO" h_p2p -- $(launch "$NP" p2p_sweep --backend nccl --mode all -b 8 -e 64M -f 4 -n 20 -w 5 --window 16 $Q --csv p2p-nccl-$NP.csv --json p2p-nccl-$NP.json)
-else
-  skip coll-nccl-N 1 "one GPU: the 1-rank NCCL steps cover it (NCCL refuses two ranks on one GPU)"
-  skip p2p-nccl 1 "one GPU: p2p_sweep needs two ranks and NCCL refuses two ranks on one GPU (p2p-mpidev covers the path)"
-fi
-
-# MPI on device buffers (staged through pinned host memory)
-step coll-mpidev-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 8 -n 10 -w 2 $Q --csv coll-mpidev-1.csv)
-step coll-mpidev-$R "$R" "$TO" h_coll -- $(launch "$R" coll_sweep --backend mpi --mem device --coll all -b 8 -e 64M -f 8 -n 10 -w 2 $Q --csv coll-mpidev-$R.csv --json coll-mpidev-$R.json)
-step p2p-mpidev-2 2 "$TO" h_p2p -- $(launch 2 p2p_sweep --backend mpi --mem device --mode all -b 8 -e 16M -f 4 -n 10 -w 2 --window 16 $Q --csv p2p-mpidev-2.csv)
-
-# Workloads with the cuBLAS engine: NCCL (stream ordering) at 1 and NP ranks, MPI device buffers (host ordering)
-T=1; for t in 2 4 8; do [ $((NP % t)) = 0 ] && [ "$t" -le "$NP" ] && T=$t; done   # gpt-1.3b: 16 heads
-for n in 1 "$NP"; do
-  [ "$n" = 1 ] || [ "$NP" -ge 2 ] || continue
-  tpn=1; [ "$n" = "$NP" ] && tpn=$T
-  step dp-nccl-$n "$n" "$TO" h_dp -- $(launch "$n" dp_allreduce --backend nccl --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 5 -w 2 $Q --csv dp-nccl-$n.csv --json dp-nccl-$n.json)
-  step tp-nccl-$n "$n" "$TO" h_tp -- $(launch "$n" tp_layer --backend nccl --engine cublas --tp "$tpn" $M -n 5 -w 2 $Q --csv tp-nccl-$n.csv --json tp-nccl-$n.json)
-  step pp-nccl-$n "$n" "$TO" h_pp -- $(launch "$n" pp_pipeline --backend nccl --engine cublas --stages "$n" --layers $((2 * n)) --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-nccl-$n.csv --json pp-nccl-$n.json)
-done
-if [ "$NP" -ge 4 ] && [ $((NP % 2)) = 0 ]; then
-  step hybrid-nccl-$NP "$NP" "$TO" h_hy -- $(launch "$NP" hybrid_3d --backend nccl --engine cublas --tp 2 --pp $((NP / 2)) $M --layers "$NP" -n 3 -w 1 $Q --csv hybrid-nccl-$NP.csv --json hybrid-nccl-$NP.json)
-else
-  skip hybrid-nccl "$NP" "needs an even number of GPUs, 4 or more, for a TP x PP grid"
-fi
-step dp-mpidev-$R "$R" "$TO" h_dp -- $(launch "$R" dp_allreduce --backend mpi --mem device --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 3 -w 1 $Q --csv dp-mpidev-$R.csv)
-step tp-mpidev-2 2 "$TO" h_tp -- $(launch 2 tp_layer --backend mpi --mem device --engine cublas --tp 2 $M -n 3 -w 1 $Q --csv tp-mpidev-2.csv)
-step pp-mpidev-2 2 "$TO" h_pp -- $(launch 2 pp_pipeline --backend mpi --mem device --engine cublas --stages 2 --layers 4 --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-mpidev-2.csv)
-}
+run_steps
 
 if command -v nvidia-smi >/dev/null 2>&1; then
   log ""; log "=== nvidia-smi after the steps"

@@ -3,6 +3,9 @@
 #include "coll/coll_expect.h"
 #include "core/error.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 static size_t span_count(pb_coll_span s, size_t count, size_t n) { return s == PB_SPAN_CHUNK ? count / n : count; }
 
 void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_exec_shape *out)
@@ -29,6 +32,59 @@ int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const
     const pb_coll_desc *d = pb_coll_desc_of(c);
     if (!d) return pb_fail(PB_ERR_USAGE, "collective %d is not implemented", (int)c);
     return d->issue(b, comm, sh, send, recv, t, op, root);
+}
+
+int pb_coll_exec_in_place(const char *option, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank,
+                          void *buf, void **send, void **recv)
+{
+    size_t es = pb_dtype_size(t);
+    char *base = buf;
+    *send = *recv = buf;
+    switch (c) {
+    case PB_COLL_ALLREDUCE:
+    case PB_COLL_BROADCAST:
+    case PB_COLL_REDUCE: return PB_OK;
+    case PB_COLL_ALLGATHER: *send = base + (size_t)rank * sh->send_count * es; return PB_OK;
+    case PB_COLL_REDUCESCATTER: *recv = base + (size_t)rank * sh->recv_count * es; return PB_OK;
+    default:
+        return pb_error_usage(option, "%s has no in-place form; expected allreduce, allgather, reducescatter, "
+                                      "broadcast or reduce", pb_coll_name(c));
+    }
+}
+
+int pb_coll_exec_devtime_batch(int n)
+{
+    const char *env = getenv("PARABENCH_DEVTIME_BATCH");
+    char *end = NULL;
+    long v = env && *env ? strtol(env, &end, 10) : 0;
+    if (!env || !*env || *end || v < 1 || v >= n) return n;
+    return (int)v;
+}
+
+/* One span of operations first .. first+count-1, completed. */
+static int timed_span(const pb_comm_backend *b, pb_comm *comm, int first, int count, pb_coll_exec_op_fn op, void *ctx)
+{
+    PB_TRY(b->span_begin(comm));
+    int status = PB_OK;
+    for (int i = first; i < first + count && status == PB_OK; i++) status = op(ctx, i);
+    int end = b->span_end(comm); /* always: an open span would refuse the next begin */
+    if (status == PB_OK) status = end;
+    return status == PB_OK ? b->sync(comm) : status;
+}
+
+int pb_coll_exec_device_time(const pb_comm_backend *b, pb_comm *comm, int n, pb_coll_exec_op_fn op, void *ctx,
+                             double *us_per_op)
+{
+    *us_per_op = NAN;
+    if (!b->span_begin || n < 1) return PB_OK;
+    int batch = pb_coll_exec_devtime_batch(n), status = PB_OK;
+    for (int first = 0; first < n && status == PB_OK; first += batch)
+        status = timed_span(b, comm, first, first + batch <= n ? batch : n - first, op, ctx);
+    double us = 0;
+    int spans = 0, take = b->span_take(comm, &us, &spans); /* always: forget the spans */
+    if (status == PB_OK) status = take;
+    if (status == PB_OK && spans > 0) *us_per_op = us / n;
+    return status;
 }
 
 double pb_coll_exec_input_value(int rank, size_t i) { return pb_coll_expect_input(rank, i); }

@@ -28,6 +28,30 @@ void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_c
 int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const pb_coll_exec_shape *sh, const void *send,
                   void *recv, pb_dtype t, pb_dtype_redop op, int root);
 
+/* In-place buffers as NCCL defines them, inside one buffer `buf` of the full
+ * size (count elements): allreduce, broadcast, reduce: send = recv = buf;
+ * allgather: recv = buf, send = buf + rank * send_count (this rank's block of
+ * the output); reducescatter: send = buf, recv = buf + rank * recv_count.
+ * Alltoall and sendrecv have no in-place form: PB_ERR_USAGE naming `option`. */
+int pb_coll_exec_in_place(const char *option, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank,
+                          void *buf, void **send, void **recv);
+
+/* Device time of one operation (the `devtime` column), as nccl-tests
+ * measures it: `n` operations, op(ctx, 0) .. op(ctx, n-1), issued back to back
+ * between one CUDA-event span on the backend's stream, then sync;
+ * *us_per_op = span / n. Only the first operation's start can wait on the
+ * host's launch: later ones are queued while earlier ones run, so the launch
+ * cost is amortised over n instead of landing in every sample. The batch size
+ * is n unless PARABENCH_DEVTIME_BATCH=B (1 <= B < n) asks for spans of B
+ * operations with a sync after each: B = 1 is the older one-pair-per-operation
+ * measure on an idle stream, kept for comparison (scripts/gpu-check.sh).
+ * NaN when the backend has no spans or n < 1. */
+typedef int (*pb_coll_exec_op_fn)(void *ctx, int i);
+int pb_coll_exec_device_time(const pb_comm_backend *b, pb_comm *comm, int n, pb_coll_exec_op_fn op, void *ctx,
+                             double *us_per_op);
+/* Operations per span for n operations: n, or PARABENCH_DEVTIME_BATCH within 1..n. */
+int pb_coll_exec_devtime_batch(int n);
+
 /* Validation. Inputs are small integers, v(rank, i) in -1..4 (coll_expect.h),
  * so every partial sum is an integer of magnitude at most 4 * nranks and exact
  * in every type (bf16 up to 64 ranks, fp16 up to 512; beyond that a tolerance

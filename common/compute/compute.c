@@ -29,6 +29,36 @@ int pb_compute_select(const char *option, const char *name, const pb_compute **o
     return pb_error_usage(option, "unknown compute engine '%s'; accepted: blas, cublas", name);
 }
 
+static int check_batch(const pb_compute_gemm_batch *g)
+{
+    PB_CHECK(g->m >= 0 && g->n >= 0 && g->k >= 0 && g->count >= 0, PB_ERR_USAGE,
+             "batched gemm: negative shape %lldx%lldx%lld or count %lld", (long long)g->m, (long long)g->n,
+             (long long)g->k, (long long)g->count);
+    PB_CHECK(g->stride_a >= 0 && g->stride_b >= 0 && g->stride_c >= 0, PB_ERR_USAGE,
+             "batched gemm: negative stride (a %lld, b %lld, c %lld)", (long long)g->stride_a,
+             (long long)g->stride_b, (long long)g->stride_c);
+    return PB_OK;
+}
+
+int pb_compute_gemm_batch_loop(const pb_compute *eng, const pb_compute_gemm_batch *g)
+{
+    PB_TRY(check_batch(g));
+    size_t es = pb_dtype_size(g->t);
+    const char *a = g->a, *b = g->b;
+    char *c = g->c;
+    for (int64_t i = 0; i < g->count; i++)
+        PB_TRY(eng->gemm(g->ta, g->tb, g->m, g->n, g->k, g->alpha, a + (size_t)(i * g->stride_a) * es, g->lda,
+                         b + (size_t)(i * g->stride_b) * es, g->ldb, g->beta, c + (size_t)(i * g->stride_c) * es,
+                         g->ldc, g->t));
+    return PB_OK;
+}
+
+int pb_compute_gemm_batched(const pb_compute *eng, const pb_compute_gemm_batch *g)
+{
+    PB_TRY(check_batch(g));
+    return eng->gemm_batched ? eng->gemm_batched(g) : pb_compute_gemm_batch_loop(eng, g);
+}
+
 double pb_compute_gflops(double flops, double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; }
 
 static int time_gemms(const pb_compute *eng, int64_t m, int64_t n, int64_t k, pb_dtype t, int iters,

@@ -36,6 +36,25 @@ typedef struct pb_compute_fill_spec {
     float scale;
 } pb_compute_fill_spec;
 
+/* `count` GEMMs of one shape: for i in [0, count),
+ *   C_i = alpha * op(A_i) op(B_i) + beta * C_i,  X_i = X + i * stride_x elements,
+ * each as `gemm` (row-major, leading dimensions in elements). A stride may be 0
+ * (an operand shared by the batch); the C_i must not overlap. Attention's
+ * per-head GEMMs are one such batch per sequence. */
+typedef struct pb_compute_gemm_batch {
+    pb_compute_trans ta, tb;
+    int64_t m, n, k;
+    float alpha, beta;
+    const void *a;
+    int64_t lda, stride_a;
+    const void *b;
+    int64_t ldb, stride_b;
+    void *c;
+    int64_t ldc, stride_c;
+    int64_t count;
+    pb_dtype t;
+} pb_compute_gemm_batch;
+
 typedef struct pb_compute {
     const char *name; /* "blas", "cublas" */
     pb_mem_kind mem;  /* where its buffers live */
@@ -64,6 +83,11 @@ typedef struct pb_compute {
      * leading dimensions in elements. beta == 0 ignores C's old contents. */
     int (*gemm)(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                 int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc, pb_dtype t);
+    /* A strided batch of GEMMs (pb_compute_gemm_batch): one
+     * cublasGemmStridedBatchedEx on cuBLAS, a loop of `gemm` on BLAS (OpenBLAS
+     * 0.3.21 has no batch call). NULL: callers use pb_compute_gemm_batched,
+     * which loops. */
+    int (*gemm_batched)(const pb_compute_gemm_batch *g);
     /* y = max(x, 0); y may be x. */
     int (*relu_fwd)(pb_dtype t, size_t n, const void *x, void *y);
     /* dx = y > 0 ? dy : 0, with y the forward OUTPUT (it has the input's sign
@@ -98,6 +122,12 @@ const pb_compute *pb_compute_blas(void);
 /* Engine by name ("blas"; "cublas" when built with CUDA). PB_ERR_USAGE names
  * `option` if unknown, PB_ERR_ENV if known but not compiled in. */
 int pb_compute_select(const char *option, const char *name, const pb_compute **out);
+
+/* Run a batch on `eng`: its gemm_batched when it has one, else a loop of its
+ * gemm. Refuses negative shapes, strides or counts (PB_ERR_USAGE). */
+int pb_compute_gemm_batched(const pb_compute *eng, const pb_compute_gemm_batch *g);
+/* The batch as `count` calls of eng->gemm, in order. */
+int pb_compute_gemm_batch_loop(const pb_compute *eng, const pb_compute_gemm_batch *g);
 
 /* GFLOP/s from a FLOP count and seconds (0 when seconds <= 0). */
 double pb_compute_gflops(double flops, double seconds);

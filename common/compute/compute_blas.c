@@ -162,6 +162,9 @@ static int blas_gemm(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_
     return PB_OK;
 }
 
+/* OpenBLAS 0.3.21 (Debian 12) has no batched GEMM: a loop of blas_gemm. */
+static int blas_gemm_batched(const pb_compute_gemm_batch *g) { return pb_compute_gemm_batch_loop(pb_compute_blas(), g); }
+
 static float load(pb_dtype t, const void *p, size_t i)
 {
     return t == PB_BFLOAT16 ? pb_dtype_bf16_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
@@ -265,6 +268,7 @@ static const pb_compute blas_engine = {
     .to_host = blas_copy,
     .from_host = blas_copy,
     .gemm = blas_gemm,
+    .gemm_batched = blas_gemm_batched,
     .relu_fwd = blas_relu_fwd,
     .relu_bwd = blas_relu_bwd,
     .softmax_fwd = blas_softmax_fwd,

@@ -225,6 +225,34 @@ static int cublas_gemm(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int6
     return PB_OK;
 }
 
+/* One cublasGemmStridedBatchedEx: the mapping of `gemm` (operands swapped, so
+ * the caller's B and its stride come first); strides are unchanged. */
+static int cublas_gemm_batched(const pb_compute_gemm_batch *r)
+{
+    READY("batched gemm");
+    PB_TRY(check_float_type(r->t, "batched gemm"));
+    PB_CHECK(r->m >= 0 && r->n >= 0 && r->k >= 0 && r->count >= 0 && r->stride_a >= 0 && r->stride_b >= 0 &&
+                 r->stride_c >= 0,
+             PB_ERR_USAGE, "batched gemm: negative shape, stride or count");
+    if (r->m == 0 || r->n == 0 || r->count == 0) return PB_OK;
+    pb_gemm_map_colmajor g = pb_gemm_map(r->ta, r->tb, r->m, r->n, r->k, r->lda, r->ldb, r->ldc);
+    PB_CHECK(pb_gemm_map_colmajor_valid(&g) && r->count <= INT_MAX, PB_ERR_USAGE,
+             "batched gemm: %lldx%lldx%lld x %lld (ta=%d tb=%d) with lda=%lld ldb=%lld ldc=%lld: leading dimension "
+             "too small or a value above cuBLAS's 32-bit limit",
+             (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->count, (int)r->ta, (int)r->tb,
+             (long long)r->lda, (long long)r->ldb, (long long)r->ldc);
+    cudaDataType_t dt = r->t == PB_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+    cublasOperation_t opa = g.transa == PB_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = g.transb == PB_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_TRY(cublasGemmStridedBatchedEx(cu.handle, opa, opb, (int)g.m, (int)g.n, (int)g.k, &r->alpha, r->b, dt,
+                                          (int)g.lda, (long long)r->stride_b, r->a, dt, (int)g.ldb,
+                                          (long long)r->stride_a, &r->beta, r->c, dt, (int)g.ldc,
+                                          (long long)r->stride_c, (int)r->count, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+    return PB_OK;
+}
+
 /* A launcher's status as ours, naming the kernel. */
 static int launched(cudaError_t e, const char *what)
 {
@@ -320,6 +348,7 @@ static const pb_compute cublas_engine = {
     .to_host = cublas_to_host,
     .from_host = cublas_from_host,
     .gemm = cublas_gemm,
+    .gemm_batched = cublas_gemm_batched,
     .relu_fwd = cublas_relu_fwd,
     .relu_bwd = cublas_relu_bwd,
     .softmax_fwd = cublas_softmax_fwd,

@@ -189,24 +189,40 @@ static head_view head(const pb_layer *ly, void *qkv, void *scores, void *o, int6
     return v;
 }
 
+/* The GEMM of every local head of one sequence as one strided batch: head
+ * j + 1's operands start hd columns (Q, K, V, O: within a row) or s*s elements
+ * (scores, dS: one block per head) after head j's. */
+static int head_gemms(pb_layer *ly, pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k,
+                      float alpha, const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+                      int64_t stride_b, void *c, int64_t ldc, int64_t stride_c)
+{
+    const pb_layer_shape *sh = &ly->sh;
+    pb_compute_gemm_batch g = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = alpha, .beta = 0.0f,
+                               .a = a, .lda = lda, .stride_a = stride_a, .b = b, .ldb = ldb, .stride_b = stride_b,
+                               .c = c, .ldc = ldc, .stride_c = stride_c, .count = sh->heads / sh->tp_size,
+                               .t = sh->dtype};
+    return pb_compute_gemm_batched(ly->eng, &g);
+}
+
+/* Per sequence: S = c Q K^T for all local heads (one batch), softmax over
+ * their rows (one call), O = P V (one batch). */
 static int scores_forward(pb_layer *ly, pb_layer_acts *sv)
 {
     const pb_layer_shape *sh = &ly->sh;
     int64_t s = sh->s, hl = local_hidden(sh), hd = sh->h / sh->heads, nhl = sh->heads / sh->tp_size;
     float c = score_scale(sh);
     for (int64_t bi = 0; bi < sh->b; bi++) {
-        for (int64_t j = 0; j < nhl; j++) {
-            head_view v = head(ly, sv->qkv, sv->scores, sv->o, bi, j);
-            PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, s, s, hd, c, v.q, 3 * hl, v.k, 3 * hl, v.s, s));
-            PB_TRY(ly->eng->softmax_fwd(sh->dtype, s, s, v.s, v.s)); /* P replaces S in the slot */
-            PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, v.v, 3 * hl, v.o, hl));
-        }
+        head_view v = head(ly, sv->qkv, sv->scores, sv->o, bi, 0);
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, c, v.q, 3 * hl, hd, v.k, 3 * hl, hd, v.s, s, s * s));
+        PB_TRY(ly->eng->softmax_fwd(sh->dtype, nhl * s, s, v.s, v.s)); /* P replaces S in the slot */
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, s * s, v.v, 3 * hl, hd, v.o, hl, hd));
     }
     return PB_OK;
 }
 
 /* dP = dO V^T, dV = P^T dO, dS = softmax'(dP), dQ = c dS K, dK = c dS^T Q,
- * into dqkv's columns. */
+ * into dqkv's columns; each a batch over the local heads of one sequence
+ * (dS of all of them in the d_s scratch). */
 static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
 {
     const pb_layer_shape *sh = &ly->sh;
@@ -214,15 +230,13 @@ static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
     float c = score_scale(sh);
     void *ds = ly->sc->d_s;
     for (int64_t bi = 0; bi < sh->b; bi++) {
-        for (int64_t j = 0; j < nhl; j++) {
-            head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi, j); /* v.o is dO here */
-            head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi, j);
-            PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, v.o, hl, v.v, 3 * hl, ds, s));
-            PB_TRY(gemm(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, v.o, hl, d.v, 3 * hl));
-            PB_TRY(ly->eng->softmax_bwd(sh->dtype, s, s, v.s, ds, ds));
-            PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, ds, s, v.k, 3 * hl, d.q, 3 * hl));
-            PB_TRY(gemm(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, ds, s, v.q, 3 * hl, d.k, 3 * hl));
-        }
+        head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi, 0); /* v.o is dO here */
+        head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi, 0);
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, v.o, hl, hd, v.v, 3 * hl, hd, ds, s, s * s));
+        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, s * s, v.o, hl, hd, d.v, 3 * hl, hd));
+        PB_TRY(ly->eng->softmax_bwd(sh->dtype, nhl * s, s, v.s, ds, ds));
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, ds, s, s * s, v.k, 3 * hl, hd, d.q, 3 * hl, hd));
+        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, ds, s, s * s, v.q, 3 * hl, hd, d.k, 3 * hl, hd));
     }
     return PB_OK;
 }

@@ -9,7 +9,7 @@
 typedef struct pb_layer_impl_scratch {
     void *big;   /* N x 4h/t: dH of the MLP, dQKV (N x 3h/t) of attention */
     void *d_o;   /* N x h/t: dO of attention */
-    void *d_s;   /* s x s: dS of one head */
+    void *d_s;   /* heads/t x s x s: dS of one sequence's local heads */
     void *gconv; /* largest weight, compute type: dW before conversion to grad type */
     void *mid;   /* N x h: between the blocks of a whole layer */
     void *pp[2]; /* N x h: gradients between layers of a stack */

@@ -116,7 +116,7 @@ static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[7])
     uint64_t hl = h / (uint64_t)sh.tp_size, s = (uint64_t)sh.s;
     sz[0] = pb_mem_mul(pb_mem_mul(n, 4 * hl), es);
     sz[1] = sh.attn_scores ? pb_mem_mul(pb_mem_mul(n, hl), es) : 0;
-    sz[2] = sh.attn_scores ? pb_mem_mul(s * s, es) : 0;
+    sz[2] = sh.attn_scores ? pb_mem_mul(pb_mem_mul((uint64_t)(sh.heads / sh.tp_size), s * s), es) : 0;
     sz[3] = cfg->grad_dtype != sh.dtype ? h * 4 * hl * es : 0;
     sz[4] = sz[5] = sz[6] = pb_mem_mul(pb_mem_mul(n, h), es);
 }

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh where it must not run anything: with every GPU hidden
-# (CUDA_VISIBLE_DEVICES empty, or no GPU at all) it exits 77 at once, says so
-# in its summary, and builds nothing; its usage errors exit 2. The GPU path
-# itself needs a GPU node (docs/gpu/README.md).
+# (CUDA_VISIBLE_DEVICES empty, or no GPU at all) it exits 77 at once, lists
+# every GPU step as needing a GPU in its summary and its one-page
+# gpu-check.md, and builds nothing; its usage errors exit 2. With a fake
+# nvidia-smi on PATH, --dry-run shows the steps it would run (argument
+# building, GPU counting, the expected busbw of the model); the judging and
+# summary helpers (scripts/gpu_check.py) run on fabricated step results. The
+# GPU path itself needs a GPU node (docs/gpu/README.md).
 source "$(dirname "$0")/lib.sh"
 CHECK=$TESTS_DIR/../../scripts/gpu-check.sh
 start=$SECONDS
@@ -16,4 +20,148 @@ expect_rc 2 "--max-ranks needs a number" -- bash "$CHECK" --max-ranks x
 expect_rc 2 "--step-timeout below the watchdog's 60 s + 30 s" -- bash "$CHECK" --step-timeout 60
 expect_rc 0 "--help" -- bash "$CHECK" --help
 expect_in "$TMP/out" "77  skipped: no GPU" "--help documents exit 77"
+
+# ---- without a GPU every GPU step is listed as needing one; one page written
+n=$(grep -c '^SKIP .*needs a GPU' "$TMP/out77/summary.txt")
+[ "$n" -ge 30 ] && pass "$n steps listed as needing a GPU" || fail "only $n steps say they need a GPU"
+for s in unit-gpu devtime-batch-1 nccl-bfloat16-inplace-1 nccl-2g-elements-1 tp-vs-gemm-rate san-racecheck-unit; do
+  grep -q "^SKIP  $s .*needs a GPU" "$TMP/out77/summary.txt" && pass "no GPU: $s listed" || fail "no GPU: $s not listed"
+done
+expect_in "$TMP/out77/gpu-check.md" "SKIPPED (no GPU)" "gpu-check.md: verdict without a GPU"
+
+# ---- --dry-run with a fake nvidia-smi: GPU counting and argument building
+FAKE=$TMP/fake-bin
+mkdir -p "$FAKE"
+cat > "$FAKE/nvidia-smi" <<'SMI'
+#!/bin/sh
+n=${FAKE_GPUS:-8}
+case "$*" in
+  -L) i=0; while [ $i -lt "$n" ]; do echo "GPU $i: $FAKE_GPU_NAME (UUID: GPU-fake-$i)"; i=$((i + 1)); done ;;
+  *memory.free*) echo "${FAKE_FREE_MIB:-81000}" ;;
+  *) echo "fake nvidia-smi" ;;
+esac
+SMI
+chmod +x "$FAKE/nvidia-smi"
+dry() {   # dry OUT GPUS NAME FREE_MIB [options]: a dry run against the fake
+  local out=$1 n=$2 name=$3 free=$4; shift 4
+  env -u CUDA_VISIBLE_DEVICES PATH="$FAKE:$PATH" FAKE_GPUS="$n" FAKE_GPU_NAME="$name" FAKE_FREE_MIB="$free" \
+      timeout 60 bash "$CHECK" --dry-run --out "$out" "$@"
+}
+plan() { grep "^PLAN  $2 " "$1/summary.txt"; }
+expect_rc 0 "dry run, 8 fake H100" -- dry "$TMP/d8" 8 "NVIDIA H100 80GB HBM3" 81000
+S8=$TMP/d8/summary.txt
+expect_in "$S8" "GPUs: 8 visible (NVIDIA H100 80GB HBM3); multi-rank steps: 8 ranks" "counts 8 GPUs"
+expect_in "$S8" "expected busbw ceiling 450 GB/s per direction (expectation, NVIDIA H100 datasheet" "H100: expected figure with its source"
+plan "$TMP/d8" coll-nccl-8 | grep -q -- "-np 8 .*coll_sweep --backend nccl --coll all" && pass "coll-nccl-8: 8 ranks" || fail "coll-nccl-8 command: $(plan "$TMP/d8" coll-nccl-8)"
+plan "$TMP/d8" tp-nccl-8 | grep -q -- "-np 8 .*tp_layer .*--tp 8 " && pass "tp-nccl-8: --tp 8" || fail "tp-nccl-8 command"
+plan "$TMP/d8" hybrid-nccl-8 | grep -q -- "--tp 2 --pp 4 " && pass "hybrid: 2 x 4" || fail "hybrid command: $(plan "$TMP/d8" hybrid-nccl-8)"
+plan "$TMP/d8" p2p-nccl-8 | grep -q -- "-np 8 .*p2p_sweep --backend nccl" && pass "p2p-nccl-8" || fail "p2p-nccl-8 command"
+plan "$TMP/d8" busbw-vs-expected | grep -q "busbw coll-nccl-8.csv NVIDIA H100 80GB HBM3 8" && pass "busbw judged against the model" || fail "busbw-vs-expected command"
+plan "$TMP/d8" nccl-half-inplace-8 | grep -q -- "-d half --in-place " && pass "half, in place" || fail "half in place command"
+plan "$TMP/d8" nccl-int32-8 | grep -q -- "-d int32 -b" && pass "int32, out of place" || fail "int32 command"
+plan "$TMP/d8" nccl-2g-elements-1 | grep -q -- "--sizes 4297064448 " && pass "2^31 + 2^20 bf16 elements" || fail "no >2^31-element step"
+plan "$TMP/d8" devtime-pair-1 | grep -q "PARABENCH_DEVTIME_BATCH=1 coll_sweep" && pass "devtime: one pair per operation" || fail "devtime-pair command"
+for t in memcheck racecheck synccheck; do
+  plan "$TMP/d8" san-$t-unit | grep -q -- "--tool $t test_gpu_nogpu" && pass "sanitizer $t on the unit tests" || fail "no san-$t-unit"
+done
+for b in coll p2p probe dp tp pp hybrid; do
+  plan "$TMP/d8" san-memcheck-$b >/dev/null && pass "memcheck: $b" || fail "no san-memcheck-$b"
+done
+[ ! -e "$TMP/d8/check.log" ] || ! grep -q '^=== ' "$TMP/d8/check.log" && pass "dry run ran nothing" || fail "dry run ran steps"
+
+expect_rc 0 "dry run, 8 fake GPUs, 2 visible, little memory" -- env CUDA_VISIBLE_DEVICES=0,1 PATH="$FAKE:$PATH" FAKE_GPUS=8 \
+    FAKE_GPU_NAME="NVIDIA A100-SXM4-80GB" FAKE_FREE_MIB=4000 timeout 60 bash "$CHECK" --dry-run --out "$TMP/d2"
+S2=$TMP/d2/summary.txt
+expect_in "$S2" "GPUs: 2 visible" "CUDA_VISIBLE_DEVICES limits the count"
+expect_in "$S2" "NVLink 3: expected busbw ceiling 300 GB/s" "A100 SXM: NVLink 3"
+plan "$TMP/d2" hybrid-nccl-2 | grep -q -- "--tp 2 --pp 1 " && pass "hybrid: 2 x 1 on 2 GPUs" || fail "hybrid on 2 GPUs"
+grep -q "^PLAN  nccl-2g-elements-1 .*not run here: .*needs 12292 MiB free on GPU 0; it has 4000 MiB" "$S2" \
+    && pass ">2^31 step skipped for lack of memory" || fail ">2^31 step with 4000 MiB: $(grep nccl-2g "$S2")"
+expect_rc 0 "dry run, 1 fake L40S" -- dry "$TMP/d1" 1 "NVIDIA L40S" 40000
+grep -q "^PLAN  coll-nccl-N .*not run here: one GPU" "$TMP/d1/summary.txt" && pass "one GPU: no multi-rank NCCL" || fail "one GPU plan"
+[ "$(grep -c '^PLAN  tp-nccl-1 ' "$TMP/d1/summary.txt")" = 1 ] && pass "one GPU: each 1-rank workload once" || fail "1-rank workloads listed twice"
+expect_in "$TMP/d1/summary.txt" "PCIe 4: expected busbw ceiling 32 GB/s" "L40S: PCIe 4"
+expect_rc 0 "dry run, unknown GPU" -- dry "$TMP/dx" 2 "Fancy GPU 9000" 40000
+expect_in "$TMP/dx/summary.txt" "no expectation for 'Fancy GPU 9000'" "unknown model: says there is no expectation"
+expect_rc 2 "--max-ranks 0" -- bash "$CHECK" --max-ranks 0 --dry-run
+
+# ---- gpu_check.py on fabricated step results
+PYC=$TESTS_DIR/../../scripts/gpu_check.py
+command -v python3 >/dev/null || skip_test "python3 missing (install-deps.sh installs it)"
+F=$TMP/fab
+mkdir -p "$F"
+judge() { python3 "$PYC" "$@" 2>&1; }
+expect_judge() {   # expect_judge PREFIX DESC -- ARGS: the headline starts with PREFIX ("ok" = neither FAIL nor FINDING)
+  local want=$1 desc=$2 got; shift 3
+  got=$(judge "$@")
+  case "$want:$got" in
+    ok:FAIL*|ok:FINDING*) fail "$desc: $got" ;;
+    ok:*) pass "$desc" ;;
+    *) case "$got" in "$want"*) pass "$desc" ;; *) fail "$desc: got '$got'" ;; esac ;;
+  esac
+}
+for m in "NVIDIA H100 PCIe:PCIe 5: expected busbw ceiling 64" "NVIDIA H200:NVLink 4: expected busbw ceiling 450" \
+         "NVIDIA H100 NVL:NVLink 4 bridge: expected busbw ceiling 300" "NVIDIA B200:NVLink 5: expected busbw ceiling 900" \
+         "Tesla V100-SXM2-32GB:NVLink 2: expected busbw ceiling 150" "NVIDIA A100-PCIE-40GB:PCIe 4: expected busbw ceiling 32" \
+         "NVIDIA GH200 480GB:NVLink 4: expected busbw ceiling 450"; do
+  judge expected "${m%%:*}" | grep -qF "${m#*:}" && pass "expected: ${m%%:*}" || fail "expected: ${m%%:*}: $(judge expected "${m%%:*}")"
+done
+printf '# x\ncollective,bytes,time_us,time_us_device,busbw_GBps,wrong\nallreduce,1024,20,10,0.1,0\nallreduce,536870912,1500,1480,380.5,0\n' > "$F/c8.csv"
+expect_judge ok "busbw 380 of 450 on H100" -- busbw "$F/c8.csv" "NVIDIA H100 80GB HBM3" 8
+judge busbw "$F/c8.csv" "NVIDIA H100 80GB HBM3" 8 | grep -q "= 0.85 of the expected 450 GB/s" && pass "busbw ratio reported" || fail "busbw ratio: $(judge busbw "$F/c8.csv" "NVIDIA H100 80GB HBM3" 8)"
+expect_judge FINDING "busbw 380 of 900 on B200 is a finding" -- busbw "$F/c8.csv" "NVIDIA B200" 8
+expect_judge FAIL "no allreduce row" -- busbw "$TMP/d8/summary.txt" "NVIDIA H100" 8
+# devtime: batch per op vs one event pair per op
+printf 'collective,bytes,time_us,time_us_device\nallreduce,8,12.0,6.0\nallreduce,268435456,900,880\n' > "$F/pair.csv"
+printf 'collective,bytes,time_us,time_us_device\nallreduce,8,12.0,3.0\nallreduce,268435456,905,870\n' > "$F/batch.csv"
+printf 'collective,bytes,time_us,time_us_device\nallreduce,8,12.0,7.0\nallreduce,268435456,905,870\n' > "$F/batch_small_high.csv"
+printf 'collective,bytes,time_us,time_us_device\nallreduce,8,12.0,3.0\nallreduce,268435456,905,600\n' > "$F/batch_big_off.csv"
+printf 'collective,bytes,time_us,time_us_device\nallreduce,8,2.0,3.0\nallreduce,268435456,905,870\n' > "$F/batch_over_host.csv"
+expect_judge ok "devtime: batch below the pair at 8 B, equal at 256 MiB" -- devtime "$F/batch.csv" "$F/pair.csv"
+expect_judge FAIL "devtime: batch above the pair at the smallest size" -- devtime "$F/batch_small_high.csv" "$F/pair.csv"
+expect_judge FAIL "devtime: batch and pair disagree at the largest size" -- devtime "$F/batch_big_off.csv" "$F/pair.csv"
+expect_judge FAIL "devtime above the host time" -- devtime "$F/batch_over_host.csv" "$F/pair.csv"
+# tp_layer compute vs GEMM FLOPs / rate: 2 GFLOP per layer (gflops * step_us * 1e3)
+printf 'test,engine,dtype,size,rate,unit\ngemm,cublas,bfloat16,2048,500000,GFLOP/s\ngemm,cublas,bfloat16,8192,700000,GFLOP/s\ncopy,cublas,bytes,1073741824,3000,GB/s\n' > "$F/probe.csv"
+printf 'tp,hidden,dtype,compute_us,step_us,gflops\n1,2048,bfloat16,6.0,10.0,200000\n' > "$F/tp_ok.csv"     # ideal 2e9/5e14 = 4 us
+printf 'tp,hidden,dtype,compute_us,step_us,gflops\n1,2048,bfloat16,9.0,10.0,200000\n' > "$F/tp_slow.csv"
+expect_judge ok "tp compute 1.5x the GEMM time" -- tp-vs-gemm "$F/tp_ok.csv" "$F/probe.csv"
+judge tp-vs-gemm "$F/tp_ok.csv" "$F/probe.csv" | grep -q "= 1.50x the GEMM FLOPs / 500.0 TFLOP/s (bfloat16 2048^3 probe) = 4 us" && pass "tp ratio against the 2048 probe" || fail "tp ratio: $(judge tp-vs-gemm "$F/tp_ok.csv" "$F/probe.csv")"
+expect_judge FAIL "tp compute 2.25x the GEMM time" -- tp-vs-gemm "$F/tp_slow.csv" "$F/probe.csv"
+# compute_probe vs PyTorch: 5 %
+printf 'test,dtype,size,rate,unit\ngemm,bfloat16,8192,710000,GFLOP/s\ncopy,uint8,1073741824,3050,GB/s\n' > "$F/torch.csv"
+printf 'test,dtype,size,rate,unit\ngemm,bfloat16,8192,800000,GFLOP/s\ncopy,uint8,1073741824,3050,GB/s\n' > "$F/torch_fast.csv"
+expect_judge ok "probe within 5 % of PyTorch" -- vs-torch "$F/torch.csv" "$F/probe.csv"
+expect_judge FINDING "probe 12 % below PyTorch's GEMM is a finding" -- vs-torch "$F/torch_fast.csv" "$F/probe.csv"
+# the one-page summary from a fabricated summary.txt
+mkdir -p "$F/run"
+cat > "$F/run/summary.txt" <<'SUM'
+# parabench GPU check, 2030-01-01T00:00:00Z, host gpu7
+# case (b) MPI, CUDA and NCCL on the node: /usr/bin/mpirun
+# GPUs: 8 visible (NVIDIA H100 80GB HBM3); multi-rank steps: 8 ranks (one per GPU)
+# verdict step              ranks    time  headline or reason
+PASS  unit-gpu                   1      9s  31 cases passed, GPU cases included, none skipped
+FAIL  nccl-half-inplace-8        8     12s  7 wrong values in nccl-half-inplace-8.csv
+FIND  probe-vs-torch             1      1s  compute_probe vs PyTorch: bfloat16 GEMM 8192 0.880 of PyTorch
+SKIP  torch-ref                  1       -  no PyTorch: No module named 'torch'
+#
+# key figures
+#   coll-nccl-8: allreduce busbw 380.5 GB/s at 536870912 B
+#
+# total: 1 passed, 1 failed, 1 skipped, 1 findings in 33 s; exit 1
+SUM
+expect_rc 0 "summary writer" -- python3 "$PYC" summary "$F/run"
+MD=$F/run/gpu-check.md
+expect_in "$MD" "# parabench GPU check: FAIL" "one page: verdict"
+expect_in "$MD" "- **nccl-half-inplace-8** (8 ranks): 7 wrong values" "one page: the failure first"
+expect_in "$MD" "- **probe-vs-torch**: compute_probe vs PyTorch: bfloat16 GEMM 8192 0.880" "one page: the finding"
+expect_in "$MD" "| SKIP | torch-ref | 1 | - | no PyTorch" "one page: every step"
+expect_in "$MD" "- coll-nccl-8: allreduce busbw 380.5 GB/s" "one page: key figures"
+expect_in "$MD" "- GPUs: 8 visible (NVIDIA H100 80GB HBM3)" "one page: the node"
+[ "$(wc -l < "$MD")" -le 60 ] && pass "one page ($(wc -l < "$MD") lines)" || fail "gpu-check.md has $(wc -l < "$MD") lines"
+sed -i '$d' "$F/run/summary.txt"
+python3 "$PYC" summary "$F/run" >/dev/null
+expect_in "$MD" "# parabench GPU check: INCOMPLETE" "one page: a check that did not finish says so"
+expect_rc 2 "gpu_check.py: unknown command" -- python3 "$PYC" frobnicate
+expect_rc 3 "gpu_check.py: missing file" -- python3 "$PYC" devtime "$F/nope.csv" "$F/pair.csv"
 finish

@@ -252,10 +252,71 @@ static void test_gemm_rate(void **state)
     assert_int_equal(pb_compute_gemm_benchmark(E, 0, 4, 4, PB_FLOAT32, 1, &g), PB_ERR_USAGE);
 }
 
+/* A strided batch against each member computed alone by the double loop:
+ * padded leading dimensions, alpha/beta, operand strides larger than a
+ * matrix, a shared (stride 0) operand, and the C gaps between members untouched. */
+static void check_gemm_batched(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t count, int share_b)
+{
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    int64_t lda = ac + 1, ldb = bc + 2, ldc = n + 3;
+    int64_t sa = ar * lda + 7, sb = share_b ? 0 : br * ldb + 5, sc = m * ldc + 4;
+    size_t na = (size_t)(sa * count), nb = (size_t)(share_b ? br * ldb : sb * count), nc = (size_t)(sc * count);
+    float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+    float *c = malloc(sizeof(float) * nc), *c0 = malloc(sizeof(float) * nc);
+    fill_host(a, na, 11);
+    fill_host(b, nb, 12);
+    fill_host(c, nc, 13);
+    memcpy(c0, c, sizeof(float) * nc);
+    const float alpha = -1.25f, beta = 0.5f;
+    pb_compute_gemm_batch g = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+                               .a = a, .lda = lda, .stride_a = sa, .b = b, .ldb = ldb, .stride_b = sb,
+                               .c = c, .ldc = ldc, .stride_c = sc, .count = count, .t = PB_FLOAT32};
+    assert_non_null(E->gemm_batched);
+    assert_int_equal(E->gemm_batched(&g), PB_OK);
+    double maxerr = 0;
+    for (int64_t q = 0; q < count; q++) {
+        const float *aq = a + q * sa, *bq = b + q * sb, *c0q = c0 + q * sc;
+        const float *cq = c + q * sc;
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < n; j++) {
+                double ref = beta * c0q[i * ldc + j];
+                for (int64_t p = 0; p < k; p++) ref += alpha * elem(aq, lda, ta, i, p) * elem(bq, ldb, tb, p, j);
+                maxerr = fmax(maxerr, fabs(ref - cq[i * ldc + j]));
+            }
+            for (int64_t j = n; j < ldc; j++) assert_true(cq[i * ldc + j] == c0q[i * ldc + j]);
+        }
+        for (int64_t e = m * ldc; e < sc; e++) assert_true(cq[e] == c0q[e]); /* the gap after C_q */
+    }
+    if (maxerr > 1e-4 * (double)k) fprintf(stderr, "batched ta=%d tb=%d %lldx%lldx%lld x%lld: max error %g\n", ta, tb,
+                                            (long long)m, (long long)n, (long long)k, (long long)count, maxerr);
+    assert_true(maxerr <= 1e-4 * (double)k);
+    free(a), free(b), free(c), free(c0);
+}
+
+static void test_gemm_batched(void **state)
+{
+    (void)state;
+    const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {16, 16, 8}, {3, 17, 9}};
+    const int64_t counts[] = {1, 2, 5};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                for (size_t q = 0; q < sizeof counts / sizeof counts[0]; q++)
+                    check_gemm_batched(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], counts[q], (int)(q == 2));
+    /* count 0 and empty shapes do nothing; negative values are usage errors */
+    pb_compute_gemm_batch g = {.m = 2, .n = 2, .k = 2, .lda = 2, .ldb = 2, .ldc = 2, .count = 0, .t = PB_FLOAT32};
+    assert_int_equal(pb_compute_gemm_batched(E, &g), PB_OK);
+    g.count = -1;
+    assert_int_equal(pb_compute_gemm_batched(E, &g), PB_ERR_USAGE);
+    g.count = 1, g.stride_c = -4;
+    assert_int_equal(pb_compute_gemm_batched(E, &g), PB_ERR_USAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_fp32_all_transposes), cmocka_unit_test(test_gemm_bf16),
+        cmocka_unit_test(test_gemm_batched),
         cmocka_unit_test(test_relu), cmocka_unit_test(test_softmax),           cmocka_unit_test(test_convert_and_copies),
         cmocka_unit_test(test_fill_slices),    cmocka_unit_test(test_describe_and_dtype),
         cmocka_unit_test(test_select_and_helpers), cmocka_unit_test(test_gemm_rate),

@@ -197,6 +197,9 @@ static void test_init_without_gpu(void **state)
     assert_null(p);
     float h[4] = {0};
     assert_int_equal(e->gemm(PB_NOTRANS, PB_NOTRANS, 2, 2, 2, 1.0f, h, 2, h, 2, 0.0f, h, 2, PB_FLOAT32), PB_ERR_ENV);
+    pb_compute_gemm_batch gb = {.m = 2, .n = 2, .k = 2, .a = h, .lda = 2, .b = h, .ldb = 2, .c = h, .ldc = 2,
+                                .count = 1, .t = PB_FLOAT32};
+    assert_int_equal(e->gemm_batched(&gb), PB_ERR_ENV);
     assert_int_equal(e->relu_fwd(PB_FLOAT32, 4, h, h), PB_ERR_ENV);
     assert_int_equal(e->to_host(h, h, sizeof h), PB_ERR_ENV);
     assert_int_equal(e->synchronize(), PB_ERR_ENV);
@@ -299,6 +302,53 @@ static void test_gpu_gemm(void **state)
             gpu_gemm(PB_FLOAT32, ta, tb, 65, 33, 130);
             gpu_gemm(PB_BFLOAT16, ta, tb, 9, 11, 40);
             gpu_gemm(PB_BFLOAT16, ta, tb, 64, 48, 256);
+        }
+}
+
+/* One cublasGemmStridedBatchedEx against the same members as single cuBLAS
+ * GEMMs (pb_compute_gemm_batch_loop): padded leading dimensions, strides
+ * beyond a matrix, a shared B (stride 0), counts 1 and more, all transposes. */
+static void gpu_gemm_batched(pb_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t count, int share_b)
+{
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    int64_t lda = ac + 1, ldb = bc + 2, ldc = n + 3;
+    int64_t sa = ar * lda + 7, sb = share_b ? 0 : br * ldb + 5, sc = m * ldc + 4;
+    size_t na = (size_t)(sa * count), nb = (size_t)(share_b ? br * ldb : sb * count), nc = (size_t)(sc * count);
+    size_t es = pb_dtype_size(t);
+    char *a = malloc(na * es), *b = malloc(nb * es), *c0 = malloc(nc * es), *c1 = malloc(nc * es), *c2 = malloc(nc * es);
+    for (size_t i = 0; i < na; i++) pb_dtype_set(t, a, i, pb_rng_hash_uniform(8, 1, i, 0));
+    for (size_t i = 0; i < nb; i++) pb_dtype_set(t, b, i, pb_rng_hash_uniform(8, 2, i, 0));
+    for (size_t i = 0; i < nc; i++) pb_dtype_set(t, c0, i, pb_rng_hash_uniform(8, 3, i, 0));
+    void *da = up(a, na * es), *db = up(b, nb * es), *dc1 = up(c0, nc * es), *dc2 = up(c0, nc * es);
+    pb_compute_gemm_batch g = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = 0.75f, .beta = -0.5f,
+                               .a = da, .lda = lda, .stride_a = sa, .b = db, .ldb = ldb, .stride_b = sb,
+                               .c = dc1, .ldc = ldc, .stride_c = sc, .count = count, .t = t};
+    assert_int_equal(G->gemm_batched(&g), PB_OK);
+    g.c = dc2;
+    assert_int_equal(pb_compute_gemm_batch_loop(G, &g), PB_OK);
+    down(c1, dc1, nc * es);
+    down(c2, dc2, nc * es);
+    for (size_t i = 0; i < nc; i++) {
+        double want = pb_dtype_get(t, c2, i), got = pb_dtype_get(t, c1, i);
+        double tol = (t == PB_BFLOAT16 ? fabs(want) / 128.0 : 0.0) + 1e-5 * (double)k;
+        if (fabs(want - got) > tol)
+            fail_msg("%s batched gemm ta=%d tb=%d %lldx%lldx%lld x%lld: element %zu = %g, single GEMMs give %g",
+                     pb_dtype_name(t), ta, tb, (long long)m, (long long)n, (long long)k, (long long)count, i, got, want);
+    }
+    G->free(da), G->free(db), G->free(dc1), G->free(dc2);
+    free(a), free(b), free(c0), free(c1), free(c2);
+}
+
+static void test_gpu_gemm_batched(void **state)
+{
+    (void)state;
+    gpu_engines();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            gpu_gemm_batched(PB_FLOAT32, ta, tb, 7, 5, 3, 1, 0);
+            gpu_gemm_batched(PB_FLOAT32, ta, tb, 65, 33, 130, 4, 0);
+            gpu_gemm_batched(PB_FLOAT32, ta, tb, 16, 16, 64, 3, 1);
+            gpu_gemm_batched(PB_BFLOAT16, ta, tb, 64, 48, 256, 5, 0);
         }
 }
 
@@ -413,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_init_without_gpu),
         cmocka_unit_test(test_mpi_device_table),
         cmocka_unit_test(test_gpu_gemm),
+        cmocka_unit_test(test_gpu_gemm_batched),
         cmocka_unit_test(test_gpu_elementwise),
         cmocka_unit_test(test_gpu_convert_fill),
 #endif

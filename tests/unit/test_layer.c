@@ -294,6 +294,79 @@ static void test_attention_scores_direct(void **state)
     E->free(x), E->free(y);
 }
 
+/* ---- attention's batched GEMMs ------------------------------------------ */
+
+/* An engine that is the BLAS engine except for gemm_batched: that issues the
+ * members one by one, last first, and counts batches and members. Attention
+ * must send its per-head GEMMs through it as one batch per sequence, and the
+ * results must not depend on how a batch is carried out. */
+static pb_compute counting_engine;
+static int batches, members;
+
+static int reversed_batch(const pb_compute_gemm_batch *g)
+{
+    batches++;
+    members += (int)g->count;
+    for (int64_t i = g->count - 1; i >= 0; i--) {
+        pb_compute_gemm_batch one = *g;
+        one.a = (const float *)g->a + i * g->stride_a;
+        one.b = (const float *)g->b + i * g->stride_b;
+        one.c = (float *)g->c + i * g->stride_c;
+        one.count = 1;
+        assert_int_equal(pb_compute_gemm_batch_loop(E, &one), PB_OK);
+    }
+    return PB_OK;
+}
+
+/* Attention forward and backward on `eng` (tp_size t, rank 0): Y, dX and the
+ * layer's gradients on the host. */
+static void run_attention(const pb_compute *eng, int t, float **y_out, float **dx_out, float **g_out)
+{
+    size_t nx = (size_t)N * H;
+    pb_layer_stack_config cfg = {.eng = eng, .shape = shape(t, 0, 1), .layer0 = 3, .nlayers = 1, .seed = 77,
+                                 .grad_dtype = PB_FLOAT32};
+    pb_layer_stack *st = NULL;
+    assert_int_equal(pb_layer_stack_create(&cfg, &st), PB_OK);
+    void *x, *dy, *y, *dx;
+    assert_int_equal(eng->alloc(&x, nx * 4), PB_OK);
+    assert_int_equal(eng->alloc(&dy, nx * 4), PB_OK);
+    assert_int_equal(eng->alloc(&y, nx * 4), PB_OK);
+    assert_int_equal(eng->alloc(&dx, nx * 4), PB_OK);
+    assert_int_equal(pb_layer_fill_input(eng, PB_FLOAT32, x, N, H, 9, 0), PB_OK);
+    assert_int_equal(pb_layer_fill_input(eng, PB_FLOAT32, dy, N, H, 9, 1), PB_OK);
+    pb_layer_saved *a;
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    pb_layer *ly = pb_layer_stack_layer(st, 0);
+    assert_int_equal(pb_layer_attn_forward(ly, pb_layer_saved_layer(a, 0), x, y), PB_OK);
+    assert_int_equal(pb_layer_attn_backward(ly, pb_layer_saved_layer(a, 0), dy, dx, 0), PB_OK);
+    *y_out = host_copy(y, nx), *dx_out = host_copy(dx, nx);
+    *g_out = host_copy(pb_layer_grads(ly), 12 * H * H / (size_t)t);
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
+    eng->free(x), eng->free(dy), eng->free(y), eng->free(dx);
+}
+
+static void test_attention_batched_gemms(void **state)
+{
+    (void)state;
+    counting_engine = *E;
+    counting_engine.gemm_batched = reversed_batch;
+    for (int t = 1; t <= 2; t++) {
+        size_t nx = (size_t)N * H, ng = 12 * H * H / (size_t)t;
+        float *y0, *dx0, *g0, *y1, *dx1, *g1;
+        run_attention(E, t, &y0, &dx0, &g0);
+        batches = members = 0;
+        run_attention(&counting_engine, t, &y1, &dx1, &g1);
+        /* forward: S and O per sequence; backward: dP, dV, dQ, dK per sequence */
+        assert_int_equal(batches, 6 * B);
+        assert_int_equal(members, 6 * B * (HEADS / t));
+        assert_memory_equal(y0, y1, nx * sizeof *y0);
+        assert_memory_equal(dx0, dx1, nx * sizeof *dx0);
+        assert_memory_equal(g0, g1, ng * sizeof *g0);
+        free(y0), free(dx0), free(g0), free(y1), free(dx1), free(g1);
+    }
+}
+
 /* ---- gradient checks: backward against finite differences -------------- */
 
 typedef struct probe {
@@ -400,7 +473,7 @@ int main(void)
         cmocka_unit_test(test_flop_formulas),   cmocka_unit_test(test_params_and_shards),
         cmocka_unit_test(test_act_bytes),       cmocka_unit_test(test_shape_check),
         cmocka_unit_test(test_tp_attention),    cmocka_unit_test(test_tp_mlp),
-        cmocka_unit_test(test_attention_scores_direct),
+        cmocka_unit_test(test_attention_scores_direct), cmocka_unit_test(test_attention_batched_gemms),
         cmocka_unit_test(test_gradcheck_attention), cmocka_unit_test(test_gradcheck_mlp),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
