@@ -363,12 +363,19 @@ dry_run() {
         k=$((k + 1))
         IFS='|' read -r name bin w <<<"$step"
         ARGS=()
-        step_args "$name"
+        # repro_dp/pp/tp take the arguments repro_setup writes from this run's rates
+        local later=""
+        if [[ "$name" =~ ^repro_(dp|pp|tp)$ ]]; then later="  # + the arguments repro_setup chooses"; else step_args "$name"; fi
+        case "$name" in
+            repro_setup) bin=- ARGS=(python3 scripts/reproduce.py setup "$OUT" "$NP") ;;
+            repro_write) bin=- ARGS=(python3 scripts/reproduce.py write "$OUT" "$BIN") ;;
+            report)      ARGS=(python3 scripts/report.py --quiet "$OUT") ;;
+        esac
         case "$bin" in
-            -) printf '[%d/%d] %s: python3 scripts/report.py --quiet %q\n' "$k" ${#STEPS[@]} "$name" "$OUT" ;;
-            plan|acceptance) printf '[%d/%d] %s: %s\n' "$k" ${#STEPS[@]} "$name" "$(printf '%q ' "$BIN/$bin" "${ARGS[@]}")" ;;
+            -) printf '[%d/%d] %s: %s\n' "$k" ${#STEPS[@]} "$name" "$(printf '%q ' "${ARGS[@]}")" ;;
+            plan|acceptance|compute_probe) printf '[%d/%d] %s: %s\n' "$k" ${#STEPS[@]} "$name" "$(printf '%q ' "$BIN/$bin" "${ARGS[@]}")" ;;
             *) printf '[%d/%d] %s: %s\n' "$k" ${#STEPS[@]} "$name" "$(printf '%q ' timeout -k 10 "$STEP_LIMIT" "${LAUNCH[@]}" "$BIN/$bin" \
-                   "${ARGS[@]}" "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json")" ;;
+                   "${ARGS[@]}" "${BACKEND_ARGS[@]}" --csv "$OUT/$name.csv" --json "$OUT/$name.json")$later" ;;
         esac
     done
     # Ranks per node: --ranks-per-node, else the hostfile's slots spread over its hosts, else one node.
@@ -382,6 +389,7 @@ dry_run() {
                --p2p "$(sweep_spec "${P2P[@]}")" --matrix-cap "$MATRIX_CAP")
     [ -n "${HYBRID[*]}" ] && est+=(--hybrid)
     [ -n "$ACCEPT" ] && est+=(--acceptance)
+    [ "$REPRODUCE" = 1 ] && est+=(--reproduce)
     echo ""
     if [ -x "$BIN/run_estimate" ]; then "$BIN/run_estimate" "${est[@]}" || return $?
     else echo "no estimate: $BIN/run_estimate is not built (make $BUILD/bin/run_estimate); it would be: run_estimate ${est[*]}"

@@ -4,7 +4,7 @@
  * MPI and runs nothing.
  *
  *   run_estimate --np N [--ranks-per-node R] --step-limit S --sweep B,E,F,CAP
- *                --p2p B,E,F,CAP --matrix-cap C [--hybrid] [--acceptance]
+ *                --p2p B,E,F,CAP --matrix-cap C [--hybrid] [--acceptance] [--reproduce]
  *                [--launch-seconds L] [--tool-seconds T]
  *
  * Exit: 0 ok, 2 usage (the message names the option), 3 out of memory. */
@@ -42,6 +42,7 @@ static int parse_args(int argc, char **argv, pb_run_estimate_in *in)
         {"step-limit", required_argument, 0, 'l'},  {"sweep", required_argument, 0, 's'},
         {"p2p", required_argument, 0, 'p'},         {"matrix-cap", required_argument, 0, 'm'},
         {"hybrid", no_argument, 0, 'h'},            {"acceptance", no_argument, 0, 'a'},
+        {"reproduce", no_argument, 0, 'R'},
         {"launch-seconds", required_argument, 0, 'L'}, {"tool-seconds", required_argument, 0, 'T'},
         {0, 0, 0, 0},
     };
@@ -58,6 +59,7 @@ static int parse_args(int argc, char **argv, pb_run_estimate_in *in)
         case 'm': status = pb_parse_double("--matrix-cap", optarg, 0.001, 86400, &in->matrix_cap_s); break;
         case 'h': in->hybrid = 1; break;
         case 'a': in->acceptance = 1; break;
+        case 'R': in->reproduce = 1; break;
         case 'L': status = pb_parse_double("--launch-seconds", optarg, 0, 3600, &in->launch_s); launch_given = 1; break;
         case 'T': status = pb_parse_double("--tool-seconds", optarg, 0, 3600, &in->tool_s); break;
         default: status = pb_error_usage(argv[optind - 1], "unknown option or missing value; see the comment at the top of tools/run_estimate.c");

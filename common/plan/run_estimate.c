@@ -97,8 +97,20 @@ int pb_run_estimate_steps(const pb_run_estimate_in *in, pb_run_estimate_step out
     for (int i = 0; i < 3; i++) fixed(&out[n++], workloads[i], in->step_limit_s, "the step limit (no per-size cap)");
     if (in->hybrid) fixed(&out[n++], "hybrid_3d", in->step_limit_s, "the step limit (no per-size cap)");
     else skipped(&out[n++], "hybrid_3d", "world size not a multiple of 4");
+    fixed(&out[n++], "compute_probe", in->tool_s, "a fixed allowance (no MPI)");
     if (two) fixed(&out[n++], "plan_fit", in->tool_s, "a fixed allowance (no MPI)");
     else skipped(&out[n++], "plan_fit", "one rank");
+    if (two) fixed(&out[n++], "calibrate", in->tool_s, "a fixed allowance (no MPI)");
+    else skipped(&out[n++], "calibrate", "one rank");
+    if (in->reproduce) {
+        /* run_all.sh's repro_busbw: allreduce, 1M to 64M by 2, 0.5 s a size */
+        pb_run_estimate_sweep ar = {1 << 20, 64 << 20, 2, 0.5};
+        sweep_step(&out[n++], in, "repro_busbw", &ar, 1, "collective");
+        fixed(&out[n++], "repro_setup", in->tool_s, "a fixed allowance (reproduce.py)");
+        const char *repro[] = {"repro_dp", "repro_pp", "repro_tp"};
+        for (int i = 0; i < 3; i++) fixed(&out[n++], repro[i], in->step_limit_s, "the step limit (no per-size cap)");
+        fixed(&out[n++], "repro_write", in->tool_s, "a fixed allowance (reproduce.py)");
+    }
     if (in->acceptance) fixed(&out[n++], "acceptance", in->tool_s, "a fixed allowance (no MPI)");
     fixed(&out[n++], "report", in->tool_s, "a fixed allowance (gnuplot, report.py)");
     *total = 0;

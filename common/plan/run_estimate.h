@@ -31,6 +31,7 @@ typedef struct pb_run_estimate_in {
     double matrix_cap_s;        /* the matrix step's --max-seconds-per-size */
     int hybrid;                 /* hybrid_3d runs (world size a multiple of 4) */
     int acceptance;             /* --acceptance given */
+    int reproduce;              /* --reproduce given: its all-reduce sweep, 3 workloads and 2 scripts */
 } pb_run_estimate_in;
 
 typedef struct pb_run_estimate_step {
@@ -39,7 +40,7 @@ typedef struct pb_run_estimate_step {
     char why[160];   /* what bounds it, or why it is skipped */
 } pb_run_estimate_step;
 
-#define PB_RUN_ESTIMATE_MAX_STEPS 12
+#define PB_RUN_ESTIMATE_MAX_STEPS 20
 
 /* Sizes from -b to -e by -f: minbytes, minbytes * factor, ... <= maxbytes. */
 int pb_run_estimate_sizes(const pb_run_estimate_sweep *s);

@@ -13,7 +13,7 @@ expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8" -- \
     env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --out "$TMP/never"
 [ -e "$TMP/never" ] && fail "--dry-run made the results folder"
 expect_in "$TMP/out" "nothing is installed, built or run" "says it runs nothing"
-expect_in "$TMP/out" "[4/10] p2p_matrix: timeout -k 10 900 mpirun -np 1024" "the matrix step's launch line"
+expect_in "$TMP/out" "[4/12] p2p_matrix: timeout -k 10 900 mpirun -np 1024" "the matrix step's launch line"
 expect_in "$TMP/out" "--npernode 8" "the launch line places 8 ranks per node"
 expect_in "$TMP/out" "1024 ranks on 128 node(s) of 8" "the estimate's world"
 expect_in "$TMP/out" "1023 rounds x 2 sizes x 0.22 s cap" "the matrix's rounds, from the schedule"
@@ -21,9 +21,16 @@ expect_in "$TMP/out" "7 collectives x 12 sizes x 3 s cap" "the default profile's
 expect_in "$TMP/out" "upper bound" "says it is an upper bound"
 grep -q '^total .* at most' "$TMP/out" && pass "a total" || fail "no total line"
 
+# --reproduce: its steps listed with their real commands (no arguments file read), and estimated.
+expect_rc 0 "--dry-run --reproduce" -- "$RA" --dry-run --quick --np 2 --reproduce
+expect_in "$TMP/out" "repro_setup: python3 scripts/reproduce.py setup" "repro_setup's command"
+expect_in "$TMP/out" "# + the arguments repro_setup chooses" "repro_dp's arguments come from repro_setup"
+grep -q '^repro_busbw .*1 collective x 7 sizes x 0.5 s cap' "$TMP/out" && pass "repro_busbw estimated" || fail "repro_busbw not estimated"
+[ -s "$TMP/err" ] && fail "--dry-run --reproduce wrote to stderr: $(head -2 "$TMP/err")" || pass "nothing on stderr"
+
 # A build folder that does not exist is not made: no build, no estimate, still exit 0.
 expect_rc 0 "--dry-run without a build" -- env BUILD=no-such-build "$RA" --dry-run --quick --np 4
 [ -e "$ROOT/no-such-build" ] && { fail "--dry-run built into no-such-build"; rm -rf "$ROOT/no-such-build"; }
 expect_in "$TMP/out" "no estimate: " "says why there is no estimate"
-expect_in "$TMP/out" "[1/10] coll_sweep: " "still lists the steps"
+expect_in "$TMP/out" "[1/12] coll_sweep: " "still lists the steps"
 finish

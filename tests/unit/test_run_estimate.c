@@ -50,13 +50,14 @@ static void steps(void **state)
     pb_run_estimate_step st[PB_RUN_ESTIMATE_MAX_STEPS];
     double total;
     int n = pb_run_estimate_steps(&in, st, &total);
-    assert_int_equal(n, 10);
+    assert_int_equal(n, 12);
     assert_true(find(st, n, "coll_sweep")->seconds == 2 + 7 * 6 * 0.25);
     assert_true(find(st, n, "coll_sweep_intra")->seconds == 2 + 7 * 6 * 0.25); /* 2 nodes */
     assert_true(find(st, n, "p2p_sweep")->seconds == 2 + 3 * 6 * 0.25);       /* 1, 16, .. 1M */
     assert_true(find(st, n, "p2p_matrix")->seconds == 2 + 3 * 2 * 1.0);       /* 3 rounds */
     assert_true(find(st, n, "dp_allreduce")->seconds == 90);
     assert_true(find(st, n, "report")->seconds == 10);
+    assert_true(find(st, n, "compute_probe")->seconds == 10 && find(st, n, "calibrate")->seconds == 10);
     double sum = 0;
     for (int i = 0; i < n; i++) sum += st[i].seconds;
     assert_true(total == sum);
@@ -66,18 +67,27 @@ static void steps(void **state)
                               .ncolls = 7, .coll = {8, 1 << 20, 8, 0.25}, .p2p = {1, 1 << 20, 16, 0.25},
                               .matrix_cap_s = 1, .acceptance = 1};
     n = pb_run_estimate_steps(&in, st, &total);
-    assert_int_equal(n, 11);
+    assert_int_equal(n, 13);
     assert_true(find(st, n, "coll_sweep_intra")->seconds == 0);
     assert_true(find(st, n, "hybrid_3d")->seconds == 0);
     assert_true(find(st, n, "p2p_matrix")->seconds == 90); /* 63 rounds x 2 s > 88 */
     assert_non_null(strstr(find(st, n, "p2p_matrix")->why, "step limit"));
     assert_true(find(st, n, "acceptance")->seconds == 10);
 
+    /* --reproduce: its all-reduce sweep (1M..64M by 2: 7 sizes at 0.5 s), 3 workloads, 2 scripts */
+    in.reproduce = 1;
+    double before = total;
+    n = pb_run_estimate_steps(&in, st, &total);
+    assert_int_equal(n, 19);
+    assert_true(find(st, n, "repro_busbw")->seconds == 2 + 7 * 0.5);
+    assert_true(find(st, n, "repro_pp")->seconds == 90);
+    assert_true(total == before + (2 + 7 * 0.5) + 3 * 90 + 2 * 10);
+
     /* one rank: nothing that needs a peer */
     in.nranks = in.ranks_per_node = 1;
     n = pb_run_estimate_steps(&in, st, &total);
     assert_true(find(st, n, "p2p_sweep")->seconds == 0 && find(st, n, "p2p_matrix")->seconds == 0 &&
-                find(st, n, "plan_fit")->seconds == 0);
+                find(st, n, "plan_fit")->seconds == 0 && find(st, n, "calibrate")->seconds == 0);
 }
 
 int main(void)
