@@ -63,7 +63,7 @@ assert rail == {(0, 1): -1, (2, 3): -1, (0, 2): 0, (1, 3): 1, (0, 3): -1, (1, 2)
 assert len({r["placement"] for r in rows("hybrid_3d.csv")}) >= 2, "hybrid_3d: no placement comparison"
 assert {r["group"] for r in rows("coll_sweep_intra.csv")} == {"node0", "node1"}
 summary = open(os.path.join(run, "summary.txt")).read()
-assert re.search(r"allreduce at \S+ B: median [0-9.]+ GB/s; slowest node[01] ", summary), summary
+assert re.search(r"allreduce at [0-9]+ \w+: median [0-9.]+ GB/s; slowest node[01] ", summary), summary
 md = open(os.path.join(run, "report.md")).read()
 figs = re.findall(r"\]\((plots/[^)]+)\)", md)
 for want in ("intra_inter", "p2p_matrix", "groups"):

@@ -14,7 +14,7 @@ check_run() {
     if [ "$rc" -eq 0 ]; then pass "$tag: run_all exits 0"; else
         fail "$tag: run_all exit $rc"; sed 's/^/  | /' "$err" | tail -15 >&2; cat "$dir/steps.tsv" >&2; fi
     bad=$(awk -F'\t' '$2 != "ok" && $2 != "skipped"' "$dir/steps.tsv" 2>/dev/null)
-    if [ -s "$dir/steps.tsv" ] && [ -z "$bad" ] && [ "$(wc -l <"$dir/steps.tsv")" -eq 10 ]; then
+    if [ -s "$dir/steps.tsv" ] && [ -z "$bad" ] && [ "$(wc -l <"$dir/steps.tsv")" -eq 12 ]; then
         pass "$tag: 10 steps, each ok or skipped"
     else fail "$tag: steps.tsv"; cat "$dir/steps.tsv" >&2; fi
     for f in meta.json summary.txt report.md index.html coll_sweep.csv coll_sweep.json p2p_sweep.csv \
