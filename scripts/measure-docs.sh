@@ -4,7 +4,7 @@
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   scripts/measure-docs.sh [NAME...]   (default: all of them)
 # NAMEs: compute dp_allreduce plan this-machine emulated-cluster (needs root
-# and network namespaces). Exit: 1 if a recording failed, 3 no build.
+# and network namespaces) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/.." || exit 3
 B=build/bin
@@ -23,6 +23,22 @@ dp_allreduce() {
 plan() {
     rec plan-reproduce $B/plan --reproduce
     rec plan-llama-70b $B/plan --model llama-70b --gpus 256
+    rec plan-published scripts/plan-published.sh $B/plan
+}
+# run_all.sh --reproduce (default profile, 2 ranks): its duration, the documents'
+# figures, then the run's rows predicted from its own calibration file.
+reproduce() {
+    local t
+    t=$(mktemp -d /tmp/parabench-reproduce.XXXXXX)
+    rec reproduce bash -c "s=\$(date +%s); ./run_all.sh --reproduce --np 2 --no-install --quiet --out $t/run >/dev/null 2>&1
+        echo \"run_all.sh --reproduce --np 2: exit \$?, \$(( \$(date +%s) - s )) s\"
+        cat $t/run/repro_write.txt; grep -v '^#' $t/run/reproduce.csv
+        echo; cat $t/run/cluster.txt
+        $B/plan --fit $t/run --cluster $t/run/cluster.txt --csv $t/fit.csv | grep -v '^note'
+        python3 -c \"import csv, statistics, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith('#'))]
+print('plan --fit --cluster cluster.txt: median |error| %.1f%% over %d workload rows' % (100 * statistics.median(abs(float(r['rel_error'])) for r in rows), len(rows)))\" $t/fit.csv"
+    rm -rf "$t"
 }
 # The figures behind acceptance/this-machine.thresholds: the sizes its rules name, 2 ranks.
 this_machine() {
@@ -48,10 +64,10 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
-names=${*:-compute dp_allreduce plan this-machine emulated-cluster}
+names=${*:-compute dp_allreduce plan this-machine emulated-cluster reproduce}
 for n in $names; do
     case $n in
-    compute | dp_allreduce | plan) $n ;;
+    compute | dp_allreduce | plan | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;

@@ -316,6 +316,11 @@ int main(int argc, char **argv)
         return pb_error_usage("--json", "does not apply to %s, which writes no JSON; expected --model ... --json FILE",
                               o.reproduce ? "--reproduce" : "--fit");
     if (o.reproduce) return pb_plan_reproduce(stdout);
+    if (o.fit_dir && o.cluster_name) { /* a calibration (or preset) instead of this run's own fit */
+        pb_model_cluster calibrated;
+        PB_TRY(pb_cluster_lookup(o.cluster_name, "--cluster", &calibrated));
+        return pb_plan_fit_with_cluster(o.fit_dir, &calibrated, o.csv, cmdline, stdout);
+    }
     if (o.fit_dir) return pb_plan_fit(o.fit_dir, o.csv, cmdline, stdout);
     return run_model(&o, cmdline);
 }

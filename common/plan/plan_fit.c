@@ -284,11 +284,17 @@ static void print_fits(const pb_plan_fit_fitted *f, FILE *out)
         }
 }
 
-int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f, FILE *out)
+static int results_dir(const char *dir, const char *option)
 {
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return pb_error_usage(option, "'%s' is not a directory; expected a results directory with sweep CSVs", dir);
+    return PB_OK;
+}
+
+int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f, FILE *out)
+{
+    PB_TRY(results_dir(dir, option));
     obsset os;
     memset(&os, 0, sizeof os);
     memset(f, 0, sizeof *f);
@@ -310,6 +316,22 @@ int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f
                                    "least 2 usable rows per link class", dir);
     print_fits(f, out);
     return PB_OK;
+}
+
+int pb_plan_fit_with_cluster(const char *dir, const pb_model_cluster *c, const char *csv_path, const char *cmdline,
+                             FILE *out)
+{
+    PB_TRY(results_dir(dir, "--fit"));
+    pb_plan_fit_fitted f;
+    memset(&f, 0, sizeof f);
+    for (int s = 0; s < PB_FIT_NSRC; s++) {
+        f.have[PB_LINK_INTRA][s] = f.have[PB_LINK_INTER][s] = 1;
+        f.link[PB_LINK_INTRA][s] = c->intra;
+        f.link[PB_LINK_INTER][s] = c->inter;
+    }
+    fprintf(out, "links from cluster %s (not fitted from %s): intra %.3g us %.4g GB/s, inter %.3g us %.4g GB/s\n",
+            c->name, dir, c->intra.alpha_s * 1e6, c->intra.bw_Bps / 1e9, c->inter.alpha_s * 1e6, c->inter.bw_Bps / 1e9);
+    return pb_plan_fit_predict(dir, &f, csv_path, cmdline, out);
 }
 
 int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE *out)

@@ -40,6 +40,12 @@ typedef struct pb_plan_fit_fitted {
  * falls back to "inter". `used` gets e.g. "inter/coll". PB_OK or PB_ERR_CHECK. */
 int pb_plan_fit_fitted_link(const pb_plan_fit_fitted *f, const char *link_class, int collective, pb_model_link *out, char *used, int len);
 
+/* plan --fit DIR --cluster FILE: predict DIR's rows with the links of a
+ * cluster (a file `plan --calibrate` wrote from another run, or a preset)
+ * instead of fitting DIR's sweeps; both sources of a class take its link. */
+int pb_plan_fit_with_cluster(const char *dir, const pb_model_cluster *c, const char *csv_path, const char *cmdline,
+                             FILE *out);
+
 /* Predict the dp_allreduce, tp_layer, pp_pipeline and hybrid_3d rows found in `dir`
  * (plan_predict.c). Missing files are noted and skipped. */
 int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out);

@@ -134,6 +134,15 @@ done
 expect_in "$TMP/fit.csv" "benchmark,row,predicted_us,measured_us,rel_error" "--csv header"
 if awk -F, '!/^#/ && NR > 1 && $5 != "rel_error" { e = $5 < 0 ? -$5 : $5; if (e > 0.05) bad++ } END { exit bad > 0 }' "$TMP/fit.csv"; then
     pass "every prediction within 5% of the synthetic measurement"; else fail "some prediction off by more than 5%"; sed 's/^/  | /' "$TMP/fit.csv" >&2; fi
+# --fit with --cluster FILE: the rows predicted from a calibration's links, not this run's fit.
+printf 'name = truth\nintra_alpha_us = 0.5\nintra_bw_GBps = 8\ninter_alpha_us = 12\ninter_bw_GBps = 0.6\ntflops = 1\n' >"$TMP/truth.txt"
+expect_rc 0 "--fit with --cluster FILE" -- "$PLAN" --fit "$R" --cluster "$TMP/truth.txt" --csv "$TMP/fitc.csv"
+expect_in "$TMP/out" "links from cluster truth (not fitted from" "says where the links come from"
+within5() { awk -F, '!/^#/ && $5 != "rel_error" { n++; e = $5 < 0 ? -$5 : $5; if (e > 0.05) bad++ } END { exit !(n >= 16 && bad == 0) }' "$1"; }
+within5 "$TMP/fitc.csv" && pass "the true links predict every row within 5%" || fail "the true links: some row off by more than 5%"
+sed 's/^intra_bw_GBps = 8/intra_bw_GBps = 2/' "$TMP/truth.txt" >"$TMP/wrong.txt"
+expect_rc 0 "--fit with a wrong calibration" -- "$PLAN" --fit "$R" --cluster "$TMP/wrong.txt" --csv "$TMP/fitw.csv"
+within5 "$TMP/fitw.csv" && fail "a 4x slower intra link still predicts every row within 5%" || pass "a wrong calibration shows in the errors"
 rm "$R/tp_layer.csv"
 expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
 expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
