@@ -4,6 +4,7 @@
  *   plan --model M --cluster C --gpus N       rank every (t, p, d) with t*p*d = N
  *   plan ... --tp T --pp P --dp D             one configuration, term by term
  *   plan --fit RESULTS_DIR [--csv FILE]       fit alpha-beta, predict a run's rows
+ *   plan --fit RESULTS_DIR --cluster FILE     predict a run from a calibration instead
  *   plan --calibrate RESULTS_DIR [-o FILE]    fitted links + GEMM rate as a cluster file
  *   plan --pp-simulate P,M,TF,TB,TMSG         a pipeline step simulated from stage times (us)
  *
@@ -45,7 +46,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: plan --reproduce\n"
             "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D] [options]\n"
-            "       plan --fit RESULTS_DIR [--csv FILE]\n"
+            "       plan --fit RESULTS_DIR [--cluster FILE] [--csv FILE]\n"
             "       plan --calibrate RESULTS_DIR [-o|--cluster-out FILE]\n"
             "       plan --pp-simulate P,M,T_FWD_US,T_BWD_US,T_MSG_US [--schedule gpipe|1f1b]\n"
             "model:   --model %s\n"
