@@ -86,10 +86,11 @@ int main(int argc, char **argv)
     double total;
     int n = pb_run_estimate_steps(&in, st, &total);
     if (n < 0) return pb_fail(PB_ERR_ENV, "out of memory for the schedule of %d ranks", in.nranks);
-    int nodes = (in.nranks + in.ranks_per_node - 1) / in.ranks_per_node;
+    int rpn = in.ranks_per_node > 0 ? in.ranks_per_node : in.nranks; /* one node unless told */
+    int nodes = rpn > 0 ? (in.nranks + rpn - 1) / rpn : 1;
     printf("# upper bound on each step's duration: %d ranks on %d node(s) of %d; every size at its cap,\n"
            "# workloads at the step limit (%.0f s); launch %.1f s per step (assumed, not measured)\n",
-           in.nranks, nodes, in.ranks_per_node, in.step_limit_s, in.launch_s);
+           in.nranks, nodes, rpn, in.step_limit_s, in.launch_s);
     for (int i = 0; i < n; i++) printf("%-18s %8.0f s  %s\n", st[i].name, st[i].seconds, st[i].why);
     printf("%-18s %8.0f s  (%.1f h) at most\n", "total", total, total / 3600);
     return PB_OK;

@@ -56,19 +56,26 @@ int pb_p2p_matrix_summarize(const pb_p2p_matrix_pair_result *r, int n, pb_p2p_ma
  * group sorted. Returns a status. */
 static int rail_medians(const pb_p2p_matrix_pair_result *r, int n, int nrails, double *lat_med, double *bw_med)
 {
+    if (nrails <= 0) return PB_OK;
     int *start = calloc((size_t)nrails + 1, sizeof(int)), *fill = calloc((size_t)nrails, sizeof(int));
     double *lat = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)), *bw = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    int status = start && fill && lat && bw ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d rails", nrails);
-    for (int i = 0; status == PB_OK && i < n; i++)
+    if (!start || !fill || !lat || !bw) {
+        free(start);
+        free(fill);
+        free(lat);
+        free(bw);
+        return pb_fail(PB_ERR_ENV, "out of memory for %d rails", nrails);
+    }
+    for (int i = 0; i < n; i++)
         if (r[i].rail >= 0) start[r[i].rail + 1]++;
-    for (int k = 0; status == PB_OK && k < nrails; k++) start[k + 1] += start[k];
-    for (int i = 0; status == PB_OK && i < n; i++) {
+    for (int k = 0; k < nrails; k++) start[k + 1] += start[k];
+    for (int i = 0; i < n; i++) {
         if (r[i].rail < 0) continue;
         int at = start[r[i].rail] + fill[r[i].rail]++;
         lat[at] = r[i].lat_us;
         bw[at] = r[i].bw_GBps;
     }
-    for (int k = 0; status == PB_OK && k < nrails; k++) {
+    for (int k = 0; k < nrails; k++) {
         size_t count = (size_t)(start[k + 1] - start[k]);
         lat_med[k] = bw_med[k] = 0;
         if (count == 0) continue;
@@ -81,7 +88,7 @@ static int rail_medians(const pb_p2p_matrix_pair_result *r, int n, int nrails, d
     free(fill);
     free(lat);
     free(bw);
-    return status;
+    return PB_OK;
 }
 
 static int below(const pb_p2p_matrix_pair_result *p, double lat_med, double bw_med, double bw_frac, double lat_factor)

@@ -143,7 +143,8 @@ static int parse_line(char *line, pb_model_cluster *c, int seen[NKEYS + 2], cons
         if (bad || v < 0 || (v == 0 && !zero_ok))
             return pb_error_usage(option, "%s: %s '%s' is not a %s number", where, key, val,
                                   zero_ok ? "non-negative" : "positive");
-        *(double *)((char *)c + keys[i].offset) = v * keys[i].scale;
+        double si = v * keys[i].scale;
+        memcpy((char *)c + keys[i].offset, &si, sizeof si); /* the field at offset is a double */
         seen[i] = 1;
         return PB_OK;
     }
@@ -187,8 +188,11 @@ int pb_cluster_file_write(const char *path, const pb_model_cluster *c, const cha
     if (!fp) return pb_fail(PB_ERR_ENV, "cannot write %s: %s", path, strerror(errno));
     if (note) fprintf(fp, "# %s\n", note);
     fprintf(fp, "name = %s\ngpus_per_node = %d\n", c->name, c->gpus_per_node);
-    for (size_t i = 0; i < NKEYS; i++)
-        fprintf(fp, "%s = %.6g\n", keys[i].key, *(const double *)((const char *)c + keys[i].offset) / keys[i].scale);
+    for (size_t i = 0; i < NKEYS; i++) {
+        double si;
+        memcpy(&si, (const char *)c + keys[i].offset, sizeof si);
+        fprintf(fp, "%s = %.6g\n", keys[i].key, si / keys[i].scale);
+    }
     return fclose(fp) == 0 ? PB_OK : pb_fail(PB_ERR_ENV, "cannot write %s", path);
 }
 
