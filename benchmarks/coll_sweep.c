@@ -344,7 +344,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         if (x->graph) status = pb_world_agree(&b->w, capture(x));
         if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
         if (status == PB_OK) status = pb_runner_gather_stats(x->g->comm, samples, r.done, &r.st);
-        if (status == PB_OK) status = device_time(x, r.done, &r.dev_us);
+        if (status == PB_OK) status = device_time(x, pb_coll_exec_devtime_ops(r.done), &r.dev_us);
         if (status == PB_OK && o->check) status = validate(x, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
         if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));

@@ -61,6 +61,12 @@ int pb_coll_exec_devtime_batch(int n)
     return (int)v;
 }
 
+int pb_coll_exec_devtime_ops(int done)
+{
+    if (done <= 4) return done;
+    return done / 4 > 4 ? done / 4 : 4;
+}
+
 /* One span of operations first .. first+count-1, completed. */
 static int timed_span(const pb_comm_backend *b, pb_comm *comm, int first, int count, pb_coll_exec_op_fn op, void *ctx)
 {

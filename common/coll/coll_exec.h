@@ -51,6 +51,10 @@ int pb_coll_exec_device_time(const pb_comm_backend *b, pb_comm *comm, int n, pb_
                              double *us_per_op);
 /* Operations per span for n operations: n, or PARABENCH_DEVTIME_BATCH within 1..n. */
 int pb_coll_exec_devtime_batch(int n);
+/* Operations to time for devtime after `done` timed iterations: a quarter of
+ * them, at least 4 (all when fewer), so the batch adds at most about a quarter
+ * to a size's time and its per-size cap still bounds it. */
+int pb_coll_exec_devtime_ops(int done);
 
 /* Validation. Inputs are small integers, v(rank, i) in -1..4 (coll_expect.h),
  * so every partial sum is an integer of magnitude at most 4 * nranks and exact

@@ -100,6 +100,17 @@ static void test_batch_setting(void **state)
     assert_int_equal(pb_coll_exec_devtime_batch(20), 7);
 }
 
+/* The devtime batch is a quarter of the timed iterations, at least 4. */
+static void test_devtime_ops(void **state)
+{
+    (void)state;
+    assert_int_equal(pb_coll_exec_devtime_ops(0), 0);
+    assert_int_equal(pb_coll_exec_devtime_ops(3), 3);
+    assert_int_equal(pb_coll_exec_devtime_ops(10), 4);
+    assert_int_equal(pb_coll_exec_devtime_ops(20), 5);
+    assert_int_equal(pb_coll_exec_devtime_ops(1000), 250);
+}
+
 static void test_no_events_or_no_operations(void **state)
 {
     double us = 0;
@@ -157,6 +168,7 @@ int main(void)
         cmocka_unit_test_setup(test_batch_of_one_is_the_old_measure, reset),
         cmocka_unit_test_setup(test_partial_last_batch, reset),
         cmocka_unit_test_setup(test_batch_setting, reset),
+        cmocka_unit_test(test_devtime_ops),
         cmocka_unit_test_setup(test_no_events_or_no_operations, reset),
         cmocka_unit_test_setup(test_failed_operation_closes_the_span, reset),
         cmocka_unit_test(test_in_place_pointers),
