@@ -15,7 +15,7 @@ check_run() {
         fail "$tag: run_all exit $rc"; sed 's/^/  | /' "$err" | tail -15 >&2; cat "$dir/steps.tsv" >&2; fi
     bad=$(awk -F'\t' '$2 != "ok" && $2 != "skipped"' "$dir/steps.tsv" 2>/dev/null)
     if [ -s "$dir/steps.tsv" ] && [ -z "$bad" ] && [ "$(wc -l <"$dir/steps.tsv")" -eq 12 ]; then
-        pass "$tag: 10 steps, each ok or skipped"
+        pass "$tag: 12 steps, each ok or skipped"
     else fail "$tag: steps.tsv"; cat "$dir/steps.tsv" >&2; fi
     for f in meta.json summary.txt report.md index.html coll_sweep.csv coll_sweep.json p2p_sweep.csv \
              p2p_matrix-bw.csv p2p_matrix-latency.csv p2p_matrix-pairs.csv dp_allreduce.csv tp_layer.csv \
