@@ -275,51 +275,6 @@ static int pp_teardown(pp_run *r, int status)
     return status;
 }
 
-/* Stage 0 receives the last stage's outputs (control plane) and compares them
- * and its input gradients with one whole stack; the other stages only send. */
-static int check_outputs(pp_run *r, int m, size_t bytes, const void **outs, const void **dins, void *recvd,
-                         long long *wrong)
-{
-    if (r->stage == r->p - 1 && r->p > 1)
-        MPI_Send(pb_pp_stack_output(r->st, 0), (int)(bytes * (size_t)m), MPI_BYTE, 0, 0, r->pipe);
-    if (r->stage != 0) return PB_OK;
-    if (r->p > 1) MPI_Recv(recvd, (int)(bytes * (size_t)m), MPI_BYTE, r->p - 1, 0, r->pipe, MPI_STATUS_IGNORE);
-    for (int k = 0; k < m; k++) {
-        outs[k] = r->p > 1 ? (const unsigned char *)recvd + bytes * (size_t)k : pb_pp_stack_output(r->st, k);
-        dins[k] = pb_pp_stack_input_grad(r->st, k);
-    }
-    double tol = pb_pp_stack_dtype(r->st) == PB_FLOAT32 ? 1e-4 : 3e-2;
-    return pb_pp_reference_check(&r->scfg, m, outs, dins, tol, pb_faults_corrupt_rank() == r->b->w.rank, wrong);
-}
-
-/* One validated step: the last stage's outputs go to the first stage, which checks them. */
-static int pp_validate(pp_run *r, int m, long long *wrong)
-{
-    pb_pp_stats s;
-    pb_pp_stack_set_capture(r->st, 1);
-    int status = pb_pp_exec_step(r->ex, &r->plan, pb_pp_stack_ops(), r->st, &s, NULL);
-    pb_pp_stack_set_capture(r->st, 0);
-    status = pb_world_agree(&r->b->w, status);
-    if (status != PB_OK) return status;
-    size_t n = r->plan.n ? (size_t)(r->scfg.shape.b * r->scfg.shape.s * r->scfg.shape.h) : 0;
-    size_t bytes = n * pb_dtype_size(pb_pp_stack_dtype(r->st));
-    size_t total = bytes * (size_t)m;
-    int gather = r->stage == 0 && r->p > 1;
-    const void **outs = calloc((size_t)m, sizeof *outs), **dins = calloc((size_t)m, sizeof *dins);
-    void *recvd = gather ? malloc(total ? total : 1) : NULL; /* malloc(0) may return NULL */
-    int have = outs && dins && (recvd || !gather);
-    if (!have) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
-    /* agree before the transfer: the last stage must not send to a stage 0 that gave up */
-    status = pb_world_agree(&r->b->w, status);
-    *wrong = 0;
-    if (have && status == PB_OK) status = check_outputs(r, m, bytes, outs, dins, recvd, wrong);
-    free(recvd);
-    free(outs);
-    free(dins);
-    MPI_Allreduce(MPI_IN_PLACE, wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
-    return pb_world_agree(&r->b->w, status);
-}
-
 enum { V_FWD, V_BWD, V_WAIT, V_PEAK, V_BYTES, NV };
 
 /* "a;b;c": one per-stage value for the string columns (JSON and CSV keep every stage). */
@@ -433,11 +388,13 @@ static int pp_config(pp_run *r, pb_pp_sched sched, int m)
     }
     pb_pp_trace_label lab = {pb_pp_sched_name(sched), r->p, r->plan.v, m};
     if (status == PB_OK && r->traced)
-        /* agreed: only rank 0 writes, and a failed write must not leave the others in pp_validate */
+        /* agreed: only rank 0 writes, and a failed write must not leave the others in pb_pp_validate_step */
         status = pb_world_agree(&b->w, pb_pp_trace_gather(b->w.comm, &r->trace, r->stage, r->replica, &lab,
                                                           r->trace_file));
     long long wrong = 0;
-    if (status == PB_OK && o->common.check) status = pp_validate(r, m, &wrong);
+    if (status == PB_OK && o->common.check)
+        status = pb_pp_validate_step(&r->b->w, r->pipe, r->ex, &r->plan, r->st, &r->scfg, m,
+                                     pb_faults_corrupt_rank() == r->b->w.rank, &wrong);
     r->wrong += wrong;
     if (status == PB_OK && b->rep) status = pp_row(r, sched, m, done, &st, ps, wrong);
     free(samples);

@@ -25,6 +25,7 @@
 #include "backend/comm.h"
 #include "compute/compute.h"
 #include "compute/layer.h"
+#include "core/world.h"
 #include "workload/pp_schedule.h"
 
 #include <mpi.h>
@@ -186,5 +187,12 @@ int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *cons
                           const void *const *input_grads, double tol, int corrupt, long long *wrong);
 /* Bytes of engine memory pb_pp_reference_check allocates. */
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
+/* One validated step on the pipeline `pipe` (rank = stage): a step with
+ * capture on, then the last stage's outputs go to stage 0 (control plane),
+ * which checks them and its input gradients with pb_pp_reference_check; the
+ * wrong counts are summed over w. Every rank of w calls it; the ranks agree
+ * after the step, before the transfer and at the end (pb_world_agree). */
+int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
+                        pb_pp_stack *st, const pb_pp_stack_config *cfg, int m, int corrupt, long long *wrong);
 
 #endif

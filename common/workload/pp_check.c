@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/mem.h"
+#include "core/world.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,4 +98,54 @@ int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *cons
         if (bufs[i]) eng->free(bufs[i]);
     pb_layer_stack_destroy(st);
     return status;
+}
+
+/* Stage 0 receives the last stage's outputs (control plane) and compares them
+ * and its input gradients with one whole stack; the other stages only send. */
+static int check_outputs(MPI_Comm pipe, pb_pp_stack *st, const pb_pp_stack_config *cfg, int m, size_t bytes,
+                         const void **outs, const void **dins, void *recvd, int corrupt, long long *wrong)
+{
+    int stage, p;
+    MPI_Comm_rank(pipe, &stage);
+    MPI_Comm_size(pipe, &p);
+    if (stage == p - 1 && p > 1) MPI_Send(pb_pp_stack_output(st, 0), (int)(bytes * (size_t)m), MPI_BYTE, 0, 0, pipe);
+    if (stage != 0) return PB_OK;
+    if (p > 1) MPI_Recv(recvd, (int)(bytes * (size_t)m), MPI_BYTE, p - 1, 0, pipe, MPI_STATUS_IGNORE);
+    for (int k = 0; k < m; k++) {
+        outs[k] = p > 1 ? (const unsigned char *)recvd + bytes * (size_t)k : pb_pp_stack_output(st, k);
+        dins[k] = pb_pp_stack_input_grad(st, k);
+    }
+    double tol = pb_pp_stack_dtype(st) == PB_FLOAT32 ? 1e-4 : 3e-2;
+    return pb_pp_reference_check(cfg, m, outs, dins, tol, corrupt, wrong);
+}
+
+int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
+                        pb_pp_stack *st, const pb_pp_stack_config *cfg, int m, int corrupt, long long *wrong)
+{
+    pb_pp_stats s;
+    pb_pp_stack_set_capture(st, 1);
+    int status = pb_pp_exec_step(ex, plan, pb_pp_stack_ops(), st, &s, NULL);
+    pb_pp_stack_set_capture(st, 0);
+    status = pb_world_agree(w, status);
+    if (status != PB_OK) return status;
+    int stage, p;
+    MPI_Comm_rank(pipe, &stage);
+    MPI_Comm_size(pipe, &p);
+    size_t n = plan->n ? (size_t)(cfg->shape.b * cfg->shape.s * cfg->shape.h) : 0;
+    size_t bytes = n * pb_dtype_size(pb_pp_stack_dtype(st));
+    size_t total = bytes * (size_t)m;
+    int gather = stage == 0 && p > 1;
+    const void **outs = calloc((size_t)m, sizeof *outs), **dins = calloc((size_t)m, sizeof *dins);
+    void *recvd = gather ? malloc(total ? total : 1) : NULL; /* malloc(0) may return NULL */
+    int have = outs && dins && (recvd || !gather);
+    if (!have) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
+    /* agree before the transfer: the last stage must not send to a stage 0 that gave up */
+    status = pb_world_agree(w, status);
+    *wrong = 0;
+    if (have && status == PB_OK) status = check_outputs(pipe, st, cfg, m, bytes, outs, dins, recvd, corrupt, wrong);
+    free(recvd);
+    free(outs);
+    free(dins);
+    MPI_Allreduce(MPI_IN_PLACE, wrong, 1, MPI_LONG_LONG, MPI_SUM, w->comm);
+    return pb_world_agree(w, status);
 }
