@@ -88,3 +88,40 @@ finish() {
     if [ "$PASSES" -eq 0 ]; then echo "no check ran in $(basename "$0")" >&2; exit 1; fi
     echo "all checks passed in $(basename "$0")"
 }
+
+# ---- an emulated cluster (scripts/emulate-cluster.sh) for the tests that need one ----
+EMU=$TESTS_DIR/../../scripts/emulate-cluster.sh
+# emu_up ARGS...: bring up an emulated cluster (emulate-cluster.sh up ARGS) that is
+# taken down when the test exits, pass, fail or signal; a test that started a job
+# of its own defines emu_before_down to stop it first. Skips (77) without root or
+# where network namespaces are not permitted; never touches a cluster somebody
+# else brought up (fail).
+emu_up() {
+    [ "$(id -u)" -eq 0 ] || skip_test "needs root to create network namespaces (emulate-cluster.sh up)"
+    if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
+        fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
+        finish
+    fi
+    EMU_UP=1
+    trap emu_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    "$EMU" up "$@" >"$TMP/up.out" 2>"$TMP/up.err"
+    local rc=$?
+    [ "$rc" -eq 0 ] && return 0
+    if [ "$rc" -eq 3 ] && grep -q "not permitted" "$TMP/up.err"; then
+        skip_test "network namespaces are not permitted here: $(tail -1 "$TMP/up.err")"
+    fi
+    fail "emulate-cluster.sh up $*: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
+    finish
+}
+emu_cleanup() {
+    local rc=$?
+    declare -F emu_before_down >/dev/null && emu_before_down
+    if [ "${EMU_UP:-0}" -eq 1 ]; then
+        "$EMU" down >/dev/null 2>&1 ||
+            echo "FAIL: $(basename "$0"): '$EMU down' failed; clean up by hand (docs/emulated-cluster.md)" >&2
+    fi
+    rm -rf "$TMP"
+    exit "$rc"
+}

@@ -14,12 +14,9 @@
 # Always tears the emulated cluster down, pass or fail.
 . "$(dirname "$0")/lib.sh"
 
-EMU=$(cd "$TESTS_DIR/../.." && pwd)/scripts/emulate-cluster.sh
 LINK_GBPS=0.125          # 1 Gbit/s in GB/s (1e9 B/s)
-NAME=$(basename "$0")
 
 
-[ "$(id -u)" -eq 0 ] || skip_test "needs root to create network namespaces (emulate-cluster.sh up)"
 command -v python3 >/dev/null || skip_test "python3 not found (parses the CSV results)"
 # The binaries are built by `make` before this runs: missing ones are a failure.
 for b in p2p_sweep coll_sweep; do
@@ -27,41 +24,15 @@ for b in p2p_sweep coll_sweep; do
 done
 [ "$FAILS" -eq 0 ] || finish
 
-# Never take over or tear down a cluster somebody else brought up.
-if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
-    fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
-    finish
-fi
-
-# From here on the cluster is ours: always bring it down, even on failure or ^C.
-UP=0
+# Ours from here on: taken down at exit, after our mpirun (if one is running) is stopped.
 JOB=
-cleanup() {
-    local rc=$?
-    if [ -n "$JOB" ]; then     # interrupted mid-run: stop our mpirun first
+emu_before_down() {
+    if [ -n "$JOB" ]; then # interrupted mid-run
         kill -TERM "$JOB" 2>/dev/null
         wait "$JOB" 2>/dev/null
     fi
-    if [ "$UP" -eq 1 ]; then
-        "$EMU" down >/dev/null 2>&1 || echo "FAIL: $NAME: '$EMU down' failed; clean up by hand (docs/emulated-cluster.md)" >&2
-    fi
-    rm -rf "$TMP"
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-UP=1
-"$EMU" up --nodes 2 --rate 1gbit >"$TMP/up.out" 2>"$TMP/up.err"
-rc=$?
-if [ "$rc" -ne 0 ]; then
-    if [ "$rc" -eq 3 ] && grep -q "not permitted" "$TMP/up.err"; then
-        skip_test "network namespaces are not permitted here: $(tail -1 "$TMP/up.err")"
-    fi
-    fail "emulate-cluster.sh up --nodes 2 --rate 1gbit: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
-    finish
-fi
+emu_up --nodes 2 --rate 1gbit
 pass "emulated cluster up: 2 nodes, 1 Gbit/s uplinks"
 
 # 4 ranks share this machine's cores: let idle ranks yield rather than spin, or their
@@ -226,7 +197,7 @@ check_report
 
 # --- teardown leaves nothing behind
 expect_rc 0 "emulate-cluster.sh down" -- "$EMU" down
-UP=0
+EMU_UP=0
 left=$( (ip netns list; ip -o link show) 2>/dev/null | grep -E 'pbnode[0-9]|pbv[0-9]|pbbr0' || true)
 if [ -z "$left" ]; then pass "down left no namespaces or links behind"; else fail "left behind: $left"; fi
 

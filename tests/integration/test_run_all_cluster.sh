@@ -9,35 +9,9 @@
 # cluster down.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
-EMU=$ROOT/scripts/emulate-cluster.sh
 
-[ "$(id -u)" -eq 0 ] || skip_test "needs root to create network namespaces (emulate-cluster.sh up)"
 command -v python3 >/dev/null || skip_test "python3 not found (parses the results)"
-if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
-    fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
-    finish
-fi
-UP=0
-cleanup() {
-    local rc=$?
-    [ "$UP" -eq 1 ] && { "$EMU" down >/dev/null 2>&1 || echo "FAIL: '$EMU down' failed; clean up by hand (docs/emulated-cluster.md)" >&2; }
-    rm -rf "$TMP"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-UP=1
-"$EMU" up --nodes 2 --rate 1gbit --slots 2 >"$TMP/up.out" 2>"$TMP/up.err"
-rc=$?
-if [ "$rc" -ne 0 ]; then
-    if [ "$rc" -eq 3 ] && grep -q "not permitted" "$TMP/up.err"; then
-        skip_test "network namespaces are not permitted here: $(tail -1 "$TMP/up.err")"
-    fi
-    fail "emulate-cluster.sh up --nodes 2 --rate 1gbit: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
-    finish
-fi
+emu_up --nodes 2 --rate 1gbit --slots 2
 pass "emulated cluster up: 2 nodes of 2 slots"
 eval "$("$EMU" env)" || { fail "emulate-cluster.sh env"; finish; }
 export OMPI_MCA_mpi_yield_when_idle=1 # 4 ranks on this machine's cores: idle ranks yield
