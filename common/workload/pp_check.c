@@ -84,6 +84,10 @@ int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *cons
     *wrong = 0;
     for (int k = 0; have && k < m && status == PB_OK; k++) {
         const void *out = outputs[k];
+        if (!out || !input_grads[k]) { /* a stage that did not capture (pb_pp_stack_set_capture) */
+            status = pb_fail(PB_ERR_CHECK, "validation: micro-batch %d has no captured output or input gradient", k);
+            break;
+        }
         if (corrupt && k == 0) { /* a copy with one element off, so the caller's data stays intact */
             for (size_t i = 0; i < bytes; i++) ((unsigned char *)bad)[i] = ((const unsigned char *)out)[i];
             pb_dtype_set(sh->dtype, bad, n / 2, pb_dtype_get(sh->dtype, bad, n / 2) + 1.0);
