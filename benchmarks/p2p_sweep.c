@@ -220,7 +220,8 @@ static int matrix_report(pb_bench *b, const p2p_opts *o, pb_p2p_matrix_pair_resu
     char railbuf[32];
     pb_p2p_matrix_class_summary s[3];
     int nclasses = pb_p2p_matrix_summarize(pr, npairs, s);
-    int slow = pb_p2p_matrix_flag_slow(pr, npairs, s, nclasses, 0.8, 2.0);
+    int slow = pb_p2p_matrix_flag_slow(pr, npairs, s, nclasses, PB_P2P_MATRIX_SLOW_BW_FRAC,
+                                       PB_P2P_MATRIX_SLOW_LAT_FACTOR);
     for (int c = 0; c < nclasses; c++)
         pb_report_note(b->rep, "%s pairs: %d; latency min/median/max %.2f/%.2f/%.2f us; bw min/median/max "
                                "%.3f/%.3f/%.3f GB/s",
@@ -228,10 +229,10 @@ static int matrix_report(pb_bench *b, const p2p_opts *o, pb_p2p_matrix_pair_resu
                        s[c].bw_median, s[c].bw_max);
     for (int i = 0; i < npairs; i++)
         if (pr[i].slow)
-            pb_report_note(b->rep, "SLOW pair %d-%d (%s%s): %.3f GB/s, %.2f us (below 0.8x the median bw or above "
-                                   "2x the median latency of its %s)",
+            pb_report_note(b->rep, "SLOW pair %d-%d (%s%s): %.3f GB/s, %.2f us (below %gx the median bw or above "
+                                   "%gx the median latency of its %s)",
                            pr[i].a, pr[i].b, pr[i].link, rail_words(pr[i].rail, railbuf, sizeof railbuf), pr[i].bw_GBps,
-                           pr[i].lat_us, pr[i].slow == PB_P2P_MATRIX_SLOW_CLASS ? "class"
+                           pr[i].lat_us, PB_P2P_MATRIX_SLOW_BW_FRAC, PB_P2P_MATRIX_SLOW_LAT_FACTOR, pr[i].slow == PB_P2P_MATRIX_SLOW_CLASS ? "class"
                                          : pr[i].slow == PB_P2P_MATRIX_SLOW_RAIL ? "rail" : "class and of its rail");
     pb_report_summary(b->rep, "slow_pairs", "Slow pairs", slow, NULL);
     if (!o->matrix_csv) return PB_OK;

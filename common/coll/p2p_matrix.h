@@ -27,6 +27,12 @@ typedef struct pb_p2p_matrix_class_summary {
 /* Summaries per link class present (at most 3: intra, inter, mixed). Returns how many. */
 int pb_p2p_matrix_summarize(const pb_p2p_matrix_pair_result *r, int n, pb_p2p_matrix_class_summary out[3]);
 
+/* What p2p_sweep --matrix calls slow: below 0.8x the median bandwidth, or
+ * above 2x the median latency (a pair a fifth slower than its peers is a
+ * cable, NIC or switch port worth a look; run-to-run noise stays well inside). */
+#define PB_P2P_MATRIX_SLOW_BW_FRAC 0.8
+#define PB_P2P_MATRIX_SLOW_LAT_FACTOR 2.0
+
 /* Flag pairs whose bandwidth is below bw_frac x the median, or whose latency
  * is above lat_factor x the median, of their link class (PB_P2P_MATRIX_SLOW_CLASS)
  * and, for pairs on a rail (rail >= 0), of that rail's pairs across every node

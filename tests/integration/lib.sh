@@ -82,7 +82,26 @@ expect_in() {
     if grep -qF -- "$2" "$1"; then pass "$3"; else fail "$3: '$2' not in $1"; sed 's/^/  | /' "$1" | tail -15 >&2; fi
 }
 
+# Every result file a test's runs left under $TMP must hold the invariants of
+# invariants.py (statistics in order, derived columns, link classes, CSV = JSON),
+# whatever the test itself checked. A test that corrupts a result on purpose
+# removes it, or names it in INVARIANTS_EXEMPT (paths, space-separated), first.
+check_invariants() {
+    local f files=()
+    while IFS= read -r -d '' f; do
+        case " ${INVARIANTS_EXEMPT:-} " in *" $f "*) continue ;; esac
+        files+=("$f")
+    done < <(find "$TMP" \( -name '*.csv' -o -name '*.json' \) -type f -print0 2>/dev/null)
+    [ ${#files[@]} -gt 0 ] || return 0
+    if python3 "$TESTS_DIR/invariants.py" "${files[@]}" >"$TMP/invariants.out" 2>&1; then
+        pass "invariants hold in every result file ($(tail -1 "$TMP/invariants.out"))"
+    else
+        fail "result files break invariants (tests/integration/invariants.py):"; sed 's/^/  | /' "$TMP/invariants.out" | head -20 >&2
+    fi
+}
+
 finish() {
+    check_invariants
     if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed in $(basename "$0")" >&2; exit 1; fi
     # A test that checked nothing has not passed.
     if [ "$PASSES" -eq 0 ]; then echo "no check ran in $(basename "$0")" >&2; exit 1; fi

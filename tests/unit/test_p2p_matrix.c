@@ -49,6 +49,31 @@ static void slow_pairs(void **state)
     pairs[0].lat_us = 0.5;
 }
 
+/* The thresholds p2p_sweep uses, from both sides: 8 inter pairs at 1 GB/s and
+ * 10 us, then one pair moved just past each bound (flagged) and just inside it
+ * (not flagged). A bound moved by a quarter turns one of the four around. */
+static void default_thresholds(void **state)
+{
+    (void)state;
+    pb_p2p_matrix_pair_result r[9];
+    for (int i = 0; i < 9; i++) r[i] = (pb_p2p_matrix_pair_result){0, i + 1, "inter", 10.0, 1.0, 0, -1};
+    struct { double bw, lat; int slow; } cases[] = {
+        {0.7, 10.0, 1},  /* 0.7x the median bandwidth: slow */
+        {0.9, 10.0, 0},  /* 0.9x: within noise */
+        {1.0, 23.0, 1},  /* 2.3x the median latency: slow */
+        {1.0, 17.0, 0},  /* 1.7x: within noise */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        r[8].bw_GBps = cases[c].bw;
+        r[8].lat_us = cases[c].lat;
+        pb_p2p_matrix_class_summary s[3];
+        int n = pb_p2p_matrix_summarize(r, 9, s);
+        assert_int_equal(pb_p2p_matrix_flag_slow(r, 9, s, n, PB_P2P_MATRIX_SLOW_BW_FRAC, PB_P2P_MATRIX_SLOW_LAT_FACTOR),
+                         cases[c].slow);
+        assert_int_equal(r[8].slow != 0, cases[c].slow);
+    }
+}
+
 /* Local ranks and rails: rank order within each node, whatever the placement;
  * a rail is an inter-node pair of equal local ranks. */
 static void rails(void **state)
@@ -138,6 +163,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(summaries),
         cmocka_unit_test(slow_pairs),
+        cmocka_unit_test(default_thresholds),
         cmocka_unit_test(rails),
         cmocka_unit_test(slow_against_rail),
         cmocka_unit_test(pairs_file),

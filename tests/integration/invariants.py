@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Invariants every parabench result file must satisfy, whatever was measured.
+
+usage: invariants.py PATH...   (result files, or folders searched for them)
+
+Each CSV that a benchmark wrote (its first line is '# parabench NAME') is checked
+against itself and, where a JSON document of the same stem sits beside it, against
+that document; a JSON document written alone is checked on its rows. The rules hold for any correct run, so a failure is a bug in the
+writer, not noise:
+  - statistics in order: min <= median <= p99 <= max, the mean within [min, max];
+    over a file, p99 below max somewhere and median != mean somewhere (a column
+    holding the wrong statistic would equal its neighbour in every row);
+  - derived columns equal their definitions (docs/METRICS.md), computed here
+    independently: algbw = bytes / time, busbw = algbw x the nccl-tests factor of
+    the collective at that rank count, p2p bandwidth from bytes, window and time,
+    the DP exposed time and overhead, the PP efficiency, bubble and m/(m+p-1);
+  - link classes consistent with the hosts: intra when the ranks share a node,
+    inter when each is on its own node, mixed otherwise;
+  - CSV and JSON agree row for row at the CSV's precision (%.9g), and on
+    completeness ('# complete' and "complete": true).
+Exit 0 when every file holds, 1 naming each broken rule (file, row, values)."""
+import csv
+import json
+import math
+import os
+import sys
+
+REL = 1e-6  # CSV cells carry 9 significant digits; relations hold far tighter than this
+
+
+def busbw_factor(coll, n):
+    """nccl-tests' PERFORMANCE.md: busbw = algbw x this."""
+    if coll == "allreduce":
+        return 2.0 * (n - 1) / n
+    if coll in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    if coll in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    return None
+
+
+def link_of(nodes, ranks):
+    """The class of a group of `ranks` ranks spread over `nodes` nodes."""
+    if nodes <= 1:
+        return "intra"
+    return "inter" if nodes == ranks else "mixed"
+
+
+def close(a, b, rel=REL):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+class Checker:
+    def __init__(self, path):
+        self.path = path
+        self.errors = []
+
+    def bad(self, i, msg):
+        where = f"{self.path}: row {i + 1}" if i is not None else self.path
+        self.errors.append(f"{where}: {msg}")
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        lines = f.read().splitlines()
+    comments = [l for l in lines if l.startswith("#")]
+    body = [l for l in lines if l and not l.startswith("#")]
+    rows = list(csv.DictReader(body)) if body else []
+    return comments, rows
+
+
+def meta_value(comments, key):
+    for c in comments:
+        if c.startswith(f"# {key}: "):
+            return c[len(key) + 4:]
+    return None
+
+
+def num(row, key):
+    """A numeric cell as float; None when absent or empty (not measured)."""
+    v = row.get(key)
+    if v is None or v == "":
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def check_stats(ck, rows):
+    """Every PREFIX_min/_max family: order within a row, distinctness over the file."""
+    if not rows:
+        return
+    prefixes = [k[:-4] for k in rows[0] if k.endswith("_min") and k[:-4] + "_max" in rows[0]]
+    for p in prefixes:
+        distinct_p99 = distinct_median = qualifying = 0
+        for i, r in enumerate(rows):
+            lo, hi = num(r, p + "_min"), num(r, p + "_max")
+            med, p99, mean = num(r, p + "_median"), num(r, p + "_p99"), num(r, p)
+            if lo is None or hi is None:
+                continue
+            tol = REL * max(abs(hi), 1e-9)
+            if lo > hi + tol:
+                ck.bad(i, f"{p}_min {lo} > {p}_max {hi}")
+            if mean is not None and not lo - tol <= mean <= hi + tol:
+                ck.bad(i, f"mean {p} {mean} outside [{lo}, {hi}]")
+            if med is not None and not lo - tol <= med <= hi + tol:
+                ck.bad(i, f"{p}_median {med} outside [{lo}, {hi}]")
+            if p99 is not None and med is not None and not med - tol <= p99 <= hi + tol:
+                ck.bad(i, f"{p}_p99 {p99} outside [median {med}, max {hi}]")
+            iters = num(r, "iters") or 0
+            if hi > lo and iters >= 100:  # enough samples that p99 < max and median != mean are the rule
+                qualifying += 1
+                distinct_p99 += p99 is not None and p99 < hi
+                distinct_median += med is not None and mean is not None and r[p + "_median"] != r[p]
+        if qualifying >= 3 and f"{p}_p99" in rows[0] and distinct_p99 == 0:
+            ck.bad(None, f"{p}_p99 equals {p}_max in all {qualifying} rows of 100+ samples: not a percentile")
+        if qualifying >= 3 and f"{p}_median" in rows[0] and p in rows[0] and distinct_median == 0:
+            ck.bad(None, f"{p}_median equals the mean {p} in all {qualifying} rows of 100+ samples")
+
+
+def check_coll_sweep(ck, rows, run_nodes):
+    for i, r in enumerate(rows):
+        n, nodes, b, t = int(r["nranks"]), int(r["nnodes"]), int(r["bytes"]), num(r, "time_us")
+        if r["link_class"] != link_of(nodes, n):
+            ck.bad(i, f"link_class {r['link_class']} for {n} ranks on {nodes} nodes; expected {link_of(nodes, n)}")
+        if nodes > min(n, run_nodes):
+            ck.bad(i, f"a group of {n} ranks on {nodes} nodes, in a run on {run_nodes}")
+        algbw, busbw, f = num(r, "algbw_GBps"), num(r, "busbw_GBps"), busbw_factor(r["collective"], n)
+        if t and t > 0 and algbw is not None and not close(algbw, b / (t * 1e3)):
+            ck.bad(i, f"algbw {algbw} GB/s != bytes {b} / time {t} us = {b / (t * 1e3)}")
+        if f is not None and algbw is not None and busbw is not None and not close(busbw, algbw * f):
+            ck.bad(i, f"busbw {busbw} != algbw {algbw} x {f:.6g} ({r['collective']}, n={n})")
+        rankmax = num(r, "time_us_rankmax")
+        if t is not None and rankmax is not None and rankmax < t * (1 - REL):
+            ck.bad(i, f"time_us_rankmax {rankmax} < the mean over ranks {t}")
+
+
+def check_p2p_sweep(ck, rows, run_nodes):
+    for i, r in enumerate(rows):
+        want = "intra" if r["host_a"] == r["host_b"] else "inter"
+        if r["link_class"] != want:
+            ck.bad(i, f"pair on hosts {r['host_a']},{r['host_b']} classified {r['link_class']}, expected {want}")
+        t, bw = num(r, "time_us"), num(r, "bw_GBps")
+        if not t or bw is None:
+            continue
+        moved = int(r["bytes"]) * int(r["window"]) * (2 if r["mode"] == "bibw" else 1)
+        if not close(bw, moved / (t * 1e3)):
+            ck.bad(i, f"{r['mode']} bw {bw} GB/s != {moved} B / {t} us = {moved / (t * 1e3)}")
+
+
+def check_dp_allreduce(ck, rows, run_nodes):
+    for i, r in enumerate(rows):
+        comp, step, exp, ovh = (num(r, k) for k in ("compute_us", "step_us", "exposed_us", "overhead"))
+        if None in (comp, step, exp, ovh):
+            continue
+        if not close(exp, step - comp, 1e-5) and abs(exp - (step - comp)) > 1e-3:
+            ck.bad(i, f"exposed_us {exp} != step_us {step} - compute_us {comp}")
+        if comp > 0 and not close(ovh, exp / comp, 1e-5):
+            ck.bad(i, f"overhead {ovh} != exposed/compute = {exp / comp}")
+        hf = num(r, "hidden_fraction")
+        if hf is not None and not -REL <= hf <= 1 + REL:
+            ck.bad(i, f"hidden_fraction {hf} outside [0, 1]")
+        n = int(r["nranks"])
+        if run_nodes == 1 and r["link_class"] != "intra":
+            ck.bad(i, f"link_class {r['link_class']} in a one-node run")
+        elif n > 1 and r["link_class"] != link_of(run_nodes, n):
+            ck.bad(i, f"link_class {r['link_class']} for {n} ranks on {run_nodes} nodes")
+
+
+def check_pp_pipeline(ck, rows, run_nodes):
+    for i, r in enumerate(rows):
+        step, ideal, eff, bub = (num(r, k) for k in ("step_us", "ideal_us", "efficiency", "bubble_fraction"))
+        m, p, v = int(r["micro_batches"]), int(r["stages"]), int(r["virtual_stages"] or 1)
+        theory = num(r, "efficiency_theory")
+        want = m / (m + (p - 1) / v)
+        if theory is not None and not close(theory, want):
+            ck.bad(i, f"efficiency_theory {theory} != m/(m+(p-1)/v) = {want} ({r['schedule']}, m={m} p={p} v={v})")
+        if step and ideal is not None and eff is not None and not close(eff, ideal / step):
+            ck.bad(i, f"efficiency {eff} != ideal {ideal} / step {step}")
+        if eff is not None and bub is not None and not close(bub, 1 - eff, 1e-5) and abs(bub - (1 - eff)) > 1e-8:
+            ck.bad(i, f"bubble_fraction {bub} != 1 - efficiency {eff}")
+        if run_nodes == 1 and r["link_class"] != "intra":
+            ck.bad(i, f"link_class {r['link_class']} in a one-node run")
+
+
+def check_tp_layer(ck, rows, run_nodes):
+    for i, r in enumerate(rows):
+        t, nodes = int(r["tp"]), int(r["nnodes"])
+        if int(r["groups"]) == 1 and r["link_class"] != link_of(nodes, t):
+            ck.bad(i, f"one TP group of {t} ranks on {nodes} nodes classified {r['link_class']}")
+        if nodes == 1 and r["link_class"] != "intra":
+            ck.bad(i, f"link_class {r['link_class']} in a one-node run")
+        got, want = num(r, "comm_bytes_per_rank"), num(r, "expected_bytes_per_rank")
+        if got is not None and want is not None and got != want:
+            ck.bad(i, f"comm_bytes_per_rank {got:.0f} != expected_bytes_per_rank {want:.0f}")
+
+
+def check_hybrid_3d(ck, rows, run_nodes):
+    for i, r in enumerate(rows):
+        if int(r["tp"]) * int(r["pp"]) * int(r["dp"]) != int(r["nranks"]):
+            ck.bad(i, f"tp {r['tp']} x pp {r['pp']} x dp {r['dp']} != nranks {r['nranks']}")
+        step, worst = num(r, "step_us"), num(r, "step_us_max")
+        if step is not None and worst is not None and worst < step * (1 - REL):
+            ck.bad(i, f"step_us_max {worst} < step_us {step}")
+        for k in ("tp_link", "pp_link", "dp_link"):
+            if run_nodes == 1 and r[k] not in ("intra", "none", ""):
+                ck.bad(i, f"{k} {r[k]} in a one-node run")
+
+
+CHECKS = {"coll_sweep": check_coll_sweep, "p2p_sweep": check_p2p_sweep, "dp_allreduce": check_dp_allreduce,
+          "pp_pipeline": check_pp_pipeline, "tp_layer": check_tp_layer, "hybrid_3d": check_hybrid_3d}
+
+
+def csv_cell(value):
+    """How the CSV writer prints a JSON value (report.c: floats as %.9g, null as empty)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "%.9g" % value
+    return str(value)
+
+
+def check_against_json(ck, comments, rows, json_path):
+    with open(json_path) as f:
+        doc = json.load(f)
+    jrows = doc.get("rows", [])
+    if len(jrows) != len(rows):
+        ck.bad(None, f"{len(rows)} CSV rows, {len(jrows)} in {json_path}")
+    for i, (r, j) in enumerate(zip(rows, jrows)):
+        if list(r) != list(j):
+            ck.bad(i, f"CSV columns {list(r)} differ from JSON keys {list(j)}")
+            continue
+        for k, v in j.items():
+            # cJSON writes whole floats without a point: compare as the writer would print them.
+            want = csv_cell(float(v)) if isinstance(v, int) and "." in r[k] else csv_cell(v)
+            if r[k] != want and not (isinstance(v, (int, float)) and r[k] and float(r[k]) == v):
+                ck.bad(i, f"{k}: CSV '{r[k]}', JSON {v!r} (as written: '{want}')")
+    csv_done, json_done = "# complete" in comments, doc.get("complete") is True
+    if csv_done != json_done:
+        ck.bad(None, f"completeness differs: CSV {'has' if csv_done else 'lacks'} '# complete', JSON complete is "
+               f"{doc.get('complete')}")
+
+
+def check_rows(ck, bench, rows, run_nodes):
+    check_stats(ck, rows)
+    if bench in CHECKS and rows:
+        try:
+            CHECKS[bench](ck, rows, run_nodes)
+        except (KeyError, ValueError) as e:
+            ck.bad(None, f"{bench}: a column the invariants need is missing or not a number ({e})")
+
+
+def check_csv(csv_path):
+    ck = Checker(csv_path)
+    comments, rows = read_csv(csv_path)
+    nodes = meta_value(comments, "nnodes")
+    check_rows(ck, comments[0].split()[2], rows, int(nodes) if nodes and nodes.isdigit() else 1)
+    json_path = os.path.splitext(csv_path)[0] + ".json"
+    if same_run(comments, json_path):
+        try:
+            check_against_json(ck, comments, rows, json_path)
+        except (OSError, ValueError) as e:
+            ck.bad(None, f"{json_path}: unreadable ({e})")
+    return ck.errors
+
+
+def same_run(comments, json_path):
+    """True when the JSON beside a CSV was written by the same run (same command and date):
+    a later run may rewrite one of the two and leave the other."""
+    doc = load_result_json(json_path)
+    meta = doc.get("meta", {}) if doc else {}
+    return bool(meta) and (meta.get("command"), meta.get("date")) == (meta_value(comments, "command"),
+                                                                      meta_value(comments, "date"))
+
+
+def check_json(json_path):
+    """A JSON document written without a CSV: its rows, as the CSV would print them."""
+    ck = Checker(json_path)
+    doc = load_result_json(json_path)
+    rows = [{k: csv_cell(v) for k, v in r.items()} for r in doc["rows"]]
+    check_rows(ck, doc["benchmark"], rows, int(doc.get("meta", {}).get("nnodes") or 1))
+    return ck.errors
+
+
+def load_result_json(path):
+    """The document if PATH is a benchmark's JSON result (benchmark, meta, rows), else None."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(doc, dict) and isinstance(doc.get("benchmark"), str) and isinstance(doc.get("rows"), list)
+    return doc if ok and all(isinstance(r, dict) for r in doc["rows"]) else None
+
+
+def is_result(path):
+    """A benchmark's CSV (first line '# parabench NAME'), or its JSON without a CSV beside it."""
+    stem, ext = os.path.splitext(path)
+    if ext == ".json":  # checked with its CSV when both come from one run
+        return load_result_json(path) is not None and not (is_result(stem + ".csv") and
+                                                           same_run(read_csv(stem + ".csv")[0], path))
+    try:
+        with open(path, errors="replace") as f:
+            return f.readline().startswith("# parabench ")
+    except OSError:
+        return False
+
+
+def check_file(path):
+    return check_json(path) if path.endswith(".json") else check_csv(path)
+
+
+def result_files(paths):
+    for p in paths:
+        if os.path.isdir(p):
+            for d, _, names in sorted(os.walk(p)):
+                for n in sorted(names):
+                    if n.endswith((".csv", ".json")) and is_result(os.path.join(d, n)):
+                        yield os.path.join(d, n)
+        elif is_result(p):  # a CSV no benchmark wrote (a fixture, a matrix grid) has no invariants here
+            yield p
+
+
+def main(argv):
+    if not argv:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    errors, files = [], 0
+    for path in result_files(argv):
+        files += 1
+        errors += check_file(path)
+    for e in errors:
+        print(f"invariants: {e}", file=sys.stderr)
+    if not errors:
+        print(f"invariants: {files} result file(s) hold")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
