@@ -27,6 +27,23 @@
 # 143 SIGTERM: the running step is stopped (its whole process tree) and recorded
 # as interrupted, and meta.json and the report are written for what completed.
 set -u
+# bash drops a SIGINT that reaches it while it waits for a command substitution,
+# a pipeline or a process substitution (it takes the child to have handled it),
+# so a Ctrl-C between two steps could be lost and the run go on. The run itself
+# goes on in a child process; this one only waits, where a trap runs at once,
+# and hands SIGINT on as SIGUSR1 (which bash never drops) and SIGTERM as SIGTERM.
+if [ -z "${PB_RUN_ALL_CHILD:-}" ]; then
+    PB_RUN_ALL_CHILD=1 bash "$0" "$@" <&0 &
+    child=$!
+    trap 'kill -USR1 "$child" 2>/dev/null' INT
+    trap 'kill -TERM "$child" 2>/dev/null' TERM
+    while :; do
+        wait "$child"
+        rc=$?
+        kill -0 "$child" 2>/dev/null || exit "$rc"
+    done
+fi
+unset PB_RUN_ALL_CHILD
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT" || exit 3
 
@@ -148,7 +165,7 @@ run_bg() {
 on_signal() { # SIGNAL (INT or TERM)
     local sig=$1 code=$((128 + $(kill -l "$1")))
     # A second signal while finishing: stop what runs (the report) and leave at once.
-    trap 'stop_tree "$CHILD"; exit '"$code" INT TERM
+    trap 'stop_tree "$CHILD"; exit '"$code" INT TERM USR1
     echo "run_all.sh: SIG$sig: stopping${STEP_NAME:+ the step $STEP_NAME}" >&2
     stop_tree "$CHILD"; CHILD=""
     if [ "$OUT_READY" != 1 ]; then
@@ -164,7 +181,7 @@ on_signal() { # SIGNAL (INT or TERM)
     echo "run_all.sh: interrupted by SIG$sig${step:+ during $step}; what completed is in $OUT (meta.json, report.md)" >&2
     exit "$code"
 }
-trap 'on_signal INT' INT
+trap 'on_signal INT' INT USR1 # USR1: SIGINT as the supervisor above hands it on
 trap 'on_signal TERM' TERM
 # The build log waits in /tmp until the results directory exists: never leave it there.
 trap '[ -n "$BUILD_LOG" ] && rm -f "$BUILD_LOG"' EXIT
@@ -532,6 +549,7 @@ for step in "${STEPS[@]}"; do
     DONE_W=$((DONE_W + w))
 done
 trap - INT TERM # every step is recorded and the report written: a signal now just ends the summary
+trap 'exit 130' USR1
 [ "$BUILD_FAILED" = 1 ] && FAILED+=("build")
 
 summary

@@ -125,8 +125,8 @@ elif kind == "allreduce":
         tag = f"allreduce {s >> 20} MB"
         check(r["collective"] == "allreduce" and r["nranks"] == "4" and r["nnodes"] == "2",
               f"{tag}: 4 ranks on 2 nodes (got {r['nranks']} ranks, {r['nnodes']} nodes)")
-        check(r["link_class"] == "mixed" or r["link_class"] == "inter",
-              f"{tag}: placement spans nodes (link_class {r['link_class']})")
+        check(r["link_class"] == "mixed",
+              f"{tag}: 4 ranks on 2 nodes, 2 on each: link_class mixed (got {r['link_class']})")
         check(int(r["wrong"]) == 0, f"{tag}: #wrong = {r['wrong']}")
         check(algbw <= 1.1 * link,
               f"{tag}: algbw {algbw:.4f} GB/s <= 1.1 x link {link} GB/s (busbw {busbw:.4f})")
@@ -160,6 +160,28 @@ if [ -s "$TMP/ar.csv" ]; then
 else
     fail "coll_sweep wrote no CSV (see above)"
 fi
+
+# --- coll_sweep --groups: each group's link class is its own members', not the world's.
+# Node groups (0,1 | 2,3) stay inside a node: intra. Rail groups (0,2 | 1,3) put one
+# rank on each node: inter. The world (above) is mixed.
+for kind in node rail; do
+    expect_rc 0 "coll_sweep --groups $kind on 2 nodes" -- \
+        emu "$BIN/coll_sweep" --groups $kind --coll allreduce --sizes 64,64K -n 10 -w 1 --csv "$TMP/groups-$kind.csv"
+done
+python3 - "$TMP" >"$TMP/check" 2>&1 <<'EOF3'
+import csv, sys
+def check(ok, msg):
+    print(("ok: " if ok else "FAIL: ") + msg)
+want = {"node": ({"node0", "node1"}, 1, "intra"), "rail": ({"rail0", "rail1"}, 2, "inter")}
+for kind, (names, nodes, link) in want.items():
+    rows = list(csv.DictReader(l for l in open(f"{sys.argv[1]}/groups-{kind}.csv") if not l.startswith("#")))
+    check({r["group"] for r in rows} == names and len(rows) == 2 * len(names), f"--groups {kind}: rows for {sorted(names)}")
+    for r in rows:
+        check((r["nranks"], r["nnodes"], r["link_class"]) == ("2", str(nodes), link),
+              f"--groups {kind} {r['group']} {r['bytes']} B: 2 ranks on {nodes} node(s), {link} "
+              f"(got {r['nranks']} on {r['nnodes']}, {r['link_class']})")
+EOF3
+check_report
 
 # --- hybrid_3d: with ranks launched round-robin over the nodes (--map-by node),
 # rank order ignores nodes: "naive" puts each TP pair across the link, "tp-inner"
