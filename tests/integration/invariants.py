@@ -29,7 +29,7 @@ REL = 1e-6  # CSV cells carry 9 significant digits; relations hold far tighter t
 
 
 def busbw_factor(coll, n):
-    """nccl-tests' PERFORMANCE.md: busbw = algbw x this."""
+    """busbw = algbw x this: the nccl-tests definitions (docs/METRICS.md)."""
     if coll == "allreduce":
         return 2.0 * (n - 1) / n
     if coll in ("allgather", "reducescatter", "alltoall"):
