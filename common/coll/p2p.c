@@ -108,6 +108,17 @@ static int fitting(double budget_us, double per_us, int lo, int hi)
     return n < lo ? lo : n > hi ? hi : (int)n;
 }
 
+int pb_p2p_warmup_more(double cap_us, double first_us, int warmup)
+{
+    int more = warmup > 1 ? warmup - 1 : 0;
+    return cap_us > 0 ? fitting(cap_us * PB_WARMUP_SHARE - first_us, first_us, 0, more) : more;
+}
+
+int pb_p2p_timed_iters(double cap_us, double spent_us, int warm, int iters)
+{
+    return cap_us > 0 ? fitting(cap_us - spent_us, spent_us / warm, 1, iters) : iters;
+}
+
 /* Warm up inside the time cap, then agree on the timed count: the initiator
  * times one warm-up iteration, runs as many more as fit in PB_WARMUP_SHARE
  * of the cap (at most the warm-up asked for), and gives the timed iterations
@@ -117,18 +128,14 @@ static int warm_up(pair *p, MPI_Comm ctrl, int *iters)
     double t0 = pb_timing_now_us(), cap = p->cfg->max_seconds * 1e6;
     pb_watchdog_arm(-1, "warm-up");
     PB_TRY(iteration(p, -1)); /* always one: the decisions need a time */
-    double first = pb_timing_now_us() - t0;
-    int more = p->cfg->warmup > 1 ? p->cfg->warmup - 1 : 0;
-    if (cap > 0) more = fitting(cap * PB_WARMUP_SHARE - first, first, 0, more);
+    int more = pb_p2p_warmup_more(cap, pb_timing_now_us() - t0, p->cfg->warmup);
     pb_watchdog_arm(0, "agree on warm-up");
     PB_TRY(share_count(p, ctrl, &more));
     for (int i = 0; i < more; i++) {
         pb_watchdog_arm(-1 - i, "warm-up");
         PB_TRY(iteration(p, -1));
     }
-    double spent = pb_timing_now_us() - t0, per_iter = spent / (1 + more);
-    int n = p->cfg->iters;
-    if (cap > 0) n = fitting(cap - spent, per_iter, 1, n);
+    int n = pb_p2p_timed_iters(cap, pb_timing_now_us() - t0, 1 + more, p->cfg->iters);
     pb_watchdog_arm(0, "agree on iterations");
     PB_TRY(share_count(p, ctrl, &n));
     *iters = n;

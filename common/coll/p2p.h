@@ -43,6 +43,15 @@ const char *const *pb_p2p_mode_names(void); /* NULL-terminated, in enum order */
  * (+10) above; bw and bibw 100 (+10) and 20 (+2), with a window of 64. */
 const pb_options_iter_policy *pb_p2p_policy(pb_p2p_mode m);
 
+/* The pair's counts under a time cap of cap_us (0: none), decided by the
+ * initiator from times it measured: the warm-up iterations to run after the
+ * first one (which took first_us), those that fit in PB_WARMUP_SHARE of the
+ * cap, at most warmup - 1; then the timed iterations, 1 to iters, that fit in
+ * what the `warm` warm-up iterations (spent_us in all) left of the cap, at
+ * their rate. */
+int pb_p2p_warmup_more(double cap_us, double first_us, int warmup);
+int pb_p2p_timed_iters(double cap_us, double spent_us, int warm, int iters);
+
 /* Run by both ranks of the pair; `initiator` is the rank that times. comm is a
  * backend communicator containing both (ranks given in it); ctrl an MPI
  * communicator with the same ranks for the small control messages. The

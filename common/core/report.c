@@ -176,12 +176,22 @@ static void table_cell(FILE *f, const pb_report_column *col, const pb_report_val
     }
 }
 
+/* The shortest of 15 or 17 significant digits that reads back as the same
+ * double, as cJSON writes the JSON: the CSV holds the values the JSON does. */
+static void csv_float(FILE *f, double x)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, sizeof buf, "%.17g", x);
+    fputs(buf, f);
+}
+
 static void csv_cell(FILE *f, const pb_report_column *col, const pb_report_value *v)
 {
     switch (col->type) {
     case PB_COL_INT: fprintf(f, "%lld", v->i); break;
     case PB_COL_FLOAT:
-        if (!isnan(v->f)) fprintf(f, "%.9g", v->f);
+        if (!isnan(v->f)) csv_float(f, v->f);
         break;
     case PB_COL_STR: pb_escape_fputs(f, pb_escape_csv_field, v->s); break;
     }

@@ -45,6 +45,17 @@ expect_rc 3 "coll_sweep -e 1G in the cgroup refuses with exit 3" -- \
     "$BIN/coll_sweep" -b 1G -e 1G -n 1 -w 0
 expect_in "$TMP/err" "-e/--maxbytes" "coll_sweep's message names -e/--maxbytes"
 
+# The ranks of a node share it: 128 MiB send + receive buffers (256 MiB) fit
+# one rank in 512 MiB, not 3. The need is counted for all 3, refused with exit
+# 3 before anything is allocated (not OOM-killed, 137).
+expect_rc 0 "coll_sweep 128 MiB on 1 rank fits the cgroup" -- \
+    in_cgroup timeout 120 mpirun -np 1 --oversubscribe --bind-to none --mca btl self,vader,tcp \
+    "$BIN/coll_sweep" -b 128M -e 128M -n 1 -w 0 -c 0
+expect_rc 3 "coll_sweep 128 MiB on 3 ranks of one node refuses with exit 3" -- \
+    in_cgroup timeout 120 mpirun -np 3 --oversubscribe --bind-to none --mca btl self,vader,tcp \
+    "$BIN/coll_sweep" -b 128M -e 128M -n 1 -w 0 -c 0
+expect_in "$TMP/err" "needs $((3 * 2 * (128 << 20))) bytes" "the need is 3 ranks x 2 buffers x 128 MiB"
+
 # What fits still runs in the same cgroup.
 expect_rc 0 "a small dp_allreduce runs in the cgroup" -- \
     in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp \

@@ -24,6 +24,17 @@ for r in rows:
 PY
 done
 
+# OSU's 8 KiB split: latency up to 8192 B is timed in batches of 16 round
+# trips (-n 20 rounds down to 16), from 8193 B one by one (all 20).
+expect_rc 0 "latency at 8192 and 8193 B" -- \
+    mpi 2 "$BIN/p2p_sweep" --mode latency --sizes 8192,8193 -n 20 -w 1 --json "$TMP/split.json"
+python3 - "$TMP/split.json" <<'PY' && pass "8192 B batched (16 iterations), 8193 B not (20)" || fail "latency batching at 8 KiB"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+print([(r["bytes"], r["iters"]) for r in rows])
+assert [(r["bytes"], r["iters"]) for r in rows] == [(8192, 16), (8193, 20)]
+PY
+
 # A pair that does not include rank 0: the result still reaches rank 0's report.
 expect_rc 0 "pair 2,1 of 4 ranks" -- mpi 4 "$BIN/p2p_sweep" --pair 2,1 --sizes 8,1K -n 10 -w 1 --csv "$TMP/pair.csv"
 python3 - "$TMP/pair.csv" <<'PY' && pass "pair 2,1 rows" || fail "pair 2,1 rows"

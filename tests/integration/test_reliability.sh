@@ -5,9 +5,22 @@
 source "$(dirname "$0")/lib.sh"
 
 # ---- hang: rank 1 skips its collectives, the watchdog fires ----
+t0=$(date +%s.%N)
 expect_rc 4 "coll_sweep hang ends with exit 4" -- \
     mpi 3 -x PARABENCH_TEST_SKIP=1 "$BIN/coll_sweep" --sizes 1K -n 50 -w 1 --timeout 2
+t1=$(date +%s.%N)
 expect_in "$TMP/err" "TIMEOUT: rank 0" "rank 0 reports where it is stuck"
+# On time: each stuck rank waited at least --timeout 2 and well under 3x that
+# (the watchdog looks every 50 ms); the whole job, launch and the 2 s it gives
+# the other ranks to report included, ended after 2 s and within 3x + 12 s.
+python3 - "$TMP/err" "$t0" "$t1" <<'PY' && pass "the watchdog fired on time" || fail "the watchdog fired early or late"
+import re, sys
+waited = [float(w) for w in re.findall(r"stuck for ([0-9.]+) s \(--timeout 2\)", open(sys.argv[1]).read())]
+elapsed = float(sys.argv[3]) - float(sys.argv[2])
+print(f"waited {waited} s, job {elapsed:.1f} s")
+assert waited and all(2 <= w < 3 * 2 for w in waited), waited
+assert 2 <= elapsed < 3 * 2 + 12, elapsed
+PY
 expect_in "$TMP/err" "allreduce of 1024 bytes" "the message names the operation and size"
 
 expect_rc 4 "p2p_sweep hang ends with exit 4" -- \

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const pb_compute *E;
 
@@ -141,10 +142,20 @@ static struct {
 static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
 {
     (void)c, (void)s, (void)t, (void)op;
-    rec.offset[rec.n] = (uint64_t)((char *)r - rec.base);
-    rec.seen[rec.n++] = __atomic_load_n(&rec.completed, __ATOMIC_SEQ_CST);
+    int k = rec.n;
+    rec.offset[k] = (uint64_t)((char *)r - rec.base);
+    rec.seen[k] = __atomic_load_n(&rec.completed, __ATOMIC_SEQ_CST);
     for (size_t i = 0; i < count; i++) ((float *)r)[i] += 1.0f; /* visible through staging */
+    __atomic_store_n(&rec.n, k + 1, __ATOMIC_RELEASE); /* the test may watch it from the main thread */
     return PB_OK;
+}
+
+/* Wait (up to 5 s) for the communication thread to have reduced `want` buckets. */
+static int reduced(int want)
+{
+    struct timespec nap = {0, 1000 * 1000};
+    for (int i = 0; i < 5000 && __atomic_load_n(&rec.n, __ATOMIC_ACQUIRE) < want; i++) nanosleep(&nap, NULL);
+    return __atomic_load_n(&rec.n, __ATOMIC_ACQUIRE);
 }
 static int mock_ok(pb_comm *c) { (void)c; return PB_OK; }
 static int mock_alloc(size_t n, void **p) { *p = malloc(n); return *p ? PB_OK : PB_ERR_ENV; }
@@ -234,6 +245,31 @@ static void test_bucket_sequencing(void **state)
         assert_true(rec.seen[k] <= (int64_t)(lo / 4000)); /* its lowest layer had completed */
     }
     for (int i = 0; i < 4000; i++) assert_true(g[i] == 3.0f); /* each element reduced once per step */
+    pb_dp_destroy(dp);
+    free(g);
+}
+
+/* Each bucket is handed to the communication thread by the ready callback of
+ * the lowest layer it covers, not later: before pb_dp_finish is called, all
+ * buckets are reduced, the ones of layer 0 (the last backward reaches)
+ * included. Layers are global (layer0 = 10), as on a later pipeline stage. */
+static void test_buckets_posted_when_ready(void **state)
+{
+    (void)state;
+    uint64_t layers[4] = {4000, 4000, 4000, 4000};
+    float *g = calloc(4000, sizeof(float));
+    pb_dp *dp = mock_dp(PB_DP_OVERLAP_BUCKET, g, layers, 4, 16000, 2400); /* 7 buckets */
+    assert_int_equal(pb_dp_begin(dp), PB_OK);
+    for (int64_t i = 3; i >= 0; i--) {
+        __atomic_store_n(&rec.completed, i, __ATOMIC_SEQ_CST);
+        assert_int_equal(pb_dp_grad_ready(dp, 10 + i, 0, 0), PB_OK);
+        int want = 0; /* buckets [lo, lo + 2400) from the end whose lowest layer, lo / 4000, is done */
+        for (int64_t end = 16000; end > 0; end -= 2400)
+            want += (end > 2400 ? end - 2400 : 0) / 4000 >= i;
+        assert_int_equal(reduced(want), want);
+    }
+    assert_int_equal(pb_dp_finish(dp), PB_OK);
+    assert_int_equal(rec.n, 7);
     pb_dp_destroy(dp);
     free(g);
 }
@@ -374,6 +410,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_preset_params_and_grad_bytes),
         cmocka_unit_test(test_bucket_sequencing),
         cmocka_unit_test(test_comm_thread_binds_device),
+        cmocka_unit_test(test_buckets_posted_when_ready),
         cmocka_unit_test(test_none_waits_for_finish),
         cmocka_unit_test(test_staging),
         cmocka_unit_test(test_check_counts_and_corruption),

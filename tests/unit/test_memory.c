@@ -66,6 +66,20 @@ static void test_absurd_size_exits_3(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
 }
 
+/* The ranks of a node share its host memory: a need that fits one rank but
+ * not `ranks` of them is refused, for the buffers and for host bytes besides. */
+static void test_ranks_share_host_memory(void **state)
+{
+    (void)state;
+    uint64_t avail = 0;
+    assert_int_equal(pb_mem_host(&avail, NULL), PB_OK);
+    pb_mem_need third = {PB_MEM_HOST, NULL, avail / 3, 0}, copies = {PB_MEM_DEVICE, NULL, 0, avail / 3};
+    assert_int_equal(pb_mem_require(&third, 1, "a third of the memory"), PB_OK);
+    assert_int_equal(pb_mem_require(&third, 4, "a third of the memory, 4 ranks"), PB_ERR_ENV);
+    assert_int_equal(pb_mem_require(&copies, 1, "host copies"), PB_OK);
+    assert_int_equal(pb_mem_require(&copies, 4, "host copies, 4 ranks"), PB_ERR_ENV);
+}
+
 static int fake_device(uint64_t *free_bytes, uint64_t *total_bytes)
 {
     if (free_bytes) *free_bytes = 1000;
@@ -241,6 +255,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_meminfo), cmocka_unit_test(test_host_available),
         cmocka_unit_test(test_check_message_and_status), cmocka_unit_test(test_absurd_size_exits_3),
+        cmocka_unit_test(test_ranks_share_host_memory),
         cmocka_unit_test(test_device_hook), cmocka_unit_test(test_mem_kind_names),
         cmocka_unit_test(test_cgroup_v1_own_path), cmocka_unit_test(test_cgroup_v2_nested),
         cmocka_unit_test(test_cgroup_unlimited_or_missing), cmocka_unit_test(test_saturating_needs),

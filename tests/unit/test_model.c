@@ -221,6 +221,29 @@ static void test_compute_and_interleave(void **state)
     assert_non_null(strstr(v5.reject, "p*v=8*3 does not divide 80 layers"));
 }
 
+/* Full recomputation replays each layer's forward during backward: its 2 TP
+ * all-reduces run again (2 forward + 2 replayed + 2 backward = 6 per layer,
+ * Megatron-LM), and the backward pays one more forward's GEMMs. */
+static void test_full_recompute(void **state)
+{
+    (void)state;
+    pb_model_cluster c;
+    assert_int_equal(pb_cluster_preset("a100", "--cluster", &c), PB_OK);
+    c.mem_bw = 0; /* GEMMs only: the backward is then 2 forwards, plus the replay */
+    pb_model_train j = job_for("llama-70b", 128);
+    j.recompute = PB_RECOMPUTE_FULL;
+    pb_model_step s;
+    pb_model_step_eval(&j, &c, 8, 8, 4, &s);
+    assert_string_equal(s.reject, "");
+    double ar = pb_model_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra); /* b*s*h bf16 over t = 8 */
+    CLOSE(s.c_tp, 10 * 6 * ar); /* 80 layers / p = 8: 10 a stage */
+    CLOSE(s.t_bwd, 3 * s.t_fwd);
+    j.recompute = PB_RECOMPUTE_NONE;
+    pb_model_step_eval(&j, &c, 8, 8, 4, &s);
+    CLOSE(s.c_tp, 10 * 4 * ar);
+    CLOSE(s.t_bwd, 2 * s.t_fwd);
+}
+
 static void test_enumerate(void **state)
 {
     (void)state;
@@ -265,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_pipeline),    cmocka_unit_test(test_tp_dp_volume), cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_step),       cmocka_unit_test(test_enumerate),
         cmocka_unit_test(test_cluster_presets), cmocka_unit_test(test_compute_and_interleave),
+        cmocka_unit_test(test_full_recompute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

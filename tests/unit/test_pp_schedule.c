@@ -149,6 +149,33 @@ static void test_interleaved(void **state)
             }
 }
 
+/* Megatron-LM's interleaved warm-up: stage s runs (p-s-1)*2 + (v-1)*p forward
+ * chunks (all m*v of them when m == p, or when that is more) before its first
+ * backward; the steady phase then opens with one more forward. */
+static void test_interleaved_warmup(void **state)
+{
+    (void)state;
+    for (int p = 2; p <= 8; p++)
+        for (int v = 2; v <= 4; v++)
+            for (int m = p; m <= 4 * p; m += p)
+                for (int s = 0; s < p; s++) {
+                    pb_pp_schedule_plan pl;
+                    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_INTERLEAVED, p, m, v, s, &pl), PB_OK);
+                    int total = m * v, warm = m == p ? total : (p - s - 1) * 2 + (v - 1) * p;
+                    if (warm > total) warm = total;
+                    int before = 0; /* forwards before the first backward */
+                    while (before < pl.n && pl.a[before].op == PB_PP_FWD) before++;
+                    assert_int_equal(before, warm < total ? warm + 1 : total);
+                    pb_pp_schedule_plan_free(&pl);
+                }
+    /* p = 4, v = 2, m = 8, stage 0: 3*2 + 1*4 = 10 warm-up chunks of 16. */
+    pb_pp_schedule_plan pl;
+    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_INTERLEAVED, 4, 8, 2, 0, &pl), PB_OK);
+    for (int i = 0; i <= 10; i++) assert_int_equal(pl.a[i].op, PB_PP_FWD);
+    assert_int_equal(pl.a[11].op, PB_PP_BWD);
+    pb_pp_schedule_plan_free(&pl);
+}
+
 /* A plan whose receive order differs from its sender's is rejected. */
 static void test_check_rejects(void **state)
 {
@@ -168,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_names),        cmocka_unit_test(test_gpipe_order),
         cmocka_unit_test(test_1f1b_order),   cmocka_unit_test(test_in_flight),
         cmocka_unit_test(test_simulated_efficiency), cmocka_unit_test(test_interleaved),
+        cmocka_unit_test(test_interleaved_warmup),
         cmocka_unit_test(test_check_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

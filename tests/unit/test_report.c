@@ -9,9 +9,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +161,72 @@ static void json_has_schema(void **state)
     rmdir(dir);
 }
 
+/* What the CSV holds reads back as what was written: floats to the last bit
+ * (as in the JSON), strings with commas and quotes (written "a ""b"" c"). */
+static void csv_reads_back_exactly(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pb-report.XXXXXX", csv[64], json[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    static const double f[] = {1.0 / 3.0, 123456.789012345678, 0.1, 2.0 / 3.0 * 1e-7, 1e300 / 7, 42.0};
+    static const char *s[] = {"a \"b\" c", "x,y", "\"", "plain", "\"\"", ""};
+    enum { N = sizeof f / sizeof *f };
+    pb_report *r;
+    assert_int_equal(pb_report_open("test", cols, NCOLS, NULL, NULL, csv, json, &r), PB_OK);
+    for (int i = 0; i < N; i++) {
+        pb_report_value v[NCOLS] = {[COL_BYTES] = PB_I(i), [COL_TIME_US] = PB_F(f[i]), [COL_NAME] = PB_S(s[i])};
+        assert_int_equal(pb_report_row(r, v), PB_OK);
+    }
+    assert_int_equal(pb_report_close(r, 1), PB_OK);
+    pb_csv t;
+    assert_int_equal(pb_csv_read(csv, &t), PB_OK);
+    assert_int_equal(t.nrows, N);
+    assert_int_equal(t.bad_line, 0);
+    cJSON *doc = read_json(json);
+    const cJSON *rows = cJSON_GetObjectItem(doc, "rows");
+    for (int i = 0; i < N; i++) {
+        double got = NAN;
+        assert_int_equal(pb_csv_num(&t, i, "time_us", &got), PB_OK);
+        assert_true(got == f[i]);
+        double in_json = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, i), "time_us"));
+        assert_true(fabs(in_json - got) <= 4e-16 * fabs(got)); /* cJSON keeps 15 digits when they come within an ulp */
+        assert_string_equal(pb_csv_get(&t, i, "name"), s[i]);
+    }
+    cJSON_Delete(doc);
+    pb_csv_free(&t);
+    unlink(csv);
+    unlink(json);
+    rmdir(dir);
+}
+
+/* The reader on its own: "" inside a quoted field is one quote, a quoted
+ * comma is no separator. */
+static void csv_reader_quotes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pb-report.XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/q.csv", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("# a comment\nname,n\n\"a \"\"b\"\" c\",1\n\"x,\"\"y\"\"\",2\n\"\"\"\"\"\",3\n# complete\n", fp);
+    fclose(fp);
+    pb_csv t;
+    assert_int_equal(pb_csv_read(path, &t), PB_OK);
+    assert_int_equal(t.nrows, 3);
+    assert_int_equal(t.bad_line, 0);
+    assert_true(t.complete);
+    assert_string_equal(pb_csv_get(&t, 0, "name"), "a \"b\" c");
+    assert_string_equal(pb_csv_get(&t, 1, "name"), "x,\"y\"");
+    assert_string_equal(pb_csv_get(&t, 2, "name"), "\"\"");
+    assert_string_equal(pb_csv_get(&t, 2, "n"), "3");
+    pb_csv_free(&t);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* A column index with no table entry has no key: refused at open. */
 static void table_gap_refused(void **state)
 {
@@ -176,6 +244,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(json_written_at_doublings),
                                        cmocka_unit_test(row_missing_value_refused), cmocka_unit_test(json_has_schema),
-                                       cmocka_unit_test(table_gap_refused)};
+                                       cmocka_unit_test(table_gap_refused), cmocka_unit_test(csv_reads_back_exactly),
+                                       cmocka_unit_test(csv_reader_quotes)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
