@@ -258,7 +258,9 @@ reason_of() {   # the program's own message, a loader error, or the last line
 }
 
 # csvagg FILE COLUMN max|min|sum|last [COL=VAL ...]: one column of a parabench
-# CSV ('#' lines skipped; the first other line is the header).
+# CSV ('#' lines skipped; the first other line is the header). A whole number
+# (a size, a count) prints in full, so that it can filter another call; other
+# values to 4 significant digits.
 csvagg() {
   local f=$1 col=$2 agg=$3; shift 3
   [ -f "$f" ] || { echo n/a; return; }
@@ -273,7 +275,7 @@ csvagg() {
       else if (agg == "last") r = v
       else if (n == 1 || (agg == "max" && v > r) || (agg == "min" && v < r)) r = v
     }
-    END { if (!hdr || !(col in idx) || n == 0) print "n/a"; else printf "%.4g\n", r }' "$f"
+    END { if (!hdr || !(col in idx) || n == 0) print "n/a"; else if (r == int(r)) printf "%.0f\n", r; else printf "%.4g\n", r }' "$f"
 }
 wrong_fail() {  # prints "FAIL: ..." when FILE is missing or has a nonzero wrong column
   [ -f "$1" ] || { echo "FAIL: no $(basename "$1") written"; return; }
@@ -312,7 +314,6 @@ h_coll() {   # allreduce busbw at the largest size; on NCCL the CUDA-event devic
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   big=$(csvagg "$c" bytes max collective=allreduce)
   [ "$big" = n/a ] && { echo "FAIL: no allreduce row in $2.csv"; return; }
-  big=$(awk -v b="$big" 'BEGIN { printf "%.0f", b }')
   bw=$(csvagg "$c" busbw_GBps max collective=allreduce bytes="$big")
   peak=$(csvagg "$c" busbw_GBps max)
   case "$2" in *nccl*)

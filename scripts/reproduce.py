@@ -171,6 +171,18 @@ def layer_efficiency(out, rates):
             int(num(rows[0], "hidden")), int(num(rows[0], "seq")))
 
 
+# Bytes per element of every name pb_dtype_parse accepts (tp_layer writes float, bfloat16 or half).
+DTYPE_BYTES = {"float": 4, "float32": 4, "fp32": 4, "f32": 4, "bfloat16": 2, "bf16": 2, "half": 2, "float16": 2,
+               "fp16": 2, "int32": 4, "int": 4}
+
+
+def dtype_bytes(name):
+    try:
+        return DTYPE_BYTES[(name or "").lower()]
+    except KeyError:
+        raise ValueError("dtype '%s' is not one of %s" % (name, ", ".join(DTYPE_BYTES))) from None
+
+
 def read_cluster(path):
     vals = {}
     for line in open(path):
@@ -340,8 +352,8 @@ def run_plan(binary_dir, args):
 def tp_rows(out, plan):
     r = read_rows(os.path.join(out, "repro_tp.csv"))[0]
     t, b, s, h, layers = (int(num(r, k)) for k in ("tp", "batch", "seq", "hidden", "layers"))
-    dsize = 2 if r.get("dtype") in ("bf16", "fp16", "bfloat16") else 4
-    formula = layers * 8 * b * s * h * (t - 1) / t * dsize
+    dsize = dtype_bytes(r.get("dtype"))
+    formula = 8 * b * s * h * (t - 1) / t * dsize  # per layer, as tp_layer's comm_bytes_per_rank
     meas = num(r, "comm_bytes_per_rank")
     cfg = "t=%d b=%d s=%d h=%d layers=%d %s" % (t, b, s, h, layers, r.get("dtype"))
     res = [row("TP bytes per rank per layer, 8bsh(t-1)/t", "B", formula, formula, meas, verdict(meas, formula), cfg,
@@ -358,7 +370,8 @@ def tp_rows(out, plan):
     if os.path.exists(cl) and compute1 > 0:
         c = read_cluster(cl)
         a, bw = float(c["intra_alpha_us"]) * 1e-6, float(c["intra_bw_GBps"]) * 1e9
-        frac = lambda tt: tp_comm_fraction(tt, layers, b, s, h, dsize, a, bw, compute1)  # noqa: E731
+        # one layer: unsharded_us and compute_us are per layer
+        frac = lambda tt: tp_comm_fraction(tt, 1, b, s, h, dsize, a, bw, compute1)  # noqa: E731
         best = largest_t_under(RULE, frac)
         res.append(row("TP: largest t with comm under 20% of compute", "ranks", None, None, best, "simulated",
                        cfg, "model with this run's fitted alpha %.2f us, B %.2f GB/s (cluster.txt) and the measured "

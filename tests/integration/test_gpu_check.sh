@@ -5,8 +5,10 @@
 # gpu-check.md, and builds nothing; its usage errors exit 2. With a fake
 # nvidia-smi on PATH, --dry-run shows the steps it would run (argument
 # building, GPU counting, the expected busbw of the model); the judging and
-# summary helpers (scripts/gpu_check.py) run on fabricated step results. The
-# GPU path itself needs a GPU node (docs/gpu/README.md).
+# summary helpers (scripts/gpu_check.py) run on fabricated step results. On a
+# fake node (nvidia-smi, mpirun and the sweeps faked) the key figures it writes
+# match what the test recomputes from the sweeps' CSVs. The GPU path itself
+# needs a GPU node (docs/gpu/README.md).
 source "$(dirname "$0")/lib.sh"
 CHECK=$TESTS_DIR/../../scripts/gpu-check.sh
 start=$SECONDS
@@ -106,7 +108,7 @@ for m in "NVIDIA H100 PCIe:PCIe 5: expected busbw ceiling 64" "NVIDIA H200:NVLin
          "NVIDIA GH200 480GB:NVLink 4: expected busbw ceiling 450"; do
   judge expected "${m%%:*}" | grep -qF "${m#*:}" && pass "expected: ${m%%:*}" || fail "expected: ${m%%:*}: $(judge expected "${m%%:*}")"
 done
-printf '# x\ncollective,bytes,time_us,time_us_device,busbw_GBps,wrong\nallreduce,1024,20,10,0.1,0\nallreduce,536870912,1500,1480,380.5,0\n' > "$F/c8.csv"
+printf '# x\ncollective,bytes,time_us,time_us_device,algbw_GBps,busbw_GBps,wrong\nallreduce,1024,20,10,0.057,0.1,0\nallreduce,536870912,1500,1480,217.4,380.5,0\n' > "$F/c8.csv"   # 8 ranks: busbw = 1.75 algbw
 expect_judge ok "busbw 380 of 450 on H100" -- busbw "$F/c8.csv" "NVIDIA H100 80GB HBM3" 8
 judge busbw "$F/c8.csv" "NVIDIA H100 80GB HBM3" 8 | grep -q "= 0.85 of the expected 450 GB/s" && pass "busbw ratio reported" || fail "busbw ratio: $(judge busbw "$F/c8.csv" "NVIDIA H100 80GB HBM3" 8)"
 expect_judge FINDING "busbw 380 of 900 on B200 is a finding" -- busbw "$F/c8.csv" "NVIDIA B200" 8
@@ -164,4 +166,78 @@ python3 "$PYC" summary "$F/run" >/dev/null
 expect_in "$MD" "# parabench GPU check: INCOMPLETE" "one page: a check that did not finish says so"
 expect_rc 2 "gpu_check.py: unknown command" -- python3 "$PYC" frobnicate
 expect_rc 3 "gpu_check.py: missing file" -- python3 "$PYC" devtime "$F/nope.csv" "$F/pair.csv"
+
+# ---- a fake node (nvidia-smi, mpirun, ompi_info and the sweeps faked; the sweeps copy fabricated
+# CSVs): the key figures gpu-check.sh extracts into summary.txt and gpu-check.md, against what this
+# test recomputes from those CSVs. 4 ranks, so algbw != busbw; the largest size (128 MiB) must reach
+# the filter exactly, not rounded to 4 digits.
+NODE=$TMP/node
+mkdir -p "$NODE/bin" "$NODE/data"
+cat > "$FAKE/mpirun" <<'RUN'
+#!/bin/sh
+[ "$1" = --version ] && { echo "mpirun (fake)"; exit 0; }
+while [ $# -gt 0 ]; do case $1 in -np|--bind-to) shift 2 ;; -*) shift ;; *) break ;; esac; done
+exec "$@"
+RUN
+printf '#!/bin/sh\necho mpi_built_with_cuda_support:value:false\n' > "$FAKE/ompi_info"
+cat > "$NODE/bin/coll_sweep" <<'BENCH'
+#!/bin/sh
+# a benchmark's stand-in: writes data/<name>.csv where --csv says
+while [ $# -gt 0 ]; do [ "$1" = --csv ] && cp "$(dirname "$0")/../data/$(basename "$0").csv" "$2"; shift; done
+BENCH
+cp "$NODE/bin/coll_sweep" "$NODE/bin/p2p_sweep"
+chmod +x "$FAKE/mpirun" "$FAKE/ompi_info" "$NODE/bin/coll_sweep" "$NODE/bin/p2p_sweep"
+cat > "$NODE/data/coll_sweep.csv" <<'CSV'
+# command: fabricated, 4 ranks
+collective,bytes,nranks,time_us,time_us_device,algbw_GBps,busbw_GBps,wrong
+allreduce,8,4,20.5,18.2,0.0004,0.0006,0
+allreduce,33554432,4,162.3,160.1,206.7,310.1,0
+allreduce,134217728,4,667.2,665.0,201.2,301.7,0
+reducescatter,134217728,4,330.1,328.0,406.6,304.9,0
+allgather,134217728,4,300.2,298.7,447.1,335.3,0
+CSV
+cat > "$NODE/data/p2p_sweep.csv" <<'CSV'
+mode,bytes,time_us,bw_GBps,wrong
+latency,8,3.2,0.0025,0
+latency,1024,3.9,0.2626,0
+bw,67108864,371.8,180.5,0
+bibw,67108864,383.2,350.2,0
+CSV
+env -u CUDA_VISIBLE_DEVICES PATH="$FAKE:$PATH" FAKE_GPUS=4 FAKE_GPU_NAME="NVIDIA H100 80GB HBM3" FAKE_FREE_MIB=81000 \
+    timeout 120 bash "$CHECK" --launcher mpirun --no-build --build "$NODE" --out "$TMP/fake" >"$TMP/fake.out" 2>&1
+if python3 - "$NODE/data" "$TMP/fake" >"$TMP/keys" 2>&1 <<'PY'
+import csv, os, re, sys
+data, out = sys.argv[1:]
+def rows(name):
+    with open(os.path.join(data, name)) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+def near(text, want):  # a figure printed to 4 significant digits
+    return abs(float(text) - want) <= 5e-4 * abs(want)
+coll = rows("coll_sweep.csv")
+ar = [r for r in coll if r["collective"] == "allreduce"]
+big = max(int(r["bytes"]) for r in ar)
+bw = [float(r["busbw_GBps"]) for r in ar if int(r["bytes"]) == big][0]
+peak = max(float(r["busbw_GBps"]) for r in coll)
+p2p = rows("p2p_sweep.csv")
+uni = max(float(r["bw_GBps"]) for r in p2p if r["mode"] == "bw")
+lat = min(float(r["time_us"]) for r in p2p if r["mode"] == "latency")
+summary = open(os.path.join(out, "summary.txt")).read()
+page = open(os.path.join(out, "gpu-check.md")).read()
+m = re.search(r"^#   coll-nccl-4: allreduce busbw (\S+) GB/s at (\S+) B; peak busbw over all collectives (\S+) GB/s$",
+              summary, re.M)
+assert m, "no key figure for coll-nccl-4 in summary.txt:\n" + summary[-1500:]
+assert m.group(2) == str(big), f"largest allreduce size {m.group(2)}, expected {big}"
+assert near(m.group(1), bw), f"allreduce busbw at {big} B: {m.group(1)}, expected {bw} (busbw, not algbw)"
+assert near(m.group(3), peak), f"peak busbw {m.group(3)}, expected {peak}"
+assert "- " + m.group(0)[4:] in page, "gpu-check.md lacks the key figure " + m.group(0)[4:]
+m = re.search(r"^#   p2p-nccl-4: bw (\S+) GB/s, latency (\S+) us$", summary, re.M)
+assert m and near(m.group(1), uni) and near(m.group(2), lat), f"p2p key figure {m and m.group(0)}: expected bw {uni}, latency {lat}"
+m = re.search(r"^\S+ +busbw-vs-expected +4 .* allreduce busbw (\S+) GB/s at (\d+) B over 4 GPUs = (\S+) of the expected 450 GB/s",
+              summary, re.M)
+assert m and near(m.group(1), bw) and m.group(2) == str(big) and m.group(3) == f"{bw / 450:.2f}", \
+    f"busbw-vs-expected: {m and m.group(0)}: expected {bw} GB/s at {big} B = {bw / 450:.2f}"
+print(f"key figures: allreduce busbw {bw} GB/s at {big} B, peak {peak}, p2p bw {uni}, latency {lat}")
+PY
+then pass "fake node: $(cat "$TMP/keys")"
+else fail "fake node: key figures"; sed 's/^/  | /' "$TMP/keys" >&2; tail -5 "$TMP/fake.out" | sed 's/^/  | /' >&2; fi
 finish

@@ -5,6 +5,9 @@
 # figures from reproduce.csv, then steps, figures, tables), the same order in
 # report.md and index.html, the reproduce section's verdicts and counts, its
 # absence without reproduce.csv, the PASS banner, and a page without scripts.
+# Then on a 9-rank run over 3 nodes: every line of summary.txt and every cell
+# of the headline table equal to what the test recomputes from the CSVs
+# (busbw, not algbw; p2p bw, not bibw; the slowest group and its ratio).
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 R=$TMP/run
@@ -88,4 +91,159 @@ PY
 then pass "order (verdict, headlines, documents' figures, details) in report.md and index.html; reproduce section"
 else fail "report order or reproduce section"; fi
 expect_in "$R/summary.txt" "PP efficiency at m=8, p=2: 1f1b 0.80 vs theory 0.89 (90%)" "summary.txt keeps its lines"
+# ---- every headline number against the CSVs: a 9-rank run over 3 nodes (algbw != busbw), its
+# 3 node groups (distinct busbw; the slowest at the largest size is not the slowest at 1 MiB), p2p
+# with bw below bibw, and every other headline source. The expected lines and cells are computed
+# here from the CSVs; run_all.sh prints summary.txt as its end-of-run summary.
+H=$TMP/headlines
+mkdir -p "$H"
+cat >"$H/coll_sweep.csv" <<'EOF'
+# command: fabricated, 9 ranks on 3 nodes
+collective,bytes,nranks,nnodes,link_class,time_us,algbw_GBps,busbw_GBps,wrong,group
+allreduce,8,9,3,inter,45.2,0.0002,0.0003,0,world
+allreduce,1048576,9,3,inter,2100.5,0.4992,0.8875,0,world
+allreduce,16777216,9,3,inter,24500,0.6848,1.2174,0,world
+allgather,16777216,9,3,inter,15000,1.1185,0.9942,0,world
+# complete
+EOF
+cat >"$H/coll_sweep_intra.csv" <<'EOF'
+collective,bytes,nranks,nnodes,link_class,time_us,algbw_GBps,busbw_GBps,wrong,group
+allreduce,8,3,1,intra,6.0,0.0013,0.0018,0,node0
+allreduce,8,3,1,intra,6.0,0.0013,0.0018,0,node1
+allreduce,8,3,1,intra,6.0,0.0013,0.0018,0,node2
+allreduce,1048576,3,1,intra,400,2.6214,3.4953,0,node0
+allreduce,1048576,3,1,intra,300,3.4953,4.6603,0,node1
+allreduce,1048576,3,1,intra,320,3.2768,4.3691,0,node2
+allreduce,16777216,3,1,intra,3000,5.5924,7.4565,0,node0
+allreduce,16777216,3,1,intra,4800,3.4953,4.6603,0,node1
+allreduce,16777216,3,1,intra,3300,5.0840,6.7787,0,node2
+allgather,16777216,3,1,intra,2100,7.9892,5.3261,0,node0
+allgather,16777216,3,1,intra,2000,8.3886,5.5924,0,node1
+allgather,16777216,3,1,intra,2600,6.4528,4.3019,0,node2
+EOF
+cat >"$H/p2p_sweep.csv" <<'EOF'
+mode,bytes,rank_a,rank_b,link_class,time_us,bw_GBps,wrong
+latency,8,0,3,inter,12.5,0.0006,0
+latency,1024,0,3,inter,15.25,0.0671,0
+bw,1048576,0,3,inter,9000,0.1165,0
+bw,4194304,0,3,inter,35800,0.1172,0
+bibw,1048576,0,3,inter,4600,0.4559,0
+bibw,4194304,0,3,inter,17900,0.4686,0
+EOF
+cat >"$H/dp_allreduce.csv" <<'EOF'
+nranks,link_class,grad_bytes,overlap,compute_us,comm_us,step_us,overhead,predicted_overhead,busbw_GBps,wrong
+9,inter,1048576,none,4480,300,4780,0.067,0.06,1.2,0
+9,inter,4194304,none,4480,1210,5690,0.27,0.25,1.2,0
+9,inter,4194304,bucket,4480,1210,4880,0.089,0.25,1.2,0
+EOF
+cat >"$H/tp_layer.csv" <<'EOF'
+tp,link_class,mode,hidden,compute_us,comm_us,step_us,comm_fraction,comm_bytes_per_rank,speedup,wrong
+3,intra,allreduce,256,100,40,140,0.286,174763,1.9,0
+3,intra,allreduce,512,300,90,390,0.231,349525,2.3,0
+3,intra,sp,512,300,80,380,0.211,349525,2.4,0
+EOF
+cat >"$H/pp_pipeline.csv" <<'EOF'
+schedule,stages,micro_batches,link_class,step_us,efficiency,efficiency_theory,bubble_fraction,peak_act_bytes,wrong
+1f1b,3,4,intra,30000,0.6,0.6667,0.4,786432,0
+gpipe,3,4,intra,31000,0.58,0.6667,0.42,1572864,0
+1f1b,3,8,intra,50000,0.75,0.8,0.25,786432,0
+gpipe,3,8,intra,52000,0.72,0.8,0.28,3145728,0
+EOF
+cat >"$H/plan_fit.csv" <<'EOF'
+benchmark,row,predicted_us,measured_us,rel_error
+coll_sweep,allreduce 1M,1500,2100.5,-0.2859
+dp_allreduce,none 4M,5000,5690,-0.1213
+pp_pipeline,1f1b m=8,20000,17000,0.1765
+EOF
+expect_rc 0 "report.py on a 9-rank run with groups and every headline source" -- \
+    python3 "$ROOT/scripts/report.py" --quiet --no-plots "$H"
+if python3 - "$H" >"$TMP/heads" 2>&1 <<'PY'
+import csv, os, statistics, sys
+run = sys.argv[1]
+def rows(name):
+    with open(os.path.join(run, name + ".csv")) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+def v(r, k):
+    return float(r[k])
+SIZE = {8: "8 B", 1024: "1 KiB", 1048576: "1 MiB", 4194304: "4 MiB", 16777216: "16 MiB"}
+def size(r, k="bytes"):
+    return SIZE[int(r[k])]
+lines, cells = [], {}  # summary.txt, in order; the headline table: figure -> (measured, expected, ratio)
+coll = rows("coll_sweep") + rows("coll_sweep_intra")
+for link in ("intra", "inter"):
+    ar = [r for r in coll if r["collective"] == "allreduce" and r["link_class"] == link]
+    peak = max(ar, key=lambda r: v(r, "busbw_GBps"))  # bus bandwidth, not algbw: they differ on 3 and 9 ranks
+    small = min(ar, key=lambda r: v(r, "bytes"))
+    lines.append(f"allreduce busbw, {link}-node: {v(peak, 'busbw_GBps'):.2f} GB/s peak at {size(peak)} "
+                 f"({peak['nranks']} ranks); {v(small, 'time_us'):.1f} us at {size(small)}")
+    cells[f"allreduce bus bandwidth, {link}-node, peak ({size(peak)}, {peak['nranks']} ranks)"] = (
+        f"{v(peak, 'busbw_GBps'):.2f} GB/s", "-", "-")
+    cells[f"allreduce time, {link}-node, {size(small)}"] = (f"{v(small, 'time_us'):.2f} us", "-", "-")
+p2p = rows("p2p_sweep")
+lat = min((r for r in p2p if r["mode"] == "latency"), key=lambda r: v(r, "bytes"))
+uni = max((r for r in p2p if r["mode"] == "bw"), key=lambda r: v(r, "bw_GBps"))  # one direction, not bibw
+lines.append(f"p2p (inter): {v(lat, 'time_us'):.2f} us at {size(lat)}; {v(uni, 'bw_GBps'):.2f} GB/s at {size(uni)}")
+cells[f"point-to-point latency, inter, {size(lat)}"] = (f"{v(lat, 'time_us'):.2f} us", "-", "-")
+cells[f"point-to-point bandwidth, inter, {size(uni)}"] = (f"{v(uni, 'bw_GBps'):.2f} GB/s", "-", "-")
+dp = rows("dp_allreduce")
+big = max(v(r, "grad_bytes") for r in dp)
+at = [r for r in dp if v(r, "grad_bytes") == big]
+lines.append(f"DP overhead at {size(at[0], 'grad_bytes')} of gradients: " + ", ".join(
+    f"{r['overlap']} {100 * v(r, 'overhead'):.0f}% (predicted {100 * v(r, 'predicted_overhead'):.0f}%)" for r in at))
+for r in at:
+    cells[f"data-parallel overhead, {size(r, 'grad_bytes')} of gradients, overlap {r['overlap']}"] = (
+        f"{100 * v(r, 'overhead'):.0f}%", f"{100 * v(r, 'predicted_overhead'):.0f}%",
+        f"{100 * v(r, 'overhead') / v(r, 'predicted_overhead'):.0f}%")
+tp = rows("tp_layer")
+h = max(int(r["hidden"]) for r in tp)
+at = [r for r in tp if int(r["hidden"]) == h]
+lines.append(f"TP communication fraction at h={h} (t={at[0]['tp']}): "
+             + ", ".join(f"{r['mode']} {100 * v(r, 'comm_fraction'):.0f}%" for r in at))
+for r in at:
+    cells[f"tensor-parallel communication fraction, h={h}, t={r['tp']}, {r['mode']}"] = (
+        f"{100 * v(r, 'comm_fraction'):.0f}%", "-", "-")
+pp = rows("pp_pipeline")
+last = {}
+for r in pp:  # each schedule at its most micro-batches
+    if r["schedule"] not in last or v(r, "micro_batches") > v(last[r["schedule"]], "micro_batches"):
+        last[r["schedule"]] = r
+lines.append("PP efficiency at m=8, p=3: " + ", ".join(
+    f"{s} {v(r, 'efficiency'):.2f} vs theory {v(r, 'efficiency_theory'):.2f} "
+    f"({100 * v(r, 'efficiency') / v(r, 'efficiency_theory'):.0f}%)" for s, r in last.items()))
+for s, r in last.items():
+    cells[f"pipeline efficiency, {s}, m={r['micro_batches']}, p={r['stages']}"] = (
+        f"{v(r, 'efficiency'):.2f}", f"{v(r, 'efficiency_theory'):.2f}",
+        f"{100 * v(r, 'efficiency') / v(r, 'efficiency_theory'):.0f}%")
+fit = [abs(v(r, "rel_error")) for r in rows("plan_fit")]
+lines.append(f"plan --fit: median |error| {100 * statistics.median(fit):.0f}% over {len(fit)} rows")
+cells[f"plan --fit: median |predicted - measured| / measured, {len(fit)} rows"] = (
+    f"{100 * statistics.median(fit):.0f}%", "-", "-")
+groups = rows("coll_sweep_intra")
+lines.append("groups (coll_sweep_intra.csv, 3 groups), at each collective's largest size: "
+             "median group busbw, slowest group, ratio")
+for c in ("allreduce", "allgather"):
+    cr = [r for r in groups if r["collective"] == c]
+    top = max(v(r, "bytes") for r in cr)
+    at = {r["group"]: v(r, "busbw_GBps") for r in cr if v(r, "bytes") == top}
+    slow = min(at, key=at.get)
+    med = statistics.median(at.values())
+    lines.append(f"{c} at {SIZE[int(top)]}: median {med:.3f} GB/s; slowest {slow} {at[slow]:.3f} GB/s; "
+                 f"ratio {at[slow] / med:.2f}")
+got = open(os.path.join(run, "summary.txt")).read().splitlines()
+for w, g in zip(lines, got):
+    assert w == g, f"summary.txt:\n  got  {g}\n  want {w}"
+assert len(got) == len(lines), f"summary.txt has {len(got)} lines, expected {len(lines)}:\n" + "\n".join(got)
+md = open(os.path.join(run, "report.md")).read()
+start = md.index("## Headline figures")
+shown = {}
+for l in md[start:md.index("\n## ", start)].splitlines()[4:]:
+    if l.startswith("| "):
+        c = [x.replace("\\|", "|") for x in l[2:-2].split(" | ")]
+        shown[c[0]] = tuple(c[1:4])
+for fig in cells.keys() | shown.keys():
+    assert cells.get(fig) == shown.get(fig), f"headline '{fig}': shown {shown.get(fig)}, expected {cells.get(fig)}"
+print(f"{len(lines)} summary lines and {len(cells)} headline figures as recomputed from the CSVs")
+PY
+then pass "$(cat "$TMP/heads")"
+else fail "headlines against the CSVs"; sed 's/^/  | /' "$TMP/heads" >&2; fi
 finish

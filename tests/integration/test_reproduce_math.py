@@ -1,7 +1,10 @@
-"""scripts/reproduce.py's arithmetic: run by test_reproduce.sh (python3 -m unittest)."""
+"""scripts/reproduce.py's arithmetic, and its TP rows on a fabricated run: run by
+test_reproduce_math.sh (python3 -m unittest)."""
+import csv
 import math
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
@@ -43,6 +46,59 @@ class Arithmetic(unittest.TestCase):
         self.assertIsNone(r.crossing([(0.1, 0.05), (0.3, 0.1)], 0.2))
         self.assertAlmostEqual(r.interp_log([(1, 1.0), (100, 3.0)], 10), 2.0)
         self.assertEqual(r.interp_log([(1, 1.0), (100, 3.0)], 1000), 3.0)
+
+
+def write_csv(path, header, body):
+    with open(path, "w", newline="") as f:
+        f.write("# fabricated\n")
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(body)
+
+
+class TPRows(unittest.TestCase):
+    """tp_rows on a fabricated repro_tp.csv and p2p_sweep.csv; every expected value is computed
+    here from the fixture, not read from reproduce.py."""
+    T, B, S, H, LAYERS = 4, 2, 128, 256, 2
+    # (mode, bytes, bw_GBps): unidirectional bw below bibw, so taking one for the other shows
+    P2P = [("latency", 8, 0.01), ("bw", 1048576, 3.25), ("bw", 4194304, 3.5), ("bibw", 1048576, 5.0),
+           ("bibw", 4194304, 6.25), ("bibw", 16777216, 6.0)]
+
+    def tp_rows(self, dtype, comm_bytes):
+        with tempfile.TemporaryDirectory() as d:
+            write_csv(os.path.join(d, "repro_tp.csv"),
+                      ["tp", "mode", "layers", "batch", "seq", "hidden", "dtype", "compute_us", "comm_bytes_per_rank"],
+                      [[self.T, "allreduce", self.LAYERS, self.B, self.S, self.H, dtype, 100.0, comm_bytes]])
+            write_csv(os.path.join(d, "p2p_sweep.csv"), ["mode", "bytes", "time_us", "bw_GBps"],
+                      [[m, n, n / (bw * 1e3), bw] for m, n, bw in self.P2P])
+            return {q["figure"]: q for q in r.tp_rows(d, {"nranks": self.T})}
+
+    def expected_tp_bytes(self, esize):
+        # Megatron: per layer 2 all-reduces forward and 2 backward of the b*s*h activations; a ring
+        # all-reduce sends 2(t-1)/t of its buffer per rank.
+        return 4 * 2 * (self.T - 1) / self.T * self.B * self.S * self.H * esize
+
+    def test_tp_bytes_per_dtype(self):
+        # the names tp_layer writes (pb_dtype_name), and the aliases its options accept
+        for dtype, esize in (("float", 4), ("half", 2), ("bfloat16", 2), ("fp32", 4), ("fp16", 2), ("bf16", 2)):
+            want = self.expected_tp_bytes(esize)
+            got = self.tp_rows(dtype, int(want))["TP bytes per rank per layer, 8bsh(t-1)/t"]
+            self.assertAlmostEqual(float(got["document_value"]) / want, 1, places=5, msg=dtype)
+            self.assertAlmostEqual(float(got["formula_value"]) / want, 1, places=5, msg=dtype)
+            self.assertEqual(got["verdict"], "reproduced", dtype)
+        far = self.tp_rows("half", int(self.expected_tp_bytes(2) * 1.3))["TP bytes per rank per layer, 8bsh(t-1)/t"]
+        self.assertEqual(far["verdict"], "differs")
+
+    def test_unknown_dtype(self):
+        with self.assertRaisesRegex(ValueError, "dtype 'fp8'"):
+            self.tp_rows("fp8", 1)
+
+    def test_5gb_at_bibw(self):
+        bibw = max(bw for m, _, bw in self.P2P if m == "bibw")  # GB/s, both directions
+        want_ms = 5e9 / (bibw * 1e9) * 1e3
+        got = self.tp_rows("float", 1)["TP: 5 GB of activations"]
+        self.assertAlmostEqual(float(got["measured_value"]) / want_ms, 1, places=5)
+        self.assertAlmostEqual(float(got["formula_value"]), 5e9 / 600e9 * 1e3, places=5)
 
 
 if __name__ == "__main__":
