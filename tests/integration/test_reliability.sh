@@ -26,6 +26,15 @@ expect_in "$TMP/err" "allreduce of 1024 bytes" "the message names the operation 
 expect_rc 4 "p2p_sweep hang ends with exit 4" -- \
     mpi 2 -x PARABENCH_TEST_SKIP=1 "$BIN/p2p_sweep" --sizes 64 -n 50 -w 1 --timeout 2
 expect_in "$TMP/err" "TIMEOUT: rank" "p2p_sweep reports the stuck rank"
+# The other side: a run longer than --timeout whose operations all complete is not a hang.
+# A size capped at 3 s of a million iterations runs 3 s, progressing all along, under --timeout 1.
+t0=$(date +%s.%N)
+expect_rc 0 "a 3 s run under --timeout 1 that keeps completing operations is not stopped" -- \
+    mpi 2 "$BIN/coll_sweep" --sizes 8 -n 1000000 -w 1 --max-seconds-per-size 3 --timeout 1
+t1=$(date +%s.%N)
+python3 -c 'import sys; sys.exit(not float(sys.argv[2]) - float(sys.argv[1]) >= 3)' "$t0" "$t1" \
+    && pass "the progressing run outlasted --timeout (it tested the watchdog's patience)" \
+    || fail "the progressing run took under 3 s: the size cap did not hold it"
 expect_rc 0 "--timeout 0 disables the watchdog" -- mpi 2 "$BIN/coll_sweep" --sizes 1K -n 3 -w 0 --timeout 0
 expect_rc 2 "--timeout -1 is a usage error" -- mpi 2 "$BIN/coll_sweep" --timeout -1
 expect_in "$TMP/err" "--timeout" "the message names --timeout"
