@@ -28,7 +28,8 @@ tally_record() {
 # sums the runners); exit 1 if anything failed.
 tally_done() {
     [ -n "${PB_TALLY_FILE:-}" ] && echo "$NPASS $NFAIL $NSKIP" >>"$PB_TALLY_FILE"
-    [ -n "$FAILED_NAMES" ] && echo "$1: failed:$FAILED_NAMES" >&2
+    # Sorted: parallel tests end in any order, the summary does not.
+    [ -n "$FAILED_NAMES" ] && echo "$1: failed: $(printf '%s\n' $FAILED_NAMES | sort | tr '\n' ' ')" >&2
     echo "$1: $NPASS passed, $NFAIL failed, $NSKIP skipped"
     [ "$NFAIL" -eq 0 ]
 }

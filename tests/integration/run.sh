@@ -2,18 +2,81 @@
 # Run every integration test and count it as passed (exit 0), skipped (exit
 # 77, as automake's test harness does) or failed (anything else); see
 # tests/tally.sh for skips under CI.
+#
+# Tests run PB_TEST_JOBS at a time (default: the number of cores, at most 4),
+# the longest first so that the short ones fill in behind them. A test whose
+# file holds the line "# test-runner: exclusive" runs alone: it owns something
+# of the machine's (the emulated cluster, the local Slurm) or measures rates
+# that other tests' load would bend. Each test's output is printed whole when
+# it ends, so parallel tests never interleave.
 cd "$(dirname "$0")" || exit 3
 . ../tally.sh
-for t in test_*.sh; do
-    [ -e "$t" ] || continue
-    echo "=== $t"
-    start=$SECONDS
-    bash "$t"
-    rc=$?
-    case $rc in
-    0) tally_record "$t" pass; echo "=== $t passed ($((SECONDS - start)) s)" ;;
-    77) tally_record "$t" skip "exit 77"; echo "=== $t SKIPPED ($((SECONDS - start)) s)" ;;
-    *) tally_record "$t" fail; echo "=== $t FAILED (exit $rc, $((SECONDS - start)) s)" ;;
+
+JOBS=${PB_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: PB_TEST_JOBS='$JOBS': expected a positive integer" >&2; exit 2; }
+[ "$JOBS" -gt 4 ] && [ -z "${PB_TEST_JOBS:-}" ] && JOBS=4
+LOGS=$(mktemp -d /tmp/parabench-itest.XXXXXX)
+trap 'rm -rf "$LOGS"' EXIT
+
+# The order to start them in: the slow ones first (seconds measured on a 2-core
+# machine; a test not listed counts as short).
+weight() {
+    case $1 in
+    test_bad_input.sh) echo 210 ;; test_fidelity.sh) echo 95 ;; test_reproduce.sh) echo 70 ;;
+    test_slurm.sh | test_run_all_cluster.sh) echo 55 ;; test_run_all*.sh) echo 40 ;;
+    test_coll_sweep.sh | test_dp_allreduce.sh | test_pp_pipeline.sh) echo 35 ;;
+    *) echo 10 ;;
     esac
+}
+exclusive() { grep -q '^# test-runner: exclusive' "$1"; }
+
+mapfile -t TESTS < <(for t in test_*.sh; do [ -e "$t" ] && echo "$(weight "$t") $t"; done | sort -k1,1nr -k2 | awk '{ print $2 }')
+
+declare -A PID_OF START_OF
+report() { # TEST: print its output and record its verdict
+    local t=$1 rc
+    rc=$(cat "$LOGS/$t.rc" 2>/dev/null || echo 1)
+    echo "=== $t"
+    cat "$LOGS/$t.log"
+    local secs=$((SECONDS - START_OF[$t]))
+    case $rc in
+    0) tally_record "$t" pass; echo "=== $t passed ($secs s)" ;;
+    77) tally_record "$t" skip "exit 77"; echo "=== $t SKIPPED ($secs s)" ;;
+    *) tally_record "$t" fail; echo "=== $t FAILED (exit $rc, $secs s)" ;;
+    esac
+}
+start() {
+    local t=$1
+    START_OF[$t]=$SECONDS
+    ( bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc" ) &
+    PID_OF[$t]=$!
+}
+# reap_one: wait for any running test to end and report it.
+reap_one() {
+    local t
+    while :; do
+        for t in "${!PID_OF[@]}"; do
+            if ! kill -0 "${PID_OF[$t]}" 2>/dev/null; then
+                wait "${PID_OF[$t]}" 2>/dev/null
+                unset "PID_OF[$t]"
+                report "$t"
+                return
+            fi
+        done
+        wait -n 2>/dev/null || sleep 0.2
+    done
+}
+
+# The shared ones in parallel, then each exclusive one alone.
+ALONE=()
+for t in "${TESTS[@]}"; do
+    if exclusive "$t"; then ALONE+=("$t"); continue; fi
+    while [ ${#PID_OF[@]} -ge "$JOBS" ]; do reap_one; done
+    start "$t"
+done
+while [ ${#PID_OF[@]} -gt 0 ]; do reap_one; done
+for t in "${ALONE[@]}"; do
+    start "$t"
+    reap_one
 done
 tally_done integration
