@@ -15,13 +15,20 @@ ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 # Job control: a background job of a non-interactive shell starts with SIGINT ignored,
 # and an ignored signal cannot be trapped; with -m it starts as from a terminal.
 set -m
+# Where this test itself was started with SIGINT ignored (under nohup, or as a background
+# job), every process below it inherits that, and no trap can undo it: run_all starts from
+# this wrapper, with SIGINT at its default as a terminal gives it.
+SIGINT_DEFAULT=$TMP/sigint-default
+printf '%s\n' '#!/usr/bin/env python3' 'import os, signal, sys' 'signal.signal(signal.SIGINT, signal.SIG_DFL)' \
+    'os.execvp(sys.argv[1], sys.argv[1:])' >"$SIGINT_DEFAULT"
+chmod +x "$SIGINT_DEFAULT"
 
 # interrupt NAME SIGNAL EXIT MIN_BEFORE [VAR=VALUE...]: one run_all --quick (in the environment
 # given), stopped by SIGNAL once MIN_BEFORE steps are recorded and a benchmark's two ranks run.
 interrupt() {
     local tag=$1 sig=$2 want=$3 min=$4 out=$TMP/run-$1 job pids="" p t0 rc secs n i
     shift 4
-    env "$@" BUILD="$BUILD" "$ROOT/run_all.sh" --quick --no-install --out "$out" >"$TMP/$tag.out" 2>"$TMP/$tag.err" &
+    env "$@" BUILD="$BUILD" "$SIGINT_DEFAULT" "$ROOT/run_all.sh" --quick --no-install --out "$out" >"$TMP/$tag.out" 2>"$TMP/$tag.err" &
     job=$!
     for _ in $(seq 600); do
         [ "$(cat "$out/steps.tsv" 2>/dev/null | wc -l)" -ge "$min" ] && rank_pid "$job" 0 >/dev/null && rank_pid "$job" 1 >/dev/null && break
@@ -112,7 +119,7 @@ sleep 3
 exec $(command -v nproc) "\$@"
 EOF2
 chmod +x "$TMP/shim/nproc"
-PATH=$TMP/shim:$PATH BUILD="$BUILD" "$ROOT/run_all.sh" --quick --no-install --out "$TMP/run-subst" \
+PATH=$TMP/shim:$PATH BUILD="$BUILD" "$SIGINT_DEFAULT" "$ROOT/run_all.sh" --quick --no-install --out "$TMP/run-subst" \
     >"$TMP/subst.out" 2>"$TMP/subst.err" &
 job=$!
 for _ in $(seq 300); do [ -e "$TMP/in-nproc" ] && break; kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
