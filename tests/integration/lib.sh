@@ -18,6 +18,27 @@ mpi() {
     # stdin from /dev/null: mpirun forwards stdin to rank 0, and would eat the
     # here-documents that drive the tests' loops.
     timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@" </dev/null
+    local rc=$?
+    check_outputs "$@"
+    return $rc
+}
+
+# check_outputs ARGS...: the result files a command line names (--csv F, --json F) must
+# hold invariants.py's invariants as soon as they are written, before a later run of the
+# same test rewrites them (finish checks what is left at the end).
+check_outputs() {
+    local files=() a next=""
+    for a in "$@"; do
+        if [ -n "$next" ]; then [ -f "$a" ] && files+=("$a"); next=""; continue; fi
+        case $a in
+            --csv | --json) next=1 ;;
+            --csv=* | --json=*) [ -f "${a#*=}" ] && files+=("${a#*=}") ;;
+        esac
+    done
+    [ ${#files[@]} -gt 0 ] || return 0
+    case " ${INVARIANTS_EXEMPT:-} " in *" ${files[0]} "*) return 0 ;; esac
+    python3 "$TESTS_DIR/invariants.py" "${files[@]}" >"$TMP/invariants.out" 2>&1 ||
+        { fail "result files break invariants (tests/integration/invariants.py):"; sed 's/^/  | /' "$TMP/invariants.out" | head -20 >&2; }
 }
 
 PASSES=0

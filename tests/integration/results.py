@@ -6,11 +6,14 @@ usage: results.py CSV JSON --columns a,b,c [--rows N] [--zero-wrong] [--complete
 --expect COL= (empty value) means "not measured": an empty CSV cell and null in JSON.
 The full column list, units and types come from the JSON document's "columns"
 schema: the CSV header and every JSON row must match it. --columns names the
-columns a test relies on. Exits 1 with a message naming what is wrong."""
+columns a test relies on. The file must also hold every invariant of invariants.py.
+Exits 1 with a message naming what is wrong."""
 import argparse
 import csv
 import json
 import sys
+
+import invariants
 
 
 def fail(msg):
@@ -128,6 +131,9 @@ def main():
         for col in a.positive:
             if not float(r[col]) > 0:
                 fail(f"row {r}: {col} = {r[col]} is not positive")
+    errors = invariants.check_file(a.csv)  # and the invariants every result file holds
+    if errors:
+        fail("; ".join(errors[:5]))
     print(f"results.py: {a.csv}: {len(rows)} rows ok")
 
 
