@@ -190,9 +190,12 @@ def check_pp_pipeline(ck, rows, run_nodes):
 def check_tp_layer(ck, rows, run_nodes):
     for i, r in enumerate(rows):
         t, nodes = int(r["tp"]), int(r["nnodes"])
-        if int(r["groups"]) == 1 and r["link_class"] != link_of(nodes, t):
+        if t == 1:  # no tensor parallelism: no TP link
+            if r["link_class"] != "none":
+                ck.bad(i, f"t = 1 classified {r['link_class']}, expected none")
+        elif int(r["groups"]) == 1 and r["link_class"] != link_of(nodes, t):
             ck.bad(i, f"one TP group of {t} ranks on {nodes} nodes classified {r['link_class']}")
-        if nodes == 1 and r["link_class"] != "intra":
+        elif nodes == 1 and r["link_class"] != "intra":
             ck.bad(i, f"link_class {r['link_class']} in a one-node run")
         got, want = num(r, "comm_bytes_per_rank"), num(r, "expected_bytes_per_rank")
         if got is not None and want is not None and got != want:
@@ -302,16 +305,18 @@ def load_result_json(path):
 
 
 def is_result(path):
-    """A benchmark's CSV (first line '# parabench NAME'), or its JSON without a CSV beside it."""
+    """A benchmark's CSV (first line '# parabench NAME', then its metadata: a hand-made
+    fixture has no '# command:' line), or its JSON without a CSV beside it."""
     stem, ext = os.path.splitext(path)
     if ext == ".json":  # checked with its CSV when both come from one run
         return load_result_json(path) is not None and not (is_result(stem + ".csv") and
                                                            same_run(read_csv(stem + ".csv")[0], path))
     try:
         with open(path, errors="replace") as f:
-            return f.readline().startswith("# parabench ")
+            head = [f.readline() for _ in range(8)]
     except OSError:
         return False
+    return head[0].startswith("# parabench ") and any(l.startswith("# command: ") for l in head)
 
 
 def check_file(path):
