@@ -441,7 +441,7 @@ int main(int argc, char **argv)
     pb_options_group groups[] = {
         {"dp_allreduce options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),
-        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT | PB_OPTS_VALIDATE),
     };
     pb_bench b;
     pb_bench_start(&b, "dp_allreduce", &argc, &argv, MPI_THREAD_MULTIPLE,

@@ -261,7 +261,7 @@ int main(int argc, char **argv)
     pb_options_group groups[] = {
         {"hybrid_3d options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),
-        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT | PB_OPTS_VALIDATE),
     };
     pb_bench b;
     pb_bench_start(&b, "hybrid_3d", &argc, &argv, MPI_THREAD_MULTIPLE,

@@ -23,6 +23,7 @@ typedef struct pp_opts {
     pb_options common;
     pb_workload_opts work;
     int stages;                      /* 0: world size */
+    int stride;                      /* --pp-stride: rank distance between consecutive stages */
     int64_t mbs[MAX_LIST];
     size_t nmbs;
     int scheds[PB_PP_SCHED_COUNT], nscheds;
@@ -30,10 +31,12 @@ typedef struct pp_opts {
     const char *trace;
 } pp_opts;
 
-enum { OPT_STAGES, OPT_MB, OPT_SCHED, OPT_VIRT, OPT_TRACE };
+enum { OPT_STAGES, OPT_STRIDE, OPT_MB, OPT_SCHED, OPT_VIRT, OPT_TRACE };
 
 static const pb_options_opt own_opts[] = {
     {"stages", 0, "P", "pipeline stages (default: the number of ranks; more ranks make replicas)", OPT_STAGES},
+    {"pp-stride", 0, "S", "rank distance between consecutive stages (default 1: a pipeline is consecutive ranks; "
+                          "S = ranks per node puts stage k on node k, S pipelines side by side)", OPT_STRIDE},
     {"micro-batches", 0, "LIST", "micro-batches per step, e.g. 1,2,4,8 (default 8)", OPT_MB},
     {"schedule", 0, "LIST", "gpipe, 1f1b, interleaved or all (comma-separated; default gpipe,1f1b)", OPT_SCHED},
     {"virtual-stages", 0, "V", "model chunks per rank for interleaved (default 2)", OPT_VIRT},
@@ -46,6 +49,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     long long v;
     switch (id) {
     case OPT_STAGES: PB_TRY(pb_parse_int(option, arg, 1, MAX_STAGES, &v)); o->stages = (int)v; return PB_OK;
+    case OPT_STRIDE: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->stride = (int)v; return PB_OK;
     case OPT_MB: return pb_parse_int_list(option, arg, 1, 1 << 16, o->mbs, MAX_LIST, &o->nmbs);
     case OPT_SCHED: return pb_parse_choice_list(option, arg, pb_pp_sched_names(), 1, o->scheds, &o->nscheds);
     case OPT_VIRT: PB_TRY(pb_parse_int(option, arg, 2, 64, &v)); o->virt = (int)v, o->virt_given = 1; return PB_OK;
@@ -169,7 +173,10 @@ static cJSON *pp_meta(const pp_run *r)
     cJSON_AddNumberToObject(pp, "virtual_stages_interleaved", r->o->virt);
     int64_t per_stage = m->layers / r->p; /* exact: --stages divides --layers (checked at parse) */
     cJSON_AddNumberToObject(pp, "layers_per_stage", (double)per_stage);
-    cJSON_AddStringToObject(pp, "rank_order", "consecutive ranks form a pipeline; stage = rank mod P");
+    cJSON_AddNumberToObject(pp, "stride", r->o->stride);
+    cJSON_AddStringToObject(pp, "rank_order", r->o->stride == 1 ? "consecutive ranks form a pipeline; stage = rank mod P"
+                                                                : "in each block of S*P ranks, pipeline j holds ranks "
+                                                                  "j, j+S, ..., j+(P-1)S; stage = (rank mod S*P) / S");
     cJSON_AddStringToObject(pp, "model", r->o->work.preset);
     return j;
 }
@@ -178,7 +185,7 @@ static cJSON *pp_meta(const pp_run *r)
 static const char *pipe_link(const pp_run *r)
 {
     int ranks[MAX_STAGES];
-    for (int s = 0; s < r->p; s++) ranks[s] = s;
+    for (int s = 0; s < r->p; s++) ranks[s] = s * r->o->stride;
     return pb_link_name(pb_world_link(&r->b->w, ranks, r->p));
 }
 
@@ -415,6 +422,9 @@ static int check_shape(const pp_opts *o, int world, int *p)
     if (L % *p)
         return pb_error_usage("--stages", "%d stages do not divide %lld layers; expected a divisor of --layers", *p,
                         (long long)L);
+    if (world % (o->stride * *p))
+        return pb_error_usage("--pp-stride", "stride %d x %d stages = %d does not divide the %d ranks", o->stride, *p,
+                              o->stride * *p, world);
     for (int s = 0; s < o->nscheds; s++) {
         if (o->scheds[s] != PB_PP_INTERLEAVED) continue;
         if (L % ((int64_t)*p * o->virt))
@@ -430,7 +440,7 @@ static int check_shape(const pp_opts *o, int world, int *p)
 
 int main(int argc, char **argv)
 {
-    pp_opts o = {.mbs = {8}, .nmbs = 1, .scheds = {PB_PP_GPIPE, PB_PP_1F1B}, .nscheds = 2, .virt = 2};
+    pp_opts o = {.stride = 1, .mbs = {8}, .nmbs = 1, .scheds = {PB_PP_GPIPE, PB_PP_1F1B}, .nscheds = 2, .virt = 2};
     pb_options_defaults(&o.common);
     o.common.iters = 5;
     o.common.warmup = 1;
@@ -439,7 +449,7 @@ int main(int argc, char **argv)
     pb_options_group groups[] = {
         {"pp_pipeline options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),
-        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT | PB_OPTS_VALIDATE),
     };
     pb_bench b;
     pb_bench_start(&b, "pp_pipeline", &argc, &argv, MPI_THREAD_SINGLE,
@@ -457,7 +467,9 @@ int main(int argc, char **argv)
     int p = 1;
     if (status == PB_OK) status = check_shape(&o, b.w.size, &p);
     if (status != PB_OK) pb_bench_finish(&b, status);
-    pp_run r = {.b = &b, .o = &o, .p = p, .stage = b.w.rank % p, .replica = b.w.rank / p,
+    /* Stage and replica as tp_layer places its groups (--tp-stride): blocks of S*P ranks. */
+    int block = b.w.rank / (o.stride * p), within = b.w.rank % (o.stride * p);
+    pp_run r = {.b = &b, .o = &o, .p = p, .stage = within / o.stride, .replica = block * o.stride + within % o.stride,
                 .replicas = b.w.size / p};
     status = pb_bench_open(&b, &o.common, cols, NCOLS, pp_meta(&r));
     if (status == PB_OK) status = pp_setup(&r);

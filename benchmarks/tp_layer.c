@@ -177,15 +177,24 @@ static void free_io(const pb_compute *E, loop_ctx *c)
         if (bufs[i]) E->free(bufs[i]);
 }
 
+/* --max-seconds-per-size caps one configuration: when the unsharded layer is
+ * timed too, each of the two loops gets half of it, so that the point takes
+ * no longer than the cap however many iterations were asked for. */
+static double loop_cap(const tp_run *r, const point *p)
+{
+    double cap = r->o->common.max_seconds;
+    return p->timed_ref ? cap / 2 : cap;
+}
+
 /* Timed loop over the world (all TP groups run at once); *samples_out has
  * `done` per-iteration times. */
-static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, pb_stats *st, int *done)
+static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, double cap, pb_stats *st, int *done)
 {
     const pb_options *o = &r->o->common;
     double *samples = malloc(sizeof(double) * (size_t)o->iters);
     int status = pb_world_agree_at(r->b->w.comm, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->iters),
                           "samples");
-    pb_runner_cfg loop = {o->iters, o->warmup, o->max_seconds};
+    pb_runner_cfg loop = {o->iters, o->warmup, cap};
     pb_watchdog_what(what, bytes);
     if (status == PB_OK) status = pb_runner_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
     if (status == PB_OK) status = pb_runner_gather_stats(r->b->w.comm, samples, *done, st);
@@ -209,7 +218,7 @@ static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
     int status = alloc_io(r->eng, pb_tp_io_bytes(&p->cfg), sh->dtype, rows, sh->h, p->cfg.seed, r->b->w.rank, &c);
     if (status == PB_OK) status = pb_tp_acts_alloc(tp, &c.acts);
     pb_stats st = {0};
-    if (status == PB_OK) status = timed(r, &c, "tp layer fwd+bwd", pb_tp_io_bytes(&p->cfg), &st, &p->iters);
+    if (status == PB_OK) status = timed(r, &c, "tp layer fwd+bwd", pb_tp_io_bytes(&p->cfg), loop_cap(r, p), &st, &p->iters);
     if (c.acts) pb_tp_acts_free(tp, c.acts);
     free_io(r->eng, &c);
     PB_TRY(status);
@@ -241,7 +250,7 @@ static int measure_unsharded(tp_run *r, pb_layer_stack *ref, point *p)
     if (status == PB_OK) status = pb_layer_saved_alloc(ref, &c.acts);
     pb_stats st = {0};
     int done = 0;
-    if (status == PB_OK) status = timed(r, &c, "unsharded layer fwd+bwd", bytes, &st, &done);
+    if (status == PB_OK) status = timed(r, &c, "unsharded layer fwd+bwd", bytes, loop_cap(r, p), &st, &done);
     if (c.acts) pb_layer_saved_free(ref, c.acts);
     free_io(r->eng, &c);
     p->unsharded_us = st.rankmax / (double)p->cfg.nlayers;
@@ -339,10 +348,10 @@ static int run_point(tp_run *r, point *p)
     if (status != PB_OK) return status;
     pb_tp *tp = NULL;
     pb_layer_stack *ref = NULL;
+    p->timed_ref = p->have_ref && r->o->unsharded;
     status = pb_world_agree(&r->b->w, pb_tp_create(&p->cfg, &tp));
     if (status == PB_OK) status = measure_sharded(r, tp, p);
     if (status == PB_OK && p->have_ref) status = pb_world_agree(&r->b->w, pb_layer_stack_create(&p->ref_cfg, &ref));
-    p->timed_ref = p->have_ref && r->o->unsharded;
     if (status == PB_OK && p->timed_ref) status = measure_unsharded(r, ref, p);
     if (status == PB_OK && r->o->common.check)
         status = ref ? validate(r, tp, ref, p) : pb_fail(PB_ERR_ENV, "validation needs the unsharded layer");
@@ -440,7 +449,7 @@ int main(int argc, char **argv)
     pb_options_group groups[] = {
         {"tp_layer options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),
-        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
+        pb_options_common_group(&o.common, PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT | PB_OPTS_VALIDATE),
     };
     pb_bench b;
     pb_bench_start(&b, "tp_layer", &argc, &argv, MPI_THREAD_SINGLE,

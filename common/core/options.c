@@ -91,7 +91,7 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
 /* ---- common options ---- */
 
 enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TIMEOUT, O_DTYPE, O_OP, O_ROOT, O_CHECK,
-       O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET };
+       O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET, O_VALIDATE };
 
 static const pb_options_opt common_opts[] = {
     {"minbytes", 'b', "SIZE", "smallest message size in bytes (K/M/G suffixes)", O_MINB},
@@ -116,10 +116,14 @@ static const pb_options_opt common_opts[] = {
     {"mem", 0, "WHERE", "host or device buffers; --backend mpi --mem device stages GPU buffers through the host, "
                         "so several ranks can share a GPU", O_MEM},
     {"gpu-offset", 0, "N", "use GPU (local rank + N) mod GPUs (default 0)", O_GPU_OFFSET},
+    {"validate", 0, "N[:R]", "check the arguments for a job of N ranks, R per node (default N), without MPI and "
+                             "without launching it: exit 0 when they would be accepted, else 2 with the message",
+     O_VALIDATE},
 };
 
 static int group_of_opt(int id)
 {
+    if (id == O_VALIDATE) return PB_OPTS_VALIDATE;
     if (id <= O_SIZES) return PB_OPTS_SWEEP;
     if (id <= O_TIMEOUT) return PB_OPTS_ITERS;
     if (id <= O_ROOT) return PB_OPTS_REDUCE;
@@ -142,6 +146,24 @@ void pb_options_defaults(pb_options *o)
     o->timeout = PB_DEFAULT_TIMEOUT_S;
     o->rotate = 0;
     o->backend = NULL;
+}
+
+/* --validate N[:R]: R ranks per node, the last node holding what is left. */
+static int parse_validate(pb_options *o, const char *option, const char *arg)
+{
+    char n[32];
+    const char *colon = strchr(arg, ':');
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (len >= sizeof n) return pb_error_usage(option, "'%s' is not N or N:R (ranks, ranks per node)", arg);
+    memcpy(n, arg, len);
+    n[len] = '\0';
+    long long ranks, rpn;
+    PB_TRY(pb_parse_int(option, n, 1, 1 << 20, &ranks));
+    rpn = ranks;
+    if (colon) PB_TRY(pb_parse_int(option, colon + 1, 1, 1 << 20, &rpn));
+    o->validate_ranks = (int)ranks;
+    o->validate_rpn = (int)(rpn < ranks ? rpn : ranks);
+    return PB_OK;
 }
 
 static int handle_common(void *ctx, int id, const char *option, const char *arg)
@@ -189,6 +211,7 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
         PB_TRY(pb_parse_int(option, arg, 0, 1 << 16, &v));
         o->gpu_offset = (int)v, o->gpu_offset_given = 1;
         return PB_OK;
+    case O_VALIDATE: return parse_validate(o, option, arg);
     default: return pb_error_usage(option, "not handled");
     }
 }
@@ -196,9 +219,9 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
 pb_options_group pb_options_common_group(pb_options *o, int which)
 {
     /* The selected options, in a static table per mask (binaries use one mask each). */
-    static pb_options_opt selected[PB_OPTS_ALL + 1][sizeof common_opts / sizeof common_opts[0]];
-    static int counts[PB_OPTS_ALL + 1];
-    int mask = which & PB_OPTS_ALL;
+    static pb_options_opt selected[2 * PB_OPTS_VALIDATE][sizeof common_opts / sizeof common_opts[0]];
+    static int counts[2 * PB_OPTS_VALIDATE];
+    int mask = which & (PB_OPTS_ALL | PB_OPTS_VALIDATE);
     if (counts[mask] == 0)
         for (size_t i = 0; i < sizeof common_opts / sizeof common_opts[0]; i++)
             if (group_of_opt(common_opts[i].id) & mask) selected[mask][counts[mask]++] = common_opts[i];
@@ -292,4 +315,9 @@ size_t pb_options_sweep_sizes(const pb_options *o, uint64_t *out, size_t cap)
         s = next;
     }
     return n;
+}
+
+pb_options *pb_options_common_of(const pb_options_group *g)
+{
+    return g->handle == handle_common ? g->ctx : NULL;
 }

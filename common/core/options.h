@@ -63,6 +63,8 @@ typedef struct pb_options {
     const char *csv, *json;        /* --csv, --json */
     int sizes_given;               /* which of -b/-e/--sizes/-f/-i the user set: PB_GIVEN_* */
     int gpu_offset_given;          /* --gpu-offset was set */
+    int validate_ranks;            /* --validate N[:R]: check the arguments for N ranks, R per node, and exit */
+    int validate_rpn;              /* (R defaults to N: one node); 0 = not asked */
 } pb_options;
 
 enum { PB_GIVEN_MINB = 1, PB_GIVEN_MAXB = 2, PB_GIVEN_SIZES = 4, PB_GIVEN_FACTOR = 8, PB_GIVEN_STEP = 16 };
@@ -79,8 +81,13 @@ enum {
     PB_OPTS_DATA = 8,    /* -c --rotate */
     PB_OPTS_OUTPUT = 16, /* --csv --json --backend --mem --gpu-offset */
     PB_OPTS_ALL = 31,
+    PB_OPTS_VALIDATE = 32, /* --validate: a binary whose checks all run before pb_bench_open */
 };
 pb_options_group pb_options_common_group(pb_options *o, int which);
+
+/* The pb_options behind a group made by pb_options_common_group, or NULL
+ * for another group (the harness reads --validate through it). */
+pb_options *pb_options_common_of(const pb_options_group *g);
 
 /* After parsing: check combinations (-b <= -e, --sizes not with -b/-e/-f/-i,
  * -f not with -i, at most PB_MAX_SIZES sizes). */

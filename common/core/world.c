@@ -61,14 +61,36 @@ int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
     return PB_OK;
 }
 
+int pb_world_fake(pb_world *w, int nranks, int ranks_per_node)
+{
+    free(w->host);
+    free(w->node_of);
+    memset(w, 0, sizeof *w);
+    w->comm = MPI_COMM_NULL;
+    w->size = nranks;
+    w->node_of = malloc(sizeof(int) * (size_t)nranks);
+    w->host = calloc((size_t)nranks, sizeof *w->host);
+    PB_CHECK(w->node_of && w->host, PB_ERR_ENV, "out of memory for a world of %d ranks", nranks);
+    for (int r = 0; r < nranks; r++) {
+        w->node_of[r] = r / ranks_per_node;
+        snprintf(w->host[r], PB_HOST_MAX, "node%d", w->node_of[r]);
+    }
+    w->nnodes = (nranks + ranks_per_node - 1) / ranks_per_node;
+    w->local_size = ranks_per_node < nranks ? ranks_per_node : nranks;
+    w->thread_level = MPI_THREAD_MULTIPLE;
+    return PB_OK;
+}
+
 _Noreturn void pb_world_exit(pb_world *w, int status)
 {
     fflush(stdout);
     fflush(stderr);
-    if (w->comm != MPI_COMM_NULL && w->comm != 0) MPI_Comm_free(&w->comm);
+    int started = 0;
+    MPI_Initialized(&started); /* not under --validate */
+    if (started && w->comm != MPI_COMM_NULL && w->comm != 0) MPI_Comm_free(&w->comm);
     free(w->host);
     free(w->node_of);
-    MPI_Finalize();
+    if (started) MPI_Finalize();
     exit(status);
 }
 

@@ -25,7 +25,12 @@ typedef struct pb_world {
  * Usage messages from ranks other than 0 are silenced, so an error is printed once. */
 int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w);
 
-/* Finalize MPI and exit with `status`, which mpirun passes on as its own exit
+/* A world of `nranks` ranks without MPI, as seen from rank 0, for --validate:
+ * nodes of `ranks_per_node` ranks in rank order, the last holding what is
+ * left; comm is MPI_COMM_NULL, so nothing may communicate. */
+int pb_world_fake(pb_world *w, int nranks, int ranks_per_node);
+
+/* Finalize MPI (when it was started) and exit with `status`, which mpirun passes on as its own exit
  * code. All ranks must call it with the same status. */
 _Noreturn void pb_world_exit(pb_world *w, int status);
 

@@ -9,6 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --validate is found before MPI starts, so that no MPI is started for it. */
+static int asks_validate(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--validate") == 0 || strncmp(argv[i], "--validate=", 11) == 0) return 1;
+    return 0;
+}
+
+/* The world --validate names, in place of the one-process world the parse ran in. */
+static int validate_world(pb_bench *b, const pb_options_group *groups, int ngroups)
+{
+    const pb_options *o = NULL;
+    for (int g = 0; g < ngroups && !o; g++) o = pb_options_common_of(&groups[g]);
+    if (!o || o->validate_ranks == 0) return pb_error_usage("--validate", "needs N[:R] (ranks, ranks per node)");
+    return pb_world_fake(&b->w, o->validate_ranks, o->validate_rpn);
+}
+
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_options_group *groups, int ngroups)
 {
@@ -17,13 +34,15 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     b->argc = *argc;
     b->argv = *argv;
     pb_error_set_progname(name);
-    int status = pb_world_init(argc, argv, thread_level, &b->w);
+    b->validating = asks_validate(*argc, *argv);
+    int status = b->validating ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
     if (b->w.rank != 0 && !freopen("/dev/null", "w", stdout))
         fprintf(stderr, "%s: rank %d: cannot silence stdout\n", name, b->w.rank);
     status = pb_options_parse(*argc, *argv, summary, groups, ngroups);
     if (status == PB_HELP_SHOWN) pb_world_exit(&b->w, PB_OK);
+    if (status == PB_OK && b->validating) status = validate_world(b, groups, ngroups);
     if (status != PB_OK) pb_world_exit(&b->w, status);
 }
 
@@ -44,6 +63,12 @@ int pb_bench_select(pb_bench *b, const pb_options *o)
 
 int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta)
 {
+    if (b->validating) { /* every check that needs no MPI has passed */
+        cJSON_Delete(extra_meta);
+        printf("%s: arguments accepted for %d ranks, %d per node (%d nodes)\n", b->name, b->w.size, b->w.local_size,
+               b->w.nnodes);
+        pb_bench_finish(b, PB_OK);
+    }
     int status = pb_bench_select(b, o);
     if (status != PB_OK) {
         cJSON_Delete(extra_meta);
@@ -103,7 +128,7 @@ _Noreturn void pb_bench_finish(pb_bench *b, int status)
         b->rep = NULL;
     }
     cJSON_Delete(b->meta);
-    status = pb_world_agree(&b->w, status);
+    if (!b->validating) status = pb_world_agree(&b->w, status);
     pb_watchdog_stop();
     pb_world_exit(&b->w, status);
 }

@@ -20,10 +20,14 @@ typedef struct pb_bench {
     pb_report *rep; /* rank 0 only */
     int argc;
     char **argv;
+    int validating; /* --validate: a fake world (pb_world_fake), no MPI; pb_bench_open exits 0 */
 } pb_bench;
 
 /* Start MPI and parse the options. Exits (through pb_bench_finish) on a usage
- * error or after --help, so a caller continues only with valid options. */
+ * error or after --help, so a caller continues only with valid options.
+ * With --validate N[:R] MPI is not started: b->w is a world of N ranks, R per
+ * node (pb_world_fake), for the binary's own checks, and pb_bench_open exits 0
+ * once they have passed. */
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_options_group *groups, int ngroups);
 
@@ -32,7 +36,8 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
  * status agreed by all ranks. */
 int pb_bench_select(pb_bench *b, const pb_options *o);
 
-/* Select the backend (unless pb_bench_select did), collect metadata, print
+/* Under --validate: say the arguments were accepted and exit 0. Otherwise
+ * select the backend (unless pb_bench_select did), collect metadata, print
  * the preamble and open the report (rank 0). `extra_meta` entries (may be
  * NULL) are merged into the metadata. Returns a status agreed by all ranks. */
 int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta);

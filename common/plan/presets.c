@@ -7,7 +7,7 @@
 /* Shapes from the published model cards (GPT-3 paper table 2.1 for the GPT
  * models, LLaMA paper table 2 for the LLaMA models). `tiny` exists for tests. */
 static const pb_presets_model presets[] = {
-    {"tiny", 256, 4, 4, 128, 1024, 1, 0},
+    {"tiny", 256, 4, 8, 128, 1024, 1, 0}, /* 8 heads: TP of 8 ranks (a GPU node) divides them */
     {"gpt-1.3b", 2048, 24, 16, 2048, 50257, 1, 1.3e9},
     {"llama-7b", 4096, 32, 32, 2048, 32000, 1, 7e9},
     {"llama-70b", 8192, 80, 64, 4096, 32000, 1, 70e9},

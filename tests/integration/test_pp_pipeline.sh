@@ -104,6 +104,15 @@ done <<'CASES'
 --layers 4 --schedule interleaved --virtual-stages 4|--virtual-stages
 --layers 4 --schedule interleaved --micro-batches 3|--micro-batches
 CASES
+# --pp-stride 2 on 4 ranks: pipelines {0,2} and {1,3}, stage = (rank mod 4) / 2, validated like any other
+if mpi 4 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --pp-stride 2 --micro-batches 2 --trace "$TMP/stride.csv" \
+    >"$TMP/stride.txt" 2>&1 && grep -q "wrong values: 0 OK" "$TMP/stride.txt"; then
+    got=$(awk -F, 'NR > 1 { print $5 ":" $6 ":" $7 }' "$TMP/stride.csv" | sort -u | tr '\n' ' ')
+    [ "$got" = "0:0:0 0:2:1 1:1:0 1:3:1 " ] && pass "--pp-stride 2: replica:rank:stage $got" ||
+        fail "--pp-stride 2 placed replica:rank:stage as $got"
+else fail "--pp-stride 2 on 4 ranks"; tail -5 "$TMP/stride.txt" >&2; fi
+expect_rc 2 "--pp-stride not dividing the ranks" -- mpi 4 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --pp-stride 4
+expect_in "$TMP/err" "--pp-stride" "message names --pp-stride"
 expect_rc 3 "more stages than ranks" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 4 --stages 4
 expect_in "$TMP/err" "too few ranks" "message says too few ranks"
 expect_rc 3 "a model too large for memory" -- mpi 2 "$BIN/pp_pipeline" --model llama-70b --micro-batches 64 -n 1

@@ -1,0 +1,153 @@
+"""suite/shapes.py over a table of worlds: the rules (TP inside a node, PP
+stages on node boundaries, the grid's axes), and every argument list it
+returns run through the real binary's --validate N:R, so that no step is ever
+launched with arguments it would refuse. Run by test_shapes.sh (PB_BIN: the
+binaries)."""
+import os
+import subprocess
+import sys
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, ROOT)
+from suite import shapes as S  # noqa: E402
+
+BIN = os.environ.get("PB_BIN", os.path.join(ROOT, "build", "bin"))
+RANKS = (1, 2, 3, 4, 8, 12, 16, 64, 1024, 4096)
+PER_NODE = (1, 2, 4, 8)
+PROFILES = ("quick", "default", "full")
+
+
+def worlds():
+    """(ranks, ranks per node): the table, plus worlds whose last node is short."""
+    out = {(n, r) for n in RANKS for r in PER_NODE}
+    out |= {(n + k, r) for n in (8, 64, 1024) for r in (4, 8) for k in range(1, r)}
+    return sorted(out)
+
+
+# The model each profile's steps run (run_all's MODEL per profile), and every preset as is.
+MODELS = [(["--model", "tiny", "--layers", "2", "--hidden", "128", "--seq", "64"], "quick"),
+          (["--model", "tiny"], "default"),
+          (["--model", "tiny", "--layers", "8", "--hidden", "512", "--seq", "256"], "full")] + \
+         [(["--model", name], "default") for name in S.PRESETS] + [(["--model", "gpt-1.3b", "--layers", "4"], "default")]
+
+# What run_all passes besides the shape; the shape's own --layers comes after and wins.
+STEP_ARGS = {
+    "tp_layer": ["--tp-comm", "allreduce,sp", "--layers", "1"],
+    "dp_allreduce": ["--overlap", "none,bucket"],
+    "pp_pipeline": ["--schedule", "gpipe,1f1b"],
+    "hybrid_3d": [],
+}
+
+
+def command(step, model, profile, shape, ranks, rpn):
+    binary = "tp_layer" if step == "tp_layer" else step
+    args = list(model)
+    if step == "tp_layer":
+        args += ["--hidden-list", ",".join(map(str, S.TP_SWEEP[profile]["hidden"])), "--seq",
+                 str(S.TP_SWEEP[profile]["seq"])]
+    return [os.path.join(BIN, binary)] + args + STEP_ARGS[step] + shape["args"] + ["--validate", "%d:%d" % (ranks, rpn)]
+
+
+class Rules(unittest.TestCase):
+    def test_presets_match_c(self):
+        with open(os.path.join(ROOT, "common", "plan", "presets.c")) as f:
+            self.assertEqual(S.presets_of_c(f.read()), S.PRESETS)
+
+    def test_tiny_has_heads_for_a_node(self):
+        self.assertEqual(S.PRESETS["tiny"]["heads"] % 8, 0)
+
+    def test_every_world(self):
+        for ranks, rpn in worlds():
+            for model, profile in MODELS:
+                with self.subTest(ranks=ranks, rpn=rpn, model=model):
+                    self.check(ranks, rpn, model, profile)
+
+    def check(self, ranks, rpn, model, profile):
+        got = {s["step"]: s for s in S.shapes(ranks, rpn, 0, model, profile)}
+        self.assertEqual(tuple(got), S.STEPS)
+        sizes = S.node_sizes(ranks, min(rpn, ranks))
+        m = S.model_of(model)
+        for s in got.values():
+            self.assertTrue(s["describe"])
+            self.assertEqual(s["args"] is None, s["skip"] is not None)
+        tp = got["tp_layer"]
+        if tp["args"] and ranks > 1:
+            t = int(tp["args"][1])
+            # every group of t consecutive ranks inside one node
+            self.assertTrue(2 <= t <= 8 and all(n % t == 0 for n in sizes))
+            self.assertEqual(m["heads"] % t, 0)
+        pp = got["pp_pipeline"]
+        if pp["args"] and "--pp-stride" in pp["args"]:
+            p = int(pp["args"][pp["args"].index("--stages") + 1])
+            stride = int(pp["args"][pp["args"].index("--pp-stride") + 1])
+            self.assertEqual(stride, min(rpn, ranks))
+            self.assertLessEqual(p, 8)
+            # stage k of every pipeline on its own node, as pp_pipeline maps ranks
+            for rank in range(0, ranks, max(1, ranks // 64)):
+                block, within = divmod(rank, stride * p)
+                self.assertEqual(rank // stride, block * p + within // stride)
+        if pp["args"]:
+            p = int(pp["args"][pp["args"].index("--stages") + 1])
+            self.assertEqual(int(pp["args"][pp["args"].index("--layers") + 1]) % p, 0)
+        hy = got["hybrid_3d"]
+        if hy["args"]:
+            a = hy["args"]
+            T, P, D = (int(a[a.index(k) + 1]) for k in ("--tp", "--pp", "--dp"))
+            self.assertEqual(T * P * D, ranks)
+            self.assertIn("--compare-placements", a)
+            tp_link, pp_link, _ = S.hybrid_links(ranks, min(rpn, ranks), T, P, D)
+            self.assertIn(tp_link, ("intra", "none"))
+            if P > 1 and len(sizes) > 1:
+                self.assertEqual(pp_link, "inter")
+
+    def test_cluster_scale(self):
+        got = {s["step"]: s for s in S.shapes(1024, 8, 8, "tiny", "default")}
+        self.assertEqual(got["tp_layer"]["args"], ["--tp", "8"])
+        self.assertEqual(got["pp_pipeline"]["args"], ["--stages", "8", "--pp-stride", "8", "--layers", "8"])
+        self.assertEqual(got["hybrid_3d"]["args"][:6], ["--tp", "8", "--pp", "8", "--dp", "16"])
+        self.assertEqual(got["coll_sweep_intra"]["args"], ["--groups", "node"])
+
+    def test_skips_say_why(self):
+        got = {s["step"]: s for s in S.shapes(3, 4, 0, "tiny", "default")}
+        self.assertIn("heads", got["tp_layer"]["skip"])
+        self.assertIn("dp_allreduce", got["hybrid_3d"]["skip"])
+        got = {s["step"]: s for s in S.shapes(16, 1, 0, "tiny", "default")}
+        self.assertIn("one rank", got["tp_layer"]["skip"])
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN, "hybrid_3d"), os.X_OK), "binaries not built")
+class Binaries(unittest.TestCase):
+    def test_every_answer_is_accepted(self):
+        seen = set()
+        for ranks, rpn in worlds():
+            for model, profile in MODELS:
+                for s in S.shapes(ranks, rpn, 0, model, profile):
+                    if s["args"] is None or s["step"] not in STEP_ARGS:
+                        continue
+                    cmd = command(s["step"], model, profile, s, ranks, min(rpn, ranks))
+                    if tuple(cmd) in seen:
+                        continue
+                    seen.add(tuple(cmd))
+                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                    self.assertEqual(p.returncode, 0, "%s\n%s" % (" ".join(cmd), p.stderr))
+        self.assertGreater(len(seen), 100)
+
+    def test_refusals_come_back(self):
+        # the old run_all shape: TP over the whole world of 1024 (8 heads)
+        cmd = [os.path.join(BIN, "tp_layer"), "--model", "tiny", "--tp", "1024", "--validate", "1024:8"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--tp", p.stderr)
+        cmd = [os.path.join(BIN, "pp_pipeline"), "--stages", "8", "--pp-stride", "8", "--layers", "8",
+               "--validate", "68:8"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(p.returncode, 2)
+        cmd = [os.path.join(BIN, "hybrid_3d"), "--tp", "2", "--pp", "2", "--dp", "2", "--validate", "12:4"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--tp/--pp/--dp", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
