@@ -63,7 +63,7 @@ endif
 
 COMMON_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COMMON_C)) $(CU_OBJS)
 LIB         = $(BUILD)/lib/libparabench.a
-NOMPI_BINS  = plan acceptance run_estimate
+NOMPI_BINS  = plan acceptance
 # No MPI either, but the compute engines: BLAS (and CUDA where built).
 ENGINE_BINS = compute_probe
 BENCH_SRCS  = $(wildcard benchmarks/*.c)

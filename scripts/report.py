@@ -23,6 +23,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 
 FIGURES = [  # name, caption
     ("busbw", "Bus bandwidth vs message size, every collective"),
@@ -39,21 +41,6 @@ FIGURES = [  # name, caption
     ("plan_fit", "Predicted (plan --fit) vs measured"),
 ]
 
-TABLES = {  # file -> columns shown in the report
-    "coll_sweep": ["collective", "bytes", "nranks", "link_class", "time_us", "algbw_GBps", "busbw_GBps", "wrong"],
-    "coll_sweep_intra": ["collective", "bytes", "nranks", "link_class", "time_us", "algbw_GBps", "busbw_GBps", "wrong"],
-    "p2p_sweep": ["mode", "bytes", "rank_a", "rank_b", "link_class", "time_us", "bw_GBps", "wrong"],
-    "p2p_matrix-pairs": ["a", "b", "link_class", "latency_us", "bw_GBps", "slow"],
-    "dp_allreduce": ["nranks", "link_class", "grad_bytes", "overlap", "compute_us", "comm_us", "step_us", "overhead",
-                     "predicted_overhead", "busbw_GBps", "wrong"],
-    "tp_layer": ["tp", "link_class", "mode", "hidden", "compute_us", "comm_us", "step_us", "comm_fraction",
-                 "comm_bytes_per_rank", "speedup", "wrong"],
-    "pp_pipeline": ["schedule", "stages", "micro_batches", "link_class", "step_us", "efficiency", "efficiency_theory",
-                    "bubble_fraction", "peak_act_bytes", "wrong"],
-    "hybrid_3d": ["placement", "tp", "pp", "dp", "tp_link", "pp_link", "dp_link", "step_us", "compute_us",
-                  "tp_comm_us", "pp_wait_us", "dp_comm_us", "wrong"],
-    "plan_fit": ["benchmark", "row", "predicted_us", "measured_us", "rel_error"],
-}
 
 
 def rows(out, name):

@@ -2,12 +2,12 @@
 # run_all.sh --dry-run: prints every step with its launch line and an upper bound
 # on its duration, exits 0, and installs, builds and runs nothing (no results
 # folder, no build folder). The estimate's arithmetic is tested by
-# tests/unit/test_run_estimate.c; here, that run_all.sh passes it the world and
-# the profile: 1024 ranks, 8 per node, the matrix's 1023 rounds.
+# test_suite_estimate.py; here, that run_all.sh gives it the world and the
+# profile: 1024 ranks, 8 per node, the matrix's 1023 rounds.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 RA=$ROOT/run_all.sh
-[ -x "$BIN/run_estimate" ] || fail "$BIN/run_estimate is missing; build it first (make)"
+[ -x "$BIN/coll_sweep" ] || fail "$BIN/coll_sweep is missing (its --help lists the collectives); build it first (make)"
 
 expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8" -- \
     env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --out "$TMP/never"

@@ -107,10 +107,10 @@ interrupt int INT 130 1
 interrupt term TERM 143 1
 interrupt hung TERM 143 0 PARABENCH_TEST_SKIP=1
 
-# SIGINT while run_all waits for a command substitution: bash drops a SIGINT it receives
-# there, so without run_all's supervising parent the run would go on. An `nproc` first on
-# PATH holds run_all inside $(nproc) for 3 s and says when it is there; the signal then
-# must end the run (130, "before any step ran"), not be lost.
+# SIGINT while run_all waits for a short command of its own before any step (nproc, which
+# it asks for the cores): a signal at any moment must be honoured, not only while a step
+# runs. An `nproc` first on PATH holds run_all there for 3 s and says when it is there;
+# the signal then must end the run (130, "before any step ran"), not be lost.
 mkdir -p "$TMP/shim"
 cat >"$TMP/shim/nproc" <<EOF2
 #!/bin/sh
@@ -128,9 +128,9 @@ if [ -e "$TMP/in-nproc" ]; then
     kill -INT "$job"
     wait "$job"
     rc=$?
-    if [ "$rc" -eq 130 ] && [ $((SECONDS - t0)) -le 30 ]; then pass "SIGINT inside a command substitution: run_all exits 130"
-    else fail "SIGINT inside a command substitution: exit $rc after $((SECONDS - t0)) s (the signal was lost)"; fi
-    expect_in "$TMP/subst.err" "interrupted by SIGINT before any step ran" "SIGINT inside a command substitution: stderr says so"
+    if [ "$rc" -eq 130 ] && [ $((SECONDS - t0)) -le 30 ]; then pass "SIGINT while run_all waits for nproc: run_all exits 130"
+    else fail "SIGINT while run_all waits for nproc: exit $rc after $((SECONDS - t0)) s (the signal was lost)"; fi
+    expect_in "$TMP/subst.err" "interrupted by SIGINT before any step ran" "SIGINT while run_all waits for nproc: stderr says so"
 else
     fail "run_all never called nproc (the shim saw no call)"; kill -TERM "$job" 2>/dev/null; wait "$job"
 fi

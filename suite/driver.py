@@ -1,0 +1,250 @@
+"""run_all.sh's driver: checks the launch, installs what is missing, builds,
+runs the steps of suite/manifest.py in order and writes the results
+(steps.tsv, meta.json, logs/, the report), with progress on stderr and a
+summary on stdout. SIGINT and SIGTERM stop the running step's whole process
+tree, and what completed is still recorded and reported (exit 130, 143)."""
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+
+from suite import commands, dry_run, machine as machines, manifest, meta, options, processes
+from suite.processes import SIGNALS, Interrupted
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def hms(seconds):
+    return "%d:%02d" % (seconds // 60, seconds % 60)
+
+
+class Driver:
+    def __init__(self, opts):
+        self.o = opts
+        self.build = os.environ.get("BUILD", "build")
+        self.bin = os.path.join(ROOT, self.build, "bin")
+        self.build_log = ""       # in /tmp until the results directory exists
+        self.build_failed = False
+        self.out = ""
+        self.out_ready = False
+        self.failed = []          # "name(exit N)", "name(not built)"
+        self.verdict_failed = False
+        self.start = time.monotonic()
+        self.step, self.step_t0 = None, 0.0  # the step running now
+
+    def say(self, text):
+        if not self.o.quiet:
+            print(f"run_all: {text}", file=sys.stderr, flush=True)
+
+    def elapsed(self, since=None):
+        return int(time.monotonic() - (self.start if since is None else since))
+
+    # ---- before the steps ----
+    def install_and_build(self):
+        deps = ["scripts/install-deps.sh", "--for", "run"] + ([] if self.o.install else ["--no-install"])
+        if processes.run(deps, stdout=None, stderr=None, defer=True) != 0:
+            print("run_all.sh: dependencies are missing (above); nothing was run", file=sys.stderr)
+            sys.exit(3)
+        SIGNALS.check()
+        fd, self.build_log = tempfile.mkstemp(prefix="parabench-build.", dir="/tmp")
+        os.close(fd)
+        if processes.run(["make", "-q", f"BUILD={self.build}", "all"]) != 0:
+            self.say(f"building ({self.build}/)")
+            # -k: a benchmark that does not build is reported as such; the others still run.
+            make = ["make", "-k", f"-j{machines.cores()}", f"BUILD={self.build}", "all"]
+            if processes.run_to_files(make, self.build_log, None) != 0:
+                self.build_failed = True
+                print("run_all.sh: part of the build failed; see the build log in the results", file=sys.stderr)
+                with open(self.build_log, errors="replace") as f:
+                    sys.stderr.writelines([line for line in f if "error" in line][:5])
+        # A bad threshold file is a usage error: say so before spending time on the suite.
+        if self.o.acceptance:
+            checker = os.path.join(self.bin, "acceptance")
+            if not os.access(checker, os.X_OK):
+                print(f"run_all.sh: {checker} is not built", file=sys.stderr)
+                sys.exit(3)
+            if processes.run([checker, "--check", self.o.acceptance], stderr=None) != 0:
+                sys.exit(2)
+
+    def results_dir(self):
+        """results/<date>-<time>-<host>, or --out; an earlier run is never overwritten."""
+        if not self.o.out:
+            base = time.strftime("results/%Y%m%d-%H%M%S-") + socket.gethostname().split(".")[0]
+            out, n = base, 1
+            while os.path.lexists(out):
+                out, n = f"{base}-{n}", n + 1
+            return out
+        if os.path.exists(self.o.out) and (not os.path.isdir(self.o.out) or os.listdir(self.o.out)):
+            options.die_usage("--out", f"'{self.o.out}' exists and is not empty; results are never overwritten")
+        return self.o.out
+
+    def make_results_dir(self, out):
+        try:
+            os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+        except OSError:
+            print(f"run_all.sh: cannot create {out}", file=sys.stderr)
+            sys.exit(3)
+        self.out = os.path.realpath(out)
+        shutil.move(self.build_log, os.path.join(self.out, "logs", "build.log"))
+        self.build_log = ""
+        open(os.path.join(self.out, "steps.tsv"), "w").close()
+        self.out_ready = True
+
+    # ---- the steps ----
+    def record(self, name, status, rc, seconds, note):
+        with open(os.path.join(self.out, "steps.tsv"), "a") as f:
+            f.write(f"{name}\t{status}\t{rc}\t{seconds}\t{note}\n")
+
+    def run_step(self, k, step):
+        SIGNALS.check()
+        elapsed, eta = self.elapsed(), ""
+        if self.done_weight > 0 and elapsed > 0:
+            eta = f", about {hms(elapsed * (self.total_weight - self.done_weight) // self.done_weight)} left"
+        self.say(f"[{k}/{len(self.plan)}] {step.name} ({hms(elapsed)} elapsed{eta})")
+        run = manifest.with_placement(self.run, *manifest.placement_of_run(self.out))
+        why = step.skip(run)
+        if why:
+            self.record(step.name, "skipped", "-", 0, why)
+            self.say(f"  skipped: {why}")
+            return
+        err = os.path.join(self.out, "logs", step.name + ".err")
+        if step.kind != manifest.SCRIPT and not os.access(os.path.join(self.bin, step.binary), os.X_OK):
+            missing = os.path.join(self.bin, step.binary)
+            with open(err, "w") as f:
+                f.write(f"run_all.sh: {step.name}: {missing} is not built\n")
+            self.record(step.name, "not built", "-", 0, f"{missing} is missing")
+            self.failed.append(f"{step.name}(not built)")
+            self.say(f"  {step.name}: not built")
+            return
+        cmd = commands.command(step, run, self.machine.launch, self.o.backend)
+        self.step, self.step_t0 = step.name, time.monotonic()  # from here a signal records it as interrupted
+        rc = processes.run_to_files(cmd, os.path.join(self.out, step.stdout or step.name + ".txt"), err)
+        self.step = None
+        seconds = self.elapsed(self.step_t0)
+        if rc == 0:
+            self.record(step.name, "ok", 0, seconds, "")
+        elif step.verdict and rc == 1:
+            self.verdict_failed = True
+            self.record(step.name, "failed", 1, seconds, "thresholds missed")
+        else:
+            note = f"stopped after the step limit of {run.limits.step_limit} s" if rc == 124 and step.kind != manifest.SCRIPT \
+                else f"see logs/{step.name}.err"
+            self.failed.append(f"{step.name}(exit {rc})")
+            self.record(step.name, "failed", rc, seconds, note)
+            self.say(f"  {step.name} failed with exit {rc}; see {err}")
+
+    def write_meta(self, signal_name="", stopped=""):
+        meta.write(self.out, self.o, self.machine, self.plan, signal_name, stopped or "")
+
+    def summary(self):
+        print("")
+        print(f"parabench {self.o.profile} run: {self.machine.nranks} ranks ({self.machine.device}), {hms(self.elapsed())}")
+        lines = []
+        for name in ["summary.txt"] + (["acceptance.txt"] if self.o.acceptance else []):
+            try:
+                with open(os.path.join(self.out, name), errors="replace") as f:
+                    text = f.read().splitlines()
+            except OSError:
+                continue
+            lines += text if name == "summary.txt" else text[-1:]
+        lines += [f"{s['name']}: {s['status']} ({s['note']})" for s in meta.read_steps(self.out)
+                  if s["status"] in ("failed", "not built", "interrupted")]
+        for line in lines:
+            print(f"  {line}")
+        print(f"  report: {self.out}/report.md")
+        print(f"          {self.out}/index.html", flush=True)
+
+    def run_steps(self):
+        self.say(f"{self.o.profile} profile: {self.machine.nranks} ranks ({self.machine.device}), "
+                 f"{self.machine.launcher}, bound to: {self.machine.bind_applied}, results in {self.out}")
+        if self.machine.bind_note:
+            self.say(f"  binding: {self.machine.bind_note}")
+        self.total_weight, self.done_weight = sum(s.weight for s in self.plan), 0
+        for k, step in enumerate(self.plan, 1):
+            if step.reads_meta:
+                self.write_meta()
+            self.run_step(k, step)
+            self.done_weight += step.weight
+
+    def interrupted(self, signum, proc):
+        """Stop the running command, record the step, write meta.json and the report, exit 128 + signum."""
+        name, code = signal.Signals(signum).name, 128 + signum
+        print(f"run_all.sh: {name}: stopping{' the step ' + self.step if self.step else ''}", file=sys.stderr, flush=True)
+        processes.stop_tree(proc)
+        if not self.out_ready:
+            print(f"run_all.sh: interrupted by {name} before any step ran", file=sys.stderr)
+            sys.exit(code)
+        step, self.step = self.step, None
+        if step:
+            self.record(step, "interrupted", "-", self.elapsed(self.step_t0), f"stopped by {name}")
+        self.write_meta(name, step)
+        report = [s for s in self.plan if s.reads_meta]
+        if step != report[0].name:
+            try:  # a second signal stops the report and ends the run at once
+                cmd = commands.command(report[0], self.run, self.machine.launch, self.o.backend)
+                processes.run_to_files(cmd, os.path.join(self.out, report[0].stdout),
+                                       os.path.join(self.out, "logs", report[0].name + ".err"))
+            except Interrupted as again:
+                processes.stop_tree(again.proc)
+                sys.exit(code)
+        self.summary()
+        print(f"run_all.sh: interrupted by {name}{' during ' + step if step else ''}; what completed is in {self.out} "
+              "(meta.json, report.md)", file=sys.stderr)
+        sys.exit(code)
+
+    def main(self):
+        o = self.o
+        if not o.dry_run:
+            self.install_and_build()
+        # ---- machine: ranks and launcher ----
+        os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                          OMPI_MCA_btl_base_warn_component_unused="0")
+        self.machine = machines.detect(o, ROOT, os.path.join(self.bin, manifest.STEPS[0].binary))
+        out = self.results_dir()
+        self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
+                                bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,
+                                dry_run=o.dry_run)
+        self.plan = manifest.plan(self.run)
+        if o.dry_run:
+            rpn = dry_run.assumed_ranks_per_node(o, self.machine.nranks)
+            nodes = -(-self.machine.nranks // rpn)
+            return dry_run.show(o, self.machine, manifest.with_placement(self.run, nodes, rpn), self.plan, o.backend)
+        self.make_results_dir(out)
+        self.run = dataclasses.replace(self.run, out=self.out)
+        self.run_steps()
+        # Every step is recorded and the report written: a signal now just ends the summary.
+        SIGNALS.uninstall()
+        if self.build_failed:
+            self.failed.append("build")
+        self.summary()
+        rc = 0
+        if self.failed:
+            print(f"run_all.sh: failed: {' '.join(self.failed)}", file=sys.stderr)
+            rc = 1
+        if self.verdict_failed:
+            print(f"run_all.sh: acceptance: FAIL (thresholds missed; see {self.out}/acceptance.txt)", file=sys.stderr)
+            rc = 1
+        return rc
+
+
+def main(argv):
+    SIGNALS.install()
+    os.chdir(ROOT)
+    opts = options.parse(argv)
+    options.check_launch(opts)
+    driver = Driver(opts)
+    try:
+        return driver.main()
+    except Interrupted as i:
+        driver.interrupted(i.signum, i.proc)
+    finally:
+        if driver.build_log and os.path.exists(driver.build_log):
+            os.unlink(driver.build_log)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,141 @@
+"""An upper bound on each step's duration, before anything runs (--dry-run):
+the launch overhead plus what caps the step's measurements, never more than
+the step's wall-clock limit.
+ - sweeps: --max-seconds-per-size (warm-up included) x sizes x collectives
+   (or modes): every size at its cap;
+ - the all-pairs matrix: its rounds (the concurrent schedule p2p_sweep
+   --matrix runs, common/coll/p2p_schedule.c) x its sizes x the cap;
+ - workloads, which have no per-size cap: the limit;
+ - tools, scripts and the report: a fixed allowance.
+Real runs are usually much shorter: a size stops at its iteration count long
+before its cap unless messages are large or links slow."""
+import re
+
+from suite.manifest import MPI
+
+TOOL_SECONDS = 10  # the allowance of a step that is not launched on the ranks
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size(text):
+    m = re.fullmatch(r"([0-9]+)([KMGT]?)", text.upper())
+    if not m:
+        raise ValueError(f"'{text}' is not a size")
+    return int(m.group(1)) * UNITS[m.group(2)]
+
+
+def sweep_sizes(first, last, factor):
+    """Sizes from -b to -e by -f: first, first * factor, ... <= last."""
+    if factor < 2 or first == 0:
+        return 1 if first <= last else 0
+    n, b = 0, first
+    while b <= last:
+        n, b = n + 1, b * factor
+    return n
+
+
+def tournament_rounds(m):
+    """Rounds of a round-robin among m players: m - 1 for even m, m for odd m (a bye each round)."""
+    return 0 if m < 2 else m if m % 2 else m - 1
+
+
+def circle_round(m, t):
+    """Round t of the circle method over m players (m even): the m/2 meetings."""
+    return [(0 if i == 0 else 1 + (i - 1 + t) % (m - 1), 1 + (m - 2 - i + t) % (m - 1)) for i in range(m // 2)]
+
+
+def matrix_rounds(nranks, ranks_per_node):
+    """Rounds of p2p_sweep --matrix's concurrent schedule, ranks placed by
+    blocks of ranks_per_node: a tournament of nodes, each node pair taking as
+    many sub-rounds as its larger node has ranks, then a tournament inside
+    every node at once."""
+    sizes = [min(ranks_per_node, nranks - k) for k in range(0, nranks, ranks_per_node)]
+    even, rounds = len(sizes) + len(sizes) % 2, 0
+    for t in range(tournament_rounds(len(sizes))):
+        rounds += max(max(sizes[x], sizes[y]) for x, y in circle_round(even, t) if x < len(sizes) and y < len(sizes))
+    return rounds + max(tournament_rounds(m) for m in sizes)
+
+
+def nodes_of(nranks, ranks_per_node):
+    return (nranks + ranks_per_node - 1) // ranks_per_node
+
+
+def launch_seconds(nranks, ranks_per_node):
+    """2 s, plus 0.05 s per node the launcher reaches (an assumption, not a measurement)."""
+    return 2.0 + 0.05 * nodes_of(nranks, ranks_per_node)
+
+
+def option(args, name):
+    return args[args.index(name) + 1] if name in args else None
+
+
+def count(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class Estimate:
+    """Bounds for the steps of one run. choices: the names "all" stands for,
+    per option (--coll, --mode), as the binaries list them."""
+
+    def __init__(self, run, choices):
+        self.run, self.choices = run, choices
+        self.limit = run.limits.step_limit
+        self.launch = launch_seconds(run.nranks, run.ranks_per_node)
+
+    def launched(self, bound, what):
+        t = self.launch + bound
+        if t > self.limit:
+            return self.limit, f"the step limit ({what} would be {t:.0f} s)"
+        return t, f"{what} + {self.launch:.1f} s launch"
+
+    def sweep(self, args):
+        what, word = ("--coll", "collective") if "--coll" in args else ("--mode", "mode")
+        chosen = option(args, what).split(",")
+        items = len(self.choices[what]) if chosen == ["all"] else len(chosen)
+        cap = float(option(args, "--max-seconds-per-size"))
+        sizes = sweep_sizes(size(option(args, "-b")), size(option(args, "-e")), int(option(args, "-f")))
+        return self.launched(items * sizes * cap, f"{count(items, word)} x {sizes} sizes x {cap:g} s cap")
+
+    def matrix(self, args):
+        rounds = matrix_rounds(self.run.nranks, self.run.ranks_per_node)
+        sizes, cap = len(option(args, "--sizes").split(",")), float(option(args, "--max-seconds-per-size"))
+        return self.launched(rounds * sizes * cap, f"{rounds} rounds x {sizes} sizes x {cap:g} s cap")
+
+    def bound(self, step):
+        """(seconds, what bounds it) for one step; (0, why) when it is skipped."""
+        why = step.skip(self.run)
+        if why:
+            return 0, f"skipped: {why}"
+        if step.cost == "sweep":
+            return self.sweep(step.args(self.run))
+        if step.cost == "matrix":
+            return self.matrix(step.args(self.run))
+        if step.cost == "limit":
+            return self.limit, "the step limit (no per-size cap)"
+        return TOOL_SECONDS, f"a fixed allowance ({step.allowance})"
+
+    def lines(self, steps):
+        run = self.run
+        out = [f"# upper bound on each step's duration: {run.nranks} ranks on "
+               f"{nodes_of(run.nranks, run.ranks_per_node)} node(s) of {run.ranks_per_node}; every size at its cap,",
+               f"# workloads at the step limit ({self.limit:.0f} s); launch {self.launch:.1f} s per step "
+               "(assumed, not measured)"]
+        total = 0
+        for step in steps:
+            seconds, why = self.bound(step)
+            total += seconds
+            out.append("%-18s %8.0f s  %s" % (step.name, seconds, why))
+        out.append("%-18s %8.0f s  (%.1f h) at most" % ("total", total, total / 3600))
+        return out
+
+
+def binary_choices(help_text, option_name):
+    """The names an option's "all" stands for, from a binary's --help
+    ("--coll LIST  collectives: a, b, ..., or all")."""
+    m = re.search(rf"^\s*{re.escape(option_name)} LIST\s+(?:[a-z ]+:\s*)?(.*?),? or all\b", help_text, re.M)
+    return [n.strip() for n in m.group(1).split(",")] if m else []
+
+
+def sweeps_need(steps):
+    """The MPI binaries whose --help lists what "all" means in these steps."""
+    return {s.binary for s in steps if s.kind == MPI and s.cost == "sweep"}

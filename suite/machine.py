@@ -1,0 +1,90 @@
+"""The machine a run uses: cores, GPUs, ranks, binding and the launch line
+(srun inside a Slurm job, otherwise mpirun)."""
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+
+from suite import processes
+from suite.options import die_usage, in_slurm_job
+
+
+@dataclass
+class Machine:
+    cores: int
+    gpus: int
+    nranks: int
+    bind: str                # requested (or the default)
+    bind_applied: str
+    bind_note: str
+    launcher: str
+    launch: list = field(default_factory=list)
+
+    @property
+    def device(self):
+        return f"{self.gpus} GPUs" if self.gpus > 0 else f"{self.cores} cores"
+
+
+def cores():
+    """nproc, not os.cpu_count(): it honours the affinity mask and OMP_NUM_THREADS."""
+    rc, out = processes.output(["nproc"])
+    return int(out.strip()) if rc == 0 and out.strip().isdigit() else 1
+
+
+def gpus(probe_binary, backend):
+    """GPUs the ranks would use: a CUDA build (the binary links NCCL) and devices nvidia-smi lists."""
+    if backend == "mpi" or not shutil.which("nvidia-smi"):
+        return 0
+    rc, libs = processes.output(["ldd", probe_binary])
+    if rc != 0 or "libnccl" not in libs:
+        return 0
+    _, listing = processes.output(["nvidia-smi", "-L"])
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+
+
+def default_ranks(o, ncores, ngpus):
+    tasks = os.environ.get("SLURM_NTASKS", "")
+    if tasks:
+        return int(tasks)
+    if o.hostfile:
+        return o.slots
+    if ngpus > 0:
+        return ngpus
+    return max(ncores, 2)
+
+
+def detect(o, root, probe_binary):
+    ncores, ngpus = cores(), gpus(probe_binary, o.backend)
+    nranks = o.np or default_ranks(o, ncores, ngpus)
+    # Binding, as OSU's and nccl-tests' guides ask: a rank per core on CPUs, near its GPU with GPUs.
+    bind = o.bind or ("gpu" if ngpus > 0 else "core")
+    if bind == "gpu" and ngpus == 0:
+        die_usage("--bind", "gpu needs visible GPUs and a CUDA build; expected none, core or numa")
+    applied, note = bind, ""
+    if bind == "core" and not o.hostfile and not os.environ.get("SLURM_JOB_ID") and nranks > ncores:
+        applied, note = "none", f"{nranks} ranks on {ncores} cores cannot have a core each; ranks run unbound"
+    m = Machine(ncores, ngpus, nranks, bind, applied, note, "mpirun")
+    if in_slurm_job():
+        m.launcher = "srun"
+        cpu_bind = {"core": "cores", "numa": "ldoms"}.get(applied, "none")
+        m.launch = ["srun", "-n", str(nranks)] + ([f"--ntasks-per-node={o.ranks_per_node}"] if o.ranks_per_node else [])
+        m.launch.append(f"--cpu-bind={cpu_bind}")
+        # The PMI Open MPI needs, named where the site's MpiDefault may be none (and so
+        # recorded in meta.json's launch line); SLURM_MPI_TYPE, when set, wins.
+        if not os.environ.get("SLURM_MPI_TYPE"):
+            _, types = processes.output(["srun", "--mpi=list"])
+            if re.search(r"(?<!\w)pmix(?!\w)", types):
+                m.launch.append("--mpi=pmix")
+    else:
+        binding = {"core": ["--map-by", "core", "--bind-to", "core"],
+                   "numa": ["--map-by", "numa", "--bind-to", "numa"]}.get(applied, ["--bind-to", "none"])
+        m.launch = ["mpirun", "-np", str(nranks)] + binding
+        if nranks > ncores and not o.hostfile:
+            m.launch.append("--oversubscribe")
+        if o.hostfile:
+            m.launch += ["--hostfile", o.hostfile]
+        if o.ranks_per_node:
+            m.launch += ["--npernode", str(o.ranks_per_node)]
+    if applied == "gpu":
+        m.launch.append(os.path.join(root, "scripts", "bind-near-gpu.sh"))
+    return m

@@ -1,0 +1,259 @@
+"""Every step of run_all.sh, declared once.
+
+A step is a record: its name, the program it runs, its arguments for the
+run's profile and topology, when it cannot run (and why), what it writes, its
+share of a usual run's time, how --dry-run bounds its duration, the report's
+table of its CSV, and where its documentation and its test are. The driver,
+the dry run and scripts/report.py read these records; nothing else lists the
+steps (tests/integration/test_manifest.sh checks it).
+"""
+import os
+from dataclasses import dataclass, replace
+from typing import Callable, Optional, Tuple
+
+# Step kinds: how a step is started (driver.py) and estimated (estimate.py).
+MPI = "mpi"        # BIN/binary on every rank, under the launcher, with --csv/--json NAME
+TOOL = "tool"      # BIN/binary, one process
+SCRIPT = "script"  # python3 binary (a script of this repository), no time limit
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What --quick, the default and --full change: the sweeps' sizes and
+    per-size caps (their iteration counts stay OSU's), the workloads' sizes,
+    and the wall-clock limit of every step."""
+    sweep: Tuple[str, ...]
+    p2p: Tuple[str, ...]
+    model: Tuple[str, ...]
+    dp: Tuple[str, ...]
+    tp: Tuple[str, ...]
+    pp: Tuple[str, ...]
+    step_limit: int
+
+
+PROFILES = {
+    "quick": Profile(sweep=("-b", "8", "-e", "1M", "-f", "8", "--max-seconds-per-size", "0.25"),
+                     p2p=("-b", "1", "-e", "1M", "-f", "16", "--max-seconds-per-size", "0.25"),
+                     model=("--model", "tiny", "--layers", "2", "--hidden", "128", "--seq", "64"),
+                     dp=("--grad-bytes", "256K,1M,4M", "-n", "3", "-w", "1"),
+                     tp=("--hidden-list", "64,128,256", "--layers", "1", "--seq", "64", "-n", "3", "-w", "1"),
+                     pp=("--micro-batches", "1,2,4,8", "-n", "2", "-w", "1"),
+                     step_limit=90),
+    "default": Profile(sweep=("-b", "8", "-e", "64M", "-f", "4", "--max-seconds-per-size", "3"),
+                       p2p=("-b", "1", "-e", "16M", "-f", "4", "--max-seconds-per-size", "3"),
+                       model=("--model", "tiny"),
+                       dp=("--grad-bytes", "1M,4M,16M,64M", "-n", "5", "-w", "1"),
+                       tp=("--hidden-list", "128,256,512,1024", "--layers", "1", "--seq", "128", "-n", "5", "-w", "1"),
+                       pp=("--micro-batches", "1,2,4,8,16", "-n", "3", "-w", "1"),
+                       step_limit=900),
+    "full": Profile(sweep=("-b", "8", "-e", "256M", "-f", "2", "--max-seconds-per-size", "20"),
+                    p2p=("-b", "1", "-e", "64M", "-f", "2", "--max-seconds-per-size", "10"),
+                    model=("--model", "tiny", "--layers", "8", "--hidden", "512", "--seq", "256"),
+                    dp=("--grad-bytes", "1M,4M,16M,64M,256M", "-n", "10", "-w", "2"),
+                    tp=("--hidden-list", "256,512,1024,2048", "--layers", "2", "--seq", "256", "-n", "10", "-w", "2"),
+                    pp=("--micro-batches", "1,2,4,8,16,32", "-n", "5", "-w", "1"),
+                    step_limit=3600),
+}
+MODEL_GPU = ("--model", "gpt-1.3b", "--layers", "4")  # every profile, when the ranks have GPUs
+TINY_LAYERS = 4  # --model tiny's layers when the profile does not set --layers
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a step's arguments and preconditions depend on."""
+    profile: str
+    nranks: int
+    gpus: int = 0                # GPUs the ranks use (0: CPU ranks)
+    out: str = "results"         # the results directory
+    bin: str = "build/bin"       # the built binaries
+    acceptance: str = ""         # --acceptance FILE
+    junit: str = ""              # --junit FILE
+    reproduce: bool = False      # --reproduce
+    dry_run: bool = False        # nothing runs: arguments chosen at run time are not read
+    nodes: int = 1               # nodes and ranks per node: from the run's first sweep
+    ranks_per_node: int = 0      # (placement_of_run), or --dry-run's assumption
+
+    @property
+    def limits(self):
+        return PROFILES[self.profile]
+
+    @property
+    def model(self):
+        return MODEL_GPU if self.gpus > 0 else self.limits.model
+
+    def at(self, name):
+        return os.path.join(self.out, name)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    binary: str                  # MPI, TOOL: BUILD/bin/<binary>; SCRIPT: the script's path
+    kind: str
+    args: Callable[[Run], list]
+    weight: int                  # rough seconds of a usual run here: the time-left estimate
+    cost: str                    # --dry-run's bound: "sweep", "matrix", "limit" or "allowance"
+    doc: str                     # the page that documents the step
+    test: str                    # the integration test that runs it
+    skip: Callable[[Run], str] = lambda run: ""     # why it cannot run in this run, or ""
+    planned: Callable[[Run], bool] = lambda run: True  # part of this run at all
+    outputs: Tuple[str, ...] = ()  # files it writes besides NAME.csv, .json, .txt and logs/NAME.err
+    table: Optional[Tuple[str, Tuple[str, ...]]] = None  # the report's table: (CSV name, columns)
+    allowance: str = ""          # cost "allowance": what the fixed allowance covers
+    chosen_by: str = ""          # a step that writes this one's arguments at run time
+    verdict: bool = False        # exit 1 is its verdict (thresholds missed), not a failure
+    reads_meta: bool = False     # meta.json is written before it runs
+    stdout: str = ""             # where stdout goes, when not NAME.txt
+
+
+# ---- preconditions, with the reason a step is skipped ----
+def needs_peer(run):
+    return "" if run.nranks >= 2 else f"needs at least 2 ranks; this run has {run.nranks}"
+
+
+def needs_nodes(run):
+    return "" if run.nodes > 1 and run.ranks_per_node >= 2 else "single-node run: coll_sweep is already intra-node"
+
+
+def needs_grid(run):
+    return "" if run.nranks % 4 == 0 else \
+        f"needs a world size divisible by 4 (TP 2 x PP 2 x DP n/4); this run has {run.nranks} ranks"
+
+
+def needs_choice(run, name):
+    if run.dry_run or os.path.exists(chosen_args_file(run, name)):
+        return ""
+    return "repro_setup chose no configuration (see logs/repro_setup.err)"
+
+
+# ---- arguments that are computed, not copied from the profile ----
+def matrix_cap(run):
+    """The all-pairs matrix runs at most NP-1 rounds of 2 sizes: cap each size so
+    the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
+    c = run.limits.step_limit / 2 / (2 * (run.nranks - 1 if run.nranks > 1 else 1))
+    return "%.3g" % min(1.0, max(0.01, c))
+
+
+def pipeline_layers(run):
+    """One pipeline stage per rank: the stages must divide the layers, so the
+    model's layers are rounded up to a multiple of the ranks."""
+    m = list(run.model)
+    layers = int(m[m.index("--layers") + 1]) if "--layers" in m else TINY_LAYERS
+    return str((layers + run.nranks - 1) // run.nranks * run.nranks)
+
+
+def chosen_args_file(run, name):
+    return os.path.join(run.out, "reproduce", name + ".args")
+
+
+def chosen_args(run, name):
+    """The arguments repro_setup chose from this run's rates, one a line."""
+    if run.dry_run:
+        return []
+    with open(chosen_args_file(run, name)) as f:
+        return f.read().splitlines()
+
+
+def placement_of_run(out):
+    """(nodes, ranks on rank 0's node) from the metadata of the run's first
+    sweep; (1, 0) before it ran."""
+    nodes, rpn = 1, 0
+    try:
+        with open(os.path.join(out, "coll_sweep.csv")) as f:
+            for line in f:
+                if line.startswith("# nnodes:"):
+                    nodes = int(line.split(":", 1)[1].strip() or 1)
+                elif line.startswith("# ranks_per_node:"):
+                    first = line.split(":", 1)[1].split(",")[0]
+                    rpn = int("".join(c for c in first if c.isdigit()) or 0)
+    except (OSError, ValueError):
+        return 1, 0
+    return nodes, rpn
+
+
+COLL_COLUMNS = ("collective", "bytes", "nranks", "link_class", "time_us", "algbw_GBps", "busbw_GBps", "wrong")
+with_reproduce = lambda run: run.reproduce  # noqa: E731
+
+STEPS = (
+    Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", "all", *r.limits.sweep], 30, "sweep",
+         "docs/METRICS.md", "tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS)),
+    Step("coll_sweep_intra", "coll_sweep", MPI, lambda r: ["--coll", "all", "--groups", "node", *r.limits.sweep], 20,
+         "sweep", "docs/emulated-cluster.md", "tests/integration/test_run_all_cluster.sh", skip=needs_nodes,
+         table=("coll_sweep_intra", COLL_COLUMNS)),
+    Step("p2p_sweep", "p2p_sweep", MPI, lambda r: ["--mode", "all", *r.limits.p2p], 10, "sweep",
+         "docs/METRICS.md", "tests/integration/test_p2p_sweep.sh", skip=needs_peer,
+         table=("p2p_sweep", ("mode", "bytes", "rank_a", "rank_b", "link_class", "time_us", "bw_GBps", "wrong"))),
+    Step("p2p_matrix", "p2p_sweep", MPI,
+         lambda r: ["--matrix", "--sizes", "8,1M", "--max-seconds-per-size", matrix_cap(r), "--matrix-csv", r.at("p2p_matrix")],
+         4, "matrix", "docs/placement.md", "tests/integration/test_run_all.sh", skip=needs_peer,
+         outputs=("p2p_matrix-latency.csv", "p2p_matrix-bw.csv", "p2p_matrix-pairs.csv"),
+         table=("p2p_matrix-pairs", ("a", "b", "link_class", "latency_us", "bw_GBps", "slow"))),
+    Step("dp_allreduce", "dp_allreduce", MPI, lambda r: ["--overlap", "none,bucket", *r.model, *r.limits.dp], 10, "limit",
+         "docs/dp_allreduce.md", "tests/integration/test_dp_allreduce.sh",
+         table=("dp_allreduce", ("nranks", "link_class", "grad_bytes", "overlap", "compute_us", "comm_us", "step_us",
+                                 "overhead", "predicted_overhead", "busbw_GBps", "wrong"))),
+    Step("tp_layer", "tp_layer", MPI, lambda r: ["--tp-comm", "allreduce,sp", *r.model, *r.limits.tp], 8, "limit",
+         "docs/tp_layer.md", "tests/integration/test_tp_layer.sh",
+         table=("tp_layer", ("tp", "link_class", "mode", "hidden", "compute_us", "comm_us", "step_us", "comm_fraction",
+                             "comm_bytes_per_rank", "speedup", "wrong"))),
+    Step("pp_pipeline", "pp_pipeline", MPI,
+         lambda r: ["--schedule", "gpipe,1f1b", *r.model, "--layers", pipeline_layers(r), *r.limits.pp,
+                    "--trace", r.at("pp_trace.csv")],
+         10, "limit", "docs/pp_pipeline.md", "tests/integration/test_pp_pipeline.sh", outputs=("pp_trace.csv",),
+         table=("pp_pipeline", ("schedule", "stages", "micro_batches", "link_class", "step_us", "efficiency",
+                                "efficiency_theory", "bubble_fraction", "peak_act_bytes", "wrong"))),
+    Step("hybrid_3d", "hybrid_3d", MPI,
+         lambda r: ["--tp", "2", "--pp", "2", "--dp", str(r.nranks // 4), "--compare-placements", *r.model,
+                    "-n", "2", "-w", "1"],
+         8, "limit", "docs/placement.md", "tests/integration/test_hybrid_3d.sh", skip=needs_grid,
+         table=("hybrid_3d", ("placement", "tp", "pp", "dp", "tp_link", "pp_link", "dp_link", "step_us", "compute_us",
+                              "tp_comm_us", "pp_wait_us", "dp_comm_us", "wrong"))),
+    Step("compute_probe", "compute_probe", TOOL,
+         lambda r: ["--sizes", "256,512,1024", "-n", "5", "--copy-bytes", "0", "--csv", r.at("compute_probe.csv")],
+         2, "allowance", "docs/compute.md", "tests/integration/test_compute_probe.sh", allowance="no MPI",
+         outputs=("compute_probe.csv",)),
+    Step("plan_fit", "plan", TOOL, lambda r: ["--fit", r.out, "--csv", r.at("plan_fit.csv")], 1, "allowance",
+         "docs/plan.md", "tests/integration/test_run_all.sh", skip=needs_peer, allowance="no MPI", outputs=("plan_fit.csv",),
+         table=("plan_fit", ("benchmark", "row", "predicted_us", "measured_us", "rel_error"))),
+    Step("calibrate", "plan", TOOL, lambda r: ["--calibrate", r.out, "-o", r.at("cluster.txt")], 1, "allowance",
+         "docs/plan.md", "tests/integration/test_reproduce.sh", skip=needs_peer, allowance="no MPI",
+         outputs=("cluster.txt",)),
+    # --reproduce: the documents' figures, each set up from the rates measured above (docs/reproduce.md).
+    Step("repro_busbw", "coll_sweep", MPI,  # the sizes repro_dp will use
+         lambda r: ["--coll", "allreduce", "-b", "1M", "-e", "64M", "-f", "2", "--max-seconds-per-size", "0.5"],
+         6, "sweep", "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce),
+    Step("repro_setup", "scripts/reproduce.py", SCRIPT, lambda r: ["setup", r.out, str(r.nranks)], 1, "allowance",
+         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
+         outputs=("reproduce/",)),
+    Step("repro_dp", "dp_allreduce", MPI, lambda r: chosen_args(r, "repro_dp"), 15, "limit", "docs/reproduce.md",
+         "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
+         skip=lambda r: needs_choice(r, "repro_dp")),
+    Step("repro_pp", "pp_pipeline", MPI, lambda r: chosen_args(r, "repro_pp"), 10, "limit", "docs/reproduce.md",
+         "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
+         skip=lambda r: needs_choice(r, "repro_pp")),
+    Step("repro_tp", "tp_layer", MPI, lambda r: chosen_args(r, "repro_tp"), 4, "limit", "docs/reproduce.md",
+         "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
+         skip=lambda r: needs_choice(r, "repro_tp")),
+    Step("repro_write", "scripts/reproduce.py", SCRIPT, lambda r: ["write", r.out, r.bin], 2, "allowance",
+         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
+         outputs=("reproduce.csv",)),
+    Step("acceptance", "acceptance", TOOL,
+         lambda r: ["--thresholds", r.acceptance, "--results", r.out, "--junit", r.junit or r.at("acceptance-junit.xml")],
+         1, "allowance", "docs/acceptance.md", "tests/integration/test_run_all.sh", planned=lambda r: bool(r.acceptance),
+         allowance="no MPI", verdict=True, outputs=("acceptance.txt", "acceptance-junit.xml")),
+    Step("report", "scripts/report.py", SCRIPT, lambda r: ["--quiet", r.out], 5, "allowance", "docs/run_all.md",
+         "tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True,
+         stdout="logs/report.out", outputs=("plots/", "summary.txt", "report.md", "index.html")),
+)
+
+# The report's tables, in the order of the steps: CSV name -> columns shown.
+TABLES = {s.table[0]: list(s.table[1]) for s in STEPS if s.table}
+
+
+def plan(run):
+    """The steps of this run, in order."""
+    return [s for s in STEPS if s.planned(run)]
+
+
+def with_placement(run, nodes, ranks_per_node):
+    return replace(run, nodes=nodes, ranks_per_node=ranks_per_node)

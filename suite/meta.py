@@ -1,0 +1,49 @@
+"""meta.json: how the run was made, its steps, and, after a signal, where it stopped."""
+import glob
+import json
+import os
+import socket
+import time
+
+
+def read_steps(out):
+    with open(os.path.join(out, "steps.tsv")) as f:
+        return [dict(zip(("name", "status", "rc", "seconds", "note"), line.rstrip("\n").split("\t")))
+                for line in f if line.strip()]
+
+
+def benchmark_documents(out):
+    """(name, document) of every benchmark JSON in the results, sorted."""
+    for path in sorted(glob.glob(os.path.join(glob.escape(out), "*.json"))):
+        if path.endswith("meta.json"):
+            continue
+        try:
+            with open(path) as f:
+                yield os.path.basename(path)[:-5], json.load(f)
+        except (OSError, ValueError):
+            continue
+
+
+def write(out, opts, machine, planned, signal_name="", stopped_step=""):
+    """planned: the step records of this run, in order."""
+    steps = read_steps(out)
+    verdicts = {s.name for s in planned if s.verdict}
+    meta = {"profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
+            "launch": " ".join(machine.launch), "backend": opts.backend or "default", "host": socket.gethostname(),
+            "binding": {"requested": machine.bind, "applied": machine.bind_applied, "note": machine.bind_note or None,
+                        "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},
+            "acceptance_file": opts.acceptance or None,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
+            "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] not in verdicts],
+            "interrupted": signal_name or None, "benchmarks": {}}
+    if signal_name:
+        done = {s["name"] for s in steps}
+        meta["interrupted_step"] = stopped_step or None
+        meta["not_run"] = [s.name for s in planned if s.name not in done and not s.reads_meta]
+    for name, doc in benchmark_documents(out):
+        meta["benchmarks"][name] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
+        meta.setdefault("machine", doc.get("meta", {}))
+    tmp = os.path.join(out, ".meta.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(meta, f, indent=2)
+    os.replace(tmp, os.path.join(out, "meta.json"))

@@ -1,0 +1,152 @@
+"""run_all.sh's command line, and the launch checks made before anything is
+installed or built."""
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+
+USAGE = """\
+parabench main job: install what is missing, build, run the whole suite on this
+machine (or a cluster), and write everything under results/<date>-<time>-<host>/.
+
+  ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
+               [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
+               [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
+
+  --quick        a short pass (well under two minutes on a 2-core machine)
+  --full         long sweeps (to 256 MB) and bigger workloads
+  --np N         ranks (default: GPUs when the CUDA build finds devices, else cores, at least 2;
+                 under Slurm the job's tasks; with --hostfile the slots it lists)
+  --bind WHAT    where each rank runs: core (default on CPUs: one core per rank), numa (one NUMA
+                 domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
+  --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
+  --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
+  --reproduce    also set up the documents' figures (DP 11%, PP 82%, TP bytes, 3D placement) scaled to
+                 the rates this run measured, measure them and write RESULTS/reproduce.csv (docs/reproduce.md)
+  --no-install   never install packages: say what is missing and exit 3 (dependencies found
+                 on PATH, by pkg-config or through MPI_HOME/CUDA_HOME/NCCL_HOME are never reinstalled)
+  --dry-run      print the steps, each one's launch line and an upper bound on its duration,
+                 then exit 0: installs, builds and runs nothing
+
+The steps are declared in suite/manifest.py. A failing benchmark is recorded and
+the rest still run. Exit: 0 all passed; 1 a benchmark failed or a threshold was
+missed; 2 usage error or bad threshold file; 3 environment (dependencies, output
+directory); 130 SIGINT, 143 SIGTERM: the running step is stopped (its whole
+process tree) and recorded as interrupted, and meta.json and the report are
+written for what completed."""
+
+POSITIVE = re.compile(r"[1-9][0-9]*")
+
+
+@dataclass
+class Options:
+    profile: str = "default"
+    np: int = 0              # 0: chosen from the machine
+    hostfile: str = ""
+    ranks_per_node: int = 0
+    backend: str = ""
+    bind: str = ""
+    out: str = ""
+    acceptance: str = ""
+    junit: str = ""
+    quiet: bool = False
+    install: bool = True
+    dry_run: bool = False
+    reproduce: bool = False
+    slots: int = 0           # the hostfile's slots
+
+
+def die_usage(option, why):
+    print(f"run_all.sh: option {option}: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
+def die_env(why):
+    print(f"run_all.sh: {why}", file=sys.stderr)
+    sys.exit(3)
+
+
+def parse(argv):
+    o = Options()
+    flags = {"--quick": ("profile", "quick"), "--full": ("profile", "full"), "--quiet": ("quiet", True),
+             "--no-install": ("install", False), "--dry-run": ("dry_run", True), "--reproduce": ("reproduce", True)}
+    args = list(argv)
+    while args:
+        opt = args.pop(0)
+        if opt in flags:
+            setattr(o, *flags[opt])
+            continue
+        if opt in ("-h", "--help"):
+            print(USAGE)
+            sys.exit(0)
+        if opt not in ("--np", "--hostfile", "--ranks-per-node", "--backend", "--bind", "--out", "--acceptance", "--junit"):
+            die_usage(opt, "unknown option; see --help")
+        if not args:
+            die_usage(opt, "needs a value")
+        value = args.pop(0)
+        if opt in ("--np", "--ranks-per-node"):
+            if not POSITIVE.fullmatch(value):
+                die_usage(opt, f"'{value}' is not a positive integer")
+            setattr(o, "np" if opt == "--np" else "ranks_per_node", int(value))
+        elif opt in ("--hostfile", "--acceptance"):
+            if not os.access(value, os.R_OK):
+                die_usage(opt, f"'{value}' is not a readable file")
+            setattr(o, opt[2:], value)
+        elif opt == "--backend" and value not in ("mpi", "nccl"):
+            die_usage(opt, f"'{value}' is not accepted; expected mpi or nccl")
+        elif opt == "--bind" and value not in ("none", "core", "numa", "gpu"):
+            die_usage(opt, f"'{value}' is not accepted; expected none, core, numa or gpu")
+        else:
+            setattr(o, opt[2:], value)
+    if o.junit and not o.acceptance:
+        die_usage("--junit", "needs --acceptance FILE")
+    return o
+
+
+def hostfile_slots(path):
+    """The slots a hostfile lists (Open MPI's syntax: "host [slots=N]
+    [max_slots=M]", one slot when none is given, # comments), or
+    "line N: WHY" for a line mpirun would reject."""
+    total = 0
+    with open(path, errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            slots = 1
+            for field in fields[1:]:
+                if field.startswith("slots="):
+                    if not re.fullmatch(r"[0-9]+", field[6:]):
+                        return f"line {n}: '{field}' is not a slot count"
+                    slots = int(field[6:])
+            total += slots
+    return total
+
+
+def hostfile_hosts(path):
+    with open(path, errors="replace") as f:
+        return sum(1 for line in f if line.split("#", 1)[0].split())
+
+
+def in_slurm_job():
+    return bool(os.environ.get("SLURM_JOB_ID")) and shutil.which("srun") is not None
+
+
+def check_launch(o):
+    """Ranks the launcher cannot place would fail every step (exit 1, "wrong
+    data"): refuse them here, as an environment error (exit 3)."""
+    if o.hostfile:
+        slots = hostfile_slots(o.hostfile)
+        if isinstance(slots, str):
+            die_env(f"--hostfile '{o.hostfile}': {slots}")
+        if slots < 1:
+            die_env(f"--hostfile '{o.hostfile}' lists no slots (no hosts, or slots=0 on every one): no rank could start")
+        if o.np > slots:
+            die_env(f"--np {o.np} is more than the {slots} slots '{o.hostfile}' lists: mpirun would refuse every step; "
+                    f"use --np {slots} or fewer, or add slots")
+        o.slots = slots
+    tasks = os.environ.get("SLURM_NTASKS", "")
+    if os.environ.get("SLURM_JOB_ID") and tasks.isdigit() and o.np > int(tasks) and in_slurm_job():
+        die_env(f"--np {o.np} is more than this Slurm job's {tasks} tasks: srun would refuse every step; "
+                f"use --np {tasks} or fewer")

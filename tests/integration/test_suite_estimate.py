@@ -1,0 +1,96 @@
+"""--dry-run's estimate (suite/estimate.py): sizes of a sweep, the matrix's
+rounds (pinned to the schedule p2p_sweep --matrix runs, computed by
+common/coll/p2p_schedule.c), each step bounded by its caps plus the launch and
+never more than the step limit, steps skipped as the run skips them. Run by
+test_suite_estimate.sh (python3 -m unittest)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from suite import estimate, manifest  # noqa: E402
+
+ALL = {"--coll": ["c%d" % i for i in range(7)], "--mode": ["latency", "bw", "bibw"]}
+
+
+def bounds(run):
+    e = estimate.Estimate(run, ALL)
+    return {s.name: e.bound(s) for s in manifest.plan(run)}
+
+
+def world(nranks, rpn, profile="quick", **kw):
+    return manifest.Run(profile=profile, nranks=nranks, dry_run=True, nodes=-(-nranks // rpn), ranks_per_node=rpn, **kw)
+
+
+class Arithmetic(unittest.TestCase):
+    def test_sizes(self):
+        self.assertEqual(estimate.sweep_sizes(8, 1 << 20, 8), 6)  # 8, 64, 512, 4K, 32K, 256K
+        self.assertEqual(estimate.sweep_sizes(8, 64 << 20, 4), 12)
+        self.assertEqual(estimate.sweep_sizes(1 << 20, 1 << 20, 2), 1)
+        self.assertEqual(estimate.size("64M"), 64 << 20)
+
+    def test_matrix_rounds(self):
+        # (nodes - 1) x ranks_per_node + (ranks_per_node - 1) = N - 1 for even counts; one node: a
+        # round-robin tournament, N - 1 (even) or N (odd); uneven last nodes as p2p_schedule.c counts them.
+        for n, rpn, rounds in [(4, 2, 3), (1024, 8, 1023), (4, 4, 3), (5, 5, 5), (9, 4, 15), (10, 3, 12), (7, 2, 7),
+                               (6, 6, 5), (12, 5, 20), (3, 1, 3), (100, 7, 112)]:
+            self.assertEqual(estimate.matrix_rounds(n, rpn), rounds, (n, rpn))
+
+    def test_choices_from_help(self):
+        text = "  --coll LIST   collectives: allreduce, allgather, or all (comma-separated; default allreduce)\n" \
+               "  --mode LIST   latency, bw, bibw or all (comma-separated; default latency)\n"
+        self.assertEqual(estimate.binary_choices(text, "--coll"), ["allreduce", "allgather"])
+        self.assertEqual(estimate.binary_choices(text, "--mode"), ["latency", "bw", "bibw"])
+
+
+class Steps(unittest.TestCase):
+    def test_two_nodes(self):
+        b = bounds(world(4, 2))
+        launch = estimate.launch_seconds(4, 2)  # 2.1 s
+        self.assertEqual(len(b), 12)
+        self.assertEqual(b["coll_sweep"][0], launch + 7 * 6 * 0.25)
+        self.assertEqual(b["coll_sweep_intra"][0], launch + 7 * 6 * 0.25)
+        self.assertEqual(b["p2p_sweep"][0], launch + 3 * 6 * 0.25)  # 1, 16, .. 1M
+        self.assertEqual(b["p2p_matrix"][0], launch + 3 * 2 * 1.0)  # 3 rounds
+        self.assertEqual(b["dp_allreduce"][0], 90)
+        self.assertEqual(b["report"][0], 10)
+        self.assertEqual(b["compute_probe"][0], 10)
+        self.assertIn("7 collectives x 6 sizes x 0.25 s cap", b["coll_sweep"][1])
+
+    def test_one_node(self):
+        # no intra sweep, no hybrid; the matrix's cap keeps its 61 rounds within half the step limit
+        b = bounds(world(62, 62, acceptance="thr"))
+        self.assertEqual(len(b), 13)
+        self.assertEqual(b["coll_sweep_intra"], (0, "skipped: single-node run: coll_sweep is already intra-node"))
+        self.assertEqual(b["hybrid_3d"][0], 0)
+        self.assertEqual(b["p2p_matrix"], (2.05 + 61 * 2 * 0.369, "61 rounds x 2 sizes x 0.369 s cap + 2.0 s launch"))
+        self.assertEqual(b["acceptance"][0], 10)
+
+    def test_step_limit(self):
+        # --full's sweep: 7 collectives x 26 sizes x 20 s is more than the hour a step may take
+        b = bounds(world(2, 2, profile="full"))
+        self.assertEqual(b["coll_sweep"], (3600, "the step limit (7 collectives x 26 sizes x 20 s cap would be 3642 s)"))
+
+    def test_reproduce(self):
+        # its all-reduce sweep (1M..64M by 2: 7 sizes at 0.5 s), 3 workloads, 2 scripts
+        plain, more = bounds(world(62, 62)), bounds(world(62, 62, reproduce=True))
+        self.assertEqual(len(more), 18)
+        self.assertEqual(more["repro_busbw"], (estimate.launch_seconds(62, 62) + 7 * 0.5,
+                                               "1 collective x 7 sizes x 0.5 s cap + 2.0 s launch"))
+        self.assertEqual(more["repro_pp"][0], 90)
+        added = sum(v[0] for v in more.values()) - sum(v[0] for v in plain.values())
+        self.assertAlmostEqual(added, 2.05 + 7 * 0.5 + 3 * 90 + 2 * 10)
+
+    def test_one_rank(self):
+        b = bounds(world(1, 1))
+        for name in ("p2p_sweep", "p2p_matrix", "plan_fit", "calibrate"):
+            self.assertEqual(b[name], (0, "skipped: needs at least 2 ranks; this run has 1"))
+
+    def test_total_line(self):
+        lines = estimate.Estimate(world(1024, 8, profile="default"), ALL).lines(manifest.plan(world(1024, 8, "default")))
+        self.assertIn("1024 ranks on 128 node(s) of 8", lines[0])
+        self.assertEqual(lines[-1].split()[:3], ["total", "4745", "s"])
+
+
+if __name__ == "__main__":
+    unittest.main()
