@@ -8,7 +8,8 @@
 #   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 # The layers of common/ and the order they may include each other in are in
 # docs/ARCHITECTURE.md; `make lint` checks it (scripts/check-layers.py), and
-# that a header x.h exports only pb_x and pb_x_* (scripts/check-names.py).
+# that a header x.h exports only pb_x and pb_x_* (scripts/check-names.py), and
+# that only the backend and engine tables compare their names (scripts/check-registries.py).
 
 BUILD   ?= build
 MPICC   ?= mpicc
@@ -157,6 +158,7 @@ lint:
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks tools
 	python3 scripts/check-layers.py
 	python3 scripts/check-names.py
+	python3 scripts/check-registries.py
 	printf '%s\n' $(COMMON_C) $(BENCH_SRCS) $(TOOL_SRCS) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
 	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy

@@ -11,6 +11,7 @@
 #include "backend/buffers.h"
 #include "coll/coll_check.h"
 #include "coll/coll_exec.h"
+#include "coll/coll_op.h"
 #include "core/error.h"
 #include "core/group.h"
 #include "core/mem.h"
@@ -124,107 +125,12 @@ static const pb_report_column cols[] = {
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
+/* The sweep's state: the operation (coll_op.h) and the group it runs on. */
 typedef struct iter_ctx {
-    const pb_comm_backend *be;
+    pb_coll_op op;
     const pb_group *g; /* the ranks this rank runs the collective with */
-    pb_comm *comm;
-    pb_coll coll;
-    pb_coll_exec_shape shape;
-    pb_buffers send, recv;
     const pb_options *o;
-    int skip;
-    int events;    /* the backend has CUDA-event spans */
-    int graph;     /* -G: replay the captured operation */
-    int in_place;  /* --in-place: send and receive inside one buffer (coll_exec.h) */
 } iter_ctx;
-
-/* The receive buffer of iteration `iter`: the send buffer itself for a
- * broadcast on a backend whose broadcast has one buffer (comm.h). */
-static void *recv_slot(const iter_ctx *x, int iter)
-{
-    if (x->coll == PB_COLL_BROADCAST && x->be->broadcast_in_place) return pb_buffers_slot(&x->send, iter);
-    return pb_buffers_slot(&x->recv, iter);
-}
-
-/* The send and receive pointers of iteration `iter`; with --in-place both lie
- * in the larger of the two slots. */
-static void slots(const iter_ctx *x, int iter, void **send, void **recv)
-{
-    *send = pb_buffers_slot(&x->send, iter);
-    *recv = recv_slot(x, iter);
-    if (!x->in_place) return;
-    void *buf = x->shape.recv_count >= x->shape.send_count ? *recv : *send;
-    (void)pb_coll_exec_in_place("--in-place", x->coll, &x->shape, x->o->dtype, x->be->rank(x->comm), buf, send, recv);
-}
-
-static int issue(iter_ctx *x, int iter)
-{
-    void *send, *recv;
-    slots(x, iter, &send, &recv);
-    return pb_coll_exec_issue(x->be, x->comm, x->coll, &x->shape, send, recv, x->o->dtype, x->o->op, x->o->root);
-}
-
-static int one_iteration(void *arg, int iter)
-{
-    iter_ctx *x = arg;
-    if (x->skip) return PB_OK; /* test-only: leave the peers waiting (PARABENCH_TEST_SKIP) */
-    PB_TRY(x->graph ? x->be->replay(x->comm) : issue(x, iter));
-    return x->be->sync(x->comm);
-}
-
-/* -G: record this size's operation on slot 0 (a graph keeps its pointers)
- * into the communicator's graph. Nothing runs. */
-static int capture(iter_ctx *x)
-{
-    if (x->skip) return PB_OK;
-    PB_TRY(x->be->capture_begin(x->comm));
-    int status = issue(x, 0);
-    int end = x->be->capture_end(x->comm); /* always: the stream must leave capture mode */
-    return status != PB_OK ? status : end;
-}
-
-/* Issue (or, with -G, replay) operation i of a device-time batch. */
-static int batch_op(void *arg, int i)
-{
-    iter_ctx *x = arg;
-    return x->graph ? x->be->replay(x->comm) : issue(x, i);
-}
-
-/* Mean over ranks of the device time per operation of a batch of n
- * back-to-back operations (coll_exec.h; NaN without events). */
-static int device_time(iter_ctx *x, int n, double *mean_us)
-{
-    double mine = NAN;
-    int status = PB_OK;
-    if (x->events && !x->skip) {
-        pb_watchdog_arm(0, "devtime batch");
-        status = pb_coll_exec_device_time(x->be, x->comm, n, batch_op, x, &mine);
-        pb_watchdog_disarm();
-    }
-    MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, x->g->comm);
-    *mean_us /= x->g->size;
-    return status;
-}
-
-/* Run the collective once on known inputs and count wrong elements on all
- * ranks; on the device when the buffers are there (coll_check.h). */
-static int validate(iter_ctx *x, long long *wrong_total)
-{
-    const pb_coll_exec_shape *sh = &x->shape;
-    int n = x->be->size(x->comm), me = x->be->rank(x->comm);
-    void *send, *recv;
-    slots(x, 0, &send, &recv);
-    int status = pb_coll_check_fill(x->be, x->coll, sh, x->o->dtype, me, n, send);
-    pb_watchdog_arm(0, "validate");
-    if (status == PB_OK) status = one_iteration(x, 0);
-    pb_watchdog_disarm();
-    long long wrong = 0;
-    if (status == PB_OK)
-        status = pb_coll_check_count(x->be, x->coll, sh, x->o->dtype, x->o->op, me, n, x->o->root,
-                                     pb_faults_corrupt_rank() == me, recv, &wrong);
-    MPI_Allreduce(&wrong, wrong_total, 1, MPI_LONG_LONG, MPI_SUM, x->g->comm);
-    return status;
-}
 
 /* One size's result in one group, as its leader has it. */
 typedef struct group_row {
@@ -236,17 +142,15 @@ typedef struct group_row {
     char name[32], link[8];
 } group_row;
 
-#define TAG_GROUP_ROW 7704
-
 static double busbw_of(const iter_ctx *x, const group_row *r)
 {
-    return r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 * pb_busbw_factor(x->coll, r->nranks) : 0;
+    return r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 * pb_busbw_factor(x->op.coll, r->nranks) : 0;
 }
 
 static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
 {
     double algbw = r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 : 0;
-    const pb_coll_desc *d = pb_coll_desc_of(x->coll);
+    const pb_coll_desc *d = pb_coll_desc_of(x->op.coll);
     pb_report_value v[NCOLS] = {
         [COL_COLLECTIVE] = PB_S(d->name),
         [COL_BYTES] = PB_I(r->bytes),
@@ -279,29 +183,29 @@ static int report_groups(pb_bench *b, iter_ctx *x, const group_row *mine, double
                          long long *wrong_sum)
 {
     const pb_group *g = x->g;
-    if (g->rank == 0 && b->w.rank != 0) MPI_Send(mine, sizeof *mine, MPI_BYTE, 0, TAG_GROUP_ROW, b->w.comm);
-    if (b->w.rank != 0) return PB_OK;
-    int status = PB_OK;
-    for (int k = 0; k < g->count && status == PB_OK; k++) {
-        group_row r = *mine;
-        if (g->leaders[k] != 0) MPI_Recv(&r, sizeof r, MPI_BYTE, g->leaders[k], TAG_GROUP_ROW, b->w.comm, MPI_STATUS_IGNORE);
-        status = report_row(b, x, &r);
-        *busbw_sum += busbw_of(x, &r);
-        *wrong_sum += r.wrong;
+    group_row *all = b->w.rank == 0 ? calloc((size_t)g->count, sizeof *all) : NULL;
+    int status = pb_world_agree(&b->w, b->w.rank != 0 || all ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d "
+                                                                               "group rows", g->count));
+    if (status == PB_OK) status = pb_group_gather_leaders(&b->w, g, mine, sizeof *mine, all);
+    for (int k = 0; all && k < g->count && status == PB_OK; k++) {
+        status = report_row(b, x, &all[k]);
+        *busbw_sum += busbw_of(x, &all[k]);
+        *wrong_sum += all[k].wrong;
         (*rows)++;
     }
+    free(all);
     return status;
 }
 
 /* Issue the collective once at the largest size before the first row is
  * timed: connections, internal buffers and the pages of our buffers are set
  * up here, so the first size is measured like the others. */
-static int warm_up_sweep(pb_bench *b, iter_ctx *x, uint64_t largest)
+static int warm_up_sweep(pb_bench *b, pb_coll_op *x, int nranks, uint64_t largest)
 {
-    pb_coll_exec_shape_of(x->coll, largest, x->o->dtype, x->g->size, &x->shape);
+    pb_coll_exec_shape_of(x->coll, largest, x->dtype, nranks, &x->shape);
     pb_watchdog_what(pb_coll_name(x->coll), x->shape.bytes);
     pb_watchdog_arm(-1, "warm-up before the sweep");
-    int status = x->skip ? PB_OK : issue(x, 0);
+    int status = x->skip ? PB_OK : pb_coll_op_issue(x, 0);
     if (status == PB_OK && !x->skip) status = x->be->sync(x->comm);
     pb_watchdog_disarm();
     return pb_world_agree(&b->w, status);
@@ -312,46 +216,47 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
                             int *rows, long long *wrong_sum)
 {
     const pb_options *o = x->o;
+    pb_coll_op *op = &x->op;
     pb_coll_exec_shape biggest;
-    pb_coll_exec_shape_of(x->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
+    pb_coll_exec_shape_of(op->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
     size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffers_cache_bytes(b->be) : 0;
     uint64_t send = pb_mem_mul(biggest.send_count, ts), recv = pb_mem_mul(biggest.recv_count, ts);
     pb_mem_need need = {b->be->mem, NULL, pb_mem_add(pb_buffers_rotation_pool(send, cache, o->rotate),
                                                      pb_buffers_rotation_pool(recv, cache, o->rotate)), 0};
     PB_TRY(pb_bench_mem_require(b, &need, "-e/--maxbytes (send and receive buffers)"));
-    int status = pb_buffers_alloc(b->be, biggest.send_count * ts, o->rotate, &x->send);
-    if (status == PB_OK) status = pb_buffers_alloc(b->be, biggest.recv_count * ts, o->rotate, &x->recv);
+    int status = pb_buffers_alloc(b->be, biggest.send_count * ts, o->rotate, &op->send);
+    if (status == PB_OK) status = pb_buffers_alloc(b->be, biggest.recv_count * ts, o->rotate, &op->recv);
     int max_iters = pb_options_iters_max(o, &pb_policy_collective);
     double *samples = malloc(sizeof(double) * (size_t)max_iters);
     if (!samples && status == PB_OK) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", max_iters);
     status = pb_world_agree_at(b->w.comm, status, "buffers");
-    if (status == PB_OK) status = warm_up_sweep(b, x, sizes[nsizes - 1]);
+    if (status == PB_OK) status = warm_up_sweep(b, op, x->g->size, sizes[nsizes - 1]);
     if (b->rep && status == PB_OK) {
-        printf("#\n# %s\n", pb_coll_name(x->coll));
+        printf("#\n# %s\n", pb_coll_name(op->coll));
         pb_report_header(b->rep);
     }
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
-        pb_coll_exec_shape_of(x->coll, sizes[i], o->dtype, x->g->size, &x->shape);
-        pb_buffers_fit(&x->send, x->shape.send_count * ts);
-        pb_buffers_fit(&x->recv, x->shape.recv_count * ts);
-        pb_watchdog_what(pb_coll_name(x->coll), x->shape.bytes);
+        pb_coll_exec_shape_of(op->coll, sizes[i], o->dtype, x->g->size, &op->shape);
+        pb_buffers_fit(&op->send, op->shape.send_count * ts);
+        pb_buffers_fit(&op->recv, op->shape.recv_count * ts);
+        pb_watchdog_what(pb_coll_name(op->coll), op->shape.bytes);
         pb_runner_cfg loop = {0, 0, o->max_seconds};
-        pb_options_iters_for(o, &pb_policy_collective, x->shape.bytes, &loop.iters, &loop.warmup);
+        pb_options_iters_for(o, &pb_policy_collective, op->shape.bytes, &loop.iters, &loop.warmup);
         group_row r = {.dev_us = NAN, .nranks = x->g->size, .nnodes = pb_world_nodes_spanned(&b->w, x->g->members, x->g->size),
-                       .bytes = x->shape.bytes, .count = x->shape.count};
+                       .bytes = op->shape.bytes, .count = op->shape.count};
         snprintf(r.name, sizeof r.name, "%s", x->g->name);
         snprintf(r.link, sizeof r.link, "%s", x->g->link);
-        if (x->graph) status = pb_world_agree(&b->w, capture(x));
-        if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, one_iteration, x, samples, &r.done);
+        if (op->graph) status = pb_world_agree(&b->w, pb_coll_op_capture(op));
+        if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, pb_coll_op_iteration, op, samples, &r.done);
         if (status == PB_OK) status = pb_runner_gather_stats(x->g->comm, samples, r.done, &r.st);
-        if (status == PB_OK) status = device_time(x, pb_coll_exec_devtime_ops(r.done), &r.dev_us);
-        if (status == PB_OK && o->check) status = validate(x, &r.wrong);
+        if (status == PB_OK) status = pb_coll_op_device_time(op, pb_coll_exec_devtime_ops(r.done), &r.dev_us);
+        if (status == PB_OK && o->check) status = pb_coll_op_validate(op, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
         if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));
     }
     free(samples);
-    pb_buffers_free(&x->send);
-    pb_buffers_free(&x->recv);
+    pb_buffers_free(&op->send);
+    pb_buffers_free(&op->recv);
     return status;
 }
 
@@ -427,11 +332,12 @@ int main(int argc, char **argv)
 
     uint64_t sizes[PB_MAX_SIZES];
     size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
-    iter_ctx x = {.be = b.be, .g = &g, .o = &o.common, .skip = pb_faults_skip_rank() == b.w.rank,
-                  .events = b.be->span_begin != NULL, .graph = o.graph,
-                  .in_place = o.in_place};
+    iter_ctx x = {.g = &g, .o = &o.common,
+                  .op = {.be = b.be, .group = g.comm, .dtype = o.common.dtype, .op = o.common.op, .root = o.common.root,
+                         .in_place = o.in_place, .graph = o.graph, .skip = pb_faults_skip_rank() == b.w.rank}};
+    int events = b.be->span_begin != NULL;
     cJSON *meta = cJSON_CreateObject();
-    cJSON_AddStringToObject(meta, "timer", x.events ? "time: host clock, issue to stream synchronization; "
+    cJSON_AddStringToObject(meta, "timer", events ? "time: host clock, issue to stream synchronization; "
                                                       "devtime: CUDA events around a batch of back-to-back operations "
                                                       "on the communication stream, per operation"
                                                     : "time: host clock, issue to completion; devtime: not measured "
@@ -446,15 +352,15 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(meta, "groups", pb_group_groups_names()[o.groups]);
     cJSON_AddNumberToObject(meta, "group_count", g.count);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
-    if (status == PB_OK) status = pb_world_agree_at(b.w.comm, b.be->comm_create(g.comm, &x.comm), "comm");
+    if (status == PB_OK) status = pb_world_agree_at(b.w.comm, b.be->comm_create(g.comm, &x.op.comm), "comm");
     double busbw_sum = 0;
     int rows = 0;
     long long wrong = 0;
     for (int k = 0; k < o.ncolls && status == PB_OK; k++) {
-        x.coll = (pb_coll)o.colls[k];
+        x.op.coll = (pb_coll)o.colls[k];
         status = sweep_collective(&b, &x, sizes, nsizes, &busbw_sum, &rows, &wrong);
     }
-    if (x.comm) b.be->comm_destroy(x.comm);
+    if (x.op.comm) b.be->comm_destroy(x.op.comm);
     pb_group_free(&g);
     if (b.rep && rows > 0) {
         printf("#\n");

@@ -205,8 +205,8 @@ static int pp_setup(pp_run *r)
     int status = pb_workload_opts_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
     if (status == PB_OK && b->be->mem != eng->mem)
         status = pb_error_usage("--engine", "%s computes in %s memory but backend %s sends from %s memory; expected "
-                          "blas with mpi, cublas with nccl", eng->name, pb_mem_kind_name(eng->mem),
-                          b->be->name, pb_mem_kind_name(b->be->mem));
+                          "--engine %s with it", eng->name, pb_mem_kind_name(eng->mem),
+                          b->be->name, pb_mem_kind_name(b->be->mem), pb_compute_default(b->be->mem));
     status = pb_world_agree_at(b->w.comm, status, "engine");
     if (status != PB_OK) return status;
     int need_kind[2] = {0, 0}, mmax = max_in(o->mbs, o->nmbs), in_flight[2] = {0, 0};

@@ -1,7 +1,7 @@
 /* compute_probe: what one rank's compute engine sustains, without MPI: GEMM
  * rates (the planner's --tflops, and a sanity check of the engine) and
  * engine-memory copy bandwidth (device-to-device on a GPU).
- *   compute_probe [--engine blas|cublas] [--dtype float|bfloat16] [--sizes 1024,4096]
+ *   compute_probe [--engine NAME] [--dtype float|bfloat16] [--sizes 1024,4096]
  *                 [-n ITERS] [--copy-bytes SIZE] [--threads N] [--csv FILE] */
 #include "compute/compute.h"
 #include "core/error.h"
@@ -27,8 +27,9 @@ typedef struct probe_opts {
 
 enum { O_ENGINE, O_DTYPE, O_SIZES, O_ITERS, O_COPY, O_THREADS, O_CSV };
 
-static const pb_options_opt opts[] = {
-    {"engine", 0, "NAME", "blas (default) or cublas", O_ENGINE},
+/* --engine's help names the engines of the table (main). */
+static pb_options_opt opts[] = {
+    {"engine", 0, "NAME", NULL, O_ENGINE},
     {"dtype", 'd', "TYPE", "GEMM type: float (default) or bfloat16", O_DTYPE},
     {"sizes", 0, "LIST", "square GEMM sizes m = n = k (default 512,1024,2048)", O_SIZES},
     {"iters", 'n', "N", "GEMMs timed per size (default 10)", O_ITERS},
@@ -43,8 +44,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     long long v;
     switch (id) {
     case O_ENGINE:
-        if (strcmp(arg, "blas") != 0 && strcmp(arg, "cublas") != 0)
-            return pb_error_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
+        PB_TRY(pb_compute_check_name(option, arg));
         o->engine = arg;
         return PB_OK;
     case O_DTYPE:
@@ -146,8 +146,12 @@ static int memory_check(const probe_opts *o, const pb_compute *e)
 int main(int argc, char **argv)
 {
     pb_error_set_progname(argv[0]);
-    probe_opts o = {.engine = "blas", .dtype = PB_FLOAT32, .sizes = {512, 1024, 2048}, .nsizes = 3,
+    probe_opts o = {.engine = pb_compute_default(PB_MEM_HOST), .dtype = PB_FLOAT32, .sizes = {512, 1024, 2048}, .nsizes = 3,
                     .copy_bytes = 256u << 20, .iters = 10, .threads = 1};
+    char engine_help[160], names[128];
+    snprintf(engine_help, sizeof engine_help, "%s (default %s)",
+             pb_parse_join_names(pb_compute_names(), names, sizeof names), o.engine);
+    opts[O_ENGINE].help = engine_help;
     pb_options_group g = {"compute_probe options", opts, (int)(sizeof opts / sizeof opts[0]), handle, &o};
     int status = pb_options_parse(argc, argv,
                               "Usage: compute_probe [options]\nGEMM rate and engine-memory copy bandwidth of one "

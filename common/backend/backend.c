@@ -1,40 +1,106 @@
-/* Backend selection by name. The NCCL backend exists only in CUDA builds. */
+/* The backend table: which --backend/--mem pairs exist and where their
+ * pb_comm_backend tables come from. Everything that chooses a backend by name
+ * (option checks, help, defaults, selection) reads this table, so a new
+ * backend is its own file plus one row here (docs/ARCHITECTURE.md). */
 #include "backend/comm.h"
 
 #include "core/error.h"
+#include "core/parse.h"
 
+#include <stdio.h>
 #include <string.h>
 
+/* The getters of the backends' own files. Files ending in _nccl.c or _cuda.c
+ * exist only in CUDA builds: their rows hold NULL elsewhere. */
 #ifdef PB_HAVE_CUDA
 const pb_comm_backend *pb_backend_nccl(void);
 const pb_comm_backend *pb_backend_mpi_device(void);
+#define CUDA_ONLY(getter) getter
+#else
+#define CUDA_ONLY(getter) NULL
 #endif
+
+typedef struct backend_row {
+    const char *name;  /* --backend NAME */
+    pb_mem_kind mem;   /* --mem; a name's first row is its default memory */
+    const char *about; /* the --backend help, on a name's first row */
+    int gpu_default;   /* the default backend where every rank sees a GPU */
+    const pb_comm_backend *(*get)(void); /* NULL: not in this build */
+} backend_row;
+
+static const backend_row rows[] = {
+    {"mpi", PB_MEM_HOST, "host memory", 0, pb_comm_backend_mpi},
+    {"mpi", PB_MEM_DEVICE, NULL, 0, CUDA_ONLY(pb_backend_mpi_device)},
+    {"nccl", PB_MEM_DEVICE, "GPU memory", 1, CUDA_ONLY(pb_backend_nccl)},
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+const char *const *pb_comm_backend_names(void)
+{
+    static const char *names[NROWS + 1];
+    int n = 0;
+    for (size_t i = 0; i < NROWS; i++)
+        if (n == 0 || strcmp(names[n - 1], rows[i].name) != 0) names[n++] = rows[i].name;
+    names[n] = NULL;
+    return names;
+}
+
+/* A name's first row (its default memory), or NULL. */
+static const backend_row *first_row(const char *name)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (strcmp(name, rows[i].name) == 0) return &rows[i];
+    return NULL;
+}
+
+int pb_comm_backend_check_name(const char *option, const char *name)
+{
+    if (first_row(name)) return PB_OK;
+    char list[256];
+    return pb_error_usage(option, "'%s' is not a backend; expected %s", name,
+                          pb_parse_join_names(pb_comm_backend_names(), list, sizeof list));
+}
+
+const char *pb_comm_backend_help(void)
+{
+    static char help[256];
+    const char *const *names = pb_comm_backend_names();
+    const char *gpu = names[0];
+    size_t used = 0;
+    for (int i = 0; names[i]; i++) {
+        const backend_row *r = first_row(names[i]);
+        const char *sep = i == 0 ? "" : names[i + 1] ? ", " : " or ";
+        used += (size_t)snprintf(help + used, sizeof help - used, "%s%s (%s)", sep, r->name, r->about);
+        if (r->gpu_default) gpu = r->name;
+    }
+    snprintf(help + used, sizeof help - used, "; default %s where GPUs are visible", gpu);
+    return help;
+}
+
+const char *pb_comm_backend_default(int gpus_on_every_rank)
+{
+    for (size_t i = 0; i < NROWS && gpus_on_every_rank; i++)
+        if (rows[i].gpu_default && rows[i].get) return rows[i].name;
+    return rows[0].name;
+}
 
 int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out)
 {
-    int device = mem && strcmp(mem, "device") == 0;
-    if (strcmp(name, "mpi") == 0 && device) {
-#ifdef PB_HAVE_CUDA
-        *out = pb_backend_mpi_device();
-        return PB_OK;
-#else
-        return pb_fail(PB_ERR_ENV, "--mem device: this build has no CUDA support");
-#endif
+    const backend_row *first = first_row(name), *row = NULL;
+    if (!first) return pb_comm_backend_check_name("--backend", name);
+    for (size_t i = 0; i < NROWS && !row; i++)
+        if (strcmp(name, rows[i].name) == 0 && (!mem || strcmp(mem, pb_mem_kind_name(rows[i].mem)) == 0))
+            row = &rows[i];
+    if (!row)
+        return pb_error_usage("--mem", "%s is not possible with --backend %s (%s only); use %s", mem, name,
+                              first->about, pb_mem_kind_name(first->mem));
+    if (!row->get) {
+        char what[64];
+        if (row == first) snprintf(what, sizeof what, "--backend %s", name);
+        else snprintf(what, sizeof what, "--mem %s", mem);
+        return pb_fail(PB_ERR_ENV, "%s: this build has no CUDA/NCCL support (rebuild with CUDA found, or "
+                                   "`make CUDA=1`)", what);
     }
-    if (strcmp(name, "mpi") == 0) {
-        *out = pb_comm_backend_mpi();
-        return PB_OK;
-    }
-    if (strcmp(name, "nccl") == 0 && mem && strcmp(mem, "host") == 0)
-        return pb_error_usage("--mem", "host is not possible with --backend nccl (NCCL moves GPU memory); use device");
-    if (strcmp(name, "nccl") == 0) {
-#ifdef PB_HAVE_CUDA
-        *out = pb_backend_nccl();
-        return PB_OK;
-#else
-        return pb_fail(PB_ERR_ENV, "--backend nccl: this build has no CUDA/NCCL support (rebuild with CUDA found, "
-                                   "or `make CUDA=1`)");
-#endif
-    }
-    return pb_error_usage("--backend", "'%s' is not a backend; expected mpi or nccl", name);
+    *out = row->get();
+    return PB_OK;
 }

@@ -24,12 +24,18 @@
 typedef struct pb_comm pb_comm; /* a backend communicator over a group of ranks */
 
 typedef struct pb_comm_backend {
-    const char *name; /* "mpi", "nccl" */
+    const char *name; /* as in the backend table (backend.c) */
     pb_mem_kind mem;  /* where buffers live */
     /* 1 where the library's broadcast has one buffer (MPI_Bcast): an
      * out-of-place broadcast would add a copy on the root that OSU does not
      * make, so callers issue it in place (send == recv). */
     int broadcast_in_place;
+    /* 1 where each rank needs a GPU of its own (NCCL): more ranks on a node
+     * than GPUs is refused before the library is called. */
+    int one_gpu_per_rank;
+    /* 1 where the library writes a log beside the results (NCCL_DEBUG_FILE,
+     * pb_bench_nccl_log_env). */
+    int library_log;
 
     /* Collective over `group`: create a communicator for the traffic. The
      * status is agreed over `group` (pb_world_agree_at, site "comm"): every rank of
@@ -104,9 +110,27 @@ typedef struct pb_comm_backend {
 /* The MPI backend (host memory). */
 const pb_comm_backend *pb_comm_backend_mpi(void);
 
+/* ---- The backend table (backend.c): one row per --backend/--mem pair ---- */
+
 /* Backend by name and memory, as given to --backend and --mem: mpi/host,
  * mpi/device (device buffers staged through host memory, so several ranks
- * can share one GPU), nccl/device. PB_ERR_ENV when the build lacks it. */
+ * can share one GPU), nccl/device; mem NULL: the name's default memory.
+ * PB_ERR_USAGE for an unknown name or memory, PB_ERR_ENV when the build
+ * lacks it. */
 int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out);
+
+/* Every backend name once, in table order, NULL-terminated. */
+const char *const *pb_comm_backend_names(void);
+
+/* PB_OK for a name of the table, else PB_ERR_USAGE naming `option` and the
+ * names (the --backend check, pb_options_set_backends). */
+int pb_comm_backend_check_name(const char *option, const char *name);
+
+/* The --backend help: each name with its memory, and the GPU default. */
+const char *pb_comm_backend_help(void);
+
+/* The backend used without --backend: the GPU default of this build when
+ * every rank sees a GPU, else the table's first. */
+const char *pb_comm_backend_default(int gpus_on_every_rank);
 
 #endif

@@ -366,7 +366,7 @@ static void version(char *buf, size_t len)
 }
 
 static const pb_comm_backend nccl_backend = {
-    .name = "nccl", .mem = PB_MEM_DEVICE,
+    .name = "nccl", .mem = PB_MEM_DEVICE, .one_gpu_per_rank = 1, .library_log = 1,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
     .alloc = dev_alloc, .free = dev_free, .to_host = to_host, .from_host = from_host,
     .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,

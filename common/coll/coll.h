@@ -1,7 +1,8 @@
 /* Collective operations: one descriptor per collective, in one table
  * (coll_table.c) indexed by pb_coll. Everything that differs between
  * collectives (name, busbw factor, reduction op, root, buffer shape, how the
- * backend is called, the expected result, the cost model) is read from it, so
+ * backend is called, its in-place form, the expected result, the cost model)
+ * is read from it, so
  * a new collective is one enum value, one table row and one expected-value
  * function (docs/ARCHITECTURE.md, "A collective").
  *
@@ -31,6 +32,12 @@ typedef enum {
 /* Per-rank element count of a buffer: the full buffer, or one rank's chunk of it. */
 typedef enum { PB_SPAN_FULL, PB_SPAN_CHUNK } pb_coll_span;
 
+/* The in-place form, as NCCL defines it, inside one buffer of the full size
+ * (pb_coll_exec_in_place): none; send = recv = the buffer; the send buffer is
+ * this rank's block of the output (allgather); the receive buffer is this
+ * rank's block of the input (reducescatter). */
+typedef enum { PB_IN_PLACE_NONE, PB_IN_PLACE_SAME, PB_IN_PLACE_SEND_BLOCK, PB_IN_PLACE_RECV_BLOCK } pb_coll_in_place;
+
 /* The algorithm the cost model assumes (the planner fits only ring rows). */
 typedef enum { PB_ALGO_RING, PB_ALGO_PAIRWISE, PB_ALGO_TREE, PB_ALGO_P2P } pb_coll_algo;
 
@@ -54,6 +61,10 @@ typedef struct pb_coll_desc {
     int root_only_output;        /* only the root's receive buffer is defined */
     pb_coll_span send, recv;     /* per-rank buffer counts */
     pb_coll_span param;          /* the count argument of the backend call */
+    pb_coll_in_place in_place;   /* its in-place form (--in-place) */
+    /* 1: issued with recv = send where the backend's broadcast has one buffer
+     * (pb_comm_backend.broadcast_in_place), as OSU calls MPI_Bcast. */
+    int one_buffer_broadcast;
     int (*issue)(const struct pb_comm_backend *b, struct pb_comm *comm, const struct pb_coll_exec_shape *sh, const void *send,
                  void *recv, pb_dtype t, pb_dtype_redop op, int root);
     /* Exact value of receive element j (coll_expect.h; the device check

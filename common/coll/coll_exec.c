@@ -2,6 +2,7 @@
 
 #include "coll/coll_expect.h"
 #include "core/error.h"
+#include "core/parse.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,22 +35,33 @@ int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const
     return d->issue(b, comm, sh, send, recv, t, op, root);
 }
 
+/* The collectives that have an in-place form, for the refusal. */
+static const char *in_place_names(char *buf, size_t len)
+{
+    const char *names[PB_COLL_COUNT + 1];
+    int n = 0;
+    for (int c = 0; c < PB_COLL_COUNT; c++)
+        if (pb_coll_desc_of((pb_coll)c)->in_place != PB_IN_PLACE_NONE) names[n++] = pb_coll_name((pb_coll)c);
+    names[n] = NULL;
+    return pb_parse_join_names(names, buf, len);
+}
+
 int pb_coll_exec_in_place(const char *option, pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, int rank,
                           void *buf, void **send, void **recv)
 {
+    const pb_coll_desc *d = pb_coll_desc_of(c);
     size_t es = pb_dtype_size(t);
     char *base = buf;
     *send = *recv = buf;
-    switch (c) {
-    case PB_COLL_ALLREDUCE:
-    case PB_COLL_BROADCAST:
-    case PB_COLL_REDUCE: return PB_OK;
-    case PB_COLL_ALLGATHER: *send = base + (size_t)rank * sh->send_count * es; return PB_OK;
-    case PB_COLL_REDUCESCATTER: *recv = base + (size_t)rank * sh->recv_count * es; return PB_OK;
-    default:
-        return pb_error_usage(option, "%s has no in-place form; expected allreduce, allgather, reducescatter, "
-                                      "broadcast or reduce", pb_coll_name(c));
+    switch (d ? d->in_place : PB_IN_PLACE_NONE) {
+    case PB_IN_PLACE_SAME: return PB_OK;
+    case PB_IN_PLACE_SEND_BLOCK: *send = base + (size_t)rank * sh->send_count * es; return PB_OK;
+    case PB_IN_PLACE_RECV_BLOCK: *recv = base + (size_t)rank * sh->recv_count * es; return PB_OK;
+    case PB_IN_PLACE_NONE: break;
     }
+    char names[256];
+    return pb_error_usage(option, "%s has no in-place form; expected %s", pb_coll_name(c),
+                          in_place_names(names, sizeof names));
 }
 
 int pb_coll_exec_devtime_batch(int n)

@@ -28,8 +28,9 @@ void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_c
 int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const pb_coll_exec_shape *sh, const void *send,
                   void *recv, pb_dtype t, pb_dtype_redop op, int root);
 
-/* In-place buffers as NCCL defines them, inside one buffer `buf` of the full
- * size (count elements): allreduce, broadcast, reduce: send = recv = buf;
+/* In-place buffers as NCCL defines them (the table's in_place form, coll.h),
+ * inside one buffer `buf` of the full size (count elements): allreduce,
+ * broadcast, reduce: send = recv = buf;
  * allgather: recv = buf, send = buf + rank * send_count (this rank's block of
  * the output); reducescatter: send = buf, recv = buf + rank * recv_count.
  * Alltoall and sendrecv have no in-place form: PB_ERR_USAGE naming `option`. */

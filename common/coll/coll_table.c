@@ -1,6 +1,7 @@
 /* The collective table: one descriptor per collective (coll.h). A new
  * collective adds its row here, its enum value in coll.h and its expected
- * value in coll_expect.h; nothing else switches on pb_coll. */
+ * value in coll_expect.h; nothing else switches on pb_coll (but the device
+ * check's pb_coll_expect_expected, which cannot call the table). */
 #include "coll/coll.h"
 
 #include "backend/comm.h"
@@ -62,23 +63,26 @@ static int issue_sendrecv(ISSUE_ARGS)
 
 #define FULL PB_SPAN_FULL
 #define CHUNK PB_SPAN_CHUNK
+#define NONE PB_IN_PLACE_NONE
+#define SAME PB_IN_PLACE_SAME
 
 static const pb_coll_desc table[] = {
-    /* name, busbw, has_op, has_root, root_only_output, send, recv, param, issue, expected, algo, cost */
-    [PB_COLL_ALLREDUCE] = {"allreduce", bus_twice_ring, 1, 0, 0, FULL, FULL, FULL, issue_allreduce,
+    /* name, busbw, has_op, has_root, root_only_output, send, recv, param, in_place, one_buffer_broadcast,
+     * issue, expected, algo, cost */
+    [PB_COLL_ALLREDUCE] = {"allreduce", bus_twice_ring, 1, 0, 0, FULL, FULL, FULL, SAME, 0, issue_allreduce,
                            pb_coll_expect_allreduce, PB_ALGO_RING, cost_twice_ring},
-    [PB_COLL_ALLGATHER] = {"allgather", bus_ring, 0, 0, 0, CHUNK, FULL, CHUNK, issue_allgather,
-                           pb_coll_expect_allgather, PB_ALGO_RING, cost_ring},
-    [PB_COLL_REDUCESCATTER] = {"reducescatter", bus_ring, 1, 0, 0, FULL, CHUNK, CHUNK, issue_reducescatter,
-                               pb_coll_expect_reducescatter, PB_ALGO_RING, cost_ring},
-    [PB_COLL_BROADCAST] = {"broadcast", bus_one, 0, 1, 0, FULL, FULL, FULL, issue_broadcast,
+    [PB_COLL_ALLGATHER] = {"allgather", bus_ring, 0, 0, 0, CHUNK, FULL, CHUNK, PB_IN_PLACE_SEND_BLOCK, 0,
+                           issue_allgather, pb_coll_expect_allgather, PB_ALGO_RING, cost_ring},
+    [PB_COLL_REDUCESCATTER] = {"reducescatter", bus_ring, 1, 0, 0, FULL, CHUNK, CHUNK, PB_IN_PLACE_RECV_BLOCK, 0,
+                               issue_reducescatter, pb_coll_expect_reducescatter, PB_ALGO_RING, cost_ring},
+    [PB_COLL_BROADCAST] = {"broadcast", bus_one, 0, 1, 0, FULL, FULL, FULL, SAME, 1, issue_broadcast,
                            pb_coll_expect_broadcast, PB_ALGO_TREE, cost_tree},
-    [PB_COLL_REDUCE] = {"reduce", bus_one, 1, 1, 1, FULL, FULL, FULL, issue_reduce, pb_coll_expect_reduce,
+    [PB_COLL_REDUCE] = {"reduce", bus_one, 1, 1, 1, FULL, FULL, FULL, SAME, 0, issue_reduce, pb_coll_expect_reduce,
                         PB_ALGO_TREE, cost_tree},
-    [PB_COLL_ALLTOALL] = {"alltoall", bus_ring, 0, 0, 0, FULL, FULL, CHUNK, issue_alltoall, pb_coll_expect_alltoall,
-                          PB_ALGO_PAIRWISE, cost_ring},
-    [PB_COLL_SENDRECV] = {"sendrecv", bus_one, 0, 0, 0, FULL, FULL, FULL, issue_sendrecv, pb_coll_expect_sendrecv,
-                          PB_ALGO_P2P, cost_p2p},
+    [PB_COLL_ALLTOALL] = {"alltoall", bus_ring, 0, 0, 0, FULL, FULL, CHUNK, NONE, 0, issue_alltoall,
+                          pb_coll_expect_alltoall, PB_ALGO_PAIRWISE, cost_ring},
+    [PB_COLL_SENDRECV] = {"sendrecv", bus_one, 0, 0, 0, FULL, FULL, FULL, NONE, 0, issue_sendrecv,
+                          pb_coll_expect_sendrecv, PB_ALGO_P2P, cost_p2p},
 };
 _Static_assert(sizeof table / sizeof table[0] == PB_COLL_COUNT, "one descriptor per pb_coll");
 

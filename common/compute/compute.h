@@ -56,7 +56,7 @@ typedef struct pb_compute_gemm_batch {
 } pb_compute_gemm_batch;
 
 typedef struct pb_compute {
-    const char *name; /* "blas", "cublas" */
+    const char *name; /* as in the engine table (compute.c) */
     pb_mem_kind mem;  /* where its buffers live */
 
     int (*init)(const pb_compute_opts *opts);
@@ -119,9 +119,20 @@ typedef struct pb_compute {
 /* The OpenBLAS engine (host memory). */
 const pb_compute *pb_compute_blas(void);
 
+/* ---- The engine table (compute.c): one row per engine ---- */
+
 /* Engine by name ("blas"; "cublas" when built with CUDA). PB_ERR_USAGE names
  * `option` if unknown, PB_ERR_ENV if known but not compiled in. */
 int pb_compute_select(const char *option, const char *name, const pb_compute **out);
+
+/* Every engine name, in table order, NULL-terminated. */
+const char *const *pb_compute_names(void);
+
+/* PB_OK for a name of the table, else PB_ERR_USAGE naming `option` and the names. */
+int pb_compute_check_name(const char *option, const char *name);
+
+/* The engine used without --engine for buffers in `mem`: the table's first of that memory. */
+const char *pb_compute_default(pb_mem_kind mem);
 
 /* Run a batch on `eng`: its gemm_batched when it has one, else a loop of its
  * gemm. Refuses negative shapes, strides or counts (PB_ERR_USAGE). */

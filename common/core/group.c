@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -51,4 +52,26 @@ void pb_group_free(pb_group *g)
     free(g->members);
     free(g->leaders);
     g->members = g->leaders = NULL;
+}
+
+int pb_group_gather_leaders(const pb_world *w, const pb_group *g, const void *mine, size_t bytes, void *all)
+{
+    PB_CHECK(bytes <= INT_MAX / (size_t)(g->count > 0 ? g->count : 1), PB_ERR_USAGE,
+             "%zu bytes from each of %d groups do not fit one gather", bytes, g->count);
+    int *counts = w->rank == 0 ? calloc((size_t)w->size * 2, sizeof(int)) : NULL;
+    int status = pb_world_agree(w, w->rank != 0 || counts ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d ranks",
+                                                                            w->size));
+    if (status != PB_OK) {
+        free(counts);
+        return status;
+    }
+    int *displs = counts ? counts + w->size : NULL;
+    for (int k = 0; counts && k < g->count; k++) { /* only the leaders send, each into its group's place */
+        counts[g->leaders[k]] = (int)bytes;
+        displs[g->leaders[k]] = k * (int)bytes;
+    }
+    int sent = g->rank == 0 ? (int)bytes : 0;
+    int rc = MPI_Gatherv(mine, sent, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, w->comm);
+    free(counts);
+    return rc == MPI_SUCCESS ? PB_OK : pb_fail(PB_ERR_ENV, "gathering the groups' results failed");
 }

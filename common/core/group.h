@@ -28,4 +28,10 @@ const char *const *pb_group_groups_names(void); /* NULL-terminated, in enum orde
 int pb_group_split(const pb_world *w, pb_group_groups_kind kind, pb_group *g);
 void pb_group_free(pb_group *g);
 
+/* Collective over the world `w`: each group's leader (group rank 0) gives
+ * `bytes` bytes at `mine`; world rank 0 receives them in group order into
+ * `all` (g->count * bytes), every other rank's `all` is untouched (may be
+ * NULL). What every group measured, brought to the rank that writes it. */
+int pb_group_gather_leaders(const pb_world *w, const pb_group *g, const void *mine, size_t bytes, void *all);
+
 #endif

@@ -6,6 +6,7 @@
 #include "core/watchdog.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,16 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
 enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TIMEOUT, O_DTYPE, O_OP, O_ROOT, O_CHECK,
        O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET, O_VALIDATE };
 
+/* Filled from the backend table (pb_options_set_backends). */
+static char backend_help[256] = "the communication backend";
+static pb_options_name_check backend_check;
+
+void pb_options_set_backends(pb_options_name_check check, const char *help)
+{
+    backend_check = check;
+    snprintf(backend_help, sizeof backend_help, "%s", help);
+}
+
 static const pb_options_opt common_opts[] = {
     {"minbytes", 'b', "SIZE", "smallest message size in bytes (K/M/G suffixes)", O_MINB},
     {"maxbytes", 'e', "SIZE", "largest message size in bytes", O_MAXB},
@@ -112,7 +123,7 @@ static const pb_options_opt common_opts[] = {
                                "0 (default): the same buffers every time, as OSU and nccl-tests", O_ROTATE},
     {"csv", 0, "FILE", "write results as CSV", O_CSV},
     {"json", 0, "FILE", "write results and metadata as JSON", O_JSON},
-    {"backend", 0, "NAME", "mpi (host memory) or nccl (GPU memory); default nccl where GPUs are visible", O_BACKEND},
+    {"backend", 0, "NAME", backend_help, O_BACKEND},
     {"mem", 0, "WHERE", "host or device buffers; --backend mpi --mem device stages GPU buffers through the host, "
                         "so several ranks can share a GPU", O_MEM},
     {"gpu-offset", 0, "N", "use GPU (local rank + N) mod GPUs (default 0)", O_GPU_OFFSET},
@@ -198,8 +209,7 @@ static int handle_common(void *ctx, int id, const char *option, const char *arg)
     case O_CSV: o->csv = arg; return pb_outpath_add(option, arg);
     case O_JSON: o->json = arg; return pb_outpath_add(option, arg);
     case O_BACKEND:
-        if (strcmp(arg, "mpi") != 0 && strcmp(arg, "nccl") != 0)
-            return pb_error_usage(option, "'%s' is not a backend; expected mpi or nccl", arg);
+        if (backend_check) PB_TRY(backend_check(option, arg));
         o->backend = arg;
         return PB_OK;
     case O_MEM:

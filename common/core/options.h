@@ -36,6 +36,14 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
 
 /* ---- the common group shared by the sweeps and the workload benchmarks ---- */
 
+/* --backend's names live in the backend table (backend/comm.h), a layer
+ * above this one: the harness hands over the table's check of a name and its
+ * help text before parsing. Until then any --backend name passes here and
+ * the backend selection refuses it. */
+typedef int (*pb_options_name_check)(const char *option, const char *name);
+void pb_options_set_backends(pb_options_name_check check, const char *help);
+
+
 /* The most sizes one sweep measures (-b..-e by -f or -i, or --sizes); a
  * sweep with more is refused, naming the count, never cut short. */
 #define PB_MAX_SIZES 4096

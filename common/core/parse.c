@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -276,6 +277,17 @@ int pb_parse_choice_list(const char *option, const char *text, const char *const
     PB_TRY(for_each_item(option, text, LIST_OF_VALUES, choice_item, &l));
     *count = l.n;
     return PB_OK;
+}
+
+const char *pb_parse_join_names(const char *const *names, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len > 0) buf[0] = '\0';
+    for (int i = 0; names[i] && used < len; i++) {
+        const char *sep = i == 0 ? "" : names[i + 1] ? ", " : " or ";
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, names[i]);
+    }
+    return buf;
 }
 
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out)

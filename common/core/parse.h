@@ -39,6 +39,10 @@ int pb_parse_rank(const char *option, const char *text, int nranks, int *out);
  * ("350M", "1.3B", "7e9"), in [min, max]. */
 int pb_parse_count(const char *option, const char *text, double min, double max, double *out);
 
+/* The NULL-terminated `names` as prose into buf: "a", "a or b", "a, b or c"
+ * (help texts and "expected ..." messages of the tables). Returns buf. */
+const char *pb_parse_join_names(const char *const *names, char *buf, size_t len);
+
 /* Index of `text` in the NULL-terminated `names`, or a usage error listing them. */
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out);
 

@@ -40,6 +40,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
     if (b->w.rank != 0 && !freopen("/dev/null", "w", stdout))
         fprintf(stderr, "%s: rank %d: cannot silence stdout\n", name, b->w.rank);
+    pb_options_set_backends(pb_comm_backend_check_name, pb_comm_backend_help());
     status = pb_options_parse(*argc, *argv, summary, groups, ngroups);
     if (status == PB_HELP_SHOWN) pb_world_exit(&b->w, PB_OK);
     if (status == PB_OK && b->validating) status = validate_world(b, groups, ngroups);
@@ -51,7 +52,7 @@ static const char *default_backend(const pb_world *w)
 {
     int gpus = pb_gpu_count();
     MPI_Allreduce(MPI_IN_PLACE, &gpus, 1, MPI_INT, MPI_MIN, w->comm);
-    return gpus > 0 ? "nccl" : "mpi";
+    return pb_comm_backend_default(gpus > 0);
 }
 
 int pb_bench_select(pb_bench *b, const pb_options *o)
@@ -75,12 +76,11 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
         return status;
     }
     char gpu[160] = "none";
-    int nccl = strcmp(b->be->name, "nccl") == 0;
-    if (nccl) pb_bench_nccl_log_env(o->csv ? o->csv : o->json, b->name, b->w.rank);
+    if (b->be->library_log) pb_bench_nccl_log_env(o->csv ? o->csv : o->json, b->name, b->w.rank);
     /* NCCL needs a GPU of its own per rank: more ranks on a node than GPUs is
      * an environment error here, before any NCCL call, not NCCL's "Duplicate
      * GPU" later. */
-    if (status == PB_OK && nccl) status = pb_gpu_check_ranks(b->w.local_size, pb_gpu_count(), 1);
+    if (status == PB_OK && b->be->one_gpu_per_rank) status = pb_gpu_check_ranks(b->w.local_size, pb_gpu_count(), 1);
     if (status == PB_OK && b->be->mem == PB_MEM_DEVICE)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     else if (status == PB_OK && o->gpu_offset_given) /* every rank refuses; rank 0 says why */

@@ -5,12 +5,14 @@
 #include "backend/gpu.h"
 #include "core/parse.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum { W_MODEL, W_LAYERS, W_HIDDEN, W_HEADS, W_SEQ, W_MB, W_SCORES, W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS,
        W_SEED };
 
-static const pb_options_opt workload_opts[] = {
+/* --engine's help names the engines of the table (pb_workload_opts_group). */
+static pb_options_opt workload_opts[] = {
     {"model", 0, "NAME", "model preset: tiny, gpt-1.3b, llama-7b, llama-70b, gpt-175b", W_MODEL},
     {"layers", 0, "L", "transformer layers (overrides the preset)", W_LAYERS},
     {"hidden", 0, "H", "hidden size h (overrides the preset)", W_HIDDEN},
@@ -21,7 +23,7 @@ static const pb_options_opt workload_opts[] = {
     {"compute-dtype", 0, "TYPE", "GEMM storage type: float or bfloat16 (bf16 runs in fp32 where the CPU lacks it)",
      W_CDTYPE},
     {"grad-dtype", 0, "TYPE", "gradient type: float or bfloat16", W_GDTYPE},
-    {"engine", 0, "NAME", "compute engine: blas or cublas (default: cublas with --backend nccl)", W_ENGINE},
+    {"engine", 0, "NAME", NULL, W_ENGINE},
     {"threads", 0, "N", "BLAS threads per rank (default 1: ranks do not fight over cores)", W_THREADS},
     {"seed", 0, "N", "seed of the weights and inputs", W_SEED},
 };
@@ -66,8 +68,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case W_CDTYPE: return float_or_bf16(option, arg, &o->compute_dtype);
     case W_GDTYPE: return float_or_bf16(option, arg, &o->grad_dtype);
     case W_ENGINE:
-        if (strcmp(arg, "blas") != 0 && strcmp(arg, "cublas") != 0)
-            return pb_error_usage(option, "'%s' is not an engine; expected blas or cublas", arg);
+        PB_TRY(pb_compute_check_name(option, arg));
         o->engine = arg;
         return PB_OK;
     case W_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
@@ -78,6 +79,13 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
 
 pb_options_group pb_workload_opts_group(pb_workload_opts *o)
 {
+    static char engine_help[256];
+    char names[128];
+    snprintf(engine_help, sizeof engine_help, "compute engine: %s (default: %s with host buffers, %s with device "
+             "buffers)", pb_parse_join_names(pb_compute_names(), names, sizeof names),
+             pb_compute_default(PB_MEM_HOST), pb_compute_default(PB_MEM_DEVICE));
+    for (size_t i = 0; i < sizeof workload_opts / sizeof workload_opts[0]; i++)
+        if (workload_opts[i].id == W_ENGINE) workload_opts[i].help = engine_help;
     return (pb_options_group){"Model and compute options", workload_opts,
                           (int)(sizeof workload_opts / sizeof workload_opts[0]), handle, o};
 }
@@ -98,7 +106,7 @@ int pb_workload_opts_engine(const pb_workload_opts *o, const pb_comm_backend *be
 {
     int device_backend = be && be->mem == PB_MEM_DEVICE;
     const char *name = o->engine;
-    if (!name || !*name) name = device_backend ? "cublas" : "blas";
+    if (!name || !*name) name = pb_compute_default(device_backend ? PB_MEM_DEVICE : PB_MEM_HOST);
     PB_TRY(pb_compute_select("--engine", name, out));
     if (pb_faults_fail("engine")) return pb_fail(PB_ERR_ENV, "engine %s: initialisation failed", name);
     if ((*out)->mem == PB_MEM_DEVICE && !device_backend) {

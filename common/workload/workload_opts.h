@@ -17,7 +17,7 @@ typedef struct pb_workload_opts {
     int attn_scores;         /* --attn-scores 0|1 */
     pb_dtype compute_dtype;  /* --compute-dtype float|bfloat16 */
     pb_dtype grad_dtype;     /* --grad-dtype float|bfloat16 */
-    const char *engine;      /* --engine blas|cublas (default: follows --backend) */
+    const char *engine;      /* --engine NAME of the engine table (default: follows --backend's memory) */
     int threads;             /* --threads: BLAS threads per rank */
     uint64_t seed;           /* --seed */
 } pb_workload_opts;

@@ -3,8 +3,10 @@
 # scripts/check-names.py, run by `make lint`): the tree follows them, and a copy
 # of the tree with one include that climbs the layers, one bare include, one
 # file put directly in common/, or a header exporting a name of another module
-# is refused, each breach named. Also scripts/check-refs.py (`make docs-check`):
-# a file the docs or code name must be in the repository.
+# is refused, each breach named; so is a comparison with a backend's or an
+# engine's name outside their tables (scripts/check-registries.py). Also
+# scripts/check-refs.py (`make docs-check`): a file the docs or code name must
+# be in the repository.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 
@@ -37,6 +39,14 @@ expect_in "$TMP/err" "common/core/stats.h: exports pb_percentile, not pb_stats o
 expect_in "$TMP/err" "exports pb_sample," "the type is named"
 expect_in "$TMP/err" "exports pb_mean2," "an inline function after another is named"
 if grep -q "pb_stats_ok" "$TMP/err"; then fail "a conforming name was flagged"; else pass "a conforming name passes"; fi
+expect_rc 0 "only the backend and engine tables compare their names" -- python3 "$ROOT/scripts/check-registries.py" "$ROOT"
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+printf 'static int is_nccl(const char *s) { return strcmp(s, "nccl") == 0; }\n' >>"$TMP/common/harness/bench.c"
+printf 'static int same(const pb_compute *eng, const char *s) { return !strncmp(eng->name, s, 4); }\n' >>"$TMP/common/workload/dp.c"
+expect_rc 1 "a comparison with a backend or engine name outside their tables is refused" -- python3 "$ROOT/scripts/check-registries.py" "$TMP"
+expect_in "$TMP/err" 'common/harness/bench.c:' "the literal name is found"
+expect_in "$TMP/err" 'compares with "nccl", a name of the backend or engine table' "the name is quoted"
+expect_in "$TMP/err" "common/workload/dp.c:" "a comparison of an engine's name is found"
 expect_rc 0 "every file the repository names is in it" -- python3 "$ROOT/scripts/check-refs.py" "$ROOT"
 mkdir -p "$TMP/refs/docs" && git -C "$TMP/refs" init -q
 printf 'See docs/here.md and docs/gone.md, and DESIGN.md.\n' >"$TMP/refs/docs/here.md" # refs: example

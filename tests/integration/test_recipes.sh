@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The "Adding things" recipes of docs/ARCHITECTURE.md, executed: a copy of the
+# tree gets each recipe's blocks where the doc says (tests/integration/recipes.py),
+# a collective (reduce again, as reduce_copy), a backend (mpi2) and an engine
+# (blas2); the copy builds, each addition runs, and the files and lines each
+# recipe touched are the numbers the doc states.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+DOC=$ROOT/docs/ARCHITECTURE.md
+RECIPES=$TESTS_DIR/recipes.py
+# Outside $TMP: the copy's own CSV files are not results of this test.
+TREE=$(mktemp -d /tmp/parabench-recipes.XXXXXX)
+trap 'rm -rf "$TMP" "$TREE"' EXIT
+
+(cd "$ROOT" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$TREE"
+# The objects already built, with their times: only what a recipe touches is rebuilt.
+if [ -d "$ROOT/$BUILD/obj" ]; then
+    mkdir -p "$TREE/$BUILD" && cp -a "$ROOT/$BUILD/obj" "$ROOT/$BUILD/.flags" "$TREE/$BUILD/" 2>/dev/null
+fi
+git -C "$TREE" init -q && git -C "$TREE" add -A && git -C "$TREE" -c user.name=t -c user.email=t@t commit -qm tree
+
+# apply KEY [RENAME]: the recipe's blocks into the copy; then its files and
+# lines must be the numbers the doc states.
+apply() {
+    local key=$1
+    expect_rc 0 "the $key recipe applies as the doc states it" -- python3 "$RECIPES" "$DOC" "$key" "$TREE" "${2:-}"
+    git -C "$TREE" add -A
+    local files lines stated
+    files=$(git -C "$TREE" diff --cached --name-only | wc -l)
+    lines=$(git -C "$TREE" diff --cached --numstat | awk '{s += $1} END {print s + 0}')
+    stated=$(python3 "$RECIPES" --count "$DOC" "$key")
+    if [ "${stated#* }" = "-" ]; then lines="-"; fi # the doc states no line count
+    if [ "$stated" = "$files $lines" ]; then pass "the $key recipe touches $files files (lines: $lines) as the doc states"
+    else fail "the $key recipe touched '$files $lines' (files lines); the doc states '$stated'"; fi
+    git -C "$TREE" -c user.name=t -c user.email=t@t commit -qm "$key"
+}
+apply collective 'PB_COLL_REDUCE=PB_COLL_REDUCE_COPY,"reduce"="reduce_copy",issue_reduce=issue_reduce_copy,pb_coll_expect_reduce(=pb_coll_expect_reduce_copy('
+apply backend
+apply engine
+
+expect_rc 0 "the tree with the three additions builds" -- \
+    nice make -C "$TREE" -j2 CUDA=0 BUILD="$BUILD" "$BUILD/bin/coll_sweep" "$BUILD/bin/compute_probe"
+B=$TREE/$BUILD/bin
+
+expect_rc 0 "coll_sweep --coll reduce_copy runs on 2 ranks" -- mpi 2 "$B/coll_sweep" --coll reduce_copy -e 4K -n 3 -w 1
+expect_in "$TMP/out" "# reduce_copy" "its rows are printed"
+expect_in "$TMP/out" "wrong values: 0 OK" "and validated"
+expect_rc 0 "coll_sweep --help" -- "$B/coll_sweep" --help
+expect_in "$TMP/out" "reduce_copy" "--coll's help names the new collective"
+expect_in "$TMP/out" "or mpi2 (host memory)" "--backend's help names the new backend"
+
+expect_rc 0 "coll_sweep --backend mpi2 runs on 2 ranks" -- mpi 2 "$B/coll_sweep" --backend mpi2 -e 4K -n 3 -w 1
+expect_in "$TMP/out" "wrong values: 0 OK" "its results are validated"
+
+expect_rc 0 "compute_probe --engine blas2 runs" -- "$B/compute_probe" --engine blas2 --sizes 64 -n 1 --copy-bytes 0
+expect_in "$TMP/out" "blas2" "its rows name the new engine"
+expect_rc 0 "compute_probe --help" -- "$B/compute_probe" --help
+expect_in "$TMP/out" "blas, cublas or blas2" "--engine's help names it"
+finish
