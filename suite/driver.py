@@ -120,6 +120,8 @@ class Driver:
             self.failed.append(f"{step.name}(not built)")
             self.say(f"  {step.name}: not built")
             return
+        if step.shaped:
+            self.say(f"  shape: {manifest.shape(run, step.name)['describe']}")
         cmd = commands.command(step, run, self.machine.launch, self.o.backend)
         self.step, self.step_t0 = step.name, time.monotonic()  # from here a signal records it as interrupted
         rc = processes.run_to_files(cmd, os.path.join(self.out, step.stdout or step.name + ".txt"), err)
@@ -138,7 +140,8 @@ class Driver:
             self.say(f"  {step.name} failed with exit {rc}; see {err}")
 
     def write_meta(self, signal_name="", stopped=""):
-        meta.write(self.out, self.o, self.machine, self.plan, signal_name, stopped or "")
+        run = manifest.with_placement(self.run, *manifest.placement_of_run(self.out))
+        meta.write(self.out, self.o, self.machine, self.plan, manifest.shapes_record(run), signal_name, stopped or "")
 
     def summary(self):
         print("")

@@ -4,7 +4,7 @@ import os
 import shlex
 import subprocess
 
-from suite import commands, estimate
+from suite import commands, estimate, manifest
 from suite.options import hostfile_hosts
 
 
@@ -40,6 +40,8 @@ def show(o, machine, run, steps, backend):
         line = f"skipped: {why}" if why else shlex.join(commands.command(step, run, machine.launch, backend))
         later = f"  # + the arguments {step.chosen_by} chooses" if step.chosen_by and not why else ""
         print(f"[{k}/{len(steps)}] {step.name}: {line}{later}")
+        if step.shaped and not why:
+            print(f"    shape: {manifest.shape(run, step.name)['describe']}")
     print("")
     names = choices(steps, run.bin)
     if isinstance(names, str):

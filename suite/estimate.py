@@ -5,7 +5,10 @@ the step's wall-clock limit.
    (or modes): every size at its cap;
  - the all-pairs matrix: its rounds (the concurrent schedule p2p_sweep
    --matrix runs, common/coll/p2p_schedule.c) x its sizes x the cap;
- - workloads, which have no per-size cap: the limit;
+ - workloads (dp, tp, pp, hybrid): their configurations (the product of
+   the lists their axes options hold, e.g. gradient sizes x overlap modes)
+   x --max-seconds-per-size, which caps each configuration, warm-up included;
+ - steps whose arguments are chosen at run time (--reproduce): the limit;
  - tools, scripts and the report: a fixed allowance.
 Real runs are usually much shorter: a size stops at its iteration count long
 before its cap unless messages are large or links slow."""
@@ -14,6 +17,9 @@ import re
 from suite.manifest import MPI
 
 TOOL_SECONDS = 10  # the allowance of a step that is not launched on the ranks
+# An axis given by a flag: how many configurations it stands for (hybrid_3d
+# --compare-placements runs tp-inner, dp-inner and naive).
+FLAG_AXES = {"--compare-placements": 3}
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -73,6 +79,24 @@ def count(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def axis_count(args, name):
+    """Configurations along one axis: a flag's FLAG_AXES count (1 without it),
+    else the length of the option's last comma-separated list (1 without it)."""
+    if name in FLAG_AXES:
+        return FLAG_AXES[name] if name in args else 1
+    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a == name]
+    return len(given[-1].split(",")) if given else 1
+
+
+def configurations(args, axes):
+    """(configurations, "4 gradient sizes x 2 overlaps"): the product over the axes."""
+    n, what = 1, []
+    for name, word in axes:
+        k = axis_count(args, name)
+        n, what = n * k, what + [count(k, word)]
+    return n, " x ".join(what)
+
+
 class Estimate:
     """Bounds for the steps of one run. choices: the names "all" stands for,
     per option (--coll, --mode), as the binaries list them."""
@@ -101,6 +125,12 @@ class Estimate:
         sizes, cap = len(option(args, "--sizes").split(",")), float(option(args, "--max-seconds-per-size"))
         return self.launched(rounds * sizes * cap, f"{rounds} rounds x {sizes} sizes x {cap:g} s cap")
 
+    def configs(self, step):
+        args = step.args(self.run)
+        n, what = configurations(args, step.axes)
+        cap = float(option(args, "--max-seconds-per-size"))
+        return self.launched(n * cap, f"{what} x {cap:g} s cap")
+
     def bound(self, step):
         """(seconds, what bounds it) for one step; (0, why) when it is skipped."""
         why = step.skip(self.run)
@@ -110,22 +140,24 @@ class Estimate:
             return self.sweep(step.args(self.run))
         if step.cost == "matrix":
             return self.matrix(step.args(self.run))
+        if step.cost == "configs":
+            return self.configs(step)
         if step.cost == "limit":
-            return self.limit, "the step limit (no per-size cap)"
+            return self.limit, "the step limit (arguments chosen at run time)"
         return TOOL_SECONDS, f"a fixed allowance ({step.allowance})"
 
     def lines(self, steps):
         run = self.run
         out = [f"# upper bound on each step's duration: {run.nranks} ranks on "
-               f"{nodes_of(run.nranks, run.ranks_per_node)} node(s) of {run.ranks_per_node}; every size at its cap,",
-               f"# workloads at the step limit ({self.limit:.0f} s); launch {self.launch:.1f} s per step "
-               "(assumed, not measured)"]
+               f"{nodes_of(run.nranks, run.ranks_per_node)} node(s) of {run.ranks_per_node}; every size or workload",
+               f"# configuration at its cap, no step over the step limit ({self.limit:.0f} s); launch "
+               f"{self.launch:.1f} s per step (assumed, not measured)"]
         total = 0
         for step in steps:
             seconds, why = self.bound(step)
             total += seconds
             out.append("%-18s %8.0f s  %s" % (step.name, seconds, why))
-        out.append("%-18s %8.0f s  (%.1f h) at most" % ("total", total, total / 3600))
+        out.append("%-18s %8.0f s  (%.1f min) at most" % ("total", total, total / 60))
         return out
 
 

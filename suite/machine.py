@@ -19,6 +19,7 @@ class Machine:
     bind_note: str
     launcher: str
     launch: list = field(default_factory=list)
+    oversubscribed: bool = False  # more ranks than this machine's cores (mpirun --oversubscribe)
 
     @property
     def device(self):
@@ -81,6 +82,7 @@ def detect(o, root, probe_binary):
         m.launch = ["mpirun", "-np", str(nranks)] + binding
         if nranks > ncores and not o.hostfile:
             m.launch.append("--oversubscribe")
+            m.oversubscribed = True
         if o.hostfile:
             m.launch += ["--hostfile", o.hostfile]
         if o.ranks_per_node:

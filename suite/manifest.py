@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
+from suite import shapes as shaping
+
 # Step kinds: how a step is started (driver.py) and estimated (estimate.py).
 MPI = "mpi"        # BIN/binary on every rank, under the launcher, with --csv/--json NAME
 TOOL = "tool"      # BIN/binary, one process
@@ -20,15 +22,24 @@ SCRIPT = "script"  # python3 binary (a script of this repository), no time limit
 @dataclass(frozen=True)
 class Profile:
     """What --quick, the default and --full change: the sweeps' sizes and
-    per-size caps (their iteration counts stay OSU's), the workloads' sizes,
-    and the wall-clock limit of every step."""
+    per-size caps (their iteration counts stay OSU's), the workloads' sizes
+    and their cap per configuration, and the wall-clock limit of every step."""
     sweep: Tuple[str, ...]
     p2p: Tuple[str, ...]
     model: Tuple[str, ...]
     dp: Tuple[str, ...]
     tp: Tuple[str, ...]
     pp: Tuple[str, ...]
+    workload_cap: str  # --max-seconds-per-size of dp, tp, pp, hybrid: seconds per configuration
     step_limit: int
+
+
+def tp_sweep(profile):
+    """tp_layer's hidden sizes and sequence length, from suite/shapes.py: the TP
+    size it chooses must divide them, so they are declared there once."""
+    sweep = shaping.TP_SWEEP[profile]
+    return ("--hidden-list", ",".join(map(str, sweep["hidden"])), "--seq", str(sweep["seq"]))
+
 
 
 PROFILES = {
@@ -36,26 +47,25 @@ PROFILES = {
                      p2p=("-b", "1", "-e", "1M", "-f", "16", "--max-seconds-per-size", "0.25"),
                      model=("--model", "tiny", "--layers", "2", "--hidden", "128", "--seq", "64"),
                      dp=("--grad-bytes", "256K,1M,4M", "-n", "3", "-w", "1"),
-                     tp=("--hidden-list", "64,128,256", "--layers", "1", "--seq", "64", "-n", "3", "-w", "1"),
+                     tp=(*tp_sweep("quick"), "--layers", "1", "-n", "3", "-w", "1"),
                      pp=("--micro-batches", "1,2,4,8", "-n", "2", "-w", "1"),
-                     step_limit=90),
+                     workload_cap="2", step_limit=90),
     "default": Profile(sweep=("-b", "8", "-e", "64M", "-f", "4", "--max-seconds-per-size", "3"),
                        p2p=("-b", "1", "-e", "16M", "-f", "4", "--max-seconds-per-size", "3"),
                        model=("--model", "tiny"),
                        dp=("--grad-bytes", "1M,4M,16M,64M", "-n", "5", "-w", "1"),
-                       tp=("--hidden-list", "128,256,512,1024", "--layers", "1", "--seq", "128", "-n", "5", "-w", "1"),
+                       tp=(*tp_sweep("default"), "--layers", "1", "-n", "5", "-w", "1"),
                        pp=("--micro-batches", "1,2,4,8,16", "-n", "3", "-w", "1"),
-                       step_limit=900),
+                       workload_cap="10", step_limit=900),
     "full": Profile(sweep=("-b", "8", "-e", "256M", "-f", "2", "--max-seconds-per-size", "20"),
                     p2p=("-b", "1", "-e", "64M", "-f", "2", "--max-seconds-per-size", "10"),
                     model=("--model", "tiny", "--layers", "8", "--hidden", "512", "--seq", "256"),
                     dp=("--grad-bytes", "1M,4M,16M,64M,256M", "-n", "10", "-w", "2"),
-                    tp=("--hidden-list", "256,512,1024,2048", "--layers", "2", "--seq", "256", "-n", "10", "-w", "2"),
+                    tp=(*tp_sweep("full"), "--layers", "2", "-n", "10", "-w", "2"),
                     pp=("--micro-batches", "1,2,4,8,16,32", "-n", "5", "-w", "1"),
-                    step_limit=3600),
+                    workload_cap="30", step_limit=3600),
 }
 MODEL_GPU = ("--model", "gpt-1.3b", "--layers", "4")  # every profile, when the ranks have GPUs
-TINY_LAYERS = 4  # --model tiny's layers when the profile does not set --layers
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,7 @@ class Step:
     kind: str
     args: Callable[[Run], list]
     weight: int                  # rough seconds of a usual run here: the time-left estimate
-    cost: str                    # --dry-run's bound: "sweep", "matrix", "limit" or "allowance"
+    cost: str                    # --dry-run's bound: "sweep", "matrix", "configs", "limit" or "allowance"
     doc: str                     # the page that documents the step
     test: str                    # the integration test that runs it
     skip: Callable[[Run], str] = lambda run: ""     # why it cannot run in this run, or ""
@@ -100,6 +110,8 @@ class Step:
     outputs: Tuple[str, ...] = ()  # files it writes besides NAME.csv, .json, .txt and logs/NAME.err
     table: Optional[Tuple[str, Tuple[str, ...]]] = None  # the report's table: (CSV name, columns)
     allowance: str = ""          # cost "allowance": what the fixed allowance covers
+    axes: Tuple[Tuple[str, str], ...] = ()  # cost "configs": (option, word) whose lists multiply to its configurations
+    shaped: bool = False         # its shape (arguments or skip) comes from suite/shapes.py
     chosen_by: str = ""          # a step that writes this one's arguments at run time
     verdict: bool = False        # exit 1 is its verdict (thresholds missed), not a failure
     reads_meta: bool = False     # meta.json is written before it runs
@@ -111,13 +123,31 @@ def needs_peer(run):
     return "" if run.nranks >= 2 else f"needs at least 2 ranks; this run has {run.nranks}"
 
 
-def needs_nodes(run):
-    return "" if run.nodes > 1 and run.ranks_per_node >= 2 else "single-node run: coll_sweep is already intra-node"
+def shape(run, name):
+    """The shape suite/shapes.py gives step `name` in this run's world (ranks per
+    node from the run's placement, one node until it is known): a dict with
+    args, describe, skip and note."""
+    for s in shapes_of(run):
+        if s["step"] == name:
+            return s
+    raise KeyError(name)
 
 
-def needs_grid(run):
-    return "" if run.nranks % 4 == 0 else \
-        f"needs a world size divisible by 4 (TP 2 x PP 2 x DP n/4); this run has {run.nranks} ranks"
+def shapes_of(run):
+    return shaping.shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.model, run.profile)
+
+
+def shape_args(run, name):
+    return shape(run, name)["args"] or []
+
+
+def shaped_skip(name):
+    """A shaped step is skipped where its shape says why; it is never run to fail."""
+    return lambda run: shape(run, name)["skip"] or ""
+
+
+def workload_cap(run):
+    return ["--max-seconds-per-size", run.limits.workload_cap]
 
 
 def needs_choice(run, name):
@@ -132,14 +162,6 @@ def matrix_cap(run):
     the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
     c = run.limits.step_limit / 2 / (2 * (run.nranks - 1 if run.nranks > 1 else 1))
     return "%.3g" % min(1.0, max(0.01, c))
-
-
-def pipeline_layers(run):
-    """One pipeline stage per rank: the stages must divide the layers, so the
-    model's layers are rounded up to a multiple of the ranks."""
-    m = list(run.model)
-    layers = int(m[m.index("--layers") + 1]) if "--layers" in m else TINY_LAYERS
-    return str((layers + run.nranks - 1) // run.nranks * run.nranks)
 
 
 def chosen_args_file(run, name):
@@ -177,9 +199,10 @@ with_reproduce = lambda run: run.reproduce  # noqa: E731
 STEPS = (
     Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", "all", *r.limits.sweep], 30, "sweep",
          "docs/METRICS.md", "tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS)),
-    Step("coll_sweep_intra", "coll_sweep", MPI, lambda r: ["--coll", "all", "--groups", "node", *r.limits.sweep], 20,
-         "sweep", "docs/emulated-cluster.md", "tests/integration/test_run_all_cluster.sh", skip=needs_nodes,
-         table=("coll_sweep_intra", COLL_COLUMNS)),
+    Step("coll_sweep_intra", "coll_sweep", MPI,
+         lambda r: ["--coll", "all", *shape_args(r, "coll_sweep_intra"), *r.limits.sweep], 20,
+         "sweep", "docs/emulated-cluster.md", "tests/integration/test_run_all_cluster.sh",
+         skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS)),
     Step("p2p_sweep", "p2p_sweep", MPI, lambda r: ["--mode", "all", *r.limits.p2p], 10, "sweep",
          "docs/METRICS.md", "tests/integration/test_p2p_sweep.sh", skip=needs_peer,
          table=("p2p_sweep", ("mode", "bytes", "rank_a", "rank_b", "link_class", "time_us", "bw_GBps", "wrong"))),
@@ -188,24 +211,31 @@ STEPS = (
          4, "matrix", "docs/placement.md", "tests/integration/test_run_all.sh", skip=needs_peer,
          outputs=("p2p_matrix-latency.csv", "p2p_matrix-bw.csv", "p2p_matrix-pairs.csv"),
          table=("p2p_matrix-pairs", ("a", "b", "link_class", "latency_us", "bw_GBps", "slow"))),
-    Step("dp_allreduce", "dp_allreduce", MPI, lambda r: ["--overlap", "none,bucket", *r.model, *r.limits.dp], 10, "limit",
-         "docs/dp_allreduce.md", "tests/integration/test_dp_allreduce.sh",
+    # The workloads: shaped by suite/shapes.py (TP inside a node, PP across nodes, DP over the rest),
+    # each configuration capped so that --dry-run bounds them at any scale.
+    Step("dp_allreduce", "dp_allreduce", MPI,
+         lambda r: ["--overlap", "none,bucket", *r.model, *r.limits.dp, *shape_args(r, "dp_allreduce"), *workload_cap(r)],
+         10, "configs", "docs/dp_allreduce.md", "tests/integration/test_dp_allreduce.sh",
+         skip=shaped_skip("dp_allreduce"), shaped=True, axes=(("--grad-bytes", "gradient size"), ("--overlap", "overlap")),
          table=("dp_allreduce", ("nranks", "link_class", "grad_bytes", "overlap", "compute_us", "comm_us", "step_us",
                                  "overhead", "predicted_overhead", "busbw_GBps", "wrong"))),
-    Step("tp_layer", "tp_layer", MPI, lambda r: ["--tp-comm", "allreduce,sp", *r.model, *r.limits.tp], 8, "limit",
-         "docs/tp_layer.md", "tests/integration/test_tp_layer.sh",
+    Step("tp_layer", "tp_layer", MPI,
+         lambda r: ["--tp-comm", "allreduce,sp", *r.model, *r.limits.tp, *shape_args(r, "tp_layer"), *workload_cap(r)],
+         8, "configs", "docs/tp_layer.md", "tests/integration/test_tp_layer.sh",
+         skip=shaped_skip("tp_layer"), shaped=True, axes=(("--hidden-list", "hidden size"), ("--tp-comm", "mode")),
          table=("tp_layer", ("tp", "link_class", "mode", "hidden", "compute_us", "comm_us", "step_us", "comm_fraction",
                              "comm_bytes_per_rank", "speedup", "wrong"))),
     Step("pp_pipeline", "pp_pipeline", MPI,
-         lambda r: ["--schedule", "gpipe,1f1b", *r.model, "--layers", pipeline_layers(r), *r.limits.pp,
+         lambda r: ["--schedule", "gpipe,1f1b", *r.model, *r.limits.pp, *shape_args(r, "pp_pipeline"), *workload_cap(r),
                     "--trace", r.at("pp_trace.csv")],
-         10, "limit", "docs/pp_pipeline.md", "tests/integration/test_pp_pipeline.sh", outputs=("pp_trace.csv",),
+         10, "configs", "docs/pp_pipeline.md", "tests/integration/test_pp_pipeline.sh", outputs=("pp_trace.csv",),
+         skip=shaped_skip("pp_pipeline"), shaped=True, axes=(("--schedule", "schedule"), ("--micro-batches", "micro-batch count")),
          table=("pp_pipeline", ("schedule", "stages", "micro_batches", "link_class", "step_us", "efficiency",
                                 "efficiency_theory", "bubble_fraction", "peak_act_bytes", "wrong"))),
     Step("hybrid_3d", "hybrid_3d", MPI,
-         lambda r: ["--tp", "2", "--pp", "2", "--dp", str(r.nranks // 4), "--compare-placements", *r.model,
-                    "-n", "2", "-w", "1"],
-         8, "limit", "docs/placement.md", "tests/integration/test_hybrid_3d.sh", skip=needs_grid,
+         lambda r: [*r.model, *shape_args(r, "hybrid_3d"), "-n", "2", "-w", "1", *workload_cap(r)],
+         8, "configs", "docs/placement.md", "tests/integration/test_hybrid_3d.sh",
+         skip=shaped_skip("hybrid_3d"), shaped=True, axes=(("--compare-placements", "placement"),),
          table=("hybrid_3d", ("placement", "tp", "pp", "dp", "tp_link", "pp_link", "dp_link", "step_us", "compute_us",
                               "tp_comm_us", "pp_wait_us", "dp_comm_us", "wrong"))),
     Step("compute_probe", "compute_probe", TOOL,
@@ -253,6 +283,13 @@ TABLES = {s.table[0]: list(s.table[1]) for s in STEPS if s.table}
 def plan(run):
     """The steps of this run, in order."""
     return [s for s in STEPS if s.planned(run)]
+
+
+def shapes_record(run):
+    """Every shaped step's shape, for meta.json: {step: {args, describe, skip, note}}."""
+    names = {s.name for s in plan(run) if s.shaped}
+    return {s["step"]: {k: s[k] for k in ("args", "describe", "skip", "note")} for s in shapes_of(run)
+            if s["step"] in names}
 
 
 def with_placement(run, nodes, ranks_per_node):

@@ -24,15 +24,17 @@ def benchmark_documents(out):
             continue
 
 
-def write(out, opts, machine, planned, signal_name="", stopped_step=""):
-    """planned: the step records of this run, in order."""
+def write(out, opts, machine, planned, shapes, signal_name="", stopped_step=""):
+    """planned: the step records of this run, in order; shapes: every shaped
+    step's {args, describe, skip, note} (manifest.shapes_record)."""
     steps = read_steps(out)
     verdicts = {s.name for s in planned if s.verdict}
     meta = {"profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
             "launch": " ".join(machine.launch), "backend": opts.backend or "default", "host": socket.gethostname(),
             "binding": {"requested": machine.bind, "applied": machine.bind_applied, "note": machine.bind_note or None,
                         "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},
-            "acceptance_file": opts.acceptance or None,
+            "oversubscribed": machine.oversubscribed, "cores": machine.cores,
+            "acceptance_file": opts.acceptance or None, "shapes": shapes,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
             "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] not in verdicts],
             "interrupted": signal_name or None, "benchmarks": {}}

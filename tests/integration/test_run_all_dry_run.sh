@@ -21,6 +21,23 @@ expect_in "$TMP/out" "7 collectives x 12 sizes x 3 s cap" "the default profile's
 expect_in "$TMP/out" "upper bound" "says it is an upper bound"
 grep -q '^total .* at most' "$TMP/out" && pass "a total" || fail "no total line"
 
+# At cluster scale (docs/run_all.md, "Shapes at scale"): TP inside a node, one stage per node,
+# and a bound the default profile keeps within 30 min, --quick within 5.
+launched() { grep "^\[[0-9]*/[0-9]*\] $1: " "$TMP/out"; }
+launched tp_layer | grep -q -- " --tp 8 " && pass "1024 ranks: tp_layer runs --tp 8" || fail "1024 ranks: tp_layer: $(launched tp_layer)"
+launched pp_pipeline | grep -q -- " --pp-stride 8 " && pass "1024 ranks: pp_pipeline runs --pp-stride 8" \
+    || fail "1024 ranks: pp_pipeline: $(launched pp_pipeline)"
+expect_in "$TMP/out" "    shape: TP 8 inside each node" "the dry run prints each shape"
+# at_most SECONDS TAG: the printed total is at most SECONDS
+at_most() {
+    local total; total=$(awk '$1 == "total" {print $2}' "$TMP/out")
+    if [ -n "$total" ] && [ "$total" -le "$1" ]; then pass "$2: total $total s <= $1 s"; else fail "$2: total '$total' s > $1 s"; fi
+}
+at_most 1800 "1024 ranks, default profile"
+expect_rc 0 "--dry-run --quick --np 1024 --ranks-per-node 8" -- \
+    env BUILD="$BUILD" "$RA" --dry-run --quick --np 1024 --ranks-per-node 8
+at_most 300 "1024 ranks, --quick"
+
 # --reproduce: its steps listed with their real commands (no arguments file read), and estimated.
 expect_rc 0 "--dry-run --reproduce" -- "$RA" --dry-run --quick --np 2 --reproduce
 expect_in "$TMP/out" "repro_setup: python3 scripts/reproduce.py setup" "repro_setup's command"

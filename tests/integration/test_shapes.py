@@ -6,6 +6,7 @@ binaries)."""
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -132,6 +133,21 @@ class Binaries(unittest.TestCase):
                     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
                     self.assertEqual(p.returncode, 0, "%s\n%s" % (" ".join(cmd), p.stderr))
         self.assertGreater(len(seen), 100)
+
+    def test_run_all_commands_are_accepted(self):
+        # The command lines run_all itself builds (suite/manifest.py: the shape among the profile's
+        # arguments and the cap), not only the shapes: accepted at every scale and profile.
+        from suite import manifest
+        with tempfile.TemporaryDirectory() as out:
+            for profile in PROFILES:
+                for ranks, rpn in ((1, 1), (2, 2), (8, 8), (12, 4), (64, 8), (1024, 8), (1030, 8)):
+                    run = manifest.Run(profile=profile, nranks=ranks, dry_run=True, nodes=-(-ranks // rpn),
+                                       ranks_per_node=rpn, out=out)
+                    for step in manifest.plan(run):
+                        if step.shaped and step.binary != "coll_sweep" and not step.skip(run):
+                            cmd = [os.path.join(BIN, step.binary)] + step.args(run) + ["--validate", "%d:%d" % (ranks, rpn)]
+                            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            self.assertEqual(p.returncode, 0, (cmd, p.stderr))
 
     def test_refusals_come_back(self):
         # the old run_all shape: TP over the whole world of 1024 (8 heads)

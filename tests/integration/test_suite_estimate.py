@@ -52,17 +52,21 @@ class Steps(unittest.TestCase):
         self.assertEqual(b["coll_sweep_intra"][0], launch + 7 * 6 * 0.25)
         self.assertEqual(b["p2p_sweep"][0], launch + 3 * 6 * 0.25)  # 1, 16, .. 1M
         self.assertEqual(b["p2p_matrix"][0], launch + 3 * 2 * 1.0)  # 3 rounds
-        self.assertEqual(b["dp_allreduce"][0], 90)
+        # workloads: configurations x the quick profile's 2 s cap per configuration
+        self.assertEqual(b["dp_allreduce"], (launch + 3 * 2 * 2.0, "3 gradient sizes x 2 overlaps x 2 s cap + 2.1 s launch"))
+        self.assertEqual(b["tp_layer"][0], launch + 3 * 2 * 2.0)
+        self.assertEqual(b["pp_pipeline"][0], launch + 2 * 4 * 2.0)
+        self.assertEqual(b["hybrid_3d"], (launch + 3 * 2.0, "3 placements x 2 s cap + 2.1 s launch"))
         self.assertEqual(b["report"][0], 10)
         self.assertEqual(b["compute_probe"][0], 10)
         self.assertIn("7 collectives x 6 sizes x 0.25 s cap", b["coll_sweep"][1])
 
     def test_one_node(self):
-        # no intra sweep, no hybrid; the matrix's cap keeps its 61 rounds within half the step limit
+        # no intra sweep (shapes.py's reason); the matrix's cap keeps its 61 rounds within half the step limit
         b = bounds(world(62, 62, acceptance="thr"))
         self.assertEqual(len(b), 13)
-        self.assertEqual(b["coll_sweep_intra"], (0, "skipped: single-node run: coll_sweep is already intra-node"))
-        self.assertEqual(b["hybrid_3d"][0], 0)
+        self.assertEqual(b["coll_sweep_intra"], (0, "skipped: one node: coll_sweep is already intra-node"))
+        self.assertEqual(b["hybrid_3d"][0], estimate.launch_seconds(62, 62) + 3 * 2.0)  # TP 2 x PP 1 x DP 31
         self.assertEqual(b["p2p_matrix"], (2.05 + 61 * 2 * 0.369, "61 rounds x 2 sizes x 0.369 s cap + 2.0 s launch"))
         self.assertEqual(b["acceptance"][0], 10)
 
@@ -89,7 +93,39 @@ class Steps(unittest.TestCase):
     def test_total_line(self):
         lines = estimate.Estimate(world(1024, 8, profile="default"), ALL).lines(manifest.plan(world(1024, 8, "default")))
         self.assertIn("1024 ranks on 128 node(s) of 8", lines[0])
-        self.assertEqual(lines[-1].split()[:3], ["total", "4745", "s"])
+        self.assertEqual(lines[-1].split()[:3], ["total", "1468", "s"])
+
+    def test_cluster_scale_bounds(self):
+        # The goals of docs/run_all.md's "Shapes at scale": 1,024 ranks, 8 a node, within
+        # 30 min (default) and 5 min (quick); no workload at its step limit.
+        for profile, most in (("default", 1800), ("quick", 300)):
+            b = bounds(world(1024, 8, profile=profile))
+            self.assertLessEqual(sum(v[0] for v in b.values()), most, profile)
+            for name in ("dp_allreduce", "tp_layer", "pp_pipeline", "hybrid_3d"):
+                self.assertLess(b[name][0], manifest.PROFILES[profile].step_limit, (profile, name))
+
+
+class Configurations(unittest.TestCase):
+    def test_axes(self):
+        args = ["--overlap", "none,bucket", "--grad-bytes", "1M", "--grad-bytes", "1M,4M,16M"]  # the last one wins
+        self.assertEqual(estimate.configurations(args, (("--grad-bytes", "size"), ("--overlap", "overlap"))),
+                         (6, "3 sizes x 2 overlaps"))
+        self.assertEqual(estimate.configurations(["--tp", "2"], (("--hidden-list", "hidden size"),)), (1, "1 hidden size"))
+
+    def test_flag_axis(self):
+        axes = (("--compare-placements", "placement"),)
+        self.assertEqual(estimate.configurations(["--compare-placements"], axes), (3, "3 placements"))
+        self.assertEqual(estimate.configurations(["--placement", "naive"], axes), (1, "1 placement"))
+
+    def test_workload_bound(self):
+        # 1024 ranks, default: pp_pipeline's 2 schedules x 5 m values at 10 s, plus the launch; capped by the limit
+        run = world(1024, 8, profile="default")
+        step = next(s for s in manifest.STEPS if s.name == "pp_pipeline")
+        self.assertEqual(estimate.Estimate(run, ALL).bound(step),
+                         (8.4 + 2 * 5 * 10.0, "2 schedules x 5 micro-batch counts x 10 s cap + 8.4 s launch"))
+        short = estimate.Estimate(run, ALL)
+        short.limit = 50
+        self.assertEqual(short.bound(step)[0], 50)
 
 
 if __name__ == "__main__":
