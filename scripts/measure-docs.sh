@@ -4,7 +4,7 @@
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   scripts/measure-docs.sh [NAME...]   (default: all of them)
 # NAMEs: compute dp_allreduce plan this-machine emulated-cluster (needs root
-# and network namespaces) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
+# and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/.." || exit 3
 B=build/bin
@@ -40,6 +40,11 @@ rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswi
 print('plan --fit --cluster cluster.txt: median |error| %.1f%% over %d workload rows' % (100 * statistics.median(abs(float(r['rel_error'])) for r in rows), len(rows)))\" $t/fit.csv"
     rm -rf "$t"
 }
+# docs/run_all.md's "Shapes at scale" and its dry-run sample: computed, nothing runs.
+shapes() {
+    rec shapes python3 scripts/shapes-table.py
+    rec dry-run-1024 sh -c './run_all.sh --dry-run --np 1024 --ranks-per-node 8 | sed -n "/^# upper bound/,\$p"'
+}
 # The figures behind acceptance/this-machine.thresholds: the sizes its rules name, 2 ranks.
 this_machine() {
     rec this-machine bash -c "${MPI[*]} $B/coll_sweep --coll allreduce,allgather --sizes 8,32K,256K -n 200 -w 20 &&
@@ -64,10 +69,10 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
-names=${*:-compute dp_allreduce plan this-machine emulated-cluster reproduce}
+names=${*:-compute dp_allreduce plan this-machine emulated-cluster shapes reproduce}
 for n in $names; do
     case $n in
-    compute | dp_allreduce | plan | reproduce) $n ;;
+    compute | dp_allreduce | plan | shapes | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;

@@ -146,6 +146,10 @@ class Estimate:
             return self.limit, "the step limit (arguments chosen at run time)"
         return TOOL_SECONDS, f"a fixed allowance ({step.allowance})"
 
+    def bounds(self, steps):
+        """(step, seconds, what bounds it) for each step."""
+        return [(step, *self.bound(step)) for step in steps]
+
     def lines(self, steps):
         run = self.run
         out = [f"# upper bound on each step's duration: {run.nranks} ranks on "
@@ -153,8 +157,7 @@ class Estimate:
                f"# configuration at its cap, no step over the step limit ({self.limit:.0f} s); launch "
                f"{self.launch:.1f} s per step (assumed, not measured)"]
         total = 0
-        for step in steps:
-            seconds, why = self.bound(step)
+        for step, seconds, why in self.bounds(steps):
             total += seconds
             out.append("%-18s %8.0f s  %s" % (step.name, seconds, why))
         out.append("%-18s %8.0f s  (%.1f min) at most" % ("total", total, total / 60))
