@@ -3,9 +3,10 @@
 # run_all.sh --hostfile on an emulated 2-node cluster (scripts/emulate-cluster.sh,
 # 2 ranks per node, 1 Gbit/s uplinks), reached through `emulate-cluster.sh env`:
 # --quick exits 0, meta says 2 nodes, the sweep and the matrix have inter-node
-# rows, the matrix pairs k <-> k across the nodes are on rail k, hybrid_3d
-# compares placements, the groups summary names a slowest node, and every
-# figure the report shows exists. Needs root and network namespaces: skips
+# rows, the matrix pairs k <-> k across the nodes are on rail k, tp_layer runs
+# TP 2 inside the nodes and pp_pipeline one stage per node, hybrid_3d compares
+# placements, the groups summary names a slowest node, and every figure the
+# report shows exists. Needs root and network namespaces: skips
 # (exit 77) without them, as test_emulated_cluster.sh does. Always tears the
 # cluster down.
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +22,7 @@ RUN=$TMP/run
 expect_rc 0 "run_all.sh --hostfile (2 nodes x 2) --quick" -- \
     timeout 300 env BUILD="$BUILD" "$ROOT/run_all.sh" --hostfile "$PB_EMU_HOSTFILE" --quick --bind none --no-install --quiet --out "$RUN"
 [ -d "$RUN" ] || { fail "no results folder"; finish; }
-python3 - "$RUN" <<'PY' && pass "2 nodes; inter-node rows; rails; placements; groups; every figure listed exists" || fail "results of the cluster run"
+python3 - "$RUN" <<'PY' && pass "2 nodes; inter-node rows; rails; TP in a node, a stage per node; placements; groups; every figure listed exists" || fail "results of the cluster run"
 import csv, json, os, re, sys
 run = sys.argv[1]
 def rows(name):
@@ -37,6 +38,10 @@ rail = {(int(p["a"]), int(p["b"])): int(p["rail"]) for p in pairs}
 assert rail == {(0, 1): -1, (2, 3): -1, (0, 2): 0, (1, 3): 1, (0, 3): -1, (1, 2): -1}, rail
 assert len({r["placement"] for r in rows("hybrid_3d.csv")}) >= 2, "hybrid_3d: no placement comparison"
 assert {r["group"] for r in rows("coll_sweep_intra.csv")} == {"node0", "node1"}
+# shaped from the run's placement (suite/shapes.py): TP inside each node, one stage per node
+assert meta["shapes"]["pp_pipeline"]["args"][:4] == ["--stages", "2", "--pp-stride", "2"], meta["shapes"]["pp_pipeline"]
+assert {(r["tp"], r["link_class"]) for r in rows("tp_layer.csv")} == {("2", "intra")}
+assert {(r["stages"], r["link_class"]) for r in rows("pp_pipeline.csv")} == {("2", "inter")}
 summary = open(os.path.join(run, "summary.txt")).read()
 assert re.search(r"allreduce at [0-9]+ \w+: median [0-9.]+ GB/s; slowest node[01] ", summary), summary
 md = open(os.path.join(run, "report.md")).read()
