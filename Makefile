@@ -7,9 +7,9 @@
 #   tests/unit/test_X.c   -> build/tests/test_X (cmocka)
 #   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 # The layers of common/ and the order they may include each other in are in
-# docs/ARCHITECTURE.md; `make lint` checks it (scripts/check-layers.py), and
-# that a header x.h exports only pb_x and pb_x_* (scripts/check-names.py), and
-# that only the backend and engine tables compare their names (scripts/check-registries.py).
+# docs/ARCHITECTURE.md; `make lint` checks it (tools/dev/check-layers.py), and
+# that a header x.h exports only pb_x and pb_x_* (tools/dev/check-names.py), and
+# that only the backend and engine tables compare their names (tools/dev/check-registries.py).
 
 BUILD   ?= build
 MPICC   ?= mpicc
@@ -137,8 +137,8 @@ mutate:
 # output under docs/measured/ (docs/measured/README.md), and every file the
 # code and docs refer to must be in the repository.
 docs-check:
-	@python3 scripts/docs-check.py
-	@python3 scripts/check-refs.py
+	@python3 tools/dev/docs-check.py
+	@python3 tools/dev/check-refs.py
 
 # Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
 # Open MPI's own never-freed allocations; everything else is reported.
@@ -151,14 +151,14 @@ sanitize:
 # Memcheck on the CPU build: the CUDA libraries' own initialisation is not ours to check.
 valgrind:
 	$(MAKE) BUILD=build-vg CUDA=0 all
-	scripts/valgrind-check.sh build-vg
+	tools/dev/valgrind-check.sh build-vg
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks tools
-	python3 scripts/check-layers.py
-	python3 scripts/check-names.py
-	python3 scripts/check-registries.py
+	python3 tools/dev/check-layers.py
+	python3 tools/dev/check-names.py
+	python3 tools/dev/check-registries.py
 	printf '%s\n' $(COMMON_C) $(BENCH_SRCS) $(TOOL_SRCS) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
 	    $(shell mpicc --showme:compile) 2>/dev/null' clang-tidy

@@ -49,4 +49,4 @@ fi
 
 make -s -C "$ROOT" CUDA=0 BUILD=build-cpu all >/dev/null || die 3 "building parabench failed"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
-exec python3 "$ROOT/scripts/compare_osu.py" --osu "$(osu_bin_dir "$OSU")" --parabench "$ROOT/build-cpu/bin" "$@"
+exec python3 "$ROOT/scripts/compare-osu-table.py" --osu "$(osu_bin_dir "$OSU")" --parabench "$ROOT/build-cpu/bin" "$@"

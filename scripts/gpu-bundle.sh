@@ -14,7 +14,7 @@
 # The bundle holds:
 #   bin/            every benchmark (build-gpu/bin); tests/: test_gpu_nogpu, test_coll_check
 #   gpu-check.sh    a copy of scripts/gpu-check.sh: run from here, it uses this bundle
-#   gpu_check.py    a copy of scripts/gpu_check.py: its judging helpers and one-page summary
+#   gpu-check-judge.py    a copy of scripts/gpu-check-judge.py: its judging helpers and one-page summary
 #   lib/            the closure of their shared libraries, and of Open MPI's and
 #                   PMIx's, under their sonames, minus glibc and minus CUDA,
 #                   cuBLAS and NCCL (found on the GPU node by gpu-check.sh)
@@ -156,7 +156,7 @@ make_bundle() {
   # Debug sections off (about half their size); symbols stay for backtraces.
   strip --strip-debug "$BUNDLE"/bin/* "$BUNDLE"/tests/* 2>/dev/null || say "strip failed: binaries keep their debug sections"
   cp -p "$ROOT/scripts/gpu-check.sh" "$BUNDLE/gpu-check.sh"
-  cp -p "$ROOT/scripts/gpu_check.py" "$BUNDLE/gpu_check.py"   # its judging helpers and one-page summary
+  cp -p "$ROOT/scripts/gpu-check-judge.py" "$BUNDLE/gpu-check-judge.py"   # its judging helpers and one-page summary
 
   # Open MPI runtime
   cp -p "$orterun" "$BUNDLE/ompi/bin/orterun"

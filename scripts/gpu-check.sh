@@ -45,7 +45,7 @@
 #                 largest size against the node's expected figure, GEMM TFLOP/s)
 #   gpu-check.md  the same on one page for a bug report: verdict, failures,
 #                 findings (a reference or expectation missed: FIND, not a
-#                 failure), every step, key figures (scripts/gpu_check.py)
+#                 failure), every step, key figures (scripts/gpu-check-judge.py)
 #   check.log     every step's command, output, exit code and duration
 #   *.csv, *.json what each benchmark step wrote
 # Every step runs under `timeout` (and each benchmark with --timeout), a failed
@@ -64,7 +64,7 @@
 set -u
 
 SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-GC_PY=$SELF_DIR/gpu_check.py   # the judging helpers and the one-page summary (a bundle carries a copy)
+GC_PY=$SELF_DIR/gpu-check-judge.py   # the judging helpers and the one-page summary (a bundle carries a copy)
 ROOT=$(cd "$SELF_DIR/.." && pwd)
 BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
 MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0
@@ -406,7 +406,7 @@ done
 # (4 GiB + 2 MiB), send and receive buffers plus 4 GiB for NCCL and the check.
 BIG_COUNT=$(( (1 << 31) + (1 << 20) )); BIG_BYTES=$((BIG_COUNT * 2)); BIG_NEED_MIB=$((2 * BIG_BYTES / 1048576 + 4096))
 
-# py_step NAME RANKS ARGS...: a judgement of earlier steps' files by gpu_check.py
+# py_step NAME RANKS ARGS...: a judgement of earlier steps' files by gpu-check-judge.py
 py_step() {
   local name=$1 np=$2; shift 2
   if [ -n "$PY" ]; then step "$name" "$np" "$TO" h_info -- "$PY" "$GC_PY" "$@"

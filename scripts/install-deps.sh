@@ -9,7 +9,7 @@
 #   --for slurm   opt-in: Slurm's controller, node daemon and commands and munge
 #                 (slurmctld, slurmd, slurm-client, munge), for scripts/local-slurm.sh
 #                 and tests/integration/test_slurm.sh; only these, not the rest
-#   --for report  opt-in: a headless Chromium, for scripts/check-report-browser.py and
+#   --for report  opt-in: a headless Chromium, for tools/dev/check-report-browser.py and
 #                 tests/integration/test_report_browser.sh (the report as a reader sees it)
 #   --no-install  never install: report what is missing and exit 3
 #

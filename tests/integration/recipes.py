@@ -3,7 +3,7 @@
 
 A recipe is the code blocks of the doc that follow a comment
     <!-- recipe KEY FILE new -->                 the block is a new file
-    (anything after a "; " is a note: "refs: example" for scripts/check-refs.py)
+    (anything after a "; " is a note: "refs: example" for tools/dev/check-refs.py)
     <!-- recipe KEY FILE before|after "ANCHOR" --> the block goes before or after
                                                    the one line of FILE that starts
                                                    (after blanks) with ANCHOR

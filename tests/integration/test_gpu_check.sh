@@ -5,7 +5,7 @@
 # gpu-check.md, and builds nothing; its usage errors exit 2. With a fake
 # nvidia-smi on PATH, --dry-run shows the steps it would run (argument
 # building, GPU counting, the expected busbw of the model); the judging and
-# summary helpers (scripts/gpu_check.py) run on fabricated step results. On a
+# summary helpers (scripts/gpu-check-judge.py) run on fabricated step results. On a
 # fake node (nvidia-smi, mpirun and the sweeps faked) the key figures it writes
 # match what the test recomputes from the sweeps' CSVs. The GPU path itself
 # needs a GPU node (docs/gpu/README.md).
@@ -87,8 +87,8 @@ expect_rc 0 "dry run, unknown GPU" -- dry "$TMP/dx" 2 "Fancy GPU 9000" 40000
 expect_in "$TMP/dx/summary.txt" "no expectation for 'Fancy GPU 9000'" "unknown model: says there is no expectation"
 expect_rc 2 "--max-ranks 0" -- bash "$CHECK" --max-ranks 0 --dry-run
 
-# ---- gpu_check.py on fabricated step results
-PYC=$TESTS_DIR/../../scripts/gpu_check.py
+# ---- gpu-check-judge.py on fabricated step results
+PYC=$TESTS_DIR/../../scripts/gpu-check-judge.py
 command -v python3 >/dev/null || skip_test "python3 missing (install-deps.sh installs it)"
 F=$TMP/fab
 mkdir -p "$F"
@@ -164,8 +164,8 @@ expect_in "$MD" "- GPUs: 8 visible (NVIDIA H100 80GB HBM3)" "one page: the node"
 sed -i '$d' "$F/run/summary.txt"
 python3 "$PYC" summary "$F/run" >/dev/null
 expect_in "$MD" "# parabench GPU check: INCOMPLETE" "one page: a check that did not finish says so"
-expect_rc 2 "gpu_check.py: unknown command" -- python3 "$PYC" frobnicate
-expect_rc 3 "gpu_check.py: missing file" -- python3 "$PYC" devtime "$F/nope.csv" "$F/pair.csv"
+expect_rc 2 "gpu-check-judge.py: unknown command" -- python3 "$PYC" frobnicate
+expect_rc 3 "gpu-check-judge.py: missing file" -- python3 "$PYC" devtime "$F/nope.csv" "$F/pair.csv"
 
 # ---- a fake node (nvidia-smi, mpirun, ompi_info and the sweeps faked; the sweeps copy fabricated
 # CSVs): the key figures gpu-check.sh extracts into summary.txt and gpu-check.md, against what this

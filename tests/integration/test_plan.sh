@@ -148,9 +148,9 @@ expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
 expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
 
 # ---- published runs: the calibration rows hold, and the check can fail ----
-expect_rc 0 "planner vs published A100 runs" -- "$TESTS_DIR/../../scripts/plan-published.sh" "$PLAN"
+expect_rc 0 "planner vs published A100 runs" -- "$TESTS_DIR/../../tools/dev/plan-published.sh" "$PLAN"
 expect_in "$TMP/out" "calibration rows (K22) 9 of 9" "every calibration row within 10%"
 expect_in "$TMP/out" "N21  1008.0B t=8 p=64 n=3072" "held-out rows listed"
-TOL=1 expect_rc 1 "a 1% tolerance fails the calibration rows" -- "$TESTS_DIR/../../scripts/plan-published.sh" "$PLAN"
+TOL=1 expect_rc 1 "a 1% tolerance fails the calibration rows" -- "$TESTS_DIR/../../tools/dev/plan-published.sh" "$PLAN"
 
 finish

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The report as a person sees it: a real run_all.sh --quick results directory's
-# index.html opened in headless Chromium (scripts/check-report-browser.py, over
+# index.html opened in headless Chromium (tools/dev/check-report-browser.py, over
 # the DevTools pipe): no console error, every image loaded, a screenshot 1280
 # pixels wide. Then the checker must catch what it is for, on copies of the
 # page: an image whose file is missing, an image whose data is corrupt, a
 # console error. Skips without Chromium (scripts/install-deps.sh --for report).
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
-CHECK=$ROOT/scripts/check-report-browser.py
+CHECK=$ROOT/tools/dev/check-report-browser.py
 [ -n "${CHROMIUM:-}" ] || for b in chromium chromium-headless-shell chromium-browser google-chrome; do
     command -v "$b" >/dev/null && { CHROMIUM=$b; break; }
 done

@@ -1,7 +1,7 @@
 /* How the report's cost grows with its rows: writes N rows of a sweep-like
  * table through pb_report (JSON and CSV on), and prints N and the time per
  * row. Linear writing shows as a flat time per row. Used by
- * scripts/json-writer-bench.sh. */
+ * tools/dev/json-writer-bench.sh. */
 #include "core/report.h"
 #include "core/timing.h"
 

@@ -24,7 +24,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURED = os.path.join(ROOT, "docs", "measured")
 NUM = r"\d+(?:\.\d+)?"
 UNIT = r"(?:us|µs|μs|ms|s|minutes?|GB/s|MB/s|TB/s|GFLOP/s|TFLOP/s|%)"

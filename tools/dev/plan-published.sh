@@ -23,7 +23,7 @@
 # plan binary is missing. Held-out rows outside the tolerance are counted, and
 # docs/plan.md explains them.
 set -u
-PLAN=${1:-"$(dirname "$0")/../build/bin/plan"}
+PLAN=${1:-"$(dirname "$0")/../../build/bin/plan"}
 TOL=${TOL:-10}
 [ -x "$PLAN" ] || { echo "plan-published: $PLAN is not built (make)" >&2; exit 3; }
 

@@ -2,9 +2,9 @@
 # What the opt-in cold-cache mode (--rotate 1) costs against the default fixed
 # buffers: the same sweep both ways, alternating, several rounds; prints the
 # median time of each and their ratio per operation and size.
-#   Usage: scripts/rotation-cost.sh [ROUNDS]   (recorded as docs/measured/rotation-cost.txt by scripts/record.sh)
+#   Usage: tools/dev/rotation-cost.sh [ROUNDS]   (recorded as docs/measured/rotation-cost.txt by tools/dev/record.sh)
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROUNDS=${1:-5}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
 make -s CUDA=0 BUILD=build-cpu all >/dev/null

@@ -4,9 +4,9 @@
 # what ran, when, at which commit and on what machine. The docs quote figures
 # from these files only (make docs-check). Exit: the command's status; 2 usage.
 set -u
-[ $# -ge 2 ] || { echo "usage: scripts/record.sh NAME COMMAND..." >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: tools/dev/record.sh NAME COMMAND..." >&2; exit 2; }
 name=$1; shift
-cd "$(dirname "$0")/.." || exit 3
+cd "$(dirname "$0")/../.." || exit 3
 out=docs/measured/$name.txt
 mkdir -p docs/measured
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')

@@ -66,7 +66,7 @@ def breaches(root):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     found = breaches(root)
     for line in found:
         print(f"check-registries: {line}", file=sys.stderr)

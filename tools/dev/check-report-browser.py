@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Open a run's index.html in headless Chromium, as a reader would, and check it.
 
-    scripts/check-report-browser.py [--screenshot PNG] [--width PX] [--height PX]
+    tools/dev/check-report-browser.py [--screenshot PNG] [--width PX] [--height PX]
                                     [--full-page] [--timeout S] RESULTS_DIR|HTML_FILE
 
 Loads the page through the DevTools protocol (--remote-debugging-pipe: JSON

@@ -2,13 +2,13 @@
 """The parts of scripts/gpu-check.sh that judge results, testable without a GPU
 (tests/integration/test_gpu_check.sh feeds them fabricated files).
 
-  gpu_check.py expected GPU_NAME              the node's expected busbw ceiling
-  gpu_check.py busbw CSV GPU_NAME RANKS       allreduce busbw vs that expectation
-  gpu_check.py devtime BATCHED.csv SINGLE.csv devtime of a batch vs one event pair per operation
-  gpu_check.py tp-vs-gemm TP.csv PROBE.csv    tp_layer compute time vs GEMM FLOPs / GEMM rate
-  gpu_check.py torch-ref OUT.csv              time torch.matmul and copy_ (needs PyTorch and a GPU)
-  gpu_check.py vs-torch TORCH.csv PROBE.csv.. compute_probe vs the PyTorch figures
-  gpu_check.py summary DIR                    write DIR/gpu-check.md from DIR/summary.txt
+  gpu-check-judge.py expected GPU_NAME              the node's expected busbw ceiling
+  gpu-check-judge.py busbw CSV GPU_NAME RANKS       allreduce busbw vs that expectation
+  gpu-check-judge.py devtime BATCHED.csv SINGLE.csv devtime of a batch vs one event pair per operation
+  gpu-check-judge.py tp-vs-gemm TP.csv PROBE.csv    tp_layer compute time vs GEMM FLOPs / GEMM rate
+  gpu-check-judge.py torch-ref OUT.csv              time torch.matmul and copy_ (needs PyTorch and a GPU)
+  gpu-check-judge.py vs-torch TORCH.csv PROBE.csv.. compute_probe vs the PyTorch figures
+  gpu-check-judge.py summary DIR                    write DIR/gpu-check.md from DIR/summary.txt
 
 Judging commands print one headline; it starts with "FAIL: " when the check
 failed and with "FINDING: " when a figure misses its reference or expectation
@@ -48,7 +48,7 @@ TP_WITHIN = 2.0       # tp_layer compute time within 2x of FLOPs / GEMM rate
 
 
 def die(code, msg):
-    print(f"gpu_check.py: {msg}", file=sys.stderr)
+    print(f"gpu-check-judge.py: {msg}", file=sys.stderr)
     sys.exit(code)
 
 
@@ -78,7 +78,7 @@ def expected(name):
 def cmd_expected(name):
     e = expected(name)
     if not e:
-        return f"no expectation for '{name}' (not in the table of scripts/gpu_check.py)"
+        return f"no expectation for '{name}' (not in the table of scripts/gpu-check-judge.py)"
     link, bw, src = e
     return f"{link}: expected busbw ceiling {bw:.0f} GB/s per direction (expectation, {src}, halved)"
 

@@ -2,16 +2,16 @@
 # Regenerate the recorded outputs the docs quote (docs/measured/*.txt, each
 # with its command, date, commit and machine; make docs-check holds the docs
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
-#   scripts/measure-docs.sh [NAME...]   (default: all of them)
+#   tools/dev/measure-docs.sh [NAME...]   (default: all of them)
 # NAMEs: compute dp_allreduce plan this-machine emulated-cluster (needs root
 # and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
-cd "$(dirname "$0")/.." || exit 3
+cd "$(dirname "$0")/../.." || exit 3
 B=build/bin
 [ -x $B/coll_sweep ] || { echo "measure-docs: build first (make CUDA=0 all)" >&2; exit 3; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
 MPI=(mpirun -np 2 --oversubscribe --bind-to none)
-rec() { scripts/record.sh "$@" || FAILED="$FAILED $1"; }
+rec() { tools/dev/record.sh "$@" || FAILED="$FAILED $1"; }
 FAILED=
 
 compute() {
@@ -23,7 +23,7 @@ dp_allreduce() {
 plan() {
     rec plan-reproduce $B/plan --reproduce
     rec plan-llama-70b $B/plan --model llama-70b --gpus 256
-    rec plan-published scripts/plan-published.sh $B/plan
+    rec plan-published tools/dev/plan-published.sh $B/plan
 }
 # run_all.sh --reproduce (default profile, 2 ranks): its duration, the documents'
 # figures, then the run's rows predicted from its own calibration file.
@@ -42,7 +42,7 @@ print('plan --fit --cluster cluster.txt: median |error| %.1f%% over %d workload 
 }
 # docs/run_all.md's "Shapes at scale" and its dry-run sample: computed, nothing runs.
 shapes() {
-    rec shapes python3 scripts/shapes-table.py
+    rec shapes python3 tools/dev/shapes-table.py
     rec dry-run-1024 sh -c './run_all.sh --dry-run --np 1024 --ranks-per-node 8 | sed -n "/^# upper bound/,\$p"'
 }
 # The figures behind acceptance/this-machine.thresholds: the sizes its rules name, 2 ranks.

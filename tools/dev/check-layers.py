@@ -35,7 +35,7 @@ def breaches(root):
         if os.path.isfile(path) and SOURCE.search(name):
             out.append(f"common/{name}: sits directly in common/; put it in one of {', '.join(LAYERS)}")
         elif os.path.isdir(path) and name not in LAYERS:
-            out.append(f"common/{name}/: not a layer of scripts/check-layers.py ({', '.join(LAYERS)})")
+            out.append(f"common/{name}/: not a layer of tools/dev/check-layers.py ({', '.join(LAYERS)})")
     doc = os.path.join(root, "docs", "ARCHITECTURE.md")
     text = open(doc, encoding="utf-8").read() if os.path.exists(doc) else ""
     for layer in LAYERS:
@@ -67,7 +67,7 @@ def breaches(root):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     found = breaches(root)
     for line in found:
         print(f"check-layers: {line}", file=sys.stderr)

@@ -2,9 +2,9 @@
 # Valgrind memcheck on one small run of each binary (single-rank where the
 # binary allows; p2p_sweep needs two), with Open MPI's suppression file and
 # tests/valgrind.supp. Exits 1 if memcheck reports an error or a definite leak.
-# Usage: scripts/valgrind-check.sh [BUILD_DIR]   (make valgrind)
+# Usage: tools/dev/valgrind-check.sh [BUILD_DIR]   (make valgrind)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN=${1:-build}/bin
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
 SUPP=(--suppressions=tests/valgrind.supp)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The report writer's cost per row as the row count grows (tests/perf/json_writer.c):
 # a flat time per row from 12,500 to 100,000 rows means writing is linear in the rows.
-#   Usage: scripts/json-writer-bench.sh   (recorded as docs/measured/json-writer.txt by scripts/record.sh)
+#   Usage: tools/dev/json-writer-bench.sh   (recorded as docs/measured/json-writer.txt by tools/dev/record.sh)
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 make -s CUDA=0 BUILD=build-cpu build-cpu/lib/libparabench.a >/dev/null
 mkdir -p build-cpu/perf
 cc -O2 -std=c11 -D_GNU_SOURCE -Icommon $(pkg-config --cflags libcjson) tests/perf/json_writer.c \

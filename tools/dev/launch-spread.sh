@@ -5,11 +5,11 @@
 # tools' values sorted. On a VM the values fall into two groups (where the
 # shared-memory segment and the virtual CPUs land), for both tools alike; a
 # ratio of two single launches then says nothing about either tool.
-#   Usage: scripts/launch-spread.sh OSU_PREFIX [LAUNCHES]   (OSU_PREFIX as for compare-osu.sh;
-#   recorded as docs/measured/launch-spread.txt by scripts/record.sh)
+#   Usage: tools/dev/launch-spread.sh OSU_PREFIX [LAUNCHES]   (OSU_PREFIX as for compare-osu.sh;
+#   recorded as docs/measured/launch-spread.txt by tools/dev/record.sh)
 set -eu
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: scripts/launch-spread.sh OSU_PREFIX [LAUNCHES]" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+[ $# -ge 1 ] || { echo "usage: tools/dev/launch-spread.sh OSU_PREFIX [LAUNCHES]" >&2; exit 2; }
 OSU=$1/libexec/osu-micro-benchmarks/mpi/collective/osu_allreduce LAUNCHES=${2:-16}
 [ -x "$OSU" ] || { echo "launch-spread.sh: no $OSU" >&2; exit 3; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0

@@ -5,16 +5,16 @@ suite/shapes.py gives every workload step, as a Markdown table per world
 the upper bound `run_all.sh --dry-run` gives each world in every profile
 (suite/estimate.py; needs the sweep binaries built, BUILD=dir as run_all).
 docs/run_all.md quotes its recorded output, docs/measured/shapes.txt
-(scripts/record.sh shapes python3 scripts/shapes-table.py)."""
+(tools/dev/record.sh shapes python3 tools/dev/shapes-table.py)."""
 import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from suite import dry_run, estimate, manifest  # noqa: E402
 from suite.shapes import shapes  # noqa: E402
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def bound_rows(ranks, per_node, gpus):

@@ -6,10 +6,10 @@
 # their difference. Comparing inside one process matters on virtual machines,
 # where two launches of the same program can differ by 2x. The script runs
 # LAUNCHES launches, so the spread between launches is visible too.
-#   Usage: scripts/harness-overhead.sh [LAUNCHES]
-#   (recorded as docs/measured/harness-overhead.txt by scripts/record.sh)
+#   Usage: tools/dev/harness-overhead.sh [LAUNCHES]
+#   (recorded as docs/measured/harness-overhead.txt by tools/dev/record.sh)
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 LAUNCHES=${1:-3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
 make -s CUDA=0 BUILD=build-cpu build-cpu/lib/libparabench.a >/dev/null

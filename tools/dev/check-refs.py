@@ -2,7 +2,7 @@
 """Every file the code and docs refer to is in the repository (`make docs-check`).
 
 Reads every tracked source, script and document and finds
- - paths into the tree: `docs/gpu.md`, `common/core/report.c`, `scripts/record.sh`;
+ - paths into the tree: `docs/gpu.md`, `common/core/report.c`, `tools/dev/record.sh`;
  - bare Markdown names: `METRICS.md`, `ARCHITECTURE.md`;
 and fails on any that names no file of the repository. Recorded outputs
 (docs/measured/) are quotations and are not read. Not references: names
@@ -52,7 +52,7 @@ def breaches(root):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     found = breaches(root)
     for line in found:
         print(f"check-refs: {line}", file=sys.stderr)
