@@ -7,17 +7,21 @@ A recipe is the code blocks of the doc that follow a comment
     <!-- recipe KEY FILE before|after "ANCHOR" --> the block goes before or after
                                                    the one line of FILE that starts
                                                    (after blanks) with ANCHOR
-Each block is inserted as the doc shows it, less the list's indentation;
-RENAME (old=new, comma-separated) is applied to the blocks first.
+A block is fenced as ```c, ```python, ```sh or ```markdown (the language of
+FILE), and is inserted as the doc shows it, less the list's indentation; a
+new file whose block starts with "#!" is made executable. RENAME (old=new,
+comma-separated) is applied to the blocks first.
 
 usage: recipes.py DOC KEY TREE [RENAME]
        recipes.py --count DOC KEY   prints "FILES LINES" as the recipe's prose states them
+                                    ("touches N files [and M lines]"; "-": no line count)
 """
+import os
 import re
 import sys
 
 RECIPE = re.compile(r'^( *)<!-- recipe (\S+) (\S+) (new|before|after)(?: "((?:[^"\\]|\\.)*)")?(?:; [^\n]*)? -->\n'
-                    r'\1```c\n(.*?)^\1```\n', re.M | re.S)
+                    r'\1```(?:c|python|sh|markdown)\n(.*?)^\1```\n', re.M | re.S)
 
 
 def blocks(doc, key):
@@ -39,6 +43,8 @@ def apply(doc, key, tree, renames):
         full = f"{tree}/{path}"
         if where == "new":
             open(full, "x").write(body)
+            if body.startswith("#!"):
+                os.chmod(full, 0o755)
             continue
         text = open(full).read().splitlines(True)
         at = [i for i, l in enumerate(text) if l.strip().startswith(anchor)]
@@ -55,7 +61,7 @@ def stated_count(doc, key):
     """The files and lines the prose before the recipe's first block states."""
     first = next(m for m in RECIPE.finditer(doc) if m.group(2) == key)
     heading = doc.rfind("\n#", 0, first.start())
-    m = re.search(r"touches (\d+) files(?: and (\d+) lines)?", doc[heading:first.start()])
+    m = re.search(r"touches (\d+) files?(?: and (\d+) lines?)?", doc[heading:first.start()])
     if not m:
         sys.exit(f"recipes.py: the doc states no count for {key}")
     return m.group(1), m.group(2) or "-"

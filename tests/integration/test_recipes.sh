@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The "Adding things" recipes of docs/ARCHITECTURE.md, executed: a copy of the
 # tree gets each recipe's blocks where the doc says (tests/integration/recipes.py),
-# a collective (reduce again, as reduce_copy), a backend (mpi2) and an engine
-# (blas2); the copy builds, each addition runs, and the files and lines each
+# a collective (reduce again, as reduce_copy), a backend (mpi2), an engine
+# (blas2), a benchmark (ring_shift: program, test and page) and its step of
+# run_all.sh; the copy builds, each addition runs, and the files and lines each
 # recipe touched are the numbers the doc states.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
@@ -30,16 +31,18 @@ apply() {
     lines=$(git -C "$TREE" diff --cached --numstat | awk '{s += $1} END {print s + 0}')
     stated=$(python3 "$RECIPES" --count "$DOC" "$key")
     if [ "${stated#* }" = "-" ]; then lines="-"; fi # the doc states no line count
-    if [ "$stated" = "$files $lines" ]; then pass "the $key recipe touches $files files (lines: $lines) as the doc states"
+    if [ "$stated" = "$files $lines" ]; then pass "the $key recipe touches $files file(s) (lines: $lines) as the doc states"
     else fail "the $key recipe touched '$files $lines' (files lines); the doc states '$stated'"; fi
     git -C "$TREE" -c user.name=t -c user.email=t@t commit -qm "$key"
 }
 apply collective 'PB_COLL_REDUCE=PB_COLL_REDUCE_COPY,"reduce"="reduce_copy",issue_reduce=issue_reduce_copy,pb_coll_expect_reduce(=pb_coll_expect_reduce_copy('
 apply backend
 apply engine
+apply benchmark
+apply step
 
-expect_rc 0 "the tree with the three additions builds" -- \
-    nice make -C "$TREE" -j2 CUDA=0 BUILD="$BUILD" "$BUILD/bin/coll_sweep" "$BUILD/bin/compute_probe"
+# Every program: test_manifest.sh wants each step's built.
+expect_rc 0 "the tree with the additions builds" -- nice make -C "$TREE" -j2 CUDA=0 BUILD="$BUILD" all
 B=$TREE/$BUILD/bin
 
 expect_rc 0 "coll_sweep --coll reduce_copy runs on 2 ranks" -- mpi 2 "$B/coll_sweep" --coll reduce_copy -e 4K -n 3 -w 1
@@ -56,4 +59,16 @@ expect_rc 0 "compute_probe --engine blas2 runs" -- "$B/compute_probe" --engine b
 expect_in "$TMP/out" "blas2" "its rows name the new engine"
 expect_rc 0 "compute_probe --help" -- "$B/compute_probe" --help
 expect_in "$TMP/out" "blas, cublas or blas2" "--engine's help names it"
+
+expect_rc 0 "ring_shift runs on 2 ranks" -- \
+    mpi 2 "$B/ring_shift" --sizes 8,64K -n 5 -w 1 --csv "$TMP/ring.csv" --json "$TMP/ring.json"
+python3 "$TESTS_DIR/results.py" "$TMP/ring.csv" "$TMP/ring.json" --columns bytes,time_us,bw_GBps,wrong --rows 2 \
+    --zero-wrong --complete && pass "its CSV and JSON have a row per size" || fail "ring_shift's CSV and JSON"
+expect_rc 0 "its test, test_ring_shift.sh, passes in the copy" -- "$TREE/tests/integration/test_ring_shift.sh"
+
+expect_rc 0 "run_all.sh --dry-run --np 2 in the copy" -- "$TREE/run_all.sh" --dry-run --np 2
+expect_in "$TMP/out" "] ring_shift: timeout" "it lists the ring_shift step"
+expect_in "$TMP/out" "$B/ring_shift -b 8" "with its launch line"
+expect_rc 0 "test_manifest.sh passes in the copy (the step's program, page and test)" -- \
+    "$TREE/tests/integration/test_manifest.sh"
 finish

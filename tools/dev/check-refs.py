@@ -7,7 +7,8 @@ Reads every tracked source, script and document and finds
 and fails on any that names no file of the repository. Recorded outputs
 (docs/measured/) are quotations and are not read. Not references: names
 with a placeholder (`benchmarks/X.c`, `docs/measured/NAME.txt`),
-the files a run writes (GENERATED), and a line that says `refs: example`.
+the files a run writes (GENERATED), and a line that says `refs: example`
+with the fenced block right after it (example code: the recipes of docs/ARCHITECTURE.md).
 
 usage: check-refs.py [ROOT]; exit 0 when every reference resolves, 1 otherwise.
 """
@@ -39,7 +40,14 @@ def breaches(root):
         if rel.startswith("docs/measured/") or not READ.search(rel):
             continue
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            example, prev = False, ""  # example: inside the block after a "refs: example" line
             for n, line in enumerate(f, 1):
+                fence = line.lstrip().startswith("```")
+                if example or (fence and "refs: example" in prev):
+                    example = not (example and fence)
+                    prev = line
+                    continue
+                prev = line
                 if "refs: example" in line:
                     continue
                 for ref in PATH.findall(line):
