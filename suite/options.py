@@ -32,9 +32,9 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
 The steps are declared in suite/manifest.py. A failing benchmark is recorded and
 the rest still run. Exit: 0 all passed; 1 a benchmark failed or a threshold was
 missed; 2 usage error or bad threshold file; 3 environment (dependencies, output
-directory); 130 SIGINT, 143 SIGTERM: the running step is stopped (its whole
-process tree) and recorded as interrupted, and meta.json and the report are
-written for what completed."""
+directory); 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT: the running step
+is stopped (its whole process tree) and recorded as interrupted, and meta.json
+and the report are written for what completed."""
 
 POSITIVE = re.compile(r"[1-9][0-9]*")
 
