@@ -10,7 +10,7 @@
 # suite/manifest.py and run by suite/driver.py; this script only finds python3
 # (installing it through scripts/install-deps.sh where allowed) and hands over.
 # Exit: 0 all passed; 1 a step failed or a threshold was missed; 2 usage;
-# 3 environment; 130 SIGINT; 143 SIGTERM.
+# 3 environment; 128 + the signal for SIGINT (130), SIGTERM (143), SIGHUP (129), SIGQUIT (131).
 ROOT=$(cd "$(dirname "$0")" && pwd) && cd "$ROOT" || exit 3
 if ! command -v python3 >/dev/null 2>&1; then
     deps=(--for run)

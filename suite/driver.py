@@ -1,8 +1,10 @@
 """run_all.sh's driver: checks the launch, installs what is missing, builds,
 runs the steps of suite/manifest.py in order and writes the results
 (steps.tsv, meta.json, logs/, the report), with progress on stderr and a
-summary on stdout. SIGINT and SIGTERM stop the running step's whole process
-tree, and what completed is still recorded and reported (exit 130, 143)."""
+summary on stdout. SIGINT, SIGTERM, SIGHUP and SIGQUIT stop the running
+step's whole process tree, and what completed is still recorded and reported
+(exit 128 + the signal); a step outlives no driver, even one killed
+(suite/guard.py)."""
 import dataclasses
 import os
 import shutil
@@ -174,7 +176,9 @@ class Driver:
             self.done_weight += step.weight
 
     def interrupted(self, signum, proc):
-        """Stop the running command, record the step, write meta.json and the report, exit 128 + signum."""
+        """Stop the running command, record the step, write meta.json and the report, exit 128 + signum.
+        A second signal while the step stops only makes it stop sooner (stop_tree); meta.json is
+        written before the report, atomically, so one during the report cannot lose it."""
         name, code = signal.Signals(signum).name, 128 + signum
         print(f"run_all.sh: {name}: stopping{' the step ' + self.step if self.step else ''}", file=sys.stderr, flush=True)
         processes.stop_tree(proc)

@@ -45,21 +45,18 @@ def tournament_rounds(m):
     return 0 if m < 2 else m if m % 2 else m - 1
 
 
-def circle_round(m, t):
-    """Round t of the circle method over m players (m even): the m/2 meetings."""
-    return [(0 if i == 0 else 1 + (i - 1 + t) % (m - 1), 1 + (m - 2 - i + t) % (m - 1)) for i in range(m // 2)]
-
-
 def matrix_rounds(nranks, ranks_per_node):
     """Rounds of p2p_sweep --matrix's concurrent schedule, ranks placed by
     blocks of ranks_per_node: a tournament of nodes, each node pair taking as
     many sub-rounds as its larger node has ranks, then a tournament inside
-    every node at once."""
-    sizes = [min(ranks_per_node, nranks - k) for k in range(0, nranks, ranks_per_node)]
-    even, rounds = len(sizes) + len(sizes) % 2, 0
-    for t in range(tournament_rounds(len(sizes))):
-        rounds += max(max(sizes[x], sizes[y]) for x, y in circle_round(even, t) if x < len(sizes) and y < len(sizes))
-    return rounds + max(tournament_rounds(m) for m in sizes)
+    every node at once. In closed form, so that --dry-run answers at once for
+    any world: only the last node may be smaller, so every round of the node
+    tournament has a pair with a full node (ranks_per_node sub-rounds), and the
+    largest node's own tournament is the longest."""
+    rpn = min(ranks_per_node, nranks)
+    if rpn < 1:
+        return 0
+    return tournament_rounds(-(-nranks // rpn)) * rpn + tournament_rounds(rpn)
 
 
 def nodes_of(nranks, ranks_per_node):

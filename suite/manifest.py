@@ -7,6 +7,8 @@ table of its CSV, and where its documentation and its test are. The driver,
 the dry run and scripts/report.py read these records; nothing else lists the
 steps (tests/integration/test_manifest.sh checks it).
 """
+import copy
+import functools
 import os
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
@@ -134,7 +136,14 @@ def shape(run, name):
 
 
 def shapes_of(run):
-    return shaping.shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.model, run.profile)
+    # a copy: the cached answer must not change under a caller
+    return copy.deepcopy(_shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.model, run.profile))
+
+
+@functools.lru_cache(maxsize=16)
+def _shapes(*world):
+    """Asked for by every shaped step's arguments and skip: computed once per world."""
+    return shaping.shapes(*world)
 
 
 def shape_args(run, name):

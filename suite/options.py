@@ -16,7 +16,7 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
 
   --quick        a short pass (well under two minutes on a 2-core machine)
   --full         long sweeps (to 256 MB) and bigger workloads
-  --np N         ranks (default: GPUs when the CUDA build finds devices, else cores, at least 2;
+  --np N         ranks, 1 to 1048576 (default: GPUs when the CUDA build finds devices, else cores, at least 2;
                  under Slurm the job's tasks; with --hostfile the slots it lists)
   --bind WHAT    where each rank runs: core (default on CPUs: one core per rank), numa (one NUMA
                  domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
@@ -32,11 +32,14 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
 The steps are declared in suite/manifest.py. A failing benchmark is recorded and
 the rest still run. Exit: 0 all passed; 1 a benchmark failed or a threshold was
 missed; 2 usage error or bad threshold file; 3 environment (dependencies, output
-directory); 130 SIGINT, 143 SIGTERM: the running step is stopped (its whole
-process tree) and recorded as interrupted, and meta.json and the report are
-written for what completed."""
+directory); 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT: the running step
+is stopped (its whole process tree) and recorded as interrupted, and meta.json
+and the report are written for what completed."""
 
 POSITIVE = re.compile(r"[1-9][0-9]*")
+# The most ranks a run accepts (2^20): above any machine today, and where the launch
+# lines and --dry-run's estimate stay instant. Beyond it a number is a typo.
+MAX_RANKS = 1 << 20
 
 
 @dataclass
@@ -86,8 +89,8 @@ def parse(argv):
             die_usage(opt, "needs a value")
         value = args.pop(0)
         if opt in ("--np", "--ranks-per-node"):
-            if not POSITIVE.fullmatch(value):
-                die_usage(opt, f"'{value}' is not a positive integer")
+            if not POSITIVE.fullmatch(value) or len(value) > 7 or int(value) > MAX_RANKS:
+                die_usage(opt, f"'{value}' is not accepted; expected an integer from 1 to {MAX_RANKS}")
             setattr(o, "np" if opt == "--np" else "ranks_per_node", int(value))
         elif opt in ("--hostfile", "--acceptance"):
             if not os.access(value, os.R_OK):

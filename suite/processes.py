@@ -4,20 +4,27 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
 
 class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived; proc is the command still running, if any."""
+    """A signal of STOPPING arrived; proc is the command still running, if any."""
 
     def __init__(self, signum, proc=None):
         super().__init__(signal.Signals(signum).name)
         self.signum, self.proc = signum, proc
 
 
+# Every signal that ends a run cleanly: Ctrl-C, kill, a closed terminal or a lost ssh
+# session (HUP), Ctrl-\ (QUIT). Left at their defaults they would end the driver at
+# once, with the step still running and no meta.json.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
 class Signals:
-    """SIGINT and SIGTERM, noted by real handlers and acted on by the waits
+    """The STOPPING signals, noted by real handlers and acted on by the waits
     below: a signal arriving at any moment (even between two commands) is
     seen within 0.1 s, and none is dropped."""
 
@@ -25,11 +32,11 @@ class Signals:
         self.received, self.handled = [], 0
 
     def install(self):
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in STOPPING:
             signal.signal(s, lambda signum, frame: self.received.append(signum))
 
     def uninstall(self):
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in STOPPING:
             signal.signal(s, signal.SIG_DFL)
 
     def check(self, proc=None):
@@ -38,16 +45,25 @@ class Signals:
             self.handled = len(self.received)
             raise Interrupted(self.received[-1], proc)
 
+    def pending(self):
+        return len(self.received) > self.handled
+
 
 SIGNALS = Signals()
 STOP_GRACE = int(os.environ["STOP_GRACE"]) if re.fullmatch(r"[0-9]{1,4}", os.environ.get("STOP_GRACE", "")) else 5
 
 
-def run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, defer=False):
+GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+
+
+def run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, defer=False, guard=False):
     """Run cmd (stdin from /dev/null) in a session of its own and return its
     exit status. A signal stops the wait: Interrupted carries the command,
     still running, for the caller to stop. defer: let it finish first (an
-    installer is not cut in the middle)."""
+    installer is not cut in the middle). guard: start it under guard.py,
+    which ends its tree if this process dies without doing so (SIGKILL)."""
+    if guard:
+        cmd = [sys.executable, GUARD, str(os.getpid()), *cmd]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
     while True:
         try:
@@ -77,9 +93,9 @@ def run_to_files(cmd, out_path, err_path):
     """run() with stdout to out_path and stderr to err_path (None: with stdout)."""
     with open(out_path, "wb") as out:
         if err_path is None:
-            return run(cmd, stdout=out, stderr=subprocess.STDOUT)
+            return run(cmd, stdout=out, stderr=subprocess.STDOUT, guard=True)
         with open(err_path, "wb") as err:
-            return run(cmd, stdout=out, stderr=err)
+            return run(cmd, stdout=out, stderr=err, guard=True)
 
 
 def descendants(root):
@@ -110,27 +126,35 @@ def alive(pid):
         return False
 
 
+def send_quietly(send, target, sig):
+    try:
+        send(target, sig)
+    except OSError:
+        pass  # it exited meanwhile
+
+
 def signal_all(proc, pids, sig):
     for send, target in [(os.killpg, proc.pid)] + [(os.kill, p) for p in pids]:
-        try:
-            send(target, sig)
-        except OSError:
-            pass
+        send_quietly(send, target, sig)
 
 
 def stop_tree(proc):
     """TERM to proc's process group (its session: it leads both) and to every
     process below it, which a launcher may have put in groups of their own;
-    KILL to whatever is left after STOP_GRACE seconds; reap proc."""
+    KILL to whatever is left after STOP_GRACE seconds, or at once when another
+    signal arrives meanwhile (the user insists; meta.json is still written
+    after this returns); reap proc."""
     if proc is None:
         return
     pids = descendants(proc.pid)
     signal_all(proc, pids, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
     while time.monotonic() < deadline:
+        if SIGNALS.pending():
+            SIGNALS.handled = len(SIGNALS.received)  # taken as "faster": the clean-up goes on
+            break
         if proc.poll() is not None and not any(alive(p) for p in pids):
             break
         time.sleep(0.1)
-    else:
-        signal_all(proc, [p for p in pids if alive(p)], signal.SIGKILL)
+    signal_all(proc, [p for p in pids if alive(p)], signal.SIGKILL)
     proc.wait()

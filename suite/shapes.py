@@ -95,23 +95,44 @@ def _round_up(n, k):
     return (n + k - 1) // k * k
 
 
-def _links(ranks, ranks_per_node, groups):
-    """intra when every group sits in one node, inter when each of its ranks is
-    on its own node, mixed otherwise (core/world.c's link classes)."""
+def _progression_class(first, stride, k, rpn):
+    """Link class of the group first, first + stride, ... (k ranks), rank r on
+    node r // rpn: intra when the first and last share a node; inter when
+    every gap crosses a node boundary (always when stride >= rpn; otherwise a
+    gap crosses at most one, so the nodes spanned must number k)."""
+    last = first + (k - 1) * stride
+    if first // rpn == last // rpn:
+        return "intra"
+    return "inter" if stride >= rpn or last // rpn - first // rpn == k - 1 else "mixed"
+
+
+def _links(bases, step, n, stride, k, rpn):
+    """The class of every group, starting at b + step * j (b in bases, j < n),
+    of k ranks stride apart (core/world.c's link classes; mixed when the groups
+    differ). A group's class depends only on its start modulo rpn, and step * j
+    modulo rpn repeats every rpn / gcd(step, rpn) groups: the work is bounded
+    by the ranks of a node, not of the world."""
     classes = set()
-    for g in groups:
-        nodes = {r // ranks_per_node for r in g}
-        classes.add("intra" if len(nodes) == 1 else "inter" if len(nodes) == len(g) else "mixed")
-    return classes.pop() if len(classes) == 1 else "mixed"
+    for j in range(min(n, rpn // math.gcd(step, rpn))):
+        for b in bases:
+            classes.add(_progression_class(b + step * j, stride, k, rpn))
+            if len(classes) > 1:
+                return "mixed"
+    return classes.pop()
 
 
 def hybrid_links(ranks, ranks_per_node, T, P, D):
     """Link class of the TP, PP and DP groups under hybrid_3d's tp-inner placement."""
-    # position t + T*(p + P*d) is the rank numbered so (ranks are already in node order)
-    tp = [[T * (p + P * d) + t for t in range(T)] for p in range(P) for d in range(D)]
-    pp = [[T * (p + P * d) + t for p in range(P)] for t in range(T) for d in range(D)]
-    dp = [[T * (p + P * d) + t for d in range(D)] for t in range(T) for p in range(P)]
-    return tuple(_links(ranks, ranks_per_node, g) if len(g[0]) > 1 else "none" for g in (tp, pp, dp))
+    # position t + T*(p + P*d) is the rank numbered so (ranks are already in node order):
+    # TP groups start at T*q (stride 1), PP groups at t + T*P*d (stride T), DP groups at
+    # t + T*p, i.e. 0 .. T*P - 1 (stride T*P).
+    rpn = ranks_per_node
+    if ranks <= rpn:  # one node: every group is inside it
+        return tuple("intra" if n > 1 else "none" for n in (T, P, D))
+    tp = _links([0], T, P * D, 1, T, rpn) if T > 1 else "none"
+    pp = _links(range(T), T * P, D, T, P, rpn) if P > 1 else "none"
+    dp = _links([0], 1, T * P, T * P, D, rpn) if D > 1 else "none"
+    return tp, pp, dp
 
 
 def _shape(step, args, describe, note=None):
@@ -140,14 +161,17 @@ def shapes(ranks, ranks_per_node, gpus, model, profile):
     if profile not in TP_SWEEP:
         raise ValueError("unknown profile %r; known: %s" % (profile, ", ".join(TP_SWEEP)))
     rpn = min(ranks_per_node, ranks)
-    sizes = node_sizes(ranks, rpn)
-    nodes = len(sizes)
-    uneven = sizes[-1] != rpn
+    full, rest = divmod(ranks, rpn)
+    # The distinct node sizes (every node holds rpn, the last what is left): what is
+    # asked of "every node" is asked of these, whatever the number of nodes.
+    sizes = [rpn] + ([rest] if rest else [])
+    nodes = full + (1 if rest else 0)
+    uneven = bool(rest)
     m = model_of(model)
     cap = min(TP_MAX, gpus) if gpus else TP_MAX
     where = "%s on %s of %d" % (_n(ranks, "rank"), _n(nodes, "node"), rpn)
     if uneven:
-        where += " (the last holds %d)" % sizes[-1]
+        where += " (the last holds %d)" % rest
     out = []
 
     # coll_sweep's intra-node sweep: every node's collective at once.

@@ -34,6 +34,24 @@ at_most() {
     if [ -n "$total" ] && [ "$total" -le "$1" ]; then pass "$2: total $total s <= $1 s"; else fail "$2: total '$total' s > $1 s"; fi
 }
 at_most 1800 "1024 ranks, default profile"
+
+# A million ranks (within the 2^20 maximum): the estimate takes no time per rank, so the dry
+# run answers at once (5 s: a loaded machine; it takes well under one). Above the maximum: exit 2.
+for rpn in 8 1000000; do
+    t0=${EPOCHREALTIME/./}
+    expect_rc 0 "--dry-run --np 1000000 --ranks-per-node $rpn" -- \
+        env BUILD="$BUILD" "$RA" --dry-run --np 1000000 --ranks-per-node "$rpn" --out "$TMP/never"
+    us=$((${EPOCHREALTIME/./} - t0)) secs=$(printf '%d.%02d' $((us / 1000000)) $((us % 1000000 / 10000)))
+    [ "$us" -lt 5000000 ] && pass "--dry-run at 10^6 ranks of $rpn per node answers in $secs s" \
+        || fail "--dry-run at 10^6 ranks of $rpn per node took $secs s"
+done
+expect_in "$TMP/out" "p2p_matrix: timeout" "10^6 ranks: the matrix step is launched"
+expect_rc 0 "--dry-run --np 1048576 (the maximum)" -- env BUILD="$BUILD" "$RA" --dry-run --np 1048576 --ranks-per-node 8
+expect_in "$TMP/out" "1048575 rounds" "2^20 ranks: the matrix's rounds, N - 1"
+for bad in 0 -1 2000000 99999999999999999999; do
+    expect_rc 2 "--dry-run --np $bad" -- env BUILD="$BUILD" "$RA" --dry-run --np "$bad"
+    expect_in "$TMP/err" "option --np: '$bad' is not accepted; expected an integer from 1 to 1048576" "--dry-run --np $bad: names --np and the range"
+done
 expect_rc 0 "--dry-run --quick --np 1024 --ranks-per-node 8" -- \
     env BUILD="$BUILD" "$RA" --dry-run --quick --np 1024 --ranks-per-node 8
 at_most 300 "1024 ranks, --quick"

@@ -16,6 +16,10 @@ check() {
 }
 
 for bad in 0 -1 x 1.5 '' 2x; do check 2 "option --np" "--np '$bad'" -- --np "$bad"; done
+# Above the documented maximum (2^20 ranks), however large: the range, never a traceback.
+for bad in 0 -1 1048577 2000000 99999999999999999999; do
+    check 2 "option --np: '$bad' is not accepted; expected an integer from 1 to 1048576" "--np $bad (range)" -- --np "$bad"
+done
 
 printf '# only comments\n\n   # and blanks\n' >"$TMP/empty.hosts"
 printf 'localhost slots=0\n' >"$TMP/zero.hosts"

@@ -8,7 +8,11 @@
 # --quick run while its third step runs, then SIGTERM to a run whose first
 # step hangs (PARABENCH_TEST_SKIP=1: rank 1 skips its operations, so rank 0
 # waits until the 90 s step limit): it must stop at once, not when the step
-# limit or the watchdog would have, and leave no rank behind.
+# limit or the watchdog would have, and leave no rank behind. SIGHUP (a closed
+# terminal or ssh session) and SIGQUIT the same way (exit 129, 131); a second
+# signal (HUP) 0.3 s after TERM, while the step is being stopped, must not cost
+# meta.json. Last, SIGKILL to run_all, which no handler sees: the step's processes
+# must still end within seconds (suite/guard.py), not run on to the step limit.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 [ -x "$BIN/coll_sweep" ] && [ -x "$BIN/p2p_sweep" ] || skip_test "$BIN is not built (make first)"
@@ -50,6 +54,7 @@ interrupt() {
 
     t0=$SECONDS
     kill "-$sig" "$job"
+    [ -n "${AGAIN:-}" ] && { sleep 0.3; kill "-$AGAIN" "$job"; }
     wait "$job"
     rc=$? secs=$((SECONDS - t0))
     if [ "$rc" -eq "$want" ]; then pass "$tag: SIG$sig: run_all exits $rc"; else
@@ -96,6 +101,7 @@ assert len(m["steps"]) == len(lines) and m["steps"][-1]["status"] == "interrupte
 assert "report" not in m["not_run"] and step not in m["not_run"], m["not_run"]
 PY
     then pass "$tag: SIG$sig: meta.json marks the interruption (signal, step, steps)"; else fail "$tag: SIG$sig: meta.json"; fi
+    [ -n "${AGAIN:-}" ] && return  # the second signal may cut the report short; meta.json was the point
     [ -s "$out/report.md" ] && [ -s "$out/index.html" ] && pass "$tag: SIG$sig: report.md and index.html written" \
         || fail "$tag: SIG$sig: no report"
     expect_in "$out/report.md" "| interrupted |" "$tag: SIG$sig: the report lists the interrupted step"
@@ -106,6 +112,36 @@ PY
 interrupt int INT 130 1
 interrupt term TERM 143 1
 interrupt hung TERM 143 0 PARABENCH_TEST_SKIP=1
+interrupt hup HUP 129 0 PARABENCH_TEST_SKIP=1
+interrupt quit QUIT 131 0 PARABENCH_TEST_SKIP=1
+AGAIN=HUP interrupt twice TERM 143 0 PARABENCH_TEST_SKIP=1
+
+# SIGKILL to run_all while a step hangs: no handler runs, so the step's guard must notice
+# that its parent is gone and end the step's tree. The processes are the descendants of
+# run_all's PID, listed before the kill (they are reparented after it).
+out=$TMP/run-kill
+env PARABENCH_TEST_SKIP=1 BUILD="$BUILD" "$SIGINT_DEFAULT" "$ROOT/run_all.sh" --quick --no-install --out "$out" \
+    >"$TMP/kill.out" 2>"$TMP/kill.err" &
+job=$!
+for _ in $(seq 600); do
+    rank_pid "$job" 0 >/dev/null && rank_pid "$job" 1 >/dev/null && break
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.2
+done
+sleep 0.5
+pids=$(descendants "$job")
+kill -KILL "$job"
+wait "$job" 2>/dev/null
+t0=$SECONDS left=""
+for _ in $(seq 50); do  # TERM at once, KILL after STOP_GRACE (5 s): 10 s on a loaded machine
+    left=""
+    for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+    [ -z "$left" ] && break
+    sleep 0.2
+done
+# shellcheck disable=SC2086
+if [ -n "$pids" ] && [ -z "$left" ]; then pass "SIGKILL to run_all: the step's processes are gone $((SECONDS - t0)) s later ($(echo $pids))"
+else fail "SIGKILL to run_all: processes of the step left:${left:- (none found before the kill)}"; kill -KILL $left 2>/dev/null; fi
 
 # SIGINT while run_all waits for a short command of its own before any step (nproc, which
 # it asks for the cores): a signal at any moment must be honoured, not only while a step

@@ -102,6 +102,34 @@ class Rules(unittest.TestCase):
             if P > 1 and len(sizes) > 1:
                 self.assertEqual(pp_link, "inter")
 
+    def test_links_without_listing_ranks(self):
+        # hybrid_links classifies each kind of group from its start modulo the node size: the
+        # same answer as listing every group rank by rank, on every small grid and node size.
+        def listed(ranks, rpn, T, P, D):
+            groups = ([[T * (p + P * d) + t for t in range(T)] for p in range(P) for d in range(D)],
+                      [[T * (p + P * d) + t for p in range(P)] for t in range(T) for d in range(D)],
+                      [[T * (p + P * d) + t for d in range(D)] for t in range(T) for p in range(P)])
+            out = []
+            for g in groups:
+                classes = {"intra" if len({r // rpn for r in x}) == 1 else
+                           "inter" if len({r // rpn for r in x}) == len(x) else "mixed" for x in g}
+                out.append("none" if len(g[0]) == 1 else classes.pop() if len(classes) == 1 else "mixed")
+            return tuple(out)
+        for T in (1, 2, 3, 4):
+            for P in (1, 2, 3, 5):
+                for D in (1, 2, 3, 4, 6):
+                    for rpn in range(1, T * P * D + 1):
+                        self.assertEqual(S.hybrid_links(T * P * D, rpn, T, P, D), listed(T * P * D, rpn, T, P, D),
+                                         (T, P, D, rpn))
+
+    def test_a_million_ranks_at_once(self):
+        import time
+        t0 = time.monotonic()
+        for rpn in (8, 1000, 10 ** 6):
+            S.shapes(10 ** 6, rpn, 0, "tiny", "default")
+        S.shapes(1 << 20, 8, 8, "tiny", "full")
+        self.assertLess(time.monotonic() - t0, 1.0)
+
     def test_cluster_scale(self):
         got = {s["step"]: s for s in S.shapes(1024, 8, 8, "tiny", "default")}
         self.assertEqual(got["tp_layer"]["args"], ["--tp", "8"])

@@ -5,6 +5,7 @@ never more than the step limit, steps skipped as the run skips them. Run by
 test_suite_estimate.sh (python3 -m unittest)."""
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -35,6 +36,24 @@ class Arithmetic(unittest.TestCase):
         for n, rpn, rounds in [(4, 2, 3), (1024, 8, 1023), (4, 4, 3), (5, 5, 5), (9, 4, 15), (10, 3, 12), (7, 2, 7),
                                (6, 6, 5), (12, 5, 20), (3, 1, 3), (100, 7, 112)]:
             self.assertEqual(estimate.matrix_rounds(n, rpn), rounds, (n, rpn))
+
+    def test_matrix_rounds_closed_form(self):
+        # The closed form against the schedule played round by round (the circle method), for
+        # every small world; and at a million ranks it must answer at once (it used to loop).
+        def played(nranks, rpn):
+            sizes = [min(rpn, nranks - k) for k in range(0, nranks, rpn)]
+            m, rounds = len(sizes) + len(sizes) % 2, 0
+            for t in range(estimate.tournament_rounds(len(sizes))):
+                meet = [(0 if i == 0 else 1 + (i - 1 + t) % (m - 1), 1 + (m - 2 - i + t) % (m - 1)) for i in range(m // 2)]
+                rounds += max(max(sizes[x], sizes[y]) for x, y in meet if x < len(sizes) and y < len(sizes))
+            return rounds + max(estimate.tournament_rounds(k) for k in sizes)
+        for n in range(1, 41):
+            for rpn in range(1, n + 1):
+                self.assertEqual(estimate.matrix_rounds(n, rpn), played(n, rpn), (n, rpn))
+        t0 = time.monotonic()
+        self.assertEqual(estimate.matrix_rounds(1 << 20, 8), (1 << 20) - 1)
+        self.assertEqual(estimate.matrix_rounds(10 ** 6 + 1, 10 ** 6 + 1), 10 ** 6 + 1)
+        self.assertLess(time.monotonic() - t0, 0.5)
 
     def test_choices_from_help(self):
         text = "  --coll LIST   collectives: allreduce, allgather, or all (comma-separated; default allreduce)\n" \
