@@ -8,8 +8,9 @@ skipped with a note), then writes RESULTS_DIR/summary.txt (the headlines),
 report.md and index.html (self-contained: the PNGs are embedded; no
 JavaScript). Both read in the order a cluster operator needs: the acceptance
 verdict with its failing rules (when acceptance ran), the headline figures
-against their expected values, the documents' figures (when the run has a
-reproduce.csv), then steps, every acceptance rule, figures and tables.
+against their expected values, the suspects (hosts ranked by the evidence
+against them: suspects.csv, good-hosts.txt; scripts/suspects.py), the
+documents' figures (when the run has a reproduce.csv), then steps, every acceptance rule, figures and tables.
 Standard library only. Exit 0, or 2 when RESULTS_DIR is not a directory.
 """
 import base64
@@ -25,6 +26,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
 
 FIGURES = [  # name, caption
     ("busbw", "Bus bandwidth vs message size, every collective"),
@@ -384,6 +387,27 @@ def headline_blocks(groups, lines):
     return b + ([] if body or others else [("note", "no benchmark results")])
 
 
+SUSPECT_SHOWN = 20  # the table's rows; every host is in suspects.csv
+
+
+def suspect_blocks(v):
+    """The hosts ranked by the evidence against them, and what the next job should run on."""
+    if v is None:
+        return []
+    b = [("h", 2, "Suspects", "suspects", "suspects.csv")]
+    if v.suspects:
+        b.append(("p", f"{len(v.suspects)} of {len(v.hosts)} hosts have a score above {suspects.THRESHOLD}: "
+                       + ", ".join(v.suspects) + f". good-hosts.txt lists the other {len(v.hosts) - len(v.suspects)}"
+                       " with their slots, a hostfile for the next job."))
+    else:
+        b.append(("p", f"no suspects: no host of {len(v.hosts)} has a score above {suspects.THRESHOLD}; "
+                       "good-hosts.txt lists every host."))
+    shown = [[h, f"{s:.2f}", str(len(why)), "; ".join(why)] for h, s, why in v.ranked if why][:SUSPECT_SHOWN]
+    if shown:
+        b.append(("table", ["host", "score", "evidence", "reasons"], shown, None))
+    return b
+
+
 def reproduce_blocks(rs):
     if not rs:
         return []
@@ -429,7 +453,7 @@ def detail_blocks(out, notes, st, acc):
     return b + figure_blocks(out, notes) + table_blocks(out)
 
 
-def report_blocks(out, meta, groups, lines, notes, st, acc):
+def report_blocks(out, meta, groups, lines, notes, st, acc, verdict=None):
     """The whole report in reading order: verdict, headline figures, the documents' figures, details."""
     mach = meta.get("machine", {})
     about = (f"{meta.get('date', '?')} · host {meta.get('host', '?')} · profile {meta.get('profile', '?')} · "
@@ -437,11 +461,13 @@ def report_blocks(out, meta, groups, lines, notes, st, acc):
              f"backend {mach.get('backend', meta.get('backend', '?'))} ({mach.get('backend_library', '?')}) · "
              f"git {mach.get('git_revision', '?')}")
     repro = reproduce(out)
-    toc = [("headlines", "Headline figures")] + ([("reproduce", "The documents' figures")] if repro else [])
+    toc = [("headlines", "Headline figures")] + ([("suspects", "Suspects")] if verdict else [])
+    toc += ([("reproduce", "The documents' figures")] if repro else [])
     toc += ([("steps", "Steps")] if st else []) + ([("acceptance", "Acceptance")] if acc else [])
     toc += [("figures", "Figures"), ("tables", "Tables")]
     return ([("h", 1, f"parabench run {os.path.basename(out)}", None, None), ("about", about), ("toc", toc)]
-            + verdict_blocks(acc, st) + headline_blocks(groups, lines) + reproduce_blocks(repro)
+            + verdict_blocks(acc, st) + headline_blocks(groups, lines) + suspect_blocks(verdict)
+            + reproduce_blocks(repro)
             + detail_blocks(out, notes, st, acc))
 
 
@@ -569,7 +595,7 @@ def main(argv):
     acc = acceptance(out)
     st = steps(out)
     open(os.path.join(out, "summary.txt"), "w").write("\n".join(lines) + "\n")
-    blocks = report_blocks(out, meta, groups, lines, notes, st, acc)
+    blocks = report_blocks(out, meta, groups, lines, notes, st, acc, suspects.judge(out))
     write_md(out, blocks)
     write_html(out, blocks)
     if not quiet:

@@ -1,0 +1,198 @@
+"""Which hosts a run's results point at, for scripts/report.py.
+
+    suspects.judge(RESULTS_DIR) -> Verdict (and writes suspects.csv, good-hosts.txt)
+
+At cluster scale the figure an operator acts on is one host, not one more
+bandwidth: this module turns the per-group and per-pair results into a
+ranking of hosts by the evidence against them. Each piece of evidence adds a
+weight to every host it names, with a sentence saying why:
+
+  - the slowest node group of a concurrent-groups sweep (coll_sweep --groups
+    node: coll_sweep_intra.csv or coll_sweep.csv, groups nodeK), per
+    collective at its largest size, when below 0.9 x the median group:
+    5 x the shortfall (0.8 x the median weighs 1.0), at most 2;
+  - the all-pairs matrix (p2p_matrix-pairs.csv, column slow): 2 x the share
+    of the host's pairs that are slow, so a host whose every off-node pair is
+    slow weighs nearly 2 while its partners, each slow with it alone, weigh
+    little;
+  - the slowest pipeline replica (pp_trace.csv, replicas of pp_pipeline at
+    the traced configuration), when its step is above 1.1 x the median
+    replica's: 5 x the excess, at most 2, on every host of the replica.
+
+A rail group spans every node and names no host; tp_layer times all its TP
+groups as one and acceptance rules name a link class, not a host, so neither
+adds evidence. A host whose score is above THRESHOLD is a suspect.
+Rank -> host comes from each step's own metadata (<step>.json meta.hosts,
+else the CSV's `# hosts` line), else from meta.json's machine.hosts.
+Standard library only.
+"""
+import csv
+import json
+import os
+import re
+import statistics
+
+THRESHOLD = 1.0
+GROUP_RATIO = 0.9   # a slowest node group below this x the median is evidence
+REPLICA_RATIO = 1.1  # a slowest replica's step above this x the median is evidence
+
+
+class Verdict:
+    def __init__(self, hosts, ranked):
+        self.hosts = hosts      # [(host, ranks)] in node order
+        self.ranked = ranked    # [(host, score, [reasons])], most suspect first
+        self.suspects = [h for h, s, _ in ranked if s > THRESHOLD]
+
+
+def _csv_rows(path):
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(l for l in f if l.strip() and not l.startswith("#")))
+    except (OSError, csv.Error):
+        return []
+
+
+def _num(r, key):
+    try:
+        return float(r.get(key, ""))
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _parse_hosts(value):
+    """[(name, [ranks])] from meta.hosts ([{name, ranks}]); [] when it is not that."""
+    try:
+        return [(str(h["name"]), [int(r) for r in h["ranks"]]) for h in value]
+    except (TypeError, KeyError, ValueError):
+        return []
+
+
+def hosts_of(out, step):
+    """The hosts of one step's world: its JSON's meta.hosts, its CSV's `# hosts` line, else meta.json's."""
+    try:
+        with open(os.path.join(out, step + ".json")) as f:
+            found = _parse_hosts(json.load(f).get("meta", {}).get("hosts"))
+        if found:
+            return found
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        with open(os.path.join(out, step + ".csv")) as f:
+            for line in f:
+                m = re.match(r"^# hosts:?\s+(\[.*\])\s*$", line)
+                if m:
+                    found = _parse_hosts(json.loads(m.group(1)))
+                    if found:
+                        return found
+    except (OSError, ValueError):
+        pass
+    return run_hosts(out)
+
+
+def run_hosts(out):
+    try:
+        with open(os.path.join(out, "meta.json")) as f:
+            return _parse_hosts(json.load(f).get("machine", {}).get("hosts"))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def _size(b):
+    b = int(b)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def group_evidence(out):
+    """[(host, weight, reason)]: the slowest node group per collective at its largest size."""
+    found = []
+    for step in ("coll_sweep_intra", "coll_sweep"):
+        rs = [r for r in _csv_rows(os.path.join(out, step + ".csv")) if re.fullmatch(r"node\d+", r.get("group", ""))]
+        if len({r["group"] for r in rs}) < 2:
+            continue
+        hosts = hosts_of(out, step)
+        for coll in dict.fromkeys(r["collective"] for r in rs):
+            cr = [r for r in rs if r["collective"] == coll]
+            big = max(_num(r, "bytes") for r in cr)
+            at = {r["group"]: _num(r, "busbw_GBps") for r in cr if _num(r, "bytes") == big}
+            slow = min(at, key=at.get)
+            med = statistics.median(at.values())
+            node = int(slow[4:])
+            if med > 0 and at[slow] < GROUP_RATIO * med and node < len(hosts):
+                ratio = at[slow] / med
+                found.append((hosts[node][0], min(2.0, 5 * (1 - ratio)),
+                              f"slowest node group for {coll} at {_size(big)}: {ratio:.2f}x the median ({step})"))
+        break  # one sweep on node groups is enough; the second would count the same links twice
+    return found
+
+
+def matrix_evidence(out):
+    """[(host, weight, reason)]: each host's share of slow pairs in the all-pairs matrix."""
+    pairs = _csv_rows(os.path.join(out, "p2p_matrix-pairs.csv"))
+    hosts = hosts_of(out, "p2p_matrix")
+    node = {r: h for h, ranks in hosts for r in ranks}
+    total, slow = {}, {}
+    for p in pairs:
+        try:
+            a, b = node[int(p["a"])], node[int(p["b"])]
+        except (KeyError, ValueError):
+            continue
+        for h in {a, b}:
+            total[h] = total.get(h, 0) + 1
+            slow[h] = slow.get(h, 0) + (p.get("slow", "0").strip() not in ("", "0"))
+    return [(h, 2.0 * slow[h] / total[h], f"{slow[h]} of {total[h]} matrix pairs slow")
+            for h in total if slow[h]]
+
+
+def replica_evidence(out):
+    """[(host, weight, reason)]: the slowest pipeline replica's hosts, at the traced configuration."""
+    rs = _csv_rows(os.path.join(out, "pp_trace.csv"))
+    span = {}  # replica -> (first start, last end, ranks)
+    for r in rs:
+        try:
+            k, rank = int(r["replica"]), int(r["rank"])
+        except (KeyError, ValueError):
+            continue
+        lo, hi, ranks = span.get(k, (float("inf"), float("-inf"), set()))
+        span[k] = (min(lo, _num(r, "start_us")), max(hi, _num(r, "end_us")), ranks | {rank})
+    if len(span) < 2:
+        return []
+    step = {k: hi - lo for k, (lo, hi, _) in span.items()}
+    slow = max(step, key=step.get)
+    med = statistics.median(step.values())
+    if not med > 0 or step[slow] <= REPLICA_RATIO * med:
+        return []
+    excess = step[slow] / med
+    node = {r: h for h, ranks in hosts_of(out, "pp_pipeline") for r in ranks}
+    what = f"{rs[0].get('schedule', '?')} m={rs[0].get('micro_batches', '?')}"
+    return [(h, min(2.0, 5 * (excess - 1)),
+             f"slowest pipeline replica ({slow} of {len(span)}) for {what}: {excess:.2f}x the median step")
+            for h in dict.fromkeys(node[r] for r in sorted(span[slow][2]) if r in node)]
+
+
+def judge(out):
+    """Rank the run's hosts, write suspects.csv and good-hosts.txt; None when the run names no hosts."""
+    hosts = run_hosts(out) or hosts_of(out, "coll_sweep_intra") or hosts_of(out, "p2p_matrix")
+    if not hosts:
+        return None
+    score = {h: 0.0 for h, _ in hosts}
+    reasons = {h: [] for h, _ in hosts}
+    for h, weight, why in group_evidence(out) + matrix_evidence(out) + replica_evidence(out):
+        score[h] = score.get(h, 0.0) + weight
+        reasons.setdefault(h, []).append(why)
+    ranked = sorted(((h, score[h], reasons[h]) for h in score), key=lambda t: (-t[1], t[0]))
+    v = Verdict(hosts, ranked)
+    with open(os.path.join(out, "suspects.csv"), "w", newline="") as f:
+        f.write(f"# a host is a suspect when its score is above {THRESHOLD} (scripts/suspects.py)\n")
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["host", "score", "evidence", "reasons"])
+        for h, s, why in ranked:
+            w.writerow([h, f"{s:.2f}", len(why), "; ".join(why)])
+    # An Open MPI hostfile for the next job: every host of the run but the suspects, with its slots.
+    with open(os.path.join(out, "good-hosts.txt"), "w") as f:
+        for h, ranks in hosts:
+            if h not in v.suspects:
+                f.write(f"{h} slots={len(ranks)}\n")
+    return v

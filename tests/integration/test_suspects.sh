@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# scripts/suspects.py through scripts/report.py on fabricated results (no MPI,
+# no gnuplot): 4 hosts of 2 ranks each. In the first run node 2 (host n2) is
+# the slowest node group for two collectives and in 12 of the matrix's 16 slow
+# pairs: suspects.csv ranks it first with its reasons, good-hosts.txt omits it,
+# the report's Suspects section (after the headline figures) names it. In the
+# second, uniform results (hosts read from the CSV's `# hosts` line, no
+# meta.json; two equal pipeline replicas): no suspects, every host in
+# good-hosts.txt, and the report says so.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+HOSTS='[{"name":"n0","ranks":[0,1]},{"name":"n1","ranks":[2,3]},{"name":"n2","ranks":[4,5]},{"name":"n3","ranks":[6,7]}]'
+
+# sweep DIR BUSBW x 8: coll_sweep_intra.csv with node groups 0..3 at two sizes of allreduce then
+# allgather; the values are each group's busbw at the largest size (64 MiB).
+sweep() {
+    local dir=$1; shift
+    local bw=("$@") i=0
+    {
+        echo "# hosts              $HOSTS"
+        echo "collective,bytes,nranks,nnodes,link_class,time_us,algbw_GBps,busbw_GBps,wrong,group"
+        for coll in allreduce allgather; do
+            for g in 0 1 2 3; do echo "$coll,1048576,2,1,intra,100,10,10,0,node$g"; done
+            for g in 0 1 2 3; do echo "$coll,67108864,2,1,intra,100,${bw[i]},${bw[i]},0,node$g"; i=$((i + 1)); done
+        done
+    } >"$dir/coll_sweep_intra.csv"
+}
+# pairs DIR SLOWRANKS: every pair of the 8 ranks, slow when either rank is in SLOWRANKS and the
+# other is on another node.
+pairs() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+out, slow = sys.argv[1], {int(r) for r in sys.argv[2].split(",") if r}
+with open(out + "/p2p_matrix-pairs.csv", "w") as f:
+    f.write("a,b,link_class,latency_us,bw_GBps,slow,rail,slow_against\n")
+    for a in range(8):
+        for b in range(a + 1, 8):
+            link = "intra" if a // 2 == b // 2 else "inter"
+            bad = link == "inter" and bool({a, b} & slow)
+            f.write(f"{a},{b},{link},{9 if bad else 3},{2 if bad else 10},{int(bad)},-1,{'class' if bad else ''}\n")
+PY
+}
+
+S=$TMP/slow
+mkdir -p "$S"
+printf '{"profile": "quick", "machine": {"hosts": %s}}\n' "$HOSTS" >"$S/meta.json"
+sweep "$S" 10 11 6 10    10 10 8.5 10.2   # allreduce: n2 0.60x the median; allgather: 0.85x
+pairs "$S" 4,5
+printf 'coll_sweep_intra\tok\t0\t1\t\n' >"$S/steps.tsv"
+expect_rc 0 "report.py on a run where node 2 is slow" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$S"
+
+U=$TMP/uniform
+mkdir -p "$U"
+sweep "$U" 10 10.2 9.8 10.1   10 10 9.9 10
+pairs "$U" ""
+cat >"$U/pp_trace.csv" <<'EOF'
+schedule,stages,virtual_stages,micro_batches,replica,rank,stage,chunk,mb,event,start_us,end_us
+1f1b,4,1,2,0,0,0,0,0,F,0,100
+1f1b,4,1,2,0,3,3,0,1,B,900,1000
+1f1b,4,1,2,1,4,0,0,0,F,0,100
+1f1b,4,1,2,1,7,3,0,1,B,900,1020
+EOF
+expect_rc 0 "report.py on uniform results" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$U"
+
+if python3 - "$S" "$U" >"$TMP/out" 2>&1 <<'PY'
+import csv, os, sys
+slow, uniform = sys.argv[1:]
+def read(run, name):
+    return open(os.path.join(run, name)).read()
+def ranked(run):
+    return list(csv.DictReader(l for l in read(run, "suspects.csv").splitlines() if not l.startswith("#")))
+
+r = ranked(slow)
+assert [x["host"] for x in r][0] == "n2", r
+assert float(r[0]["score"]) > 1.0 and all(float(x["score"]) <= 1.0 for x in r[1:]), r
+assert r[0]["evidence"] == "3", r[0]
+for why in ("slowest node group for allreduce at 64 MiB: 0.60x the median",
+            "slowest node group for allgather at 64 MiB: 0.85x the median", "12 of 13 matrix pairs slow"):
+    assert why in r[0]["reasons"], (why, r[0]["reasons"])
+assert read(slow, "good-hosts.txt") == "n0 slots=2\nn1 slots=2\nn3 slots=2\n", read(slow, "good-hosts.txt")
+md, page = read(slow, "report.md"), read(slow, "index.html")
+at = [md.find(m) for m in ("## Headline figures", "## Suspects", "## Steps")]
+assert -1 not in at and at == sorted(at), ("Suspects after the headline figures", at)
+section = md[at[1]:at[2]]
+assert "1 of 4 hosts have a score above 1.0: n2." in section, section
+assert "| n2 |" in section and "12 of 13 matrix pairs slow" in section, section
+assert "id='suspects'" in page and "<td>n2</td>" in page and "0.60x the median" in page
+
+r = ranked(uniform)
+assert sorted(x["host"] for x in r) == ["n0", "n1", "n2", "n3"], r
+assert all(float(x["score"]) == 0 and x["evidence"] == "0" for x in r), r
+assert read(uniform, "good-hosts.txt") == "n0 slots=2\nn1 slots=2\nn2 slots=2\nn3 slots=2\n"
+md = read(uniform, "report.md")
+assert "no suspects: no host of 4 has a score above 1.0" in md, md
+print("node 2 ranked first (3 pieces of evidence) and left out of good-hosts.txt; uniform results: no suspects")
+PY
+then pass "$(cat "$TMP/out")"
+else fail "suspects"; sed 's/^/  | /' "$TMP/out" >&2; fi
+finish
