@@ -6,7 +6,8 @@
 # the report's Suspects section (after the headline figures) names it. In the
 # second, uniform results (hosts read from the CSV's `# hosts` line, no
 # meta.json; two equal pipeline replicas): no suspects, every host in
-# good-hosts.txt, and the report says so.
+# good-hosts.txt, and the report says so. Third, a slow pipeline replica
+# names both its hosts.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 HOSTS='[{"name":"n0","ranks":[0,1]},{"name":"n1","ranks":[2,3]},{"name":"n2","ranks":[4,5]},{"name":"n3","ranks":[6,7]}]'
@@ -61,6 +62,17 @@ schedule,stages,virtual_stages,micro_batches,replica,rank,stage,chunk,mb,event,s
 1f1b,4,1,2,1,7,3,0,1,B,900,1020
 EOF
 expect_rc 0 "report.py on uniform results" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$U"
+
+# The slowest of two pipeline replicas (ranks 4..7 on n2 and n3), 2x the other's step (1.33x the median): both its hosts.
+P=$TMP/pipeline
+mkdir -p "$P"
+printf '{"machine": {"hosts": %s}}\n' "$HOSTS" >"$P/meta.json"
+sed 's/,1020$/,2000/' "$U/pp_trace.csv" >"$P/pp_trace.csv"
+expect_rc 0 "report.py on a run with a slow pipeline replica" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$P"
+expect_in "$P/good-hosts.txt" "n1 slots=2" "a fast replica's hosts stay in good-hosts.txt"
+if grep -q "^n[23]" "$P/good-hosts.txt"; then fail "the slow replica's hosts in good-hosts.txt"
+else pass "the slow replica's hosts (n2, n3) left out of good-hosts.txt"; fi
+expect_in "$P/suspects.csv" "slowest pipeline replica (1 of 2) for 1f1b m=2: 1.33x the median step" "the replica's reason"
 
 if python3 - "$S" "$U" >"$TMP/out" 2>&1 <<'PY'
 import csv, os, sys
