@@ -213,6 +213,26 @@ static int source_file(const char *name, const char *source)
     return n >= k + 4 && strncmp(name, source, k) == 0 && strcmp(name + n - 4, ".csv") == 0;
 }
 
+/* Whether a rule may read `name` of the results directory: some metric's
+ * "<source>*.csv". The output registry refuses --junit there. */
+static int reads_result(const char *name)
+{
+    const pb_thresholds_metric *m = pb_thresholds_metrics();
+    for (int i = 0; m[i].name; i++)
+        if (source_file(name, m[i].source)) return 1;
+    return 0;
+}
+
+/* The threshold file and the results read, so that --junit overwrites neither. */
+static int register_inputs(const char *tfile, const char *dir)
+{
+    pb_error_set_quiet_usage(0);
+    int st = pb_outpath_add_input("-t/--thresholds", tfile);
+    if (st == PB_OK) st = pb_outpath_add_input_dir("-r/--results", dir, reads_result);
+    pb_error_set_quiet_usage(1);
+    return st;
+}
+
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static char **list_sources(const char *dir, const char *source, int *n, outcome *o)
@@ -459,6 +479,8 @@ int main(int argc, char **argv)
         return pb_error_usage("--results", "'%s' is not a directory; give a run_all.sh results directory", dir ? dir : "");
     pb_error_set_quiet_usage(1);
     PB_TRY(load_rules("-t/--thresholds", tfile, &set));
+    int in = register_inputs(tfile, dir);
+    if (in != PB_OK) return pb_thresholds_free(&set), in;
     outcome *o = calloc((size_t)set.n, sizeof *o);
     if (!o) return pb_thresholds_free(&set), pb_fail(PB_ERR_ENV, "out of memory");
     for (int i = 0; i < set.n; i++) o[i] = evaluate(&set.rules[i], dir);

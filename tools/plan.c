@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_CONFIGS 4096
 
@@ -273,6 +274,18 @@ static int run_pp_simulate(const options *o)
     return PB_OK;
 }
 
+/* Every file the mode reads, so that no output overwrites one (core/outpath.h):
+ * a --cluster that names a file, the CSVs --fit and --calibrate read. */
+static int register_inputs(const options *o)
+{
+    struct stat sb;
+    if (o->cluster_name && stat(o->cluster_name, &sb) == 0 && S_ISREG(sb.st_mode))
+        PB_TRY(pb_outpath_add_input("--cluster", o->cluster_name));
+    if (o->fit_dir) PB_TRY(pb_outpath_add_input_dir("--fit", o->fit_dir, pb_plan_fit_reads));
+    if (o->calibrate_dir) PB_TRY(pb_outpath_add_input_dir("--calibrate", o->calibrate_dir, pb_plan_fit_reads));
+    return PB_OK;
+}
+
 /* The command as a shell reads it back (core/escape.h), cut to the buffer. */
 static void join_args(int argc, char **argv, char *buf, size_t len)
 {
@@ -319,6 +332,7 @@ int main(int argc, char **argv)
         return pb_error_usage("--reproduce|--model|--fit|--calibrate|--pp-simulate", "give only one of the five modes");
     if (o.cluster_out && !o.calibrate_dir)
         return pb_error_usage("--cluster-out", "applies only to --calibrate DIR");
+    PB_TRY(register_inputs(&o));
     /* Each mode writes one kind of file: the other option would be ignored. */
     if (o.pp_sim) return run_pp_simulate(&o);
     if (o.calibrate_dir) return pb_plan_fit_calibrate(o.calibrate_dir, o.cluster_out, stdout);
