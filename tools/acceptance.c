@@ -8,6 +8,7 @@
  * threshold file (the message names FILE:LINE), 3 the JUnit file cannot be
  * written. */
 #include "core/csv.h"
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/grow.h"
@@ -360,10 +361,9 @@ static void print_table(const pb_thresholds_set *set, const outcome *o, int coun
 static void xml_escaped(FILE *f, const char *s) { pb_escape_fputs(f, pb_escape_xml, s); }
 
 /* An unwritable --junit is the environment's fault (exit 3), not usage. */
-static int junit_failed(const char *path, const char *tmp)
+static int junit_failed(const char *path)
 {
     int err = errno;
-    if (tmp) remove(tmp);
     fprintf(stderr, "acceptance: --junit: cannot write '%s': %s\n", path, strerror(err));
     return PB_ERR_ENV;
 }
@@ -372,11 +372,10 @@ static int junit_failed(const char *path, const char *tmp)
 static int write_junit(const char *path, const char *tfile, const pb_thresholds_set *set, const outcome *o, const int counts[3])
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return errno = EISDIR, junit_failed(path, NULL);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return junit_failed(path, NULL);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return errno = EISDIR, junit_failed(path);
+    FILE *f = pb_atomic_open(path, tmp, sizeof tmp);
+    if (!f) return PB_ERR_ENV;
     char stamp[32];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", gmtime(&now));
@@ -400,8 +399,7 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
         fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return junit_failed(path, tmp);
-    return PB_OK;
+    return pb_atomic_commit(f, tmp, path, !ferror(f));
 }
 
 static int load_rules(const char *option, const char *path, pb_thresholds_set *set)

@@ -1,5 +1,6 @@
 #include "core/report.h"
 
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/timing.h"
@@ -39,27 +40,20 @@ static int json_changed(pb_report *r)
 int pb_report_json_write_atomic(const char *path, const cJSON *json)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     /* cJSON copies a string's bytes: invalid UTF-8 (from an argument, a
      * hostname) would make the file invalid JSON, so it becomes U+FFFD. */
     char *raw = cJSON_Print(json);
     char *text = raw ? pb_escape_utf8(raw) : NULL;
     free(raw);
     PB_CHECK(text, PB_ERR_ENV, "out of memory printing JSON for %s", path);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = pb_atomic_open(path, tmp, sizeof tmp);
     if (!f) {
         free(text);
-        return pb_fail(PB_ERR_ENV, "cannot write %s: %m", tmp);
+        return PB_ERR_ENV;
     }
     int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        int st = pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
-        remove(tmp); /* a failed write leaves no stray temporary file */
-        return st;
-    }
-    return PB_OK;
+    return pb_atomic_commit(f, tmp, path, ok);
 }
 
 /* "# key: value", one line whatever the value holds (a newline in an

@@ -1,5 +1,6 @@
 #include "plan/cluster.h"
 
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/lines.h"
 #include "core/parse.h"
@@ -211,8 +212,9 @@ int pb_cluster_file_read(const char *path, const char *option, pb_model_cluster 
 
 int pb_cluster_file_write(const char *path, const pb_model_cluster *c, const char *note)
 {
-    FILE *fp = fopen(path, "w");
-    if (!fp) return pb_fail(PB_ERR_ENV, "cannot write %s: %s", path, strerror(errno));
+    char tmp[4096];
+    FILE *fp = pb_atomic_open(path, tmp, sizeof tmp); /* the old file stays until this one is whole */
+    if (!fp) return PB_ERR_ENV;
     if (note) fprintf(fp, "# %s\n", note);
     fprintf(fp, "name = %s\ngpus_per_node = %d\n", c->name, c->gpus_per_node);
     for (size_t i = 0; i < NKEYS; i++) {
@@ -220,7 +222,7 @@ int pb_cluster_file_write(const char *path, const pb_model_cluster *c, const cha
         memcpy(&si, (const char *)c + keys[i].offset, sizeof si);
         fprintf(fp, "%s = %.6g\n", keys[i].key, si / keys[i].scale);
     }
-    return fclose(fp) == 0 ? PB_OK : pb_fail(PB_ERR_ENV, "cannot write %s", path);
+    return pb_atomic_commit(fp, tmp, path, !ferror(fp));
 }
 
 int pb_cluster_lookup(const char *name, const char *option, pb_model_cluster *out)
