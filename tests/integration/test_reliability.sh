@@ -104,4 +104,24 @@ collides "pp_pipeline --trace T.csv --csv T.csv.tmp" "$TMP/T.csv.tmp" -- \
 collides "p2p_sweep --matrix-csv M --csv M-bw.csv.tmp" "$TMP/M-bw.csv.tmp" -- \
     mpi 2 "$BIN/p2p_sweep" --matrix --sizes 8 -n 2 -w 1 --matrix-csv "$TMP/M" --csv "$TMP/M-bw.csv.tmp"
 [ -z "$(find "$TMP" -name '.*.??????' | head -1)" ] && pass "no temporary left behind" || fail "temporaries left: $(find "$TMP" -name '.*.??????')"
+# ---- a refused run leaves the files of the previous run as they were ----
+# The CSV used to be truncated to its header, and the JSON rewritten, before
+# the memory check or the buffers' allocation refused the run.
+printf 'old csv\n' >"$TMP/old.csv"; printf '{"old": 1}\n' >"$TMP/old.json"
+cp "$TMP/old.csv" "$TMP/ref.csv"; cp "$TMP/old.json" "$TMP/ref.json"
+untouched() { # NAME CODE -- COMMAND...: exits CODE and old.csv, old.json are byte-identical
+    local name=$1 code=$2; shift 3
+    "$@" >/dev/null 2>&1
+    local rc=$?
+    if [ "$rc" -eq "$code" ] && cmp -s "$TMP/old.csv" "$TMP/ref.csv" && cmp -s "$TMP/old.json" "$TMP/ref.json"; then
+        pass "$name: exit $code, the old files intact"
+    else fail "$name: exit $rc (expected $code) or the old files changed"; fi
+}
+untouched "coll_sweep -e 64G (memory)" 3 -- "$BIN/coll_sweep" -e 64G --csv "$TMP/old.csv" --json "$TMP/old.json"
+untouched "coll_sweep, buffers fail" 3 -- env PARABENCH_TEST_FAIL=buffers:0 \
+    "$BIN/coll_sweep" -b 8 -e 64 --csv "$TMP/old.csv" --json "$TMP/old.json"
+untouched "dp_allreduce --model gpt-175b (memory)" 3 -- "$BIN/dp_allreduce" --model gpt-175b --csv "$TMP/old.csv" --json "$TMP/old.json"
+untouched "plan --calibrate without compute_probe.csv" 3 -- "$BIN/plan" --calibrate "$TESTS_DIR/../acceptance_cases/good" \
+    -o "$TMP/old.csv"
+[ -z "$(find "$TMP" -name '.old.*' | head -1)" ] && pass "a refused run leaves no temporary" || fail "temporaries left by a refused run"
 finish
