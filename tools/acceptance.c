@@ -8,6 +8,7 @@
  * threshold file (the message names FILE:LINE), 3 the JUnit file cannot be
  * written. */
 #include "core/csv.h"
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/grow.h"
@@ -213,6 +214,26 @@ static int source_file(const char *name, const char *source)
     return n >= k + 4 && strncmp(name, source, k) == 0 && strcmp(name + n - 4, ".csv") == 0;
 }
 
+/* Whether a rule may read `name` of the results directory: some metric's
+ * "<source>*.csv". The output registry refuses --junit there. */
+static int reads_result(const char *name)
+{
+    const pb_thresholds_metric *m = pb_thresholds_metrics();
+    for (int i = 0; m[i].name; i++)
+        if (source_file(name, m[i].source)) return 1;
+    return 0;
+}
+
+/* The threshold file and the results read, so that --junit overwrites neither. */
+static int register_inputs(const char *tfile, const char *dir)
+{
+    pb_error_set_quiet_usage(0);
+    int st = pb_outpath_add_input("-t/--thresholds", tfile);
+    if (st == PB_OK) st = pb_outpath_add_input_dir("-r/--results", dir, reads_result);
+    pb_error_set_quiet_usage(1);
+    return st;
+}
+
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static char **list_sources(const char *dir, const char *source, int *n, outcome *o)
@@ -340,10 +361,9 @@ static void print_table(const pb_thresholds_set *set, const outcome *o, int coun
 static void xml_escaped(FILE *f, const char *s) { pb_escape_fputs(f, pb_escape_xml, s); }
 
 /* An unwritable --junit is the environment's fault (exit 3), not usage. */
-static int junit_failed(const char *path, const char *tmp)
+static int junit_failed(const char *path)
 {
     int err = errno;
-    if (tmp) remove(tmp);
     fprintf(stderr, "acceptance: --junit: cannot write '%s': %s\n", path, strerror(err));
     return PB_ERR_ENV;
 }
@@ -352,11 +372,10 @@ static int junit_failed(const char *path, const char *tmp)
 static int write_junit(const char *path, const char *tfile, const pb_thresholds_set *set, const outcome *o, const int counts[3])
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return errno = EISDIR, junit_failed(path, NULL);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return junit_failed(path, NULL);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return errno = EISDIR, junit_failed(path);
+    FILE *f = pb_atomic_open(path, tmp, sizeof tmp);
+    if (!f) return PB_ERR_ENV;
     char stamp[32];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", gmtime(&now));
@@ -380,8 +399,7 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
         fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return junit_failed(path, tmp);
-    return PB_OK;
+    return pb_atomic_commit(f, tmp, path, !ferror(f));
 }
 
 static int load_rules(const char *option, const char *path, pb_thresholds_set *set)
@@ -459,6 +477,8 @@ int main(int argc, char **argv)
         return pb_error_usage("--results", "'%s' is not a directory; give a run_all.sh results directory", dir ? dir : "");
     pb_error_set_quiet_usage(1);
     PB_TRY(load_rules("-t/--thresholds", tfile, &set));
+    int in = register_inputs(tfile, dir);
+    if (in != PB_OK) return pb_thresholds_free(&set), in;
     outcome *o = calloc((size_t)set.n, sizeof *o);
     if (!o) return pb_thresholds_free(&set), pb_fail(PB_ERR_ENV, "out of memory");
     for (int i = 0; i < set.n; i++) o[i] = evaluate(&set.rules[i], dir);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_CONFIGS 4096
 
@@ -230,18 +231,30 @@ static int run_model(options *o, const char *cmdline)
     return st;
 }
 
+/* P,M,TF,TB,TMSG through the one strict number parser: every field finite
+ * and bounded (a NaN passed the old `<= 0` checks and printed efficiency nan),
+ * so the simulated step is finite and positive. Times are at most a day. */
+static int parse_pp_simulate(const char *text, double v[5])
+{
+    const char *option = "--pp-simulate", *expected = "expected P,M,T_FWD_US,T_BWD_US,T_MSG_US (stages 1-1024, "
+                                                      "micro-batches 1-100000, positive times, transfer >= 0, "
+                                                      "times at most 8.64e10 us)";
+    size_t n = 0;
+    PB_TRY(pb_parse_double_list(option, text, 0, 8.64e10, v, 5, &n));
+    if (n != 5) return pb_error_usage(option, "'%s' has %zu values; %s", text, n, expected);
+    if (v[0] < 1 || v[0] > 1024 || v[0] != (int)v[0] || v[1] < 1 || v[1] > 1e5 || v[1] != (int)v[1] || v[2] <= 0 ||
+        v[3] <= 0)
+        return pb_error_usage(option, "'%s' is out of range; %s", text, expected);
+    return PB_OK;
+}
+
 /* plan --pp-simulate P,M,TF,TB,TMSG: the executor's schedule (workload/pp_schedule.h)
  * run as a discrete-event simulation with fixed stage times, for a pipeline
  * deeper than the machine has ranks. */
 static int run_pp_simulate(const options *o)
 {
     double v[5];
-    char tail;
-    if (sscanf(o->pp_sim, "%lf,%lf,%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5 || v[0] < 1 ||
-        v[0] > 1024 || v[1] < 1 || v[1] > 1e5 || v[0] != (int)v[0] || v[1] != (int)v[1] || v[2] <= 0 || v[3] <= 0 ||
-        v[4] < 0)
-        return pb_error_usage("--pp-simulate", "'%s' is not P,M,T_FWD_US,T_BWD_US,T_MSG_US (stages 1-1024, "
-                              "micro-batches >= 1, positive times, transfer >= 0)", o->pp_sim);
+    PB_TRY(parse_pp_simulate(o->pp_sim, v));
     int p = (int)v[0], m = (int)v[1];
     PB_TRY(pb_pp_schedule_valid(o->job.sched, p, m, 1));
     pb_pp_schedule_plan *plans = calloc((size_t)p, sizeof *plans);
@@ -258,6 +271,18 @@ static int run_pp_simulate(const options *o)
            pb_pp_sched_name(o->job.sched), p, m, v[2], v[3], v[4]);
     printf("step_us %.3f ideal_us %.3f efficiency %.5f efficiency_theory %.5f\n", step, ideal, ideal / step,
            pb_model_pipe_efficiency(m, p));
+    return PB_OK;
+}
+
+/* Every file the mode reads, so that no output overwrites one (core/outpath.h):
+ * a --cluster that names a file, the CSVs --fit and --calibrate read. */
+static int register_inputs(const options *o)
+{
+    struct stat sb;
+    if (o->cluster_name && stat(o->cluster_name, &sb) == 0 && S_ISREG(sb.st_mode))
+        PB_TRY(pb_outpath_add_input("--cluster", o->cluster_name));
+    if (o->fit_dir) PB_TRY(pb_outpath_add_input_dir("--fit", o->fit_dir, pb_plan_fit_reads));
+    if (o->calibrate_dir) PB_TRY(pb_outpath_add_input_dir("--calibrate", o->calibrate_dir, pb_plan_fit_reads));
     return PB_OK;
 }
 
@@ -307,6 +332,7 @@ int main(int argc, char **argv)
         return pb_error_usage("--reproduce|--model|--fit|--calibrate|--pp-simulate", "give only one of the five modes");
     if (o.cluster_out && !o.calibrate_dir)
         return pb_error_usage("--cluster-out", "applies only to --calibrate DIR");
+    PB_TRY(register_inputs(&o));
     /* Each mode writes one kind of file: the other option would be ignored. */
     if (o.pp_sim) return run_pp_simulate(&o);
     if (o.calibrate_dir) return pb_plan_fit_calibrate(o.calibrate_dir, o.cluster_out, stdout);

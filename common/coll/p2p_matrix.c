@@ -1,5 +1,6 @@
 #include "coll/p2p_matrix.h"
 
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/link.h"
 #include "core/stats.h"
@@ -141,19 +142,15 @@ const char *pb_p2p_matrix_slow_name(int slow)
     return names[slow & 3];
 }
 
-/* Open path.tmp; finish_file renames it into place, so readers never see half a file. */
+/* A temporary beside path; finish_file renames it into place, so readers never see half a file. */
 static FILE *start_file(const char *path, char *tmp, size_t len)
 {
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) pb_fail(PB_ERR_ENV, "cannot write %s: %m", tmp);
-    return f;
+    return pb_atomic_open(path, tmp, len);
 }
 
 static int finish_file(FILE *f, const char *tmp, const char *path)
 {
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
-    return PB_OK;
+    return pb_atomic_commit(f, tmp, path, !ferror(f));
 }
 
 int pb_p2p_matrix_write_pairs(const char *path, const pb_p2p_matrix_pair_result *r, int n)

@@ -24,6 +24,17 @@ typedef struct entry {
 static entry paths[MAX_PATHS];
 static int npaths;
 
+#define MAX_DIRS 4
+
+typedef struct input_dir {
+    char option[64];
+    char *path, *real; /* as given; its realpath */
+    pb_outpath_reads_fn reads;
+} input_dir;
+
+static input_dir dirs[MAX_DIRS];
+static int ndirs;
+
 static void drop(int i)
 {
     free(paths[i].path);
@@ -34,6 +45,10 @@ static void drop(int i)
 void pb_outpath_reset(void)
 {
     while (npaths > 0) drop(npaths - 1);
+    for (; ndirs > 0; ndirs--) {
+        free(dirs[ndirs - 1].path);
+        free(dirs[ndirs - 1].real);
+    }
 }
 
 /* The directory part of `path` ("." when none) in `dir`; returns the base name. */
@@ -72,6 +87,28 @@ static int same_file(const entry *a, const entry *b)
     return a->exists && b->exists && a->dev == b->dev && a->ino == b->ino;
 }
 
+/* Whether output `e` is a file input directory `d` reads: its resolved
+ * directory (or, for an existing file, its real location) is d's and its
+ * base name is one d's reader takes. */
+static int read_there(const input_dir *d, const entry *e)
+{
+    char real[PATH_MAX];
+    const char *where[2] = {e->resolved, e->exists && realpath(e->path, real) ? real : NULL};
+    size_t n = strlen(d->real);
+    for (int k = 0; k < 2; k++) {
+        const char *w = where[k];
+        if (!w || strncmp(w, d->real, n) != 0 || w[n] != '/' || strchr(w + n + 1, '/')) continue;
+        if (d->reads(w + n + 1)) return 1;
+    }
+    return 0;
+}
+
+static int refuse_read(const input_dir *d, const char *option, const char *path)
+{
+    return pb_error_usage(option, "'%s' is a file %s '%s' reads; writing it would destroy an input, expected a "
+                                  "file it does not read", path, d->option, d->path);
+}
+
 static int add(const char *option, const char *path, int input)
 {
     if (!path || !*path) return pb_error_usage(option, "empty file name");
@@ -91,6 +128,11 @@ static int add(const char *option, const char *path, int input)
         free(e.resolved);
         return pb_error_usage(option, "'%s' is the same file as %s '%s'; one would destroy the other, expected "
                                       "different files", path, paths[i].option, paths[i].path);
+    }
+    for (int i = 0; !input && i < ndirs; i++) {
+        if (!read_there(&dirs[i], &e)) continue;
+        free(e.resolved);
+        return refuse_read(&dirs[i], option, path);
     }
     if (npaths == MAX_PATHS) {
         free(e.resolved);
@@ -113,4 +155,29 @@ int pb_outpath_add(const char *option, const char *path)
 int pb_outpath_add_input(const char *option, const char *path)
 {
     return add(option, path, 1);
+}
+
+int pb_outpath_add_input_dir(const char *option, const char *dir, pb_outpath_reads_fn reads)
+{
+    char real[PATH_MAX];
+    struct stat st;
+    if (!dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(dir, real))
+        return pb_error_usage(option, "'%s' is not a directory; expected a results directory", dir ? dir : "");
+    if (ndirs == MAX_DIRS) return pb_error_usage(option, "too many directories; at most %d per run", MAX_DIRS);
+    input_dir d = {.path = strdup(dir), .real = strdup(strcmp(real, "/") == 0 ? "" : real), .reads = reads};
+    snprintf(d.option, sizeof d.option, "%s", option);
+    if (!d.path || !d.real) {
+        free(d.path);
+        free(d.real);
+        return pb_fail(PB_ERR_ENV, "out of memory for %s", option);
+    }
+    for (int i = 0; i < npaths; i++) {
+        if (paths[i].input || !read_there(&d, &paths[i])) continue;
+        int rc = refuse_read(&d, paths[i].option, paths[i].path);
+        free(d.path);
+        free(d.real);
+        return rc;
+    }
+    dirs[ndirs++] = d;
+    return PB_OK;
 }

@@ -18,6 +18,15 @@ int pb_outpath_add(const char *option, const char *path);
  * same file is refused. */
 int pb_outpath_add_input(const char *option, const char *path);
 
+/* Which files of an input directory the run reads, by base name. */
+typedef int (*pb_outpath_reads_fn)(const char *name);
+
+/* A directory the run reads files from (acceptance --results, plan --fit and
+ * --calibrate): an output in it whose base name `reads` accepts is refused
+ * with PB_ERR_USAGE naming both options, whichever was registered first.
+ * PB_ERR_USAGE when `dir` is not a directory. */
+int pb_outpath_add_input_dir(const char *option, const char *dir, pb_outpath_reads_fn reads);
+
 /* Forget every registration (each parse of a command line starts empty). */
 void pb_outpath_reset(void);
 

@@ -244,6 +244,31 @@ int pb_parse_int_list(const char *option, const char *text, long long min, long 
     return PB_OK;
 }
 
+struct double_list {
+    const char *option;
+    double min, max, *out;
+    size_t cap, n;
+};
+
+static int double_item(void *ctx, const char *tok)
+{
+    struct double_list *l = ctx;
+    double v = 0;
+    if (l->n == l->cap) return pb_error_usage(l->option, "too many values; at most %zu", l->cap);
+    PB_TRY(pb_parse_double(l->option, tok, l->min, l->max, &v));
+    l->out[l->n++] = v;
+    return PB_OK;
+}
+
+int pb_parse_double_list(const char *option, const char *text, double min, double max, double *out, size_t cap,
+                         size_t *count)
+{
+    struct double_list l = {option, min, max, out, cap, 0};
+    PB_TRY(for_each_item(option, text, LIST_OF_VALUES, double_item, &l));
+    *count = l.n;
+    return PB_OK;
+}
+
 struct choice_list {
     const char *option;
     const char *const *names;

@@ -51,6 +51,11 @@ int pb_parse_choice(const char *option, const char *text, const char *const *nam
 int pb_parse_int_list(const char *option, const char *text, long long min, long long max, int64_t *out, size_t cap,
                       size_t *count);
 
+/* A comma-separated list of numbers, each as pb_parse_double (finite, in
+ * [min, max]), at most `cap`; empty items and empty lists are refused. */
+int pb_parse_double_list(const char *option, const char *text, double min, double max, double *out, size_t cap,
+                         size_t *count);
+
 /* A comma-separated list of names from `names` (NULL-terminated), in the order
  * given, each kept once; "all" (when allow_all) stands for every name. At
  * most as many entries as names. */

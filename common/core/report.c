@@ -1,5 +1,6 @@
 #include "core/report.h"
 
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/timing.h"
@@ -8,12 +9,15 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct pb_report {
     const pb_report_column *cols;
     int ncols;
     FILE *table, *csv;
-    char *json_path;
+    char *json_path, *csv_path;
+    char csv_tmp[4096];
+    int published; /* the CSV is in place and the JSON written: after the first row, or at a complete close */
     cJSON *root, *rows, *summary, *notes;
     long changes, changes_at_write; /* rows, notes and summaries added, in all and at the last JSON write */
     double written_us;              /* when the JSON was last written */
@@ -29,7 +33,7 @@ struct pb_report {
 static int json_changed(pb_report *r)
 {
     r->changes++;
-    if (!r->json_path) return PB_OK;
+    if (!r->json_path || !r->published) return PB_OK;
     if (r->changes < 2 * r->changes_at_write && pb_timing_now_us() - r->written_us < JSON_REWRITE_US) return PB_OK;
     r->changes_at_write = r->changes;
     r->written_us = pb_timing_now_us();
@@ -39,27 +43,20 @@ static int json_changed(pb_report *r)
 int pb_report_json_write_atomic(const char *path, const cJSON *json)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     /* cJSON copies a string's bytes: invalid UTF-8 (from an argument, a
      * hostname) would make the file invalid JSON, so it becomes U+FFFD. */
     char *raw = cJSON_Print(json);
     char *text = raw ? pb_escape_utf8(raw) : NULL;
     free(raw);
     PB_CHECK(text, PB_ERR_ENV, "out of memory printing JSON for %s", path);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = pb_atomic_open(path, tmp, sizeof tmp);
     if (!f) {
         free(text);
-        return pb_fail(PB_ERR_ENV, "cannot write %s: %m", tmp);
+        return PB_ERR_ENV;
     }
     int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        int st = pb_fail(PB_ERR_ENV, "cannot write %s: %m", path);
-        remove(tmp); /* a failed write leaves no stray temporary file */
-        return st;
-    }
-    return PB_OK;
+    return pb_atomic_commit(f, tmp, path, ok);
 }
 
 /* "# key: value", one line whatever the value holds (a newline in an
@@ -130,8 +127,9 @@ int pb_report_open(const char *benchmark, const pb_report_column *cols, int ncol
     r->summary = cJSON_AddObjectToObject(r->root, "summary");
     r->notes = cJSON_AddArrayToObject(r->root, "notes");
     if (csv_path) {
-        r->csv = fopen(csv_path, "w");
-        if (!r->csv) return pb_fail(PB_ERR_ENV, "--csv %s: cannot open for writing: %m", csv_path);
+        r->csv = pb_atomic_open(csv_path, r->csv_tmp, sizeof r->csv_tmp);
+        r->csv_path = r->csv ? strdup(csv_path) : NULL;
+        if (!r->csv_path) return pb_fail(PB_ERR_ENV, "--csv %s: cannot open for writing", csv_path);
         fputs("# parabench ", r->csv);
         pb_escape_fputs(r->csv, pb_escape_csv_comment, benchmark);
         fputc('\n', r->csv);
@@ -142,9 +140,21 @@ int pb_report_open(const char *benchmark, const pb_report_column *cols, int ncol
     }
     if (json_path) {
         r->json_path = strdup(json_path);
-        r->written_us = pb_timing_now_us();
-        return pb_report_json_write_atomic(json_path, r->root);
+        PB_CHECK(r->json_path, PB_ERR_ENV, "out of memory for the report");
     }
+    return PB_OK;
+}
+
+/* Put the outputs in place: the CSV's temporary renamed over the old file,
+ * and from then on the JSON written (json_changed). Until then a run refused by a later check (memory, an
+ * allocation) leaves the files of the previous run as they were. From here
+ * on the CSV is appended and flushed row by row at its own name. */
+static int publish(pb_report *r)
+{
+    if (r->published) return PB_OK;
+    if (r->csv && rename(r->csv_tmp, r->csv_path) != 0)
+        return pb_fail(PB_ERR_ENV, "--csv %s: cannot write: %m", r->csv_path);
+    r->published = 1;
     return PB_OK;
 }
 
@@ -228,6 +238,7 @@ int pb_report_row(pb_report *r, const pb_report_value *values)
         else cJSON_AddStringToObject(row, col->key, values[c].s ? values[c].s : "");
     }
     cJSON_AddItemToArray(r->rows, row);
+    PB_TRY(publish(r));
     if (r->table) {
         fputc('\n', r->table);
         fflush(r->table);
@@ -270,14 +281,15 @@ int pb_report_close(pb_report *r, int complete)
     if (!r) return PB_OK;
     int status = PB_OK;
     cJSON_ReplaceItemInObject(r->root, "complete", cJSON_CreateBool(complete));
-    if (r->json_path) status = pb_report_json_write_atomic(r->json_path, r->root);
-    if (r->csv) {
-        if (complete) fprintf(r->csv, "# complete\n");
-        if (fclose(r->csv) != 0 && status == PB_OK) status = pb_fail(PB_ERR_ENV, "closing the CSV file failed");
-    }
+    if (r->csv && complete) fprintf(r->csv, "# complete\n");
+    if (complete) status = publish(r); /* a complete run without rows still replaces the files */
+    if (status == PB_OK && r->published && r->json_path) status = pb_report_json_write_atomic(r->json_path, r->root);
+    if (r->csv && fclose(r->csv) != 0 && status == PB_OK) status = pb_fail(PB_ERR_ENV, "closing the CSV file failed");
+    if (r->csv && !r->published) unlink(r->csv_tmp); /* refused before any row: the old file stays */
     if (r->table) fflush(r->table);
     cJSON_Delete(r->root);
     free(r->json_path);
+    free(r->csv_path);
     free(r);
     return status;
 }

@@ -1,6 +1,9 @@
 #include "plan/cluster.h"
 
+#include "core/atomic.h"
 #include "core/error.h"
+#include "core/lines.h"
+#include "core/parse.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -114,38 +117,63 @@ static char *trim(char *s)
     return s;
 }
 
-/* One "key = value" line into `c`; `seen` marks the keys given. */
-static int parse_line(char *line, pb_model_cluster *c, int seen[NKEYS + 2], const char *where, const char *option)
+/* The value of `key` as a finite number in the model's unit: the one strict
+ * decimal form (core/parse.h), and still finite once scaled (1e300 TFLOP/s
+ * is finite, 1e312 FLOP/s is not). */
+static int parse_value(const char *val, double scale, double *si)
+{
+    if (pb_parse_decimal_problem(val, 1)) return 0;
+    errno = 0;
+    double v = strtod(val, NULL);
+    *si = v * scale;
+    return errno == 0 && isfinite(v) && isfinite(*si);
+}
+
+/* A key given twice would leave one of its values silently unused. */
+static int once(int seen[NKEYS + 2], size_t k, const char *key, const char *where, const char *option)
+{
+    if (seen[k]) return pb_error_usage(option, "%s: key '%s' is given twice (first on line %d); expected it once",
+                                       where, key, seen[k]);
+    return PB_OK;
+}
+
+/* One "key = value" line into `c`; `seen` holds the line each key was given on. */
+static int parse_line(char *line, int lineno, pb_model_cluster *c, int seen[NKEYS + 2], const char *where,
+                      const char *option)
 {
     char *eq = strchr(line, '=');
     if (!eq) return pb_error_usage(option, "%s: expected 'key = value', got '%s'", where, line);
     *eq = '\0';
     char *key = trim(line), *val = trim(eq + 1);
     if (strcmp(key, "name") == 0) {
+        PB_TRY(once(seen, NKEYS, key, where, option));
         snprintf(c->name, sizeof c->name, "%s", val);
-        seen[NKEYS] = 1;
+        seen[NKEYS] = lineno;
         return PB_OK;
     }
-    char *end;
-    errno = 0;
-    double v = strtod(val, &end);
-    int bad = !*val || *end || errno || !isfinite(v);
     if (strcmp(key, "gpus_per_node") == 0) {
-        if (bad || v < 1 || v > 1024 || v != (int)v)
+        double v = 0;
+        int ok = parse_value(val, 1, &v);
+        PB_TRY(once(seen, NKEYS + 1, key, where, option));
+        if (!ok || v < 1 || v > 1024 || v != (int)v)
             return pb_error_usage(option, "%s: gpus_per_node '%s' is not an integer from 1 to 1024", where, val);
         c->gpus_per_node = (int)v;
-        seen[NKEYS + 1] = 1;
+        seen[NKEYS + 1] = lineno;
         return PB_OK;
     }
     for (size_t i = 0; i < NKEYS; i++) {
         if (strcmp(key, keys[i].key) != 0) continue;
+        PB_TRY(once(seen, i, key, where, option));
         int zero_ok = keys[i].zero_ok;
-        if (bad || v < 0 || (v == 0 && !zero_ok))
+        double si = 0;
+        if (!parse_value(val, keys[i].scale, &si))
+            return pb_error_usage(option, "%s: %s '%s' is not a decimal number that stays finite in the model's "
+                                  "unit; expected a %s number", where, key, val, zero_ok ? "non-negative" : "positive");
+        if (si < 0 || (si == 0 && !zero_ok))
             return pb_error_usage(option, "%s: %s '%s' is not a %s number", where, key, val,
                                   zero_ok ? "non-negative" : "positive");
-        double si = v * keys[i].scale;
         memcpy((char *)c + keys[i].offset, &si, sizeof si); /* the field at offset is a double */
-        seen[i] = 1;
+        seen[i] = lineno;
         return PB_OK;
     }
     return pb_error_usage(option, "%s: unknown key '%s'; accepted: name, gpus_per_node, intra_alpha_us, intra_bw_GBps, "
@@ -154,22 +182,22 @@ static int parse_line(char *line, pb_model_cluster *c, int seen[NKEYS + 2], cons
 
 int pb_cluster_file_read(const char *path, const char *option, pb_model_cluster *out)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return pb_fail(PB_ERR_ENV, "%s '%s': cannot open: %s", option, path, strerror(errno));
+    pb_lines r;
+    PB_TRY(pb_lines_open(&r, path, option));
     pb_model_cluster c;
     memset(&c, 0, sizeof c);
     snprintf(c.name, sizeof c.name, "file");
-    int seen[NKEYS + 2] = {0}, st = PB_OK, lineno = 0;
-    char line[1024], where[1200];
-    while (st == PB_OK && fgets(line, sizeof line, fp)) {
-        lineno++;
-        snprintf(where, sizeof where, "%s line %d", path, lineno);
+    int seen[NKEYS + 2] = {0}, st = PB_OK;
+    char *line = NULL, where[1200];
+    while ((st = pb_lines_next(&r, &line)) == PB_OK && line) {
+        snprintf(where, sizeof where, "%s:%d", path, r.lineno);
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
         char *s = trim(line);
-        if (*s) st = parse_line(s, &c, seen, where, option);
+        if (*s) st = parse_line(s, r.lineno, &c, seen, where, option);
+        if (st != PB_OK) break;
     }
-    fclose(fp);
+    pb_lines_close(&r);
     for (size_t i = 0; st == PB_OK && i < NKEYS; i++)
         if (keys[i].required && !seen[i])
             st = pb_error_usage(option, "%s: missing key '%s'", path, keys[i].key);
@@ -184,8 +212,9 @@ int pb_cluster_file_read(const char *path, const char *option, pb_model_cluster 
 
 int pb_cluster_file_write(const char *path, const pb_model_cluster *c, const char *note)
 {
-    FILE *fp = fopen(path, "w");
-    if (!fp) return pb_fail(PB_ERR_ENV, "cannot write %s: %s", path, strerror(errno));
+    char tmp[4096];
+    FILE *fp = pb_atomic_open(path, tmp, sizeof tmp); /* the old file stays until this one is whole */
+    if (!fp) return PB_ERR_ENV;
     if (note) fprintf(fp, "# %s\n", note);
     fprintf(fp, "name = %s\ngpus_per_node = %d\n", c->name, c->gpus_per_node);
     for (size_t i = 0; i < NKEYS; i++) {
@@ -193,7 +222,7 @@ int pb_cluster_file_write(const char *path, const pb_model_cluster *c, const cha
         memcpy(&si, (const char *)c + keys[i].offset, sizeof si);
         fprintf(fp, "%s = %.6g\n", keys[i].key, si / keys[i].scale);
     }
-    return fclose(fp) == 0 ? PB_OK : pb_fail(PB_ERR_ENV, "cannot write %s", path);
+    return pb_atomic_commit(fp, tmp, path, !ferror(fp));
 }
 
 int pb_cluster_lookup(const char *name, const char *option, pb_model_cluster *out)

@@ -119,6 +119,22 @@ static int obs_push(obsvec *ov, double ca, double cb, double y)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* "prefix*.csv", the files list_files takes. */
+static int takes(const char *name, const char *prefix)
+{
+    size_t l = strlen(name), pl = strlen(prefix);
+    return strncmp(name, prefix, pl) == 0 && l >= pl + 4 && strcmp(name + l - 4, ".csv") == 0;
+}
+
+int pb_plan_fit_reads(const char *name)
+{
+    static const char *const read[] = {"p2p_sweep", "coll_sweep", "dp_allreduce", "tp_layer", "pp_pipeline",
+                                       "hybrid_3d", "compute_probe"};
+    for (size_t i = 0; i < sizeof read / sizeof read[0]; i++)
+        if (takes(name, read[i])) return 1;
+    return 0;
+}
+
 /* Paths "dir/prefix*.csv", sorted. Returns the count (0 on none). */
 static int list_files(const char *dir, const char *prefix, char ***out)
 {
@@ -128,10 +144,9 @@ static int list_files(const char *dir, const char *prefix, char ***out)
     int n = 0, cap = 0;
     char **v = NULL;
     struct dirent *e;
-    size_t pl = strlen(prefix);
     while ((e = readdir(dp))) {
         size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, prefix, pl) != 0 || l < pl + 4 || strcmp(e->d_name + l - 4, ".csv") != 0) continue;
+        if (!takes(e->d_name, prefix)) continue;
         char **g = pb_grow(v, &cap, n, sizeof *g, 8);
         if (!g) break;
         v = g;

@@ -50,6 +50,11 @@ int pb_plan_fit_with_cluster(const char *dir, const pb_model_cluster *c, const c
  * (plan_predict.c). Missing files are noted and skipped. */
 int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out);
 
+/* Whether --fit or --calibrate reads the file `name` of its directory: the
+ * sweeps and workloads "<benchmark>*.csv" and compute_probe.csv. The output
+ * registry refuses an output there (core/outpath.h). */
+int pb_plan_fit_reads(const char *name);
+
 /* Helpers shared with plan_predict.c. pb_plan_fit_each_csv reads every
  * "dir/prefix*.csv" in name order and calls fn on each; a missing kind or an
  * unreadable file is noted on `out` and skipped. It stops at fn's first

@@ -6,6 +6,7 @@
 #include "core/version.h"
 
 #include "core/csv.h"
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/grow.h"
@@ -171,9 +172,8 @@ static double rel_err(const prediction *p) { return p->meas_us > 0 ? (p->pred_us
 static int write_csv(const char *path, const predvec *pv, const char *cmdline)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *fp = fopen(tmp, "w");
-    if (!fp) return pb_fail(PB_ERR_ENV, "cannot write %s", tmp);
+    FILE *fp = pb_atomic_open(path, tmp, sizeof tmp);
+    if (!fp) return PB_ERR_ENV;
     time_t now = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", localtime(&now));
@@ -189,8 +189,7 @@ static int write_csv(const char *path, const predvec *pv, const char *cmdline)
         fprintf(fp, ",%.3f,%.3f,%.5f\n", pv->v[i].pred_us, pv->v[i].meas_us, rel_err(&pv->v[i]));
     }
     fputs("# complete\n", fp); /* as the benchmarks' CSVs: acceptance trusts no file without it */
-    if (fclose(fp) != 0 || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s", path);
-    return PB_OK;
+    return pb_atomic_commit(fp, tmp, path, !ferror(fp));
 }
 
 int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out)

@@ -3,6 +3,7 @@
 #include "core/version.h"
 
 #include "plan/cluster.h"
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/escape.h"
 
@@ -220,11 +221,8 @@ int pb_plan_write_json(const char *path, const char *cmdline, const pb_model_tra
     cJSON_free(raw);
     if (!text) return pb_fail(PB_ERR_ENV, "out of memory building JSON");
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *fp = fopen(tmp, "w");
+    FILE *fp = pb_atomic_open(path, tmp, sizeof tmp);
     int ok = fp && fputs(text, fp) >= 0 && fputc('\n', fp) != EOF;
-    if (fp && fclose(fp) != 0) ok = 0;
     free(text);
-    if (!ok || rename(tmp, path) != 0) return pb_fail(PB_ERR_ENV, "cannot write %s", path);
-    return PB_OK;
+    return fp ? pb_atomic_commit(fp, tmp, path, ok) : PB_ERR_ENV;
 }

@@ -3,6 +3,7 @@
  * (docs/pp_pipeline.md). */
 #include "workload/pp.h"
 
+#include "core/atomic.h"
 #include "core/error.h"
 #include "core/timing.h"
 
@@ -20,22 +21,17 @@ int pb_pp_trace_origin(MPI_Comm world, pb_pp_trace *t)
 
 FILE *pb_pp_trace_open(const char *path, char *tmp, size_t tmplen)
 {
-    snprintf(tmp, tmplen, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        pb_fail(PB_ERR_ENV, "--trace: cannot write %s", tmp);
-        return NULL;
-    }
-    fputs(TRACE_HEADER, f);
+    FILE *f = pb_atomic_open(path, tmp, tmplen);
+    if (f) fputs(TRACE_HEADER, f);
     return f;
 }
 
 int pb_pp_trace_close(FILE *f, const char *tmp, const char *path, int complete)
 {
     if (!f) return PB_OK;
-    int bad = fclose(f) != 0;
-    if (complete && !bad && rename(tmp, path) != 0) bad = 1;
-    return bad ? pb_fail(PB_ERR_ENV, "--trace: cannot write %s", path) : PB_OK;
+    if (complete) return pb_atomic_commit(f, tmp, path, !ferror(f));
+    pb_atomic_commit(f, tmp, path, 0); /* a run that failed leaves the old trace and no temporary */
+    return PB_OK;
 }
 
 /* Each rank's events with who recorded them, gathered on world rank 0. */

@@ -3,6 +3,12 @@
 # a message containing its fragment (which names the option).
 source "$(dirname "$0")/lib.sh"
 TABLE=$TESTS_DIR/../bad_input
+# Inputs the cases may name as outputs, copied so that a regression destroys
+# only these copies: a cluster file, a threshold file, a results directory.
+mkdir -p "$TMP/in"
+printf 'intra_bw_GBps = 1\ntflops = 1\n' >"$TMP/in/c.txt"
+cp "$TESTS_DIR/../acceptance_cases/busbw.thr" "$TMP/in/t.thr"
+cp -r "$TESTS_DIR/../acceptance_cases/good" "$TMP/in/run"
 n=0
 while IFS='|' read -r bin ranks args code fragment; do
     case "$bin" in ''|\#*) continue ;; esac

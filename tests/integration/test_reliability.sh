@@ -89,4 +89,39 @@ rc=$?
 all_gone $runner $ranks && pass "no process of the job left after SIGINT" || fail "stray processes after SIGINT"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['rows'])>=1" "$TMP/int.json" \
     && pass "JSON well formed after SIGINT" || fail "JSON after SIGINT"
+# ---- temporaries: a user's file is never an atomic writer's temporary ----
+# The writers used a fixed PATH.tmp; each of these outputs was then renamed away.
+collides() { # NAME FILE -- COMMAND...: the command exits 0 and FILE is still there, ending in # complete
+    local name=$1 file=$2; shift 3
+    if "$@" >/dev/null 2>"$TMP/collide.err" && [ -f "$file" ] && [ "$(tail -1 "$file")" = "# complete" ]; then
+        pass "$name: $(basename "$file") kept"
+    else fail "$name: $(basename "$file") lost"; sed 's/^/  | /' "$TMP/collide.err" | head -3 >&2; fi
+}
+collides "coll_sweep --csv X.json.tmp --json X.json" "$TMP/X.json.tmp" -- \
+    mpi 1 "$BIN/coll_sweep" -b 8 -e 64 -n 2 -w 1 --csv "$TMP/X.json.tmp" --json "$TMP/X.json"
+collides "pp_pipeline --trace T.csv --csv T.csv.tmp" "$TMP/T.csv.tmp" -- \
+    mpi 2 "$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -n 1 -w 1 --layers 2 --trace "$TMP/T.csv" --csv "$TMP/T.csv.tmp"
+collides "p2p_sweep --matrix-csv M --csv M-bw.csv.tmp" "$TMP/M-bw.csv.tmp" -- \
+    mpi 2 "$BIN/p2p_sweep" --matrix --sizes 8 -n 2 -w 1 --matrix-csv "$TMP/M" --csv "$TMP/M-bw.csv.tmp"
+[ -z "$(find "$TMP" -name '.*.??????' | head -1)" ] && pass "no temporary left behind" || fail "temporaries left: $(find "$TMP" -name '.*.??????')"
+# ---- a refused run leaves the files of the previous run as they were ----
+# The CSV used to be truncated to its header, and the JSON rewritten, before
+# the memory check or the buffers' allocation refused the run.
+printf 'old csv\n' >"$TMP/old.csv"; printf '{"old": 1}\n' >"$TMP/old.json"
+cp "$TMP/old.csv" "$TMP/ref.csv"; cp "$TMP/old.json" "$TMP/ref.json"
+untouched() { # NAME CODE -- COMMAND...: exits CODE and old.csv, old.json are byte-identical
+    local name=$1 code=$2; shift 3
+    "$@" >/dev/null 2>&1
+    local rc=$?
+    if [ "$rc" -eq "$code" ] && cmp -s "$TMP/old.csv" "$TMP/ref.csv" && cmp -s "$TMP/old.json" "$TMP/ref.json"; then
+        pass "$name: exit $code, the old files intact"
+    else fail "$name: exit $rc (expected $code) or the old files changed"; fi
+}
+untouched "coll_sweep -e 64G (memory)" 3 -- "$BIN/coll_sweep" -e 64G --csv "$TMP/old.csv" --json "$TMP/old.json"
+untouched "coll_sweep, buffers fail" 3 -- env PARABENCH_TEST_FAIL=buffers:0 \
+    "$BIN/coll_sweep" -b 8 -e 64 --csv "$TMP/old.csv" --json "$TMP/old.json"
+untouched "dp_allreduce --model gpt-175b (memory)" 3 -- "$BIN/dp_allreduce" --model gpt-175b --csv "$TMP/old.csv" --json "$TMP/old.json"
+untouched "plan --calibrate without compute_probe.csv" 3 -- "$BIN/plan" --calibrate "$TESTS_DIR/../acceptance_cases/good" \
+    -o "$TMP/old.csv"
+[ -z "$(find "$TMP" -name '.old.*' | head -1)" ] && pass "a refused run leaves no temporary" || fail "temporaries left by a refused run"
 finish

@@ -95,14 +95,47 @@ static void expect_refused(const char *text, const char *fragment)
 static void test_malformed(void **state)
 {
     (void)state;
-    expect_refused("tflops = 1\nintra_bw_GBps\n", "line 2: expected 'key = value'");
-    expect_refused("tflops = 1\nintra_bw_GBps = fast\n", "line 2: intra_bw_GBps 'fast' is not a positive number");
-    expect_refused("intra_bw_GBps = 1\ntflops = 0\n", "line 2: tflops '0' is not a positive number");
-    expect_refused("intra_bw_GBps = 1\ntflops = 1\nintra_alpha_us = -1\n", "line 3: intra_alpha_us '-1'");
-    expect_refused("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = 2.5\n", "line 3: gpus_per_node '2.5'");
-    expect_refused("intra_bw_GBps = 1\ntflops = 1\nbandwidth = 3\n", "line 3: unknown key 'bandwidth'");
+    expect_refused("tflops = 1\nintra_bw_GBps\n", ":2: expected 'key = value'");
+    expect_refused("tflops = 1\nintra_bw_GBps = fast\n", ":2: intra_bw_GBps 'fast' is not a decimal number");
+    expect_refused("intra_bw_GBps = 1\ntflops = 0\n", ":2: tflops '0' is not a positive number");
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\nintra_alpha_us = -1\n", ":3: intra_alpha_us '-1'");
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = 2.5\n", ":3: gpus_per_node '2.5'");
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\nbandwidth = 3\n", ":3: unknown key 'bandwidth'");
     expect_refused("intra_bw_GBps = 1\n", "missing key 'tflops'");
     expect_refused("tflops = 1\n", "missing key 'intra_bw_GBps'");
+}
+
+/* Numbers: the one strict form, finite once scaled to the model's unit. */
+static void test_numbers(void **state)
+{
+    (void)state;
+    expect_refused("intra_bw_GBps = 1\ntflops = 1e300\n", ":2: tflops '1e300' is not a decimal number that stays finite");
+    expect_refused("intra_bw_GBps = 1\ntflops = nan\n", ":2: tflops 'nan'");
+    expect_refused("intra_bw_GBps = 1\ntflops = inf\n", ":2: tflops 'inf'");
+    expect_refused("intra_bw_GBps = 0x10\ntflops = 1\n", ":1: intra_bw_GBps '0x10'");
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = nan\n", ":3: gpus_per_node 'nan'");
+}
+
+/* Lines: whole or refused with FILE:LINE; a key given once. */
+static void test_lines(void **state)
+{
+    (void)state;
+    char text[6000];
+    pb_model_cluster got;
+    /* A 2,040-byte comment ending in "tflops = 1": fgets used to read its tail as a key. */
+    snprintf(text, sizeof text, "intra_bw_GBps = 1\ntflops = 100\n# %2040s tflops = 1\n", "x");
+    write_text(text);
+    assert_int_equal(pb_cluster_file_read(path, "--cluster", &got), PB_OK);
+    assert_true(got.flops == 100e12);
+    snprintf(text, sizeof text, "intra_bw_GBps = 1\ntflops = 100\n# %5000s tflops = 1\n", "x");
+    expect_refused(text, ":3: line is longer than the limit");
+    expect_refused("intra_bw_GBps = 1\rtflops = 1\r", ":1: line has CR-only line ends");
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\ntflops = 2\n", ":3: key 'tflops' is given twice (first on line 2)");
+    expect_refused("name = a\nname = b\nintra_bw_GBps = 1\ntflops = 1\n", ":2: key 'name' is given twice");
+    expect_refused("intra_bw_GBps = 1\n\xEF\xBB\xBFtflops = 1\n", ":2: line holds a UTF-8 byte-order mark");
+    write_text("\xEF\xBB\xBFintra_bw_GBps = 1\r\ntflops = 2\r\n"); /* a leading BOM and CRLF are read */
+    assert_int_equal(pb_cluster_file_read(path, "--cluster", &got), PB_OK);
+    assert_true(got.flops == 2e12 && got.intra.bw_Bps == 1e9);
 }
 
 static void test_missing_file_and_lookup(void **state)
@@ -124,6 +157,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_defaults_and_comments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_numbers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_file_and_lookup, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

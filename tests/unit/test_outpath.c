@@ -54,11 +54,11 @@ static void link_and_directory_refused(void **state)
 
 static void atomic_write_cleans_up(void **state)
 {
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
+    char cmd[200];
     cJSON *j = cJSON_CreateObject();
     assert_int_equal(pb_report_json_write_atomic(dir, j), PB_ERR_ENV); /* rename onto a directory fails */
-    assert_int_not_equal(access(tmp, F_OK), 0);
+    snprintf(cmd, sizeof cmd, "ls -a /tmp | grep -q '^\\.%s\\.'", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
+    assert_int_not_equal(system(cmd), 0); /* no temporary ".pb-outpath.XXXXXX.*" is left */
     cJSON_Delete(j);
 }
 
@@ -81,11 +81,47 @@ static void decimal_strict(void **state)
     assert_int_equal(pb_parse_count("--params", "0x10M", 1, 1e13, &d), PB_ERR_USAGE);
 }
 
+static int reads_csv(const char *name) { return strcmp(name, "in.csv") == 0; }
+
+/* A file an input directory's reader takes is refused as an output there,
+ * whichever is registered first; other names in the directory are not. */
+static void input_dir_files_refused(void **state)
+{
+    char in[128], other[128], sub[128];
+    snprintf(in, sizeof in, "%s/./in.csv", dir);
+    snprintf(other, sizeof other, "%s/out.csv", dir);
+    snprintf(sub, sizeof sub, "%s/in", dir);
+    pb_error_set_quiet_usage(1);
+    pb_outpath_reset();
+    assert_int_equal(pb_outpath_add_input_dir("--fit", dir, reads_csv), PB_OK);
+    assert_int_equal(pb_outpath_add("--csv", in), PB_ERR_USAGE);
+    assert_int_equal(pb_outpath_add("--csv", other), PB_OK);
+    pb_outpath_reset();
+    assert_int_equal(pb_outpath_add("--csv", in), PB_OK);
+    assert_int_equal(pb_outpath_add_input_dir("--fit", dir, reads_csv), PB_ERR_USAGE);
+    assert_int_equal(pb_outpath_add_input_dir("--fit", sub, reads_csv), PB_ERR_USAGE); /* not a directory */
+    pb_outpath_reset();
+}
+
+/* Lists of numbers through the one parser: no nan, inf or overflow. */
+static void double_lists(void **state)
+{
+    double v[5];
+    size_t n = 0;
+    pb_error_set_quiet_usage(1);
+    assert_int_equal(pb_parse_double_list("--pp-simulate", "4,8,1.5,1,0", 0, 1e9, v, 5, &n), PB_OK);
+    assert_true(n == 5 && v[2] == 1.5 && v[4] == 0);
+    const char *bad[] = {"4,8,nan,1,0", "4,8,1,1,nan", "4,8,inf,1,0", "4,8,1e308,1,0", "4,,1", "1,2,3,4,5,6", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(pb_parse_double_list("--pp-simulate", bad[i], 0, 1e9, v, 5, &n), PB_ERR_USAGE);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(same_file_refused), cmocka_unit_test(link_and_directory_refused),
-                                       cmocka_unit_test(atomic_write_cleans_up), cmocka_unit_test(decimal_strict)};
+                                       cmocka_unit_test(atomic_write_cleans_up), cmocka_unit_test(decimal_strict),
+                                       cmocka_unit_test(input_dir_files_refused), cmocka_unit_test(double_lists)};
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -1,0 +1,32 @@
+/* One reader for line-oriented input files (cluster files): each line whole
+ * or refused, never split. fgets with a fixed buffer used to cut a long line
+ * and hand its tail back as a line of its own, so a '#' comment could smuggle
+ * in a key. Refused with the file and line (FILE:LINE): a line longer than
+ * PB_LINES_MAX bytes, a NUL byte, CR-only line ends, a byte-order mark after
+ * the start of the file. A leading UTF-8 BOM is skipped and CRLF is read as LF
+ * (files from editors on Windows). */
+#ifndef PB_LINES_H
+#define PB_LINES_H
+
+#include <stdio.h>
+
+#define PB_LINES_MAX 4096
+
+typedef struct pb_lines {
+    FILE *fp;
+    const char *path, *option;
+    int lineno;
+    char *buf;
+    size_t cap;
+} pb_lines;
+
+/* Open `path` for `option`: PB_OK, or PB_ERR_ENV naming both when it cannot be opened. */
+int pb_lines_open(pb_lines *r, const char *path, const char *option);
+
+/* The next line, without its end of line, in *line (NULL at the end of the
+ * file; valid until the next call). PB_OK, or PB_ERR_USAGE naming FILE:LINE. */
+int pb_lines_next(pb_lines *r, char **line);
+
+void pb_lines_close(pb_lines *r);
+
+#endif
