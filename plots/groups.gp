@@ -2,7 +2,7 @@
 # per collective and size, the median over the groups' bus bandwidth (solid) and the
 # slowest group's (dashed). A slow node or rail shows as a dashed line below its solid one.
 # The legend names each collective's slowest group at its largest size, with its host
-# (plots/groups-hosts.csv, written by scripts/figure_data.py; without it, the group alone).
+# (groups-hosts.csv beside the figure, written by scripts/figure_data.py; without it, the group alone).
 dir = ARG1; load system('dirname "'.ARG0.'"').'/common.gp'
 src = ''
 do for [name in "coll_sweep_intra.csv coll_sweep.csv"] {

@@ -11,7 +11,7 @@ Two files, written before gnuplot draws plots/*.gp:
     draws it in place of the per-rank grid, which stays in
     p2p_matrix-{latency,bw}.csv. At or below NODE_GRID_ABOVE ranks, or when
     the run does not name the host of every rank, there is none.
-  - plots/groups-hosts.csv (group,host): the host of each node group
+  - groups-hosts.csv beside the figures (group,host): the host of each node group
     (nodeK) of the concurrent-groups sweep that plots/groups.gp draws, so
     that its legend names the slowest group's host.
 
@@ -93,7 +93,7 @@ def column(path, name):
 
 
 def write_group_hosts(out):
-    """plots/groups-hosts.csv: nodeK -> its host, for the sweep plots/groups.gp draws (the first with two groups)."""
+    """groups-hosts.csv beside the figures: nodeK -> its host, for the sweep plots/groups.gp draws (the first with two groups)."""
     path = os.path.join(out, "plots", "groups-hosts.csv")
     if os.path.exists(path):
         os.remove(path)
