@@ -4,7 +4,7 @@
     scripts/report.py [--quiet] [--no-plots] RESULTS_DIR
 
 Runs every plots/*.gp on the directory (gnuplot; a figure without data is
-skipped with a note), then writes RESULTS_DIR/summary.txt (the headlines),
+skipped with a note; the data that needs the hosts first: scripts/figure_data.py), then writes RESULTS_DIR/summary.txt (the headlines),
 report.md and index.html (self-contained: the PNGs are embedded; no
 JavaScript). Both read in the order a cluster operator needs: the acceptance
 verdict with its failing rules (when acceptance ran), the headline figures
@@ -28,6 +28,7 @@ sys.path.insert(0, ROOT)
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
+import figure_data  # noqa: E402  (the figures' data that needs the hosts: the node-level matrix, group hosts)
 
 FIGURES = [  # name, caption
     ("busbw", "Bus bandwidth vs message size, every collective"),
@@ -85,7 +86,7 @@ def human_bytes(b):
 def draw(out, quiet):
     """Run every plots/*.gp; return {figure: note} for the ones skipped or failed."""
     notes = {}
-    os.makedirs(os.path.join(out, "plots"), exist_ok=True)
+    figure_data.write(out)
     log = open(os.path.join(out, "plots", "gnuplot.log"), "w")
     for script in sorted(glob.glob(os.path.join(ROOT, "plots", "*.gp"))):
         name = os.path.basename(script)[:-3]
