@@ -80,9 +80,7 @@ class Driver:
             while os.path.lexists(out):
                 out, n = f"{base}-{n}", n + 1
             return out
-        if os.path.exists(self.o.out) and (not os.path.isdir(self.o.out) or os.listdir(self.o.out)):
-            options.die_usage("--out", f"'{self.o.out}' exists and is not empty; results are never overwritten")
-        return self.o.out
+        return self.o.out  # checked by options.parse
 
     def make_results_dir(self, out):
         try:
@@ -211,6 +209,10 @@ class Driver:
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                           OMPI_MCA_btl_base_warn_component_unused="0")
         self.machine = machines.detect(o, ROOT, os.path.join(self.bin, manifest.STEPS[0].binary))
+        if o.backend == "nccl" and self.machine.gpus == 0 and not o.dry_run and not o.hostfile:
+            # A GPU is visible (options.check_launch) but this build has no NCCL: every step would exit 3.
+            options.die_env(f"--backend nccl needs a CUDA build with NCCL; {self.build}/bin does not link libnccl "
+                            "(make CUDA=1); nothing was run")
         out = self.results_dir()
         self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
                                 bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,
