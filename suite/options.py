@@ -31,9 +31,11 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
                  then exit 0: installs, builds and runs nothing
 
 The steps are declared in suite/manifest.py. A failing benchmark is recorded and
-the rest still run. Exit: 0 all passed; 1 a benchmark failed or a threshold was
-missed; 2 usage error or bad threshold file; 3 environment (dependencies, output
-directory); 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT: the running step
+the rest still run. Exit, by cause: 0 all passed; 1 wrong data (a step exited 1
+or crashed) or a threshold was missed; 2 usage error or bad threshold file;
+3 environment (dependencies, output directory, no GPU, steps that exited 3);
+4 a step hung (watchdog or step limit); with several causes 1 wins, then 4,
+then 3. 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT: the running step
 is stopped (its whole process tree) and recorded as interrupted, and meta.json
 and the report are written for what completed."""
 
