@@ -9,8 +9,11 @@
 # ./run_all.sh --help says more (docs/run_all.md). The steps are declared in
 # suite/manifest.py and run by suite/driver.py; this script only finds python3
 # (installing it through scripts/install-deps.sh where allowed) and hands over.
-# Exit: 0 all passed; 1 a step failed or a threshold was missed; 2 usage;
-# 3 environment; 128 + the signal for SIGINT (130), SIGTERM (143), SIGHUP (129), SIGQUIT (131).
+# Exit, by cause: 0 all passed; 1 wrong data (a step exited 1, or crashed) or a missed
+# threshold; 2 usage; 3 environment (a check before the run, or steps that exited 3, or a
+# benchmark that did not build); 4 a step hung (watchdog or step limit). With several causes
+# 1 wins, then 4, then 3 (docs/run_all.md). 128 + the signal for SIGINT (130), SIGTERM (143),
+# SIGHUP (129), SIGQUIT (131).
 ROOT=$(cd "$(dirname "$0")" && pwd) && cd "$ROOT" || exit 3
 if ! command -v python3 >/dev/null 2>&1; then
     deps=(--for run)

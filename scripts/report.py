@@ -58,6 +58,38 @@ def rows(out, name):
         return []
 
 
+# The benchmarks' "# note: untrustworthy: ..." lines (docs/reliability.md): a figure taken from a
+# difference of two times that is noise. The note names the row it is about.
+UNTRUSTED = {
+    "dp_allreduce": (re.compile(r"untrustworthy: overhead \S+ \(grad (\d+) B, overlap ([^)]+)\): (.*)"),
+                     ("grad_bytes", "overlap")),
+    "pp_pipeline": (re.compile(r"untrustworthy: efficiency \S+ \(([^,]+), m=(\d+)\): (.*)"),
+                    ("schedule", "micro_batches")),
+}
+
+
+def untrusted(out, name):
+    """{(key values of a row): why} for the rows of NAME's CSV a note marks untrustworthy."""
+    if name not in UNTRUSTED:
+        return {}
+    pattern, _ = UNTRUSTED[name]
+    found = {}
+    try:
+        with open(os.path.join(out, name + ".csv"), errors="replace") as f:
+            for line in f:
+                m = pattern.match(line[len("# note: "):].strip()) if line.startswith("# note: ") else None
+                if m:
+                    found[m.groups()[:-1]] = m.groups()[-1].split(";")[0]
+    except OSError:
+        pass
+    return found
+
+
+def distrust(r, name, marks):
+    """Why row R of NAME is untrustworthy, or "" (MARKS: untrusted(out, NAME))."""
+    return marks.get(tuple(str(r.get(k, "")) for k in UNTRUSTED[name][1]), "") if marks else ""
+
+
 def units(out, name):
     """{column: unit} from the run's JSON document (its "columns" schema, which
     the benchmark writes from its own column table); {} without one."""
@@ -119,9 +151,10 @@ def size_text(b):
     return f"{b} B"
 
 
-def figure(name, value, unit, expected=None, basis=""):
-    """One row of the headline table: a measured value, and what it is expected to be, from where."""
-    return {"figure": name, "value": value, "unit": unit, "expected": expected, "basis": basis}
+def figure(name, value, unit, expected=None, basis="", why=""):
+    """One row of the headline table: a measured value, and what it is expected to be, from where;
+    WHY: the benchmark's reason to distrust the value, if it gave one."""
+    return {"figure": name, "value": value, "unit": unit, "expected": expected, "basis": basis, "why": why}
 
 
 def coll_headlines(out):
@@ -163,11 +196,15 @@ def dp_headlines(out):
         return []
     big = max(num(r, "grad_bytes", 0) for r in dp)
     at = [r for r in dp if num(r, "grad_bytes", 0) == big]
-    parts = [f"{r['overlap']} {100 * num(r, 'overhead'):.0f}% (predicted {100 * num(r, 'predicted_overhead'):.0f}%)"
-             for r in at]
+    marks = untrusted(out, "dp_allreduce")
+    why = {id(r): distrust(r, "dp_allreduce", marks) for r in at}
+    # An untrustworthy figure is shown as such, never as a finding.
+    parts = [f"{r['overlap']} {100 * num(r, 'overhead'):.0f}% "
+             + (f"(untrustworthy: {why[id(r)]})" if why[id(r)]
+                else f"(predicted {100 * num(r, 'predicted_overhead'):.0f}%)") for r in at]
     line = f"DP overhead at {size_text(big)} of gradients: " + ", ".join(parts)
     return [(line, [figure(f"data-parallel overhead, {size_text(big)} of gradients, overlap {r['overlap']}",
-                           num(r, "overhead"), "%", num(r, "predicted_overhead"), "comm/compute model")
+                           num(r, "overhead"), "%", num(r, "predicted_overhead"), "comm/compute model", why[id(r)])
                     for r in at])]
 
 
@@ -188,12 +225,15 @@ def pp_headlines(out):
     if not pp:
         return []
     parts, found = [], []
+    marks = untrusted(out, "pp_pipeline")
     for sched in dict.fromkeys(r["schedule"] for r in pp):
         r = max((r for r in pp if r["schedule"] == sched), key=lambda r: num(r, "micro_batches", 0))
+        why = distrust(r, "pp_pipeline", marks)
+        tag = f" (untrustworthy: {why})" if why else ""
         parts.append(f"{sched} {num(r, 'efficiency'):.2f} vs theory {num(r, 'efficiency_theory'):.2f} "
-                     f"({100 * num(r, 'efficiency') / num(r, 'efficiency_theory', 1):.0f}%)")
+                     + (tag.strip() if why else f"({100 * num(r, 'efficiency') / num(r, 'efficiency_theory', 1):.0f}%)"))
         found.append(figure(f"pipeline efficiency, {sched}, m={r['micro_batches']}, p={r['stages']}",
-                            num(r, "efficiency"), "", num(r, "efficiency_theory"), "m/(m+p-1)"))
+                            num(r, "efficiency"), "", num(r, "efficiency_theory"), "m/(m+p-1)", why))
     line = f"PP efficiency at m={pp[-1]['micro_batches']}, p={pp[0]['stages']}: " + ", ".join(parts)
     return [(line, found)]
 
@@ -231,9 +271,11 @@ def fmt_value(v, unit):
 
 def figure_cells(f):
     """figure, measured, expected, measured / expected, expected from: the headline table's cells."""
-    e = f["expected"]
-    ratio = f"{100 * f['value'] / e:.0f}%" if e else "-"
-    return [f["figure"], fmt_value(f["value"], f["unit"]), fmt_value(e, f["unit"]), ratio,
+    e, why = f["expected"], f.get("why")
+    # An untrustworthy value is no finding: no ratio to its expectation, and it says why.
+    ratio = "untrustworthy" if why else f"{100 * f['value'] / e:.0f}%" if e else "-"
+    name = f"{f['figure']} (untrustworthy: {why})" if why else f["figure"]
+    return [name, fmt_value(f["value"], f["unit"]), fmt_value(e, f["unit"]), ratio,
             f["basis"] or "no model value"]
 
 

@@ -20,6 +20,29 @@ from suite.processes import SIGNALS, Interrupted
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# Why a run failed, as its exit code. With several causes the first of PRIORITY wins: wrong
+# data and missed thresholds are what acceptance acts on, a hang hides what the step would
+# have measured, and an environment error says only that this machine could not run it.
+WRONG, HUNG, ENVIRONMENT = 1, 4, 3
+PRIORITY = (WRONG, HUNG, ENVIRONMENT)
+
+
+def cause(rc, step_limited):
+    """The run's exit code a step's exit RC stands for. 124 (and 137, timeout's KILL) is the
+    step limit of a step under timeout. Anything else (a crash, a usage error in a step's
+    own arguments) is not explained by the machine, so it counts as wrong data."""
+    if rc == 3:
+        return ENVIRONMENT
+    if rc == 4 or (step_limited and rc in (124, 137)):
+        return HUNG
+    return WRONG
+
+
+def run_exit(causes):
+    """0 without a cause; otherwise the first of PRIORITY present."""
+    return next((c for c in PRIORITY if c in causes), 0)
+
+
 def hms(seconds):
     return "%d:%02d" % (seconds // 60, seconds % 60)
 
@@ -34,6 +57,7 @@ class Driver:
         self.out = ""
         self.out_ready = False
         self.failed = []          # "name(exit N)", "name(not built)"
+        self.causes = set()       # WRONG, HUNG, ENVIRONMENT: the run's exit code (run_exit)
         self.verdict_failed = False
         self.start = time.monotonic()
         self.step, self.step_t0 = None, 0.0  # the step running now
@@ -80,9 +104,7 @@ class Driver:
             while os.path.lexists(out):
                 out, n = f"{base}-{n}", n + 1
             return out
-        if os.path.exists(self.o.out) and (not os.path.isdir(self.o.out) or os.listdir(self.o.out)):
-            options.die_usage("--out", f"'{self.o.out}' exists and is not empty; results are never overwritten")
-        return self.o.out
+        return self.o.out  # checked by options.parse
 
     def make_results_dir(self, out):
         try:
@@ -120,6 +142,7 @@ class Driver:
                 f.write(f"run_all.sh: {step.name}: {missing} is not built\n")
             self.record(step.name, "not built", "-", 0, f"{missing} is missing")
             self.failed.append(f"{step.name}(not built)")
+            self.causes.add(ENVIRONMENT)  # the build failed here (see logs/build.log)
             self.say(f"  {step.name}: not built")
             return
         if step.shaped:
@@ -133,11 +156,13 @@ class Driver:
             self.record(step.name, "ok", 0, seconds, "")
         elif step.verdict and rc == 1:
             self.verdict_failed = True
+            self.causes.add(WRONG)
             self.record(step.name, "failed", 1, seconds, "thresholds missed")
         else:
             note = f"stopped after the step limit of {run.limits.step_limit} s" if rc == 124 and step.kind != manifest.SCRIPT \
                 else f"see logs/{step.name}.err"
             self.failed.append(f"{step.name}(exit {rc})")
+            self.causes.add(cause(rc, step.kind != manifest.SCRIPT))
             self.record(step.name, "failed", rc, seconds, note)
             self.say(f"  {step.name} failed with exit {rc}; see {err}")
 
@@ -211,6 +236,10 @@ class Driver:
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                           OMPI_MCA_btl_base_warn_component_unused="0")
         self.machine = machines.detect(o, ROOT, os.path.join(self.bin, manifest.STEPS[0].binary))
+        if o.backend == "nccl" and self.machine.gpus == 0 and not o.dry_run and not o.hostfile:
+            # A GPU is visible (options.check_launch) but this build has no NCCL: every step would exit 3.
+            options.die_env(f"--backend nccl needs a CUDA build with NCCL; {self.build}/bin does not link libnccl "
+                            "(make CUDA=1); nothing was run")
         out = self.results_dir()
         self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
                                 bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,
@@ -227,14 +256,17 @@ class Driver:
         SIGNALS.uninstall()
         if self.build_failed:
             self.failed.append("build")
+            self.causes.add(ENVIRONMENT)
         self.summary()
-        rc = 0
         if self.failed:
             print(f"run_all.sh: failed: {' '.join(self.failed)}", file=sys.stderr)
-            rc = 1
         if self.verdict_failed:
             print(f"run_all.sh: acceptance: FAIL (thresholds missed; see {self.out}/acceptance.txt)", file=sys.stderr)
-            rc = 1
+        rc = run_exit(self.causes)
+        if rc:
+            why = {WRONG: "wrong data or missed thresholds", HUNG: "a step hung (watchdog or step limit)",
+                   ENVIRONMENT: "the environment (steps exited 3, or the build failed)"}[rc]
+            print(f"run_all.sh: exit {rc}: {why}", file=sys.stderr)
         return rc
 
 

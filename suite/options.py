@@ -3,6 +3,7 @@ installed or built."""
 import os
 import re
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -30,9 +31,11 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
                  then exit 0: installs, builds and runs nothing
 
 The steps are declared in suite/manifest.py. A failing benchmark is recorded and
-the rest still run. Exit: 0 all passed; 1 a benchmark failed or a threshold was
-missed; 2 usage error or bad threshold file; 3 environment (dependencies, output
-directory); 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT: the running step
+the rest still run. Exit, by cause: 0 all passed; 1 wrong data (a step exited 1
+or crashed) or a threshold was missed; 2 usage error or bad threshold file;
+3 environment (dependencies, output directory, no GPU, steps that exited 3);
+4 a step hung (watchdog or step limit); with several causes 1 wins, then 4,
+then 3. 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT: the running step
 is stopped (its whole process tree) and recorded as interrupted, and meta.json
 and the report are written for what completed."""
 
@@ -75,10 +78,13 @@ def parse(argv):
     flags = {"--quick": ("profile", "quick"), "--full": ("profile", "full"), "--quiet": ("quiet", True),
              "--no-install": ("install", False), "--dry-run": ("dry_run", True), "--reproduce": ("reproduce", True)}
     args = list(argv)
+    profiles = set()  # --quick and --full together would leave the run to whichever came last
     while args:
         opt = args.pop(0)
         if opt in flags:
             setattr(o, *flags[opt])
+            if opt in ("--quick", "--full"):
+                profiles.add(opt)
             continue
         if opt in ("-h", "--help"):
             print(USAGE)
@@ -93,18 +99,58 @@ def parse(argv):
                 die_usage(opt, f"'{value}' is not accepted; expected an integer from 1 to {MAX_RANKS}")
             setattr(o, "np" if opt == "--np" else "ranks_per_node", int(value))
         elif opt in ("--hostfile", "--acceptance"):
-            if not os.access(value, os.R_OK):
+            # A directory passes os.access; mpirun and the checker would only fail on it later.
+            if not os.path.isfile(value) or not os.access(value, os.R_OK):
                 die_usage(opt, f"'{value}' is not a readable file")
             setattr(o, opt[2:], value)
         elif opt == "--backend" and value not in ("mpi", "nccl"):
             die_usage(opt, f"'{value}' is not accepted; expected mpi or nccl")
         elif opt == "--bind" and value not in ("none", "core", "numa", "gpu"):
             die_usage(opt, f"'{value}' is not accepted; expected none, core, numa or gpu")
+        elif opt in ("--out", "--junit") and not value:
+            die_usage(opt, "an empty path is not accepted")
         else:
             setattr(o, opt[2:], value)
+    if len(profiles) > 1:
+        die_usage("--quick", "--quick and --full together: choose one")
     if o.junit and not o.acceptance:
         die_usage("--junit", "needs --acceptance FILE")
+    if o.junit:
+        why = unwritable(o.junit)
+        if why:
+            die_usage("--junit", f"'{o.junit}' {why}; the verdict would be lost after the whole suite ran")
+    if o.out:
+        if os.path.exists(o.out) and (not os.path.isdir(o.out) or os.listdir(o.out)):
+            die_usage("--out", f"'{o.out}' exists and is not empty; results are never overwritten")
+        run = enclosing_run(o.out)
+        if run:
+            die_usage("--out", f"'{o.out}' is inside another run's results folder '{run}'; "
+                      "results are never mixed: choose a folder outside it")
     return o
+
+
+def unwritable(path):
+    """Why a file could not be written at PATH, or "": checked before the run, not after it."""
+    if os.path.isdir(path):
+        return "is a directory"
+    if os.path.exists(path):
+        return "" if os.access(path, os.W_OK) else "is not writable"
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        return f"cannot be created: no directory '{parent}'"
+    return "" if os.access(parent, os.W_OK | os.X_OK) else f"cannot be created: '{parent}' is not writable"
+
+
+def enclosing_run(path):
+    """The results folder of another run (it has meta.json or steps.tsv) that PATH lies in, or ""."""
+    d = os.path.dirname(os.path.realpath(path))
+    while True:
+        if any(os.path.exists(os.path.join(d, f)) for f in ("meta.json", "steps.tsv")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            return ""
+        d = up
 
 
 def hostfile_slots(path):
@@ -136,9 +182,31 @@ def in_slurm_job():
     return bool(os.environ.get("SLURM_JOB_ID")) and shutil.which("srun") is not None
 
 
+def visible_gpus():
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+
+
 def check_launch(o):
     """Ranks the launcher cannot place would fail every step (exit 1, "wrong
-    data"): refuse them here, as an environment error (exit 3)."""
+    data"): refuse them here, as an environment error (exit 3). So with
+    --backend nccl and no GPU: every step would fail with exit 3."""
+    # With a hostfile the ranks run on the hosts it lists, whose GPUs this machine cannot see;
+    # --dry-run only shows what would run.
+    if o.backend == "nccl" and not o.hostfile and not o.dry_run and visible_gpus() == 0:
+        die_env("--backend nccl needs a GPU; none is visible (nvidia-smi -L lists none); nothing was run")
+    if o.out and not o.dry_run:
+        d = os.path.abspath(o.out)
+        while not os.path.exists(d):
+            d = os.path.dirname(d)
+        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+            die_env(f"--out '{o.out}' cannot be created: '{d}' is not a writable directory; nothing was run")
     if o.hostfile:
         slots = hostfile_slots(o.hostfile)
         if isinstance(slots, str):

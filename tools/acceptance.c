@@ -35,6 +35,8 @@ typedef struct outcome {
     double measured;   /* worst matching value, NAN when none */
     int rows;          /* rows evaluated */
     int untrusted;     /* a result it read cannot be trusted: why says which */
+    int noted;         /* matching rows the benchmark itself marked untrustworthy (not folded) */
+    char noted_why[300];
     char why[600];     /* for FAIL and SKIP */
 } outcome;
 
@@ -51,11 +53,63 @@ static void distrust(outcome *o, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A row a benchmark marked "# note: untrustworthy: ..." (docs/reliability.md): the
+ * note names the row by the values of two key columns. */
+typedef struct mark {
+    char key[2][64];
+    char why[200];
+} mark;
+
+/* Which notes name rows, and by which columns: the formats of dp_allreduce.c's
+ * note_noise and pp_pipeline.c's note_efficiency_noise. */
+static const struct {
+    const char *source, *column[2], *format;
+} mark_formats[] = {
+    {"dp_allreduce", {"grad_bytes", "overlap"}, "# note: untrustworthy: overhead %*s (grad %63[0-9] B, overlap %63[^)])"},
+    {"pp_pipeline", {"schedule", "micro_batches"}, "# note: untrustworthy: efficiency %*s (%63[^,], m=%63[0-9])"},
+};
+
 /* A result file the rule reads, with its path for messages. */
 typedef struct table {
     char *path;
     pb_csv csv;
+    int format;        /* index in mark_formats, -1: its notes name no rows */
+    int nmarks;
+    mark *marks;
 } table;
+
+/* The untrustworthy notes of tb's file (pb_csv skips comment lines). */
+static void read_marks(table *tb, const char *source)
+{
+    tb->format = -1;
+    for (int i = 0; i < (int)(sizeof mark_formats / sizeof *mark_formats); i++)
+        if (strcmp(source, mark_formats[i].source) == 0) tb->format = i;
+    FILE *f = tb->format >= 0 ? fopen(tb->path, "r") : NULL;
+    if (!f) return;
+    char line[PB_TH_LINE_MAX];
+    int cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        mark m;
+        if (sscanf(line, mark_formats[tb->format].format, m.key[0], m.key[1]) != 2) continue;
+        const char *why = strstr(line, "): ");
+        snprintf(m.why, sizeof m.why, "%.*s", (int)strcspn(why ? why + 3 : "", ";\n"), why ? why + 3 : "");
+        mark *g = pb_grow(tb->marks, &cap, tb->nmarks + 1, sizeof *g, 8);
+        if (!g) break;
+        tb->marks = g;
+        tb->marks[tb->nmarks++] = m;
+    }
+    fclose(f);
+}
+
+/* The note that marks the row untrustworthy, or NULL. */
+static const mark *row_mark(const table *tb, int row)
+{
+    for (int i = 0; i < tb->nmarks; i++)
+        if (strcmp(pb_csv_get(&tb->csv, row, mark_formats[tb->format].column[0]), tb->marks[i].key[0]) == 0 &&
+            strcmp(pb_csv_get(&tb->csv, row, mark_formats[tb->format].column[1]), tb->marks[i].key[1]) == 0)
+            return &tb->marks[i];
+    return NULL;
+}
 
 static void usage_text(void)
 {
@@ -187,6 +241,12 @@ static void fold_rows(const pb_thresholds_rule *r, const table *tabs, int ntab, 
             if ((r->keys & (1u << PB_TH_KEY_SIZE)) &&
                 (pb_csv_num(&tb->csv, row, m->key_column[PB_TH_KEY_SIZE], &b) != PB_OK || b != size))
                 continue;
+            const mark *noted = row_mark(tb, row);
+            if (noted) { /* noise by the benchmark's own account: never a pass */
+                if (!o->noted++)
+                    snprintf(o->noted_why, sizeof o->noted_why, "%s:%d: %.200s", tb->path, tb->csv.line[row], noted->why);
+                continue;
+            }
             if (!trusted_num(tb, row, m->column, &v, o)) continue;
             if (m->divisor && !trusted_num(tb, row, m->divisor, &d, o)) continue;
             if (d == 0) {
@@ -293,6 +353,7 @@ static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *nta
         else if (!tb->csv.complete)
             distrust(o, "%s:%d: incomplete: no '# complete' line (the run was cut short)", paths[i], tb->csv.nlines);
         tb->path = paths[i];
+        read_marks(tb, r->metric->source);
         (*ntab)++;
     }
     free(paths);
@@ -301,7 +362,7 @@ static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *nta
 
 static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
 {
-    outcome o = {V_PASS, NAN, 0, 0, ""};
+    outcome o = {V_PASS, NAN, 0, 0, 0, "", ""};
     int ntab = 0;
     table *tabs = load_tables(r, dir, &ntab, &o);
     if (ntab == 0) {
@@ -318,6 +379,10 @@ static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
     if (!(r->keys & (1u << PB_TH_KEY_SIZE)) || !isnan(size)) fold_rows(r, tabs, ntab, size, &o);
     if (o.untrusted) {
         /* the reason is already in why */
+    } else if (o.rows == 0 && o.noted) {
+        o.v = V_FAIL;
+        snprintf(o.why, sizeof o.why, "no trustworthy data: %d matching row%s marked untrustworthy (%s)", o.noted,
+                 o.noted == 1 ? "" : "s", o.noted_why);
     } else if (o.rows == 0) {
         int nolink = (r->keys & (1u << PB_TH_KEY_LINK)) && !link_present(r, tabs, ntab);
         o.v = nolink ? V_SKIP : V_FAIL;
@@ -328,7 +393,7 @@ static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
         snprintf(o.why, sizeof o.why, "measured %.4g, required %s %.4g%s%s", o.measured, r->op == PB_TH_GE ? ">=" : "<=",
                  r->value, r->metric->unit[0] ? " " : "", r->metric->unit);
     }
-    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), free(tabs[i].path);
+    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), free(tabs[i].path), free(tabs[i].marks);
     free(tabs);
     return o;
 }

@@ -108,4 +108,31 @@ then pass "JUnit XML with invalid UTF-8 and control bytes parses"; else fail "JU
 for f in "$ROOT"/acceptance/*.thresholds; do
     expect_rc 0 "shipped $(basename "$f") parses" -- "$ACC" --check "$f"
 done
+# A rule that matches only rows the benchmark marked untrustworthy has no trustworthy data:
+# it fails with that reason, whatever the values (a noisy 269% overhead would pass "<= 5").
+# With a trustworthy row beside them, the rule is judged on that row alone.
+U=$TMP/untrusted; mkdir -p "$U"
+cat >"$U/dp_allreduce.csv" <<'CSV'
+nranks,link_class,grad_bytes,overlap,overhead,predicted_overhead,wrong
+2,intra,4194304,none,0.27,0.25,0
+2,intra,4194304,bucket,2.69,0.25,0
+# note: untrustworthy: overhead 2.690 (grad 4194304 B, overlap bucket): exposed = step - compute = 26.9 us: within the spread of the step times; use more iterations (-n) or a bigger model
+# complete
+CSV
+cat >"$U/pp_pipeline.csv" <<'CSV'
+schedule,stages,micro_batches,link_class,efficiency,efficiency_theory
+1f1b,2,8,intra,1.2,0.888889
+# note: untrustworthy: efficiency 1.200 (1f1b, m=8): above 1 (the step measured shorter than the compute it holds); use more iterations (-n) or a bigger model
+# complete
+CSV
+printf 'dp_overhead overlap=bucket <= 5\n' >"$TMP/noted-dp.thr"
+expect_rc 1 "a rule matching only untrustworthy rows fails" -- "$ACC" --thresholds "$TMP/noted-dp.thr" --results "$U"
+expect_in "$TMP/out" "no trustworthy data: 1 matching row marked untrustworthy ($U/dp_allreduce.csv:3: exposed = step - compute" \
+    "untrustworthy only: the reason names the row and the note"
+printf 'pp_efficiency schedule=1f1b >= 10 %%\n' >"$TMP/noted-pp.thr"
+expect_rc 1 "a pp rule matching only an untrustworthy row fails" -- "$ACC" --thresholds "$TMP/noted-pp.thr" --results "$U"
+expect_in "$TMP/out" "no trustworthy data" "pp untrustworthy only: the reason"
+printf 'dp_overhead <= 0.5\n' >"$TMP/noted-mixed.thr"
+expect_rc 0 "a rule with a trustworthy row is judged on it" -- "$ACC" --thresholds "$TMP/noted-mixed.thr" --results "$U"
+expect_in "$TMP/out" "0.270" "mixed: the trustworthy row's value is the one measured"
 finish

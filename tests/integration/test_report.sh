@@ -246,4 +246,30 @@ print(f"{len(lines)} summary lines and {len(cells)} headline figures as recomput
 PY
 then pass "$(cat "$TMP/heads")"
 else fail "headlines against the CSVs"; sed 's/^/  | /' "$TMP/heads" >&2; fi
+# A figure its benchmark marks untrustworthy ("# note: untrustworthy: ...") is shown as such in
+# summary.txt and the headline table, never as a finding; the trustworthy one beside it is not.
+U=$TMP/untrusted
+mkdir -p "$U"
+cat >"$U/dp_allreduce.csv" <<'EOF'
+nranks,link_class,grad_bytes,overlap,compute_us,comm_us,step_us,overhead,predicted_overhead,busbw_GBps,wrong
+2,intra,4194304,none,4480,1191,5694,0.27,0.25,3.5,0
+2,intra,4194304,bucket,10,1191,36.9,2.69,0.25,3.5,0
+# note: untrustworthy: overhead 2.690 (grad 4194304 B, overlap bucket): exposed = step - compute = 26.9 us: within the spread of the step times; use more iterations (-n) or a bigger model
+EOF
+cat >"$U/pp_pipeline.csv" <<'EOF'
+schedule,stages,micro_batches,link_class,step_us,efficiency,efficiency_theory,bubble_fraction,peak_act_bytes,wrong
+1f1b,2,8,intra,19000,1.20,0.8889,0.2,786432,0
+# note: untrustworthy: efficiency 1.200 (1f1b, m=8): above 1 (the step measured shorter than the compute it holds); use more iterations (-n) or a bigger model
+EOF
+printf 'dp_allreduce\tok\t0\t1\t\n' >"$U/steps.tsv"
+expect_rc 0 "report.py with untrustworthy rows" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$U"
+expect_in "$U/summary.txt" "bucket 269% (untrustworthy: exposed = step - compute = 26.9 us: within the spread of the step times)" \
+    "summary.txt: the untrustworthy DP overhead says so, with why"
+expect_in "$U/summary.txt" "none 27% (predicted 25%)" "summary.txt: the trustworthy DP overhead is a finding"
+expect_in "$U/summary.txt" "1f1b 1.20 vs theory 0.89 (untrustworthy: above 1" "summary.txt: the untrustworthy PP efficiency says so"
+expect_in "$U/report.md" "overlap bucket (untrustworthy: exposed = step - compute" "report.md: the headline row says untrustworthy"
+if grep -F "overlap bucket" "$U/report.md" | grep -qF "1076%"; then
+    fail "report.md: an untrustworthy figure still has a measured / expected ratio"
+else pass "report.md: no ratio for an untrustworthy figure"; fi
+expect_in "$U/index.html" "overlap bucket (untrustworthy" "index.html: the headline row says untrustworthy"
 finish

@@ -40,6 +40,36 @@ if command -v srun >/dev/null 2>&1; then
     expect_rc 3 "--np above SLURM_NTASKS" -- env SLURM_JOB_ID=1 SLURM_NTASKS=2 BUILD="$BUILD" "$RA" --quick --no-install --np 4 --out "$TMP/never"
 fi
 
+# The whole run's preconditions, checked before anything is installed, built or run: each
+# used to be found only by the steps (every one failing), after the suite, or never.
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    check 3 "--backend nccl needs a GPU; none is visible" "--backend nccl without a GPU" -- --backend nccl
+    [ "$(grep -c . "$TMP/err")" -eq 1 ] && pass "--backend nccl without a GPU: one message" ||
+        fail "--backend nccl without a GPU: more than one line on stderr: $(cat "$TMP/err")"
+fi
+mkdir -p "$TMP/ro" "$TMP/adir"
+chmod 555 "$TMP/ro"
+printf 'busbw_gbps >= 0\n' >"$TMP/rules.txt"
+check 2 "option --junit: '$TMP/adir' is a directory" "--junit a directory" -- --acceptance "$TMP/rules.txt" --junit "$TMP/adir"
+check 2 "option --junit: '$TMP/nodir/j.xml' cannot be created" "--junit in a missing directory" -- \
+    --acceptance "$TMP/rules.txt" --junit "$TMP/nodir/j.xml"
+if [ "$(id -u)" -ne 0 ]; then  # root writes anywhere
+    check 2 "option --junit" "--junit in a read-only directory" -- --acceptance "$TMP/rules.txt" --junit "$TMP/ro/j.xml"
+fi
+check 2 "option --hostfile: '$TMP/adir' is not a readable file" "--hostfile a directory" -- --hostfile "$TMP/adir"
+check 2 "option --acceptance: '$TMP/adir' is not a readable file" "--acceptance a directory" -- --acceptance "$TMP/adir"
+check 2 "option --out: an empty path is not accepted" "--out ''" -- --out ''
+check 2 "option --quick: --quick and --full together" "--quick --full" -- --full
+check 2 "option --quick: --quick and --full together" "--full --quick" -- --full --quick
+mkdir -p "$TMP/oldrun/logs" "$TMP/oldrun2"
+: >"$TMP/oldrun/steps.tsv"
+echo '{}' >"$TMP/oldrun2/meta.json"
+check 2 "option --out: '$TMP/oldrun/logs/new' is inside another run's results folder '$TMP/oldrun'" \
+    "--out inside a run (steps.tsv)" -- --out "$TMP/oldrun/logs/new"
+check 2 "inside another run's results folder" "--out inside a run (meta.json)" -- --out "$TMP/oldrun2/new"
+check 2 "option --out: '$TMP/oldrun' exists and is not empty" "--out an earlier run" -- --out "$TMP/oldrun"
+[ -e "$TMP/oldrun/logs/new" ] || [ -e "$TMP/oldrun2/new" ] && fail "--out inside a run: a folder was made"
+
 # --np 1: the single-rank steps run; p2p, the link fit and hybrid are skipped with a reason; exit 0.
 RUN=$TMP/one
 BUILD=$BUILD timeout 600 "$RA" --quick --quiet --no-install --np 1 --bind none --out "$RUN" >"$TMP/stdout" 2>"$TMP/stderr"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# run_all.sh's exit code follows the cause of a failure (docs/run_all.md): 3 when
+# steps failed for the environment, 4 when one hung, 1 for wrong data or missed
+# thresholds, and 1 first when there are several. Every failing step used to make
+# it exit 1, so a machine without a GPU read as wrong data.
+source "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || skip_test "python3 not found"
+[ -x "$BIN/coll_sweep" ] || skip_test "$BIN is not built (make first)"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+
+# run_quick NAME ENV...: a quick run at 2 ranks with the faults ENV injects (~20 s: the steps fail early).
+run_quick() {
+    local name=$1; shift
+    env "$@" BUILD="$BUILD" timeout 600 "$ROOT/run_all.sh" --quick --quiet --no-install --np 2 --bind none \
+        --out "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
+}
+
+# Every rank 1 fails to create its communicator: every MPI step exits 3, run_all exits 3.
+run_quick env PARABENCH_TEST_FAIL=comm:1
+rc=$?
+[ "$rc" -eq 3 ] && pass "steps failing for the environment: run_all exits 3" ||
+    { fail "steps failing for the environment: exit $rc, expected 3"; cat "$TMP/env/steps.tsv" >&2; }
+expect_in "$TMP/env.err" "run_all.sh: exit 3: the environment" "exit 3: stderr names the cause"
+
+# Both causes: the sweeps exit 3 (buffers), the workloads find a corrupted element (exit 1): 1 wins.
+run_quick mixed PARABENCH_TEST_FAIL=buffers:1 PARABENCH_TEST_CORRUPT=1
+rc=$?
+grep -qP '\tfailed\t3\t' "$TMP/mixed/steps.tsv" && grep -qP '\tfailed\t1\t' "$TMP/mixed/steps.tsv" &&
+    pass "mixed run: steps failed with 3 and with 1" || { fail "mixed run: expected steps with 3 and 1"; cat "$TMP/mixed/steps.tsv" >&2; }
+[ "$rc" -eq 1 ] && pass "wrong data with environment failures: run_all exits 1" ||
+    { fail "wrong data with environment failures: exit $rc, expected 1"; cat "$TMP/mixed/steps.tsv" >&2; }
+expect_in "$TMP/mixed.err" "run_all.sh: exit 1: wrong data" "exit 1: stderr names the cause"
+
+# The mapping itself, including the hang (a hung step takes the whole step limit to show end to end).
+if (cd "$ROOT" && python3 - <<'PY') >"$TMP/map" 2>&1; then pass "exit mapping: $(tail -n 1 "$TMP/map")"; else
+from suite.driver import cause, run_exit
+cases = [((3, True), 3), ((4, True), 4), ((124, True), 4), ((137, True), 4), ((1, True), 1),
+         ((124, False), 1), ((139, True), 1), ((2, True), 1)]
+for (rc, limited), want in cases:
+    assert cause(rc, limited) == want, f"cause({rc}, {limited}) = {cause(rc, limited)}, expected {want}"
+for causes, want in [(set(), 0), ({3}, 3), ({4}, 4), ({3, 4}, 4), ({1, 3}, 1), ({1, 4}, 1), ({1, 3, 4}, 1)]:
+    assert run_exit(causes) == want, f"run_exit({causes}) = {run_exit(causes)}, expected {want}"
+print(f"{len(cases)} step exits, 7 sets of causes")
+PY
+    fail "exit mapping"; sed 's/^/  | /' "$TMP/map" >&2; fi
+finish
