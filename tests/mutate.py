@@ -85,7 +85,7 @@ def build(tree, tests, log):
     return run(["make", "-j2", "CUDA=0", "BUILD=build", "all"] + units, tree, log)
 
 
-def run_test(tree, t, log):
+def run_test(tree, t, log, timeout=900):
     env = dict(os.environ, BUILD="build")
     env.pop("CI", None)  # a skip is reported as such below, not turned into a failure
     if t.endswith(".sh"):
@@ -94,9 +94,22 @@ def run_test(tree, t, log):
         cmd, cwd = [os.path.join(tree, "build", "tests", t)], tree
     with open(log, "w") as f:
         try:
-            return subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=900).returncode
+            return subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             return 124
+
+
+def tree_files():
+    """The working tree as it is (tracked and untracked, not ignored): build outputs stay behind."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    return [f for f in files if f and os.path.isfile(os.path.join(ROOT, f))]
+
+
+def copy_tree(tree):
+    for f in tree_files():
+        os.makedirs(os.path.dirname(os.path.join(tree, f)) or tree, exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), os.path.join(tree, f))
 
 
 def main():
@@ -116,13 +129,7 @@ def main():
     scratch = tempfile.mkdtemp(prefix="parabench-mutate.")
     tree, logs = os.path.join(scratch, "tree"), os.path.join(scratch, "logs")
     os.makedirs(logs)
-    # The working tree as it is (tracked and untracked, not ignored): build outputs stay behind.
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for f in filter(None, files):
-        if os.path.isfile(os.path.join(ROOT, f)):
-            os.makedirs(os.path.dirname(os.path.join(tree, f)) or tree, exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, f), os.path.join(tree, f))
+    copy_tree(tree)
     print(f"mutate: {len(muts)} mutations; scratch copy in {scratch}", flush=True)
 
     # Every pattern first: a stale list fails fast, before any build.
