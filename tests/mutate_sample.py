@@ -410,10 +410,15 @@ def coverage_map(log_dir):
         return json.load(open(cache))
     t0 = time.time()
     units = [f"{COV_BUILD}/tests/{t}" for t in all_tests() if not t.endswith(".sh")]
-    rc = mutate.run(["make", "-j2", "CUDA=0", "COV=1", f"BUILD={COV_BUILD}", "all"] + units, ROOT,
-                    os.path.join(log_dir, "coverage-build.log"))
-    if rc != 0:
+
+    def build():
+        return mutate.run(["make", "-j2", "CUDA=0", "COV=1", f"BUILD={COV_BUILD}", "all"] + units, ROOT,
+                          os.path.join(log_dir, "coverage-build.log"))
+    if build() != 0:
         mutate.die(3, f"the coverage build failed; see {log_dir}/coverage-build.log")
+    # The build's flags, to notice a test that rebuilds the folder its own way.
+    flags = os.path.join(ROOT, COV_BUILD, ".flags")
+    flags_text = open(flags).read()
     # Python: coverage's subprocess hook, through a sitecustomize on PYTHONPATH.
     pyhook = os.path.join(log_dir, "pycov")
     os.makedirs(pyhook, exist_ok=True)
@@ -430,7 +435,9 @@ def coverage_map(log_dir):
                     os.remove(os.path.join(b, n))
         shutil.rmtree(pydata, ignore_errors=True)
         os.makedirs(pydata)
-        env = dict(os.environ, BUILD=COV_BUILD, COVERAGE_PROCESS_START=os.path.join(pyhook, "rc"),
+        # CUDA=0 COV=1 in the environment: a test that runs run_all.sh (which
+        # runs make on BUILD) finds this build up to date instead of rebuilding it.
+        env = dict(os.environ, BUILD=COV_BUILD, CUDA="0", COV="1", COVERAGE_PROCESS_START=os.path.join(pyhook, "rc"),
                    PYTHONPATH=pyhook + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("CI", None)
         if t.endswith(".sh"):
@@ -438,13 +445,14 @@ def coverage_map(log_dir):
         else:
             cmd, cwd = [os.path.join(ROOT, COV_BUILD, "tests", t)], ROOT
         start = time.time()
-        with open(os.path.join(log_dir, f"coverage-{t}.log"), "w") as f:
-            try:
-                rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=900).returncode
-            except subprocess.TimeoutExpired:
-                rc = 124
+        rc = mutate.run(cmd, cwd, os.path.join(log_dir, f"coverage-{t}.log"), 900, env)
         secs = time.time() - start
         lines = {}
+        if open(flags).read() != flags_text:
+            print(f"mutate-sample: {t} rebuilt {COV_BUILD} with other flags; its coverage is not used", flush=True)
+            rc = -1
+            if build() != 0:
+                mutate.die(3, f"the coverage build failed; see {log_dir}/coverage-build.log")
         if rc == 0:
             lines = gcov_lines(COV_BUILD)
             lines.update(py_lines(pydata))
