@@ -85,6 +85,9 @@ def run(cmd, cwd, log, timeout=900, env=None):
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             return 124
+        finally:
+            if p.returncode is None:  # interrupted (SIGTERM, Ctrl-C): take the command's group along
+                os.killpg(p.pid, signal.SIGKILL)
 
 
 def build(tree, tests, log):
@@ -117,7 +120,12 @@ def copy_tree(tree):
         shutil.copy2(os.path.join(ROOT, f), os.path.join(tree, f))
 
 
+def on_sigterm(*_):
+    sys.exit(143)  # unwinds through run()'s cleanup, which ends the running test's group
+
+
 def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
     ap = argparse.ArgumentParser()
     ap.add_argument("--list", default=os.path.join(ROOT, "tests", "mutations.txt"))
     ap.add_argument("--only", help="comma-separated mutation names")

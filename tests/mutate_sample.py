@@ -36,6 +36,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,7 @@ import mutate  # noqa: E402  (the scratch-copy, build and test-run helpers)
 
 ROOT = mutate.ROOT
 COV_BUILD = "build-cov"
+CODE_LINES = "(lines with code)"  # the map's entry listing every line gcov has code for
 EQUIV = os.path.join(ROOT, "tests", "mutants-equivalent.txt")
 # GPU-only sources: not compiled without CUDA, so no test here can run them.
 GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl|cublas|gpu_check\.py$")
@@ -365,10 +367,13 @@ def all_tests():
     return units + integ
 
 
-def gcov_lines(build):
-    """{file: [lines executed]} from every .gcda under BUILD/obj."""
+def gcov_lines(build, executed=True):
+    """{file: [lines executed]} from every .gcda under BUILD/obj; with
+    executed=False, every line gcov has code for, run or not."""
+    # gcov reads .gcno (the code) and .gcda (the counts, "assuming not executed" where missing).
+    ext = ".gcda" if executed else ".gcno"
     gcdas = [os.path.join(b, n) for b, _, ns in os.walk(os.path.join(ROOT, build, "obj")) for n in ns
-             if n.endswith(".gcda")]
+             if n.endswith(ext)]
     out = {}
     if not gcdas:
         return out
@@ -378,7 +383,7 @@ def gcov_lines(build):
         if not doc.startswith("{"):
             continue
         for f in json.loads(doc).get("files", []):
-            lines = {l["line_number"] for l in f["lines"] if l["count"] > 0}
+            lines = {l["line_number"] for l in f["lines"] if l["count"] > 0 or not executed}
             if lines:
                 out.setdefault(os.path.relpath(os.path.join(ROOT, f["file"]), ROOT), set()).update(lines)
     return out
@@ -459,15 +464,36 @@ def coverage_map(log_dir):
         result[t] = {"rc": rc, "seconds": round(secs, 1), "lines": {f: sorted(v) for f, v in lines.items()}}
         print(f"mutate-sample: coverage {t}: exit {rc}, {secs:.0f} s, {sum(len(v) for v in lines.values())} lines",
               flush=True)
+    # The lines with code, executed or not.
+    result[CODE_LINES] = {"rc": None, "seconds": 0,
+                          "lines": {f: sorted(v) for f, v in gcov_lines(COV_BUILD, executed=False).items()}}
     with open(cache, "w") as f:
         json.dump(result, f)
     print(f"mutate-sample: coverage map in {time.time() - t0:.0f} s -> {os.path.relpath(cache, ROOT)}", flush=True)
     return result
 
 
+def has_code(cov, m):
+    """Whether coverage can say anything about the mutant's line: gcov has code
+    for it (C), or it starts a statement (Python)."""
+    if m.file.endswith(".py"):
+        try:
+            from coverage.parser import PythonParser
+        except ImportError:
+            return True
+        p = PythonParser(filename=os.path.join(ROOT, m.file))
+        p.parse_source()
+        return m.line in p.statements
+    return m.line in set(cov.get(CODE_LINES, {}).get("lines", {}).get(m.file, ()))
+
+
 def covering(cov, m):
-    """The tests that executed the mutant's line and passed unmutated, fastest first."""
-    ts = [t for t, r in cov.items() if r["rc"] == 0 and m.line in set(r["lines"].get(m.file, ()))]
+    """The tests that executed the mutant's line and passed unmutated, fastest
+    first. A line coverage has no code for (a static table, the second line of
+    a statement) takes every test that executed any line of its file."""
+    per_line = has_code(cov, m)
+    ts = [t for t, r in cov.items() if r["rc"] == 0 and t != CODE_LINES and
+          (m.line in set(r["lines"].get(m.file, ())) if per_line else r["lines"].get(m.file))]
     return sorted(ts, key=lambda t: (cov[t]["seconds"], t))
 
 
@@ -510,6 +536,7 @@ def fmt_row(idx, m, verdict, by):
 
 
 def main():
+    signal.signal(signal.SIGTERM, mutate.on_sigterm)
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100, help="mutants to judge")
     ap.add_argument("--seed", type=int, default=1)
@@ -537,11 +564,11 @@ def main():
     tree, logs = os.path.join(scratch, "tree"), os.path.join(scratch, "logs")
     os.makedirs(logs)
     cov = coverage_map(logs)
-    failing = sorted(t for t, r in cov.items() if r["rc"] != 0)
+    failing = sorted(t for t, r in cov.items() if r["rc"] != 0 and t != CODE_LINES)
     if failing:
         print(f"mutate-sample: not used (failed or skipped unmutated): {' '.join(failing)}", flush=True)
     mutate.copy_tree(tree)
-    units = [t for t in cov if not t.endswith(".sh")]
+    units = [t for t in cov if not t.endswith(".sh") and t != CODE_LINES]
     if mutate.build(tree, units, os.path.join(logs, "baseline-build.log")) != 0:
         mutate.die(3, f"the unmutated tree does not build; see {logs}/baseline-build.log")
     report = os.path.join(scratch, "report.txt")
