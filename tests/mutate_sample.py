@@ -535,6 +535,51 @@ def fmt_row(idx, m, verdict, by):
     return f"M{idx:03d}  {m.file}:{m.line}  {m.op}  `{orig}` -> `{mut}`  {verdict}  {by}"
 
 
+ROW = re.compile(r"^M(\d+)  (\S+):(\d+)  (\w+)  `(.*)` -> `(.*)`  (.+?)  (\S+)(?:  \(\d+ s\))?$")
+
+
+class Row:
+    """A mutant as a report row gives it back: enough for key() and the survivors list."""
+
+    def __init__(self, m):
+        self.file, self.line, self.op = m.group(2), int(m.group(3)), m.group(4)
+        self.orig_line = m.group(5)
+        self.mut_line = "" if m.group(6) in ("(deleted)",) else m.group(6)
+        self.verdict = m.group(7).replace(" [equivalent]", "")
+
+    def key(self):
+        return (self.file, self.orig_line.strip(), self.mut_line.strip())
+
+
+def summary(verdicts, equivalents, invalid, seed, seconds):
+    killed, counted, survivors = score(verdicts, equivalents)
+    timeouts = sum(1 for _, v in verdicts if v.startswith("killed (timeout)"))
+    uncovered = sum(1 for _, v in survivors if v == "not covered")
+    return [
+        "",
+        f"mutants {len(verdicts)} (seed {seed}; {invalid} drawn that did not compile were replaced)",
+        f"equivalent {len(verdicts) - counted} (tests/mutants-equivalent.txt, left out of the score)",
+        f"killed {killed} ({timeouts} by a timeout)",
+        f"survived {len(survivors)} ({uncovered} on lines no test executes)",
+        f"score {killed}/{counted} = {100.0 * killed / counted if counted else 0:.1f}%",
+        f"time {seconds:.0f} s",
+        "survivors:",
+    ] + [f"  {m.file}:{m.line}  {m.op}  `{m.orig_line.strip()}` -> `{m.mut_line.strip() or '(deleted)'}`  {v}"
+         for m, v in survivors]
+
+
+def rescore(path, equivalents):
+    """The summary of a report's rows (a finished or an interrupted run) against
+    today's equivalents file: marking an equivalent needs no rerun."""
+    rows = [Row(m) for m in (ROW.match(l.rstrip("\n")) for l in open(path)) if m]
+    if not rows:
+        mutate.die(2, f"{path}: no mutant rows")
+    invalid = sum(1 for l in open(path) if "does not compile, redrawn" in l)
+    seed = re.search(r"seed (\d+)", open(path).read())
+    lines = summary([(r, r.verdict) for r in rows], equivalents, invalid, seed.group(1) if seed else "?", 0)
+    print("\n".join(l for l in lines if not l.startswith("time ")))  # no run time: nothing ran
+
+
 def main():
     signal.signal(signal.SIGTERM, mutate.on_sigterm)
     ap = argparse.ArgumentParser()
@@ -543,7 +588,11 @@ def main():
     ap.add_argument("--budget", type=float, default=900, help="seconds of tests per mutant before giving up")
     ap.add_argument("--list-sites", action="store_true", help="print the sample's sites (no build) and exit")
     ap.add_argument("--keep", action="store_true", help="keep the scratch tree")
+    ap.add_argument("--rescore", metavar="REPORT", help="only print the summary of REPORT's rows")
     a = ap.parse_args()
+    if a.rescore:
+        rescore(a.rescore, parse_equivalents(EQUIV))
+        return
     if a.n < 1:
         mutate.die(2, "--n must be positive")
     sites = all_sites()
@@ -603,23 +652,10 @@ def main():
         with open(report, "w") as f:
             f.write("\n".join(rows) + "\n")
 
-    killed, counted, survivors = score(verdicts, equivalents)
-    timeouts = sum(1 for _, v in verdicts if v.startswith("killed (timeout)"))
-    uncovered = sum(1 for _, v in survivors if v == "not covered")
-    summary = [
-        "",
-        f"mutants {len(verdicts)} (seed {a.seed}; {invalid} drawn that did not compile were replaced)",
-        f"equivalent {len(verdicts) - counted} (tests/mutants-equivalent.txt, left out of the score)",
-        f"killed {killed} ({timeouts} by a timeout)",
-        f"survived {len(survivors)} ({uncovered} on lines no test executes)",
-        f"score {killed}/{counted} = {100.0 * killed / counted if counted else 0:.1f}%",
-        f"time {time.time() - t0:.0f} s",
-        "survivors:",
-    ] + [f"  {m.file}:{m.line}  {m.op}  `{m.orig_line.strip()}` -> `{m.mut_line.strip() or '(deleted)'}`  {v}"
-         for m, v in survivors]
+    lines = summary(verdicts, equivalents, invalid, a.seed, time.time() - t0)
     with open(report, "a") as f:
-        f.write("\n".join(summary) + "\n")
-    print("\n".join(summary), flush=True)
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
     if not a.keep:
         shutil.rmtree(tree)
     print(f"mutate-sample: report and logs in {scratch}")

@@ -115,6 +115,12 @@ def main():
     check((killed, counted) == (1, 2), f"score {killed}/{counted}, expected 1/2 with one equivalent left out")
     check([m for m, _ in survivors] == [m3], "the survivors are not the uncovered, non-equivalent mutant")
 
+    # A report row reads back as the same mutant (--rescore marks equivalents without a rerun).
+    for m in (m1, [m for m in cs if m.op == "delete"][0]):
+        row = S.ROW.match(S.fmt_row(3, m, "survived (2 tests)", "-") + "  (4 s)")
+        check(row and S.Row(row).key() == m.key() and S.Row(row).verdict == "survived (2 tests)",
+              f"report row does not read back: {S.fmt_row(3, m, 'survived (2 tests)', '-')!r}")
+
     if FAILS:
         print(f"test_mutate_sample: {FAILS} checks failed")
         sys.exit(1)
