@@ -555,12 +555,14 @@ def summary(verdicts, equivalents, invalid, seed, seconds):
     killed, counted, survivors = score(verdicts, equivalents)
     timeouts = sum(1 for _, v in verdicts if v.startswith("killed (timeout)"))
     uncovered = sum(1 for _, v in survivors if v == "not covered")
+    cut = sum(1 for _, v in survivors if "budget" in v)
     return [
         "",
         f"mutants {len(verdicts)} (seed {seed}; {invalid} drawn that did not compile were replaced)",
         f"equivalent {len(verdicts) - counted} (tests/mutants-equivalent.txt, left out of the score)",
         f"killed {killed} ({timeouts} by a timeout)",
-        f"survived {len(survivors)} ({uncovered} on lines no test executes)",
+        f"survived {len(survivors)} ({uncovered} on lines no test executes, {cut} stopped by the budget "
+        f"before every covering test ran)",
         f"score {killed}/{counted} = {100.0 * killed / counted if counted else 0:.1f}%",
         f"time {seconds:.0f} s",
         "survivors:",
