@@ -16,6 +16,7 @@ MPICC   ?= mpicc
 CC      ?= cc
 WERROR  ?= 0
 SAN     ?= 0
+COV     ?= 0
 
 CUDA_HOME ?= /usr/local/cuda
 NCCL_HOME ?= $(CUDA_HOME)
@@ -33,6 +34,13 @@ endif
 ifeq ($(SAN),1)
   CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LDFLAGS_SAN = -fsanitize=address,undefined
+endif
+
+# COV=1: a gcov build (tests/mutate_sample.py records which lines each test
+# runs); -O0 so that every executed line is attributed to itself.
+ifeq ($(COV),1)
+  CFLAGS_BASE += -O0 --coverage
+  LDFLAGS_SAN += --coverage
 endif
 
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -74,7 +82,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate docs-check
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate mutate-sample docs-check
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -133,6 +141,15 @@ deps:
 mutate:
 	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
+# Not part of `make test` either: N mutants drawn at random (SEED) over
+# common/, benchmarks/, tools/ and scripts/*.py, each judged by the tests
+# that execute its line (docs/mutations.md, "Sampled mutants"). RECORD=1
+# keeps the output as docs/measured/mutate-sample.txt.
+N    ?= 100
+SEED ?= 1
+mutate-sample:
+	@$(if $(filter 1,$(RECORD)),scripts/record.sh mutate-sample) python3 tests/mutate_sample.py --n $(N) --seed $(SEED)
+
 # Every performance figure in README.md and docs/ must appear in a recorded
 # output under docs/measured/ (docs/measured/README.md), and every file the
 # code and docs refer to must be in the repository.
@@ -169,7 +186,7 @@ plots:
 	@python3 scripts/report.py "$(RESULTS)"
 
 clean:
-	rm -rf build build-san build-fuzz build-vg
+	rm -rf build build-san build-fuzz build-vg build-cov
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -16,6 +16,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,12 +73,21 @@ def apply(src, m):
     return (rx.sub(unescape(m["replace"]), src), None) if n == 1 else (None, f"regex matches {n} times")
 
 
-def run(cmd, cwd, log, timeout=900):
+def run(cmd, cwd, log, timeout=900, env=None):
+    """Exit status of cmd, output to log; 124 past timeout. The command runs in
+    its own process group, and a timeout ends the whole group: a hung test's
+    mpirun and ranks do not outlive it."""
     with open(log, "w") as f:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            return p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
             return 124
+        finally:
+            if p.returncode is None:  # interrupted (SIGTERM, Ctrl-C): take the command's group along
+                os.killpg(p.pid, signal.SIGKILL)
 
 
 def build(tree, tests, log):
@@ -85,21 +95,37 @@ def build(tree, tests, log):
     return run(["make", "-j2", "CUDA=0", "BUILD=build", "all"] + units, tree, log)
 
 
-def run_test(tree, t, log):
-    env = dict(os.environ, BUILD="build")
+def run_test(tree, t, log, timeout=900):
+    # CUDA=0: a test that runs run_all.sh has it check the build with these
+    # flags, rather than rebuild the folder for CUDA where nvcc is installed.
+    env = dict(os.environ, BUILD="build", CUDA="0")
     env.pop("CI", None)  # a skip is reported as such below, not turned into a failure
     if t.endswith(".sh"):
         cmd, cwd = ["bash", t], os.path.join(tree, "tests", "integration")
     else:
         cmd, cwd = [os.path.join(tree, "build", "tests", t)], tree
-    with open(log, "w") as f:
-        try:
-            return subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=900).returncode
-        except subprocess.TimeoutExpired:
-            return 124
+    return run(cmd, cwd, log, timeout, env)
+
+
+def tree_files():
+    """The working tree as it is (tracked and untracked, not ignored): build outputs stay behind."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    return [f for f in files if f and os.path.isfile(os.path.join(ROOT, f))]
+
+
+def copy_tree(tree):
+    for f in tree_files():
+        os.makedirs(os.path.dirname(os.path.join(tree, f)) or tree, exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), os.path.join(tree, f))
+
+
+def on_sigterm(*_):
+    sys.exit(143)  # unwinds through run()'s cleanup, which ends the running test's group
 
 
 def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
     ap = argparse.ArgumentParser()
     ap.add_argument("--list", default=os.path.join(ROOT, "tests", "mutations.txt"))
     ap.add_argument("--only", help="comma-separated mutation names")
@@ -116,13 +142,7 @@ def main():
     scratch = tempfile.mkdtemp(prefix="parabench-mutate.")
     tree, logs = os.path.join(scratch, "tree"), os.path.join(scratch, "logs")
     os.makedirs(logs)
-    # The working tree as it is (tracked and untracked, not ignored): build outputs stay behind.
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for f in filter(None, files):
-        if os.path.isfile(os.path.join(ROOT, f)):
-            os.makedirs(os.path.dirname(os.path.join(tree, f)) or tree, exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, f), os.path.join(tree, f))
+    copy_tree(tree)
     print(f"mutate: {len(muts)} mutations; scratch copy in {scratch}", flush=True)
 
     # Every pattern first: a stale list fails fast, before any build.

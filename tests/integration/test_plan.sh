@@ -147,6 +147,11 @@ rm "$R/tp_layer.csv"
 expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
 expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
 
+# ---- --pp-simulate: without transfer time, 1F1B takes (m+p-1) slots, the ideal m
+expect_rc 0 "--pp-simulate 4,8,100,200,0" -- "$PLAN" --pp-simulate 4,8,100,200,0 --schedule 1f1b
+expect_in "$TMP/out" "step_us 3300.000 ideal_us 2400.000 efficiency 0.72727 efficiency_theory 0.72727" \
+    "step (8+3) x 300 us, ideal 8 x 300 us, efficiency 8/11"
+
 # ---- published runs: the calibration rows hold, and the check can fail ----
 expect_rc 0 "planner vs published A100 runs" -- "$TESTS_DIR/../../tools/dev/plan-published.sh" "$PLAN"
 expect_in "$TMP/out" "calibration rows (K22) 9 of 9" "every calibration row within 10%"

@@ -34,6 +34,9 @@ static void fp16_exact_and_rounding(void **state)
     assert_int_equal(pb_dtype_float_to_fp16(-2.0f), 0xc000);
     assert_int_equal(pb_dtype_float_to_fp16(65504.0f), 0x7bff);   /* largest finite */
     assert_int_equal(pb_dtype_float_to_fp16(65520.0f), 0x7c00);   /* rounds to Inf */
+    assert_int_equal(pb_dtype_float_to_fp16(INFINITY), 0x7c00);   /* Inf stays Inf, not a NaN */
+    assert_int_equal(pb_dtype_float_to_fp16(-INFINITY), 0xfc00);
+    assert_int_equal(pb_dtype_float_to_fp16(NAN) & 0x7e00, 0x7e00); /* a quiet NaN */
     assert_int_equal(pb_dtype_float_to_fp16(0x1p-24f), 0x0001);   /* smallest subnormal */
     assert_int_equal(pb_dtype_float_to_fp16(0x1p-25f), 0x0000);   /* half of it: ties to even -> 0 */
     assert_int_equal(pb_dtype_float_to_fp16(0x1.8p-24f), 0x0002); /* 1.5 units: ties to even -> 2 */

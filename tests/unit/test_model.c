@@ -159,6 +159,8 @@ static void test_step(void **state)
     double slot = s.t_fwd + s.t_bwd + s.c_tp + s.c_pp;
     CLOSE(s.step, 39 * slot + s.c_dp);
     CLOSE(s.bubble, 7 * slot);
+    /* The bubble-free compute: what plan's overhead shares and compute_s are of. */
+    CLOSE(s.compute, 32 * (s.t_fwd + s.t_bwd));
     CLOSE(s.c_tp, 10 * 4 * pb_model_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra));
     CLOSE(s.c_dp, pb_model_t_ring_allreduce(70e9 / 64 * 2, 4, c.inter));
     /* Rejections: TP over a node, too big, indivisible layers. */

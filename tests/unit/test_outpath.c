@@ -78,6 +78,13 @@ static void decimal_strict(void **state)
     double d = 0;
     assert_int_equal(pb_parse_count("--params", "1.3B", 1, 1e13, &d), PB_OK);
     assert_true(d == 1.3e9);
+    /* Every suffix, either case, is its power of 1000. */
+    const char *counts[] = {"2K", "2k", "2M", "2m", "2B", "2b", "2G", "2g", "2T", "2t", "2"};
+    const double want[] = {2e3, 2e3, 2e6, 2e6, 2e9, 2e9, 2e9, 2e9, 2e12, 2e12, 2};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        assert_int_equal(pb_parse_count("--params", counts[i], 1, 1e13, &d), PB_OK);
+        assert_true(d == want[i]);
+    }
     assert_int_equal(pb_parse_count("--params", "0x10M", 1, 1e13, &d), PB_ERR_USAGE);
 }
 

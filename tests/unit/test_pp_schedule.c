@@ -145,6 +145,9 @@ static void test_interleaved(void **state)
                 assert_true(eff <= 1.0 + 1e-9);
                 if (m > p) CLOSE(eff, pb_model_pipe_efficiency(m * v, p));
                 assert_true(pb_pp_schedule_plan_max_in_flight(&plans[0]) <= m * v);
+                /* Megatron's warm-up on stage 0: 2(p-1) + (v-1)p forwards, then one more before the first backward. */
+                int warm = m == p ? m * v : 2 * (p - 1) + (v - 1) * p + 1;
+                assert_int_equal(pb_pp_schedule_plan_max_in_flight(&plans[0]), warm < m * v ? warm : m * v);
                 free_all(plans, p);
             }
 }

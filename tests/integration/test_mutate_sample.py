@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Checks of the mutant generator of tests/mutate_sample.py (run by
+test_mutate_sample.sh): reproducible samples, one compiling mutant per
+operator class, comments and strings never mutated, skipped lines skipped,
+and equivalent mutants out of the score. Exit 1 if a check fails."""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import mutate_sample as S  # noqa: E402
+
+FAILS = 0
+
+
+def check(cond, what):
+    global FAILS
+    if not cond:
+        FAILS += 1
+        print(f"FAIL: {what}")
+
+
+C_SNIPPET = r'''#include <stdio.h>
+#define TWICE(x) ((x) + (x))
+/* a + b < 3 && c || 4 */
+int f(int a, int b) {
+    int unused;
+    int s = a + b; // s - 1 > 0 || 7
+    const char *msg = "x - 1 && y < 2";
+    if (a < b && b > 0) s = s * 2;
+    s++;
+    fprintf(stderr, "bad %d\n", a + 1);
+    return s + msg[0] + TWICE(a) + (int)unused;
+}
+'''
+
+PY_SNIPPET = '''import sys
+# a + 1 < 2 and 3
+def f(a, b):
+    """a - b > 0 or 1"""
+    s = a + b  # s * 2
+    if a < b and b > 0:
+        s = s - 1
+    print("a + 1", file=sys.stderr)
+    return s
+'''
+
+
+def sites_of(name, text):
+    fn = S.py_sites if name.endswith(".py") else S.c_sites
+    return [S.Mutant(name, text, s) for s in fn(name, text)]
+
+
+def c_compiles(text):
+    r = subprocess.run(["cc", "-std=c11", "-fsyntax-only", "-x", "c", "-"], input=text, text=True,
+                       capture_output=True)
+    return r.returncode == 0
+
+
+def main():
+    # Every operator class on the C snippet, and each mutant of it compiles.
+    cs = sites_of("x.c", C_SNIPPET)
+    for op in ("arithmetic", "relational", "constant", "logical", "delete"):
+        ms = [m for m in cs if m.op == op]
+        check(ms, f"C: no {op} site in the snippet")
+        for m in ms:
+            check(c_compiles(m.apply(C_SNIPPET)), f"C: {op} mutant does not compile: {m.mut_line!r}")
+    ps = sites_of("x.py", PY_SNIPPET)
+    for op in ("arithmetic", "relational", "constant", "logical", "delete"):
+        ms = [m for m in ps if m.op == op]
+        check(ms, f"Python: no {op} site in the snippet")
+        for m in ms:
+            try:
+                compile(m.apply(PY_SNIPPET), "x.py", "exec")
+            except SyntaxError:
+                check(False, f"Python: {op} mutant does not compile: {m.mut_line!r}")
+
+    # Comments, strings, preprocessor, declarations and messages are never mutated.
+    c_lines = C_SNIPPET.split("\n")
+    for m in cs:
+        text = c_lines[m.line - 1]
+        check(not text.lstrip().startswith(("#", "/*")), f"C: mutated a preprocessor or comment line: {text!r}")
+        check("int unused;" not in text, "C: mutated a declaration without an initializer")
+        check("fprintf(stderr" not in text, "C: mutated a message-only line")
+        for marker in ("//", '"'):
+            if marker in text and m.col is not None:
+                check(m.col < text.index(marker), f"C: mutated inside a comment or string: {m.mut_line!r}")
+    py_lines = PY_SNIPPET.split("\n")
+    for m in ps:
+        text = py_lines[m.line - 1]
+        check(not text.lstrip().startswith(("#", '"""', "import")), f"Python: mutated {text!r}")
+        check("file=sys.stderr" not in text, "Python: mutated a message-only line")
+        if "#" in text and m.col is not None:
+            check(m.col < text.index("#"), f"Python: mutated inside a comment: {m.mut_line!r}")
+
+    # The same seed draws the same sample over the real tree; another seed another.
+    sites = S.all_sites()
+    check(len(sites) > 1000, f"only {len(sites)} sites in the tree")
+    a = [m.key() + (m.line,) for m in S.draw(sites, 7)[:50]]
+    b = [m.key() + (m.line,) for m in S.draw(S.all_sites(), 7)[:50]]
+    c = [m.key() + (m.line,) for m in S.draw(sites, 8)[:50]]
+    check(a == b, "seed 7 twice gives two samples")
+    check(a != c, "seeds 7 and 8 give the same sample")
+    check(not any(S.GPU_FILE.search(m.file) for m in sites), "a GPU-only file has sites")
+
+    # An entry of the equivalents file leaves the score; the others count.
+    m1, m2, m3 = [m for m in cs if m.op == "relational"][:1] + [m for m in cs if m.op == "constant"][:2]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(f"# test\nfile: x.c\norig: {m2.orig_line.strip()}\nmutant: {m2.mut_line.strip()}\nwhy: a test\n")
+    eq = S.parse_equivalents(f.name)
+    os.unlink(f.name)
+    check(m2.key() in eq and m1.key() not in eq, "the equivalents file does not key by file and line texts")
+    killed, counted, survivors = S.score([(m1, "killed"), (m2, "survived (3 tests)"), (m3, "not covered")], eq)
+    check((killed, counted) == (1, 2), f"score {killed}/{counted}, expected 1/2 with one equivalent left out")
+    check([m for m, _ in survivors] == [m3], "the survivors are not the uncovered, non-equivalent mutant")
+
+    # A report row reads back as the same mutant (--rescore marks equivalents without a rerun).
+    for m in (m1, [m for m in cs if m.op == "delete"][0]):
+        row = S.ROW.match(S.fmt_row(3, m, "survived (2 tests)", "-") + "  (4 s)")
+        check(row and S.Row(row).key() == m.key() and S.Row(row).verdict == "survived (2 tests)",
+              f"report row does not read back: {S.fmt_row(3, m, 'survived (2 tests)', '-')!r}")
+
+    if FAILS:
+        print(f"test_mutate_sample: {FAILS} checks failed")
+        sys.exit(1)
+    print("test_mutate_sample: generator checks passed")
+
+
+if __name__ == "__main__":
+    main()

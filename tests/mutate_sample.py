@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""`make mutate-sample`: mutants drawn at random, not by hand, as a measure of
+the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
+
+1. Sites. Every place in common/, benchmarks/, tools/ (C) and scripts/*.py
+   where one of five operator classes applies: arithmetic operator swap,
+   relational boundary/negation, constant change, &&/|| swap, deletion of a
+   whole simple statement. Comments, strings, preprocessor lines,
+   declarations without an initializer, message-only code (notes, usage and
+   error messages) and GPU-only code are never mutated (GPU_FILE, skip rules
+   below): no GPU is present, so nothing could judge them.
+2. Sample. The sites, sorted, are shuffled with random.Random(--seed); the
+   first --n that compile are the sample (a mutant that does not compile is
+   listed as such and the next one is drawn), so the sample is uniform over
+   compiling sites and the same seed on the same tree gives the same sample.
+3. Tests. A gcov build (make COV=1 BUILD=build-cov) runs each unit and
+   integration test once and records the lines it executes (Python scripts:
+   the `coverage` module, when installed). The map is cached under build-cov/
+   keyed by a hash of the sources and tests; this pass is also the baseline,
+   as a test that fails or skips there is never used.
+4. Verdicts. Each mutant is applied to a scratch copy (tests/mutate.py's
+   helpers), rebuilt, and the tests that execute its line run fastest first
+   until one fails: killed. A test that runs past its time limit counts as
+   killed (a hang), marked "timeout". No failure: survived. A line no test
+   executes: "not covered", which counts as survived. Mutants listed in
+   tests/mutants-equivalent.txt (by file, original and mutated line text)
+   are left out of the score.
+
+usage: tests/mutate_sample.py [--n N] [--seed S] [--list-sites] [--keep]
+Exit: 0 the run finished, 2 usage, 3 environment (no coverage map)."""
+import argparse
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mutate  # noqa: E402  (the scratch-copy, build and test-run helpers)
+
+ROOT = mutate.ROOT
+COV_BUILD = "build-cov"
+CODE_LINES = "(lines with code)"  # the map's entry listing every line gcov has code for
+EQUIV = os.path.join(ROOT, "tests", "mutants-equivalent.txt")
+# GPU-only sources: not compiled without CUDA, so no test here can run them.
+GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl|cublas|gpu_check\.py$")
+# Tests that judge this tool, not the code.
+NOT_A_COVERING_TEST = {"test_mutate_sample.sh"}
+
+# C code that only reports: a line starting (after `return`) with one of these
+# calls is mutated only before the call, and the call's continuation lines not at all.
+C_MESSAGE = re.compile(r"\b(?:(?:pb_report_note|pb_error_usage|pb_fail|pb_error_fail_at|pb_faults_fail|perror|"
+                       r"pb_error_set_progname|pb_error_set_quiet_usage)\s*\(|fprintf\s*\(\s*stderr\b)")
+PY_MESSAGE = re.compile(r"^\s*(print\(.*file=sys\.stderr|die\(|sys\.exit\(\s*[\"f]|warn\()")
+# A line that starts `TYPE NAME` (after qualifiers): a declaration.
+C_DECL = re.compile(r"^\s*(?:(?:static|const|volatile|extern|inline|unsigned|signed|struct|union|enum|register)\s+)*"
+                    r"(?!return\b|else\b|case\b|goto\b)[A-Za-z_]\w*(?:\s+|\s*\*+\s*)(?:const\s+)?\**\s*[A-Za-z_]\w*\s*"
+                    r"(?:\[[^\]]*\]\s*)*(?:[;,=()]|$)")
+C_ENUMERATOR = re.compile(r"^\s*[A-Z][A-Z0-9_]*\s*(=\s*[^,;]*)?,?\s*$")
+C_TYPES = {"char", "int", "long", "short", "double", "float", "void", "unsigned", "signed", "const", "size_t"}
+C_CONTROL = re.compile(r"^\s*(if|else|for|while|do|switch|return|case|default|goto)\b")
+PY_NOT_DELETABLE = {"def", "class", "return", "if", "elif", "else", "for", "while", "try", "except", "finally",
+                    "with", "import", "from", "pass", "global", "nonlocal", "yield", "lambda", "async", "await",
+                    "raise", "assert", "del"}
+
+ARITH = {"+": "-", "-": "+", "*": "/", "/": "*", "%": "*", "+=": "-=", "-=": "+=", "*=": "/=", "/=": "*=",
+         "++": "--", "--": "++"}
+REL = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "=="}
+LOGIC = {"&&": "||", "||": "&&", "and": "or", "or": "and"}
+NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)"
+                    r"([uUlLfF]*)(?![\w.])")
+
+
+def source_files(root=ROOT):
+    """The files mutants are drawn from, sorted: common/, benchmarks/, tools/ C and scripts/*.py."""
+    out = []
+    for d in ("common", "benchmarks", "tools"):
+        for base, _, names in os.walk(os.path.join(root, d)):
+            out += [os.path.relpath(os.path.join(base, n), root) for n in names if n.endswith((".c", ".h"))]
+    out += [os.path.join("scripts", n) for n in os.listdir(os.path.join(root, "scripts")) if n.endswith(".py")]
+    return sorted(f for f in out if not GPU_FILE.search(f))
+
+
+def mask_c(text):
+    """The text with comments blanked and string/char literal contents blanked
+    (quotes kept), same length and line breaks: sites are searched here."""
+    out, i, n = list(text), 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out[i:j] = " " * (j - i)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out[i:j] = [ch if ch == "\n" else " " for ch in text[i:j]]
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out[i + 1:j] = " " * (j - i - 1)
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def mask_py(text):
+    """As mask_c, for Python: tokenize finds strings and comments."""
+    lines = text.splitlines(keepends=True)
+    out = [list(l) for l in lines]
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type not in (tokenize.STRING, tokenize.COMMENT):
+            continue
+        (r0, c0), (r1, c1) = tok.start, tok.end
+        for r in range(r0, r1 + 1):
+            row = out[r - 1]
+            a = c0 if r == r0 else 0
+            b = c1 if r == r1 else len(row)
+            for k in range(a, b):
+                if row[k] != "\n":
+                    row[k] = " "
+            if tok.type == tokenize.STRING and r == r0:
+                row[c0] = '"'  # a string stays an operand, so `"..." % x` is not seen as arithmetic
+    return "".join("".join(r) for r in out)
+
+
+def _binary(masked_line, i, py):
+    """Whether the operator at i is binary: an operand (word, `)`, `]`, a
+    string) ends just before it, not a keyword or a type name."""
+    before = masked_line[:i].rstrip()
+    if not before or before[-1] not in "_)]\"" and not before[-1].isalnum():
+        return False
+    if re.search(r"(?<![\w.])\d+\.?\d*[eE]$", before):  # the sign of an exponent: 1e-9
+        return False
+    word = re.search(r"(\w+)$", before)
+    if word and word.group(1) in ({"return", "case", "sizeof", "in", "not", "and", "or", "if", "else", "yield",
+                                    "lambda"} | (set() if py else C_TYPES) or word.group(1).endswith("_t")):
+        return False
+    return True
+
+
+# Operators, longest first, so that `<<`, `->`, `**` or `>>=` are one token
+# and never read as `<`, `-`, `*` or `>`.
+OPS = re.compile(r"<<=|>>=|\*\*=|//=|&&|\|\||\+\+|--|->|<<|>>|\*\*|//|[+\-*/%<>=!]=|[+\-*/%<>]")
+
+
+def line_sites(masked_line, py):
+    """(col, end, operator class, replacement) for each operator site of one line."""
+    out = []
+    if py:
+        for m in re.finditer(r"\b(and|or)\b", masked_line):
+            out.append((m.start(), m.end(), "logical", LOGIC[m.group(0)]))
+    for m in OPS.finditer(masked_line):
+        op = m.group(0)
+        if op in LOGIC and not py:
+            out.append((m.start(), m.end(), "logical", LOGIC[op]))
+        elif op in REL:
+            out.append((m.start(), m.end(), "relational", REL[op]))
+        elif op in ARITH:
+            if op in ("++", "--"):
+                if py:
+                    continue
+            elif not op.endswith("=") and not _binary(masked_line, m.start(), py):
+                continue  # unary minus, `*p`, `*args`
+            elif op == "*" and not py and not (masked_line[m.start() - 1:m.start()] == " " and
+                                               masked_line[m.end():m.end() + 1] == " "):
+                continue  # `int *p`, `(char *)`: a pointer, not a product
+            out.append((m.start(), m.end(), "arithmetic", ARITH[op]))
+    for m in NUMBER.finditer(masked_line):
+        num = m.group(1)
+        if re.fullmatch(r"\d+", num):
+            v = int(num)
+            new = {0: "1", 1: "0"}.get(v, str(v + 1))
+        else:
+            v = float(num)
+            new = "1.0" if v == 0 else "0.0" if v == 1 else repr(v + 1)
+        out.append((m.start(1), m.end(1), "constant", new))
+    return out
+
+
+def c_sites(path, text):
+    """(line, col, end, op, replacement) of a C file; col None: delete the line."""
+    masked = mask_c(text).split("\n")
+    raw = text.split("\n")
+    sites, gpu, skip_depth, prev_code, pp_cont = [], [], 0, ";", False
+    for no, (line, m) in enumerate(zip(raw, masked), 1):
+        s = m.strip()
+        # Preprocessor lines and their continuations; #if PB_HAVE_CUDA regions (not built here).
+        if pp_cont or s.startswith("#"):
+            pp_cont = s.endswith("\\")
+            d = re.match(r"#\s*(\w+)", s)
+            if d and d.group(1) in ("if", "ifdef", "ifndef"):
+                gpu.append("PB_HAVE_CUDA" in s and "!" not in s and d.group(1) != "ifndef")
+            elif d and d.group(1) in ("else", "elif") and gpu:
+                gpu[-1] = not gpu[-1] and "PB_HAVE_CUDA" in s if d.group(1) == "elif" else not gpu[-1]
+            elif d and d.group(1) == "endif" and gpu:
+                gpu.pop()
+            continue
+        if not s:
+            continue
+        if any(gpu):
+            prev_code = s
+            continue
+        # The continuation lines of a message call are skipped whole.
+        if skip_depth > 0:
+            skip_depth += s.count("(") - s.count(")")
+            prev_code = s
+            continue
+        span = len(m)
+        msg = C_MESSAGE.search(m)
+        if msg:
+            span = msg.start()
+            depth = m[msg.start():].count("(") - m[msg.start():].count(")")
+            skip_depth = max(depth, 0)
+        decl = C_DECL.match(m) and "=" not in re.sub(r"[=!<>]=", "", m) and "(" not in m
+        if decl or C_ENUMERATOR.match(m):
+            prev_code = s
+            continue
+        for col, end, op, new in line_sites(m[:span], py=False):
+            sites.append((no, col, end, op, new))
+        # A whole simple statement: `...;` on one line, balanced, after a complete one.
+        if (not msg and s.endswith(";") and prev_code[-1] in ";{}:" and not C_CONTROL.match(m)
+                and not C_DECL.match(m) and s.count("(") == s.count(")") and s != ";"
+                and not s.startswith(("}", "{"))):
+            sites.append((no, None, None, "delete", ""))
+        prev_code = s
+    return sites
+
+
+def py_sites(path, text):
+    masked = mask_py(text).split("\n")
+    sites = []
+    # Physical lines that are a whole logical line, from the token stream.
+    starts, ends = {}, {}
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NEWLINE:
+            ends[tok.start[0]] = True
+    logical_start = None
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+            continue
+        if logical_start is None:
+            logical_start = tok.start[0]
+            starts[logical_start] = tok
+        if tok.type == tokenize.NEWLINE:
+            logical_start = None
+    msg_lines = set()
+    for no, tok in starts.items():
+        if PY_MESSAGE.match(text.split("\n")[no - 1]):
+            end = next(e for e in sorted(ends) if e >= no)
+            msg_lines.update(range(no, end + 1))
+    for no, m in enumerate(masked, 1):
+        s = m.strip()
+        if not s or no in msg_lines or s.startswith(("@", "import ", "from ")):
+            continue
+        for col, end, op, new in line_sites(m, py=True):
+            sites.append((no, col, end, op, new))
+        tok = starts.get(no)
+        if (tok is not None and no in ends and tok.type == tokenize.NAME and tok.string not in PY_NOT_DELETABLE
+                and not s.endswith(":")):
+            sites.append((no, None, None, "delete", ""))
+        elif tok is not None and no in ends and tok.string in ("break", "continue"):
+            sites.append((no, None, None, "delete", ""))
+    return sites
+
+
+class Mutant:
+    def __init__(self, path, text, site):
+        self.file = path
+        self.line, self.col, self.end, self.op, self.new = site
+        self.orig_line = text.split("\n")[self.line - 1]
+        if self.col is None:  # deletion: C drops the statement, Python needs a `pass` to keep its block
+            indent = self.orig_line[:len(self.orig_line) - len(self.orig_line.lstrip())]
+            self.mut_line = indent + "pass" if path.endswith(".py") else ""
+        else:
+            self.mut_line = self.orig_line[:self.col] + self.new + self.orig_line[self.end:]
+
+    def key(self):
+        """The identity tests/mutants-equivalent.txt uses: no line number, so it survives edits elsewhere."""
+        return (self.file, self.orig_line.strip(), self.mut_line.strip())
+
+    def apply(self, text):
+        lines = text.split("\n")
+        assert lines[self.line - 1] == self.orig_line
+        lines[self.line - 1] = self.mut_line
+        return "\n".join(lines)
+
+
+def all_sites(root=ROOT):
+    out = []
+    for f in source_files(root):
+        text = open(os.path.join(root, f)).read()
+        fn = py_sites if f.endswith(".py") else c_sites
+        out += [Mutant(f, text, s) for s in fn(f, text)]
+    return out
+
+
+def draw(sites, seed):
+    """The sites in the order the sample takes them: a seeded shuffle of the sorted list."""
+    order = sorted(sites, key=lambda m: (m.file, m.line, -1 if m.col is None else m.col, m.op, m.new))
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def parse_equivalents(path):
+    """Stanzas of `file:`, `orig:`, `mutant:`, `why:` lines separated by blank lines; '#' comments."""
+    out, cur = {}, {}
+    if not os.path.exists(path):
+        return out
+    for n, line in enumerate(open(path).read().splitlines() + [""], 1):
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if cur:
+                if set(cur) != {"file", "orig", "mutant", "why"} or not cur["why"].strip():
+                    mutate.die(2, f"{path}:{n}: an entry needs file, orig, mutant and a non-empty why")
+                out[(cur["file"], cur["orig"].strip(), cur["mutant"].strip())] = cur["why"]
+                cur = {}
+            continue
+        key, sep, val = line.partition(":")
+        if not sep or key not in ("file", "orig", "mutant", "why"):
+            mutate.die(2, f"{path}:{n}: expected 'file|orig|mutant|why: value'")
+        cur[key] = val[1:] if val.startswith(" ") else val
+    return out
+
+
+def score(verdicts, equivalents):
+    """(killed, counted, survivors): equivalent mutants are out of the count."""
+    counted = [(m, v) for m, v in verdicts if m.key() not in equivalents]
+    killed = sum(1 for _, v in counted if v.startswith("killed"))
+    return killed, len(counted), [(m, v) for m, v in counted if not v.startswith("killed")]
+
+
+# ---- coverage ---------------------------------------------------------------
+
+def coverage_inputs():
+    """What the coverage map depends on: the code, the tests and the build."""
+    return sorted(f for f in mutate.tree_files()
+                  if (f.startswith(("common/", "benchmarks/", "tools/", "scripts/", "tests/unit/", "tests/integration/"))
+                      or f in ("Makefile", "run_all.sh"))
+                  and not os.path.basename(f).startswith("test_mutate_sample"))
+
+
+def source_hash():
+    h = hashlib.sha256()
+    for f in coverage_inputs():
+        h.update(f.encode() + b"\0" + open(os.path.join(ROOT, f), "rb").read() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def all_tests():
+    units = sorted(f[:-2] for f in os.listdir(os.path.join(ROOT, "tests", "unit")) if re.match(r"test_\w+\.c$", f))
+    integ = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "integration"))
+                   if re.match(r"test_\w+\.sh$", f) and f not in NOT_A_COVERING_TEST)
+    return units + integ
+
+
+def gcov_lines(build, executed=True):
+    """{file: [lines executed]} from every .gcda under BUILD/obj; with
+    executed=False, every line gcov has code for, run or not."""
+    # gcov reads .gcno (the code) and .gcda (the counts, "assuming not executed" where missing).
+    ext = ".gcda" if executed else ".gcno"
+    gcdas = [os.path.join(b, n) for b, _, ns in os.walk(os.path.join(ROOT, build, "obj")) for n in ns
+             if n.endswith(ext)]
+    out = {}
+    if not gcdas:
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run(["gcov", "--json-format", "--stdout"] + gcdas, cwd=tmp, capture_output=True, text=True)
+    for doc in res.stdout.splitlines():
+        if not doc.startswith("{"):
+            continue
+        for f in json.loads(doc).get("files", []):
+            lines = {l["line_number"] for l in f["lines"] if l["count"] > 0 or not executed}
+            if lines:
+                out.setdefault(os.path.relpath(os.path.join(ROOT, f["file"]), ROOT), set()).update(lines)
+    return out
+
+
+def py_lines(datadir):
+    out = {}
+    try:
+        import coverage
+    except ImportError:
+        return out
+    files = [os.path.join(datadir, n) for n in os.listdir(datadir) if n.startswith(".coverage")]
+    if not files:
+        return out
+    data = coverage.CoverageData(basename=os.path.join(datadir, "combined"))
+    coverage.data.combine_parallel_data(data, data_paths=files)
+    for f in data.measured_files():
+        rel = os.path.relpath(f, ROOT)
+        if rel.startswith("scripts/"):
+            out[rel] = set(data.lines(f) or ())
+    return out
+
+
+def coverage_map(log_dir):
+    """{test: {"rc", "seconds", "lines": {file: [line, ...]}}}, from the cache when the sources are unchanged."""
+    cache = os.path.join(ROOT, COV_BUILD, f"mutate-coverage-{source_hash()}.json")
+    if os.path.exists(cache):
+        print(f"mutate-sample: coverage map from {os.path.relpath(cache, ROOT)}", flush=True)
+        return json.load(open(cache))
+    t0 = time.time()
+    units = [f"{COV_BUILD}/tests/{t}" for t in all_tests() if not t.endswith(".sh")]
+
+    def build():
+        return mutate.run(["make", "-j2", "CUDA=0", "COV=1", f"BUILD={COV_BUILD}", "all"] + units, ROOT,
+                          os.path.join(log_dir, "coverage-build.log"))
+    if build() != 0:
+        mutate.die(3, f"the coverage build failed; see {log_dir}/coverage-build.log")
+    # The build's flags, to notice a test that rebuilds the folder its own way.
+    flags = os.path.join(ROOT, COV_BUILD, ".flags")
+    flags_text = open(flags).read()
+    # Python: coverage's subprocess hook, through a sitecustomize on PYTHONPATH.
+    pyhook = os.path.join(log_dir, "pycov")
+    os.makedirs(pyhook, exist_ok=True)
+    pydata = os.path.join(pyhook, "data")
+    with open(os.path.join(pyhook, "sitecustomize.py"), "w") as f:
+        f.write("try:\n    import coverage\n    coverage.process_startup()\nexcept ImportError:\n    pass\n")
+    with open(os.path.join(pyhook, "rc"), "w") as f:
+        f.write(f"[run]\nparallel = True\ndata_file = {pydata}/.coverage\n")
+    result = {}
+    for t in all_tests():
+        for b, _, ns in os.walk(os.path.join(ROOT, COV_BUILD, "obj")):
+            for n in ns:
+                if n.endswith(".gcda"):
+                    os.remove(os.path.join(b, n))
+        shutil.rmtree(pydata, ignore_errors=True)
+        os.makedirs(pydata)
+        # CUDA=0 COV=1 in the environment: a test that runs run_all.sh (which
+        # runs make on BUILD) finds this build up to date instead of rebuilding it.
+        env = dict(os.environ, BUILD=COV_BUILD, CUDA="0", COV="1", COVERAGE_PROCESS_START=os.path.join(pyhook, "rc"),
+                   PYTHONPATH=pyhook + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env.pop("CI", None)
+        if t.endswith(".sh"):
+            cmd, cwd = ["bash", t], os.path.join(ROOT, "tests", "integration")
+        else:
+            cmd, cwd = [os.path.join(ROOT, COV_BUILD, "tests", t)], ROOT
+        start = time.time()
+        rc = mutate.run(cmd, cwd, os.path.join(log_dir, f"coverage-{t}.log"), 900, env)
+        secs = time.time() - start
+        lines = {}
+        if open(flags).read() != flags_text:
+            print(f"mutate-sample: {t} rebuilt {COV_BUILD} with other flags; its coverage is not used", flush=True)
+            rc = -1
+            if build() != 0:
+                mutate.die(3, f"the coverage build failed; see {log_dir}/coverage-build.log")
+        if rc == 0:
+            lines = gcov_lines(COV_BUILD)
+            lines.update(py_lines(pydata))
+        result[t] = {"rc": rc, "seconds": round(secs, 1), "lines": {f: sorted(v) for f, v in lines.items()}}
+        print(f"mutate-sample: coverage {t}: exit {rc}, {secs:.0f} s, {sum(len(v) for v in lines.values())} lines",
+              flush=True)
+    # The lines with code, executed or not.
+    result[CODE_LINES] = {"rc": None, "seconds": 0,
+                          "lines": {f: sorted(v) for f, v in gcov_lines(COV_BUILD, executed=False).items()}}
+    with open(cache, "w") as f:
+        json.dump(result, f)
+    print(f"mutate-sample: coverage map in {time.time() - t0:.0f} s -> {os.path.relpath(cache, ROOT)}", flush=True)
+    return result
+
+
+def has_code(cov, m):
+    """Whether coverage can say anything about the mutant's line: gcov has code
+    for it (C), or it starts a statement (Python)."""
+    if m.file.endswith(".py"):
+        try:
+            from coverage.parser import PythonParser
+        except ImportError:
+            return True
+        p = PythonParser(filename=os.path.join(ROOT, m.file))
+        p.parse_source()
+        return m.line in p.statements
+    return m.line in set(cov.get(CODE_LINES, {}).get("lines", {}).get(m.file, ()))
+
+
+def covering(cov, m):
+    """The tests that executed the mutant's line and passed unmutated, fastest
+    first. A line coverage has no code for (a static table, the second line of
+    a statement) takes every test that executed any line of its file."""
+    per_line = has_code(cov, m)
+    ts = [t for t, r in cov.items() if r["rc"] == 0 and t != CODE_LINES and
+          (m.line in set(r["lines"].get(m.file, ())) if per_line else r["lines"].get(m.file))]
+    return sorted(ts, key=lambda t: (cov[t]["seconds"], t))
+
+
+# ---- the run ----------------------------------------------------------------
+
+def compiles(tree, m, tests, log):
+    """Build what the mutant's tests need; a not-covered mutant only has to compile."""
+    if m.file.endswith(".py"):
+        return mutate.run([sys.executable, "-m", "py_compile", m.file], tree, log) == 0
+    if tests or m.file.endswith(".h"):
+        return mutate.build(tree, tests, log) == 0
+    obj = "build/obj/" + m.file[:-2] + ".o"
+    return mutate.run(["make", "CUDA=0", "BUILD=build", obj], tree, log) == 0
+
+
+def judge(tree, logs, m, idx, cov, budget):
+    """The verdict and the killing test of one mutant (already applied)."""
+    tests = covering(cov, m)
+    if not tests:
+        return "not covered", "-"
+    start = time.time()
+    for n, t in enumerate(tests):
+        # Fastest first, so once a test would not fit in what is left of the
+        # budget, none of the rest would either; the first always runs, so a
+        # line only a long test covers is still judged.
+        if n > 0 and time.time() - start + cov[t]["seconds"] > budget:
+            return f"survived (budget: {n} of {len(tests)} tests run)", "-"
+        limit = max(60, 5 * cov[t]["seconds"])
+        rc = mutate.run_test(tree, t, os.path.join(logs, f"m{idx:03d}-{t}.log"), timeout=limit)
+        if rc == 124:
+            return "killed (timeout)", t
+        if rc not in (0, 77):
+            return "killed", t
+    return f"survived ({len(tests)} tests)", "-"
+
+
+def fmt_row(idx, m, verdict, by):
+    orig = m.orig_line.strip() or "(empty)"
+    mut = m.mut_line.strip() or "(deleted)"
+    return f"M{idx:03d}  {m.file}:{m.line}  {m.op}  `{orig}` -> `{mut}`  {verdict}  {by}"
+
+
+ROW = re.compile(r"^M(\d+)  (\S+):(\d+)  (\w+)  `(.*)` -> `(.*)`  (.+?)  (\S+)(?:  \(\d+ s\))?$")
+
+
+class Row:
+    """A mutant as a report row gives it back: enough for key() and the survivors list."""
+
+    def __init__(self, m):
+        self.file, self.line, self.op = m.group(2), int(m.group(3)), m.group(4)
+        self.orig_line = m.group(5)
+        self.mut_line = "" if m.group(6) in ("(deleted)",) else m.group(6)
+        self.verdict = m.group(7).replace(" [equivalent]", "")
+
+    def key(self):
+        return (self.file, self.orig_line.strip(), self.mut_line.strip())
+
+
+def summary(verdicts, equivalents, invalid, seed, seconds):
+    killed, counted, survivors = score(verdicts, equivalents)
+    timeouts = sum(1 for _, v in verdicts if v.startswith("killed (timeout)"))
+    uncovered = sum(1 for _, v in survivors if v == "not covered")
+    cut = sum(1 for _, v in survivors if "budget" in v)
+    return [
+        "",
+        f"mutants {len(verdicts)} (seed {seed}; {invalid} drawn that did not compile were replaced)",
+        f"equivalent {len(verdicts) - counted} (tests/mutants-equivalent.txt, left out of the score)",
+        f"killed {killed} ({timeouts} by a timeout)",
+        f"survived {len(survivors)} ({uncovered} on lines no test executes, {cut} stopped by the budget "
+        f"before every covering test ran)",
+        f"score {killed}/{counted} = {100.0 * killed / counted if counted else 0:.1f}%",
+        f"time {seconds:.0f} s",
+        "survivors:",
+    ] + [f"  {m.file}:{m.line}  {m.op}  `{m.orig_line.strip()}` -> `{m.mut_line.strip() or '(deleted)'}`  {v}"
+         for m, v in survivors]
+
+
+def rescore(path, equivalents):
+    """The summary of a report's rows (a finished or an interrupted run) against
+    today's equivalents file: marking an equivalent needs no rerun."""
+    rows = [Row(m) for m in (ROW.match(l.rstrip("\n")) for l in open(path)) if m]
+    if not rows:
+        mutate.die(2, f"{path}: no mutant rows")
+    invalid = sum(1 for l in open(path) if "does not compile, redrawn" in l)
+    seed = re.search(r"seed (\d+)", open(path).read())
+    lines = summary([(r, r.verdict) for r in rows], equivalents, invalid, seed.group(1) if seed else "?", 0)
+    print("\n".join(l for l in lines if not l.startswith("time ")))  # no run time: nothing ran
+
+
+def main():
+    signal.signal(signal.SIGTERM, mutate.on_sigterm)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100, help="mutants to judge")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--budget", type=float, default=900, help="seconds of tests per mutant before giving up")
+    ap.add_argument("--list-sites", action="store_true", help="print the sample's sites (no build) and exit")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch tree")
+    ap.add_argument("--rescore", metavar="REPORT", help="only print the summary of REPORT's rows")
+    a = ap.parse_args()
+    if a.rescore:
+        rescore(a.rescore, parse_equivalents(EQUIV))
+        return
+    if a.n < 1:
+        mutate.die(2, "--n must be positive")
+    sites = all_sites()
+    order = draw(sites, a.seed)
+    equivalents = parse_equivalents(EQUIV)
+    by_class = {}
+    for m in sites:
+        by_class[m.op] = by_class.get(m.op, 0) + 1
+    print(f"mutate-sample: {len(sites)} sites in {len(source_files())} files "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(by_class.items()))}); seed {a.seed}, n {a.n}", flush=True)
+    if a.list_sites:
+        for i, m in enumerate(order[:a.n], 1):
+            print(fmt_row(i, m, "", ""))
+        return
+
+    t0 = time.time()
+    scratch = tempfile.mkdtemp(prefix="parabench-mutate-sample.")
+    tree, logs = os.path.join(scratch, "tree"), os.path.join(scratch, "logs")
+    os.makedirs(logs)
+    cov = coverage_map(logs)
+    failing = sorted(t for t, r in cov.items() if r["rc"] != 0 and t != CODE_LINES)
+    if failing:
+        print(f"mutate-sample: not used (failed or skipped unmutated): {' '.join(failing)}", flush=True)
+    mutate.copy_tree(tree)
+    units = [t for t in cov if not t.endswith(".sh") and t != CODE_LINES]
+    if mutate.build(tree, units, os.path.join(logs, "baseline-build.log")) != 0:
+        mutate.die(3, f"the unmutated tree does not build; see {logs}/baseline-build.log")
+    report = os.path.join(scratch, "report.txt")
+    print(f"mutate-sample: scratch copy in {scratch}; report {report}", flush=True)
+
+    verdicts, invalid, rows = [], 0, []
+    for m in order:
+        if len(verdicts) >= a.n:
+            break
+        idx = len(verdicts) + 1
+        path = os.path.join(tree, m.file)
+        orig = open(path).read()
+        start = time.time()
+        try:
+            with open(path, "w") as f:
+                f.write(m.apply(orig))
+            tests = covering(cov, m)
+            if not compiles(tree, m, [t for t in tests if not t.endswith(".sh")],
+                            os.path.join(logs, f"m{idx:03d}-build.log")):
+                invalid += 1
+                print(f"        does not compile, redrawn: {m.file}:{m.line} `{m.mut_line.strip()}`", flush=True)
+                continue
+            verdict, by = judge(tree, logs, m, idx, cov, a.budget)
+        finally:
+            with open(path, "w") as f:
+                f.write(orig)
+        if m.key() in equivalents:
+            verdict += " [equivalent]"
+        verdicts.append((m, verdict))
+        rows.append(fmt_row(idx, m, verdict, by))
+        print(rows[-1] + f"  ({time.time() - start:.0f} s)", flush=True)
+        with open(report, "w") as f:
+            f.write("\n".join(rows) + "\n")
+
+    lines = summary(verdicts, equivalents, invalid, a.seed, time.time() - t0)
+    with open(report, "a") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+    if not a.keep:
+        shutil.rmtree(tree)
+    print(f"mutate-sample: report and logs in {scratch}")
+
+
+if __name__ == "__main__":
+    main()
