@@ -148,7 +148,7 @@ mutate:
 N    ?= 100
 SEED ?= 1
 mutate-sample:
-	@$(if $(filter 1,$(RECORD)),scripts/record.sh mutate-sample) python3 tests/mutate_sample.py --n $(N) --seed $(SEED)
+	@$(if $(filter 1,$(RECORD)),tools/dev/record.sh mutate-sample) python3 tests/mutate_sample.py --n $(N) --seed $(SEED)
 
 # Every performance figure in README.md and docs/ must appear in a recorded
 # output under docs/measured/ (docs/measured/README.md), and every file the

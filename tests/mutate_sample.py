@@ -51,7 +51,7 @@ COV_BUILD = "build-cov"
 CODE_LINES = "(lines with code)"  # the map's entry listing every line gcov has code for
 EQUIV = os.path.join(ROOT, "tests", "mutants-equivalent.txt")
 # GPU-only sources: not compiled without CUDA, so no test here can run them.
-GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl|cublas|gpu_check\.py$")
+GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl|cublas|gpu-check-judge\.py$")
 # Tests that judge this tool, not the code.
 NOT_A_COVERING_TEST = {"test_mutate_sample.sh"}
 
