@@ -89,7 +89,7 @@ static void read_marks(table *tb, const char *source)
     char line[PB_TH_LINE_MAX];
     int cap = 0;
     while (fgets(line, sizeof line, f)) {
-        mark m;
+        mark m = {0}; /* sscanf fills the keys; zeroed for the analyzers */
         if (sscanf(line, mark_formats[tb->format].format, m.key[0], m.key[1]) != 2) continue;
         const char *why = strstr(line, "): ");
         snprintf(m.why, sizeof m.why, "%.*s", (int)strcspn(why ? why + 3 : "", ";\n"), why ? why + 3 : "");
