@@ -37,8 +37,8 @@ check_outputs() {
     done
     [ ${#files[@]} -gt 0 ] || return 0
     case " ${INVARIANTS_EXEMPT:-} " in *" ${files[0]} "*) return 0 ;; esac
-    python3 "$TESTS_DIR/invariants.py" "${files[@]}" >"$TMP/invariants.out" 2>&1 ||
-        { fail "result files break invariants (tests/integration/invariants.py):"; sed 's/^/  | /' "$TMP/invariants.out" | head -20 >&2; }
+    python3 "$TESTS_DIR/invariants.py" "${files[@]}" >"$TMP/invariants.$BASHPID.out" 2>&1 ||
+        { fail "result files break invariants (tests/integration/invariants.py):"; sed 's/^/  | /' "$TMP/invariants.$BASHPID.out" | head -20 >&2; }
 }
 
 PASSES=0
