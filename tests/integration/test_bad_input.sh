@@ -40,7 +40,7 @@ cases() {
     done <"$TABLE"
 }
 # Two at a time: each case waits mostly on mpirun's start, not on a core.
-for w in $(seq 0 $((WORKERS - 1))); do cases "$w" >"$TMP/cases.$w" 2>&1 & done
+for w in $(seq 0 $((WORKERS - 1))); do cases "$w" >"$TMP/cases.$w" 2>&1 9>&1 & done
 wait
 n=0
 while IFS= read -r line; do
