@@ -6,7 +6,7 @@
 # Tests run PB_TEST_JOBS at a time (default: the number of cores, at most 4),
 # the longest first so that the short ones fill in behind them. A test whose
 # file holds the line "# test-runner: exclusive" runs alone: it owns something
-# of the machine's (the emulated cluster, the local Slurm) or measures rates
+# of the machine's (the emulated cluster) or measures rates
 # that other tests' load would bend. Each test's output is printed whole when
 # it ends, so parallel tests never interleave.
 cd "$(dirname "$0")" || exit 3
@@ -22,7 +22,7 @@ trap 'rm -rf "$LOGS"' EXIT
 # machine; a test not listed counts as short).
 weight() {
     case $1 in
-    test_bad_input.sh) echo 105 ;; test_shapes.sh) echo 85 ;; test_reproduce.sh) echo 42 ;;
+    test_bad_input.sh) echo 105 ;; test_shapes.sh) echo 85 ;; test_slurm.sh) echo 55 ;; test_reproduce.sh) echo 42 ;;
     test_coll_sweep.sh) echo 40 ;; test_run_all_signals.sh | test_run_all_exit.sh) echo 32 ;;
     test_bounded_workloads.sh | test_pp_pipeline.sh | test_fidelity.sh | test_dp_allreduce.sh) echo 30 ;;
     test_run_all*.sh | test_reliability.sh | test_recipes.sh | test_tp_layer.sh) echo 24 ;;

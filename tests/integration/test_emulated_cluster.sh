@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-runner: exclusive (the emulated cluster and the local Slurm are one per machine; shaped-link rates)
+# test-runner: exclusive (one emulated cluster per machine; shaped-link rates)
 # parabench on an emulated cluster: 2 nodes x 2 ranks, uplinks shaped to 1 Gbit/s
 # (scripts/emulate-cluster.sh; see docs/emulated-cluster.md). Checks that
 #  - ranks land on two distinct hosts, 2 per node;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-runner: exclusive (the emulated cluster and the local Slurm are one per machine; shaped-link rates)
+# test-runner: exclusive (one emulated cluster per machine; shaped-link rates)
 # run_all.sh --hostfile on an emulated 2-node cluster (scripts/emulate-cluster.sh,
 # 2 ranks per node, 1 Gbit/s uplinks), reached through `emulate-cluster.sh env`:
 # --quick exits 0, meta says 2 nodes, the sweep and the matrix have inter-node

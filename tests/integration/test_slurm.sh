@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# test-runner: exclusive (the emulated cluster and the local Slurm are one per machine; shaped-link rates)
 # parabench under a real Slurm: a one-node cluster from Debian's packages
 # (scripts/local-slurm.sh, its own config, ports and munge in TMP), then
 #   sbatch --wait scripts/slurm/run_all-cpu.sbatch --quick --out TMP/...
