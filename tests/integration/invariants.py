@@ -3,13 +3,15 @@
 
 usage: invariants.py PATH...   (result files, or folders searched for them)
 
-Each CSV that a benchmark wrote (its first line is '# parabench NAME') is checked
-against itself and, where a JSON document of the same stem sits beside it, against
-that document; a JSON document written alone is checked on its rows. The rules hold for any correct run, so a failure is a bug in the
+Each CSV that a benchmark wrote (its first line is '# parabench NAME', then its
+metadata) is checked against itself and, where the JSON document of the same run
+sits beside it, against that document; a JSON document written alone is checked
+on its rows. The rules hold for any correct run, so a failure is a bug in the
 writer, not noise:
   - statistics in order: min <= median <= p99 <= max, the mean within [min, max];
-    over a file, p99 below max somewhere and median != mean somewhere (a column
-    holding the wrong statistic would equal its neighbour in every row);
+    over a file of 3+ rows of 3+ samples, p99 below max somewhere and median !=
+    mean somewhere (a column holding the wrong statistic would equal its
+    neighbour in every row);
   - derived columns equal their definitions (docs/METRICS.md), computed here
     independently: algbw = bytes / time, busbw = algbw x the nccl-tests factor of
     the collective at that rank count, p2p bandwidth from bytes, window and time,
@@ -17,8 +19,8 @@ writer, not noise:
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
   - CSV and JSON agree row for row, every number to within cJSON's rounding
-    (1e-15 relative), and on
-    completeness ('# complete' and "complete": true).
+    (1e-15 relative), and on completeness ('# complete' and "complete": true);
+    a run stopped midway may leave one a few rows behind the other.
 Exit 0 when every file holds, 1 naming each broken rule (file, row, values)."""
 import csv
 import json
