@@ -60,7 +60,7 @@ ifeq ($(CUDA),1)
   NVCC       = $(CUDA_HOME)/bin/nvcc
   CFLAGS    += -DPB_HAVE_CUDA=1 -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
   LIBS      += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
-               -lnccl -lcublas -lcudart -lstdc++ -ldl
+               -lnccl -lcudart -lstdc++ -ldl -lpthread
   COMMON_C  += $(GPU_C)
   NVCCFLAGS  = -O2 -std=c++17 -Icommon -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90

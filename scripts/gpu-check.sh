@@ -567,8 +567,11 @@ if [ "$LAUNCHER" = bundle ]; then
     [ -n "$d" ] && { dirname "$d"; return 0; }
     return 1
   }
-  # The sonames the binaries ask for (CUDA 13 for a bundle built with CUDA 13).
-  NEED=$(ldd "$BIN/coll_sweep" "$BIN/compute_probe" 2>/dev/null | awk '$1 ~ /^lib(cudart|cublas|cublasLt|nccl)\.so/ { print $1 }' | sort -u)
+  # The sonames the binaries ask for (CUDA 13 for a bundle built with CUDA 13):
+  # linked ones from ldd, and cuBLAS (with its cublasLt), which the cublas
+  # engine opens when it starts (its name is a string in the binary).
+  NEED=$({ ldd "$BIN/coll_sweep" "$BIN/compute_probe" 2>/dev/null | awk '$1 ~ /^lib(cudart|cublas|cublasLt|nccl)\.so/ { print $1 }'
+           grep -aom1 'libcublas\.so\.[0-9][0-9]*' "$BIN/compute_probe" 2>/dev/null | sed 'p; s/libcublas/libcublasLt/'; } | sort -u)
   [ -z "$NEED" ] && NEED="libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2"
   CUDA_DIRS="" MISSING=""
   for so in $NEED; do

@@ -7,22 +7,26 @@
  * stream is non-blocking, as the NCCL backend's is, so a buffer handed to a
  * backend must be ordered first: ordering.h either makes the backend's stream
  * wait on this queue (NCCL) or synchronizes (MPI). Row-major requests become
- * column-major cuBLAS calls through gemm_map.h. */
+ * column-major cuBLAS calls through gemm_map.h. cuBLAS itself is loaded when
+ * the engine starts (lib_cublas.h), so processes that never use it do not
+ * pay for it. */
 #include "compute/compute.h"
 
 #include "backend/cuda_status.h"
 #include "core/error.h"
 #include "compute/gemm_map.h"
 #include "compute/kernels_cuda.h"
+#include "compute/lib_cublas.h"
 #include "backend/spans_cuda.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <library_types.h>
 #include <stdio.h>
 #include <string.h>
 
 const pb_compute *pb_compute_cublas(void); /* resolves compute.c's weak reference */
+
+static const pb_lib_cublas *cb; /* set by the first init that loads it */
 
 static struct {
     int ready;
@@ -37,7 +41,7 @@ static struct {
     do {                                                                                           \
         cublasStatus_t s_ = (call);                                                                \
         if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
-            return pb_fail(PB_ERR_ENV, "%s: %s", (what), cublasGetStatusString(s_));               \
+            return pb_fail(PB_ERR_ENV, "%s: %s", (what), cb->GetStatusString(s_));                  \
     } while (0)
 
 #define READY(what) PB_CHECK(cu.ready, PB_ERR_ENV, "%s: the cublas engine is not initialised (init failed or not called)", (what))
@@ -51,10 +55,16 @@ static int check_float_type(pb_dtype t, const char *what)
 
 static void build_description(void)
 {
+    const char *why = NULL;
+    const pb_lib_cublas *lib = pb_lib_cublas_get(&why);
+    if (!lib) {
+        snprintf(cu.desc, sizeof cu.desc, "cuBLAS not loaded (%s)", why);
+        return;
+    }
     int major = 0, minor = 0, patch = 0;
-    cublasGetProperty(MAJOR_VERSION, &major);
-    cublasGetProperty(MINOR_VERSION, &minor);
-    cublasGetProperty(PATCH_LEVEL, &patch);
+    lib->GetProperty(MAJOR_VERSION, &major);
+    lib->GetProperty(MINOR_VERSION, &minor);
+    lib->GetProperty(PATCH_LEVEL, &patch);
     struct cudaDeviceProp p;
     if (!cu.ready || cudaGetDeviceProperties(&p, cu.device) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -72,7 +82,7 @@ static void cublas_finalize(void)
     if (!cu.ready) return;
     cudaStreamSynchronize(cu.stream);
     pb_spans_cuda_free(&cu.spans);
-    cublasDestroy(cu.handle);
+    cb->Destroy(cu.handle);
     cudaStreamDestroy(cu.stream);
     cu.ready = 0;
     cu.handle = NULL;
@@ -82,7 +92,7 @@ static void cublas_finalize(void)
 /* Undo a partial init (handle and stream may be unset) and return status. */
 static int init_failed(int status)
 {
-    if (cu.handle) cublasDestroy(cu.handle);
+    if (cu.handle) cb->Destroy(cu.handle);
     if (cu.stream) cudaStreamDestroy(cu.stream);
     cu.handle = NULL;
     cu.stream = NULL;
@@ -100,6 +110,8 @@ static int cublas_init(const pb_compute_opts *opts)
         return pb_fail(PB_ERR_ENV, "compute engine cublas: no usable GPU (cudaGetDeviceCount: %s)",
                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     }
+    const char *why = NULL;
+    if (!cb && !(cb = pb_lib_cublas_get(&why))) return pb_fail(PB_ERR_ENV, "compute engine cublas: %s", why);
     PB_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
     if (cu.ready && cu.device == dev) return PB_OK;
     cublas_finalize(); /* re-initialised on another device */
@@ -109,21 +121,21 @@ static int cublas_init(const pb_compute_opts *opts)
         cu.stream = NULL;
         return init_failed(pb_cuda_status_fail_at(e, __FILE__, __LINE__, "cudaStreamCreateWithFlags (compute stream)"));
     }
-    cublasStatus_t s = cublasCreate(&cu.handle);
+    cublasStatus_t s = cb->Create(&cu.handle);
     if (s != CUBLAS_STATUS_SUCCESS) {
         cu.handle = NULL;
-        return init_failed(pb_fail(PB_ERR_ENV, "cublasCreate on device %d: %s", dev, cublasGetStatusString(s)));
+        return init_failed(pb_fail(PB_ERR_ENV, "cublasCreate on device %d: %s", dev, cb->GetStatusString(s)));
     }
-    s = cublasSetStream(cu.handle, cu.stream);
+    s = cb->SetStream(cu.handle, cu.stream);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return init_failed(pb_fail(PB_ERR_ENV, "cublasSetStream: %s", cublasGetStatusString(s)));
+        return init_failed(pb_fail(PB_ERR_ENV, "cublasSetStream: %s", cb->GetStatusString(s)));
     /* Default math: bf16 GEMMs with CUBLAS_COMPUTE_32F run on tensor cores, fp32
      * GEMMs stay exact fp32 (no TF32), so fp32 results compare with the CPU
      * reference at the BLAS engine's tolerance. CUBLAS_TENSOR_OP_MATH is
      * deprecated and would allow fp16 down-conversion. */
-    s = cublasSetMathMode(cu.handle, CUBLAS_DEFAULT_MATH);
+    s = cb->SetMathMode(cu.handle, CUBLAS_DEFAULT_MATH);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return init_failed(pb_fail(PB_ERR_ENV, "cublasSetMathMode: %s", cublasGetStatusString(s)));
+        return init_failed(pb_fail(PB_ERR_ENV, "cublasSetMathMode: %s", cb->GetStatusString(s)));
     cu.ready = 1;
     build_description();
     return PB_OK;
@@ -219,8 +231,8 @@ static int cublas_gemm(pb_compute_trans ta, pb_compute_trans tb, int64_t m, int6
     cudaDataType_t dt = t == PB_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
     cublasOperation_t opa = g.transa == PB_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = g.transb == PB_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_TRY(cublasGemmEx(cu.handle, opa, opb, (int)g.m, (int)g.n, (int)g.k, &alpha, b, dt, (int)g.lda, a, dt,
-                            (int)g.ldb, &beta, c, dt, (int)g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    CUBLAS_TRY(cb->GemmEx(cu.handle, opa, opb, (int)g.m, (int)g.n, (int)g.k, &alpha, b, dt, (int)g.lda, a, dt,
+                              (int)g.ldb, &beta, c, dt, (int)g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
     return PB_OK;
 }
@@ -244,7 +256,7 @@ static int cublas_gemm_batched(const pb_compute_gemm_batch *r)
     cudaDataType_t dt = r->t == PB_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
     cublasOperation_t opa = g.transa == PB_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = g.transb == PB_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_TRY(cublasGemmStridedBatchedEx(cu.handle, opa, opb, (int)g.m, (int)g.n, (int)g.k, &r->alpha, r->b, dt,
+    CUBLAS_TRY(cb->GemmStridedBatchedEx(cu.handle, opa, opb, (int)g.m, (int)g.n, (int)g.k, &r->alpha, r->b, dt,
                                           (int)g.lda, (long long)r->stride_b, r->a, dt, (int)g.ldb,
                                           (long long)r->stride_a, &r->beta, r->c, dt, (int)g.ldc,
                                           (long long)r->stride_c, (int)r->count, CUBLAS_COMPUTE_32F,

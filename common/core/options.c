@@ -127,8 +127,9 @@ static const pb_options_opt common_opts[] = {
     {"mem", 0, "WHERE", "host or device buffers; --backend mpi --mem device stages GPU buffers through the host, "
                         "so several ranks can share a GPU", O_MEM},
     {"gpu-offset", 0, "N", "use GPU (local rank + N) mod GPUs (default 0)", O_GPU_OFFSET},
-    {"validate", 0, "N[:R]", "check the arguments for a job of N ranks, R per node (default N), without MPI and "
-                             "without launching it: exit 0 when they would be accepted, else 2 with the message",
+    {"validate", 0, "N[:R][,...]", "check the arguments for a job of N ranks, R per node (default N), without MPI and "
+                                   "without launching it: exit 0 when they would be accepted, else 2 with the message; "
+                                   "several worlds, comma-separated, are checked one after another",
      O_VALIDATE},
 };
 
@@ -159,22 +160,62 @@ void pb_options_defaults(pb_options *o)
     o->backend = NULL;
 }
 
-/* --validate N[:R]: R ranks per node, the last node holding what is left. */
-static int parse_validate(pb_options *o, const char *option, const char *arg)
+/* One world of --validate, "N" or "N:R" (R ranks per node, the last node
+ * holding what is left), from ITEM of length LEN. */
+static int parse_world(const char *option, const char *item, size_t len, int *ranks_out, int *rpn_out)
 {
-    char n[32];
-    const char *colon = strchr(arg, ':');
-    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
-    if (len >= sizeof n) return pb_error_usage(option, "'%s' is not N or N:R (ranks, ranks per node)", arg);
-    memcpy(n, arg, len);
-    n[len] = '\0';
+    char n[32], r[32];
+    const char *colon = memchr(item, ':', len);
+    size_t nlen = colon ? (size_t)(colon - item) : len, rlen = colon ? len - nlen - 1 : 0;
+    if (nlen >= sizeof n || rlen >= sizeof r)
+        return pb_error_usage(option, "'%.*s' is not N or N:R (ranks, ranks per node)", (int)len, item);
+    memcpy(n, item, nlen);
+    n[nlen] = '\0';
     long long ranks, rpn;
     PB_TRY(pb_parse_int(option, n, 1, 1 << 20, &ranks));
     rpn = ranks;
-    if (colon) PB_TRY(pb_parse_int(option, colon + 1, 1, 1 << 20, &rpn));
-    o->validate_ranks = (int)ranks;
-    o->validate_rpn = (int)(rpn < ranks ? rpn : ranks);
+    if (colon) {
+        memcpy(r, colon + 1, rlen);
+        r[rlen] = '\0';
+        PB_TRY(pb_parse_int(option, r, 1, 1 << 20, &rpn));
+    }
+    *ranks_out = (int)ranks;
+    *rpn_out = (int)(rpn < ranks ? rpn : ranks);
     return PB_OK;
+}
+
+/* The I-th comma-separated world of LIST; counts them in *count when I < 0. */
+static int walk_worlds(const char *option, const char *list, int i, int *count, int *ranks, int *rpn)
+{
+    int k = 0;
+    for (const char *p = list;; k++) {
+        size_t len = strcspn(p, ",");
+        int n = 0, r = 0;
+        PB_TRY(parse_world(option, p, len, &n, &r));
+        if (k == i) return *ranks = n, *rpn = r, PB_OK;
+        if (p[len] == '\0') break;
+        p += len + 1;
+    }
+    if (count) *count = k + 1;
+    return PB_OK;
+}
+
+/* --validate N[:R][,N[:R]...]: every world is checked here, so that the
+ * benchmark's later walk through them cannot fail. */
+static int parse_validate(pb_options *o, const char *option, const char *arg)
+{
+    int count = 0, unused;
+    PB_TRY(walk_worlds(option, arg, -1, &count, &unused, &unused));
+    if (count > PB_VALIDATE_MAX)
+        return pb_error_usage(option, "%d worlds; at most %d in one call", count, PB_VALIDATE_MAX);
+    o->validate = arg;
+    o->validate_count = count;
+    return PB_OK;
+}
+
+void pb_options_validate_world(const pb_options *o, int i, int *ranks, int *ranks_per_node)
+{
+    walk_worlds("--validate", o->validate, i, NULL, ranks, ranks_per_node);
 }
 
 static int handle_common(void *ctx, int id, const char *option, const char *arg)

@@ -47,6 +47,7 @@ void pb_options_set_backends(pb_options_name_check check, const char *help);
 /* The most sizes one sweep measures (-b..-e by -f or -i, or --sizes); a
  * sweep with more is refused, naming the count, never cut short. */
 #define PB_MAX_SIZES 4096
+#define PB_VALIDATE_MAX 1024 /* worlds in one --validate */
 
 typedef struct pb_options {
     uint64_t minbytes, maxbytes;   /* -b, -e */
@@ -71,9 +72,12 @@ typedef struct pb_options {
     const char *csv, *json;        /* --csv, --json */
     int sizes_given;               /* which of -b/-e/--sizes/-f/-i the user set: PB_GIVEN_* */
     int gpu_offset_given;          /* --gpu-offset was set */
-    int validate_ranks;            /* --validate N[:R]: check the arguments for N ranks, R per node, and exit */
-    int validate_rpn;              /* (R defaults to N: one node); 0 = not asked */
+    const char *validate;          /* --validate N[:R][,N[:R]...]: the worlds to check the arguments for, and exit */
+    int validate_count;            /* how many worlds it names (R defaults to N: one node); 0 = not asked */
 } pb_options;
+
+/* The i-th world of --validate (0 <= i < validate_count): N ranks, R per node. */
+void pb_options_validate_world(const pb_options *o, int i, int *ranks, int *ranks_per_node);
 
 enum { PB_GIVEN_MINB = 1, PB_GIVEN_MAXB = 2, PB_GIVEN_SIZES = 4, PB_GIVEN_FACTOR = 8, PB_GIVEN_STEP = 16 };
 

@@ -7,7 +7,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* --validate is found before MPI starts, so that no MPI is started for it. */
 static int asks_validate(int argc, char **argv)
@@ -17,13 +20,38 @@ static int asks_validate(int argc, char **argv)
     return 0;
 }
 
-/* The world --validate names, in place of the one-process world the parse ran in. */
+/* The world --validate names, in place of the one-process world the parse
+ * ran in. Several worlds: one child per world goes on through the
+ * benchmark's checks (the fork costs nothing next to a new process, which
+ * maps every library again); this process waits for each in turn and exits
+ * with the first refusal's status, naming its world. */
 static int validate_world(pb_bench *b, const pb_options_group *groups, int ngroups)
 {
     const pb_options *o = NULL;
     for (int g = 0; g < ngroups && !o; g++) o = pb_options_common_of(&groups[g]);
-    if (!o || o->validate_ranks == 0) return pb_error_usage("--validate", "needs N[:R] (ranks, ranks per node)");
-    return pb_world_fake(&b->w, o->validate_ranks, o->validate_rpn);
+    if (!o || o->validate_count == 0) return pb_error_usage("--validate", "needs N[:R] (ranks, ranks per node)");
+    int ranks, rpn;
+    if (o->validate_count == 1) {
+        pb_options_validate_world(o, 0, &ranks, &rpn);
+        return pb_world_fake(&b->w, ranks, rpn);
+    }
+    int first = PB_OK;
+    for (int i = 0; i < o->validate_count; i++) {
+        pb_options_validate_world(o, i, &ranks, &rpn);
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) return pb_fail(PB_ERR_ENV, "--validate: cannot start a process: %s", strerror(errno));
+        if (pid == 0) return pb_world_fake(&b->w, ranks, rpn);
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        int rc = WIFEXITED(st) ? WEXITSTATUS(st) : PB_ERR_ENV;
+        if (rc != PB_OK) {
+            fprintf(stderr, "%s: --validate %d:%d: refused (exit %d)\n", b->name, ranks, rpn, rc);
+            if (first == PB_OK) first = rc;
+        }
+    }
+    pb_world_exit(&b->w, first);
 }
 
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,

@@ -161,13 +161,22 @@ class Binaries(unittest.TestCase):
         self.all_accepted(seen)
 
     def all_accepted(self, cmds):
-        """Each command line exits 0; run a few at a time (each start maps the
-        binary's libraries, so the time is the kernel's, not a core's)."""
+        """Each command line exits 0. Those that differ only in the world go in
+        one call (--validate W1,W2,...: one start, then a fork per world; each
+        start maps the binary's libraries again), a few calls at a time."""
+        worlds = {}
+        for cmd in cmds:
+            assert cmd[-2] == "--validate"
+            worlds.setdefault(tuple(cmd[:-1]), []).append(cmd[-1])
+        calls = [list(head) + [",".join(w)] for head, w in worlds.items()]
+
         def run(cmd):
-            return subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-            for cmd, p in zip(cmds, pool.map(run, cmds)):
+            for cmd, p in zip(calls, pool.map(run, calls)):
                 self.assertEqual(p.returncode, 0, "%s\n%s" % (" ".join(cmd), p.stderr))
+                # one line per world: every child ran to the end of the checks
+                self.assertEqual(p.stdout.count("arguments accepted"), cmd[-1].count(",") + 1, " ".join(cmd))
 
     def test_run_all_commands_are_accepted(self):
         # The command lines run_all itself builds (suite/manifest.py: the shape among the profile's
@@ -199,6 +208,14 @@ class Binaries(unittest.TestCase):
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--tp/--pp/--dp", p.stderr)
+
+    def test_one_refusal_among_worlds(self):
+        # several worlds in one call: the refused one is named and sets the exit status
+        cmd = [os.path.join(BIN, "tp_layer"), "--model", "tiny", "--tp", "4", "--validate", "8:8,3:3,16:8"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--validate 3:3: refused", p.stderr)
+        self.assertEqual(p.stdout.count("arguments accepted"), 2)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@
 
 #ifdef PB_HAVE_CUDA
 #include "backend/comm.h"
+#include "compute/lib_cublas.h"
 const pb_comm_backend *pb_backend_mpi_device(void); /* comm_mpi_cuda.c */
 /* Weak, as in compute.c, so this test links whatever the Makefile does. A
  * linker does not pull an archive member in for a weak reference, so until
@@ -126,6 +127,40 @@ static void test_gemm_map(void **state)
     g = pb_gemm_map(PB_NOTRANS, PB_NOTRANS, (int64_t)INT_MAX + 1, 2, 2, 2, 2, 2);
     assert_false(pb_gemm_map_colmajor_valid(&g)); /* beyond cuBLAS's 32-bit ints */
 }
+
+#ifdef PB_HAVE_CUDA
+/* Whether a library whose file name holds NAME is mapped into this process. */
+static int mapped(const char *name)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* cuBLAS is not loaded at start (no process pays for it that does not use
+ * it), and loads on demand with every entry point the engine calls. Runs
+ * first: the other tests load it. */
+static void test_cublas_loads_on_demand(void **state)
+{
+    (void)state;
+    assert_false(mapped("libcublas"));
+    const char *why = NULL;
+    const pb_lib_cublas *lib = pb_lib_cublas_get(&why);
+    if (!lib) fail_msg("%s", why);
+    assert_true(mapped(pb_lib_cublas_name()));
+    int major = -1;
+    assert_int_equal(lib->GetProperty(MAJOR_VERSION, &major), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(major, CUBLAS_VER_MAJOR);
+    assert_non_null(lib->GetStatusString(CUBLAS_STATUS_NOT_INITIALIZED));
+    assert_true(lib->Create && lib->Destroy && lib->SetStream && lib->SetMathMode && lib->GemmEx &&
+                lib->GemmStridedBatchedEx);
+    assert_ptr_equal(pb_lib_cublas_get(NULL), lib); /* once */
+}
+#endif
 
 static void test_select(void **state)
 {
@@ -457,6 +492,9 @@ static void test_gpu_convert_fill(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+#ifdef PB_HAVE_CUDA
+        cmocka_unit_test(test_cublas_loads_on_demand),
+#endif
         cmocka_unit_test(test_gemm_map),
         cmocka_unit_test(test_select),
 #ifdef PB_HAVE_CUDA
