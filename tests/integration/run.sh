@@ -3,7 +3,7 @@
 # 77, as automake's test harness does) or failed (anything else); see
 # tests/tally.sh for skips under CI.
 #
-# Tests run PB_TEST_JOBS at a time (default: the number of cores, at most 4),
+# Tests run PB_TEST_JOBS at a time (default: twice the number of cores, at most 4),
 # the longest first so that the short ones fill in behind them. A test whose
 # file holds the line "# test-runner: exclusive" runs alone: it owns something
 # of the machine's (the emulated cluster) or measures rates
@@ -12,7 +12,9 @@
 cd "$(dirname "$0")" || exit 3
 . ../tally.sh
 
-JOBS=${PB_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+# Most of a test's time is spent waiting (MPI launches, a run_all's steps,
+# signals), not computing: two tests per core keep the cores busy.
+JOBS=${PB_TEST_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: PB_TEST_JOBS='$JOBS': expected a positive integer" >&2; exit 2; }
 [ "$JOBS" -gt 4 ] && [ -z "${PB_TEST_JOBS:-}" ] && JOBS=4
 LOGS=$(mktemp -d /tmp/parabench-itest.XXXXXX)
