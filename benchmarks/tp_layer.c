@@ -84,6 +84,10 @@ enum {
     COL_GFLOPS,
     COL_MAX_REL_ERR,
     COL_WRONG,
+    COL_SLOWEST_GROUP,
+    COL_SLOWEST_GROUP_HOSTS,
+    COL_SLOWEST_GROUP_US,
+    COL_MEDIAN_GROUP_US,
     NCOLS
 };
 
@@ -114,6 +118,10 @@ static const pb_report_column cols[] = {
     [COL_GFLOPS] = {"gflops", "GFLOP/s", "(rank)", PB_COL_FLOAT, 8, 2, "GFLOP/s"},
     [COL_MAX_REL_ERR] = {"max_rel_err", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
     [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 7, 0, ""},
+    [COL_SLOWEST_GROUP] = {"slowest_group", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    [COL_SLOWEST_GROUP_HOSTS] = {"slowest_group_hosts", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_SLOWEST_GROUP_US] = {"slowest_group_step_us", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_MEDIAN_GROUP_US] = {"median_group_step_us", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -134,6 +142,9 @@ typedef struct point {
     pb_tp_config cfg;
     pb_layer_stack_config ref_cfg;
     double compute_us, comm_us, step_us, step_mean_us, unsharded_us, max_err;
+    int slowest_group;                        /* rank 0: of the TP groups running at once */
+    double slowest_group_us, median_group_us; /* per layer, each group as slow as its slowest rank */
+    char slowest_hosts[PB_HOST_MAX * 2];      /* its hosts, '+'-joined (cut short past the size) */
     uint64_t bytes, bytes_min, colls;
     long long wrong;
     int iters, have_ref, timed_ref; /* memory allows the reference; it was timed */
@@ -186,9 +197,10 @@ static double loop_cap(const tp_run *r, const point *p)
     return p->timed_ref ? cap / 2 : cap;
 }
 
-/* Timed loop over the world (all TP groups run at once); *samples_out has
- * `done` per-iteration times. */
-static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, double cap, pb_stats *st, int *done)
+/* Timed loop over the world (all TP groups run at once): the statistics
+ * over every rank in *st, this rank's mean time in *mine. */
+static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, double cap, pb_stats *st, double *mine,
+                 int *done)
 {
     const pb_options *o = &r->o->common;
     double *samples = malloc(sizeof(double) * (size_t)o->iters);
@@ -198,6 +210,9 @@ static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, doubl
     pb_watchdog_what(what, bytes);
     if (status == PB_OK) status = pb_runner_time_loop(r->b->w.comm, &loop, one_iteration, c, samples, done);
     if (status == PB_OK) status = pb_runner_gather_stats(r->b->w.comm, samples, *done, st);
+    pb_stats own = {0};
+    if (status == PB_OK) pb_stats_of(samples, (size_t)*done, &own);
+    *mine = own.mean;
     free(samples);
     return status;
 }
@@ -209,6 +224,38 @@ static double world_sum(const pb_world *w, double v)
     return s;
 }
 
+/* The TP groups, which all run at once, each as slow as its slowest rank:
+ * the slowest group (on rank 0), its hosts and the median group, per layer.
+ * What an operator acts on: "node 17's TP layer is 30% slower". */
+static int group_spread(tp_run *r, double mine_us, point *p)
+{
+    const pb_world *w = &r->b->w;
+    double *us = w->rank == 0 ? malloc(sizeof(double) * (size_t)w->size) : NULL;
+    int *group_of = w->rank == 0 ? malloc(sizeof(int) * (size_t)w->size) : NULL;
+    int status = pb_world_agree_at(w->comm, w->rank != 0 || (us && group_of) ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"),
+                                   "TP group times");
+    if (status == PB_OK) MPI_Gather(&mine_us, 1, MPI_DOUBLE, us, 1, MPI_DOUBLE, 0, w->comm);
+    if (status == PB_OK && w->rank == 0) {
+        for (int k = 0, index; k < w->size; k++) pb_tp_group_of(w->size, r->o->tp, r->o->stride, k, &group_of[k], &index);
+        pb_stats_groups g;
+        status = pb_stats_groups_of(us, group_of, w->size, r->ngroups, &g);
+        p->slowest_group = g.slowest;
+        p->slowest_group_us = g.slowest_us / (double)p->cfg.nlayers;
+        p->median_group_us = g.median_us / (double)p->cfg.nlayers;
+        p->slowest_hosts[0] = '\0';
+        for (int k = 0, len = 0; k < w->size && status == PB_OK; k++) { /* its hosts, each once, in rank order */
+            int seen = group_of[k] != g.slowest;
+            for (int j = 0; j < k && !seen; j++) seen = group_of[j] == g.slowest && strcmp(w->host[j], w->host[k]) == 0;
+            if (!seen && len < (int)sizeof p->slowest_hosts - 1)
+                len += snprintf(p->slowest_hosts + len, sizeof p->slowest_hosts - (size_t)len, "%s%s", len ? "+" : "",
+                                w->host[k]);
+        }
+    }
+    free(us);
+    free(group_of);
+    return pb_world_agree_at(w->comm, status, "TP group times");
+}
+
 /* The sharded stack: per-layer means over ranks of the per-rank sums. */
 static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
 {
@@ -218,10 +265,13 @@ static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
     int status = alloc_io(r->eng, pb_tp_io_bytes(&p->cfg), sh->dtype, rows, sh->h, p->cfg.seed, r->b->w.rank, &c);
     if (status == PB_OK) status = pb_tp_acts_alloc(tp, &c.acts);
     pb_stats st = {0};
-    if (status == PB_OK) status = timed(r, &c, "tp layer fwd+bwd", pb_tp_io_bytes(&p->cfg), loop_cap(r, p), &st, &p->iters);
+    double my_us = 0;
+    if (status == PB_OK)
+        status = timed(r, &c, "tp layer fwd+bwd", pb_tp_io_bytes(&p->cfg), loop_cap(r, p), &st, &my_us, &p->iters);
     if (c.acts) pb_tp_acts_free(tp, c.acts);
     free_io(r->eng, &c);
     PB_TRY(status);
+    PB_TRY(group_spread(r, my_us, p));
     pb_tp_acct a;
     pb_tp_acct_get(tp, &a);
     double per = (double)(p->iters > 0 ? p->iters : 1) * (double)p->cfg.nlayers;
@@ -250,7 +300,8 @@ static int measure_unsharded(tp_run *r, pb_layer_stack *ref, point *p)
     if (status == PB_OK) status = pb_layer_saved_alloc(ref, &c.acts);
     pb_stats st = {0};
     int done = 0;
-    if (status == PB_OK) status = timed(r, &c, "unsharded layer fwd+bwd", bytes, loop_cap(r, p), &st, &done);
+    double mine = 0;
+    if (status == PB_OK) status = timed(r, &c, "unsharded layer fwd+bwd", bytes, loop_cap(r, p), &st, &mine, &done);
     if (c.acts) pb_layer_saved_free(ref, c.acts);
     free_io(r->eng, &c);
     p->unsharded_us = st.rankmax / (double)p->cfg.nlayers;
@@ -329,6 +380,10 @@ static int report(tp_run *r, const point *p)
         [COL_GFLOPS] = PB_F(p->step_us > 0 ? flops / (p->step_us * 1e3) : 0),
         [COL_MAX_REL_ERR] = PB_F(r->o->common.check ? p->max_err : NAN),
         [COL_WRONG] = PB_I(r->o->common.check ? p->wrong : -1),
+        [COL_SLOWEST_GROUP] = PB_I(p->slowest_group),
+        [COL_SLOWEST_GROUP_HOSTS] = PB_S(p->slowest_hosts),
+        [COL_SLOWEST_GROUP_US] = PB_F(p->slowest_group_us),
+        [COL_MEDIAN_GROUP_US] = PB_F(p->median_group_us),
     };
     PB_TRY(pb_report_row(r->b->rep, v));
     if (r->o->unsharded && !p->have_ref)

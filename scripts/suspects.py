@@ -19,9 +19,13 @@ weight to every host it names, with a sentence saying why:
     the traced configuration), when its step is above 1.1 x the median
     replica's: 5 x the excess, at most 2, on every host of the replica.
 
-A rail group spans every node and names no host; tp_layer times all its TP
-groups as one and acceptance rules name a link class, not a host, so neither
-adds evidence. A host whose score is above THRESHOLD is a suspect.
+  - the slowest TP group of tp_layer (columns slowest_group_hosts,
+    slowest_group_step_us, median_group_step_us), per mode at the largest
+    hidden size, when above 1.1 x the median group: 5 x the excess, at most
+    2, on every host of the group.
+
+A rail group spans every node and names no host, and acceptance rules name a
+link class, not a host, so neither adds evidence. A host whose score is above THRESHOLD is a suspect.
 Rank -> host comes from each step's own metadata (<step>.json meta.hosts,
 else the CSV's `# hosts` line), else from meta.json's machine.hosts.
 Standard library only.
@@ -172,6 +176,26 @@ def replica_evidence(out):
             for h in dict.fromkeys(node[r] for r in sorted(span[slow][2]) if r in node)]
 
 
+def tp_evidence(out):
+    """[(host, weight, reason)]: the slowest TP group's hosts, per mode at the largest hidden size."""
+    rs = [r for r in _csv_rows(os.path.join(out, "tp_layer.csv"))
+          if _num(r, "groups") >= 2 and r.get("slowest_group_hosts")]
+    if not rs:
+        return []
+    big = max(_num(r, "hidden") for r in rs)
+    found = []
+    for r in rs:
+        slow, med = _num(r, "slowest_group_step_us"), _num(r, "median_group_step_us")
+        if _num(r, "hidden") != big or not med > 0 or not slow > REPLICA_RATIO * med:
+            continue
+        excess = slow / med
+        for h in dict.fromkeys(r["slowest_group_hosts"].split("+")):
+            found.append((h, min(2.0, 5 * (excess - 1)),
+                          f"slowest TP group ({r['slowest_group']} of {r['groups']}) for {r.get('mode', '?')} at "
+                          f"h={big:.0f}: {excess:.2f}x the median group's layer"))
+    return found
+
+
 def judge(out):
     """Rank the run's hosts, write suspects.csv and good-hosts.txt; None when the run names no hosts."""
     hosts = run_hosts(out) or hosts_of(out, "coll_sweep_intra") or hosts_of(out, "p2p_matrix")
@@ -179,7 +203,7 @@ def judge(out):
         return None
     score = {h: 0.0 for h, _ in hosts}
     reasons = {h: [] for h, _ in hosts}
-    for h, weight, why in group_evidence(out) + matrix_evidence(out) + replica_evidence(out):
+    for h, weight, why in group_evidence(out) + matrix_evidence(out) + replica_evidence(out) + tp_evidence(out):
         score[h] = score.get(h, 0.0) + weight
         reasons.setdefault(h, []).append(why)
     ranked = sorted(((h, score[h], reasons[h]) for h in score), key=lambda t: (-t[1], t[0]))

@@ -1,5 +1,7 @@
 #include "core/stats.h"
 
+#include "core/error.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,29 @@ void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *o
     out->mean = sum / nranks;
     out->rankmax = worst;
     pooled(all, out->samples, out);
+}
+
+int pb_stats_groups_of(const double *us, const int *group_of, int nranks, int ngroups, pb_stats_groups *out)
+{
+    memset(out, 0, sizeof *out);
+    if (ngroups <= 0 || nranks < ngroups) return PB_ERR_USAGE;
+    double *t = malloc(sizeof(double) * (size_t)ngroups);
+    if (!t) return PB_ERR_ENV;
+    for (int g = 0; g < ngroups; g++) t[g] = -1;
+    for (int r = 0; r < nranks; r++) {
+        int g = group_of[r];
+        if (g < 0 || g >= ngroups) return free(t), PB_ERR_USAGE;
+        if (us[r] > t[g]) t[g] = us[r];
+    }
+    for (int g = 0; g < ngroups; g++) {
+        if (t[g] < 0) return free(t), PB_ERR_USAGE; /* an empty group */
+        if (t[g] > t[out->slowest]) out->slowest = g;
+    }
+    out->slowest_us = t[out->slowest];
+    qsort(t, (size_t)ngroups, sizeof *t, cmp_double);
+    out->median_us = pb_stats_percentile_sorted(t, (size_t)ngroups, 50);
+    free(t);
+    return PB_OK;
 }
 
 const char *pb_stats_diff_noise(const pb_stats *a, const pb_stats *b, double diff, long long iters,

@@ -23,6 +23,16 @@ double pb_stats_percentile_sorted(const double *sorted, size_t n, double p);
  * mean of rank means, rankmax, and pooled min/max/median/p99. */
 void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *out);
 
+/* Groups that run at once (TP groups, pipeline replicas), each as slow as
+ * its slowest member: from each rank's time us[r] and its group group_of[r]
+ * (0 <= group < ngroups, every group non-empty), the slowest group, its time
+ * and the median of the group times. */
+typedef struct pb_stats_groups {
+    int slowest;
+    double slowest_us, median_us;
+} pb_stats_groups;
+int pb_stats_groups_of(const double *us, const int *group_of, int nranks, int ngroups, pb_stats_groups *out);
+
 /* Why `diff`, a difference of two measured times a and b (us) timed over
  * `iters` iterations, is no measurement, or NULL when it is one: fewer than 2
  * iterations (no spread to judge the noise by), |diff| below the timer's

@@ -202,6 +202,19 @@ def check_tp_layer(ck, rows, run_nodes):
         got, want = num(r, "comm_bytes_per_rank"), num(r, "expected_bytes_per_rank")
         if got is not None and want is not None and got != want:
             ck.bad(i, f"comm_bytes_per_rank {got:.0f} != expected_bytes_per_rank {want:.0f}")
+        # the TP groups run at once: the step is the slowest group's, and no group is slower
+        step, slow, med = num(r, "step_us"), num(r, "slowest_group_step_us"), num(r, "median_group_step_us")
+        if "slowest_group" in r:
+            if not 0 <= int(r["slowest_group"]) < int(r["groups"]):
+                ck.bad(i, f"slowest_group {r['slowest_group']} outside the {r['groups']} groups")
+            if step is not None and slow is not None and not close(slow, step):
+                ck.bad(i, f"slowest_group_step_us {slow} != step_us {step} (the step is the slowest group's)")
+            if med is not None and slow is not None and med > slow * (1 + REL):
+                ck.bad(i, f"median_group_step_us {med} > slowest_group_step_us {slow}")
+            if int(r["groups"]) == 1 and med is not None and slow is not None and not close(med, slow):
+                ck.bad(i, f"one group: median {med} != slowest {slow}")
+            if not r.get("slowest_group_hosts"):
+                ck.bad(i, "slowest_group_hosts is empty")
 
 
 def check_hybrid_3d(ck, rows, run_nodes):

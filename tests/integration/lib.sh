@@ -145,6 +145,10 @@ EMU=$TESTS_DIR/../../scripts/emulate-cluster.sh
 # else brought up (fail).
 emu_up() {
     [ "$(id -u)" -eq 0 ] || skip_test "needs root to create network namespaces (emulate-cluster.sh up)"
+    # One emulated cluster per machine: wait for whoever holds it (another test
+    # run, a user's session that took the same lock) rather than fail.
+    exec {EMU_LOCK_FD}>/run/parabench-emu-owner.lock
+    flock "$EMU_LOCK_FD"
     if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
         fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
         finish

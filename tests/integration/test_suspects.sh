@@ -7,7 +7,7 @@
 # second, uniform results (hosts read from the CSV's `# hosts` line, no
 # meta.json; two equal pipeline replicas): no suspects, every host in
 # good-hosts.txt, and the report says so. Third, a slow pipeline replica
-# names both its hosts.
+# names both its hosts; fourth, a slow TP group its host.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 HOSTS='[{"name":"n0","ranks":[0,1]},{"name":"n1","ranks":[2,3]},{"name":"n2","ranks":[4,5]},{"name":"n3","ranks":[6,7]}]'
@@ -73,6 +73,33 @@ expect_in "$P/good-hosts.txt" "n1 slots=2" "a fast replica's hosts stay in good-
 if grep -q "^n[23]" "$P/good-hosts.txt"; then fail "the slow replica's hosts in good-hosts.txt"
 else pass "the slow replica's hosts (n2, n3) left out of good-hosts.txt"; fi
 expect_in "$P/suspects.csv" "slowest pipeline replica (1 of 2) for 1f1b m=2: 1.33x the median step" "the replica's reason"
+
+# The slowest TP group (on n3), 1.3x the median group at the largest hidden size only: n3 alone,
+# twice (one reason per mode); a smaller size where n1 is slowest adds nothing; a row under the
+# 1.1x bar (rs mode, n0) adds nothing either.
+T=$TMP/tp
+mkdir -p "$T"
+printf '{"machine": {"hosts": %s}}\n' "$HOSTS" >"$T/meta.json"
+cat >"$T/tp_layer.csv" <<'EOF'
+tp,groups,mode,hidden,step_us,slowest_group,slowest_group_hosts,slowest_group_step_us,median_group_step_us
+2,4,allreduce,128,100,1,n1,100,50
+2,4,allreduce,256,130,3,n3,130,100
+2,4,sp,256,126,3,n3,126,100
+2,4,rs,256,105,0,n0,105,100
+EOF
+expect_rc 0 "report.py on a run with a slow TP group" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$T"
+if python3 - "$T/suspects.csv" >"$TMP/tpout" 2>&1 <<'PY'
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+top = rows[0]
+assert top["host"] == "n3" and top["evidence"] == "2", rows
+assert abs(float(top["score"]) - (1.5 + 1.3)) < 1e-9, top  # 5 x 0.30 and 5 x 0.26
+assert "slowest TP group (3 of 4) for allreduce at h=256: 1.30x the median group's layer" in top["reasons"], top
+assert all(float(r["score"]) == 0 for r in rows[1:]), rows
+print("n3's TP group ranked first, 2 reasons; smaller sizes and rows under 1.1x add nothing")
+PY
+then pass "$(cat "$TMP/tpout")"
+else fail "TP group evidence"; sed 's/^/  | /' "$TMP/tpout" >&2; fi
 
 if python3 - "$S" "$U" >"$TMP/out" 2>&1 <<'PY'
 import csv, os, sys

@@ -204,6 +204,34 @@ static void diff_noise(void **state)
     assert_non_null(pb_stats_diff_noise(&one, &b, 50, 10, 1));
 }
 
+/* Each group as slow as its slowest rank; the slowest group and the median
+ * of the group times. */
+static void concurrent_groups(void **state)
+{
+    (void)state;
+    /* 3 groups of 2, interleaved: group 1 holds the slowest rank (9), group 2 the fastest pair */
+    const double us[] = {4, 9, 5, 1, 2, 6};
+    const int g3[] = {0, 1, 0, 1, 2, 2};
+    pb_stats_groups o;
+    assert_int_equal(pb_stats_groups_of(us, g3, 6, 3, &o), PB_OK);
+    assert_int_equal(o.slowest, 1);
+    assert_true(o.slowest_us == 9);
+    assert_true(o.median_us == 6); /* groups: 5, 9, 6 */
+    /* an even count: the median between the two middle groups */
+    const int g2[] = {0, 0, 0, 1, 1, 1};
+    assert_int_equal(pb_stats_groups_of(us, g2, 6, 2, &o), PB_OK);
+    assert_int_equal(o.slowest, 0);
+    assert_true(o.slowest_us == 9 && o.median_us == 7.5);
+    /* one group: the whole world */
+    const int g1[] = {0, 0, 0, 0, 0, 0};
+    assert_int_equal(pb_stats_groups_of(us, g1, 6, 1, &o), PB_OK);
+    assert_true(o.slowest == 0 && o.slowest_us == 9 && o.median_us == 9);
+    /* a group with no rank, or a rank outside the groups, is refused */
+    assert_int_equal(pb_stats_groups_of(us, g2, 6, 3, &o), PB_ERR_USAGE);
+    const int bad[] = {0, 1, 3, 0, 1, 2};
+    assert_int_equal(pb_stats_groups_of(us, bad, 6, 3, &o), PB_ERR_USAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,7 +239,7 @@ int main(void)
         cmocka_unit_test(expected_results), cmocka_unit_test(tolerance_and_inputs), cmocka_unit_test(rotation),
         cmocka_unit_test(rotating_slots),
         cmocka_unit_test(iteration_policy),
-        cmocka_unit_test(growing), cmocka_unit_test(diff_noise),
+        cmocka_unit_test(growing), cmocka_unit_test(diff_noise), cmocka_unit_test(concurrent_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
