@@ -235,7 +235,7 @@ static int group_spread(tp_run *r, double mine_us, point *p)
     int status = pb_world_agree_at(w->comm, w->rank != 0 || (us && group_of) ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"),
                                    "TP group times");
     if (status == PB_OK) MPI_Gather(&mine_us, 1, MPI_DOUBLE, us, 1, MPI_DOUBLE, 0, w->comm);
-    if (status == PB_OK && w->rank == 0) {
+    if (status == PB_OK && w->rank == 0 && us && group_of) {
         for (int k = 0, index; k < w->size; k++) pb_tp_group_of(w->size, r->o->tp, r->o->stride, k, &group_of[k], &index);
         pb_stats_groups g;
         status = pb_stats_groups_of(us, group_of, w->size, r->ngroups, &g);
