@@ -6,6 +6,7 @@
 #   emulate-cluster.sh up --nodes N --rate RATE [--slots S] [--burst BYTES] [--mtu M]
 #   emulate-cluster.sh down [--force]
 #   emulate-cluster.sh status
+#   emulate-cluster.sh slow NODE RATE
 #   emulate-cluster.sh mpirun MPIRUN-ARGS...
 #   emulate-cluster.sh env
 #
@@ -69,6 +70,9 @@ usage:
       namespaces, ${VETH_PREFIX}N links, $BRIDGE) that no state file records.
   $ME status
       Say whether the cluster is up, its configuration and per-uplink traffic.
+  $ME slow NODE RATE
+      Shape node NODE's uplink (0..N-1), both directions, to RATE instead of the
+      cluster's, until the next up or down: one bad link for the report to find.
   $ME mpirun MPIRUN-ARGS...
       Run mpirun over the nodes with the flags the emulation needs. Choose the layout
       with -np and --npernode / --map-by; do not pass --hostfile.
@@ -435,6 +439,30 @@ cmd_status() {
     fi
 }
 
+# ---------------------------------------------------------------- slow
+
+# slow NODE RATE: one node's uplink, both directions, shaped to RATE instead of
+# the cluster's rate (a bad cable, a link that trained down), until the next
+# up or down. What a cluster acceptance run must find: the report's suspects.
+cmd_slow() {
+    [ $# -eq 2 ] || usage_error "slow: expected NODE RATE, e.g. 'slow 2 250mbit'"
+    [ -f "$STATE" ] && [ -n "$(state_config)" ] || die 3 "slow: the emulated cluster is not up (run '$ME up' first)"
+    local node=$1 nodes
+    nodes=$(sed -n 's/.*nodes=\([0-9]*\).*/\1/p' <<<"$(state_config)")
+    if ! [[ $node =~ ^[0-9]{1,3}$ ]] || [ $((10#$node)) -ge "$nodes" ]; then
+        usage_error "slow: node '$node': expected a node number 0..$((nodes - 1))"
+    fi
+    node=$((10#$node))
+    RATE_BPS=$(parse_rate "$2")
+    [ "$RATE_BPS" -gt 0 ] || usage_error "slow: rate '$2': expected a rate above 0, e.g. 250mbit"
+    BURST=$((RATE_BPS / 8 / 2000))   # 0.5 ms at the rate, as up
+    [ "$BURST" -ge 65536 ] || BURST=65536
+    need_root "slow"
+    shape "$NS_PREFIX$node" "$NS_IF" || die 3 "slow: shaping $NS_PREFIX$node/$NS_IF failed"
+    shape "" "$VETH_PREFIX$node" || die 3 "slow: shaping $VETH_PREFIX$node failed"
+    info "slow: $NS_PREFIX$node's uplink now $(human_rate "$RATE_BPS"), both directions (until the next up or down)"
+}
+
 # ---------------------------------------------------------------- mpirun
 
 cmd_mpirun() {
@@ -504,6 +532,7 @@ case $sub in
     status) cmd_status "$@" ;;
     mpirun) cmd_mpirun "$@" ;;
     env)    cmd_env "$@" ;;
+    slow)   cmd_slow "$@" ;;
     -h|--help|help) usage ;;
-    *) usage_error "unknown command '$sub'; accepted: up, down, status, mpirun, env" ;;
+    *) usage_error "unknown command '$sub'; accepted: up, down, status, slow, mpirun, env" ;;
 esac
