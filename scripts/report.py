@@ -465,6 +465,8 @@ def reproduce_blocks(rs):
 def figure_blocks(out, notes):
     b = [("h", 2, "Figures", "figures", None)]
     for name, caption in FIGURES:
+        if name == "p2p_matrix" and os.path.exists(os.path.join(out, "p2p_matrix-latency-nodes.csv")):
+            caption = "Every pair of nodes (median of its rank pairs): latency and bandwidth"  # as the plot draws it
         if os.path.exists(os.path.join(out, "plots", name + ".png")):
             b.append(("figure", caption, f"plots/{name}.png"))
         else:

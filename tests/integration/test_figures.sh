@@ -5,6 +5,7 @@
 # whose cells are the medians the test computes from the pairs itself (the
 # diagonal: the pairs inside a node), named by host; the per-rank CSVs stay.
 # 32 ranks (the limit) and 8 ranks keep per-rank cells and write no node grid.
+# The report's caption says which (nodes or ranks).
 # The concurrent-groups figure: in its SVG the slowest lines are dashed and the
 # median lines solid, and the legend names each collective's slowest group at
 # its largest size with its host (not the slowest at a smaller size).
@@ -75,7 +76,10 @@ svg40 = open(os.path.join(run, "plots", "p2p_matrix.svg")).read()
 svg8 = open(os.path.join(tmp, "m8", "plots", "p2p_matrix.svg")).read()
 assert ">pbnode4<" in svg40 and ">node A<" in svg40 and ">rank A<" not in svg40, "40 ranks: node cells named by host"
 assert ">rank A<" in svg8 and ">node A<" not in svg8 and ">7<" in svg8, "8 ranks: rank cells"
-print("40 ranks: 5 x 5 node grids with the medians recomputed here, named by host; 32 and 8 ranks: per rank")
+md40, md8 = (open(os.path.join(d, "report.md")).read() for d in (run, os.path.join(tmp, "m8")))
+assert "Every pair of nodes (median of its rank pairs)" in md40 and "Every pair of ranks" not in md40, "40 ranks: caption"
+assert "Every pair of ranks" in md8 and "Every pair of nodes" not in md8, "8 ranks: caption"
+print("40 ranks: 5 x 5 node grids with the medians recomputed here, named by host, and captioned so; 32 and 8 ranks: per rank")
 PY
 then pass "$(cat "$TMP/out")"
 else fail "the heat map at scale"; sed 's/^/  | /' "$TMP/out" >&2; fi
