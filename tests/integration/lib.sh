@@ -148,7 +148,10 @@ emu_up() {
     # One emulated cluster per machine: wait for whoever holds it (another test
     # run, a user's session that took the same lock) rather than fail.
     exec {EMU_LOCK_FD}>/run/parabench-emu-owner.lock
-    flock "$EMU_LOCK_FD"
+    if ! flock -w 900 "$EMU_LOCK_FD"; then
+        fail "the emulated cluster's lock /run/parabench-emu-owner.lock has been held for 15 minutes by another process"
+        finish
+    fi
     if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
         fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
         finish
