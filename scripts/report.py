@@ -311,7 +311,7 @@ def failed_steps(st):
 REPRO_COLS = ["figure", "unit", "document_value", "formula_value", "measured_value", "ratio", "verdict",
               "configuration", "note"]
 REPRO_HEAD = ["figure", "unit", "in the document", "formula", "measured", "ratio", "verdict", "configuration", "note"]
-VERDICTS = ("reproduced", "differs", "simulated", "skipped")
+VERDICTS = ("reproduced", "differs", "not judged", "simulated", "skipped")
 
 
 def reproduce(out):

@@ -258,6 +258,32 @@ def row(figure, unit, doc, formula, measured, verdict_, config, note):
             "note": note}
 
 
+def node_cores_and_ranks(out):
+    """(cores of a node, most ranks on one node) from the run's meta.json; (None, None) when it has neither."""
+    try:
+        with open(os.path.join(out, "meta.json")) as f:
+            machine = json.load(f).get("machine", {})
+        cores = int(machine["topology"]["cores"])
+        ranks = max(len(h["ranks"]) for h in machine["hosts"])
+        return cores, ranks
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+
+
+def bucketing_verdict(hidden, cores, ranks_on_node):
+    """(verdict, why) of the bucketing row. Bucketing hides the all-reduce only where
+    its progress runs beside the backward compute: a core of its own per rank on a
+    CPU. With fewer than 2 cores per rank the all-reduce thread takes cores from the
+    compute and the hidden share says nothing about bucketing: not judged."""
+    if cores is None or ranks_on_node is None:
+        return "not judged", "the run's meta.json does not say how many cores a node has for its ranks"
+    if cores < 2 * ranks_on_node:
+        return "not judged", ("%d cores for %d ranks on a node: the all-reduce thread competes with the backward "
+                              "compute for the cores, so bucketing can only add work here (it needs a core beside "
+                              "each rank's compute, as NCCL runs beside the GPU's)" % (cores, ranks_on_node))
+    return ("reproduced" if hidden is not None and hidden > 0 else "differs"), ""
+
+
 def dp_rows(out, plan):
     p = plan["dp"]
     rows = read_rows(os.path.join(out, "repro_dp.csv"))
@@ -278,10 +304,13 @@ def dp_rows(out, plan):
                        "repro_dp.csv has no overlap=none row at the chosen size"))
     if main and bucket:
         hid = 1 - num(bucket, "exposed_us", 0) / num(main, "exposed_us", 1) if num(main, "exposed_us", 0) > 0 else None
-        res.append(row("DP bucketing: share of the exposed all-reduce hidden", "fraction", None, None, hid,
-                       "reproduced" if hid is not None and hid > 0 else "differs", cfg + ", --overlap bucket",
-                       "1 - exposed(bucket)/exposed(none) (on a CPU the comm thread competes with compute for cores); bucket overhead %.3f vs none %.3f; buckets %s of %s MiB"
-                       % (num(bucket, "overhead", 0), num(main, "overhead", 0), bucket.get("buckets"), p["bucket_mb"])))
+        judged, why = bucketing_verdict(hid, *node_cores_and_ranks(out))
+        res.append(row("DP bucketing: share of the exposed all-reduce hidden", "fraction", None, None,
+                       hid if judged != "not judged" else None, judged, cfg + ", --overlap bucket",
+                       "1 - exposed(bucket)/exposed(none)%s; bucket overhead %.3f vs none %.3f; buckets %s of %s MiB"
+                       % (": not judged, " + why + ("; it measured %.2f" % hid if hid is not None else "")
+                          if judged == "not judged" else "", num(bucket, "overhead", 0), num(main, "overhead", 0),
+                          bucket.get("buckets"), p["bucket_mb"])))
     pts = []
     for ratio, size in zip(p["ratios"], p["grad_bytes"]):
         r = by.get((size, "none"))

@@ -33,6 +33,17 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(r.verdict(None, 0.112), "differs")
         self.assertEqual(r.verdict(math.nan, 0.112), "differs")
 
+    def test_bucketing_verdict(self):
+        # judged only with a core per rank to spare for the all-reduce's progress
+        self.assertEqual(r.bucketing_verdict(0.3, 4, 2), ("reproduced", ""))
+        self.assertEqual(r.bucketing_verdict(-0.2, 4, 2)[0], "differs")
+        self.assertEqual(r.bucketing_verdict(None, 16, 8)[0], "differs")
+        v, why = r.bucketing_verdict(-1.07, 2, 2)
+        self.assertEqual(v, "not judged")
+        self.assertIn("2 cores for 2 ranks", why)
+        self.assertEqual(r.bucketing_verdict(0.5, 3, 2)[0], "not judged")
+        self.assertEqual(r.bucketing_verdict(0.5, None, None)[0], "not judged")
+
     def test_tp_fraction_and_largest_t(self):
         f = lambda t: r.tp_comm_fraction(t, 1, 1, 128, 256, 4, 0.0, 1e9, 1e-3)  # noqa: E731
         self.assertEqual(f(1), 0.0)
