@@ -468,7 +468,10 @@ int main(int argc, char **argv)
     for (int k = 0; r.samples && k < 3; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
     if (status == PB_OK && r.eng) { /* r.eng is set whenever the agreed status is OK */
         notes(&r);
-        status = run_all(&r);
+        pb_load start;
+        pb_load_sample(&start);
+        status = pb_world_agree(&b.w, run_all(&r));
+        if (status == PB_OK) pb_bench_note_load(&b, &start);
     }
     free(r.samples);
     if (r.comm) b.be->comm_destroy(r.comm);

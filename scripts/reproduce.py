@@ -15,6 +15,7 @@ import csv
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -258,6 +259,34 @@ def row(figure, unit, doc, formula, measured, verdict_, config, note):
             "note": note}
 
 
+BUSY_OTHERS, BUSY_STEAL = 0.10, 0.05  # shares of the node's CPU time above which a measurement is not judged
+
+
+def load_of(path):
+    """(others, steal) shares from a result CSV's "# note: load: ..." line (pb_bench_note_load); None without one."""
+    try:
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"^# note: load: other processes used (\d+)% .*steal (\d+)%", line)
+                if m:
+                    return int(m.group(1)) / 100, int(m.group(2)) / 100
+    except OSError:
+        pass
+    return None
+
+
+def busy_reason(load):
+    """Why the machine was too busy to judge a timing, or None when it was quiet (or not known)."""
+    if load is None:
+        return None
+    others, steal = load
+    if others > BUSY_OTHERS or steal > BUSY_STEAL:
+        return ("machine busy: other processes used %.0f%% of the node's CPU time and the hypervisor %.0f%% during "
+                "the measurement (judged only under %.0f%% and %.0f%%)"
+                % (100 * others, 100 * steal, 100 * BUSY_OTHERS, 100 * BUSY_STEAL))
+    return None
+
+
 def node_cores_and_ranks(out):
     """(cores of a node, most ranks on one node) from the run's meta.json; (None, None) when it has neither."""
     try:
@@ -293,10 +322,12 @@ def dp_rows(out, plan):
     main = by.get((p["grad_bytes"][0], "none"))
     bucket = by.get((p["grad_bytes"][0], "bucket"))
     cfg = "%s, grad_bytes=%d on %d ranks" % (p["shape"], p["grad_bytes"][0], n)
+    busy = busy_reason(load_of(os.path.join(out, "repro_dp.csv")))
     if main:
         ov = num(main, "overhead")
-        res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, ov, verdict(ov, DP_RATIO),
-                       cfg, "predicted %.3f from busbw %.2f GB/s (coll_sweep) and compute %.1f ms (GEMM %.1f GFLOP/s "
+        res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, ov,
+                       "not judged" if busy else verdict(ov, DP_RATIO),
+                       cfg, (busy + "; " if busy else "") + "predicted %.3f from busbw %.2f GB/s (coll_sweep) and compute %.1f ms (GEMM %.1f GFLOP/s "
                        "x %.2f, %s); measured comm/compute %.3f" % (DP_RATIO, p["busbw_GBps"][0], p["compute_s"] * 1e3,
                        p["gemm_gflops"], p["layer_efficiency"], p["note"], num(main, "predicted_overhead", 0))))
     else:

@@ -148,6 +148,31 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
     return pb_world_agree_at(b->w.comm, status, "report");
 }
 
+void pb_bench_note_load(pb_bench *b, const pb_load *start)
+{
+    pb_load now;
+    pb_load_sample(&now);
+    double mine = now.ours_s - start->ours_s, ours = 0;
+    MPI_Comm node;
+    MPI_Comm_split(b->w.comm, b->w.node, b->w.rank, &node);
+    MPI_Reduce(&mine, &ours, 1, MPI_DOUBLE, MPI_SUM, 0, node); /* every rank of this node */
+    MPI_Comm_free(&node);
+    pb_load_share sh;
+    double mine_worst[3] = {-1, -1, 0}, worst[3] = {0}; /* others, steal, a node could not say */
+    if (b->w.local_rank == 0) {
+        if (pb_load_share_of(start, &now, ours, &sh) == PB_OK) mine_worst[0] = sh.others, mine_worst[1] = sh.steal;
+        else mine_worst[2] = 1;
+    }
+    MPI_Reduce(mine_worst, worst, 3, MPI_DOUBLE, MPI_MAX, 0, b->w.comm);
+    if (!b->rep) return;
+    if (worst[2] > 0 || worst[0] < 0)
+        pb_report_note(b->rep, "load: unknown (no /proc/stat on a node)");
+    else
+        pb_report_note(b->rep, "load: other processes used %.0f%% of the busiest node's CPU time during the run, "
+                               "steal %.0f%% (/proc/stat against the ranks' own CPU time)",
+                       100 * worst[0], 100 * worst[1]);
+}
+
 _Noreturn void pb_bench_finish(pb_bench *b, int status)
 {
     if (b->rep) {

@@ -6,6 +6,7 @@
 
 #include "backend/comm.h"
 #include "core/faults.h"
+#include "core/load.h"
 #include "harness/meta.h"
 #include "core/options.h"
 #include "core/report.h"
@@ -61,6 +62,13 @@ int pb_bench_mem_require(pb_bench *b, const pb_mem_need *need, const char *what)
  * " (detail)" when detail is not NULL. A NULL report (ranks other than 0)
  * does nothing. */
 void pb_bench_note_wrong(pb_report *rep, long long wrong, const char *detail);
+
+/* The node's load between START (pb_load_sample on every rank, before the
+ * measurement) and now, on rank 0's report: a note "load: other processes
+ * used X% of the busiest node's CPU time, steal Y%" that readers of the
+ * results (scripts/reproduce.py) use to tell a busy machine from a figure
+ * that differs. Collective: every rank calls it, with an agreed status. */
+void pb_bench_note_load(pb_bench *b, const pb_load *start);
 
 /* Close the report (complete when status is PB_OK), agree on the worst status
  * across ranks, finalize MPI and exit with it. */

@@ -44,6 +44,19 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(r.bucketing_verdict(0.5, 3, 2)[0], "not judged")
         self.assertEqual(r.bucketing_verdict(0.5, None, None)[0], "not judged")
 
+    def test_busy_machine_not_judged(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "repro_dp.csv")
+            with open(path, "w") as f:
+                f.write("# note: load: other processes used 23% of the busiest node's CPU time during the run, "
+                        "steal 1% (/proc/stat against the ranks' own CPU time)\ngrad_bytes\n1\n")
+            self.assertEqual(r.load_of(path), (0.23, 0.01))
+            self.assertIsNone(r.load_of(os.path.join(d, "none.csv")))
+        self.assertIn("machine busy: other processes used 23%", r.busy_reason((0.23, 0.01)))
+        self.assertIn("the hypervisor 6%", r.busy_reason((0.0, 0.06)))
+        self.assertIsNone(r.busy_reason((0.10, 0.05)))  # at the bars: quiet enough
+        self.assertIsNone(r.busy_reason(None))  # not known: judged as before
+
     def test_tp_fraction_and_largest_t(self):
         f = lambda t: r.tp_comm_fraction(t, 1, 1, 128, 256, 4, 0.0, 1e9, 1e-3)  # noqa: E731
         self.assertEqual(f(1), 0.0)
