@@ -41,6 +41,7 @@ docs/plan.md ring all-reduce time,us,120,118,121,1.01,reproduced,n=8 64M,
 README busbw,GB/s,400,410,210,0.53,differs,8 ranks,"shared <b>VM</b> | loaded"
 docs/pp_pipeline.md bubble,%,11,11,,,simulated,p=4 m=32,no pipeline here
 docs/gpu.md GEMM,TFLOP/s,600,,,,skipped,needs a GPU,
+DP bucketing,fraction,,,,,not judged,2 ranks,2 cores for 2 ranks on a node
 EOF
 cp -r "$R" "$TMP/norepro"
 rm "$TMP/norepro/reproduce.csv"
@@ -74,8 +75,9 @@ assert re.search(r"\| pipeline efficiency, 1f1b, m=8, p=2 \| 0\.80 \| 0\.89 \| 9
 assert re.search(r"\| data-parallel overhead, 4 MiB of gradients, overlap none \| 27% \| 25% \| 108% \|", md), md
 # the documents' figures: every row, verdict counts, '#' lines skipped, cells escaped
 repro = md[md.index("## The documents' figures"):md.index("## Steps")]
-assert "1 reproduced, 1 differs, 1 simulated, 1 skipped" in repro, repro
-for fig in ("docs/plan.md ring all-reduce time", "README busbw", "docs/pp_pipeline.md bubble", "docs/gpu.md GEMM"):
+assert "1 reproduced, 1 differs, 1 not judged, 1 simulated, 1 skipped" in repro, repro
+for fig in ("docs/plan.md ring all-reduce time", "README busbw", "docs/pp_pipeline.md bubble", "docs/gpu.md GEMM",
+            "DP bucketing"):
     assert fig in repro, fig
 assert "fabricated" not in repro, "a '#' line was read as a row"
 assert "shared &lt;b&gt;VM&lt;/b&gt; \\| loaded" in repro, repro
