@@ -154,6 +154,8 @@ benchmark,row,predicted_us,measured_us,rel_error
 coll_sweep,allreduce 1M,1500,2100.5,-0.2859
 dp_allreduce,none 4M,5000,5690,-0.1213
 pp_pipeline,1f1b m=8,20000,17000,0.1765
+tp_layer,t=3 h=512,0,0,nan
+hybrid_3d,t=3 p=3,,,
 EOF
 expect_rc 0 "report.py on a 9-rank run with groups and every headline source" -- \
     python3 "$ROOT/scripts/report.py" --quiet --no-plots "$H"
@@ -214,7 +216,7 @@ for s, r in last.items():
     cells[f"pipeline efficiency, {s}, m={r['micro_batches']}, p={r['stages']}"] = (
         f"{v(r, 'efficiency'):.2f}", f"{v(r, 'efficiency_theory'):.2f}",
         f"{100 * v(r, 'efficiency') / v(r, 'efficiency_theory'):.0f}%")
-fit = [abs(v(r, "rel_error")) for r in rows("plan_fit")]
+fit = [abs(v(r, "rel_error")) for r in rows("plan_fit") if r["rel_error"] not in ("", "nan")]  # no error: no data
 lines.append(f"plan --fit: median |error| {100 * statistics.median(fit):.0f}% over {len(fit)} rows")
 cells[f"plan --fit: median |predicted - measured| / measured, {len(fit)} rows"] = (
     f"{100 * statistics.median(fit):.0f}%", "-", "-")
