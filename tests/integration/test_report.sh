@@ -264,7 +264,7 @@ chmod +x "$G/gnuplot"
 PATH="$G:$PATH" expect_rc 0 "report.py with a failing gnuplot" -- python3 "$ROOT/scripts/report.py" --quiet "$TMP/drawn"
 expect_in "$TMP/drawn/report.md" "not drawn: gnuplot failed (exit 3); see plots/gnuplot.log" "a failed figure: note with exit and log"
 expect_in "$TMP/drawn/report.md" "not drawn: no latency rows in this run" "a skipped figure: its reason"
-expect_in "$TMP/drawn/report.md" "plots/busbw.png" "a drawn figure is shown"
+expect_in "$TMP/drawn/report.md" "/busbw.png" "a drawn figure is shown"
 expect_in "$TMP/drawn/plots/gnuplot.log" "stand-in: dp_overhead fails" "gnuplot.log keeps the failing script's output"
 expect_in "$TMP/drawn/plots/gnuplot.log" "== dp_overhead (exit 3)" "gnuplot.log names the script and its exit"
 # A figure its benchmark marks untrustworthy ("# note: untrustworthy: ...") is shown as such in
