@@ -18,6 +18,7 @@ import csv
 import glob
 import html
 import json
+import math
 import os
 import re
 import subprocess
@@ -242,7 +243,10 @@ def fit_headlines(out):
     fit = rows(out, "plan_fit")
     if not fit:
         return []
-    errs = sorted(abs(num(r, "rel_error", 0)) for r in fit)
+    # a row without a finite error (nothing measured) says nothing about the fit: left out, not counted as 0
+    errs = sorted(abs(e) for e in (num(r, "rel_error") for r in fit) if math.isfinite(e))
+    if not errs:
+        return []
     med = errs[len(errs) // 2]
     line = f"plan --fit: median |error| {100 * med:.0f}% over {len(errs)} rows"
     return [(line, [figure(f"plan --fit: median |predicted - measured| / measured, {len(errs)} rows", med, "%")])]

@@ -202,7 +202,9 @@ static void check_row(const pb_thresholds_rule *r, const table *tb, int row, out
 }
 
 /* The size measured closest to the rule's (log distance), within a factor of 2:
- * coll_sweep rounds counts to the rank count, so "64M" may be 64M - 8 bytes. */
+ * coll_sweep rounds counts to the rank count, so "64M" may be 64M - 8 bytes.
+ * A rule size halfway between two measured ones (2M between 1M and 4M) takes
+ * the smaller, whatever the order of the rows. */
 static double nearest_size(const pb_thresholds_rule *r, const table *tabs, int ntab)
 {
     double best = NAN, dist = INFINITY;
@@ -212,7 +214,7 @@ static double nearest_size(const pb_thresholds_rule *r, const table *tabs, int n
             double b;
             if (!row_selected(r, &tabs[i].csv, row) || pb_csv_num(&tabs[i].csv, row, col, &b) != PB_OK || b <= 0) continue;
             double d = fabs(log2(b / (double)r->size));
-            if (d < dist) dist = d, best = b;
+            if (d < dist || (d == dist && b < best)) dist = d, best = b;
         }
     return dist <= 1.0 ? best : NAN;
 }

@@ -62,6 +62,20 @@ assert "line 1: busbw coll=allreduce" in cases[0].get("name")
 PY
 then pass "fail: JUnit XML parses and records 6 failures"; else fail "fail: JUnit XML"; fi
 
+# ---- a rule size halfway between two measured sizes takes the smaller, in either row order ----
+for order in up down; do
+    H=$TMP/tie-$order; mkdir -p "$H"
+    { echo "collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong"
+      small="allreduce,1048576,262144,2,intra,200,5.0,5.0,0"; large="allreduce,4194304,1048576,2,intra,4000,1.0,1.0,0"
+      if [ $order = up ]; then printf '%s\n%s\n' "$small" "$large"; else printf '%s\n%s\n' "$large" "$small"; fi
+      echo "# complete"; } >"$H/coll_sweep.csv"
+    echo "busbw coll=allreduce size=2M >= 3 GB/s" >"$TMP/tie.thr"
+    expect_rc 0 "size 2M between 1M and 4M ($order): the 1M row decides" -- "$ACC" -t "$TMP/tie.thr" -r "$H"
+    echo "busbw coll=allreduce size=2M <= 3 GB/s" >"$TMP/tie.thr"
+    expect_rc 1 "size 2M between 1M and 4M ($order): the 1M row fails <= 3" -- "$ACC" -t "$TMP/tie.thr" -r "$H"
+    expect_in "$TMP/out" "measured 5," "tie ($order): the 1M row's busbw is the one measured"
+done
+
 # ---- bad threshold files: exit 2, FILE:LINE: message ----
 bad() { # desc line text expected-message
     printf '%b' "$3" >"$TMP/bad.thr"

@@ -41,6 +41,8 @@ python3 - "$TMP/pair.csv" <<'PY' && pass "pair 2,1 rows" || fail "pair 2,1 rows"
 import csv, sys
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
 assert len(rows) == 2 and all(r["rank_a"] == "2" and r["rank_b"] == "1" for r in rows), rows
+import socket  # every rank of this one-machine run names this machine
+assert all(r["host_a"] == r["host_b"] == socket.gethostname() for r in rows), (socket.gethostname(), rows)
 assert all(float(r["time_us"]) > 0 and r["wrong"] == "0" for r in rows), rows
 # latency mode: bw is size / half round trip
 for r in rows:

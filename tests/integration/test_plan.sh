@@ -143,6 +143,25 @@ within5 "$TMP/fitc.csv" && pass "the true links predict every row within 5%" || 
 sed 's/^intra_bw_GBps = 8/intra_bw_GBps = 2/' "$TMP/truth.txt" >"$TMP/wrong.txt"
 expect_rc 0 "--fit with a wrong calibration" -- "$PLAN" --fit "$R" --cluster "$TMP/wrong.txt" --csv "$TMP/fitw.csv"
 within5 "$TMP/fitw.csv" && fail "a 4x slower intra link still predicts every row within 5%" || pass "a wrong calibration shows in the errors"
+sed 's/^inter_bw_GBps = 0.6/inter_bw_GBps = 0.15/' "$TMP/truth.txt" >"$TMP/wrong-inter.txt"
+expect_rc 0 "--fit with a wrong inter-node link" -- "$PLAN" --fit "$R" --cluster "$TMP/wrong-inter.txt" --csv "$TMP/fitx.csv"
+within5 "$TMP/fitx.csv" && fail "a 4x slower inter link still predicts every row within 5%" || pass "a wrong inter-node link shows in the errors"
+# A collective sweep without a wrong column (nothing flagged) is fitted like one whose column says 0.
+C=$TMP/nowrong; mkdir -p "$C"
+awk -F, -v OFS=, '/^#/ { print; next } $NF != "3" { NF--; print }' "$R/coll_sweep_allreduce.csv" >"$C/coll_sweep_allreduce.csv"
+expect_rc 0 "--fit without a wrong column" -- "$PLAN" --fit "$C"
+expect_in "$TMP/out" "coll_sweep_allreduce.csv: 72 rows, 0 not used for the fit" "every row fitted when no row is flagged wrong"
+# --calibrate takes each link from the coll fit, else from the p2p fit.
+K=$TMP/cal; mkdir -p "$K"
+printf 'test,rate\ngemm,2000\n# complete\n' >"$K/compute_probe.csv"
+cp "$R/p2p_sweep.csv" "$K/"
+expect_rc 0 "--calibrate from p2p rows only" -- "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"
+expect_in "$TMP/cal.txt" "intra from the p2p fit, inter from the p2p fit" "calibration from the p2p fit"
+awk -F' = ' '$1 == "intra_bw_GBps" { i = $2 } $1 == "inter_bw_GBps" { x = $2 } END { exit !(i > 7.6 && i < 8.4 && x > 0.57 && x < 0.63) }' "$TMP/cal.txt" \
+    && pass "p2p-calibrated links within 5% of 8 and 0.6 GB/s" || { fail "p2p-calibrated links"; sed 's/^/  | /' "$TMP/cal.txt" >&2; }
+cp "$R/coll_sweep_allreduce.csv" "$K/"
+expect_rc 0 "--calibrate with collective rows" -- "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"
+expect_in "$TMP/cal.txt" "intra from the coll fit, inter from the coll fit" "calibration prefers the coll fit"
 rm "$R/tp_layer.csv"
 expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
 expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"

@@ -156,6 +156,8 @@ benchmark,row,predicted_us,measured_us,rel_error
 coll_sweep,allreduce 1M,1500,2100.5,-0.2859
 dp_allreduce,none 4M,5000,5690,-0.1213
 pp_pipeline,1f1b m=8,20000,17000,0.1765
+tp_layer,t=3 h=512,0,0,nan
+hybrid_3d,t=3 p=3,,,
 EOF
 expect_rc 0 "report.py on a 9-rank run with groups and every headline source" -- \
     python3 "$ROOT/scripts/report.py" --quiet --no-plots "$H"
@@ -216,7 +218,7 @@ for s, r in last.items():
     cells[f"pipeline efficiency, {s}, m={r['micro_batches']}, p={r['stages']}"] = (
         f"{v(r, 'efficiency'):.2f}", f"{v(r, 'efficiency_theory'):.2f}",
         f"{100 * v(r, 'efficiency') / v(r, 'efficiency_theory'):.0f}%")
-fit = [abs(v(r, "rel_error")) for r in rows("plan_fit")]
+fit = [abs(v(r, "rel_error")) for r in rows("plan_fit") if r["rel_error"] not in ("", "nan")]  # no error: no data
 lines.append(f"plan --fit: median |error| {100 * statistics.median(fit):.0f}% over {len(fit)} rows")
 cells[f"plan --fit: median |predicted - measured| / measured, {len(fit)} rows"] = (
     f"{100 * statistics.median(fit):.0f}%", "-", "-")
@@ -248,6 +250,25 @@ print(f"{len(lines)} summary lines and {len(cells)} headline figures as recomput
 PY
 then pass "$(cat "$TMP/heads")"
 else fail "headlines against the CSVs"; sed 's/^/  | /' "$TMP/heads" >&2; fi
+# Figures: a gnuplot that fails (exit 3, no PNG) leaves a note naming its exit and log, a "skip:"
+# line leaves its reason, a drawn PNG is shown; a stand-in gnuplot does each by script name.
+G=$TMP/gnuplot-bin; mkdir -p "$G"; cp -r "$R" "$TMP/drawn"
+cat >"$G/gnuplot" <<'SH'
+#!/bin/sh
+name=$(basename "$2" .gp)
+case $name in
+    busbw) mkdir -p "$3/plots" && : >"$3/plots/busbw.png" ;;
+    latency) echo "skip: latency: no latency rows in this run" ;;
+    *) echo "stand-in: $name fails" >&2; exit 3 ;;
+esac
+SH
+chmod +x "$G/gnuplot"
+PATH="$G:$PATH" expect_rc 0 "report.py with a failing gnuplot" -- python3 "$ROOT/scripts/report.py" --quiet "$TMP/drawn"
+expect_in "$TMP/drawn/report.md" "not drawn: gnuplot failed (exit 3); see plots/gnuplot.log" "a failed figure: note with exit and log"
+expect_in "$TMP/drawn/report.md" "not drawn: no latency rows in this run" "a skipped figure: its reason"
+expect_in "$TMP/drawn/report.md" "/busbw.png" "a drawn figure is shown"
+expect_in "$TMP/drawn/plots/gnuplot.log" "stand-in: dp_overhead fails" "gnuplot.log keeps the failing script's output"
+expect_in "$TMP/drawn/plots/gnuplot.log" "== dp_overhead (exit 3)" "gnuplot.log names the script and its exit"
 # A figure its benchmark marks untrustworthy ("# note: untrustworthy: ...") is shown as such in
 # summary.txt and the headline table, never as a finding; the trustworthy one beside it is not.
 U=$TMP/untrusted

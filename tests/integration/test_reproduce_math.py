@@ -124,6 +124,76 @@ class TPRows(unittest.TestCase):
         self.assertAlmostEqual(float(got["measured_value"]) / want_ms, 1, places=5)
         self.assertAlmostEqual(float(got["formula_value"]), 5e9 / 600e9 * 1e3, places=5)
 
+    def test_largest_t_note(self):
+        # cluster.txt's intra link and the unsharded layer time: the note's figures and the largest t
+        alpha_us, bw_GBps, unsharded_us = 2.5, 12.0, 800.0
+        with tempfile.TemporaryDirectory() as d:
+            write_csv(os.path.join(d, "repro_tp.csv"),
+                      ["tp", "mode", "layers", "batch", "seq", "hidden", "dtype", "compute_us", "unsharded_us",
+                       "comm_bytes_per_rank", "comm_fraction"],
+                      [[self.T, "allreduce", self.LAYERS, self.B, self.S, self.H, "float", 250.0, unsharded_us, 1,
+                        0.125]])
+            write_csv(os.path.join(d, "p2p_sweep.csv"), ["mode", "bytes", "time_us", "bw_GBps"],
+                      [[m, n, n / (bw * 1e3), bw] for m, n, bw in self.P2P])
+            with open(os.path.join(d, "cluster.txt"), "w") as f:
+                f.write("name = fabricated\nintra_alpha_us = %g\nintra_bw_GBps = %g\n" % (alpha_us, bw_GBps))
+            got = {q["figure"]: q for q in r.tp_rows(d, {"nranks": self.T})}["TP: largest t with comm under 20% of compute"]
+
+        def frac(t):  # 4 ring all-reduces per layer of b*s*h floats, over the unsharded layer / t
+            comm = 8 * (t - 1) * alpha_us * 1e-6 + 8 * self.B * self.S * self.H * (t - 1) / t * 4 / (bw_GBps * 1e9)
+            return comm / (unsharded_us * 1e-6 / t) if t > 1 else 0.0
+        want_t = max(t for t in (1, 2, 4, 8, 16, 32, 64) if frac(t) < 0.2)
+        self.assertEqual(float(got["measured_value"]), want_t)
+        self.assertIn("alpha %.2f us, B %.2f GB/s" % (alpha_us, bw_GBps), got["note"])
+        self.assertIn("unsharded layer %.0f us / t" % unsharded_us, got["note"])
+        self.assertIn("comm_fraction at t=%d: 0.125 (model %.3f)" % (self.T, frac(self.T)), got["note"])
+
+
+PLAN_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", os.environ.get("BUILD", "build"), "bin")
+
+
+class PPRows(unittest.TestCase):
+    """pp_rows on a fabricated repro_pp.csv: the p=8 m=32 row simulated from this run's stage times."""
+
+    def test_simulated_row(self):
+        p, tf, tb = 4, 300.0, 500.0
+        with tempfile.TemporaryDirectory() as d:
+            write_csv(os.path.join(d, "repro_pp.csv"),
+                      ["schedule", "stages", "micro_batches", "t_fwd_us", "t_bwd_us", "act_bytes", "efficiency"],
+                      [["1f1b", p, m, tf, tb, 0, round(m / (m + p - 1), 4)] for m in (14, 32)])
+            rows = {q["figure"]: q for q in r.pp_rows(d, {"pp": {"stages": p, "micro_batches": [14, 32]}}, PLAN_BIN)}
+        sim = rows["PP efficiency p=8 m=32 (simulated)"]
+        self.assertEqual(sim["configuration"], "p=8 m=32 1f1b, stage times from p=%d" % p)
+        # 8 stages each doing p/8 of this run's stage; no p2p_sweep.csv: no transfer time
+        self.assertIn("t_fwd %.1f us, t_bwd %.1f us (measured x %d/8), transfer 0.0 us" % (tf * p / 8, tb * p / 8, p),
+                      sim["note"])
+        self.assertAlmostEqual(float(sim["measured_value"]), 32 / 39, places=4)
+        m32 = rows["PP efficiency, m = 32"]
+        self.assertAlmostEqual(float(m32["formula_value"]), 32 / 35, places=3)
+        self.assertIn("p=4 here, not 8: the formula itself gives %.3f" % (32 / 35), m32["note"])
+
+
+class HybridRows(unittest.TestCase):
+    """hybrid_rows: the measured ranking, and the note when every axis is on one link class."""
+
+    def hybrid(self, links):
+        with tempfile.TemporaryDirectory() as d:
+            write_csv(os.path.join(d, "hybrid_3d.csv"), ["placement", "tp_link", "pp_link", "dp_link", "step_us"],
+                      [[name, *ls, us] for (name, ls), us in zip(links.items(), (900, 1000, 1100))])
+            return r.hybrid_rows(d, {"nranks": 8})[0]
+
+    def test_tie_and_ranking(self):
+        mixed = self.hybrid({"tp-inner": ("intra", "inter", "inter"), "pp-inner": ("inter", "intra", "inter"),
+                             "dp-inner": ("inter", "inter", "intra")})
+        self.assertEqual(mixed["note"], "measured step_us ranking")
+        self.assertEqual(mixed["verdict"], "reproduced")
+        self.assertIn("measured: tp-inner < pp-inner < dp-inner; plan: tp-inner < pp-inner < dp-inner",
+                      mixed["configuration"])
+        tie = self.hybrid({"pp-inner": ("intra",) * 3, "tp-inner": ("intra",) * 3, "dp-inner": ("intra",) * 3})
+        self.assertEqual(tie["note"], "every axis intra-node here: the model ties the placements")
+        self.assertEqual(tie["verdict"], "differs")
+        self.assertEqual(float(tie["measured_value"]), 2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -351,6 +351,22 @@ static void device_path_matches_host_path(void **state)
 }
 #endif
 
+/* Byte checks of point-to-point data: the test-only corruption flips exactly the first byte, at
+ * every size down to one byte, and an intact buffer counts nothing. */
+static void bytes_corruption_at_every_size(void **state)
+{
+    (void)state;
+    unsigned char buf[64];
+    const size_t sizes[] = {1, 2, 3, 64};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int corrupt = 0; corrupt < 2; corrupt++) {
+            long long wrong = -1;
+            assert_int_equal(pb_coll_check_bytes_fill(&host_be, buf, sizes[k], 3), PB_OK);
+            assert_int_equal(pb_coll_check_bytes_count(&host_be, 3, corrupt, buf, sizes[k], &wrong), PB_OK);
+            assert_int_equal(wrong, corrupt);
+        }
+}
+
 int main(void)
 {
     pb_error_set_quiet_usage(1);
@@ -362,6 +378,7 @@ int main(void)
         cmocka_unit_test(tolerance),
         cmocka_unit_test(host_check_of_simulated_collectives),
         cmocka_unit_test(host_check_finds_injected_values),
+        cmocka_unit_test(bytes_corruption_at_every_size),
 #ifdef PB_HAVE_CUDA
         cmocka_unit_test(device_path_without_gpu_refuses),
         cmocka_unit_test(device_path_matches_host_path),

@@ -396,6 +396,26 @@ static void test_steps_none_equals_bucket(void **state)
     pb_comm_backend_mpi()->comm_destroy(comm);
 }
 
+/* A gradient buffer that is not whole elements has no layout: the step is refused, not built on it. */
+static void test_step_refuses_partial_element(void **state)
+{
+    (void)state;
+    pb_comm *comm = NULL;
+    assert_int_equal(pb_comm_backend_mpi()->comm_create(MPI_COMM_SELF, &comm), PB_OK);
+    pb_dp_step_config c = {.eng = E, .be = pb_comm_backend_mpi(), .comm = comm,
+                           .shape = {.b = 1, .s = 8, .h = 32, .heads = 4, .tp_size = 1, .attn_scores = 1,
+                                     .dtype = PB_FLOAT32},
+                           .nlayers = 3, .seed = 5, .rank = 0, .grad_dtype = PB_FLOAT32, .grad_bytes = 4098,
+                           .overlap = PB_DP_OVERLAP_BUCKET, .bucket_bytes = 4096};
+    pb_dp_step *s = NULL;
+    assert_int_equal(pb_dp_step_create(&c, &s), PB_ERR_USAGE);
+    assert_null(s);
+    c.grad_bytes = 4096;
+    assert_int_equal(pb_dp_step_create(&c, &s), PB_OK);
+    pb_dp_step_destroy(s);
+    pb_comm_backend_mpi()->comm_destroy(comm);
+}
+
 int main(int argc, char **argv)
 {
     int level = 0;
@@ -415,6 +435,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_staging),
         cmocka_unit_test(test_check_counts_and_corruption),
         cmocka_unit_test(test_steps_none_equals_bucket),
+        cmocka_unit_test(test_step_refuses_partial_element),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     MPI_Finalize();

@@ -11,6 +11,7 @@
 #include "coll/coll.h"
 #include "core/error.h"
 #include "plan/model.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <string.h>
@@ -283,6 +284,23 @@ static void test_cluster_presets(void **state)
     assert_int_equal(pb_cluster_preset("a1000", "--cluster", &c), PB_ERR_USAGE);
 }
 
+/* pb_plan_explain ranks the wanted configuration among the first n steps only:
+ * a step past n (stale entries of a caller's larger array) is not a candidate. */
+static void test_explain(void **state)
+{
+    (void)state;
+    pb_model_step s[3] = {{.t = 8, .p = 4, .d = 8, .step = 2.0}, {.t = 8, .p = 8, .d = 4, .step = 2.5},
+                          {.t = 4, .p = 8, .d = 8, .step = 3.0}};
+    char buf[512];
+    double gap = 0;
+    assert_int_equal(pb_plan_explain(s, 2, (int[]){8, 8, 4}, buf, sizeof buf, &gap), 2);
+    CLOSE(gap, 0.25);
+    assert_int_equal(pb_plan_explain(s, 2, (int[]){4, 8, 8}, buf, sizeof buf, &gap), 0);
+    assert_non_null(strstr(buf, "rejected or not a factorization"));
+    snprintf(s[0].reject, sizeof s[0].reject, "does not fit");
+    assert_int_equal(pb_plan_explain(s, 3, (int[]){4, 8, 8}, buf, sizeof buf, &gap), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,7 +308,7 @@ int main(void)
         cmocka_unit_test(test_pipeline),    cmocka_unit_test(test_tp_dp_volume), cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_step),       cmocka_unit_test(test_enumerate),
         cmocka_unit_test(test_cluster_presets), cmocka_unit_test(test_compute_and_interleave),
-        cmocka_unit_test(test_full_recompute),
+        cmocka_unit_test(test_full_recompute), cmocka_unit_test(test_explain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,6 +113,13 @@ static void test_csv_reader(void **state)
     pb_csv_free(&t);
     unlink(path);
     assert_int_equal(pb_csv_read("/nonexistent/x.csv", &t), PB_ERR_ENV);
+    /* on error the table is empty (csv.h): nothing to read, and freeing it is harmless */
+    assert_int_equal(t.nrows, 0);
+    assert_int_equal(t.ncols, 0);
+    assert_int_equal(t.complete, 0);
+    assert_null(t.header);
+    assert_null(t.rows);
+    pb_csv_free(&t);
 }
 
 static void test_fit_command_errors(void **state)

@@ -55,6 +55,28 @@ static void good_rules(void **state)
     pb_thresholds_free(&set);
 }
 
+/* Exponents in every form a number may take, spaced and glued to the unit. */
+static void exponents(void **state)
+{
+    (void)state;
+    const char *text = "busbw coll=allreduce size=8 >= 2.5e+1 GB/s\n"
+                       "busbw coll=allreduce size=8 >= 25e-1 GB/s\n"
+                       "busbw coll=allreduce size=8 >= 1E+1GB/s\n"
+                       "coll_latency coll=allreduce size=8 <= 4e1us\n"
+                       "coll_latency coll=allreduce size=8 <= 5.0E2\n";
+    const double want[] = {25, 2.5, 10, 40, 500};
+    pb_thresholds_set set;
+    char err[256];
+    assert_int_equal(parse(text, &set, err, sizeof err), PB_OK);
+    assert_int_equal(set.n, 5);
+    for (int i = 0; i < set.n; i++) assert_true(set.rules[i].value == want[i]);
+    pb_thresholds_free(&set);
+    const char *bad[] = {"busbw coll=allreduce size=8 >= 1e+ GB/s", "busbw coll=allreduce size=8 >= 1e GB/s",
+                         "busbw coll=allreduce size=8 >= 1e+-1 GB/s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(parse(bad[i], &set, err, sizeof err), PB_ERR_USAGE);
+}
+
 static void bad_rules(void **state)
 {
     (void)state;
@@ -135,6 +157,7 @@ int main(void)
     pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_rules),
+        cmocka_unit_test(exponents),
         cmocka_unit_test(bad_rules),
         cmocka_unit_test(odd_input),
         cmocka_unit_test(metric_table),

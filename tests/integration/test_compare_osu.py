@@ -1,0 +1,160 @@
+"""scripts/compare-osu-table.py on stand-ins for OSU, parabench and mpirun:
+run by test_compare_osu.sh (python3 -m unittest). The stand-ins print and
+write tables whose values follow from the size and the round, so every
+figure of the summary (medians, ratios, the band, the sizes OSU is asked for)
+is known here. OSU itself is not needed; docs/fidelity.md has the real run."""
+import csv
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(ROOT, "scripts", "compare-osu-table.py")
+NP = 2
+# parabench / OSU per round, by parabench's operation: one op inside the band, one outside.
+RATIOS = {"allreduce": (1.00, 1.10, 0.96), "allgather": (1.02, 0.98, 1.00), "bw": (1.00, 1.10, 0.96),
+          "latency": (1.20, 1.30, 1.25)}
+
+
+# The stand-ins' OSU value at parabench's buffer size: a latency in us, or MB/s for bw (exact
+# at the 2 decimals OSU prints).
+VALUE = """
+def value(op, size):
+    return 100 + size / 8 if op == "bw" else 1 + size / 100
+"""
+exec(VALUE)
+
+
+FAKE = {
+    "mpirun": """
+        # mpirun -np N [flags] PROGRAM ARGS...: PROGRAM once, the launch flags dropped.
+        args = sys.argv[1:]
+        while not os.path.isabs(args[0]):
+            args = args[1:]
+        os.execv(args[0], args)
+    """,
+    "osu": """
+        # OSU's table for -m LO:HI, sizes doubling; collectives per rank (x NP for parabench's size).
+        op = os.path.basename(sys.argv[0])
+        lo, hi = (int(x) for x in sys.argv[sys.argv.index("-m") + 1].split(":"))
+        per_rank = op in ("osu_allgather", "osu_alltoall")
+        name = {"osu_allreduce": "allreduce", "osu_allgather": "allgather", "osu_bw": "bw", "osu_latency": "latency"}[op]
+        print("# OSU MPI stand-in\\n# Size    value")
+        s = lo
+        while s <= hi:
+            print(f"{s:<10}{value(name, s * NP if per_rank else s):.2f}")
+            s *= 2
+    """,
+    "parabench": """
+        # coll_sweep/p2p_sweep -b LO -e HI -f 2 --csv PATH (--coll OP | --mode MODE); round = calls so far.
+        a = sys.argv
+        op = a[a.index("--coll") + 1] if "--coll" in a else a[a.index("--mode") + 1]
+        lo, hi, path = int(a[a.index("-b") + 1]), int(a[a.index("-e") + 1]), a[a.index("--csv") + 1]
+        count = os.path.join(os.environ["FAKE_STATE"], op)
+        with open(count, "a") as f:
+            f.write("x")
+        r = RATIOS[op][os.path.getsize(count) - 1]
+        with open(path, "w") as f:
+            f.write("# stand-in\\nbytes,time_us,bw_GBps\\n")
+            s = lo
+            while s <= hi:
+                v = value(op, s)
+                t, bw = (1.0, v * r / 1e3) if op == "bw" else (v * r, 1.0)
+                f.write(f"{s},{t!r},{bw!r}\\n")
+                s *= 2
+            f.write("# complete\\n")
+    """,
+}
+
+
+def write_exe(path, body):
+    with open(path, "w") as f:
+        f.write(f"#!{sys.executable}\nimport os, sys\nNP = {NP}\nRATIOS = {RATIOS!r}\n")
+        f.write(VALUE)
+        f.write(textwrap.dedent(body))
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+class CompareOSU(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        t = cls.tmp.name
+        for d in ("bin", "osu/collective", "osu/pt2pt", "pb", "state"):
+            os.makedirs(os.path.join(t, d))
+        write_exe(os.path.join(t, "bin", "mpirun"), FAKE["mpirun"])
+        for exe in ("collective/osu_allreduce", "collective/osu_allgather", "pt2pt/osu_bw", "pt2pt/osu_latency"):
+            write_exe(os.path.join(t, "osu", exe), FAKE["osu"])
+        for exe in ("coll_sweep", "p2p_sweep"):
+            write_exe(os.path.join(t, "pb", exe), FAKE["parabench"])
+        env = dict(os.environ, PATH=os.path.join(t, "bin") + os.pathsep + os.environ["PATH"],
+                   FAKE_STATE=os.path.join(t, "state"))
+        cls.out = os.path.join(t, "out")
+        p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench",
+                            os.path.join(t, "pb"), "--rounds", "3", "--np", str(NP), "--bind", "none",
+                            "--ops", "allreduce,allgather,bw,latency", "--max", "64", "--out", cls.out],
+                           capture_output=True, text=True, env=env, timeout=120)
+        cls.proc = p
+        if p.returncode != 0:
+            raise AssertionError(f"compare-osu-table.py exit {p.returncode}:\n{p.stdout}{p.stderr}")
+        with open(os.path.join(cls.out, "compare-osu.csv")) as f:
+            cls.rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def expected(self):
+        """(op, size) -> the summary row, computed from the stand-ins' values."""
+        want = {}
+        for op, rs in RATIOS.items():
+            bw = op == "bw"
+            for size in (8, 16, 32, 64):  # --min not given: each op's default smallest size, 8 B
+                v = value(op, size)
+                pb = sorted(v * r for r in rs)
+                ratio = pb[1] / v
+                best = (max(pb) if bw else min(pb)) / v
+                want[(op, size)] = {"metric": "bw_MBps" if bw else "time_us", "osu_median": f"{v:.4g}",
+                                    "parabench_median": f"{pb[1]:.4g}", "ratio_median": f"{ratio:.3f}",
+                                    "ratio_best": f"{best:.3f}", "ratio_min": f"{min(rs):.3f}",
+                                    "ratio_max": f"{max(rs):.3f}", "rounds": "3",
+                                    "in_band": str(int(0.95 <= ratio <= 1.05))}
+        return want
+
+    def test_summary_rows(self):
+        want = self.expected()
+        got = {(r["op"], int(r["bytes"])): {k: v for k, v in r.items() if k not in ("op", "bytes")} for r in self.rows}
+        self.assertEqual(sorted(got), sorted(want))
+        for key in want:
+            self.assertEqual(got[key], want[key], key)
+
+    def test_printed_table(self):
+        lines = self.proc.stdout.splitlines()
+        table = [l for l in lines if l.split() and l.split()[0] in RATIOS]
+        self.assertEqual(len(table), len(self.rows))
+        for line, r in zip(table, self.rows):
+            f = line.split()
+            self.assertEqual(f[:8], [r["op"], r["bytes"], r["metric"], r["osu_median"], r["parabench_median"],
+                                     r["ratio_median"], r["ratio_best"], f"{r['ratio_min']}-{r['ratio_max']}"])
+            self.assertEqual("outside 0.95-1.05" in line, r["in_band"] == "0", line)
+        inside = sum(r["in_band"] == "1" for r in self.rows)
+        self.assertIn(f"{inside} of {len(self.rows)} sizes within 0.95-1.05", self.proc.stdout)
+
+    def test_raw_rows(self):
+        with open(os.path.join(self.out, "compare-osu-raw.csv")) as f:
+            raw = list(csv.DictReader(l for l in f if not l.startswith("#")))
+        self.assertEqual(len(raw), 3 * len(RATIOS) * 4 * 2)  # rounds x ops x sizes x tools
+        for r in raw:
+            v = value(r["op"], int(r["bytes"]))
+            if r["tool"] == "osu":
+                self.assertAlmostEqual(float(r["value"]), v, places=2)
+            else:
+                self.assertAlmostEqual(float(r["value"]), v * RATIOS[r["op"]][int(r["round"]) - 1], places=6)
+
+
+if __name__ == "__main__":
+    unittest.main()
