@@ -82,7 +82,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate mutate-sample docs-check
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate mutate-sample docs-check install uninstall
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -197,6 +197,18 @@ plots:
 
 clean:
 	rm -rf build build-san build-fuzz build-vg build-cov
+
+# Install the built suite into PREFIX (docs/install.md): binaries and parabench-run-all in
+# bin/, what it runs in libexec/parabench/, examples and docs in share/, a modulefile in
+# MODULEFILESDIR/parabench/VERSION. DESTDIR stages a package; uninstall removes exactly
+# what the install's manifest (PREFIX/share/parabench/install-manifest.txt) lists.
+PREFIX         ?= /usr/local
+MODULEFILESDIR ?= $(PREFIX)/share/modulefiles
+install: all
+	@scripts/install.sh install "$(BUILD)" "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
+
+uninstall:
+	@scripts/install.sh uninstall "$(PREFIX)" "$(DESTDIR)"
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
