@@ -31,5 +31,8 @@ if ! command -v python3 >/dev/null 2>&1; then
     scripts/install-deps.sh "${deps[@]}" && command -v python3 >/dev/null 2>&1 ||
         { echo "run_all.sh: python3 is missing (above); nothing was run" >&2; exit 3; }
 fi
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-exec python3 -m suite "$@"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" # for the scripts the steps run
+# The suite beside this file, first on the path: `python3 -m suite` would put the current
+# directory first, and an installed job started inside a checkout would run the checkout's.
+exec python3 -c 'import sys; sys.path[0] = sys.argv.pop(1); from suite.driver import main; sys.exit(main(sys.argv[1:]))' \
+    "$ROOT" "$@"
