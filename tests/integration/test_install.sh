@@ -11,6 +11,9 @@ source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 for c in make python3 mpirun; do command -v $c >/dev/null || skip_test "$c not found"; done
 NUMBER=$(cat "$ROOT/VERSION")
+# make of its own: not the build folder, flags or jobserver of a `make test` above this test.
+# CUDA=0: the quickest build; what is installed does not depend on it.
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make BUILD=build CUDA=0 "$@"; }
 
 # ---- the scratch tree ----
 SRC=$TMP/src
@@ -26,15 +29,14 @@ else # a copy without git (tests/mutate.py's): no revision
     WANT="parabench $NUMBER"
 fi
 [ -e "$SRC/build" ] && fail "the scratch tree has a build folder before its own build"
-# CUDA=0: the quickest build; what is installed does not depend on it.
-make -C "$SRC" -j2 CUDA=0 all >"$TMP/build.log" 2>&1 || { fail "make in the scratch tree"; tail -20 "$TMP/build.log" >&2; finish; }
+mk -C "$SRC" -j2 all >"$TMP/build.log" 2>&1 || { fail "make in the scratch tree"; tail -20 "$TMP/build.log" >&2; finish; }
 
 P=$TMP/prefix D=$TMP/stage
 mkdir -p "$P/bin" && echo "#!/bin/sh" >"$P/bin/other-tool" # somebody else's, in a bin/ that was there before
-expect_rc 0 "make install PREFIX=$P" -- make -C "$SRC" CUDA=0 install PREFIX="$P"
-expect_rc 2 "a second install into the same prefix is refused (make: 2)" -- make -C "$SRC" CUDA=0 install PREFIX="$P"
+expect_rc 0 "make install PREFIX=$P" -- mk -C "$SRC" install PREFIX="$P"
+expect_rc 2 "a second install into the same prefix is refused (make: 2)" -- mk -C "$SRC" install PREFIX="$P"
 expect_in "$TMP/err" "make uninstall first" "the refusal says what to do"
-expect_rc 0 "make install DESTDIR=$D PREFIX=/opt/parabench" -- make -C "$SRC" CUDA=0 install DESTDIR="$D" PREFIX=/opt/parabench
+expect_rc 0 "make install DESTDIR=$D PREFIX=/opt/parabench" -- mk -C "$SRC" install DESTDIR="$D" PREFIX=/opt/parabench
 rm -rf "$SRC"
 [ -e "$SRC" ] && fail "the scratch tree is still there"
 
@@ -114,12 +116,12 @@ expect_in "$TMP/dry" "$D/opt/parabench/bin/coll_sweep" "the staged tree finds it
 expect_in "$TMP/dry" "$D/opt/parabench/libexec/parabench/scripts/report.py" "and its own report.py"
 
 # ---- uninstall (the checkout's Makefile; its build folder untouched) ----
-expect_rc 0 "make uninstall PREFIX=$P" -- make -C "$ROOT" BUILD="$TMP/no-build" uninstall PREFIX="$P"
+expect_rc 0 "make uninstall PREFIX=$P" -- mk -C "$ROOT" BUILD="$TMP/no-build" uninstall PREFIX="$P"
 left=$(cd "$P" && find . -mindepth 1 | sort | tr '\n' ' ')
 [ "$left" = "./bin ./bin/other-tool " ] && pass "uninstall left only what was there before (bin/other-tool; $m entries removed)" ||
     fail "uninstall left: $left"
 expect_rc 0 "make uninstall DESTDIR=$D PREFIX=/opt/parabench" -- \
-    make -C "$ROOT" BUILD="$TMP/no-build" uninstall DESTDIR="$D" PREFIX=/opt/parabench
+    mk -C "$ROOT" BUILD="$TMP/no-build" uninstall DESTDIR="$D" PREFIX=/opt/parabench
 [ -z "$(find "$D" -mindepth 1)" ] && pass "DESTDIR uninstall: the staging folder is empty" || fail "DESTDIR uninstall left: $(find "$D" -mindepth 1 | head -5)"
 
 finish
