@@ -33,7 +33,8 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
     steps = read_steps(out)
     verdicts = {s.name for s in planned if s.verdict}
     meta = {"version": version.format_version(*number_rev), "parabench_version": number_rev[0],
-            "git_revision": number_rev[1], "profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
+            "git_revision": number_rev[1],
+            "profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
             "launch": " ".join(machine.launch), "backend": opts.backend or "default", "host": socket.gethostname(),
             "binding": {"requested": machine.bind, "applied": machine.bind_applied, "note": machine.bind_note or None,
                         "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},
