@@ -82,7 +82,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate mutate-sample docs-check
+.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate mutate-sample docs-check install uninstall
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -91,6 +91,16 @@ all: $(BINS)
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_TEXT  := $(filter-out -DPB_GIT_REV%,$(CFLAGS)) | $(NVCCFLAGS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' >$(FLAGS_STAMP)))
+
+# The version (VERSION, and the git revision when built from git) is compiled
+# into version.o alone, rebuilt whenever either changes: every binary then
+# prints what run_all.sh prints (suite/version.py reads the same file), and
+# a commit relinks the binaries without recompiling the rest.
+PB_VERSION    := $(shell cat VERSION 2>/dev/null || echo unknown)
+VERSION_STAMP := $(BUILD)/version.txt
+$(shell echo '$(PB_VERSION) $(GIT_REV)' | cmp -s - $(VERSION_STAMP) || echo '$(PB_VERSION) $(GIT_REV)' >$(VERSION_STAMP))
+$(BUILD)/obj/common/core/version.o: $(VERSION_STAMP)
+$(BUILD)/obj/common/core/version.o: CFLAGS += -DPB_VERSION='"$(PB_VERSION)"'
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -190,13 +200,25 @@ plots:
 clean:
 	rm -rf build build-san build-fuzz build-vg build-cov
 
+# Install the built suite into PREFIX (docs/install.md): binaries and parabench-run-all in
+# bin/, what it runs in libexec/parabench/, examples and docs in share/, a modulefile in
+# MODULEFILESDIR/parabench/VERSION. DESTDIR stages a package; uninstall removes exactly
+# what the install's manifest (PREFIX/share/parabench/install-manifest.txt) lists.
+PREFIX         ?= /usr/local
+MODULEFILESDIR ?= $(PREFIX)/share/modulefiles
+install: all
+	@scripts/install.sh install "$(BUILD)" "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
+
+uninstall:
+	@scripts/install.sh uninstall "$(PREFIX)" "$(DESTDIR)"
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # libFuzzer on the option and size parsers, the threshold file parser, the
 # escaping module and the CSV reader acceptance uses: each target runs for
 # FUZZ_SECONDS on its corpus in tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_SRCS = common/core/parse.c common/core/options.c common/core/outpath.c common/core/dtype.c common/core/error.c common/core/escape.c \
+FUZZ_SRCS = common/core/parse.c common/core/options.c common/core/version.c common/core/outpath.c common/core/dtype.c common/core/error.c common/core/escape.c \
             common/core/csv.c common/core/grow.c common/core/link.c $(wildcard common/plan/thresholds.c)
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_SRCS)

@@ -53,6 +53,7 @@ NEEDS=(
     "libcmocka-dev|libcmocka-devel|all|pc cmocka"
     "iproute2|iproute|all|have ip"
     "procps|procps-ng|all|have ps"
+    "environment-modules|environment-modules|all|have modulecmd"
     "cppcheck|cppcheck|all|have cppcheck"
     "clang|clang|all|have clang"
     "clang-tidy|clang-tools-extra|all|have clang-tidy"

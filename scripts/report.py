@@ -502,13 +502,23 @@ def detail_blocks(out, notes, st, acc):
     return b + figure_blocks(out, notes) + table_blocks(out)
 
 
+def version_of(meta):
+    """The suite's version (run_all's, in meta.json) and, when they differ from it, the
+    benchmarks' (each binary's JSON metadata): results of mixed builds say so. A run from
+    before versions were recorded shows its git revision."""
+    mach = meta.get("machine", {})
+    suite = meta.get("version") or mach.get("version") or f"parabench (git {mach.get('git_revision', '?')})"
+    binaries = mach.get("version")
+    return suite if not binaries or binaries == suite else f"{suite} (benchmarks: {binaries})"
+
+
 def report_blocks(out, meta, groups, lines, notes, st, acc, verdict=None):
     """The whole report in reading order: verdict, headline figures, the documents' figures, details."""
     mach = meta.get("machine", {})
-    about = (f"{meta.get('date', '?')} · host {meta.get('host', '?')} · profile {meta.get('profile', '?')} · "
+    about = (f"{version_of(meta)} · {meta.get('date', '?')} · host {meta.get('host', '?')} · "
+             f"profile {meta.get('profile', '?')} · "
              f"{meta.get('nranks', '?')} ranks ({meta.get('devices', '?')}) · launcher {meta.get('launch', '?')} · "
-             f"backend {mach.get('backend', meta.get('backend', '?'))} ({mach.get('backend_library', '?')}) · "
-             f"git {mach.get('git_revision', '?')}")
+             f"backend {mach.get('backend', meta.get('backend', '?'))} ({mach.get('backend_library', '?')})")
     repro = reproduce(out)
     toc = [("headlines", "Headline figures")] + ([("suspects", "Suspects")] if verdict else [])
     toc += ([("reproduce", "The documents' figures")] if repro else [])

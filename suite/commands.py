@@ -1,6 +1,7 @@
 """A step's command line: what the driver runs and --dry-run prints."""
 import os
 
+from suite import paths
 from suite.manifest import MPI, SCRIPT, TOOL
 
 # timeout's grace between its TERM and its KILL: a launcher needs time to stop its ranks.
@@ -10,7 +11,7 @@ KILL_AFTER = {MPI: "10", TOOL: "5"}
 def command(step, run, launch, backend):
     args = step.args(run)
     if step.kind == SCRIPT:
-        return ["python3", step.binary, *args]
+        return ["python3", paths.script(step.binary), *args]
     # timeout puts itself and the launcher in a process group; the driver's session holds both.
     limit = ["timeout", "-k", KILL_AFTER[step.kind], str(run.limits.step_limit)]
     binary = os.path.join(run.bin, step.binary)

@@ -14,10 +14,8 @@ import sys
 import tempfile
 import time
 
-from suite import commands, dry_run, machine as machines, manifest, meta, options, processes
+from suite import commands, dry_run, machine as machines, manifest, meta, options, paths, processes, version
 from suite.processes import SIGNALS, Interrupted
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # Why a run failed, as its exit code. With several causes the first of PRIORITY wins: wrong
@@ -51,7 +49,7 @@ class Driver:
     def __init__(self, opts):
         self.o = opts
         self.build = os.environ.get("BUILD", "build")
-        self.bin = os.path.join(ROOT, self.build, "bin")
+        self.bin = paths.bin_dir(self.build)
         self.build_log = ""       # in /tmp until the results directory exists
         self.build_failed = False
         self.out = ""
@@ -71,6 +69,9 @@ class Driver:
 
     # ---- before the steps ----
     def install_and_build(self):
+        """In a checkout: install what is missing and build. Installed, the binaries are there already."""
+        if paths.installed():
+            return
         deps = ["scripts/install-deps.sh", "--for", "run"] + ([] if self.o.install else ["--no-install"])
         if processes.run(deps, stdout=None, stderr=None, defer=True) != 0:
             print("run_all.sh: dependencies are missing (above); nothing was run", file=sys.stderr)
@@ -87,7 +88,9 @@ class Driver:
                 print("run_all.sh: part of the build failed; see the build log in the results", file=sys.stderr)
                 with open(self.build_log, errors="replace") as f:
                     sys.stderr.writelines([line for line in f if "error" in line][:5])
-        # A bad threshold file is a usage error: say so before spending time on the suite.
+
+    def check_acceptance_file(self):
+        """A bad threshold file is a usage error: say so before spending time on the suite."""
         if self.o.acceptance:
             checker = os.path.join(self.bin, "acceptance")
             if not os.access(checker, os.X_OK):
@@ -113,8 +116,9 @@ class Driver:
             print(f"run_all.sh: cannot create {out}", file=sys.stderr)
             sys.exit(3)
         self.out = os.path.realpath(out)
-        shutil.move(self.build_log, os.path.join(self.out, "logs", "build.log"))
-        self.build_log = ""
+        if self.build_log:  # none when installed: nothing is built
+            shutil.move(self.build_log, os.path.join(self.out, "logs", "build.log"))
+            self.build_log = ""
         open(os.path.join(self.out, "steps.tsv"), "w").close()
         self.out_ready = True
 
@@ -168,7 +172,8 @@ class Driver:
 
     def write_meta(self, signal_name="", stopped=""):
         run = manifest.with_placement(self.run, *manifest.placement_of_run(self.out))
-        meta.write(self.out, self.o, self.machine, self.plan, manifest.shapes_record(run), signal_name, stopped or "")
+        meta.write(self.out, self.o, self.machine, self.plan, manifest.shapes_record(run), version.current(self.build),
+                   signal_name, stopped or "")
 
     def summary(self):
         print("")
@@ -232,10 +237,11 @@ class Driver:
         o = self.o
         if not o.dry_run:
             self.install_and_build()
+            self.check_acceptance_file()
         # ---- machine: ranks and launcher ----
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                           OMPI_MCA_btl_base_warn_component_unused="0")
-        self.machine = machines.detect(o, ROOT, os.path.join(self.bin, manifest.STEPS[0].binary))
+        self.machine = machines.detect(o, paths.HOME, os.path.join(self.bin, manifest.STEPS[0].binary))
         if o.backend == "nccl" and self.machine.gpus == 0 and not o.dry_run and not o.hostfile:
             # A GPU is visible (options.check_launch) but this build has no NCCL: every step would exit 3.
             options.die_env(f"--backend nccl needs a CUDA build with NCCL; {self.build}/bin does not link libnccl "
@@ -272,7 +278,8 @@ class Driver:
 
 def main(argv):
     SIGNALS.install()
-    os.chdir(ROOT)
+    if not paths.installed():  # installed, results go under the current directory (suite/paths.py)
+        os.chdir(paths.HOME)
     opts = options.parse(argv)
     options.check_launch(opts)
     driver = Driver(opts)

@@ -5,6 +5,8 @@ import os
 import socket
 import time
 
+from suite import version
+
 
 def read_steps(out):
     with open(os.path.join(out, "steps.tsv")) as f:
@@ -24,12 +26,15 @@ def benchmark_documents(out):
             continue
 
 
-def write(out, opts, machine, planned, shapes, signal_name="", stopped_step=""):
+def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopped_step=""):
     """planned: the step records of this run, in order; shapes: every shaped
-    step's {args, describe, skip, note} (manifest.shapes_record)."""
+    step's {args, describe, skip, note} (manifest.shapes_record); number_rev:
+    the suite's (version number, git revision) (suite/version.py)."""
     steps = read_steps(out)
     verdicts = {s.name for s in planned if s.verdict}
-    meta = {"profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
+    meta = {"version": version.format_version(*number_rev), "parabench_version": number_rev[0],
+            "git_revision": number_rev[1],
+            "profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
             "launch": " ".join(machine.launch), "backend": opts.backend or "default", "host": socket.gethostname(),
             "binding": {"requested": machine.bind, "applied": machine.bind_applied, "note": machine.bind_note or None,
                         "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},

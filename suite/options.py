@@ -7,6 +7,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from suite import version
+
 USAGE = """\
 parabench main job: install what is missing, build, run the whole suite on this
 machine (or a cluster), and write everything under results/<date>-<time>-<host>/.
@@ -14,6 +16,7 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
+  ./run_all.sh --version
 
   --quick        a short pass (well under two minutes on a 2-core machine)
   --full         long sweeps (to 256 MB) and bigger workloads
@@ -29,6 +32,11 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
                  on PATH, by pkg-config or through MPI_HOME/CUDA_HOME/NCCL_HOME are never reinstalled)
   --dry-run      print the steps, each one's launch line and an upper bound on its duration,
                  then exit 0: installs, builds and runs nothing
+  --version      print the version of the suite and of the binaries it runs (they are the same),
+                 "parabench NUMBER (git REVISION)", and exit 0
+
+Installed (make install, docs/install.md) the job is parabench-run-all: it installs and
+builds nothing, runs the installed binaries and writes results/ under the current directory.
 
 The steps are declared in suite/manifest.py. A failing benchmark is recorded and
 the rest still run. Exit, by cause: 0 all passed; 1 wrong data (a step exited 1
@@ -88,6 +96,9 @@ def parse(argv):
             continue
         if opt in ("-h", "--help"):
             print(USAGE)
+            sys.exit(0)
+        if opt == "--version":
+            print(version.string(os.environ.get("BUILD", "build")))
             sys.exit(0)
         if opt not in ("--np", "--hostfile", "--ranks-per-node", "--backend", "--bind", "--out", "--acceptance", "--junit"):
             die_usage(opt, "unknown option; see --help")

@@ -13,6 +13,7 @@
 #include "core/escape.h"
 #include "core/grow.h"
 #include "core/outpath.h"
+#include "core/version.h"
 #include "plan/thresholds.h"
 
 #include <ctype.h>
@@ -115,6 +116,7 @@ static void usage_text(void)
 {
     printf("Usage: acceptance --thresholds FILE --results DIR [--junit FILE] [--quiet]\n"
            "       acceptance --check FILE        (parse the threshold file only)\n"
+           "       acceptance --version\n"
            "Evaluate acceptance thresholds against the CSV files of a run_all.sh results directory.\n"
            "Each rule takes the worst matching row; exit 0 all pass, 1 any fails, 2 bad input.\n\nMetrics:\n");
     for (const pb_thresholds_metric *m = pb_thresholds_metrics(); m->name; m++)
@@ -493,6 +495,7 @@ static const char *option_name(int c)
     case 'k': return "--check";
     case 'q': return "--quiet";
     case 'h': return "-h/--help";
+    case 'V': return "--version";
     default: {
         static char name[8];
         snprintf(name, sizeof name, isprint(c) ? "-%c" : "-?", c);
@@ -507,7 +510,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {{"thresholds", required_argument, NULL, 't'}, {"results", required_argument, NULL, 'r'},
                                          {"junit", required_argument, NULL, 'j'},      {"check", required_argument, NULL, 'k'},
                                          {"quiet", no_argument, NULL, 'q'},            {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+                                         {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
     const char *tfile = NULL, *dir = NULL, *junit = NULL, *check = NULL;
     int c;
     opterr = 0; /* one message of ours, naming the option, instead of getopt's and ours */
@@ -522,8 +525,9 @@ int main(int argc, char **argv)
         else if (c == 'k') check = optarg;
         else if (c == 'q') (void)0;
         else if (c == 'h') return usage_text(), PB_OK;
+        else if (c == 'V') return printf("%s\n", pb_version_string()), PB_OK;
         else if (c == ':') return pb_error_usage(option_name(optopt), "needs a value; see --help");
-        else if (optopt == 'q' || optopt == 'h') return pb_error_usage(option_name(optopt), "takes no value");
+        else if (optopt == 'q' || optopt == 'h' || optopt == 'V') return pb_error_usage(option_name(optopt), "takes no value");
         else if (optopt) return pb_error_usage(option_name(optopt), "unknown option; see --help");
         else return pb_error_usage(argv[optind - 1], "unknown option; see --help");
     }

@@ -16,6 +16,7 @@
 #include "core/outpath.h"
 #include "plan/model.h"
 #include "core/parse.h"
+#include "core/version.h"
 #include "plan/plan.h"
 #include "plan/plan_fit.h"
 #include "plan/presets.h"
@@ -46,6 +47,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: plan --reproduce\n"
+            "       plan --version\n"
             "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D] [options]\n"
             "       plan --fit RESULTS_DIR [--cluster FILE] [--csv FILE]\n"
             "       plan --calibrate RESULTS_DIR [-o|--cluster-out FILE]\n"
@@ -65,7 +67,7 @@ static void usage(FILE *out)
 enum {
     O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
     O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
-    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM
+    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM, O_VERSION
 };
 
 static const struct option long_opts[] = {
@@ -86,7 +88,7 @@ static const struct option long_opts[] = {
     {"sp", required_argument, 0, O_SP}, {"hbm-bw", required_argument, 0, O_HBM},
     {"interleave", required_argument, 0, O_VSTAGES}, {"help", no_argument, 0, O_HELP},
     {"calibrate", required_argument, 0, O_CALIBRATE}, {"cluster-out", required_argument, 0, O_CLUSTER_OUT},
-    {"pp-simulate", required_argument, 0, O_PP_SIM}, {0, 0, 0, 0},
+    {"pp-simulate", required_argument, 0, O_PP_SIM}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 };
 
 static int choice(const char *opt, const char *arg, const char *const *names, int *out)
@@ -312,6 +314,7 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "ho:", long_opts, NULL)) != -1) {
         if (c == 'h' || c == O_HELP) { usage(stdout); return PB_OK; }
+        if (c == O_VERSION) { printf("%s\n", pb_version_string()); return PB_OK; }
         if (c == 'o') c = O_CLUSTER_OUT;
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/outpath.h"
 #include "core/parse.h"
+#include "core/version.h"
 #include "core/watchdog.h"
 
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #define MAX_OPTS 96
+#define VERSION_ID 999 /* getopt's value for --version: no option letter */
 
 static void option_label(const pb_options_opt *o, char *buf, size_t len)
 {
@@ -35,11 +37,12 @@ static void print_help(const char *summary, const pb_options_group *groups, int 
         }
     }
     printf("  %-30s %s\n", "-h/--help", "this help");
+    printf("  %-30s %s\n", "--version", "print the version and exit");
 }
 
 int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups)
 {
-    struct option longs[MAX_OPTS + 2];
+    struct option longs[MAX_OPTS + 3];
     const pb_options_opt *by_index[MAX_OPTS];
     const pb_options_group *group_of[MAX_OPTS];
     char shorts[3 * MAX_OPTS + 4] = ":h";
@@ -59,7 +62,8 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
         }
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
-    longs[n + 1] = (struct option){0, 0, 0, 0};
+    longs[n + 1] = (struct option){"version", no_argument, NULL, VERSION_ID};
+    longs[n + 2] = (struct option){0, 0, 0, 0};
 
     pb_outpath_reset();
     opterr = 0;
@@ -68,6 +72,10 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
     while ((c = getopt_long(argc, argv, shorts, longs, &longindex)) != -1) {
         if (c == 'h') {
             print_help(summary, groups, ngroups);
+            return PB_HELP_SHOWN;
+        }
+        if (c == VERSION_ID) {
+            printf("%s\n", pb_version_string());
             return PB_HELP_SHOWN;
         }
         if (c == '?' || c == ':') {

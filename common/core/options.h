@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PB_HELP_SHOWN (-1) /* pb_options_parse printed --help: exit 0 */
+#define PB_HELP_SHOWN (-1) /* pb_options_parse printed --help or --version: exit 0 */
 
 typedef struct pb_options_opt {
     const char *name;  /* long name, without "--" */
@@ -31,7 +31,8 @@ typedef struct pb_options_group {
 } pb_options_group;
 
 /* Parse argv against the groups. Returns PB_OK, PB_ERR_USAGE (message printed)
- * or PB_HELP_SHOWN. `summary` is the first lines of --help. */
+ * or PB_HELP_SHOWN (--help, or --version: core/version.h's string). `summary`
+ * is the first lines of --help. */
 int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups);
 
 /* ---- the common group shared by the sweeps and the workload benchmarks ---- */

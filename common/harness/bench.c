@@ -12,11 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* --validate is found before MPI starts, so that no MPI is started for it. */
-static int asks_validate(int argc, char **argv)
+/* --validate and --version are found before MPI starts, so that no MPI is
+ * started for them. */
+static int asks_for(int argc, char **argv, const char *option)
 {
+    size_t n = strlen(option);
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--validate") == 0 || strncmp(argv[i], "--validate=", 11) == 0) return 1;
+        if (strncmp(argv[i], option, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) return 1;
     return 0;
 }
 
@@ -62,8 +64,9 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     b->argc = *argc;
     b->argv = *argv;
     pb_error_set_progname(name);
-    b->validating = asks_validate(*argc, *argv);
-    int status = b->validating ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
+    b->validating = asks_for(*argc, *argv, "--validate");
+    int no_mpi = b->validating || asks_for(*argc, *argv, "--version");
+    int status = no_mpi ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
     if (b->w.rank != 0 && !freopen("/dev/null", "w", stdout))
@@ -71,6 +74,8 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     pb_options_set_backends(pb_comm_backend_check_name, pb_comm_backend_help());
     status = pb_options_parse(*argc, *argv, summary, groups, ngroups);
     if (status == PB_HELP_SHOWN) pb_world_exit(&b->w, PB_OK);
+    if (status == PB_OK && no_mpi && !b->validating) /* "--version" was another option's value: MPI is not started */
+        status = pb_error_usage("--version", "is an option, not a value; give the other option its value");
     if (status == PB_OK && b->validating) status = validate_world(b, groups, ngroups);
     if (status != PB_OK) pb_world_exit(&b->w, status);
 }

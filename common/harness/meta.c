@@ -76,8 +76,9 @@ cJSON *pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, ch
     if (w->rank == 0) {
         char lib[256] = "unknown";
         meta = cJSON_CreateObject();
-        cJSON_AddStringToObject(meta, "parabench_version", PB_VERSION);
-        cJSON_AddStringToObject(meta, "git_revision", PB_GIT_REV);
+        cJSON_AddStringToObject(meta, "version", pb_version_string());
+        cJSON_AddStringToObject(meta, "parabench_version", pb_version_number());
+        cJSON_AddStringToObject(meta, "git_revision", pb_version_git_rev());
         add_command(meta, argc, argv);
         add_date(meta);
         cJSON_AddStringToObject(meta, "backend", b ? b->name : "none");

@@ -179,7 +179,7 @@ static int write_csv(const char *path, const predvec *pv, const char *cmdline)
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", localtime(&now));
     fputs("# command: ", fp);
     pb_escape_fputs(fp, pb_escape_csv_comment, cmdline);
-    fprintf(fp, "\n# date: %s\n# git: %s\n", date, PB_GIT_REV);
+    fprintf(fp, "\n# date: %s\n# git: %s\n", date, pb_version_git_rev());
     fprintf(fp, "benchmark,row,predicted_us,measured_us,rel_error\n");
     /* a label holds strings read from result files: one field each */
     for (int i = 0; i < pv->n; i++) {

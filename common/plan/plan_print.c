@@ -199,7 +199,8 @@ int pb_plan_write_json(const char *path, const char *cmdline, const pb_model_tra
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
     cJSON_AddStringToObject(meta, "command", cmdline);
-    cJSON_AddStringToObject(meta, "git", PB_GIT_REV);
+    cJSON_AddStringToObject(meta, "version", pb_version_string());
+    cJSON_AddStringToObject(meta, "git", pb_version_git_rev());
     cJSON *jm = cJSON_AddObjectToObject(root, "job");
     cJSON_AddStringToObject(jm, "model", job->model.name ? job->model.name : "custom");
     cJSON_AddNumberToObject(jm, "params", job->params);

@@ -81,7 +81,7 @@ def main():
         fail(f"{a.csv}: missing columns {missing}; header is {header}")
     if a.rows is not None and len(rows) != a.rows:
         fail(f"{a.csv}: {len(rows)} rows, expected {a.rows}")
-    for key in ("# command:", "# date:", "# hosts:", "# backend:", "# git_revision:", "# backend_library:"):
+    for key in ("# command:", "# date:", "# hosts:", "# backend:", "# version:", "# git_revision:", "# backend_library:"):
         if not any(c.startswith(key) for c in comments):
             fail(f"{a.csv}: metadata line '{key}' missing")
     if a.complete and "# complete" not in comments:
@@ -92,7 +92,7 @@ def main():
     for key in ("benchmark", "meta", "rows", "summary", "complete"):
         if key not in doc:
             fail(f"{a.json}: key '{key}' missing")
-    for key in ("command", "date", "hosts", "ranks_per_node", "backend", "backend_library", "git_revision",
+    for key in ("command", "date", "hosts", "ranks_per_node", "backend", "backend_library", "version", "git_revision",
                 "topology", "nranks"):
         if key not in doc["meta"]:
             fail(f"{a.json}: meta.{key} missing")

@@ -58,7 +58,7 @@ at_most 300 "1024 ranks, --quick"
 
 # --reproduce: its steps listed with their real commands (no arguments file read), and estimated.
 expect_rc 0 "--dry-run --reproduce" -- "$RA" --dry-run --quick --np 2 --reproduce
-expect_in "$TMP/out" "repro_setup: python3 scripts/reproduce.py setup" "repro_setup's command"
+expect_in "$TMP/out" "repro_setup: python3 $ROOT/scripts/reproduce.py setup" "repro_setup's command (the script by its full path)"
 expect_in "$TMP/out" "# + the arguments repro_setup chooses" "repro_dp's arguments come from repro_setup"
 grep -q '^repro_busbw .*1 collective x 7 sizes x 0.5 s cap' "$TMP/out" && pass "repro_busbw estimated" || fail "repro_busbw not estimated"
 [ -s "$TMP/err" ] && fail "--dry-run --reproduce wrote to stderr: $(head -2 "$TMP/err")" || pass "nothing on stderr"

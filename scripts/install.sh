@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# make install / make uninstall (docs/install.md): copy the built suite into a prefix,
+# or remove exactly what an earlier install put there.
+#
+#   scripts/install.sh install   BUILD PREFIX [DESTDIR] [MODULEFILESDIR]
+#   scripts/install.sh uninstall PREFIX [DESTDIR]
+#
+# PREFIX/bin                         the binaries, and parabench-run-all (a link to run_all.sh)
+# PREFIX/libexec/parabench           what parabench-run-all runs: run_all.sh, suite/, the
+#                                    scripts it starts, plots/, install.json
+# PREFIX/share/parabench             acceptance/ (threshold examples), install-manifest.txt
+# PREFIX/share/doc/parabench         README.md, CHANGELOG.md, docs/
+# MODULEFILESDIR/parabench/VERSION   a Tcl modulefile (Environment Modules and Lmod);
+#                                    MODULEFILESDIR defaults to PREFIX/share/modulefiles
+#
+# Files land under DESTDIR/PREFIX; the modulefile names PREFIX alone, so a
+# package built with DESTDIR works once installed at PREFIX. Every file, link
+# and directory created is listed in PREFIX/share/parabench/install-manifest.txt
+# (without DESTDIR), which uninstall reads backwards: files go, and directories
+# install created go when empty. A directory that was there before stays.
+# Exit: 0 done; 2 usage; 3 nothing built, or a path that cannot be written.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "install.sh: $1" >&2; exit "${2:-3}"; }
+usage() { die "usage: scripts/install.sh install BUILD PREFIX [DESTDIR] [MODULEFILESDIR] | uninstall PREFIX [DESTDIR]" 2; }
+absolute() { case $1 in /*) ;; *) die "$2 '$1' is not an absolute path; expected one such as /usr/local" 2 ;; esac; }
+# A newline would split the manifest's lines; the others are Tcl's in the modulefile.
+plain_path() { case $1 in *$'\n'* | *[\"\{\}\[\]\$\\]*) die "$2 '$1' holds a newline or one of \" { } [ ] \$ \\; expected a plain path" 2 ;; esac; }
+
+MANIFEST_REL=share/parabench/install-manifest.txt
+
+# ---- install ----
+# Each helper records the PREFIX-side path it created in $LIST.
+record() { printf '%s\n' "$1" >>"$LIST"; }
+dir() { # dir PATH: create PATH (and its missing parents) under DESTDIR
+    local d=$1 missing=()
+    while [ "$d" != / ] && [ ! -d "$DESTDIR$d" ]; do missing=("$d" "${missing[@]}"); d=$(dirname "$d"); done
+    for d in "${missing[@]}"; do mkdir "$DESTDIR$d" && record "$d"; done
+}
+file() { # file MODE SOURCE DEST
+    dir "$(dirname "$3")"
+    install -m "$1" "$2" "$DESTDIR$3"
+    record "$3"
+}
+
+install_all() {
+    local build=$1 bindir=$PREFIX/bin libexec=$PREFIX/libexec/parabench data=$PREFIX/share/parabench
+    local doc=$PREFIX/share/doc/parabench f name
+    [ -f "$build/version.txt" ] || die "$build/version.txt is missing: build first (make)"
+    local version rev
+    read -r version rev <"$build/version.txt"
+    [ -e "$DESTDIR$data/install-manifest.txt" ] &&
+        die "$DESTDIR$data/install-manifest.txt exists: parabench is installed there already; make uninstall first"
+    LIST=$(mktemp /tmp/parabench-install.XXXXXX)
+    trap 'rm -f "$LIST" "$LIST.json" "$LIST.module"' EXIT
+    [ -z "$DESTDIR" ] || mkdir -p "$DESTDIR" # the packager's staging folder: not part of the install
+    # The binaries: one per benchmarks/*.c and tools/*.c, under their own names.
+    for f in benchmarks/*.c tools/*.c; do
+        name=$(basename "$f" .c)
+        [ -x "$build/bin/$name" ] || die "$build/bin/$name is not built (make)"
+        file 755 "$build/bin/$name" "$bindir/$name"
+    done
+    # What parabench-run-all runs, in the checkout's layout so that every part finds the others
+    # relative to itself (suite/paths.py, scripts/report.py, plots/*.gp).
+    file 755 run_all.sh "$libexec/run_all.sh"
+    for f in suite/*.py; do file 644 "$f" "$libexec/$f"; done
+    for f in scripts/report.py scripts/suspects.py scripts/figure_data.py scripts/reproduce.py; do file 644 "$f" "$libexec/$f"; done
+    file 755 scripts/bind-near-gpu.sh "$libexec/scripts/bind-near-gpu.sh"
+    for f in plots/*.gp; do file 644 "$f" "$libexec/$f"; done
+    # install.json marks the tree as installed: the binaries' folder relative to it, and the
+    # version they were built as (suite/version.py; what --version prints).
+    printf '{"version": "%s", "git": "%s", "bin": "../../bin"}\n' "$version" "$rev" >"$LIST.json"
+    file 644 "$LIST.json" "$libexec/install.json"
+    dir "$bindir"
+    ln -s ../libexec/parabench/run_all.sh "$DESTDIR$bindir/parabench-run-all"
+    record "$bindir/parabench-run-all"
+    for f in acceptance/*.thresholds; do file 644 "$f" "$data/$f"; done
+    file 644 README.md "$doc/README.md"
+    file 644 CHANGELOG.md "$doc/CHANGELOG.md"
+    while IFS= read -r -d '' f; do file 644 "$f" "$doc/$f"; done < <(find docs -type f -print0 | sort -z)
+    modulefile "$version" "$rev" >"$LIST.module"
+    file 644 "$LIST.module" "$MODULEFILES/parabench/$version"
+    dir "$data"
+    record "$data/install-manifest.txt"
+    install -m 644 "$LIST" "$DESTDIR$data/install-manifest.txt"
+    echo "installed parabench $version into $DESTDIR$PREFIX ($(wc -l <"$LIST") entries in $data/install-manifest.txt)"
+}
+
+# A Tcl modulefile: Environment Modules and Lmod both read it. No MANPATH: no man pages.
+modulefile() {
+    cat <<EOF
+#%Module1.0
+## parabench $1 (git $2), installed in $PREFIX by make install (docs/install.md).
+proc ModulesHelp { } {
+    puts stderr "parabench $1: communication microbenchmarks for distributed deep-learning training."
+    puts stderr "  parabench-run-all --quick    the whole suite; results under the current directory"
+    puts stderr "  $PREFIX/share/parabench/acceptance: threshold examples (--acceptance FILE)"
+    puts stderr "  $PREFIX/share/doc/parabench: the documentation"
+}
+module-whatis "parabench $1: MPI and NCCL communication microbenchmarks for distributed training"
+conflict parabench
+set root {$PREFIX}
+setenv PARABENCH_HOME \$root
+prepend-path PATH \$root/bin
+EOF
+}
+
+# ---- uninstall ----
+uninstall_all() {
+    local manifest=$DESTDIR$PREFIX/$MANIFEST_REL path
+    [ -f "$manifest" ] || { echo "uninstall: no parabench install in $DESTDIR$PREFIX ($manifest is missing); nothing removed"; return 0; }
+    local n=0
+    while IFS= read -r path; do
+        case $path in /*) ;; *) die "$manifest: '$path' is not an absolute path; nothing more removed" ;; esac
+        if [ -d "$DESTDIR$path" ] && [ ! -L "$DESTDIR$path" ]; then
+            rmdir "$DESTDIR$path" 2>/dev/null || true # a directory holding someone else's files stays
+        else
+            rm -f "$DESTDIR$path"
+        fi
+        n=$((n + 1))
+    done < <(tac "$manifest")
+    echo "uninstalled parabench from $DESTDIR$PREFIX ($n entries)"
+}
+
+[ $# -ge 1 ] || usage
+case $1 in
+install)
+    [ $# -ge 3 ] && [ $# -le 5 ] || usage
+    PREFIX=$3 DESTDIR=${4:-} MODULEFILES=${5:-$3/share/modulefiles}
+    absolute "$PREFIX" PREFIX; absolute "$MODULEFILES" MODULEFILESDIR
+    plain_path "$PREFIX" PREFIX; plain_path "$DESTDIR" DESTDIR; plain_path "$MODULEFILES" MODULEFILESDIR
+    PREFIX=${PREFIX%/} MODULEFILES=${MODULEFILES%/}
+    install_all "$2" ;;
+uninstall)
+    [ $# -ge 2 ] && [ $# -le 3 ] || usage
+    PREFIX=$2 DESTDIR=${3:-}
+    absolute "$PREFIX" PREFIX
+    PREFIX=${PREFIX%/}
+    uninstall_all ;;
+*) usage ;;
+esac
