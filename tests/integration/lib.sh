@@ -162,6 +162,19 @@ emu_up() {
     fail "emulate-cluster.sh up $*: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
     finish
 }
+# emu_owner_lock: wait for the machine's emulated cluster to be ours (the lock every
+# user of it takes: flock /run/parabench-emu-owner.lock COMMAND), and hold it until
+# the test exits. A test started under that flock already holds it (the descriptor
+# flock passed down): locking again would wait for ourselves.
+EMU_OWNER_LOCK=/run/parabench-emu-owner.lock
+emu_owner_lock() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        [ "$(readlink "$fd" 2>/dev/null)" = "$EMU_OWNER_LOCK" ] && return 0
+    done
+    exec 9>"$EMU_OWNER_LOCK" || skip_test "cannot open $EMU_OWNER_LOCK (needs root)"
+    flock -w 900 9 || { fail "the emulated cluster stayed in use for 15 minutes ($EMU_OWNER_LOCK held)"; finish; }
+}
 emu_cleanup() {
     local rc=$?
     declare -F emu_before_down >/dev/null && emu_before_down
