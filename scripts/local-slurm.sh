@@ -126,8 +126,8 @@ all_idle() {
     local states
     states=$(node_states) && [ "$(grep -c ' idle$' <<<"$states")" -eq ${#NODES[@]} ]
 }
-# emu_nodes: the number of nodes of the emulated cluster that is up, or nothing.
-emu_nodes() { "$EMU" status 2>/dev/null | sed -n 's/^  nodes: \([0-9]*\) .*/\1/p'; }
+# emu_nodes: the number of nodes of the emulated cluster that is up (intact), or nothing.
+emu_nodes() { "$EMU" status 2>/dev/null | sed -n '/^emulated cluster: up$/,$ s/^  nodes: \([0-9]*\) .*/\1/p'; }
 
 status() {
     local d p up=0 all=0
