@@ -104,7 +104,7 @@ pid_of() {
     [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "${1%%-*}" ] && echo "$p"
 }
 # Job steps left running: the slurmstepd processes that hold a file under DIR open
-# (they log to DIR/log/slurmd.log; a `tail -f` of that log is not one of them),
+# (they log to DIR/log/slurmd-NODE.log; a `tail -f` of that log is not one of them),
 # then every process below them (the tasks). By /proc and PID, never by name alone.
 strays() {
     local fd p
@@ -288,7 +288,10 @@ emu_up() {
         [ -z "$RATE" ] || echo "local-slurm.sh: the emulated cluster is up already; --rate $RATE is not applied (its rate: $EMU status)" >&2
         return 0
     fi
-    "$EMU" up --nodes "$NNODES" --rate "${RATE:-1gbit}" || { echo "local-slurm.sh: $EMU up failed (exit $?)" >&2; exit 3; }
+    local rc=0
+    "$EMU" up --nodes "$NNODES" --rate "${RATE:-1gbit}" || rc=$?
+    # Its usage errors (a bad --rate) are ours; anything else is the environment's.
+    [ "$rc" -eq 0 ] || { echo "local-slurm.sh: $EMU up failed (exit $rc)" >&2; [ "$rc" -eq 2 ] && exit 2; exit 3; }
     mkdir -p "$RUN"
     : >"$RUN/emulated-cluster"
 }
