@@ -49,13 +49,17 @@ export PARABENCH_SLURM_PORT=$PORT
 # test_emulated_cluster.sh). srun passes the environment on to the ranks.
 export OMPI_MCA_mpi_yield_when_idle=1
 
-UP=0 JOB=""
+# UP: our Slurm is up; EMU_OURS: the emulated cluster is ours (it was down before
+# up), so whatever is left of it at exit is taken down, even after a failed down.
+UP=0 EMU_OURS=0 JOB=""
 cleanup() {
     local rc=$?
     [ -n "$JOB" ] && kill -TERM "$JOB" 2>/dev/null && wait "$JOB" 2>/dev/null
     if [ "$UP" -eq 1 ]; then
         "$LS" down >/dev/null 2>&1 || echo "FAIL: $NAME: '$LS down' failed; PIDs in $PARABENCH_SLURM_DIR/run" >&2
-        "$EMU" status 2>/dev/null | grep -q '^emulated cluster: down' || "$EMU" down >/dev/null 2>&1
+    fi
+    if [ "$EMU_OURS" -eq 1 ] && ! "$EMU" status 2>/dev/null | grep -q '^emulated cluster: down'; then
+        "$EMU" down >/dev/null 2>&1 || echo "FAIL: $NAME: '$EMU down' failed; clean up by hand (docs/emulated-cluster.md)" >&2
     fi
     rm -rf "$TMP"
     exit "$rc"
@@ -74,7 +78,7 @@ bg() {
     return "$rc"
 }
 
-UP=1
+UP=1 EMU_OURS=1
 "$LS" up --nodes 2 --rate 1gbit >"$TMP/up.out" 2>"$TMP/up.err"
 rc=$?
 if [ "$rc" -eq 3 ] && grep -q "not permitted" "$TMP/up.err"; then
