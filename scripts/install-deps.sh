@@ -6,9 +6,11 @@
 #
 #   --for run     only what ./run_all.sh needs (build and run the suite, draw figures)
 #   --for all     also what the tests and `make lint` need (default)
-#   --for slurm   opt-in: Slurm's controller, node daemon and commands and munge
-#                 (slurmctld, slurmd, slurm-client, munge), for scripts/local-slurm.sh
-#                 and tests/integration/test_slurm.sh; only these, not the rest
+#   --for slurm   opt-in: Slurm's controller, node daemon and commands, its PMIx
+#                 plugin (srun --mpi=pmix) and munge (slurmctld, slurmd, slurm-client,
+#                 slurm-wlm-basic-plugins, munge), and what the emulated nodes need
+#                 (nsenter, unshare, ip, tc), for scripts/local-slurm.sh and
+#                 tests/integration/test_slurm*.sh; only these, not the rest
 #   --for report  opt-in: a headless Chromium, for tools/dev/check-report-browser.py and
 #                 tests/integration/test_report_browser.sh (the report as a reader sees it)
 #   --no-install  never install: report what is missing and exit 3
@@ -61,6 +63,9 @@ NEEDS=(
     "slurmd|slurm-slurmd (EPEL)|slurm|have slurmd"
     "slurm-client|slurm (EPEL)|slurm|have sbatch && have srun && have sinfo"
     "munge|munge|slurm|have munged && have mungekey"
+    "slurm-wlm-basic-plugins|slurm-pmix (EPEL)|slurm|compgen -G '/usr/lib*/slurm*/mpi_pmix*.so' >/dev/null || compgen -G '/usr/lib*/*/slurm*/mpi_pmix*.so' >/dev/null"
+    "util-linux|util-linux|slurm|have nsenter && have unshare"
+    "iproute2|iproute|slurm|have ip && have tc"
     "chromium|chromium (EPEL)|report|have chromium || have chromium-headless-shell || have chromium-browser || have google-chrome"
 )
 

@@ -146,12 +146,8 @@ EMU=$TESTS_DIR/../../scripts/emulate-cluster.sh
 emu_up() {
     [ "$(id -u)" -eq 0 ] || skip_test "needs root to create network namespaces (emulate-cluster.sh up)"
     # One emulated cluster per machine: wait for whoever holds it (another test
-    # run, a user's session that took the same lock) rather than fail.
-    exec {EMU_LOCK_FD}>/run/parabench-emu-owner.lock
-    if ! flock -w 900 "$EMU_LOCK_FD"; then
-        fail "the emulated cluster's lock /run/parabench-emu-owner.lock has been held for 15 minutes by another process"
-        finish
-    fi
+    # run, a user's command under the same lock) rather than fail.
+    emu_owner_lock
     if "$EMU" status 2>/dev/null | grep -q '^emulated cluster: \(up\|DAMAGED\)'; then
         fail "an emulated cluster is already up (see '$EMU status'); not touching it. Run '$EMU down' and retry"
         finish
@@ -168,6 +164,19 @@ emu_up() {
     fi
     fail "emulate-cluster.sh up $*: exit $rc"; sed 's/^/  | /' "$TMP/up.err" >&2
     finish
+}
+# emu_owner_lock: wait for the machine's emulated cluster to be ours (the lock every
+# user of it takes: flock /run/parabench-emu-owner.lock COMMAND), and hold it until
+# the test exits. A test started under that flock already holds it (the descriptor
+# flock passed down): locking again would wait for ourselves.
+EMU_OWNER_LOCK=/run/parabench-emu-owner.lock
+emu_owner_lock() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        [ "$(readlink "$fd" 2>/dev/null)" = "$EMU_OWNER_LOCK" ] && return 0
+    done
+    exec 9>"$EMU_OWNER_LOCK" || skip_test "cannot open $EMU_OWNER_LOCK (needs root)"
+    flock -w 900 9 || { fail "the emulated cluster stayed in use for 15 minutes ($EMU_OWNER_LOCK held)"; finish; }
 }
 emu_cleanup() {
     local rc=$?

@@ -58,9 +58,9 @@ if ! "$LS" up >"$TMP/up.out" 2>"$TMP/up.err"; then
 fi
 pass "local Slurm up (ports $PORT, $((PORT + 1)))"
 PIDS=""
-for d in munged slurmctld slurmd; do
+for d in munged slurmctld "slurmd-$(hostname -s)"; do
     p=$(tr -dc '0-9' <"$PARABENCH_SLURM_DIR/run/$d.pid" 2>/dev/null)
-    if [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$d" ]; then PIDS="$PIDS $p"; else fail "$d: no live process for $PARABENCH_SLURM_DIR/run/$d.pid"; fi
+    if [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "${d%%-*}" ]; then PIDS="$PIDS $p"; else fail "$d: no live process for $PARABENCH_SLURM_DIR/run/$d.pid"; fi
 done
 [ "$(sinfo -h -N -o %T)" = idle ] && pass "sinfo: the node is idle" || fail "sinfo: node state '$(sinfo -h -N -o %T)', expected idle"
 expect_rc 0 "local-slurm.sh up again (already up)" -- "$LS" up
