@@ -57,9 +57,11 @@ int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
 #endif
     int n = g->count();
     if (n == 0) {
+        const char *why = g->count_error ? g->count_error() : NULL;
         snprintf(desc, len, "none");
-        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process (CUDA_VISIBLE_DEVICES=%s)",
-                       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process (CUDA_VISIBLE_DEVICES=%s)%s%s",
+                       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset",
+                       why ? ": cudaGetDeviceCount: " : "", why ? why : "");
     }
     int dev = ((local_rank + offset) % n + n) % n;
     PB_TRY(g->set_device(dev));
@@ -89,7 +91,12 @@ int pb_gpu_from_host(void *dst, const void *src, size_t bytes)
 
 int pb_gpu_check_ranks(int local_size, int ngpu, int exclusive)
 {
-    if (ngpu <= 0) return pb_fail(PB_ERR_ENV, "no GPU is visible to this process");
+    if (ngpu <= 0) {
+        const pb_gpu_ops *g = pb_gpu_ops_get();
+        const char *why = g->count_error ? g->count_error() : NULL;
+        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process%s%s", why ? ": cudaGetDeviceCount: " : "",
+                       why ? why : "");
+    }
     if (exclusive && local_size > ngpu)
         return pb_fail(PB_ERR_ENV,
                        "%d ranks on one node but only %d GPU%s visible: NCCL needs one GPU per rank (it refuses "

@@ -14,6 +14,10 @@
 /* The CUDA runtime calls behind this module; each returns a PB_ status. */
 typedef struct pb_gpu_ops {
     int (*count)(void);                  /* visible GPUs, 0 when none */
+    /* Why count() found none: the runtime's error ("CUDA driver version is
+     * insufficient for CUDA runtime version"), NULL when it simply found none
+     * or cannot say (the field may be left out). */
+    const char *(*count_error)(void);
     int (*set_device)(int dev);          /* cudaSetDevice: current device of the calling thread */
     int (*describe)(int dev, int n, char *desc, size_t len);
     size_t (*cache_bytes)(void);         /* L2 of the current device */
@@ -54,7 +58,8 @@ int pb_gpu_from_host(void *dst, const void *src, size_t bytes);
 /* Whether local_size ranks on one node may share the node's `ngpu` GPUs:
  * with exclusive use (NCCL: one GPU per rank, it refuses duplicates) they
  * need local_size <= ngpu; shared use (MPI on device buffers) needs one GPU.
- * PB_OK, or PB_ERR_ENV with a message (pb_fail) naming the fix. Pure. */
+ * PB_OK, or PB_ERR_ENV with a message (pb_fail) naming the fix; without a GPU
+ * the message carries the runtime's error (count_error). */
 int pb_gpu_check_ranks(int local_size, int ngpu, int exclusive);
 
 /* L2 cache of the current GPU in bytes (0 without a GPU). */

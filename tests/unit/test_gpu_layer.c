@@ -153,6 +153,27 @@ static void test_ranks_per_gpu(void **state)
     assert_int_equal(pb_gpu_check_ranks(1, 0, 1), PB_ERR_ENV);
 }
 
+/* A driver older than the runtime: cudaGetDeviceCount fails, and the message
+ * says so instead of a bare "no GPU is visible". */
+static int f_none(void) { return 0; }
+static const char *f_driver_old(void) { return "CUDA driver version is insufficient for CUDA runtime version"; }
+static void test_no_gpu_says_why(void **state)
+{
+    (void)state;
+    static const pb_gpu_ops old_driver = {.count = f_none, .count_error = f_driver_old};
+    pb_gpu_ops_set(&old_driver);
+    char desc[64];
+    assert_int_equal(pb_gpu_bind(0, 0, desc, sizeof desc), PB_ERR_ENV);
+    assert_non_null(strstr(pb_error_last(), "cudaGetDeviceCount: CUDA driver version is insufficient"));
+    assert_int_equal(pb_gpu_check_ranks(1, 0, 1), PB_ERR_ENV);
+    assert_non_null(strstr(pb_error_last(), "cudaGetDeviceCount: CUDA driver version is insufficient"));
+    static const pb_gpu_ops none_known = {.count = f_none}; /* a table without count_error */
+    pb_gpu_ops_set(&none_known);
+    assert_int_equal(pb_gpu_bind(0, 0, desc, sizeof desc), PB_ERR_ENV);
+    assert_null(strstr(pb_error_last(), "cudaGetDeviceCount"));
+    pb_gpu_ops_set(NULL);
+}
+
 static void test_nccl_version(void **state)
 {
     (void)state;
@@ -210,6 +231,7 @@ int main(void)
 #endif
         cmocka_unit_test_setup_teardown(test_bind_and_threads, setup, teardown),
         cmocka_unit_test(test_ranks_per_gpu),
+        cmocka_unit_test(test_no_gpu_says_why),
         cmocka_unit_test(test_nccl_version),
         cmocka_unit_test(test_nccl_log_path),
     };
