@@ -558,8 +558,8 @@ step mpi-host "$R" "$TO" h_host -- $(launch "$R" coll_sweep --backend mpi --mem 
 
 step unit-gpu 1 "$TO" h_unit -- $(run1 test_gpu_nogpu)
 step unit-coll-check 1 "$TO" h_unit -- $(run1 test_coll_check)
-step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 2048,4096,8192 -n 10 --copy-bytes 1G --csv probe-bf16.csv)
-step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 2048,8192 -n 5 --copy-bytes 0 --csv probe-fp32.csv)
+step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 2048,4096,8192 -n 10 --copy-bytes 1G --warmup-ms 500 --csv probe-bf16.csv)
+step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 2048,8192 -n 5 --copy-bytes 0 --warmup-ms 500 --csv probe-fp32.csv)
 # Same-machine reference: PyTorch's cuBLAS GEMM rate and copy bandwidth (exit 77: no PyTorch, skipped)
 if [ -n "$PY" ]; then
   # without a bundle's LD_LIBRARY_PATH: PyTorch would load the toolkit's cuBLAS there instead of its own

@@ -248,6 +248,15 @@ PY
 then pass "fake node: $(cat "$TMP/keys")"
 else fail "fake node: key figures"; sed 's/^/  | /' "$TMP/keys" >&2; tail -5 "$TMP/fake.out" | sed 's/^/  | /' >&2; fi
 
+# ---- without a GPU, a CUDA build says what cudaGetDeviceCount answered (here: no driver), not only "no GPU"
+if ldd "$BIN/coll_sweep" 2>/dev/null | grep -q libcudart && ! command -v nvidia-smi >/dev/null; then
+  for be in "--backend mpi --mem device" "--backend nccl"; do
+    # shellcheck disable=SC2086
+    expect_rc 3 "no GPU: $be" -- "$BIN/coll_sweep" $be -b 8 -e 8 -n 1 -w 0
+    expect_in "$TMP/out" ": cudaGetDeviceCount: " "no GPU ($be): the CUDA error text"
+  done
+fi
+
 # ---- --rehearse: every step's own command line on CPU stand-ins, every judge on their files, the
 # summary, gpu-check.md and --pack. 2 GPUs played, so that the multi-rank steps run too.
 [ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
@@ -278,6 +287,8 @@ grep -q '^devtime-pair-1: allreduce busbw .* at 1048576 B' <(sed -n 's/^#   //p'
 grep -q '^rehearsed as: .*gpu-check-judge.py tp-vs-gemm tp-nccl-1.csv probe-fp32.csv$' "$TMP/reh/check.log" && pass "tp-vs-gemm: tp_layer against the fp32 probe" || fail "tp-vs-gemm arguments: $(grep 'tp-vs-gemm tp-nccl' "$TMP/reh/check.log" | head -1)"
 # PyTorch runs with the LD_LIBRARY_PATH the check started with, not a bundle's
 grep -q '^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$' "$TMP/reh/check.log" && pass "torch-ref: the LD_LIBRARY_PATH from before the bundle" || fail "torch-ref command: $(grep 'torch-ref torch-ref' "$TMP/reh/check.log" | head -1)"
+# compute_probe warms the GPU up (clocks ramp from idle) before it times
+[ "$(grep -c '^# warm-up [0-9]* GEMMs of 256 in [0-9]* ms (at least 500 ms)' "$TMP/reh/check.log")" = 2 ] && pass "probes: half a second of GEMMs before timing" || fail "probes: no warm-up line"
 # --pack: at most 8 files, the three pages and a tarball of every other file
 P=$TMP/pack
 np=$(find "$P" -type f | wc -l)
