@@ -253,7 +253,7 @@ if ldd "$BIN/coll_sweep" 2>/dev/null | grep -q libcudart && ! command -v nvidia-
   for be in "--backend mpi --mem device" "--backend nccl"; do
     # shellcheck disable=SC2086
     expect_rc 3 "no GPU: $be" -- "$BIN/coll_sweep" $be -b 8 -e 8 -n 1 -w 0
-    expect_in "$TMP/out" ": cudaGetDeviceCount: " "no GPU ($be): the CUDA error text"
+    expect_in "$TMP/err" ": cudaGetDeviceCount: " "no GPU ($be): the CUDA error text"
   done
 fi
 
