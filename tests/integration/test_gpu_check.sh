@@ -257,6 +257,29 @@ if ldd "$BIN/coll_sweep" 2>/dev/null | grep -q libcudart && ! command -v nvidia-
   done
 fi
 
+# ---- NCCL from a Python wheel's layout (nvidia/nccl/lib/libnccl.so.2 only, the header in another
+# wheel's include/): the Makefile links it by soname with an rpath. A tree of symlinks to the toolkit here.
+CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
+if [ -e "$CUDA_LIB/libnccl.so.2" ] && [ -f "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" ] && command -v cc >/dev/null; then
+  WH=$TMP/site-packages/nvidia
+  mkdir -p "$WH/nccl/lib" "$WH/cu13/include"
+  ln -s "$CUDA_LIB/libnccl.so.2" "$WH/nccl/lib/"
+  ln -s "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" "$WH/cu13/include/"
+  make -s -C "$TESTS_DIR/../.." -n CUDA=1 NCCL_HOME="$WH/nccl" NCCL_INC="$WH/cu13/include" BUILD="$TMP/wb" "$TMP/wb/bin/coll_sweep" \
+      > "$TMP/wheel.make" 2>&1
+  link=$(grep -- "-o $TMP/wb/bin/coll_sweep" "$TMP/wheel.make")
+  case "$link" in *"-L$WH/nccl/lib -Wl,-rpath,$WH/nccl/lib -L"*"-l:libnccl.so.2 "*) pass "wheel NCCL: -L, rpath and soname" ;;
+    *) fail "wheel NCCL link line: ${link:-none}" ;; esac
+  grep -q -- "-I$WH/cu13/include" "$TMP/wheel.make" && pass "wheel NCCL: NCCL_INC for the header" || fail "no -I$WH/cu13/include"
+  # the same flags link and load a program calling NCCL, from the wheel's folder
+  flags=${link#*libparabench.a}; flags=${flags%% -o *}
+  printf '#include <nccl.h>\n#include <stdio.h>\nint main(void) { int v = 0; ncclGetVersion(&v); printf("%%d\\n", v); return v <= 0; }\n' > "$TMP/v.c"
+  # shellcheck disable=SC2086
+  if cc "$TMP/v.c" -I"$WH/cu13/include" -I"${CUDA_HOME:-/usr/local/cuda}/include" $flags -o "$TMP/v" 2> "$TMP/v.err"; then
+    ldd "$TMP/v" | grep -q "libnccl.so.2 => $WH/nccl/lib/libnccl.so.2" && "$TMP/v" >/dev/null && pass "wheel NCCL: linked, loaded from the wheel's lib/" || fail "wheel NCCL: $(ldd "$TMP/v" | grep nccl)"
+  else fail "wheel NCCL: cannot link: $(head -3 "$TMP/v.err")"; fi
+fi
+
 # ---- --rehearse: every step's own command line on CPU stand-ins, every judge on their files, the
 # summary, gpu-check.md and --pack. 2 GPUs played, so that the multi-rank steps run too.
 [ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
