@@ -42,10 +42,11 @@
 #   --rehearse           run every step here without a GPU: each GPU step's own
 #                        command line with CPU stand-ins (--backend mpi --mem host
 #                        for nccl and device memory, --engine blas for cublas, no
-#                        -G, no compute-sanitizer prefix), the same output names,
-#                        then every judge, the summary, gpu-check.md and --pack
-#                        on those files. Sizes are capped at PB_REHEARSE_CAP
-#                        bytes (default 1M; GEMM sides at 256, model tiny; 0:
+#                        -G, no --in-place, no compute-sanitizer prefix), the
+#                        same output names, then every judge, the summary,
+#                        gpu-check.md and --pack on those files. Sizes are
+#                        capped at PB_REHEARSE_CAP bytes (default 1M; GEMM
+#                        sides at 256, -n/-w at 2, --model tiny --seq 32; 0:
 #                        the real sizes). A GPU figure (busbw against the
 #                        model, device time, GEMM rates) is "rehearsed, not
 #                        judged" (verdict REH); a missing file, a judge called
@@ -56,7 +57,8 @@
 #                        summary; a judge needs the steps whose files it reads)
 #   --pack DIR           at the end, DIR gets at most 8 files: gpu-check.md,
 #                        summary.txt, check.log and rest.tar.gz (every other
-#                        file of the output folder)
+#                        file of the output folder); DIR outside the output
+#                        folder
 # Environment: PB_MPIRUN_ARGS (extra mpirun arguments), PB_SRUN_ARGS (extra srun
 # arguments, e.g. --gpus-per-task=1), PB_SRUN_MPI, PB_CUDA_LIB_DIRS (bundle case:
 # colon-separated folders holding libcudart, libcublas, libnccl).
