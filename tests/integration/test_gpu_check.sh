@@ -312,6 +312,17 @@ grep -q '^rehearsed as: .*gpu-check-judge.py tp-vs-gemm tp-nccl-1.csv probe-fp32
 grep -q '^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$' "$TMP/reh/check.log" && pass "torch-ref: the LD_LIBRARY_PATH from before the bundle" || fail "torch-ref command: $(grep 'torch-ref torch-ref' "$TMP/reh/check.log" | head -1)"
 # compute_probe warms the GPU up (clocks ramp from idle) before it times
 [ "$(grep -c '^# warm-up [0-9]* GEMMs of 256 in [0-9]* ms (at least 500 ms)' "$TMP/reh/check.log")" = 2 ] && pass "probes: half a second of GEMMs before timing" || fail "probes: no warm-up line"
+# the same in a bundle (case a), whose env.sh puts the bundle's libraries first: PyTorch still gets
+# the LD_LIBRARY_PATH from before it (a fake bundle: the build's binaries and such an env.sh)
+FB=$TMP/fake-bundle
+mkdir -p "$FB/lib"
+ln -s "$BIN" "$FB/bin"; ln -s "$BIN/../tests" "$FB/tests"
+printf '# a bundle env.sh in brief\nexport LD_LIBRARY_PATH=%s/lib${PB_EXTRA_LD_LIBRARY_PATH:+:$PB_EXTRA_LD_LIBRARY_PATH}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$FB" > "$FB/env.sh"
+LD_LIBRARY_PATH=/before/the/bundle PB_REHEARSE_GPUS=2 timeout 300 bash "$CHECK" --rehearse --bundle "$FB" --out "$TMP/rehb" \
+    --only probe-bf16,probe-fp32,torch-ref,probe-vs-torch > "$TMP/rehb.stdout" 2>&1
+grep -q "^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$" "$TMP/rehb/check.log" \
+    && grep -q "^LD_LIBRARY_PATH=$FB/lib" "$TMP/rehb/check.log" && grep -q '^PASS  probe-vs-torch ' "$TMP/rehb/summary.txt" \
+    && pass "bundle: torch-ref without the bundle's LD_LIBRARY_PATH" || fail "bundle: torch-ref: $(grep -m1 'torch-ref torch-ref' "$TMP/rehb/check.log"; grep -m1 '^LD_LIBRARY_PATH' "$TMP/rehb/check.log")"
 # --pack: at most 8 files, the three pages and a tarball of every other file
 P=$TMP/pack
 np=$(find "$P" -type f | wc -l)
