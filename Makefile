@@ -20,10 +20,17 @@ COV     ?= 0
 
 CUDA_HOME ?= /usr/local/cuda
 NCCL_HOME ?= $(CUDA_HOME)
+# NCCL from the toolkit (lib64/libnccl.so) or from a Python wheel
+# (site-packages/nvidia/nccl: lib/libnccl.so.2 only, no libnccl.so link; its
+# header may lie in another wheel's include/: set NCCL_INC).
+NCCL_INC ?= $(NCCL_HOME)/include
+NCCL_LIBDIR ?= $(or $(patsubst %/,%,$(dir $(firstword $(wildcard $(addprefix $(NCCL_HOME)/,\
+                 lib64/libnccl.so lib64/libnccl.so.2 lib/libnccl.so lib/libnccl.so.2))))),$(NCCL_HOME)/lib64)
+NCCL_LINK = $(if $(wildcard $(NCCL_LIBDIR)/libnccl.so),-lnccl,-l:libnccl.so.2)
 # CUDA support is compiled in when nvcc, nccl.h and cuBLAS are all present;
 # `make CUDA=0` forces a CPU-only build, `make CUDA=1` insists on it.
 ifeq ($(origin CUDA),undefined)
-  CUDA := $(shell test -x $(CUDA_HOME)/bin/nvcc && test -f $(NCCL_HOME)/include/nccl.h \
+  CUDA := $(shell test -x $(CUDA_HOME)/bin/nvcc && test -f $(NCCL_INC)/nccl.h \
             && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1 || echo 0)
 endif
 
@@ -58,9 +65,9 @@ COMMON_C     = $(filter-out $(GPU_C),$(ALL_COMMON))
 
 ifeq ($(CUDA),1)
   NVCC       = $(CUDA_HOME)/bin/nvcc
-  CFLAGS    += -DPB_HAVE_CUDA=1 -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
-  LIBS      += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
-               -lnccl -lcudart -lstdc++ -ldl -lpthread
+  CFLAGS    += -DPB_HAVE_CUDA=1 -I$(CUDA_HOME)/include -I$(NCCL_INC)
+  LIBS      += $(if $(filter $(CUDA_HOME)/lib64,$(NCCL_LIBDIR)),,-L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR)) \
+               -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(NCCL_LINK) -lcudart -lstdc++ -ldl -lpthread
   COMMON_C  += $(GPU_C)
   NVCCFLAGS  = -O2 -std=c++17 -Icommon -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -108,7 +115,7 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 
 $(BUILD)/obj/common/%.cu.o: common/%.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -I$(NCCL_HOME)/include -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -I$(NCCL_INC) -c $< -o $@
 
 $(LIB): $(COMMON_OBJS)
 	@mkdir -p $(dir $@)

@@ -6,7 +6,8 @@
   gpu-check-judge.py busbw CSV GPU_NAME RANKS       allreduce busbw vs that expectation
   gpu-check-judge.py devtime BATCHED.csv SINGLE.csv devtime of a batch vs one event pair per operation
   gpu-check-judge.py tp-vs-gemm TP.csv PROBE.csv    tp_layer compute time vs GEMM FLOPs / GEMM rate
-  gpu-check-judge.py torch-ref OUT.csv              time torch.matmul and copy_ (needs PyTorch and a GPU)
+                                                    (the probe of tp_layer's dtype: fp32 by default)
+  gpu-check-judge.py torch-ref OUT.csv N            time torch.matmul (N x N) and copy_ (needs PyTorch and a GPU)
   gpu-check-judge.py vs-torch TORCH.csv PROBE.csv.. compute_probe vs the PyTorch figures
   gpu-check-judge.py summary DIR                    write DIR/gpu-check.md from DIR/summary.txt
 
@@ -14,6 +15,12 @@ Judging commands print one headline; it starts with "FAIL: " when the check
 failed and with "FINDING: " when a figure misses its reference or expectation
 (reported, not a failure). Exit status 0 unless the command itself cannot run
 (2: usage, 3: missing file, 77: torch-ref without PyTorch or a GPU).
+
+With PB_REHEARSE=1 (gpu-check.sh --rehearse: CPU stand-ins wrote the files) a
+missed GPU figure (busbw against the model, device time, GEMM rates) prints
+"REHEARSED: " instead: the files and their columns were read, the figure is
+not judged. A missing file, column or row still fails. torch-ref then writes
+stand-in figures (1 GFLOP/s, 1 GB/s) when there is no PyTorch or no GPU.
 """
 import csv
 import os
@@ -45,6 +52,14 @@ EXPECTED = [
 FINDING_BELOW = 0.5   # busbw under half the expected ceiling is worth a look
 TORCH_WITHIN = 0.95   # compute_probe within 5 % of PyTorch's cuBLAS
 TP_WITHIN = 2.0       # tp_layer compute time within 2x of FLOPs / GEMM rate
+
+
+REHEARSE = os.environ.get("PB_REHEARSE") == "1"
+
+
+def miss(kind, text):
+    """A GPU figure that missed its limit: FAIL or FINDING, or REHEARSED on CPU stand-ins."""
+    return f"{'REHEARSED' if REHEARSE else kind}: {text}"
 
 
 def die(code, msg):
@@ -98,7 +113,7 @@ def cmd_busbw(path, name, ranks):
     ratio = bw / ceiling
     text = (f"allreduce busbw {bw:.1f} GB/s at {big['bytes']} B over {ranks} GPUs = {ratio:.2f} of the "
             f"expected {ceiling:.0f} GB/s ({link}; expectation from {src})")
-    return ("FINDING: " + text) if ratio < FINDING_BELOW else text
+    return miss("FINDING", text) if ratio < FINDING_BELOW else text
 
 
 def by_size(path):
@@ -107,6 +122,8 @@ def by_size(path):
         if x.get("collective", "allreduce") != "allreduce":
             continue
         dev, t = num(x.get("time_us_device")), num(x.get("time_us"))
+        if dev is None and REHEARSE:
+            dev = t   # the MPI stand-in has no device time: its host time goes through the same arithmetic
         if dev is not None and t is not None:
             out[int(num(x["bytes"]))] = (dev, t)
     return out
@@ -122,15 +139,15 @@ def cmd_devtime(batched_csv, single_csv):
         return "FAIL: no allreduce size with devtime in both runs"
     for size in sizes:
         if b[size][0] > b[size][1] * 1.05:
-            return f"FAIL: at {size} B devtime {b[size][0]:.2f} us exceeds the host time {b[size][1]:.2f} us"
+            return miss("FAIL", f"at {size} B devtime {b[size][0]:.2f} us exceeds the host time {b[size][1]:.2f} us")
     lo, hi = sizes[0], sizes[-1]
     agree = b[hi][0] / s[hi][0]
     if not 0.9 <= agree <= 1.1:
-        return (f"FAIL: at {hi} B the batch gives {b[hi][0]:.1f} us per operation, one event pair "
-                f"{s[hi][0]:.1f} us (ratio {agree:.2f}, expected 0.9-1.1)")
+        return miss("FAIL", f"at {hi} B the batch gives {b[hi][0]:.1f} us per operation, one event pair "
+                    f"{s[hi][0]:.1f} us (ratio {agree:.2f}, expected 0.9-1.1)")
     if b[lo][0] > s[lo][0] * 1.05:
-        return (f"FAIL: at {lo} B the batch gives {b[lo][0]:.2f} us per operation, more than one event pair's "
-                f"{s[lo][0]:.2f} us")
+        return miss("FAIL", f"at {lo} B the batch gives {b[lo][0]:.2f} us per operation, more than one event "
+                    f"pair's {s[lo][0]:.2f} us")
     return (f"devtime at {lo} B: batch {b[lo][0]:.2f} us, one pair {s[lo][0]:.2f} us, host {b[lo][1]:.2f} us; "
             f"at {hi} B batch/pair = {agree:.3f}")
 
@@ -143,9 +160,10 @@ def cmd_tp_vs_gemm(tp_csv, probe_csv):
     flops = num(x["gflops"]) * num(x["step_us"]) * 1e3   # per layer: gflops = flops / step_us
     hidden, dtype = int(num(x["hidden"])), x.get("dtype", "")
     probe = [p for p in rows(probe_csv) if p.get("test") == "gemm" and num(p.get("rate"))]
-    same = [p for p in probe if p.get("dtype") == dtype] or probe
+    same = [p for p in probe if p.get("dtype") == dtype]
     if not same:
-        return "FAIL: no GEMM rate in the compute_probe CSV"
+        return (f"FAIL: no {dtype} GEMM rate in {os.path.basename(probe_csv)} (it has "
+                f"{', '.join(sorted({p.get('dtype', '?') for p in probe})) or 'none'}): tp_layer ran in {dtype}")
     near = min(same, key=lambda p: abs(num(p["size"]) - hidden))
     rate = num(near["rate"]) * 1e9   # GFLOP/s
     ideal_us = flops / rate * 1e6
@@ -153,16 +171,30 @@ def cmd_tp_vs_gemm(tp_csv, probe_csv):
     text = (f"compute {num(x['compute_us']):.0f} us per layer = {ratio:.2f}x the GEMM FLOPs / "
             f"{num(near['rate']) / 1e3:.1f} TFLOP/s ({near.get('dtype')} {int(num(near['size']))}^3 probe) = "
             f"{ideal_us:.0f} us")
-    return text if ratio <= TP_WITHIN else f"FAIL: {text} (limit {TP_WITHIN:.0f}x)"
+    return text if ratio <= TP_WITHIN else miss("FAIL", f"{text} (limit {TP_WITHIN:.0f}x)")
 
 
-def cmd_torch_ref(out_csv):
+def standin_ref(out_csv, n, why):
+    """Rehearsal without PyTorch or a GPU: the reference file with the real
+    rows and stand-in figures, so that vs-torch reads what it will read on a GPU."""
+    rows_out = [f"gemm,bfloat16,{n},1.0,GFLOP/s", f"gemm,float,{n},1.0,GFLOP/s", f"copy,uint8,{1 << 30},1.0,GB/s"]
+    with open(out_csv, "w") as f:
+        f.write("\n".join(["test,dtype,size,rate,unit"] + rows_out) + "\n")
+    return f"stand-in figures (rehearsal, {why}): " + "; ".join(rows_out)
+
+
+def cmd_torch_ref(out_csv, size):
+    n = int(size)
     try:
         import torch
     except Exception as e:  # noqa: BLE001  (any import failure means: no reference)
+        if REHEARSE:
+            return standin_ref(out_csv, n, f"no PyTorch: {e}")
         print(f"no PyTorch: {e}")
         sys.exit(77)
     if not torch.cuda.is_available():
+        if REHEARSE:
+            return standin_ref(out_csv, n, "PyTorch sees no GPU")
         print("PyTorch sees no GPU")
         sys.exit(77)
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 in full fp32, as the cublas engine
@@ -179,7 +211,6 @@ def cmd_torch_ref(out_csv):
         torch.cuda.synchronize()
         return t0.elapsed_time(t1) / 1e3 / iters   # seconds per call
 
-    n = 8192
     for dt, name in ((torch.bfloat16, "bfloat16"), (torch.float32, "float")):
         a = torch.randn(n, n, device="cuda", dtype=dt)
         b = torch.randn(n, n, device="cuda", dtype=dt)
@@ -203,7 +234,7 @@ def cmd_vs_torch(torch_csv, *probe_csvs):
         for x in rows(p):
             if num(x.get("rate")):
                 got[(x["test"], x["dtype"], int(num(x["size"])))] = num(x["rate"])
-    parts, miss = [], []
+    parts, missed = [], []
     for (test, dtype, size), r in sorted(ref.items()):
         if test == "copy":
             mine = [v for (t, _, _), v in got.items() if t == "copy"]
@@ -211,19 +242,21 @@ def cmd_vs_torch(torch_csv, *probe_csvs):
             what = "copy"
         else:
             m = got.get((test, dtype, size))
+            if m is None and REHEARSE:   # the BLAS stand-in runs bf16 in fp32 and says so in its dtype column
+                m = next((v for (t, _, sz), v in got.items() if t == test and sz == size), None)
             what = f"{dtype} GEMM {size}"
         if m is None:
-            parts.append(f"{what}: no compute_probe figure")
-            continue
+            return (f"FAIL: PyTorch's {what} has no compute_probe figure to compare with "
+                    f"(not in {', '.join(os.path.basename(p) for p in probe_csvs)})")
         ratio = m / r
         parts.append(f"{what} {ratio:.3f} of PyTorch")
         if ratio < TORCH_WITHIN:
-            miss.append(what)
+            missed.append(what)
     text = "compute_probe vs PyTorch: " + ", ".join(parts)
-    return (f"FINDING: {text} (below {TORCH_WITHIN:.2f}: {', '.join(miss)})") if miss else text
+    return miss("FINDING", f"{text} (below {TORCH_WITHIN:.2f}: {', '.join(missed)})") if missed else text
 
 
-STEP = re.compile(r"^(PASS|FAIL|SKIP|FIND|PLAN)\s+(\S+)\s+(\S+)\s+(\S+)\s*(.*)$")
+STEP = re.compile(r"^(PASS|FAIL|SKIP|FIND|PLAN|REH)\s+(\S+)\s+(\S+)\s+(\S+)\s*(.*)$")
 
 
 def cmd_summary(folder):
@@ -250,14 +283,19 @@ def cmd_summary(folder):
     exit_m = re.search(r"exit (\d+)", total)
     rc = int(exit_m.group(1)) if exit_m else None
     verdict = {0: "PASS", 1: "FAIL", 77: "SKIPPED (no GPU)", 3: "NOT RUN (environment)"}.get(rc, "INCOMPLETE")
+    if any(h.startswith("rehearsal:") for h in head):
+        verdict = "REHEARSAL " + verdict   # CPU stand-ins: the wiring is checked, not the GPU
     fails = [s for s in steps if s[0] == "FAIL"]
     finds = [s for s in steps if s[0] == "FIND"]
+    rehearsed = [s for s in steps if s[0] == "REH"]
     out = [f"# parabench GPU check: {verdict}", ""]
     out += [f"- {h}" for h in head]
     out += [f"- {total}" if total else "- the check did not finish (no total line)", ""]
     out += ["## Failures", ""] + ([f"- **{s[1]}** ({s[2]} ranks): {s[4]}" for s in fails] or ["- none"]) + [""]
     out += ["## Findings (references or expectations missed; not failures)", ""]
     out += ([f"- **{s[1]}**: {s[4]}" for s in finds] or ["- none"]) + [""]
+    if rehearsed:
+        out += [f"Rehearsed, not judged (GPU figures of CPU stand-ins): {', '.join(s[1] for s in rehearsed)}", ""]
     out += ["## Steps", "", "| verdict | step | ranks | time | headline or reason |", "| --- | --- | --- | --- | --- |"]
     out += [f"| {s[0]} | {s[1]} | {s[2]} | {s[3]} | {s[4].replace('|', '/')} |" for s in steps]
     out += ["", "## Key figures", ""] + ([f"- {k}" for k in keys] or ["- none"]) + [""]
@@ -270,7 +308,7 @@ def cmd_summary(folder):
 
 def main(argv):
     cmds = {"expected": (cmd_expected, 1), "busbw": (cmd_busbw, 3), "devtime": (cmd_devtime, 2),
-            "tp-vs-gemm": (cmd_tp_vs_gemm, 2), "torch-ref": (cmd_torch_ref, 1), "summary": (cmd_summary, 1)}
+            "tp-vs-gemm": (cmd_tp_vs_gemm, 2), "torch-ref": (cmd_torch_ref, 2), "summary": (cmd_summary, 1)}
     if len(argv) >= 2 and argv[1] == "vs-torch" and len(argv) >= 4:
         print(cmd_vs_torch(*argv[2:]))
         return 0

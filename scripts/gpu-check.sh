@@ -35,6 +35,30 @@
 #                        the build has its own (1800)
 #   --dry-run            print every step's command line (as PLAN lines) and run
 #                        nothing; works without a GPU when nvidia-smi is faked
+#   --sanitize           the compute-sanitizer phase instead of the main steps:
+#                        memcheck, racecheck and synccheck on the GPU unit tests,
+#                        memcheck on one small run of each program (a call of
+#                        its own: instrumented NCCL kernels are slow)
+#   --rehearse           run every step here without a GPU: each GPU step's own
+#                        command line with CPU stand-ins (--backend mpi --mem host
+#                        for nccl and device memory, --engine blas for cublas, no
+#                        -G, no --in-place, no compute-sanitizer prefix), the
+#                        same output names, then every judge, the summary,
+#                        gpu-check.md and --pack on those files. Sizes are
+#                        capped at PB_REHEARSE_CAP bytes (default 1M; GEMM
+#                        sides at 256, -n/-w at 2, --model tiny --seq 32; 0:
+#                        the real sizes). A GPU figure (busbw against the
+#                        model, device time, GEMM rates) is "rehearsed, not
+#                        judged" (verdict REH); a missing file, a judge called
+#                        wrongly or a figure whose filter matches nothing
+#                        fails. It counts the launches (PB_REHEARSE_GPUS: the
+#                        GPUs it plays, default 1, an H200)
+#   --only LIST          run only these steps (comma-separated names, as in the
+#                        summary; a judge needs the steps whose files it reads)
+#   --pack DIR           at the end, DIR gets at most 8 files: gpu-check.md,
+#                        summary.txt, check.log and rest.tar.gz (every other
+#                        file of the output folder); DIR outside the output
+#                        folder
 # Environment: PB_MPIRUN_ARGS (extra mpirun arguments), PB_SRUN_ARGS (extra srun
 # arguments, e.g. --gpus-per-task=1), PB_SRUN_MPI, PB_CUDA_LIB_DIRS (bundle case:
 # colon-separated folders holding libcudart, libcublas, libnccl).
@@ -67,7 +91,8 @@ SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GC_PY=$SELF_DIR/gpu-check-judge.py   # the judging helpers and the one-page summary (a bundle carries a copy)
 ROOT=$(cd "$SELF_DIR/.." && pwd)
 BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
-MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0
+MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0 REHEARSE=0 SANITIZE=0 PACK="" ONLY=""
+LD_LIBRARY_PATH_AT_START=${LD_LIBRARY_PATH-}   # before a bundle's env.sh: PyTorch brings its own cuBLAS
 # Every benchmark runs with --timeout $WD_S (its hang watchdog). A step is
 # killed only WD_MARGIN_S later, so a hang is reported by the watchdog (what,
 # where, which rank) instead of showing up as a bare "killed".
@@ -86,6 +111,10 @@ while [ $# -gt 0 ]; do
     --build) [ $# -ge 2 ] || die_usage "--build needs a folder"; BUILD=$2; shift 2 ;;
     --no-build) DO_BUILD=0; shift ;;
     --dry-run) DRY=1; shift ;;
+    --rehearse) REHEARSE=1; shift ;;
+    --sanitize) SANITIZE=1; shift ;;
+    --only) [ $# -ge 2 ] || die_usage "--only needs step names"; ONLY=$2; shift 2 ;;
+    --pack) [ $# -ge 2 ] || die_usage "--pack needs a folder"; PACK=$2; shift 2 ;;
     --max-ranks) { is_uint "${2:-}" && [ "$2" -ge 1 ]; } || die_usage "--max-ranks needs a positive integer"; MAX_RANKS=$2; shift 2 ;;
     --budget) is_uint "${2:-}" || die_usage "--budget needs seconds"; BUDGET=$2; shift 2 ;;
     --step-timeout) { is_uint "${2:-}" && [ "$2" -ge $((WD_S + WD_MARGIN_S)) ]; } || die_usage "--step-timeout needs $((WD_S + WD_MARGIN_S)) seconds or more (the benchmarks' watchdog is $WD_S s)"; STEP_TO=$2; shift 2 ;;
@@ -117,14 +146,22 @@ if [ -z "$OUTDIR" ]; then
 fi
 mkdir -p "$OUTDIR" || { echo "gpu-check.sh: cannot create $OUTDIR" >&2; exit 3; }
 OUTDIR=$(cd "$OUTDIR" && pwd)
+if [ -n "$PACK" ]; then
+  PACK=$(realpath -m "$PACK")
+  case "$PACK/" in "$OUTDIR"/*) die_usage "--pack: $PACK lies in the output folder $OUTDIR: give a folder outside it" ;; esac
+fi
 LOG=$OUTDIR/check.log
 SUM=$OUTDIR/summary.txt
 : > "$LOG"
 : > "$SUM"
 START=$SECONDS BUDGET_T0=$SECONDS
-NPASS=0 NFAIL=0 NSKIP=0 NFIND=0
+NPASS=0 NFAIL=0 NSKIP=0 NFIND=0 NREH=0
+NLAUNCH=0 NSINGLE=0 STEPS_S=0   # launches through mpirun/srun, single processes, seconds in steps
 KEYFILE=$OUTDIR/.keys
 : > "$KEYFILE"
+NOMATCH=$OUTDIR/.nomatch   # csvagg's filters that matched no row (a failure under --rehearse)
+: > "$NOMATCH"
+REH_TOTAL=""; [ "$REHEARSE" = 1 ] && REH_TOTAL=1
 key() { printf '%s\n' "$*" >> "$KEYFILE"; }   # headlines run in a subshell: key figures go through a file
 
 log() { printf '%s\n' "$*" >> "$LOG"; }
@@ -137,17 +174,29 @@ finish() {
   {
     echo "#"
     if [ -s "$KEYFILE" ]; then echo "# key figures"; sed 's/^/#   /' "$KEYFILE"; echo "#"; fi
-    echo "# total: $NPASS passed, $NFAIL failed, $NSKIP skipped, $NFIND findings in $((SECONDS - START)) s; exit $rc"
+    [ $((NLAUNCH + NSINGLE)) -gt 0 ] && echo "# launches: $NLAUNCH through mpirun/srun, $NSINGLE single processes; $STEPS_S s in steps"
+    echo "# total: $NPASS passed, $NFAIL failed, $NSKIP skipped, $NFIND findings${REH_TOTAL:+, $NREH rehearsed} in $((SECONDS - START)) s; exit $rc"
   } >> "$SUM"
-  say "done: $NPASS passed, $NFAIL failed, $NSKIP skipped, $NFIND findings in $((SECONDS - START)) s; exit $rc"
-  rm -f "$KEYFILE"
+  say "done: $NPASS passed, $NFAIL failed, $NSKIP skipped, $NFIND findings${REH_TOTAL:+, $NREH rehearsed} in $((SECONDS - START)) s; exit $rc"
+  rm -f "$KEYFILE" "$NOMATCH"
   say "summary: $SUM"
   if command -v python3 >/dev/null 2>&1 && [ -f "$GC_PY" ]; then
     python3 "$GC_PY" summary "$OUTDIR" >/dev/null 2>>"$LOG" && say "one page: $OUTDIR/gpu-check.md"
   else
     say "no python3 (or no $GC_PY): gpu-check.md not written; summary.txt has the same"
   fi
+  [ -n "$PACK" ] && { pack "$PACK" || rc=1; }
   exit "$rc"
+}
+# pack DIR: what comes back from a machine that returns few files: the three
+# pages as they are, every other file of the output folder in rest.tar.gz.
+pack() {
+  local dir=$1 f
+  mkdir -p "$dir" || { echo "gpu-check.sh: --pack: cannot create $dir" >&2; return 1; }
+  for f in gpu-check.md summary.txt check.log; do [ -f "$OUTDIR/$f" ] && cp "$OUTDIR/$f" "$dir/"; done
+  tar -C "$OUTDIR" -czf "$dir/rest.tar.gz" --exclude=./gpu-check.md --exclude=./summary.txt --exclude=./check.log . \
+    || { echo "gpu-check.sh: --pack: tar failed" >&2; return 1; }
+  say "packed into $dir: $(find "$dir" -maxdepth 1 -type f | wc -l) files (rest.tar.gz: $(tar -tzf "$dir/rest.tar.gz" | grep -vc '/$') files)"
 }
 
 say "output folder: $OUTDIR"
@@ -160,7 +209,10 @@ log "cpus: $(nproc 2>/dev/null); LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-<unset>}; CU
 # ---------------------------------------------------------------- GPUs
 # Counted before anything is built or launched: without a GPU, stop here (77).
 NGPU=0 GPU_NAME="" GPU_WHY=""
-if command -v nvidia-smi >/dev/null 2>&1; then
+if [ "$REHEARSE" = 1 ]; then   # the node the check is written for: one H200 (141 GiB)
+  NGPU=${PB_REHEARSE_GPUS:-1} GPU_NAME="NVIDIA H200"
+  is_uint "$NGPU" && [ "$NGPU" -ge 1 ] || die_usage "PB_REHEARSE_GPUS needs a positive integer"
+elif command -v nvidia-smi >/dev/null 2>&1; then
   smi=$(timeout 30 nvidia-smi -L 2>&1); src=$?
   log "nvidia-smi -L (exit $src):"; log "$smi"
   NGPU=$(printf '%s\n' "$smi" | grep -c '^GPU [0-9]')
@@ -170,7 +222,7 @@ else
   NGPU=$(find /dev -maxdepth 1 -name 'nvidia[0-9]*' 2>/dev/null | wc -l)
   [ "$NGPU" = 0 ] && GPU_WHY="no nvidia-smi and no /dev/nvidia<N> device"
 fi
-if [ "$NGPU" -gt 0 ] && [ "${CUDA_VISIBLE_DEVICES+set}" = set ]; then
+if [ "$REHEARSE" = 0 ] && [ "$NGPU" -gt 0 ] && [ "${CUDA_VISIBLE_DEVICES+set}" = set ]; then
   case "$CUDA_VISIBLE_DEVICES" in
     ""|-1|NoDevFiles*) NGPU=0; GPU_WHY="CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' hides every GPU" ;;
     *) nv=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .); [ "$nv" -lt "$NGPU" ] && NGPU=$nv ;;
@@ -183,7 +235,8 @@ if [ "$NGPU" = 0 ]; then
 fi
 # Free memory of GPU 0 in MiB (the >2^31-element step needs room for it).
 GPU_FREE_MIB=0
-if [ "$NO_GPU" = 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
+if [ "$REHEARSE" = 1 ]; then GPU_FREE_MIB=140000
+elif [ "$NO_GPU" = 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
   GPU_FREE_MIB=$(timeout 30 nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -dc 0-9)
   [ -n "$GPU_FREE_MIB" ] || GPU_FREE_MIB=0
 fi
@@ -206,6 +259,7 @@ fi
 # print "FAIL: reason".
 step() {
   local name=$1 np=$2 to=$3 hfn=$4; shift 5
+  [ -n "$ONLY" ] && case ",$ONLY," in *",$name,"*) ;; *) return ;; esac
   if [ "$DRY" = 1 ]; then line PLAN "$name" "$np" - "$*"; return; fi
   if [ "$NO_GPU" = 1 ]; then skip "$name" "$np" "needs a GPU: none here, nothing run"; return; fi
   local left=$((BUDGET - (SECONDS - BUDGET_T0)))
@@ -216,9 +270,13 @@ step() {
   [ "$to" -gt "$left" ] && to=$left
   local out=$OUTDIR/.$name.out t0=$SECONDS rc head verdict
   log ""; log "=== $name, $np rank(s), timeout $to s, at +$((SECONDS - START)) s"; log "\$ $*"
-  ( cd "$OUTDIR" && timeout -k 10 "$to" "$@" < /dev/null ) > "$out" 2>&1
+  if [ "$REHEARSE" = 1 ]; then mapfile -t STEP_CMD < <(standin "$@"); log "rehearsed as: \$ ${STEP_CMD[*]}"
+  else STEP_CMD=("$@"); fi
+  case "${STEP_CMD[0]}" in mpirun|srun) NLAUNCH=$((NLAUNCH + 1)) ;; *) NSINGLE=$((NSINGLE + 1)) ;; esac
+  ( cd "$OUTDIR" && timeout -k 10 "$to" "${STEP_CMD[@]}" < /dev/null ) > "$out" 2>&1
   rc=$?
   cat "$out" >> "$LOG"
+  STEPS_S=$((STEPS_S + SECONDS - t0))
   log "--- $name: exit $rc ($(meaning $rc)), $((SECONDS - t0)) s"
   if [ "$rc" = 77 ]; then   # the step says it cannot run here (e.g. no PyTorch)
     skip "$name" "$np" "$(h_info "$out")"; rm -f "$out"; return
@@ -226,18 +284,24 @@ step() {
   if [ "$rc" = 0 ]; then
     verdict=PASS head=""
     [ "$hfn" != - ] && head=$("$hfn" "$out" "$name" 2>/dev/null)
-    case "$head" in FAIL:*) verdict=FAIL head=${head#FAIL: } ;; FINDING:*) verdict=FIND head=${head#FINDING: } ;; esac
+    case "$head" in FAIL:*) verdict=FAIL head=${head#FAIL: } ;; FINDING:*) verdict=FIND head=${head#FINDING: } ;;
+      REHEARSED:*) verdict=REH head="rehearsed, not judged: ${head#REHEARSED: }" ;; esac
   else
     verdict=FAIL head="exit $rc ($(meaning $rc)): $(reason_of "$out")"
   fi
-  case "$verdict" in PASS) NPASS=$((NPASS + 1)) ;; FIND) NFIND=$((NFIND + 1)) ;; *) NFAIL=$((NFAIL + 1)) ;; esac
+  if [ -s "$NOMATCH" ]; then   # a figure of the headline read nothing: a wrong column, filter or file name
+    log "filters that matched no row: $(tr '\n' ';' < "$NOMATCH")"
+    [ "$REHEARSE" = 1 ] && [ "$verdict" != FAIL ] && verdict=FAIL head="a filter matched no row: $(head -1 "$NOMATCH")"
+    : > "$NOMATCH"
+  fi
+  case "$verdict" in PASS) NPASS=$((NPASS + 1)) ;; FIND) NFIND=$((NFIND + 1)) ;; REH) NREH=$((NREH + 1)) ;; *) NFAIL=$((NFAIL + 1)) ;; esac
   line "$verdict" "$name" "$np" "$((SECONDS - t0))s" "$head"
   rm -f "$out"
 }
 skip() { line SKIP "$1" "$2" - "$3"; log ""; log "=== $1: skipped: $3"; NSKIP=$((NSKIP + 1)); }
 # skip_gpu NAME RANKS REASON: a step this node cannot run; under --dry-run or
 # without a GPU it is listed like every other step.
-skip_gpu() { if [ "$DRY" = 1 ]; then line PLAN "$1" "$2" - "not run here: $3"; elif [ "$NO_GPU" = 1 ]; then skip "$1" "$2" "needs a GPU: none here, nothing run"; else skip "$@"; fi; }
+skip_gpu() { [ -n "$ONLY" ] && case ",$ONLY," in *",$1,"*) ;; *) return ;; esac; if [ "$DRY" = 1 ]; then line PLAN "$1" "$2" - "not run here: $3"; elif [ "$NO_GPU" = 1 ]; then skip "$1" "$2" "needs a GPU: none here, nothing run"; else skip "$@"; fi; }
 fail() { line FAIL "$1" "$2" - "$3"; log ""; log "=== $1: FAILED: $3"; NFAIL=$((NFAIL + 1)); }
 
 meaning() {
@@ -262,11 +326,24 @@ reason_of() {   # the program's own message, a loader error, or the last line
 # (a size, a count) prints in full, so that it can filter another call; other
 # values to 4 significant digits.
 csvagg() {
+  local r
+  r=$(csvopt "$@")
+  [ "$r" = n/a ] && echo "csvagg $(basename "$1") $2 $3 ${*:4}" >> "$NOMATCH"
+  echo "$r"
+}
+# csvopt: csvagg for a figure that may be absent (n/a is an answer, not a mistake)
+csvopt() {
   local f=$1 col=$2 agg=$3; shift 3
   [ -f "$f" ] || { echo n/a; return; }
   awk -F, -v col="$col" -v agg="$agg" -v filt="$*" '
     /^#/ { next }
-    !hdr { for (i = 1; i <= NF; i++) idx[$i] = i; hdr = 1; nf = split(filt, fl, " "); next }
+    !hdr {   # a column or filter key the header lacks reads n/a, never 0
+      for (i = 1; i <= NF; i++) idx[$i] = i
+      hdr = 1; nf = split(filt, fl, " "); bad = !(col in idx)
+      for (j = 1; j <= nf; j++) { split(fl[j], kv, "="); if (!(kv[1] in idx)) bad = 1 }
+      if (bad) exit
+      next
+    }
     {
       for (j = 1; j <= nf; j++) { split(fl[j], kv, "="); if ($(idx[kv[1]]) != kv[2]) next }
       if ($(idx[col]) == "") next
@@ -275,7 +352,7 @@ csvagg() {
       else if (agg == "last") r = v
       else if (n == 1 || (agg == "max" && v > r) || (agg == "min" && v < r)) r = v
     }
-    END { if (!hdr || !(col in idx) || n == 0) print "n/a"; else if (r == int(r)) printf "%.0f\n", r; else printf "%.4g\n", r }' "$f"
+    END { if (!hdr || bad || n == 0) print "n/a"; else if (r == int(r)) printf "%.0f\n", r; else printf "%.4g\n", r }' "$f"
 }
 wrong_fail() {  # prints "FAIL: ..." when FILE is missing or has a nonzero wrong column
   [ -f "$1" ] || { echo "FAIL: no $(basename "$1") written"; return; }
@@ -284,10 +361,22 @@ wrong_fail() {  # prints "FAIL: ..." when FILE is missing or has a nonzero wrong
 }
 
 # ---------------------------------------------------------------- headlines
+# gpu_verdict NOTE HEADLINE: NOTE is a GPU-only check that failed ("" when it
+# passed): FAIL on a GPU; under --rehearse the headline, marked REHEARSED.
+gpu_verdict() {
+  if [ -z "$1" ]; then echo "$2"
+  elif [ "$REHEARSE" = 1 ]; then echo "REHEARSED: $1; $2"
+  else echo "FAIL: $1"; fi
+}
+# arg_of OPTION: its value in the step's command line as run (after --rehearse's caps)
+arg_of() { local i; for ((i = 0; i + 1 < ${#STEP_CMD[@]}; i++)); do [ "${STEP_CMD[i]}" = "$1" ] && { echo "${STEP_CMD[i + 1]}"; return; }; done; }
+bytes_of() {   # 256M -> 268435456 (K, M, G: powers of 1024, as the benchmarks read them)
+  case "$1" in *K) echo $((${1%K} << 10)) ;; *M) echo $((${1%M} << 20)) ;; *G) echo $((${1%G} << 30)) ;; *) echo "$1" ;; esac
+}
 h_info() { grep -v '^[[:space:]]*$' "$1" | tail -1 | cut -c1-150; }
 h_build() { echo "make CUDA=1 BUILD=$BUILD: $(find "$BIN" -maxdepth 1 -type f -perm -u+x 2>/dev/null | wc -l) binaries"; }
 h_unit() {   # the GPU cases must have run; on a GPU no case skips (the no-GPU cases check the GPU side there)
-  local t missing="" found=0 skipped
+  local t missing="" found=0 skipped n
   grep -q '^\[  FAILED  \]' "$1" && { echo "FAIL: $(grep -m1 '^\[  FAILED  \]' "$1")"; return; }
   skipped=$(sed -n 's/^\[  SKIPPED \] \([A-Za-z0-9_]*\)$/\1/p' "$1" | sort -u | tr '\n' ' ')
   for t in $UNIT_GPU_CASES; do
@@ -297,32 +386,40 @@ h_unit() {   # the GPU cases must have run; on a GPU no case skips (the no-GPU c
   done
   [ "$found" = 0 ] && { echo "FAIL: no GPU case in this test binary (a CPU-only build?)"; return; }
   t=$(grep -m1 -E '^SKIP' "$1" | cut -c1-100)
-  [ -n "$missing" ] && { echo "FAIL: GPU cases did not run (skipped: does the test see the GPU?):$missing${t:+; $t}"; return; }
-  [ -n "$skipped" ] && { echo "FAIL: cases skipped on a GPU node: $skipped${t:+; $t}"; return; }
-  echo "$(grep -c '^\[       OK \]' "$1") cases passed, GPU cases included, none skipped"
+  n="$(grep -c '^\[       OK \]' "$1") cases passed"
+  [ -n "$missing" ] && { gpu_verdict "GPU cases did not run (skipped: does the test see the GPU?):$missing${t:+; $t}" "$n"; return; }
+  [ -n "$skipped" ] && { gpu_verdict "cases skipped on a GPU node: $skipped${t:+; $t}" "$n"; return; }
+  echo "$n, GPU cases included, none skipped"
 }
 h_probe() {
   local c=$OUTDIR/$2.csv g cp
   [ -f "$c" ] || { echo "FAIL: no $2.csv"; return; }
-  g=$(csvagg "$c" rate max test=gemm); cp=$(csvagg "$c" rate max test=copy)
+  g=$(csvagg "$c" rate max test=gemm); cp=$(csvopt "$c" rate max test=copy)
   [ "$g" = n/a ] && { echo "FAIL: no GEMM row"; return; }
-  key "$2 (cuBLAS): GEMM $(awk -v g="$g" 'BEGIN { printf "%.1f", g / 1000 }') TFLOP/s (best of sizes up to $(csvagg "$c" size max test=gemm))"
+  key "$2 ($ENGINE_NAME): GEMM $(awk -v g="$g" 'BEGIN { printf "%.1f", g / 1000 }') TFLOP/s (best of sizes up to $(csvagg "$c" size max test=gemm))"
   echo "GEMM $(awk -v g="$g" 'BEGIN { printf "%.1f", g / 1000 }') TFLOP/s peak$([ "$cp" != n/a ] && echo ", device copy $cp GB/s")"
 }
 h_coll() {   # allreduce busbw at the largest size; on NCCL the CUDA-event device time must be there
-  local c=$OUTDIR/$2.csv f big bw peak dev n=${2##*-} note=""
+  local c=$OUTDIR/$2.csv f big bw peak dev n=${2##*-} note="" gpu=""
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   big=$(csvagg "$c" bytes max collective=allreduce)
   [ "$big" = n/a ] && { echo "FAIL: no allreduce row in $2.csv"; return; }
   bw=$(csvagg "$c" busbw_GBps max collective=allreduce bytes="$big")
   peak=$(csvagg "$c" busbw_GBps max)
-  case "$2" in *nccl*)
-    dev=$(csvagg "$c" time_us_device max)
-    [ "$dev" = n/a ] && { echo "FAIL: no CUDA-event device time (time_us_device) on NCCL"; return; } ;;
+  case "$2" in *nccl*|devtime*)
+    dev=$(csvopt "$c" time_us_device max)
+    [ "$dev" = n/a ] && gpu="no CUDA-event device time (time_us_device) on NCCL" ;;
   esac
   [ "$n" = 1 ] && note=" (1 rank: busbw is 0 by definition)"
   key "$2: allreduce busbw $bw GB/s at $big B$note; peak busbw over all collectives $peak GB/s"
-  echo "allreduce busbw $bw GB/s at $big B, peak busbw $peak GB/s; 0 wrong"
+  gpu_verdict "$gpu" "allreduce busbw $bw GB/s at $big B, peak busbw $peak GB/s; 0 wrong"
+}
+h_devtime() {   # h_coll, and the sweep reached its -e: the judge compares the largest size
+  local c=$OUTDIR/$2.csv e big
+  e=$(bytes_of "$(arg_of -e)")
+  big=$(csvagg "$c" bytes max collective=allreduce)
+  [ "$big" = "$e" ] || { echo "FAIL: the sweep stopped at $big B, below its -e $e B (-b times a power of -f must reach -e)"; return; }
+  h_coll "$@"
 }
 h_p2p() {
   local c=$OUTDIR/$2.csv f
@@ -333,8 +430,9 @@ h_p2p() {
 h_dp() {
   local c=$OUTDIR/$2.csv f
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
-  case "$2" in *nccl*) grep -q '^# ordering stream' "$1" || { echo "FAIL: NCCL + cuBLAS did not run in stream ordering: $(grep -m1 '^# ordering' "$1" | cut -c1-80)"; return; } ;; esac
-  echo "step $(csvagg "$c" step_us min) us, $(csvagg "$c" gflops max) GFLOP/s, overhead $(csvagg "$c" overhead max); $(grep -m1 -o '^# ordering [a-z]*' "$1" | cut -c3-); 0 wrong"
+  local gpu=""
+  case "$2" in *nccl*) grep -q '^# ordering stream' "$1" || gpu="NCCL + cuBLAS did not run in stream ordering: $(grep -m1 '^# ordering' "$1" | cut -c1-80)" ;; esac
+  gpu_verdict "$gpu" "step $(csvagg "$c" step_us min) us, $(csvagg "$c" gflops max) GFLOP/s, overhead $(csvagg "$c" overhead max); $(grep -m1 -o '^# ordering [a-z]*' "$1" | cut -c3-); 0 wrong"
 }
 h_tp() {
   local c=$OUTDIR/$2.csv f
@@ -352,10 +450,11 @@ h_hy() {
   echo "step $(csvagg "$c" step_us min) us, tp $(csvagg "$c" tp_comm_us min) us, pp wait $(csvagg "$c" pp_wait_us min) us, dp $(csvagg "$c" dp_comm_us min) us; 0 wrong"
 }
 h_san() {   # exit 0 under --error-exitcode 1 means no error; a nonzero count in a summary line is one anyway
-  local bad
+  local bad n
   bad=$(grep -m1 -E '(ERROR SUMMARY: [1-9][0-9]* error|SUMMARY: .*\([1-9][0-9]* error)' "$1")
   [ -n "$bad" ] && { echo "FAIL: ${bad#========= }"; return; }
-  echo "0 errors ($(grep -c -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$1") sanitizer summaries)"
+  n=$(grep -c -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$1")
+  gpu_verdict "$([ "$n" = 0 ] && echo "no sanitizer summary in the output")" "0 errors ($n sanitizer summaries)"
 }
 h_host() { local f; f=$(wrong_fail "$OUTDIR/$2.csv"); [ -n "$f" ] && { echo "$f"; return; }; echo "MPI works: allreduce busbw $(csvagg "$OUTDIR/$2.csv" busbw_GBps max) GB/s (host memory)"; }
 
@@ -387,6 +486,46 @@ launch() {
 # run1 CMD...: one process without MPI (under Slurm, a one-task job step, so it gets the job's GPUs)
 run1() { if [ "$LAUNCHER" = slurm ]; then launch 1 "$@"; else echo "$@"; fi; }
 
+# ---------------------------------------------------------------- --rehearse
+# standin CMD...: a GPU step's command line with CPU stand-ins (one word a
+# line): NCCL -> MPI on host memory, device memory -> host, cuBLAS -> BLAS,
+# no CUDA graph, no --in-place, no compute-sanitizer in front; with REH_CAP > 0
+# bytes, sizes capped at REH_CAP, GEMM sides at REH_GEMM, iterations (-n, -w)
+# at REH_ITERS, the model at tiny.
+REH_CAP=$(bytes_of "${PB_REHEARSE_CAP:-1M}") REH_GEMM=256 REH_ITERS=2
+is_uint "$REH_CAP" || die_usage "PB_REHEARSE_CAP needs bytes (e.g. 1M, or 0 for the real sizes)"
+cap_list() {   # cap_list LIMIT LIST: each size of a comma list at most LIMIT, repeats dropped
+  local lim=$1 v out="" IFS=,
+  for v in $2; do
+    [ "$lim" -gt 0 ] && [ "$(bytes_of "$v")" -gt "$lim" ] && v=$lim
+    case ",$out," in *",$v,"*) ;; *) out=${out:+$out,}$v ;; esac
+  done
+  echo "$out"
+}
+standin() {
+  local a prog=""
+  while [ $# -gt 0 ]; do
+    a=$1; shift
+    case "$a" in
+      compute-sanitizer|*/compute-sanitizer) while [ $# -ge 2 ]; do case "$1" in --*) shift 2 ;; *) break ;; esac; done; continue ;;
+      --backend) [ "$1" = nccl ] && { printf '%s\n' --backend mpi --mem host; shift; continue; } ;;
+      --mem) [ "$1" = device ] && { printf '%s\n' --mem host; shift; continue; } ;;
+      --engine) [ "$1" = cublas ] && { printf '%s\n' --engine blas; shift; continue; } ;;
+      -G|--in-place) continue ;;   # no CUDA graph on MPI; MPI's host buffers cannot alias
+      -n|-w) [ -n "$prog" ] && [ "$REH_CAP" -gt 0 ] && { printf '%s\n' "$a" "$(( $1 < REH_ITERS ? $1 : REH_ITERS ))"; shift; continue; } ;;
+      -e|--copy-bytes|--grad-bytes) printf '%s\n' "$a" "$(cap_list "$REH_CAP" "$1")"; shift; continue ;;
+      --sizes) if [ "$prog" = compute_probe ] && [ "$REH_CAP" -gt 0 ]; then printf '%s\n' "$a" "$(cap_list "$REH_GEMM" "$1")"
+               else printf '%s\n' "$a" "$(cap_list "$REH_CAP" "$1")"; fi; shift; continue ;;
+      --model) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' --model tiny --seq 32; shift; continue; } ;;
+      torch-ref) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' "$a" "$1" "$(cap_list "$REH_GEMM" "$2")"; shift 2; continue; } ;;
+    esac
+    case "${a##*/}" in coll_sweep|p2p_sweep|compute_probe|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d) prog=${a##*/} ;; esac
+    printf '%s\n' "$a"
+  done
+}
+ENGINE_NAME=cuBLAS
+[ "$REHEARSE" = 1 ] && { ENGINE_NAME="BLAS stand-in"; export PB_REHEARSE=1; }
+
 # ---------------------------------------------------------------- the steps
 # run_steps: every step, in order. Defined before the environment is set up so
 # that --dry-run and a node without a GPU list the same steps (PLAN / SKIP
@@ -413,18 +552,21 @@ py_step() {
   else skip_gpu "$name" "$np" "no python3: not judged (the CSV files are there)"; fi
 }
 
-run_steps() {
+run_steps() { if [ "$SANITIZE" = 1 ]; then sanitize_steps; else main_steps; fi; }
+main_steps() {
 # shellcheck disable=SC2046  # launch prints a command line to split
 {
 step mpi-host "$R" "$TO" h_host -- $(launch "$R" coll_sweep --backend mpi --mem host --sizes 1K,1M -n 5 -w 1 $Q --csv mpi-host.csv)
 
 step unit-gpu 1 "$TO" h_unit -- $(run1 test_gpu_nogpu)
 step unit-coll-check 1 "$TO" h_unit -- $(run1 test_coll_check)
-step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 2048,4096,8192 -n 10 --copy-bytes 1G --csv probe-bf16.csv)
-step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 2048,8192 -n 5 --copy-bytes 0 --csv probe-fp32.csv)
+step probe-bf16 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d bfloat16 --sizes 2048,4096,8192 -n 10 --copy-bytes 1G --warmup-ms 500 --csv probe-bf16.csv)
+step probe-fp32 1 "$TO" h_probe -- $(run1 compute_probe --engine cublas -d float --sizes 2048,8192 -n 5 --copy-bytes 0 --warmup-ms 500 --csv probe-fp32.csv)
 # Same-machine reference: PyTorch's cuBLAS GEMM rate and copy bandwidth (exit 77: no PyTorch, skipped)
 if [ -n "$PY" ]; then
-  step torch-ref 1 "$TO" h_info -- $(run1 "$PY" "$GC_PY" torch-ref torch-ref.csv)
+  # without a bundle's LD_LIBRARY_PATH: PyTorch would load the toolkit's cuBLAS there instead of its own
+  TORCH_ENV="env -u LD_LIBRARY_PATH"; [ -n "$LD_LIBRARY_PATH_AT_START" ] && TORCH_ENV="env LD_LIBRARY_PATH=$LD_LIBRARY_PATH_AT_START"
+  step torch-ref 1 "$TO" h_info -- $(run1 $TORCH_ENV "$PY" "$GC_PY" torch-ref torch-ref.csv 8192)
   { [ -f "$OUTDIR/torch-ref.csv" ] || [ "$DRY" = 1 ]; } && py_step probe-vs-torch 1 vs-torch torch-ref.csv probe-bf16.csv probe-fp32.csv
 else
   skip_gpu torch-ref 1 "no python3: no PyTorch reference"
@@ -434,8 +576,9 @@ fi
 step coll-nccl-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll all -b 8 -e 256M -f 4 -n 20 -w 5 $Q --csv coll-nccl-1.csv --json coll-nccl-1.json)
 step coll-nccl-graph-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl -G --coll allreduce,allgather -b 8 -e 64M -f 8 -n 20 -w 5 $Q --csv coll-nccl-graph-1.csv)
 # devtime: the batch (default) against one event pair per operation (the old measure)
-step devtime-pair-1 1 "$TO" h_coll -- $(launch 1 env PARABENCH_DEVTIME_BATCH=1 coll_sweep --backend nccl --coll allreduce -b 8 -e 256M -f 16 -n 50 -w 5 $Q --csv devtime-pair-1.csv)
-step devtime-batch-1 1 "$TO" h_coll -- $(launch 1 coll_sweep --backend nccl --coll allreduce -b 8 -e 256M -f 16 -n 50 -w 5 $Q --csv devtime-batch-1.csv)
+# (16 x 16^6 = 256 MiB: the largest size, where both must agree, is 256 MiB itself)
+step devtime-pair-1 1 "$TO" h_devtime -- $(launch 1 env PARABENCH_DEVTIME_BATCH=1 coll_sweep --backend nccl --coll allreduce -b 16 -e 256M -f 16 -n 50 -w 5 $Q --csv devtime-pair-1.csv)
+step devtime-batch-1 1 "$TO" h_devtime -- $(launch 1 coll_sweep --backend nccl --coll allreduce -b 16 -e 256M -f 16 -n 50 -w 5 $Q --csv devtime-batch-1.csv)
 py_step devtime-vs-pair 1 devtime devtime-batch-1.csv devtime-pair-1.csv
 # bf16, half and int32 through NCCL, out of place and in place, validated
 for d in bfloat16 half int32; do
@@ -469,7 +612,7 @@ for n in $NS; do
   tpn=1; [ "$n" = "$NP" ] && tpn=$T
   step dp-nccl-$n "$n" "$TO" h_dp -- $(launch "$n" dp_allreduce --backend nccl --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 5 -w 2 $Q --csv dp-nccl-$n.csv --json dp-nccl-$n.json)
   step tp-nccl-$n "$n" "$TO" h_tp -- $(launch "$n" tp_layer --backend nccl --engine cublas --tp "$tpn" $M -n 5 -w 2 $Q --csv tp-nccl-$n.csv --json tp-nccl-$n.json)
-  [ "$n" = 1 ] && py_step tp-vs-gemm-rate 1 tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv
+  [ "$n" = 1 ] && py_step tp-vs-gemm-rate 1 tp-vs-gemm tp-nccl-1.csv probe-fp32.csv   # tp_layer computes in fp32 by default
   step pp-nccl-$n "$n" "$TO" h_pp -- $(launch "$n" pp_pipeline --backend nccl --engine cublas --stages "$n" --layers $((2 * n)) --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-nccl-$n.csv --json pp-nccl-$n.json)
 done
 if [ "$NP" -ge 2 ] && [ $((NP % 2)) = 0 ]; then
@@ -480,21 +623,30 @@ fi
 step dp-mpidev-$R "$R" "$TO" h_dp -- $(launch "$R" dp_allreduce --backend mpi --mem device --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 3 -w 1 $Q --csv dp-mpidev-$R.csv)
 step tp-mpidev-2 2 "$TO" h_tp -- $(launch 2 tp_layer --backend mpi --mem device --engine cublas --tp 2 $M -n 3 -w 1 $Q --csv tp-mpidev-2.csv)
 step pp-mpidev-2 2 "$TO" h_pp -- $(launch 2 pp_pipeline --backend mpi --mem device --engine cublas --stages 2 --layers 4 --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-mpidev-2.csv)
+}
+}
 
-# compute-sanitizer: the three tools on the GPU unit tests, memcheck on one small run of each program
-if [ -n "$SAN" ] || [ "$DRY" = 1 ] || [ "$NO_GPU" = 1 ]; then
+# compute-sanitizer: the three tools on the GPU unit tests, memcheck on one small
+# run of each program. A phase of its own (--sanitize): every instrumented NCCL
+# kernel is slow, and the main steps fill one call's time.
+sanitize_steps() {
+# shellcheck disable=SC2046  # launch prints a command line to split
+{
+if [ -n "$SAN" ] || [ "$DRY" = 1 ] || [ "$NO_GPU" = 1 ] || [ "$REHEARSE" = 1 ]; then
   S="${SAN:-compute-sanitizer} --error-exitcode 1 --tool"
+  # NCCL probes the CUDA API and handles the errors it gets back; memcheck would count them
+  SNCCL="${SAN:-compute-sanitizer} --error-exitcode 1 --report-api-errors no --tool"
   at() { command -v "$1" 2>/dev/null || echo "$1"; }   # the sanitizer gets the program's path, not a PATH lookup
   for tool in memcheck racecheck synccheck; do
     step san-$tool-unit 1 "$TO" h_san -- $(run1 $S $tool "$(at test_gpu_nogpu)")
   done
-  step san-memcheck-coll 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at coll_sweep)" --backend nccl --coll all -b 8 -e 1M -f 32 -n 2 -w 1 $Q)
+  step san-memcheck-coll 1 "$TO" h_san -- $(launch 1 $SNCCL memcheck "$(at coll_sweep)" --backend nccl --coll all -b 8 -e 1M -f 32 -n 2 -w 1 $Q)
   step san-memcheck-p2p 2 "$TO" h_san -- $(launch 2 $S memcheck "$(at p2p_sweep)" --backend mpi --mem device --mode all -b 8 -e 64K -f 64 -n 2 -w 1 --window 4 $Q)
   step san-memcheck-probe 1 "$TO" h_san -- $(run1 $S memcheck "$(at compute_probe)" --engine cublas --sizes 256 -n 2 --copy-bytes 1M)
-  step san-memcheck-dp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at dp_allreduce)" --backend nccl --engine cublas --layers 1 --grad-bytes 1M $SM)
-  step san-memcheck-tp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at tp_layer)" --backend nccl --engine cublas --tp 1 $SM)
-  step san-memcheck-pp 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at pp_pipeline)" --backend nccl --engine cublas --stages 1 --layers 1 --micro-batches 2 $SM)
-  step san-memcheck-hybrid 1 "$TO" h_san -- $(launch 1 $S memcheck "$(at hybrid_3d)" --backend nccl --engine cublas --tp 1 --pp 1 --layers 1 $SM)
+  step san-memcheck-dp 1 "$TO" h_san -- $(launch 1 $SNCCL memcheck "$(at dp_allreduce)" --backend nccl --engine cublas --layers 1 --grad-bytes 1M $SM)
+  step san-memcheck-tp 1 "$TO" h_san -- $(launch 1 $SNCCL memcheck "$(at tp_layer)" --backend nccl --engine cublas --tp 1 $SM)
+  step san-memcheck-pp 1 "$TO" h_san -- $(launch 1 $SNCCL memcheck "$(at pp_pipeline)" --backend nccl --engine cublas --stages 1 --layers 1 --micro-batches 2 $SM)
+  step san-memcheck-hybrid 1 "$TO" h_san -- $(launch 1 $SNCCL memcheck "$(at hybrid_3d)" --backend nccl --engine cublas --tp 1 --pp 1 --layers 1 $SM)
 else
   skip_gpu sanitizer 1 "no compute-sanitizer on PATH or in \$CUDA_HOME/bin: memcheck, racecheck and synccheck not run"
 fi
@@ -502,6 +654,13 @@ fi
 }
 
 gpu_lines() {
+  if [ "$REHEARSE" = 1 ]; then
+    sum "# rehearsal: no GPU used; every GPU step ran its own command line with CPU stand-ins (--backend mpi --mem host, --engine blas, no -G, no --in-place, no compute-sanitizer), the same output names and judges"
+    if [ "$REH_CAP" -gt 0 ]; then sum "# rehearsal sizes: capped at PB_REHEARSE_CAP=${PB_REHEARSE_CAP:-1M} ($REH_CAP bytes), GEMM sides at $REH_GEMM, -n and -w at $REH_ITERS, --model tiny --seq 32 (PB_REHEARSE_CAP=0: the real sizes)"
+    else sum "# rehearsal sizes: the real ones (PB_REHEARSE_CAP=0)"; fi
+  fi
+  if [ "$SANITIZE" = 1 ]; then sum "# phase: compute-sanitizer (--sanitize)"
+  else sum "# phase: main steps (compute-sanitizer is a call of its own: --sanitize)"; fi
   sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY); budget $BUDGET s"
   [ -n "$PY" ] && [ "$NGPU" -gt 0 ] && sum "# expected: $("$PY" "$GC_PY" expected "${GPU_NAME:-unknown}")"
   return 0
@@ -535,7 +694,7 @@ case "$LAUNCHER" in
     BIN=$BUNDLE/bin TESTS=$BUNDLE/tests
     log "bundle: $BUNDLE; $(sed -n '2,4p' "$BUNDLE/MANIFEST" 2>/dev/null | tr -s ' \n' ' ')" ;;
   *)
-    [ "$IN_REPO" = 1 ] || { line SKIP all - - "not in a parabench checkout: cannot build (use --bundle)"; finish 3; }
+    [ "$IN_REPO" = 1 ] || [ "$DO_BUILD" = 0 ] || { line SKIP all - - "not in a parabench checkout: cannot build (use --bundle)"; finish 3; }
     case "$BUILD" in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
     BIN=$BUILD_ABS/bin TESTS=$BUILD_ABS/tests ;;
 esac

@@ -2,7 +2,7 @@
  * rates (the planner's --tflops, and a sanity check of the engine) and
  * engine-memory copy bandwidth (device-to-device on a GPU).
  *   compute_probe [--engine NAME] [--dtype float|bfloat16] [--sizes 1024,4096]
- *                 [-n ITERS] [--copy-bytes SIZE] [--threads N] [--csv FILE] */
+ *                 [-n ITERS] [--copy-bytes SIZE] [--warmup-ms MS] [--threads N] [--csv FILE] */
 #include "compute/compute.h"
 #include "core/error.h"
 #include "core/outpath.h"
@@ -23,9 +23,14 @@ typedef struct probe_opts {
     uint64_t sizes[MAX_SIZES], copy_bytes;
     size_t nsizes;
     int iters, threads;
+    long long warmup_ms; /* -1: the engine's default (DEVICE_WARMUP_MS on a GPU, none on the host) */
 } probe_opts;
 
-enum { O_ENGINE, O_DTYPE, O_SIZES, O_ITERS, O_COPY, O_THREADS, O_CSV };
+/* A GPU idles at a low clock and ramps up under load: a few timed GEMMs right
+ * after start would measure the ramp. Half a second of GEMMs first. */
+#define DEVICE_WARMUP_MS 500
+
+enum { O_ENGINE, O_DTYPE, O_SIZES, O_ITERS, O_COPY, O_WARMUP, O_THREADS, O_CSV };
 
 /* --engine's help names the engines of the table (main). */
 static pb_options_opt opts[] = {
@@ -34,6 +39,8 @@ static pb_options_opt opts[] = {
     {"sizes", 0, "LIST", "square GEMM sizes m = n = k (default 512,1024,2048)", O_SIZES},
     {"iters", 'n', "N", "GEMMs timed per size (default 10)", O_ITERS},
     {"copy-bytes", 0, "SIZE", "bytes per engine-memory copy (default 256M; 0 skips)", O_COPY},
+    {"warmup-ms", 0, "MS", "GEMMs of the largest size for at least MS ms before timing (default 500 on a GPU "
+                          "engine, 0 on the host)", O_WARMUP},
     {"threads", 0, "N", "BLAS threads (default 1)", O_THREADS},
     {"csv", 0, "FILE", "write the results as CSV", O_CSV},
 };
@@ -57,6 +64,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case O_COPY:
         if (strcmp(arg, "0") == 0) return o->copy_bytes = 0, PB_OK;
         return pb_parse_size(option, arg, PB_SIZE_MAX, &o->copy_bytes);
+    case O_WARMUP: return pb_parse_int(option, arg, 0, 600000, &o->warmup_ms);
     case O_THREADS: PB_TRY(pb_parse_int(option, arg, 1, 1024, &v)); o->threads = (int)v; return PB_OK;
     case O_CSV: o->csv = arg; return pb_outpath_add(option, arg);
     default: return pb_error_usage(option, "not handled");
@@ -100,6 +108,21 @@ static int copy_rate(const pb_compute *e, uint64_t bytes, int iters, double *gbp
     if (a) e->free(a);
     if (b) e->free(b);
     return st;
+}
+
+/* GEMMs of n^3, one at a time, until at least ms milliseconds have passed. */
+static int warm_up(const pb_compute *e, int64_t n, pb_dtype t, long long ms)
+{
+    if (ms <= 0) return PB_OK;
+    double t0 = pb_timing_now_us(), g = 0;
+    int count = 0;
+    do {
+        PB_TRY(pb_compute_gemm_benchmark(e, n, n, n, t, 1, &g));
+        count++;
+    } while (pb_timing_now_us() - t0 < (double)ms * 1e3);
+    printf("# warm-up %d GEMMs of %lld in %.0f ms (at least %lld ms)\n", count, (long long)n,
+           (pb_timing_now_us() - t0) * 1e-3, ms);
+    return PB_OK;
 }
 
 static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
@@ -147,7 +170,7 @@ int main(int argc, char **argv)
 {
     pb_error_set_progname(argv[0]);
     probe_opts o = {.engine = pb_compute_default(PB_MEM_HOST), .dtype = PB_FLOAT32, .sizes = {512, 1024, 2048}, .nsizes = 3,
-                    .copy_bytes = 256u << 20, .iters = 10, .threads = 1};
+                    .copy_bytes = 256u << 20, .iters = 10, .threads = 1, .warmup_ms = -1};
     char engine_help[160], names[128];
     snprintf(engine_help, sizeof engine_help, "%s (default %s)",
              pb_parse_join_names(pb_compute_names(), names, sizeof names), o.engine);
@@ -168,6 +191,11 @@ int main(int argc, char **argv)
     if (status == PB_OK) status = memory_check(&o, e);
     if (status != PB_OK) return status;
     printf("# compute_probe\n# engine %s\n# gpu    %s\n", e->describe(), gpu);
+    uint64_t big = 0;
+    for (size_t i = 0; i < o.nsizes; i++) big = o.sizes[i] > big ? o.sizes[i] : big;
+    status = warm_up(e, (int64_t)big, o.dtype,
+                     o.warmup_ms >= 0 ? o.warmup_ms : e->mem == PB_MEM_DEVICE ? DEVICE_WARMUP_MS : 0);
+    if (status != PB_OK) return status;
     pb_report *rep = NULL;
     status = pb_report_open("compute_probe", cols, NCOLS, NULL, stdout, o.csv, NULL,
                             &rep);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef PB_HAVE_CUDA
 const pb_gpu_ops *pb_gpu_cuda_ops(void); /* gpu_cuda.c */
@@ -57,9 +58,11 @@ int pb_gpu_bind(int local_rank, int offset, char *desc, size_t len)
 #endif
     int n = g->count();
     if (n == 0) {
+        const char *why = g->count_error ? g->count_error() : NULL;
         snprintf(desc, len, "none");
-        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process (CUDA_VISIBLE_DEVICES=%s)",
-                       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process (CUDA_VISIBLE_DEVICES=%s)%s%s",
+                       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset",
+                       why ? ": cudaGetDeviceCount: " : "", why ? why : "");
     }
     int dev = ((local_rank + offset) % n + n) % n;
     PB_TRY(g->set_device(dev));
@@ -87,9 +90,38 @@ int pb_gpu_from_host(void *dst, const void *src, size_t bytes)
     return g->sync_legacy();
 }
 
+void pb_gpu_identity(int local_rank, int offset, char *id, size_t len)
+{
+    const pb_gpu_ops *g = pb_gpu_ops_get();
+    int n = g->count();
+    char desc[160] = "";
+    if (len) id[0] = '\0';
+    if (n <= 0) return;
+    int dev = ((local_rank + offset) % n + n) % n;
+    g->describe(dev, n, desc, sizeof desc);
+    const char *pci = strstr(desc, "PCI ");
+    if (pci && strcmp(pci, "PCI ?") != 0) snprintf(id, len, "%s", pci);
+}
+
+int pb_gpu_shared(const char *ids, size_t stride, const int *node_of, int size, int *a, int *b)
+{
+    for (int i = 0; i < size; i++)
+        for (int j = i + 1; j < size; j++)
+            if (node_of[i] == node_of[j] && ids[i * stride] && strcmp(ids + i * stride, ids + j * stride) == 0) {
+                *a = i, *b = j;
+                return 1;
+            }
+    return 0;
+}
+
 int pb_gpu_check_ranks(int local_size, int ngpu, int exclusive)
 {
-    if (ngpu <= 0) return pb_fail(PB_ERR_ENV, "no GPU is visible to this process");
+    if (ngpu <= 0) {
+        const pb_gpu_ops *g = pb_gpu_ops_get();
+        const char *why = g->count_error ? g->count_error() : NULL;
+        return pb_fail(PB_ERR_ENV, "no GPU is visible to this process%s%s", why ? ": cudaGetDeviceCount: " : "",
+                       why ? why : "");
+    }
     if (exclusive && local_size > ngpu)
         return pb_fail(PB_ERR_ENV,
                        "%d ranks on one node but only %d GPU%s visible: NCCL needs one GPU per rank (it refuses "

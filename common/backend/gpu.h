@@ -14,6 +14,10 @@
 /* The CUDA runtime calls behind this module; each returns a PB_ status. */
 typedef struct pb_gpu_ops {
     int (*count)(void);                  /* visible GPUs, 0 when none */
+    /* Why count() found none: the runtime's error ("CUDA driver version is
+     * insufficient for CUDA runtime version"), NULL when it simply found none
+     * or cannot say (the field may be left out). */
+    const char *(*count_error)(void);
     int (*set_device)(int dev);          /* cudaSetDevice: current device of the calling thread */
     int (*describe)(int dev, int n, char *desc, size_t len);
     size_t (*cache_bytes)(void);         /* L2 of the current device */
@@ -54,8 +58,22 @@ int pb_gpu_from_host(void *dst, const void *src, size_t bytes);
 /* Whether local_size ranks on one node may share the node's `ngpu` GPUs:
  * with exclusive use (NCCL: one GPU per rank, it refuses duplicates) they
  * need local_size <= ngpu; shared use (MPI on device buffers) needs one GPU.
- * PB_OK, or PB_ERR_ENV with a message (pb_fail) naming the fix. Pure. */
+ * PB_OK, or PB_ERR_ENV with a message (pb_fail) naming the fix; without a GPU
+ * the message carries the runtime's error (count_error). */
 int pb_gpu_check_ranks(int local_size, int ngpu, int exclusive);
+
+/* Which physical GPU pb_gpu_bind(local_rank, offset) would take, as text that
+ * differs between GPUs (its PCI bus id, from describe): with one GPU visible
+ * per rank (Slurm --gpus-per-task=1) every rank sees "GPU 0", and only this
+ * tells whether two ranks of a node share one. "" without a GPU or when the
+ * bus id is unknown. */
+#define PB_GPU_ID_MAX 64
+void pb_gpu_identity(int local_rank, int offset, char *id, size_t len);
+
+/* Exclusive use, across the node: the first two ranks (*a < *b) whose node
+ * (node_of) and identity (ids, `stride` bytes apart) are the same; 0 when
+ * every rank of every node has a GPU of its own. Pure. */
+int pb_gpu_shared(const char *ids, size_t stride, const int *node_of, int size, int *a, int *b);
 
 /* L2 cache of the current GPU in bytes (0 without a GPU). */
 size_t pb_gpu_cache_bytes(void);

@@ -9,14 +9,24 @@
 
 const pb_gpu_ops *pb_gpu_cuda_ops(void);
 
+static cudaError_t count_status = cudaSuccess;
+
 static int cuda_count(void)
 {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    count_status = cudaGetDeviceCount(&n);
+    if (count_status != cudaSuccess) {
         (void)cudaGetLastError(); /* clear the sticky "no device" error */
         return 0;
     }
     return n;
+}
+
+/* A driver older than the runtime reads "no GPU" to cudaGetDeviceCount's
+ * caller: its error text tells the two apart. */
+static const char *cuda_count_error(void)
+{
+    return count_status == cudaSuccess ? NULL : cudaGetErrorString(count_status);
 }
 
 static int cuda_set(int dev)
@@ -67,7 +77,7 @@ static int cuda_sync_legacy(void)
     return PB_OK;
 }
 
-static const pb_gpu_ops cuda_ops = {.count = cuda_count, .set_device = cuda_set, .describe = cuda_describe,
+static const pb_gpu_ops cuda_ops = {.count = cuda_count, .count_error = cuda_count_error, .set_device = cuda_set, .describe = cuda_describe,
                                     .cache_bytes = cuda_cache, .copy_h2d = cuda_copy_h2d,
                                     .sync_legacy = cuda_sync_legacy};
 

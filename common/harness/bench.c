@@ -12,6 +12,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* NCCL needs a GPU of its own per rank. Counted across the node, by PCI bus
+ * id: with one GPU visible per rank (Slurm --gpus-per-task=1) every rank sees
+ * a single GPU, yet the node's ranks have distinct ones. Where a bus id is
+ * unknown, the count of visible GPUs decides (ranks per node <= GPUs). */
+static int check_gpu_per_rank(const pb_world *w, int offset)
+{
+    char id[PB_GPU_ID_MAX];
+    pb_gpu_identity(w->local_rank, offset, id, sizeof id);
+    char *ids = calloc((size_t)w->size, PB_GPU_ID_MAX);
+    if (!ids) return pb_fail(PB_ERR_ENV, "out of memory (%d GPU ids)", w->size);
+    int status = MPI_Allgather(id, PB_GPU_ID_MAX, MPI_CHAR, ids, PB_GPU_ID_MAX, MPI_CHAR, w->comm) == MPI_SUCCESS
+                     ? PB_OK
+                     : pb_fail(PB_ERR_ENV, "MPI_Allgather of the GPU ids failed");
+    int known = 1, a = 0, c = 0, n = pb_gpu_count();
+    for (int r = 0; r < w->size; r++)
+        if (w->node_of[r] == w->node && !ids[(size_t)r * PB_GPU_ID_MAX]) known = 0;
+    if (status == PB_OK && (n <= 0 || !known)) status = pb_gpu_check_ranks(w->local_size, n, 1);
+    else if (status == PB_OK && pb_gpu_shared(ids, PB_GPU_ID_MAX, w->node_of, w->size, &a, &c) && w->node_of[a] == w->node)
+        status = pb_fail(PB_ERR_ENV,
+                         "ranks %d and %d on %s would share one GPU (%s): NCCL needs one GPU per rank. Start at most "
+                         "one rank per GPU, or use --backend mpi --mem device to share GPUs",
+                         a, c, w->host[a], ids + (size_t)a * PB_GPU_ID_MAX);
+    free(ids);
+    return status;
+}
+
 /* --validate and --version are found before MPI starts, so that no MPI is
  * started for them. */
 static int asks_for(int argc, char **argv, const char *option)
@@ -113,7 +139,7 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
     /* NCCL needs a GPU of its own per rank: more ranks on a node than GPUs is
      * an environment error here, before any NCCL call, not NCCL's "Duplicate
      * GPU" later. */
-    if (status == PB_OK && b->be->one_gpu_per_rank) status = pb_gpu_check_ranks(b->w.local_size, pb_gpu_count(), 1);
+    if (status == PB_OK && b->be->one_gpu_per_rank) status = check_gpu_per_rank(&b->w, o->gpu_offset);
     if (status == PB_OK && b->be->mem == PB_MEM_DEVICE)
         status = pb_gpu_bind(b->w.local_rank, o->gpu_offset, gpu, sizeof gpu);
     else if (status == PB_OK && o->gpu_offset_given) /* every rank refuses; rank 0 says why */

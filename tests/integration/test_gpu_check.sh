@@ -25,8 +25,8 @@ expect_in "$TMP/out" "77  skipped: no GPU" "--help documents exit 77"
 
 # ---- without a GPU every GPU step is listed as needing one; one page written
 n=$(grep -c '^SKIP .*needs a GPU' "$TMP/out77/summary.txt")
-[ "$n" -ge 30 ] && pass "$n steps listed as needing a GPU" || fail "only $n steps say they need a GPU"
-for s in unit-gpu devtime-batch-1 nccl-bfloat16-inplace-1 nccl-2g-elements-1 tp-vs-gemm-rate san-racecheck-unit; do
+[ "$n" -ge 25 ] && pass "$n steps listed as needing a GPU" || fail "only $n steps say they need a GPU"
+for s in unit-gpu devtime-batch-1 nccl-bfloat16-inplace-1 nccl-2g-elements-1 tp-vs-gemm-rate; do
   grep -q "^SKIP  $s .*needs a GPU" "$TMP/out77/summary.txt" && pass "no GPU: $s listed" || fail "no GPU: $s not listed"
 done
 expect_in "$TMP/out77/gpu-check.md" "SKIPPED (no GPU)" "gpu-check.md: verdict without a GPU"
@@ -63,12 +63,19 @@ plan "$TMP/d8" nccl-half-inplace-8 | grep -q -- "-d half --in-place " && pass "h
 plan "$TMP/d8" nccl-int32-8 | grep -q -- "-d int32 -b" && pass "int32, out of place" || fail "int32 command"
 plan "$TMP/d8" nccl-2g-elements-1 | grep -q -- "--sizes 4297064448 " && pass "2^31 + 2^20 bf16 elements" || fail "no >2^31-element step"
 plan "$TMP/d8" devtime-pair-1 | grep -q "PARABENCH_DEVTIME_BATCH=1 coll_sweep" && pass "devtime: one pair per operation" || fail "devtime-pair command"
+! plan "$TMP/d8" san-memcheck-coll >/dev/null && pass "compute-sanitizer is not in the main call" || fail "sanitizer steps in the main call"
+expect_rc 0 "dry run of the sanitizer phase" -- dry "$TMP/d8s" 8 "NVIDIA H100 80GB HBM3" 81000 --sanitize
 for t in memcheck racecheck synccheck; do
-  plan "$TMP/d8" san-$t-unit | grep -q -- "--tool $t test_gpu_nogpu" && pass "sanitizer $t on the unit tests" || fail "no san-$t-unit"
+  plan "$TMP/d8s" san-$t-unit | grep -q -- "--tool $t test_gpu_nogpu" && pass "sanitizer $t on the unit tests" || fail "no san-$t-unit"
 done
 for b in coll p2p probe dp tp pp hybrid; do
-  plan "$TMP/d8" san-memcheck-$b >/dev/null && pass "memcheck: $b" || fail "no san-memcheck-$b"
+  plan "$TMP/d8s" san-memcheck-$b >/dev/null && pass "memcheck: $b" || fail "no san-memcheck-$b"
 done
+# NCCL handles the CUDA API errors of its own probing: memcheck must not count them
+for b in coll dp tp pp hybrid; do
+  plan "$TMP/d8s" san-memcheck-$b | grep -q -- "--report-api-errors no --tool memcheck" && pass "memcheck on NCCL ($b): API errors not reported" || fail "san-memcheck-$b reports NCCL's API errors: $(plan "$TMP/d8s" san-memcheck-$b)"
+done
+! plan "$TMP/d8s" unit-gpu >/dev/null && pass "the sanitizer phase runs only the sanitizer" || fail "main steps in the sanitizer phase"
 [ ! -e "$TMP/d8/check.log" ] || ! grep -q '^=== ' "$TMP/d8/check.log" && pass "dry run ran nothing" || fail "dry run ran steps"
 
 expect_rc 0 "dry run, 8 fake GPUs, 2 visible, little memory" -- env CUDA_VISIBLE_DEVICES=0,1 PATH="$FAKE:$PATH" FAKE_GPUS=8 \
@@ -240,4 +247,117 @@ print(f"key figures: allreduce busbw {bw} GB/s at {big} B, peak {peak}, p2p bw {
 PY
 then pass "fake node: $(cat "$TMP/keys")"
 else fail "fake node: key figures"; sed 's/^/  | /' "$TMP/keys" >&2; tail -5 "$TMP/fake.out" | sed 's/^/  | /' >&2; fi
+
+# ---- without a GPU, a CUDA build says what cudaGetDeviceCount answered (here: no driver), not only "no GPU"
+if ldd "$BIN/coll_sweep" 2>/dev/null | grep -q libcudart && ! command -v nvidia-smi >/dev/null; then
+  for be in "--backend mpi --mem device" "--backend nccl"; do
+    # shellcheck disable=SC2086
+    expect_rc 3 "no GPU: $be" -- "$BIN/coll_sweep" $be -b 8 -e 8 -n 1 -w 0
+    expect_in "$TMP/err" ": cudaGetDeviceCount: " "no GPU ($be): the CUDA error text"
+  done
+fi
+
+# ---- NCCL from a Python wheel's layout (nvidia/nccl/lib/libnccl.so.2 only, the header in another
+# wheel's include/): the Makefile links it by soname with an rpath. A tree of symlinks to the toolkit here.
+CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
+if [ -e "$CUDA_LIB/libnccl.so.2" ] && [ -f "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" ] && command -v cc >/dev/null; then
+  WH=$TMP/site-packages/nvidia
+  mkdir -p "$WH/nccl/lib" "$WH/cu13/include"
+  ln -s "$CUDA_LIB/libnccl.so.2" "$WH/nccl/lib/"
+  ln -s "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" "$WH/cu13/include/"
+  make -s -C "$TESTS_DIR/../.." -n CUDA=1 NCCL_HOME="$WH/nccl" NCCL_INC="$WH/cu13/include" BUILD="$TMP/wb" "$TMP/wb/bin/coll_sweep" \
+      > "$TMP/wheel.make" 2>&1
+  link=$(grep -- "-o $TMP/wb/bin/coll_sweep" "$TMP/wheel.make")
+  case "$link" in *"-L$WH/nccl/lib -Wl,-rpath,$WH/nccl/lib -L"*"-l:libnccl.so.2 "*) pass "wheel NCCL: -L, rpath and soname" ;;
+    *) fail "wheel NCCL link line: ${link:-none}" ;; esac
+  grep -q -- "-I$WH/cu13/include" "$TMP/wheel.make" && pass "wheel NCCL: NCCL_INC for the header" || fail "no -I$WH/cu13/include"
+  # the same flags link and load a program calling NCCL, from the wheel's folder
+  flags=${link#*libparabench.a}; flags=${flags%% -o *}
+  printf '#include <nccl.h>\n#include <stdio.h>\nint main(void) { int v = 0; ncclGetVersion(&v); printf("%%d\\n", v); return v <= 0; }\n' > "$TMP/v.c"
+  # shellcheck disable=SC2086
+  if cc "$TMP/v.c" -I"$WH/cu13/include" -I"${CUDA_HOME:-/usr/local/cuda}/include" $flags -o "$TMP/v" 2> "$TMP/v.err"; then
+    ldd "$TMP/v" | grep -q "libnccl.so.2 => $WH/nccl/lib/libnccl.so.2" && "$TMP/v" >/dev/null && pass "wheel NCCL: linked, loaded from the wheel's lib/" || fail "wheel NCCL: $(ldd "$TMP/v" | grep nccl)"
+  else fail "wheel NCCL: cannot link: $(head -3 "$TMP/v.err")"; fi
+fi
+
+# ---- --rehearse: every step's own command line on CPU stand-ins, every judge on their files, the
+# summary, gpu-check.md and --pack. 2 GPUs played, so that the multi-rank steps run too.
+[ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
+rehearse() {   # rehearse OUT [options]
+  local out=$1; shift
+  PB_REHEARSE_GPUS=2 PB_MPIRUN_ARGS=--oversubscribe timeout 600 bash "$CHECK" --rehearse --launcher mpirun --no-build \
+      --build "$BIN/.." --out "$out" "$@" > "$out.stdout" 2>&1
+}
+LD_LIBRARY_PATH=/before/the/bundle rehearse "$TMP/reh" --pack "$TMP/pack"; rc=$?
+R=$TMP/reh/summary.txt
+[ "$rc" = 0 ] && pass "rehearsal: exit 0" || { fail "rehearsal: exit $rc"; grep '^FAIL' "$R" | sed 's/^/  | /' >&2; }
+! grep -q '^FAIL' "$R" && pass "rehearsal: no step failed" || fail "rehearsal: $(grep -c '^FAIL' "$R") steps failed"
+for s in mpi-host probe-bf16 probe-fp32 torch-ref probe-vs-torch coll-nccl-1 coll-nccl-graph-1 devtime-pair-1 devtime-batch-1 \
+         devtime-vs-pair nccl-bfloat16-inplace-2 nccl-2g-elements-1 coll-nccl-2 busbw-vs-expected p2p-nccl-2 coll-mpidev-2 \
+         p2p-mpidev-2 dp-nccl-1 tp-nccl-1 tp-vs-gemm-rate pp-nccl-2 hybrid-nccl-2 dp-mpidev-2 tp-mpidev-2 pp-mpidev-2; do
+  grep -qE "^(PASS|REH) +$s " "$R" && pass "rehearsed: $s" || fail "rehearsal: $s: $(grep -E "^[A-Z]+ +$s " "$R" || echo 'not run')"
+done
+grep -q '^REH   busbw-vs-expected .*rehearsed, not judged: .* of the expected 450 GB/s' "$R" && pass "rehearsal: busbw against the H200 not judged" || fail "busbw-vs-expected: $(grep busbw-vs-expected "$R")"
+grep -q '^REH   devtime-vs-pair .*rehearsed, not judged' "$R" || grep -q '^PASS  devtime-vs-pair ' "$R" && pass "rehearsal: devtime judged on the stand-in's host times" || fail "devtime-vs-pair"
+grep -q '^REH   unit-gpu .*GPU cases did not run' "$R" && pass "rehearsal: the GPU unit cases not judged" || fail "unit-gpu: $(grep unit-gpu "$R")"
+expect_in "$R" "# rehearsal sizes: capped at PB_REHEARSE_CAP=1M" "rehearsal: the summary names the size cap"
+grep -qE '^# launches: [0-9]+ through mpirun/srun, [0-9]+ single processes; [0-9]+ s in steps' "$R" && pass "rehearsal: $(grep '^# launches' "$R" | cut -c3-)" || fail "rehearsal: no launch count"
+grep -qE '^# total: .* [0-9]+ rehearsed in ' "$R" && pass "rehearsal: rehearsed steps counted" || fail "no rehearsed count"
+expect_in "$TMP/reh/gpu-check.md" "# parabench GPU check: REHEARSAL PASS" "rehearsal: one page says rehearsal"
+# the devtime sweeps end at their -e: 16 x 16^k reaches 256 MiB (and the 1 MiB cap), 8 x 16^k stops at 128 MiB
+grep -q '^devtime-pair-1: allreduce busbw .* at 1048576 B' <(sed -n 's/^#   //p' "$R") && pass "devtime sweep reaches its -e" || fail "devtime sweep end: $(grep 'devtime-pair-1:' "$R")"
+# tp_layer computes in fp32: judged against the fp32 probe alone
+grep -q '^rehearsed as: .*gpu-check-judge.py tp-vs-gemm tp-nccl-1.csv probe-fp32.csv$' "$TMP/reh/check.log" && pass "tp-vs-gemm: tp_layer against the fp32 probe" || fail "tp-vs-gemm arguments: $(grep 'tp-vs-gemm tp-nccl' "$TMP/reh/check.log" | head -1)"
+# PyTorch runs with the LD_LIBRARY_PATH the check started with, not a bundle's
+grep -q '^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$' "$TMP/reh/check.log" && pass "torch-ref: the LD_LIBRARY_PATH from before the bundle" || fail "torch-ref command: $(grep 'torch-ref torch-ref' "$TMP/reh/check.log" | head -1)"
+# compute_probe warms the GPU up (clocks ramp from idle) before it times
+[ "$(grep -c '^# warm-up [0-9]* GEMMs of 256 in [0-9]* ms (at least 500 ms)' "$TMP/reh/check.log")" = 2 ] && pass "probes: half a second of GEMMs before timing" || fail "probes: no warm-up line"
+# the same in a bundle (case a), whose env.sh puts the bundle's libraries first: PyTorch still gets
+# the LD_LIBRARY_PATH from before it (a fake bundle: the build's binaries and such an env.sh)
+FB=$TMP/fake-bundle
+mkdir -p "$FB/lib"
+ln -s "$BIN" "$FB/bin"; ln -s "$BIN/../tests" "$FB/tests"
+printf '# a bundle env.sh in brief\nexport LD_LIBRARY_PATH=%s/lib${PB_EXTRA_LD_LIBRARY_PATH:+:$PB_EXTRA_LD_LIBRARY_PATH}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$FB" > "$FB/env.sh"
+LD_LIBRARY_PATH=/before/the/bundle PB_REHEARSE_GPUS=2 timeout 300 bash "$CHECK" --rehearse --bundle "$FB" --out "$TMP/rehb" \
+    --only probe-bf16,probe-fp32,torch-ref,probe-vs-torch > "$TMP/rehb.stdout" 2>&1
+grep -q "^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$" "$TMP/rehb/check.log" \
+    && grep -q "^LD_LIBRARY_PATH=$FB/lib" "$TMP/rehb/check.log" && grep -q '^PASS  probe-vs-torch ' "$TMP/rehb/summary.txt" \
+    && pass "bundle: torch-ref without the bundle's LD_LIBRARY_PATH" || fail "bundle: torch-ref: $(grep -m1 'torch-ref torch-ref' "$TMP/rehb/check.log"; grep -m1 '^LD_LIBRARY_PATH' "$TMP/rehb/check.log")"
+# --pack: at most 8 files, the three pages and a tarball of every other file
+P=$TMP/pack
+np=$(find "$P" -type f | wc -l)
+[ "$np" -le 8 ] && pass "pack: $np files" || fail "pack: $np files (at most 8 come back)"
+for f in gpu-check.md summary.txt check.log rest.tar.gz; do [ -s "$P/$f" ] && pass "pack: $f" || fail "pack: no $f"; done
+(cd "$TMP/reh" && find . -type f ! -name gpu-check.md ! -name summary.txt ! -name check.log | sed 's|^\./||' | sort) > "$TMP/want"
+tar -tzf "$P/rest.tar.gz" | sed 's|^\./||' | grep -v -e '/$' -e '^$' | sort > "$TMP/got"
+[ "$(wc -l < "$TMP/want")" -ge 30 ] && cmp -s "$TMP/want" "$TMP/got" && pass "pack: rest.tar.gz holds the other $(wc -l < "$TMP/got") files" || fail "pack: rest.tar.gz: $(diff "$TMP/want" "$TMP/got" | head -5 | tr '\n' ' ')"
+cmp -s "$P/summary.txt" "$R" && pass "pack: summary.txt as written" || fail "pack: summary.txt differs"
+expect_rc 2 "--pack inside the output folder" -- bash "$CHECK" --rehearse --out "$TMP/reh2" --pack "$TMP/reh2/p"
+
+# the sanitizer phase rehearsed: every program's command line without the sanitizer in front
+rehearse "$TMP/rehs" --sanitize; rc=$?
+[ "$rc" = 0 ] && pass "rehearsal of --sanitize: exit 0" || { fail "rehearsal of --sanitize: exit $rc"; grep '^FAIL' "$TMP/rehs/summary.txt" | sed 's/^/  | /' >&2; }
+[ "$(grep -cE '^REH +san-' "$TMP/rehs/summary.txt")" = 10 ] && pass "rehearsal: 10 sanitizer steps" || fail "sanitizer steps: $(grep -c 'san-' "$TMP/rehs/summary.txt")"
+
+# what the rehearsal is for: a judge called wrongly, a filter matching nothing, a missing file fail
+mkdir -p "$TMP/bad"
+cp "$CHECK" "$TESTS_DIR/../../scripts/gpu-check-judge.py" "$TMP/bad/"
+bad() {   # bad NAME STEPS FIND REPLACE: the rehearsal of STEPS fails once FIND becomes REPLACE
+  local name=$1 steps=$2
+  python3 - "$CHECK" "$TMP/bad/gpu-check.sh" "$3" "$4" <<'PY'
+import sys
+src, dst, find, repl = sys.argv[1:]
+s = open(src).read()
+assert s.count(find) == 1, find
+open(dst, "w").write(s.replace(find, repl))
+PY
+  PB_REHEARSE_GPUS=2 timeout 300 bash "$TMP/bad/gpu-check.sh" --rehearse --launcher mpirun --no-build --build "$BIN/.." \
+      --out "$TMP/bad-$name" --only "$steps" > /dev/null 2>&1
+  [ $? = 1 ] && grep -q '^FAIL' "$TMP/bad-$name/summary.txt" && pass "rehearsal fails: $name ($(grep -m1 '^FAIL' "$TMP/bad-$name/summary.txt" | cut -c41-120))" \
+      || fail "rehearsal did not fail: $name"
+}
+bad judge-arguments probe-fp32,probe-bf16,tp-nccl-1,tp-vs-gemm-rate "tp-vs-gemm tp-nccl-1.csv probe-fp32.csv" "tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv"
+bad filter-never-matches coll-nccl-1 'peak=$(csvagg "$c" busbw_GBps max)' 'peak=$(csvagg "$c" busbw_GBs max)'
+bad missing-file devtime-pair-1,devtime-batch-1,devtime-vs-pair "devtime devtime-batch-1.csv devtime-pair-1.csv" "devtime devtime-batch-1.csv devtime-pair.csv"
+bad sweep-short-of-e devtime-pair-1 "-b 16 -e 256M -f 16 -n 50 -w 5 \$Q --csv devtime-pair-1.csv" "-b 8 -e 256M -f 16 -n 50 -w 5 \$Q --csv devtime-pair-1.csv"
 finish

@@ -153,6 +153,72 @@ static void test_ranks_per_gpu(void **state)
     assert_int_equal(pb_gpu_check_ranks(1, 0, 1), PB_ERR_ENV);
 }
 
+/* A driver older than the runtime: cudaGetDeviceCount fails, and the message
+ * says so instead of a bare "no GPU is visible". */
+static int f_none(void) { return 0; }
+static const char *f_driver_old(void) { return "CUDA driver version is insufficient for CUDA runtime version"; }
+static void test_no_gpu_says_why(void **state)
+{
+    (void)state;
+    static const pb_gpu_ops old_driver = {.count = f_none, .count_error = f_driver_old};
+    pb_gpu_ops_set(&old_driver);
+    char desc[64];
+    assert_int_equal(pb_gpu_bind(0, 0, desc, sizeof desc), PB_ERR_ENV);
+    assert_non_null(strstr(pb_error_last(), "cudaGetDeviceCount: CUDA driver version is insufficient"));
+    assert_int_equal(pb_gpu_check_ranks(1, 0, 1), PB_ERR_ENV);
+    assert_non_null(strstr(pb_error_last(), "cudaGetDeviceCount: CUDA driver version is insufficient"));
+    static const pb_gpu_ops none_known = {.count = f_none}; /* a table without count_error */
+    pb_gpu_ops_set(&none_known);
+    assert_int_equal(pb_gpu_bind(0, 0, desc, sizeof desc), PB_ERR_ENV);
+    assert_null(strstr(pb_error_last(), "cudaGetDeviceCount"));
+    pb_gpu_ops_set(NULL);
+}
+
+/* Slurm --gpus-per-task=1: 8 ranks on a node, each sees one GPU ("GPU 0 of
+ * 1"), each a different one. Counting visible GPUs per rank (8 > 1) would
+ * refuse; by bus id they are distinct. */
+static int per_task_gpu; /* the physical GPU behind this "rank"'s device 0 */
+static int f_one(void) { return 1; }
+static int f_describe_pci(int dev, int n, char *d, size_t len)
+{
+    return snprintf(d, len, "GPU %d of %d: fake, 80 GiB, PCI 0000:%02x:00.0", dev, n, per_task_gpu + dev), PB_OK;
+}
+static void test_gpu_per_task(void **state)
+{
+    (void)state;
+    static const pb_gpu_ops one_each = {.count = f_one, .describe = f_describe_pci};
+    pb_gpu_ops_set(&one_each);
+    char ids[8][PB_GPU_ID_MAX];
+    int node_of[8] = {0}, a = -1, b = -1;
+    for (int r = 0; r < 8; r++) {
+        per_task_gpu = 0x10 + r;
+        pb_gpu_identity(r, 0, ids[r], PB_GPU_ID_MAX);
+    }
+    assert_string_equal(ids[3], "PCI 0000:13:00.0");
+    assert_int_equal(pb_gpu_shared(ids[0], PB_GPU_ID_MAX, node_of, 8, &a, &b), 0);
+    /* two tasks given the same GPU: found, the first pair named */
+    strcpy(ids[6], ids[2]);
+    assert_int_equal(pb_gpu_shared(ids[0], PB_GPU_ID_MAX, node_of, 8, &a, &b), 1);
+    assert_int_equal(a, 2);
+    assert_int_equal(b, 6);
+    /* the same bus id on two nodes is two GPUs */
+    for (int r = 4; r < 8; r++) node_of[r] = 1, strcpy(ids[r], ids[r - 4]);
+    assert_int_equal(pb_gpu_shared(ids[0], PB_GPU_ID_MAX, node_of, 8, &a, &b), 0);
+    /* every rank sees all 2 GPUs: local rank picks the device, ranks 0 and 2 share */
+    static const pb_gpu_ops two = {.count = f_count, .describe = f_describe_pci};
+    pb_gpu_ops_set(&two);
+    per_task_gpu = 0x20;
+    for (int r = 0; r < 3; r++) pb_gpu_identity(r, 0, ids[r], PB_GPU_ID_MAX), node_of[r] = 0;
+    assert_int_equal(pb_gpu_shared(ids[0], PB_GPU_ID_MAX, node_of, 3, &a, &b), 1);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 2);
+    /* no bus id known: "" (the count of visible GPUs then decides) */
+    pb_gpu_ops_set(&fake);
+    pb_gpu_identity(0, 0, ids[0], PB_GPU_ID_MAX);
+    assert_string_equal(ids[0], "");
+    pb_gpu_ops_set(NULL);
+}
+
 static void test_nccl_version(void **state)
 {
     (void)state;
@@ -210,6 +276,8 @@ int main(void)
 #endif
         cmocka_unit_test_setup_teardown(test_bind_and_threads, setup, teardown),
         cmocka_unit_test(test_ranks_per_gpu),
+        cmocka_unit_test(test_no_gpu_says_why),
+        cmocka_unit_test(test_gpu_per_task),
         cmocka_unit_test(test_nccl_version),
         cmocka_unit_test(test_nccl_log_path),
     };
