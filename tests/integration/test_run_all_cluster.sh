@@ -73,15 +73,16 @@ expect_rc 0 "p2p_sweep --matrix, 4 nodes x 1, node 2 slowed" -- timeout 200 mpir
     --matrix-csv "$S/p2p_matrix" --json "$S/p2p_matrix.json"
 expect_rc 0 "report.py on the slowed matrix" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$S"
 python3 - "$S" <<'PY' && pass "the slowed node ranked first: all its pairs slow, in the report's suspects section" || fail "suspects after slowing node 2"
-import csv, os, sys
+import csv, os, re, sys
 out = sys.argv[1]
 ranked = list(csv.DictReader(l for l in open(os.path.join(out, "suspects.csv")) if not l.startswith("#")))
 assert ranked[0]["host"] == "pbnode2", ranked
 assert "3 of 3 matrix pairs slow" in ranked[0]["reasons"], ranked[0]
-assert float(ranked[0]["score"]) > 1.0 and all(float(r["score"]) <= 1.0 for r in ranked[1:]), ranked
+# first, and alone at the top (a loaded machine may flag another pair by its latency, never all of a node's)
+assert float(ranked[0]["score"]) > 1.0 and all(float(r["score"]) < float(ranked[0]["score"]) for r in ranked[1:]), ranked
 md = open(os.path.join(out, "report.md")).read()
 section = md[md.index("## Suspects"):]
-assert "have a score above 1.0: pbnode2." in section, section
+assert re.search(r"hosts have a score above 1\.0: pbnode2[,.]", section), section  # named first
 assert "pbnode2" not in open(os.path.join(out, "good-hosts.txt")).read()
 PY
 finish
