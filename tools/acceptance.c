@@ -343,6 +343,7 @@ static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *nta
         table *tb = &tabs[*ntab];
         int st = tabs ? pb_csv_read(paths[i], &tb->csv) : PB_ERR_ENV;
         if (st == PB_ERR_ENV) distrust(o, "cannot read %s: %s", paths[i], tabs ? strerror(errno) : "out of memory");
+        else if (st != PB_OK && tb->csv.bad_line) distrust(o, "%s:%d: garbled: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
         else if (st != PB_OK) distrust(o, "%s:1: no header line (the file is empty or was cut short)", paths[i]);
         if (st != PB_OK || pb_csv_col(&tb->csv, r->metric->column) < 0) {
             if (st == PB_OK) pb_csv_free(&tb->csv);
