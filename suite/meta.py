@@ -5,6 +5,8 @@ import os
 import socket
 import time
 
+from suite import atomic_file
+
 
 def read_steps(out):
     with open(os.path.join(out, "steps.tsv")) as f:
@@ -45,7 +47,5 @@ def write(out, opts, machine, planned, shapes, signal_name="", stopped_step=""):
     for name, doc in benchmark_documents(out):
         meta["benchmarks"][name] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
         meta.setdefault("machine", doc.get("meta", {}))
-    tmp = os.path.join(out, ".meta.json.tmp")
-    with open(tmp, "w") as f:
+    with atomic_file.replace(os.path.join(out, "meta.json")) as f:
         json.dump(meta, f, indent=2)
-    os.replace(tmp, os.path.join(out, "meta.json"))
