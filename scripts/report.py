@@ -648,4 +648,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except OSError as e:  # a full disk or a read-only results directory: the environment, exit 3
+        print(f"report.py: cannot write {e.filename or 'the report'}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(3)
