@@ -204,8 +204,11 @@ static void fold_rows(const pb_thresholds_rule *r, const table *tabs, int ntab, 
                 continue;
             }
             v = m->absolute ? fabs(v / d) : v / d;
-            int has_wrong = pb_csv_col(&tb->csv, "wrong") >= 0;
-            if (has_wrong && trusted_num(tb, row, "wrong", &wrong, o) && wrong > 0 && o->v != V_FAIL) {
+            int counted = pb_csv_col(&tb->csv, "wrong") >= 0 && trusted_num(tb, row, "wrong", &wrong, o);
+            if (counted && (wrong < -1 || wrong != floor(wrong)))
+                distrust(o, "%s:%d: wrong is %g, not a count (a count of wrong values, or -1: not checked)", tb->path,
+                         tb->csv.line[row], wrong);
+            else if (counted && wrong > 0 && o->v != V_FAIL) {
                 o->v = V_FAIL;
                 snprintf(o->why, sizeof o->why, "%g wrong values in a matching row (%s:%d)", wrong, tb->path,
                          tb->csv.line[row]);

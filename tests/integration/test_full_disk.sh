@@ -97,6 +97,10 @@ for free in 0 2; do
     ranks "coll_sweep, $free pages free" 3 "$BIN/coll_sweep" --coll all -b 8 -e 1M -f 8 -n 3 -w 1 \
         --csv "$DISK/c.csv" --json "$DISK/c.json"
     on_disk "coll_sweep, $free pages free"
+    fill $free # the CSV alone: its rows fill the disk, and the row written in part is cut back
+    ranks "coll_sweep --csv only, $free pages free" 2 "$BIN/coll_sweep" --coll all -b 8 -e 1M -f 2 -n 2 -w 0 \
+        --csv "$DISK/c.csv"
+    on_disk "coll_sweep --csv only, $free pages free"
     fill $free
     ranks "p2p_sweep, $free pages free" 3 "$BIN/p2p_sweep" --mode all -b 1 -e 1M -f 16 -n 5 -w 1 \
         --csv "$DISK/p.csv" --json "$DISK/p.json"
