@@ -6,7 +6,7 @@ a row of the bad-input table tests/bad_input (in the named sections), a cmocka
 test of a unit test (the named functions, or all of a file), and a check of an
 integration test (a line calling expect_rc, expect_in, pass, or the test's own
 check helpers; a check inside a loop counts once), or of a Python test run by
-one (a call to its check function)."""
+one (a call to its check function, an assert)."""
 import os
 import re
 import sys
@@ -41,8 +41,8 @@ CLASSES = [
     ("acceptance inputs", [("table", "acceptance: untrustworthy results")]),
 ]
 
-CHECK_SH = re.compile(r"(^|[;&|]|then|else|do)\s*(expect_rc|expect_in|pass|untouched|ranks|single|on_disk|check_run)\s")
-CHECK_PY = re.compile(r"^\s*check\(")
+CHECK_SH = re.compile(r"(^|[;&|]|then|else|do)\s*(expect_rc|expect_in|pass)\s")
+CHECK_PY = re.compile(r"^\s*(check\(|assert\b|self\.assert\w*\()")
 
 
 def table_rows(section):
@@ -62,10 +62,30 @@ def unit_tests(path, functions):
 
 
 def script_checks(path):
-    pattern = CHECK_PY if path.endswith(".py") else CHECK_SH
+    """Check lines outside the test's own functions, plus, for each call of one of
+    its functions, the check lines in that function's body."""
     lines = open(os.path.join(ROOT, path)).read().splitlines()
-    # helper definitions are not checks: skip "name() {" bodies' own definition lines only
-    return sum(1 for line in lines if pattern.search(line) and not re.match(r"\s*\w+\(\)\s*\{", line))
+    if path.endswith(".py"):
+        return sum(1 for line in lines if CHECK_PY.search(line))
+    bodies, top, name = {}, [], None
+    for line in lines:
+        m = re.match(r"(\w+)\(\)\s*\{", line)
+        if m:
+            name = m.group(1)
+            bodies[name] = 0
+        elif name and line.startswith("}"):
+            name = None
+        elif name:
+            bodies[name] += bool(CHECK_SH.search(line))
+        else:
+            top.append(line)
+    n = 0
+    for line in top:
+        n += bool(CHECK_SH.search(line))
+        for f, k in bodies.items():
+            if k and re.search(r"(^|[;&|(]|then|else|do)\s*" + f + r"(\s|$)", line):
+                n += k
+    return n
 
 
 def count(source):
