@@ -317,7 +317,7 @@ static int parse_all(const char *name, const char *text, size_t len, pb_threshol
 {
     ctx c = {name ? name : "thresholds", 0, err, errlen};
     int cap = 0, st = PB_OK;
-    FILE *fp = len ? fmemopen((void *)(uintptr_t)text, len, "r") : NULL;
+    FILE *fp = len ? fmemopen((void *)text, len, "r") /* read only */ : NULL;
     if (len && !fp) return PB_ERR_ENV;
     if (fp) {
         pb_lines r;
