@@ -18,7 +18,8 @@ LIMIT=60 # seconds: a writer that has not stopped by then hangs
 fill() {
     find "$DISK" -mindepth 1 -delete
     for f in c.csv c.json p.csv p.json w.csv w.json f.csv j.json; do echo "old $f" >"$DISK/$f"; done
-    dd if=/dev/zero of="$DISK/fill" bs=4k count=$((16 - 1 - $1)) status=none 2>/dev/null
+    dd if=/dev/zero of="$DISK/fill" bs=4k status=none 2>/dev/null # until the disk is full
+    truncate -s "-$(($1 * 4))K" "$DISK/fill"
 }
 
 # on_disk NAME: what a writer left on the disk is whole.
