@@ -2,7 +2,6 @@
  * read through an in-memory file: it either refuses them as a usage error
  * (exit 2, naming FILE:LINE) or returns a cluster every field of which the
  * model can use (positive rates and link bandwidths, non-negative latencies). */
-#define _GNU_SOURCE
 #include "core/error.h"
 #include "plan/cluster.h"
 
