@@ -222,11 +222,13 @@ uninstall:
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # libFuzzer on the option and size parsers, the threshold file parser, the
-# escaping module and the CSV reader acceptance uses: each target runs for
+# escaping module, the CSV reader acceptance uses, the cluster-file and the
+# rank-map readers: each target runs for
 # FUZZ_SECONDS on its corpus in tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_SRCS = common/core/parse.c common/core/options.c common/core/version.c common/core/outpath.c common/core/dtype.c common/core/error.c common/core/escape.c \
-            common/core/csv.c common/core/grow.c common/core/link.c $(wildcard common/plan/thresholds.c)
+            common/core/csv.c common/core/grow.c common/core/link.c common/core/lines.c common/core/atomic.c \
+            common/plan/thresholds.c common/plan/cluster.c common/workload/placement.c
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_SRCS)
 	@mkdir -p build-fuzz

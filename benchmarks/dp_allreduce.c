@@ -355,6 +355,7 @@ static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, long lo
         status = measure(r, s, &w);
     }
     if (status == PB_OK) status = report(r, &w);
+    status = pb_world_agree(&r->b->w, status); /* a row rank 0 could not write (a full disk) stops every rank */
     if (status == PB_OK) note_noise(r, &w);
     pb_dp_metrics mt;
     pb_dp_metrics_of(w.compute.rankmax, w.comm.rankmax, w.step.rankmax, &mt);

@@ -213,6 +213,7 @@ static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_plac
     pb_hybrid_coords at = {0, 0, 0, "?", "?", "?"};
     if (r.h) pb_hybrid_get_coords(r.h, &at);
     if (status == PB_OK) status = report(&r, pol, &at, &st, done, wrong);
+    status = pb_world_agree(&b->w, status); /* a row rank 0 could not write (a full disk) stops every rank */
     *wrong_total += wrong;
     pb_hybrid_destroy(r.h);
     free(samples);

@@ -192,9 +192,12 @@ static int measure_on_pair(pb_bench *b, const int pair[2], pb_comm *comm, const 
     return status;
 }
 
-/* One size on --pair: measure, then report on rank 0. */
-static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_cfg *cfg, size_t bytes,
-                    pb_buffers *s, pb_buffers *r, long long *wrong)
+/* One size on --pair: measure, then report on rank 0. `rows` holds rank 0
+ * and the pair: a row rank 0 could not write (a full disk) stops the pair
+ * too, instead of leaving it measuring the next size against a rank 0 that
+ * has stopped. The other ranks wait in the sleepy barrier, taking no core. */
+static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, MPI_Comm rows, const pb_p2p_cfg *cfg,
+                    size_t bytes, pb_buffers *s, pb_buffers *r, long long *wrong)
 {
     pb_p2p_result res;
     int status = measure_on_pair(b, o->pair, comm, cfg, bytes, s, r, &res);
@@ -202,7 +205,7 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2p_
         if (res.wrong > 0) *wrong += res.wrong;
         if (status == PB_OK) status = report_row(b, o, o->pair, cfg->mode, bytes, &res, -1);
     }
-    return status;
+    return rows == MPI_COMM_NULL ? status : pb_world_agree_at(rows, status, NULL);
 }
 
 /* ", rail K" for a pair on a rail, "" otherwise. */
@@ -365,6 +368,9 @@ int main(int argc, char **argv)
         printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
                b.w.host[o.pair[1]], pb_link_name(pb_world_link(&b.w, o.pair, 2)));
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
+    MPI_Comm rows = MPI_COMM_NULL; /* rank 0 and the pair (one_size) */
+    if (!o.matrix && status == PB_OK)
+        MPI_Comm_split(b.w.comm, b.w.rank == 0 || in_pair ? 0 : MPI_UNDEFINED, b.w.rank, &rows);
     pb_p2p_schedule_free(&sch);
     for (int m = 0; m < o.nmodes && status == PB_OK && !o.matrix; m++) {
         pb_p2p_mode mode = (pb_p2p_mode)o.modes[m];
@@ -374,9 +380,10 @@ int main(int argc, char **argv)
         }
         for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
             pb_p2p_cfg cfg = mode_cfg(&o, mode, sizes[i]);
-            status = one_size(&b, &o, comm, &cfg, sizes[i], &sbuf, &rbuf, &wrong);
+            status = one_size(&b, &o, comm, rows, &cfg, sizes[i], &sbuf, &rbuf, &wrong);
         }
     }
+    if (rows != MPI_COMM_NULL) MPI_Comm_free(&rows);
     /* Ranks outside the pair wait here the whole run without taking a core. */
     pb_p2p_sleepy_barrier(b.w.comm);
     if (in_pair) {

@@ -412,6 +412,7 @@ static int run_point(tp_run *r, point *p)
         status = ref ? validate(r, tp, ref, p) : pb_fail(PB_ERR_ENV, "validation needs the unsharded layer");
     status = pb_world_agree(&r->b->w, status);
     if (status == PB_OK) status = report(r, p);
+    status = pb_world_agree(&r->b->w, status); /* a row rank 0 could not write (a full disk) stops every rank */
     pb_layer_stack_destroy(ref);
     pb_tp_destroy(tp);
     return status;

@@ -21,8 +21,12 @@ import csv
 import math
 import os
 import statistics
+import sys
 
-import suspects
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from suite import atomic_file  # noqa: E402  (whole files or none)
+
+import suspects  # noqa: E402
 
 NODE_GRID_ABOVE = 32  # ranks; above this the heat map's cells are nodes
 
@@ -73,7 +77,7 @@ def write_node_matrix(out, which):
     if sorted(r for _, rs in hosts for r in rs) != sorted(ranks):
         return None
     grid = node_grid(hosts, cells)
-    with open(path, "w", newline="") as f:
+    with atomic_file.replace(path, newline="") as f:
         f.write(f"# {which}: the median of each pair of nodes' rank pairs (diagonal: the pairs inside the node); "
                 f"every rank pair: p2p_matrix-{which}.csv\n")
         w = csv.writer(f, lineterminator="\n")
@@ -104,7 +108,7 @@ def write_group_hosts(out):
     else:
         return None
     hosts = suspects.hosts_of(out, step)
-    with open(path, "w") as f:
+    with atomic_file.replace(path) as f:
         f.write("group,host\n")
         for k, (h, _) in enumerate(hosts):
             if f"node{k}" in groups:

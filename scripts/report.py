@@ -26,6 +26,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from suite import atomic_file  # noqa: E402  (whole files or none)
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
@@ -558,7 +559,7 @@ def md_block(b):
 
 
 def write_md(out, blocks):
-    open(os.path.join(out, "report.md"), "w").write("\n".join(line for b in blocks for line in md_block(b)))
+    atomic_file.write_text(os.path.join(out, "report.md"), "\n".join(line for b in blocks for line in md_block(b)))
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}
@@ -633,7 +634,7 @@ def write_html(out, blocks):
          f"</title><style>{CSS}</style></head><body>"]
     h += [line for b in blocks for line in html_block(out, b)]
     h.append("</body></html>")
-    open(os.path.join(out, "index.html"), "w").write("\n".join(h))
+    atomic_file.write_text(os.path.join(out, "index.html"), "\n".join(h))
 
 
 def main(argv):
@@ -653,7 +654,7 @@ def main(argv):
     lines = headlines(out) + group_summary(out)
     acc = acceptance(out)
     st = steps(out)
-    open(os.path.join(out, "summary.txt"), "w").write("\n".join(lines) + "\n")
+    atomic_file.write_text(os.path.join(out, "summary.txt"), "\n".join(lines) + "\n")
     blocks = report_blocks(out, meta, groups, lines, notes, st, acc, suspects.judge(out))
     write_md(out, blocks)
     write_html(out, blocks)
@@ -663,4 +664,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except OSError as e:  # a full disk or a read-only results directory: the environment, exit 3
+        print(f"report.py: cannot write {e.filename or 'the report'}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(3)

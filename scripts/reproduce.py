@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from suite import atomic_file  # noqa: E402  (whole files or none)
+
 COLUMNS = ["figure", "unit", "document_value", "formula_value", "measured_value", "ratio", "verdict",
            "configuration", "note"]
 TOLERANCE = 0.15  # "reproduced": within 15% of the document's figure
@@ -232,13 +235,13 @@ def setup(out, n):
     write_args(d, "repro_tp", ["--tp", str(n), "--tp-comm", "allreduce", "--model", "tiny",
                                "--hidden-list", str(TP_SHAPE["hidden"]), "--seq", str(TP_SHAPE["seq"]),
                                "--layers", str(TP_SHAPE["layers"]), "-n", "5", "-w", "1"])
-    with open(os.path.join(d, "plan.json"), "w") as f:
+    with atomic_file.replace(os.path.join(d, "plan.json")) as f:
         json.dump(plan, f, indent=2)
     return plan
 
 
 def write_args(d, name, args):
-    with open(os.path.join(d, name + ".args"), "w") as f:
+    with atomic_file.replace(os.path.join(d, name + ".args")) as f:
         f.write("\n".join(args) + "\n")
 
 
@@ -472,15 +475,13 @@ def write(out, binary_dir):
             rows.append(row("%s figures" % name.upper(), "", None, None, None, "skipped", "",
                             "its measurement is missing or unreadable: %s" % e))
     path = os.path.join(out, "reproduce.csv")
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    with atomic_file.replace(path, newline="") as f:
         f.write("# parabench reproduce\n# date: %s\n# nranks: %d\n"
                 % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), plan["nranks"]))
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
         f.write("# complete\n")
-    os.replace(tmp, path)
     for r in rows:
         print("%-58s %-10s doc %-10s measured %-10s %s" % (r["figure"][:58], r["verdict"], r["document_value"] or "-",
                                                            r["measured_value"] or "-", r["configuration"]))

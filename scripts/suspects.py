@@ -35,6 +35,10 @@ import json
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from suite import atomic_file  # noqa: E402  (whole files or none)
 
 THRESHOLD = 1.0
 GROUP_RATIO = 0.9   # a slowest node group below this x the median is evidence
@@ -208,14 +212,14 @@ def judge(out):
         reasons.setdefault(h, []).append(why)
     ranked = sorted(((h, score[h], reasons[h]) for h in score), key=lambda t: (-t[1], t[0]))
     v = Verdict(hosts, ranked)
-    with open(os.path.join(out, "suspects.csv"), "w", newline="") as f:
+    with atomic_file.replace(os.path.join(out, "suspects.csv"), newline="") as f:
         f.write(f"# a host is a suspect when its score is above {THRESHOLD} (scripts/suspects.py)\n")
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["host", "score", "evidence", "reasons"])
         for h, s, why in ranked:
             w.writerow([h, f"{s:.2f}", len(why), "; ".join(why)])
     # An Open MPI hostfile for the next job: every host of the run but the suspects, with its slots.
-    with open(os.path.join(out, "good-hosts.txt"), "w") as f:
+    with atomic_file.replace(os.path.join(out, "good-hosts.txt")) as f:
         for h, ranks in hosts:
             if h not in v.suspects:
                 f.write(f"{h} slots={len(ranks)}\n")

@@ -59,6 +59,7 @@ class Driver:
         self.verdict_failed = False
         self.start = time.monotonic()
         self.step, self.step_t0 = None, 0.0  # the step running now
+        self.at_step = ""  # the step the run is at, recorded or not
 
     def say(self, text):
         if not self.o.quiet:
@@ -200,6 +201,7 @@ class Driver:
             self.say(f"  binding: {self.machine.bind_note}")
         self.total_weight, self.done_weight = sum(s.weight for s in self.plan), 0
         for k, step in enumerate(self.plan, 1):
+            self.at_step = step.name
             if step.reads_meta:
                 self.write_meta()
             self.run_step(k, step)
@@ -233,6 +235,20 @@ class Driver:
               "(meta.json, report.md)", file=sys.stderr)
         sys.exit(code)
 
+    def cannot_write(self, e):
+        """The results directory cannot take another write (a full disk, a quota, a read-only mount):
+        every later step would fail the same way, so the run stops here, exit 3. meta.json is
+        tried once more; it is written whole or not at all (atomic_file), never left empty."""
+        where = f" at step {self.at_step}" if self.at_step else ""
+        print(f"run_all.sh: --out {self.out or self.o.out}: cannot write {e.filename or 'the results'}: "
+              f"{e.strerror or e}; stopped{where}", file=sys.stderr, flush=True)
+        if self.out_ready:
+            try:
+                self.write_meta()
+            except OSError:
+                pass
+        return 3
+
     def main(self):
         o = self.o
         if not o.dry_run:
@@ -255,9 +271,12 @@ class Driver:
             rpn = dry_run.assumed_ranks_per_node(o, self.machine.nranks)
             nodes = -(-self.machine.nranks // rpn)
             return dry_run.show(o, self.machine, manifest.with_placement(self.run, nodes, rpn), self.plan, o.backend)
-        self.make_results_dir(out)
-        self.run = dataclasses.replace(self.run, out=self.out)
-        self.run_steps()
+        try:
+            self.make_results_dir(out)
+            self.run = dataclasses.replace(self.run, out=self.out)
+            self.run_steps()
+        except OSError as e:
+            return self.cannot_write(e)
         # Every step is recorded and the report written: a signal now just ends the summary.
         SIGNALS.uninstall()
         if self.build_failed:

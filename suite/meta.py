@@ -5,7 +5,7 @@ import os
 import socket
 import time
 
-from suite import version
+from suite import atomic_file, version
 
 
 def read_steps(out):
@@ -50,7 +50,5 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
     for name, doc in benchmark_documents(out):
         meta["benchmarks"][name] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
         meta.setdefault("machine", doc.get("meta", {}))
-    tmp = os.path.join(out, ".meta.json.tmp")
-    with open(tmp, "w") as f:
+    with atomic_file.replace(os.path.join(out, "meta.json")) as f:
         json.dump(meta, f, indent=2)
-    os.replace(tmp, os.path.join(out, "meta.json"))

@@ -14,6 +14,7 @@
 #include "core/grow.h"
 #include "core/outpath.h"
 #include "core/version.h"
+#include "plan/result_notes.h"
 #include "plan/thresholds.h"
 
 #include <ctype.h>
@@ -54,63 +55,12 @@ static void distrust(outcome *o, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A row a benchmark marked "# note: untrustworthy: ..." (docs/reliability.md): the
- * note names the row by the values of two key columns. */
-typedef struct mark {
-    char key[2][64];
-    char why[200];
-} mark;
-
-/* Which notes name rows, and by which columns: the formats of dp_allreduce.c's
- * note_noise and pp_pipeline.c's note_efficiency_noise. */
-static const struct {
-    const char *source, *column[2], *format;
-} mark_formats[] = {
-    {"dp_allreduce", {"grad_bytes", "overlap"}, "# note: untrustworthy: overhead %*s (grad %63[0-9] B, overlap %63[^)])"},
-    {"pp_pipeline", {"schedule", "micro_batches"}, "# note: untrustworthy: efficiency %*s (%63[^,], m=%63[0-9])"},
-};
-
 /* A result file the rule reads, with its path for messages. */
 typedef struct table {
     char *path;
     pb_csv csv;
-    int format;        /* index in mark_formats, -1: its notes name no rows */
-    int nmarks;
-    mark *marks;
+    pb_result_notes notes;  /* rows the benchmark marked untrustworthy */
 } table;
-
-/* The untrustworthy notes of tb's file (pb_csv skips comment lines). */
-static void read_marks(table *tb, const char *source)
-{
-    tb->format = -1;
-    for (int i = 0; i < (int)(sizeof mark_formats / sizeof *mark_formats); i++)
-        if (strcmp(source, mark_formats[i].source) == 0) tb->format = i;
-    FILE *f = tb->format >= 0 ? fopen(tb->path, "r") : NULL;
-    if (!f) return;
-    char line[PB_TH_LINE_MAX];
-    int cap = 0;
-    while (fgets(line, sizeof line, f)) {
-        mark m = {0}; /* sscanf fills the keys; zeroed for the analyzers */
-        if (sscanf(line, mark_formats[tb->format].format, m.key[0], m.key[1]) != 2) continue;
-        const char *why = strstr(line, "): ");
-        snprintf(m.why, sizeof m.why, "%.*s", (int)strcspn(why ? why + 3 : "", ";\n"), why ? why + 3 : "");
-        mark *g = pb_grow(tb->marks, &cap, tb->nmarks + 1, sizeof *g, 8);
-        if (!g) break;
-        tb->marks = g;
-        tb->marks[tb->nmarks++] = m;
-    }
-    fclose(f);
-}
-
-/* The note that marks the row untrustworthy, or NULL. */
-static const mark *row_mark(const table *tb, int row)
-{
-    for (int i = 0; i < tb->nmarks; i++)
-        if (strcmp(pb_csv_get(&tb->csv, row, mark_formats[tb->format].column[0]), tb->marks[i].key[0]) == 0 &&
-            strcmp(pb_csv_get(&tb->csv, row, mark_formats[tb->format].column[1]), tb->marks[i].key[1]) == 0)
-            return &tb->marks[i];
-    return NULL;
-}
 
 static void usage_text(void)
 {
@@ -245,7 +195,7 @@ static void fold_rows(const pb_thresholds_rule *r, const table *tabs, int ntab, 
             if ((r->keys & (1u << PB_TH_KEY_SIZE)) &&
                 (pb_csv_num(&tb->csv, row, m->key_column[PB_TH_KEY_SIZE], &b) != PB_OK || b != size))
                 continue;
-            const mark *noted = row_mark(tb, row);
+            const pb_result_notes_entry *noted = pb_result_notes_of_row(&tb->notes, &tb->csv, row);
             if (noted) { /* noise by the benchmark's own account: never a pass */
                 if (!o->noted++)
                     snprintf(o->noted_why, sizeof o->noted_why, "%s:%d: %.200s", tb->path, tb->csv.line[row], noted->why);
@@ -258,8 +208,11 @@ static void fold_rows(const pb_thresholds_rule *r, const table *tabs, int ntab, 
                 continue;
             }
             v = m->absolute ? fabs(v / d) : v / d;
-            int has_wrong = pb_csv_col(&tb->csv, "wrong") >= 0;
-            if (has_wrong && trusted_num(tb, row, "wrong", &wrong, o) && wrong > 0 && o->v != V_FAIL) {
+            int counted = pb_csv_col(&tb->csv, "wrong") >= 0 && trusted_num(tb, row, "wrong", &wrong, o);
+            if (counted && (wrong < -1 || wrong != floor(wrong)))
+                distrust(o, "%s:%d: wrong is %g, not a count (a count of wrong values, or -1: not checked)", tb->path,
+                         tb->csv.line[row], wrong);
+            else if (counted && wrong > 0 && o->v != V_FAIL) {
                 o->v = V_FAIL;
                 snprintf(o->why, sizeof o->why, "%g wrong values in a matching row (%s:%d)", wrong, tb->path,
                          tb->csv.line[row]);
@@ -347,6 +300,7 @@ static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *nta
         table *tb = &tabs[*ntab];
         int st = tabs ? pb_csv_read(paths[i], &tb->csv) : PB_ERR_ENV;
         if (st == PB_ERR_ENV) distrust(o, "cannot read %s: %s", paths[i], tabs ? strerror(errno) : "out of memory");
+        else if (st != PB_OK && tb->csv.bad_line) distrust(o, "%s:%d: garbled: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
         else if (st != PB_OK) distrust(o, "%s:1: no header line (the file is empty or was cut short)", paths[i]);
         if (st != PB_OK || pb_csv_col(&tb->csv, r->metric->column) < 0) {
             if (st == PB_OK) pb_csv_free(&tb->csv);
@@ -357,7 +311,8 @@ static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *nta
         else if (!tb->csv.complete)
             distrust(o, "%s:%d: incomplete: no '# complete' line (the run was cut short)", paths[i], tb->csv.nlines);
         tb->path = paths[i];
-        read_marks(tb, r->metric->source);
+        if (pb_result_notes_read(paths[i], r->metric->source, &tb->notes) != PB_OK)
+            distrust(o, "out of memory reading %s", paths[i]);
         (*ntab)++;
     }
     free(paths);
@@ -397,7 +352,7 @@ static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
         snprintf(o.why, sizeof o.why, "measured %.4g, required %s %.4g%s%s", o.measured, r->op == PB_TH_GE ? ">=" : "<=",
                  r->value, r->metric->unit[0] ? " " : "", r->metric->unit);
     }
-    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), free(tabs[i].path), free(tabs[i].marks);
+    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), free(tabs[i].path), pb_result_notes_free(&tabs[i].notes);
     free(tabs);
     return o;
 }

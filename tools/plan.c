@@ -129,7 +129,12 @@ static int parse_one(options *o, int c, const char *arg)
     case O_MB: return pb_parse_int("--micro-batch", arg, 1, BIG, &o->micro_batch);
     case O_GB: return pb_parse_int("--global-batch", arg, 1, BIG, &o->global_batch);
     case O_PARAMS: return pb_parse_double("--params", arg, 1, 1e16, &o->params);
-    case O_GPN: return pb_parse_double("--gpus-per-node", arg, 1, 1024, &o->gpn);
+    case O_GPN: { /* a count of GPUs: 2.5 is refused, not cut to 2 */
+        long long g;
+        PB_TRY(pb_parse_int("--gpus-per-node", arg, 1, 1024, &g));
+        o->gpn = (double)g;
+        return PB_OK;
+    }
     case O_IBW: return pb_parse_double("--intra-bw", arg, 1e-6, 1e6, &o->intra_bw);
     case O_ILAT: return pb_parse_double("--intra-lat", arg, 0, 1e6, &o->intra_lat);
     case O_XBW: return pb_parse_double("--inter-bw", arg, 1e-6, 1e6, &o->inter_bw);

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/grow.h"
+#include "core/lines.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -47,15 +48,6 @@ static char **split(char *line, int *n)
 {
     int open_quote = 0;
     return split_line(line, n, &open_quote);
-}
-
-/* Strip the end of line; 0 when there was none (the file was cut there). */
-static int chomp(char *s)
-{
-    size_t n = strlen(s);
-    int ended = n && s[n - 1] == '\n';
-    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
-    return ended;
 }
 
 static void garbled(pb_csv *t, int line, const char *why)
@@ -108,33 +100,55 @@ static int is_complete_mark(const char *s)
     return *s == '\0';
 }
 
+/* Lines come from core/lines: a leading BOM skipped, CRLF read as LF; a line
+ * it refuses (too long, a NUL byte, CR-only line ends, a BOM inside) makes
+ * the file garbled there, and reading stops (what follows cannot be trusted
+ * to be split into the lines the writer wrote). */
+static int read_lines(pb_lines *lr, pb_csv *out)
+{
+    int cap = 0, st;
+    char *line;
+    while ((st = pb_lines_next(lr, &line)) == PB_OK && line) {
+        if (!lr->ended && !is_skipped(line)) garbled(out, lr->lineno, "the last line has no end (the file was cut)");
+        if (is_complete_mark(line)) out->complete = 1;
+        if (is_skipped(line)) continue;
+        if (out->complete) garbled(out, lr->lineno, "a row after the '# complete' line");
+        char *copy = strdup(line); /* fields point into it; freed with the row */
+        if (!copy) return PB_ERR_ENV;
+        if (!out->header) {
+            out->header = split(copy, &out->ncols);
+            if (!out->header) return free(copy), PB_ERR_ENV;
+            continue;
+        }
+        st = add_row(out, copy, lr->lineno, &cap);
+        if (st != PB_OK) return free(copy), st;
+    }
+    if (st == PB_ERR_USAGE && lr->why) {
+        char why[sizeof out->bad_why];
+        snprintf(why, sizeof why, "line %s", lr->why);
+        garbled(out, lr->lineno, why);
+        st = PB_OK;
+    }
+    return st;
+}
+
 int pb_csv_read_stream(FILE *fp, pb_csv *out)
 {
     memset(out, 0, sizeof *out);
-    char *line = NULL;
-    size_t len = 0;
-    int cap = 0, st = PB_OK, lineno = 0;
-    ssize_t got;
-    while (st == PB_OK && (got = getline(&line, &len, fp)) >= 0) {
-        lineno++;
-        if (memchr(line, '\0', (size_t)got)) garbled(out, lineno, "a NUL byte");
-        if (!chomp(line) && !is_skipped(line)) garbled(out, lineno, "the last line has no end (the file was cut)");
-        if (is_complete_mark(line)) out->complete = 1;
-        if (is_skipped(line)) continue;
-        char *copy = strdup(line); /* fields point into it; freed with the row */
-        if (!copy) { st = PB_ERR_ENV; break; }
-        if (!out->header) {
-            out->header = split(copy, &out->ncols);
-            if (!out->header) { free(copy); st = PB_ERR_ENV; }
-            continue;
-        }
-        st = add_row(out, copy, lineno, &cap);
-        if (st != PB_OK) free(copy);
-    }
-    free(line);
-    out->nlines = lineno;
+    pb_lines lr;
+    pb_lines_from(&lr, fp, "csv", "csv", 1);
+    lr.max = PB_CSV_LINE_MAX;
+    int st = read_lines(&lr, out);
+    out->nlines = lr.lineno;
+    pb_lines_close(&lr);
     if (st == PB_OK && !out->header) st = PB_ERR_CHECK;
-    if (st != PB_OK) pb_csv_free(out);
+    if (st != PB_OK) {
+        pb_csv kept = *out; /* a line refused before the header: the caller still says which and why */
+        pb_csv_free(out);
+        out->nlines = kept.nlines;
+        out->bad_line = kept.bad_line;
+        memcpy(out->bad_why, kept.bad_why, sizeof out->bad_why);
+    }
     return st;
 }
 

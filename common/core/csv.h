@@ -6,12 +6,18 @@
  * It also says whether the file can be trusted (acceptance refuses one that
  * cannot): `complete` when the writer's "# complete" line is there (a run
  * that was cut short lacks it), and `bad_line` for the first row that is
- * garbled: a field count other than the header's, an unclosed quote, or a
- * last line without its end of line (a file cut mid-row). */
+ * garbled: a field count other than the header's, an unclosed quote, a
+ * last line without its end of line (a file cut mid-row), or a line that
+ * core/lines refuses (longer than PB_CSV_LINE_MAX, a NUL byte, CR-only line
+ * ends, a byte-order mark after the start); reading stops at such a line. */
 #ifndef PB_CSV_H
 #define PB_CSV_H
 
 #include <stdio.h>
+
+/* Longest line read: the comment lines carry the command line and the host
+ * list, which a large cluster makes long; a longer line is a garbled file. */
+#define PB_CSV_LINE_MAX (1 << 20)
 
 typedef struct pb_csv {
     int ncols;
@@ -22,11 +28,12 @@ typedef struct pb_csv {
     int complete;  /* a "# complete" line was read */
     int nlines;    /* lines read */
     int bad_line;  /* first garbled line, 0 when none */
-    char bad_why[80];
+    char bad_why[120];
 } pb_csv;
 
 /* Read `path`. PB_OK; PB_ERR_ENV if it cannot be opened or memory runs out;
- * PB_ERR_CHECK if it has no header line. On error *out is empty. */
+ * PB_ERR_CHECK if it has no header line. On error *out holds no rows, only
+ * bad_line and bad_why when a refused line came before any header. */
 int pb_csv_read(const char *path, pb_csv *out);
 
 /* The same from an open stream (not closed here; used by the fuzz target):

@@ -15,13 +15,28 @@ int pb_lines_open(pb_lines *r, const char *path, const char *option)
     r->option = option;
     r->fp = fopen(path, "r");
     if (!r->fp) return pb_fail(PB_ERR_ENV, "%s '%s': cannot open: %s", option, path, strerror(errno));
+    r->owns = 1;
+    r->max = PB_LINES_MAX;
     return PB_OK;
 }
 
-/* Why the line (without its '\n', `len` bytes) cannot be read as it is, or NULL. */
-static const char *line_problem(const pb_lines *r, const char *s, size_t len)
+void pb_lines_from(pb_lines *r, FILE *fp, const char *path, const char *option, int quiet)
 {
-    if (len > PB_LINES_MAX) return "is longer than the limit of 4096 bytes; expected shorter lines";
+    memset(r, 0, sizeof *r);
+    r->fp = fp;
+    r->path = path;
+    r->option = option;
+    r->quiet = quiet;
+    r->max = PB_LINES_MAX;
+}
+
+/* Why the line (without its '\n', `len` bytes) cannot be read as it is, or NULL. */
+static const char *line_problem(pb_lines *r, const char *s, size_t len)
+{
+    if (len > r->max) {
+        snprintf(r->too_long, sizeof r->too_long, "is longer than the limit of %zu bytes; expected shorter lines", r->max);
+        return r->too_long;
+    }
     if (memchr(s, '\0', len)) return "holds a NUL byte; expected a text file";
     const char *cr = memchr(s, '\r', len);
     if (cr && cr != s + len - 1) return "has CR-only line ends (an old Mac text file); expected LF or CRLF";
@@ -41,9 +56,11 @@ int pb_lines_next(pb_lines *r, char **line)
     }
     r->lineno++;
     size_t len = (size_t)got;
-    if (len && r->buf[len - 1] == '\n') r->buf[--len] = '\0';
-    const char *problem = line_problem(r, r->buf, len);
-    if (problem) return pb_error_usage(r->option, "%s:%d: line %s", r->path, r->lineno, problem);
+    r->ended = len && r->buf[len - 1] == '\n';
+    if (r->ended) r->buf[--len] = '\0';
+    r->why = line_problem(r, r->buf, len);
+    if (r->why && r->quiet) return PB_ERR_USAGE;
+    if (r->why) return pb_error_usage(r->option, "%s:%d: line %s", r->path, r->lineno, r->why);
     if (len && r->buf[len - 1] == '\r') r->buf[--len] = '\0';
     *line = r->buf;
     if (r->lineno == 1 && len >= 3 && memcmp(r->buf, BOM, 3) == 0) *line += 3; /* editors on Windows */
@@ -52,7 +69,7 @@ int pb_lines_next(pb_lines *r, char **line)
 
 void pb_lines_close(pb_lines *r)
 {
-    if (r->fp) fclose(r->fp);
+    if (r->fp && r->owns) fclose(r->fp);
     free(r->buf);
     memset(r, 0, sizeof *r);
 }

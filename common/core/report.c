@@ -7,6 +7,8 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <errno.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +20,8 @@ struct pb_report {
     char *json_path, *csv_path;
     char csv_tmp[4096];
     int published; /* the CSV is in place and the JSON written: after the first row, or at a complete close */
+    int csv_failed; /* a CSV write failed (a full disk): nothing more is written to it */
+    long csv_good;  /* bytes of the CSV known written, whole lines: a failed write is cut back to it */
     cJSON *root, *rows, *summary, *notes;
     long changes, changes_at_write; /* rows, notes and summaries added, in all and at the last JSON write */
     double written_us;              /* when the JSON was last written */
@@ -145,6 +149,27 @@ int pb_report_open(const char *benchmark, const pb_report_column *cols, int ncol
     return PB_OK;
 }
 
+static int csv_ok(const pb_report *r) { return r->csv && !r->csv_failed; }
+
+/* Flush the CSV's whole lines. A failed write (a full disk) must not leave
+ * half a row: what stdio still holds is dropped and the file is cut back to
+ * its last whole line (before publishing, the temporary is removed at close
+ * and the old file stays), and nothing more is written to it. */
+static int csv_flush(pb_report *r)
+{
+    if (!r->csv) return PB_OK;
+    if (r->csv_failed) return PB_ERR_ENV;
+    if (fflush(r->csv) == 0 && !ferror(r->csv)) {
+        r->csv_good = ftell(r->csv);
+        return PB_OK;
+    }
+    int err = errno;
+    r->csv_failed = 1;
+    __fpurge(r->csv);
+    if (ftruncate(fileno(r->csv), r->csv_good) != 0) err = errno;
+    return pb_fail(PB_ERR_ENV, "--csv %s: cannot write: %s", r->csv_path ? r->csv_path : r->csv_tmp, strerror(err));
+}
+
 /* Put the outputs in place: the CSV's temporary renamed over the old file,
  * and from then on the JSON written (json_changed). Until then a run refused by a later check (memory, an
  * allocation) leaves the files of the previous run as they were. From here
@@ -152,6 +177,7 @@ int pb_report_open(const char *benchmark, const pb_report_column *cols, int ncol
 static int publish(pb_report *r)
 {
     if (r->published) return PB_OK;
+    PB_TRY(csv_flush(r)); /* the header on disk first: a full disk keeps the old file, not an empty one */
     if (r->csv && rename(r->csv_tmp, r->csv_path) != 0)
         return pb_fail(PB_ERR_ENV, "--csv %s: cannot write: %m", r->csv_path);
     r->published = 1;
@@ -228,7 +254,7 @@ int pb_report_row(pb_report *r, const pb_report_value *values)
     for (int c = 0; c < r->ncols; c++) {
         const pb_report_column *col = &r->cols[c];
         if (r->table && col->title) table_cell(r->table, col, &values[c]);
-        if (r->csv) {
+        if (csv_ok(r)) {
             if (c) fputc(',', r->csv);
             csv_cell(r->csv, col, &values[c]);
         }
@@ -243,17 +269,15 @@ int pb_report_row(pb_report *r, const pb_report_value *values)
         fputc('\n', r->table);
         fflush(r->table);
     }
-    if (r->csv) {
-        fputc('\n', r->csv);
-        fflush(r->csv);
-    }
+    if (csv_ok(r)) fputc('\n', r->csv);
+    PB_TRY(csv_flush(r));
     return json_changed(r);
 }
 
 int pb_report_summary(pb_report *r, const char *key, const char *title, double value, const char *unit)
 {
     if (r->table) fprintf(r->table, "# %s: %.6g%s%s\n", title, value, unit ? " " : "", unit ? unit : "");
-    if (r->csv) fprintf(r->csv, "# summary %s: %.6g\n", key, value);
+    if (csv_ok(r)) fprintf(r->csv, "# summary %s: %.6g\n", key, value);
     cJSON_DeleteItemFromObject(r->summary, key);
     cJSON_AddNumberToObject(r->summary, key, value);
     return json_changed(r);
@@ -271,7 +295,7 @@ int pb_report_note(pb_report *r, const char *fmt, ...)
         pb_escape_fputs(r->table, pb_escape_csv_comment, text);
         fputc('\n', r->table);
     }
-    if (r->csv) csv_comment(r->csv, "note", text);
+    if (csv_ok(r)) csv_comment(r->csv, "note", text);
     cJSON_AddItemToArray(r->notes, cJSON_CreateString(text));
     return json_changed(r);
 }
@@ -281,8 +305,9 @@ int pb_report_close(pb_report *r, int complete)
     if (!r) return PB_OK;
     int status = PB_OK;
     cJSON_ReplaceItemInObject(r->root, "complete", cJSON_CreateBool(complete));
-    if (r->csv && complete) fprintf(r->csv, "# complete\n");
+    if (csv_ok(r) && complete) fprintf(r->csv, "# complete\n");
     if (complete) status = publish(r); /* a complete run without rows still replaces the files */
+    if (status == PB_OK) status = csv_flush(r); /* "# complete" only whole, never cut */
     if (status == PB_OK && r->published && r->json_path) status = pb_report_json_write_atomic(r->json_path, r->root);
     if (r->csv && fclose(r->csv) != 0 && status == PB_OK) status = pb_fail(PB_ERR_ENV, "closing the CSV file failed");
     if (r->csv && !r->published) unlink(r->csv_tmp); /* refused before any row: the old file stays */

@@ -4,8 +4,10 @@
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "plan/cluster.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -79,8 +81,11 @@ int pb_plan_fit_calibrate(const char *dir, const char *path, FILE *out)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     c.mem_bytes = pages > 0 && page > 0 ? (double)pages * (double)page / c.gpus_per_node : 16e9;
     char note[600], line[256];
+    char *shown = pb_escape_csv_comment(dir); /* a newline in DIR must not end the comment and start a key */
+    if (!shown) return pb_fail(PB_ERR_ENV, "--calibrate: out of memory");
     snprintf(note, sizeof note, "plan --calibrate %.400s: intra from the %s fit, inter from the %s fit, tflops = best gemm "
-             "of compute_probe.csv", dir, from_intra, from_inter);
+             "of compute_probe.csv", shown, from_intra, from_inter);
+    free(shown);
     pb_cluster_describe(&c, line, sizeof line);
     fprintf(out, "\ncalibrated cluster: %s\n", line);
     if (!path) return PB_OK;

@@ -1,10 +1,12 @@
 /* Threshold-file parser (see thresholds.h and docs/acceptance.md). Pure: no
- * I/O, no MPI, messages go to the caller's buffer, so libFuzzer can drive it. */
+ * file I/O (the text is read as a stream in memory), no MPI, messages go to
+ * the caller's buffer, so libFuzzer can drive it. */
 #include "plan/thresholds.h"
 
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/grow.h"
+#include "core/lines.h"
 #include "core/link.h"
 #include "core/parse.h"
 
@@ -261,11 +263,10 @@ static int parse_rule(const ctx *c, char *line, pb_thresholds_rule *r)
     return PB_OK;
 }
 
-/* Copy line `[s, e)` without its comment, trimmed, into buf. */
-static void clean_line(const char *s, const char *e, char *buf)
+/* Copy `line` without its comment, trimmed, into buf. */
+static void clean_line(const char *line, char *buf)
 {
-    const char *hash = memchr(s, '#', (size_t)(e - s));
-    if (hash) e = hash;
+    const char *s = line, *e = line + strcspn(line, "#");
     while (s < e && isspace((unsigned char)*s)) s++;
     while (e > s && isspace((unsigned char)e[-1])) e--;
     memcpy(buf, s, (size_t)(e - s));
@@ -293,35 +294,53 @@ static int add_rule(pb_thresholds_set *set, int *cap, const pb_thresholds_rule *
     return PB_OK;
 }
 
+/* One line of the file: blank, a comment, or a rule added to out. */
+static int parse_line(const ctx *c, const char *line, pb_thresholds_set *out, int *cap)
+{
+    char buf[PB_TH_LINE_MAX + 1];
+    if (strlen(line) > PB_TH_LINE_MAX) return bad(c, "line is longer than %d characters", PB_TH_LINE_MAX);
+    clean_line(line, buf);
+    if (buf[0] == '\0') return PB_OK;
+    if (out->n == PB_TH_RULES_MAX) return bad(c, "too many rules (at most %d)", PB_TH_RULES_MAX);
+    pb_thresholds_rule r;
+    char copy[3 * sizeof buf];
+    space_operators(buf, copy);
+    PB_TRY(parse_rule(c, copy, &r));
+    collapse_blanks(buf, r.source_text, sizeof r.source_text);
+    return add_rule(out, cap, &r);
+}
+
+/* Lines come from core/lines (a leading BOM skipped, CRLF read as LF; NUL
+ * bytes, CR-only line ends and a BOM inside refused), read from memory so
+ * that the parser stays free of file I/O. */
 static int parse_all(const char *name, const char *text, size_t len, pb_thresholds_set *out, char *err, size_t errlen)
 {
     ctx c = {name ? name : "thresholds", 0, err, errlen};
-    char buf[PB_TH_LINE_MAX + 1];
-    int cap = 0;
-    const char *p = text, *end = text + len;
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) p += 3; /* a UTF-8 BOM (editors on Windows) */
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end;
-        c.line++;
-        if (memchr(p, '\0', (size_t)(e - p))) return bad(&c, "contains a NUL byte; expected a text file");
-        if (e - p > PB_TH_LINE_MAX) return bad(&c, "line is longer than %d characters", PB_TH_LINE_MAX);
-        clean_line(p, e, buf);
-        p = nl ? nl + 1 : end;
-        if (buf[0] == '\0') continue;
-        if (out->n == PB_TH_RULES_MAX) return bad(&c, "too many rules (at most %d)", PB_TH_RULES_MAX);
-        pb_thresholds_rule r;
-        char copy[3 * sizeof buf];
-        space_operators(buf, copy);
-        PB_TRY(parse_rule(&c, copy, &r));
-        collapse_blanks(buf, r.source_text, sizeof r.source_text);
-        if (add_rule(out, &cap, &r) != PB_OK) return PB_ERR_ENV;
+    int cap = 0, st = PB_OK;
+    FILE *fp = len ? fmemopen((void *)text, len, "r") /* read only */ : NULL;
+    if (len && !fp) return PB_ERR_ENV;
+    if (fp) {
+        pb_lines r;
+        char *line;
+        pb_lines_from(&r, fp, c.name, "-t/--thresholds", 1);
+        while ((st = pb_lines_next(&r, &line)) == PB_OK && line) {
+            c.line = r.lineno;
+            st = parse_line(&c, line, out, &cap);
+            if (st != PB_OK) break;
+        }
+        if (st == PB_ERR_USAGE && r.why) {
+            c.line = r.lineno;
+            st = bad(&c, "line %s", r.why);
+        }
+        c.line = r.lineno;
+        pb_lines_close(&r);
+        fclose(fp);
     }
-    if (out->n == 0) {
+    if (st == PB_OK && out->n == 0) {
         c.line = c.line ? c.line : 1;
         return bad(&c, "no rules; expected lines like 'busbw coll=allreduce size=64M >= 10 GB/s'");
     }
-    return PB_OK;
+    return st;
 }
 
 int pb_thresholds_parse(const char *name, const char *text, size_t len, pb_thresholds_set *out, char *err, size_t errlen)

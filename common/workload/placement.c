@@ -61,12 +61,29 @@ int pb_placement_grid_coords(const int *rank_at, int T, int P, int D, int rank, 
     return -1;
 }
 
+/* Four blank-separated decimal integers of at most 9 digits (no sign, no hex):
+ * sscanf's %d wrapped 4294967297 round to rank 1. */
+static int four_numbers(const char *text, int v[4])
+{
+    const char *s = text;
+    for (int k = 0; k < 4; k++) {
+        s += strspn(s, " \t");
+        size_t n = strspn(s, "0123456789");
+        if (n == 0 || n > 9 || (s[n] && s[n] != ' ' && s[n] != '\t')) return 0;
+        v[k] = atoi(s);
+        s += n;
+    }
+    return s[strspn(s, " \t")] == '\0';
+}
+
 /* One "RANK T P D" line into rank_at; seen[] tracks ranks already placed. */
 static int parse_line(const char *path, int line, const char *text, int T, int P, int D, int *rank_at, char *seen)
 {
-    int r, t, p, d, used = 0, world = T * P * D;
-    if (sscanf(text, "%d %d %d %d %n", &r, &t, &p, &d, &used) != 4 || text[used] != '\0')
-        return pb_error_usage("--rankmap", "%s:%d: expected 'RANK T P D' (four integers), got '%s'", path, line, text);
+    int v[4], world = T * P * D;
+    if (!four_numbers(text, v))
+        return pb_error_usage("--rankmap", "%s:%d: expected 'RANK T P D' (four non-negative decimal integers), got '%s'",
+                              path, line, text);
+    int r = v[0], t = v[1], p = v[2], d = v[3];
     if (r < 0 || r >= world) return pb_error_usage("--rankmap", "%s:%d: rank %d is not in 0..%d", path, line, r, world - 1);
     if (t < 0 || t >= T || p < 0 || p >= P || d < 0 || d >= D)
         return pb_error_usage("--rankmap", "%s:%d: position (%d, %d, %d) is outside the %d x %d x %d grid", path, line, t, p,

@@ -9,6 +9,66 @@ mkdir -p "$TMP/in"
 printf 'intra_bw_GBps = 1\ntflops = 1\n' >"$TMP/in/c.txt"
 cp "$TESTS_DIR/../acceptance_cases/busbw.thr" "$TMP/in/t.thr"
 cp -r "$TESTS_DIR/../acceptance_cases/good" "$TMP/in/run"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+# Inputs made here from one good line each, every way a line-oriented file can be odd: cluster
+# files (cl-*.txt), rank maps (rm-*.txt), threshold files (th-*.thr), results directories (res-*/).
+long=$(head -c 5000 /dev/zero | tr '\0' a)
+cluster() { printf "$2" >"$TMP/in/cl-$1.txt"; }
+cluster hex 'intra_bw_GBps = 0x10\ntflops = 1\n'
+cluster plus 'intra_bw_GBps = +100\ntflops = 1\n'
+cluster dup 'intra_bw_GBps = 1\nintra_bw_GBps = 2\ntflops = 1\n'
+cluster bom '\xef\xbb\xbfintra_bw_GBps = 100\ntflops = 100\n'
+cluster bommid 'intra_bw_GBps = 1\n\xef\xbb\xbftflops = 1\n'
+cluster cr 'intra_bw_GBps = 1\rtflops = 1\r'
+cluster crlf 'intra_bw_GBps = 100\r\ntflops = 100\r\n'
+cluster nul 'intra_bw_GBps = 1\ntfl\0ops = 1\n'
+cluster long "# $long\nintra_bw_GBps = 1\ntflops = 1\n"
+cluster unknown 'intra_bw_GBps = 1\ntflops = 1\nspeed = 9\n'
+cluster missing 'intra_bw_GBps = 1\n'
+cluster negative 'intra_bw_GBps = -1\ntflops = 1\n'
+cluster inf 'intra_bw_GBps = inf\ntflops = 1\n'
+cluster nan 'intra_bw_GBps = nan\ntflops = 1\n'
+cluster empty 'intra_bw_GBps =\ntflops = 1\n'
+cluster noeq 'intra_bw_GBps 1\ntflops = 1\n'
+cluster comments '# only a comment\n'
+cluster zero 'intra_bw_GBps = 0\ntflops = 1\n'
+cluster gpn 'intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = 2.5\n'
+cluster huge 'intra_bw_GBps = 1e999\ntflops = 1\n'
+rankmap() { printf "$2" >"$TMP/in/rm-$1.txt"; }
+rankmap wrap '0 0 0 0\n4294967297 0 0 0\n'
+rankmap plus '0 0 0 0\n+1 0 0 0\n'
+rankmap hex '0 0 0 0\n0x1 0 0 0\n'
+rankmap extra '0 0 0 0\n0 0 0 0 7\n'
+rankmap few '0 0 0\n'
+rankmap twice '0 0 0 0\n0 0 0 0\n'
+rankmap outside '0 1 0 0\n'
+rankmap missing '# nothing placed\n'
+rankmap neg '0 0 0 0\n-1 0 0 0\n'
+thr() { printf "$2" >"$TMP/in/th-$1.thr"; }
+rule='busbw coll=allreduce size=64M >= 1 GB/s'
+thr cr "$rule\r$rule\r"
+thr bommid "$rule\n\xef\xbb\xbf$rule\n"
+thr long "# $long\n$rule\n"
+thr nul "$rule\n\0\n"
+thr crlf "$rule\r\n"
+# results(NAME, PRINTF-TEXT): a results directory whose coll_sweep.csv is the text.
+results() { mkdir -p "$TMP/in/res-$1"; printf "$2" >"$TMP/in/res-$1/coll_sweep.csv"; }
+head='# parabench coll_sweep\ncollective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong\n'
+row='allreduce,67108864,16777216,2,intra,30000,2.2,3.0'
+results completemid "$head$row,0\n# complete\n$row,0\n"
+results nowrong "# parabench coll_sweep\ncollective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps\n$row\n# complete\n"
+results unchecked "$head$row,-1\n# complete\n"
+results wrongneg "$head$row,-2\n# complete\n"
+results wrongone "$head$row,1\n# complete\n"
+results wrongfrac "$head$row,0.5\n# complete\n"
+results cr "$head$row,0\r# complete\r"
+results bom "\xef\xbb\xbf$head$row,0\n# complete\n"
+results bommid "$head\xef\xbb\xbf$row,0\n# complete\n"
+results long "# $long$long\n$head$row,0\n# complete\n"
+results headeronly "$head# complete\n"
+results twocomplete "$head$row,0\n# complete\n# complete\n"
+mkdir -p "$TMP/in/empty" "$TMP/in/oldrun"
+touch "$TMP/in/oldrun/steps.tsv" "$TMP/in/oldrun/meta.json"
 # case WORKER: every case of the table whose index is WORKER modulo WORKERS, one after
 # another, each with its own out/err files; prints ok:/FAIL: lines (its own counters
 # live in a subshell: the parent counts the lines).
@@ -23,9 +83,11 @@ cases() {
         bin=$(echo $bin) ranks=$(echo $ranks) code=$(echo $code)
         fragment=$(echo "$fragment" | sed 's/^ *//; s/ *$//')
         eval "argv=($args)"    # '' stands for an empty argument
-        [ -x "$BIN/$bin" ] || { echo "FAIL: $bin is not built"; continue; }
+        path=$BIN/$bin
+        [ "$bin" = run_all.sh ] && path=$ROOT/run_all.sh # the driver's own options: no MPI, nothing built
+        [ -x "$path" ] || { echo "FAIL: $bin is not built"; continue; }
         if [ "$ranks" -le 1 ]; then  # 0: no MPI at all; 1: MPI singleton, no mpirun
-            timeout 60 "$BIN/$bin" "${argv[@]}" >"$out/out" 2>"$out/err" </dev/null
+            BUILD=$BUILD timeout 60 "$path" "${argv[@]}" >"$out/out" 2>"$out/err" </dev/null
         else
             mpi "$ranks" "$BIN/$bin" "${argv[@]}" >"$out/out" 2>"$out/err"
         fi

@@ -44,4 +44,18 @@ PJ="$TMP/d/$odd.plan.json"
 expect_rc 0 "plan --json with odd bytes" -- "$BIN/plan" --model llama-7b --cluster a100 --gpus 8 --json "$PJ"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1],encoding="utf-8")); assert "\n" not in d["metadata"]["command"]' "$PJ"
 then pass "plan JSON valid, command one line"; else fail "plan JSON"; fi
+# plan --calibrate DIR writes DIR into cluster.txt's first comment: run_all's --out holding a
+# newline must not end the comment and start a line `plan --cluster` refuses (or reads as a key).
+NL="$TMP/res
+name = injected
+x"
+mkdir -p "$NL"
+expect_rc 0 "coll_sweep into a directory whose name holds a newline" -- \
+    mpi 2 "$BIN/coll_sweep" --coll allreduce -b 8 -e 64K -n 2 -w 0 --csv "$NL/coll_sweep.csv"
+printf 'test,engine,dtype,size,rate,unit\ngemm,blas,float,256,50.0,GFLOP/s\n# complete\n' >"$NL/compute_probe.csv"
+expect_rc 0 "plan --calibrate a directory whose name holds a newline" -- "$BIN/plan" --calibrate "$NL" -o "$NL/cluster.txt"
+[ "$(grep -c '^#' "$NL/cluster.txt")" -eq 1 ] && ! grep -q '^x:' "$NL/cluster.txt" \
+    && pass "cluster.txt: the directory stays in its one comment line" || fail "cluster.txt: the newline split the comment"
+expect_rc 0 "plan --cluster reads the cluster.txt back" -- "$BIN/plan" --model tiny --cluster "$NL/cluster.txt" --gpus 2
+expect_in "$NL/cluster.txt" 'res\nname = injected\nx' "cluster.txt: the newline is written as \\n"
 finish

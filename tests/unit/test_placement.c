@@ -78,6 +78,10 @@ static void rankmaps(void **state)
         "0 0 0\n",                               /* too few */
         "x y z w\n",                             /* garbage */
         "",                                      /* empty */
+        "0 0 0 0\n4294967297 1 0 0\n2 0 1 0\n3 1 1 0\n", /* 2^32 + 1: not wrapped round to rank 1 */
+        "0 0 0 0\n+1 1 0 0\n2 0 1 0\n3 1 1 0\n",         /* a sign */
+        "0 0 0 0\n0x1 1 0 0\n2 0 1 0\n3 1 1 0\n",        /* hex */
+        "0 0 0 0\n1 1 0 0\n2 0 1 0\n3 1 1 0x\n",         /* a trailing letter */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(pb_placement_rankmap_parse("m", bad[i], 2, 2, 1, rank_at), PB_ERR_USAGE);

@@ -126,7 +126,7 @@ static void odd_input(void **state)
     char err[128];
     const char nul[] = "busbw coll=allreduce size=1M >= 1\nx\0y\n";
     assert_int_equal(pb_thresholds_parse("f", nul, sizeof nul - 1, &set, err, sizeof err), PB_ERR_USAGE);
-    assert_non_null(strstr(err, "f:2: contains a NUL byte"));
+    assert_non_null(strstr(err, "f:2: line holds a NUL byte"));
     char longline[PB_TH_LINE_MAX + 20];
     memset(longline, 'a', sizeof longline - 1);
     longline[sizeof longline - 1] = '\0';
@@ -137,6 +137,34 @@ static void odd_input(void **state)
     assert_int_equal(parse("nope >= 1", &set, tiny, sizeof tiny), PB_ERR_USAGE);
     assert_true(strlen(tiny) < sizeof tiny);
     assert_int_equal(parse("nope >= 1", &set, NULL, 0), PB_ERR_USAGE);
+}
+
+/* The lines themselves, as core/lines reads them for every input file. */
+static void line_forms(void **state)
+{
+    (void)state;
+    pb_thresholds_set set;
+    char err[256];
+    const char *rule = "busbw coll=allreduce size=1M >= 1\n";
+    char text[8192];
+    snprintf(text, sizeof text, "\xEF\xBB\xBF%s", rule); /* a leading BOM: read past */
+    assert_int_equal(parse(text, &set, err, sizeof err), PB_OK);
+    assert_int_equal(set.n, 1);
+    pb_thresholds_free(&set);
+    assert_int_equal(parse("busbw coll=allreduce size=1M >= 1\r\np2p_latency size=8 <= 5\r\n", &set, err, sizeof err), PB_OK);
+    assert_int_equal(set.n, 2); /* CRLF */
+    pb_thresholds_free(&set);
+    assert_int_equal(parse("busbw coll=allreduce size=1M >= 1\rp2p_latency size=8 <= 5\r", &set, err, sizeof err),
+                     PB_ERR_USAGE);
+    assert_non_null(strstr(err, "t.thr:1: line has CR-only line ends"));
+    snprintf(text, sizeof text, "%s\xEF\xBB\xBF%s", rule, rule); /* two files pasted together */
+    assert_int_equal(parse(text, &set, err, sizeof err), PB_ERR_USAGE);
+    assert_non_null(strstr(err, "t.thr:2: line holds a UTF-8 byte-order mark"));
+    memset(text, 'a', 5000);
+    snprintf(text + 5000, sizeof text - 5000, "\n%s", rule);
+    assert_int_equal(parse(text, &set, err, sizeof err), PB_ERR_USAGE);
+    assert_non_null(strstr(err, "t.thr:1: line is longer than the limit of 4096 bytes"));
+    assert_null(set.rules);
 }
 
 static void metric_table(void **state)
@@ -160,6 +188,7 @@ int main(void)
         cmocka_unit_test(exponents),
         cmocka_unit_test(bad_rules),
         cmocka_unit_test(odd_input),
+        cmocka_unit_test(line_forms),
         cmocka_unit_test(metric_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
