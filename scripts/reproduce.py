@@ -291,15 +291,16 @@ def busy_reason(load):
 
 
 def node_cores_and_ranks(out):
-    """(cores of a node, most ranks on one node) from the run's meta.json; (None, None) when it has neither."""
-    try:
-        with open(os.path.join(out, "meta.json")) as f:
-            machine = json.load(f).get("machine", {})
-        cores = int(machine["topology"]["cores"])
-        ranks = max(len(h["ranks"]) for h in machine["hosts"])
-        return cores, ranks
-    except (OSError, ValueError, KeyError, TypeError):
-        return None, None
+    """(cores of a node, most ranks on one node) from the DP measurement's own metadata (repro_dp.json),
+    else the run's meta.json (written when the run ends); (None, None) when neither says."""
+    for name, key in (("repro_dp.json", "meta"), ("meta.json", "machine")):
+        try:
+            with open(os.path.join(out, name)) as f:
+                machine = json.load(f).get(key, {})
+            return int(machine["topology"]["cores"]), max(len(h["ranks"]) for h in machine["hosts"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return None, None
 
 
 def bucketing_verdict(hidden, cores, ranks_on_node):

@@ -44,6 +44,15 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(r.bucketing_verdict(0.5, 3, 2)[0], "not judged")
         self.assertEqual(r.bucketing_verdict(0.5, None, None)[0], "not judged")
 
+    def test_cores_and_ranks_from_the_dp_run(self):
+        # the DP run's own metadata: meta.json is written only when the whole run ends
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(r.node_cores_and_ranks(d), (None, None))
+            with open(os.path.join(d, "repro_dp.json"), "w") as f:
+                f.write('{"meta": {"topology": {"cores": 8}, "hosts": [{"name": "a", "ranks": [0, 1, 2]},'
+                        ' {"name": "b", "ranks": [3]}]}}')
+            self.assertEqual(r.node_cores_and_ranks(d), (8, 3))
+
     def test_busy_machine_not_judged(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "repro_dp.csv")
