@@ -230,29 +230,26 @@ static double world_sum(const pb_world *w, double v)
 static int group_spread(tp_run *r, double mine_us, point *p)
 {
     const pb_world *w = &r->b->w;
+    int t = r->o->tp;
     double *us = w->rank == 0 ? malloc(sizeof(double) * (size_t)w->size) : NULL;
     int *group_of = w->rank == 0 ? malloc(sizeof(int) * (size_t)w->size) : NULL;
-    int status = pb_world_agree_at(w->comm, w->rank != 0 || (us && group_of) ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"),
+    int *ranks = w->rank == 0 ? malloc(sizeof(int) * (size_t)t) : NULL;
+    int status = pb_world_agree_at(w->comm, w->rank != 0 || (us && group_of && ranks) ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"),
                                    "TP group times");
     if (status == PB_OK) MPI_Gather(&mine_us, 1, MPI_DOUBLE, us, 1, MPI_DOUBLE, 0, w->comm);
-    if (status == PB_OK && w->rank == 0 && us && group_of) {
-        for (int k = 0, index; k < w->size; k++) pb_tp_group_of(w->size, r->o->tp, r->o->stride, k, &group_of[k], &index);
+    if (status == PB_OK && w->rank == 0 && us && group_of && ranks) {
+        for (int k = 0, index; k < w->size; k++) pb_tp_group_of(w->size, t, r->o->stride, k, &group_of[k], &index);
         pb_stats_groups g;
         status = pb_stats_groups_of(us, group_of, w->size, r->ngroups, &g);
         p->slowest_group = g.slowest;
         p->slowest_group_us = g.slowest_us / (double)p->cfg.nlayers;
         p->median_group_us = g.median_us / (double)p->cfg.nlayers;
-        p->slowest_hosts[0] = '\0';
-        for (int k = 0, len = 0; k < w->size && status == PB_OK; k++) { /* its hosts, each once, in rank order */
-            int seen = group_of[k] != g.slowest;
-            for (int j = 0; j < k && !seen; j++) seen = group_of[j] == g.slowest && strcmp(w->host[j], w->host[k]) == 0;
-            if (!seen && len < (int)sizeof p->slowest_hosts - 1)
-                len += snprintf(p->slowest_hosts + len, sizeof p->slowest_hosts - (size_t)len, "%s%s", len ? "+" : "",
-                                w->host[k]);
-        }
+        pb_tp_group_ranks(w->size, t, r->o->stride, g.slowest, ranks);
+        pb_world_hosts_text(w, ranks, t, p->slowest_hosts, sizeof p->slowest_hosts);
     }
     free(us);
     free(group_of);
+    free(ranks);
     return pb_world_agree_at(w->comm, status, "TP group times");
 }
 

@@ -94,16 +94,31 @@ _Noreturn void pb_world_exit(pb_world *w, int status)
     exit(status);
 }
 
+/* Whether ranks[i]'s node is among those of ranks[0..i-1]. */
+static int node_seen(const pb_world *w, const int *ranks, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (w->node_of[ranks[j]] == w->node_of[ranks[i]]) return 1;
+    return 0;
+}
+
 int pb_world_nodes_spanned(const pb_world *w, const int *ranks, int n)
 {
     if (!ranks) return w->nnodes;
     int count = 0;
-    for (int i = 0; i < n; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++) seen = w->node_of[ranks[j]] == w->node_of[ranks[i]];
-        count += !seen;
-    }
+    for (int i = 0; i < n; i++) count += !node_seen(w, ranks, i);
     return count;
+}
+
+void pb_world_hosts_text(const pb_world *w, const int *ranks, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; i < n && used + 1 < len; i++)
+        if (!node_seen(w, ranks, i)) {
+            int k = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", w->host[ranks[i]]);
+            used = k < 0 ? len : used + (size_t)k;
+        }
 }
 
 pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n)

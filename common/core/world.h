@@ -41,6 +41,10 @@ pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n);
 /* Number of distinct nodes among the listed ranks (NULL: all). */
 int pb_world_nodes_spanned(const pb_world *w, const int *ranks, int n);
 
+/* The hosts of the listed ranks, each once in rank-list order, joined by '+'
+ * ("node3" or "node1+node2"), into buf (cut short at len). */
+void pb_world_hosts_text(const pb_world *w, const int *ranks, int n, char *buf, size_t len);
+
 /* Agreement (docs/reliability.md): every rank of `comm` calls it after a step
  * that can fail on one rank alone and before the next collective, and all get
  * the worst status. With a `site`, a failure is named once per rank: the

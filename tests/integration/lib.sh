@@ -137,6 +137,18 @@ finish() {
 }
 
 # ---- an emulated cluster (scripts/emulate-cluster.sh) for the tests that need one ----
+# fold_checks: each "ok: ..." or "FAIL: ..." line a checker wrote to $TMP/check
+# becomes a pass or a fail; other lines go to stderr, indented.
+fold_checks() {
+    local line
+    while IFS= read -r line; do
+        case $line in
+            ok:*) pass "${line#ok: }" ;;
+            FAIL:*) fail "${line#FAIL: }" ;;
+            *) [ -z "$line" ] || echo "  | $line" >&2 ;;
+        esac
+    done <"$TMP/check"
+}
 EMU=$TESTS_DIR/../../scripts/emulate-cluster.sh
 # emu_up ARGS...: bring up an emulated cluster (emulate-cluster.sh up ARGS) that is
 # taken down when the test exits, pass, fail or signal; a test that started a job

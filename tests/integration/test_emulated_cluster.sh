@@ -135,20 +135,9 @@ elif kind == "allreduce":
 EOF
 }
 
-# check_report DESC: fold check_csv's lines into pass/fail.
-check_report() {
-    local line
-    while IFS= read -r line; do
-        case $line in
-            ok:*)   pass "${line#ok: }" ;;
-            FAIL:*) fail "${line#FAIL: }" ;;
-            *)      [ -z "$line" ] || echo "  | $line" >&2 ;;
-        esac
-    done <"$TMP/check"
-}
 
 if [ -s "$TMP/intra.csv" ] && [ -s "$TMP/inter.csv" ]; then
-    check_csv p2p "$TMP/intra.csv" "$TMP/inter.csv" >"$TMP/check" 2>&1; check_report
+    check_csv p2p "$TMP/intra.csv" "$TMP/inter.csv" >"$TMP/check" 2>&1; fold_checks
 else
     fail "p2p_sweep wrote no CSV (see above)"
 fi
@@ -157,7 +146,7 @@ fi
 expect_rc 0 "coll_sweep allreduce 4-8 MB on 2 nodes" -- \
     emu "$BIN/coll_sweep" --coll allreduce -b 4M -e 8M -f 2 -n 4 -w 1 -c 1 --csv "$TMP/ar.csv"
 if [ -s "$TMP/ar.csv" ]; then
-    check_csv allreduce "$TMP/ar.csv" >"$TMP/check" 2>&1; check_report
+    check_csv allreduce "$TMP/ar.csv" >"$TMP/check" 2>&1; fold_checks
 else
     fail "coll_sweep wrote no CSV (see above)"
 fi
@@ -182,7 +171,7 @@ for kind, (names, nodes, link) in want.items():
               f"--groups {kind} {r['group']} {r['bytes']} B: 2 ranks on {nodes} node(s), {link} "
               f"(got {r['nranks']} on {r['nnodes']}, {r['link_class']})")
 EOF3
-check_report
+fold_checks
 
 # --- hybrid_3d: with ranks launched round-robin over the nodes (--map-by node),
 # rank order ignores nodes: "naive" puts each TP pair across the link, "tp-inner"
@@ -216,7 +205,7 @@ if {"tp-inner", "naive"} <= set(rows):
           f"tp-inner TP comm {float(ti['tp_comm_us']):.0f} us < naive {float(nv['tp_comm_us']):.0f} us")
     check(all(r["wrong"] == "0" for r in rows.values()), "replicas consistent (#wrong 0)")
 EOF2
-check_report
+fold_checks
 
 # --- teardown leaves nothing behind
 expect_rc 0 "emulate-cluster.sh down" -- "$EMU" down

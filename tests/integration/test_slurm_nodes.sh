@@ -141,16 +141,6 @@ for r in p2p:
     check(0.5 * link <= bw <= 1.1 * link,
           f"inter-node bw at 4 MB {bw:.4f} GB/s within 50-110% of the {link} GB/s link ({100 * bw / link:.0f}%)")
 PY
-fold_checks() {
-    local line
-    while IFS= read -r line; do
-        case $line in
-            ok:*) pass "${line#ok: }" ;;
-            FAIL:*) fail "${line#FAIL: }" ;;
-            *) [ -z "$line" ] || echo "  | $line" >&2 ;;
-        esac
-    done <"$TMP/check"
-}
 fold_checks
 
 # --- the suite as a batch job over the 2 nodes (no hostfile: srun takes the

@@ -7,6 +7,10 @@
 
 #include "core/error.h"
 #include "workload/placement.h"
+#include "core/world.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* 8 ranks launched round-robin over 2 nodes (mpirun --map-by node): even
  * ranks on node 0, odd on node 1. Grid T=2, P=2, D=2. */
@@ -88,13 +92,34 @@ static void rankmaps(void **state)
     assert_int_equal(pb_placement_rankmap_read("/nonexistent/map", 2, 2, 1, rank_at), PB_ERR_USAGE);
 }
 
+/* The hosts of a set of ranks, each once, in list order: what names the
+ * slowest TP group's nodes. */
+static void hosts_of_ranks(void **state)
+{
+    (void)state;
+    pb_world w = {0};
+    assert_int_equal(pb_world_fake(&w, 8, 2), PB_OK); /* node0: 0,1  node1: 2,3  node2: 4,5  node3: 6,7 */
+    char buf[64];
+    const int group[] = {5, 4, 1, 0, 6};
+    pb_world_hosts_text(&w, group, 5, buf, sizeof buf);
+    assert_string_equal(buf, "node2+node0+node3");
+    const int one[] = {6, 7};
+    pb_world_hosts_text(&w, one, 2, buf, sizeof buf);
+    assert_string_equal(buf, "node3");
+    assert_int_equal(pb_world_nodes_spanned(&w, group, 5), 3);
+    pb_world_hosts_text(&w, group, 5, buf, 9); /* cut short, never past the buffer */
+    assert_string_equal(buf, "node2+no");
+    free(w.host);
+    free(w.node_of);
+}
+
 int main(void)
 {
     pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tp_inner_keeps_tp_in_a_node), cmocka_unit_test(naive_ignores_nodes),
         cmocka_unit_test(dp_inner_keeps_dp_in_a_node), cmocka_unit_test(permutations),
-        cmocka_unit_test(rankmaps),
+        cmocka_unit_test(rankmaps), cmocka_unit_test(hosts_of_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
