@@ -28,13 +28,14 @@ for b in coll_sweep p2p_sweep dp_allreduce tp_layer pp_pipeline plan; do
 done
 [ "$FAILS" -eq 0 ] || finish
 
-# The cluster lives in TMP, on two ports nobody listens on.
+# The cluster lives in TMP, on two ports nobody listens on (16900-16949;
+# test_slurm_nodes.sh, which may run at the same time, takes 16950-16999).
 export PARABENCH_SLURM_DIR=$TMP/slurm SLURM_CONF=$TMP/slurm/slurm.conf
 PORT=""
-for p in $(seq 16900 2 16998); do
+for p in $(seq 16900 2 16948); do
     ss -Htln "sport = :$p or sport = :$((p + 1))" 2>/dev/null | grep -q . || { PORT=$p; break; }
 done
-[ -n "$PORT" ] || { fail "no two free ports in 16900..16999"; finish; }
+[ -n "$PORT" ] || { fail "no two free ports in 16900..16949"; finish; }
 export PARABENCH_SLURM_PORT=$PORT
 
 UP=0 JOB=""

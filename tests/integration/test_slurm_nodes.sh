@@ -40,10 +40,10 @@ fi
 
 export PARABENCH_SLURM_DIR=$TMP/slurm SLURM_CONF=$TMP/slurm/slurm.conf
 PORT=""
-for p in $(seq 16900 2 16998); do
+for p in $(seq 16950 2 16998); do
     ss -Htln "sport = :$p or sport = :$((p + 1))" 2>/dev/null | grep -q . || { PORT=$p; break; }
 done
-[ -n "$PORT" ] || { fail "no two free ports in 16900..16999"; finish; }
+[ -n "$PORT" ] || { fail "no two free ports in 16950..16999"; finish; }
 export PARABENCH_SLURM_PORT=$PORT
 # 4 ranks share this machine's cores: idle ranks yield rather than spin (as in
 # test_emulated_cluster.sh). srun passes the environment on to the ranks.
