@@ -72,7 +72,7 @@ touch "$TMP/in/oldrun/steps.tsv" "$TMP/in/oldrun/meta.json"
 # case WORKER: every case of the table whose index is WORKER modulo WORKERS, one after
 # another, each with its own out/err files; prints ok:/FAIL: lines (its own counters
 # live in a subshell: the parent counts the lines).
-WORKERS=2
+WORKERS=4
 cases() {
     local worker=$1 i=0 bin ranks args code fragment rc out=$TMP/w$1
     mkdir -p "$out"
@@ -101,7 +101,7 @@ cases() {
         fi
     done <"$TABLE"
 }
-# Two at a time: each case waits mostly on mpirun's start, not on a core.
+# Four at a time: each case waits mostly on mpirun's start (1.4 s, 0.06 s of CPU), not on a core.
 for w in $(seq 0 $((WORKERS - 1))); do cases "$w" >"$TMP/cases.$w" 2>&1 9>&1 & done
 wait
 n=0

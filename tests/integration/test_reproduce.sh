@@ -27,7 +27,10 @@ def one(prefix):
     return got[0]
 for fig in ("DP overhead", "PP efficiency, m nearest"):
     r = one(fig)
-    assert r["verdict"] in ("reproduced", "differs", "not judged") and float(r["measured_value"]) > 0, "not measured: %s" % r
+    assert r["verdict"] in ("reproduced", "differs", "not judged") and float(r["measured_value"]) != 0, "not measured: %s" % r
+    # On a busy machine the DP overhead can come out negative (the compute-alone run
+    # was slowed more than the step): not judged, but still a measured number.
+    assert float(r["measured_value"]) > 0 or r["note"].startswith("machine busy: "), "not measured: %s" % r
 dp = one("DP overhead")  # other tests run beside this one: a busy machine is not judged, and says so
 assert (dp["verdict"] == "not judged") == dp["note"].startswith("machine busy: other processes used "), dp
 assert any(l.startswith("# note: load: other processes used ") for l in open(sys.argv[1].replace("reproduce.csv", "repro_dp.csv"))), "repro_dp.csv: no load note"
