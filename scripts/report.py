@@ -518,6 +518,7 @@ def report_blocks(out, meta, groups, lines, notes, st, acc, verdict=None):
     mach = meta.get("machine", {})
     about = (f"{version_of(meta)} · {meta.get('date', '?')} · host {meta.get('host', '?')} · "
              f"profile {meta.get('profile', '?')} · "
+             + (f"only the steps {', '.join(meta['selected_steps'])} · " if meta.get("selected_steps") else "") +
              f"{meta.get('nranks', '?')} ranks ({meta.get('devices', '?')}) · launcher {meta.get('launch', '?')} · "
              f"backend {mach.get('backend', meta.get('backend', '?'))} ({mach.get('backend_library', '?')})")
     repro = reproduce(out)

@@ -265,12 +265,16 @@ class Driver:
         out = self.results_dir()
         self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
                                 bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,
-                                dry_run=o.dry_run)
+                                dry_run=o.dry_run, steps=o.steps)
         self.plan = manifest.plan(self.run)
         if o.dry_run:
             rpn = dry_run.assumed_ranks_per_node(o, self.machine.nranks)
             nodes = -(-self.machine.nranks // rpn)
-            return dry_run.show(o, self.machine, manifest.with_placement(self.run, nodes, rpn), self.plan, o.backend)
+            try:
+                return dry_run.show(o, self.machine, manifest.with_placement(self.run, nodes, rpn), self.plan, o.backend)
+            except BrokenPipeError:  # `--dry-run | head`: the reader has what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 0
         try:
             self.make_results_dir(out)
             self.run = dataclasses.replace(self.run, out=self.out)

@@ -81,6 +81,7 @@ class Run:
     acceptance: str = ""         # --acceptance FILE
     junit: str = ""              # --junit FILE
     reproduce: bool = False      # --reproduce
+    steps: Tuple[str, ...] = ()  # --steps: the only measuring steps to run (empty: all)
     dry_run: bool = False        # nothing runs: arguments chosen at run time are not read
     nodes: int = 1               # nodes and ranks per node: from the run's first sweep
     ranks_per_node: int = 0      # (placement_of_run), or --dry-run's assumption
@@ -117,6 +118,7 @@ class Step:
     chosen_by: str = ""          # a step that writes this one's arguments at run time
     verdict: bool = False        # exit 1 is its verdict (thresholds missed), not a failure
     reads_meta: bool = False     # meta.json is written before it runs
+    always: bool = False         # runs even when --steps leaves it out: it judges or reports the others' results
     stdout: str = ""             # where stdout goes, when not NAME.txt
 
 
@@ -279,9 +281,9 @@ STEPS = (
     Step("acceptance", "acceptance", TOOL,
          lambda r: ["--thresholds", r.acceptance, "--results", r.out, "--junit", r.junit or r.at("acceptance-junit.xml")],
          1, "allowance", "docs/acceptance.md", "tests/integration/test_run_all.sh", planned=lambda r: bool(r.acceptance),
-         allowance="no MPI", verdict=True, outputs=("acceptance.txt", "acceptance-junit.xml")),
+         allowance="no MPI", verdict=True, always=True, outputs=("acceptance.txt", "acceptance-junit.xml")),
     Step("report", "scripts/report.py", SCRIPT, lambda r: ["--quiet", r.out], 5, "allowance", "docs/run_all.md",
-         "tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True,
+         "tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True, always=True,
          stdout="logs/report.out", outputs=("plots/", "summary.txt", "report.md", "index.html")),
 )
 
@@ -290,8 +292,9 @@ TABLES = {s.table[0]: list(s.table[1]) for s in STEPS if s.table}
 
 
 def plan(run):
-    """The steps of this run, in order."""
-    return [s for s in STEPS if s.planned(run)]
+    """The steps of this run, in order. With --steps, the named ones, and the
+    steps that read what they measured (acceptance, the report)."""
+    return [s for s in STEPS if s.planned(run) and (not run.steps or s.name in run.steps or s.always)]
 
 
 def shapes_record(run):

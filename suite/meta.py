@@ -39,7 +39,7 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
             "binding": {"requested": machine.bind, "applied": machine.bind_applied, "note": machine.bind_note or None,
                         "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},
             "oversubscribed": machine.oversubscribed, "cores": machine.cores,
-            "acceptance_file": opts.acceptance or None, "shapes": shapes,
+            "acceptance_file": opts.acceptance or None, "selected_steps": list(opts.steps) or None, "shapes": shapes,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
             "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] not in verdicts],
             "interrupted": signal_name or None, "benchmarks": {}}

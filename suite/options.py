@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from suite import version
+from suite import manifest, version
 
 USAGE = """\
 parabench main job: install what is missing, build, run the whole suite on this
@@ -16,6 +16,7 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
+               [--steps NAME[,NAME...]]
   ./run_all.sh --version
 
   --quick        a short pass (well under two minutes on a 2-core machine)
@@ -28,6 +29,8 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
   --reproduce    also set up the documents' figures (DP 11%, PP 82%, TP bytes, 3D placement) scaled to
                  the rates this run measured, measure them and write RESULTS/reproduce.csv (docs/reproduce.md)
+  --steps LIST   run only these steps (comma-separated names, as --dry-run lists them); the
+                 acceptance check and the report still run, on what those steps measured
   --no-install   never install packages: say what is missing and exit 3 (dependencies found
                  on PATH, by pkg-config or through MPI_HOME/CUDA_HOME/NCCL_HOME are never reinstalled)
   --dry-run      print the steps, each one's launch line and an upper bound on its duration,
@@ -68,6 +71,7 @@ class Options:
     install: bool = True
     dry_run: bool = False
     reproduce: bool = False
+    steps: tuple = ()        # --steps: the only steps to run (empty: all)
     slots: int = 0           # the hostfile's slots
 
 
@@ -100,7 +104,8 @@ def parse(argv):
         if opt == "--version":
             print(version.string(os.environ.get("BUILD", "build")))
             sys.exit(0)
-        if opt not in ("--np", "--hostfile", "--ranks-per-node", "--backend", "--bind", "--out", "--acceptance", "--junit"):
+        if opt not in ("--np", "--hostfile", "--ranks-per-node", "--backend", "--bind", "--out", "--acceptance", "--junit",
+                       "--steps"):
             die_usage(opt, "unknown option; see --help")
         if not args:
             die_usage(opt, "needs a value")
@@ -120,10 +125,18 @@ def parse(argv):
             die_usage(opt, f"'{value}' is not accepted; expected none, core, numa or gpu")
         elif opt in ("--out", "--junit") and not value:
             die_usage(opt, "an empty path is not accepted")
+        elif opt == "--steps":
+            o.steps = step_names(value)
         else:
             setattr(o, opt[2:], value)
     if len(profiles) > 1:
         die_usage("--quick", "--quick and --full together: choose one")
+    # Whether a step is part of a run depends on these options alone (manifest.Step.planned): known before installing.
+    shown = manifest.Run(profile=o.profile, nranks=1, acceptance=o.acceptance, reproduce=o.reproduce)
+    absent = [s.name for s in manifest.STEPS if s.name in o.steps and not s.planned(shown)]
+    if absent:
+        die_usage("--steps", f"'{absent[0]}' is not part of this run: it needs an option this run lacks "
+                             "(--reproduce, --acceptance)")
     if o.junit and not o.acceptance:
         die_usage("--junit", "needs --acceptance FILE")
     if o.junit:
@@ -138,6 +151,18 @@ def parse(argv):
             die_usage("--out", f"'{o.out}' is inside another run's results folder '{run}'; "
                       "results are never mixed: choose a folder outside it")
     return o
+
+
+def step_names(value):
+    """--steps' list: names of the manifest's steps, each once."""
+    known = [s.name for s in manifest.STEPS]
+    names = value.split(",")
+    for name in names:
+        if name not in known:
+            die_usage("--steps", f"'{name}' is not a step; expected comma-separated names from: {', '.join(known)}")
+    if len(set(names)) < len(names):
+        die_usage("--steps", f"'{value}' names a step twice")
+    return tuple(names)
 
 
 def unwritable(path):

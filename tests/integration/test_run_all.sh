@@ -68,9 +68,10 @@ if [ $? -eq 0 ] && [ -s "$RUN/plots/busbw.png" ]; then pass "make plots RESULTS=
 
 # ---- acceptance through run_all, the failing side: one impossible rule among passing ones ----
 # A cluster that misses a threshold must fail the job (exit 1), whatever else went well.
+# Only the steps whose rows the rules read (--steps): acceptance and the report still run.
 cat "$TMP/ok.thr" "$TMP/high.thr" >"$TMP/mixed.thr"
 BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --quiet --out "$TMP/run-fail" --acceptance "$TMP/mixed.thr" \
-    >"$TMP/stdout" 2>"$TMP/stderr"
+    --steps pp_pipeline,coll_sweep,p2p_sweep >"$TMP/stdout" 2>"$TMP/stderr"
 rc=$?
 if [ "$rc" -eq 1 ]; then pass "run_all.sh with a missed threshold exits 1"; else
     fail "run_all.sh with a missed threshold: exit $rc, expected 1"; sed 's/^/  | /' "$TMP/stderr" | tail -10 >&2; fi
@@ -81,6 +82,12 @@ if grep -q '<failure' "$RUN/acceptance-junit.xml"; then fail "passing run: its J
     pass "passing run: its JUnit holds no failure"; fi
 if ! grep -q 'run_all.sh: failed:' "$TMP/stderr"; then pass "missed threshold: no benchmark step counted as failed"; else
     fail "missed threshold: a step failed besides the acceptance"; grep 'run_all.sh: failed:' "$TMP/stderr" >&2; fi
+ran=$(cut -f1 "$TMP/run-fail/steps.tsv" 2>/dev/null | tr '\n' ' ')
+[ "$ran" = "coll_sweep p2p_sweep pp_pipeline acceptance report " ] &&
+    pass "--steps: the named steps in the manifest's order, then acceptance and the report" ||
+    fail "--steps pp_pipeline,coll_sweep,p2p_sweep ran: $ran"
+expect_in "$TMP/run-fail/meta.json" '"selected_steps": [' "--steps: meta.json records the selection"
+expect_in "$TMP/run-fail/report.md" "only the steps pp_pipeline, coll_sweep, p2p_sweep" "--steps: the report says the run was partial"
 
 # ---- usage: bad thresholds, existing --out ----
 printf 'busbw coll=allreduce size=64K >= 1\nbogus >= 1\n' >"$TMP/bad.thr"

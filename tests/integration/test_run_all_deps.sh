@@ -25,7 +25,8 @@ fake_path() {
 fake_path "$TMP/noapt" apt-get apt
 fake_path "$TMP/nompi" apt-get apt mpicc mpirun
 
-PATH=$TMP/noapt BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --quiet --out "$TMP/run" >"$TMP/out" 2>"$TMP/err"
+# One step is enough: what is checked is that the dependencies are found, not the suite.
+PATH=$TMP/noapt BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --quiet --steps coll_sweep --out "$TMP/run" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ "$rc" -eq 0 ] && pass "no apt-get, everything found: run_all runs (exit 0)" || { fail "no apt-get: exit $rc"; tail -5 "$TMP/err" >&2; }
 [ -f "$TMP/run/meta.json" ] && pass "and writes its results" || fail "no meta.json without apt-get"
