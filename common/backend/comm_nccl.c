@@ -86,16 +86,6 @@ static ncclDataType_t nccl_type(pb_dtype t)
 
 static ncclRedOp_t nccl_op(pb_dtype_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
 
-/* Watchdog hook: a hung NCCL operation is aborted before MPI_Abort ends the
- * job. It runs on the watchdog's thread, whose current device is 0 until set. */
-static void abort_comm(void *arg)
-{
-    pb_comm *c = arg;
-    if (c->aborted) return;
-    cudaSetDevice(c->device);
-    ncclCommAbort(c->nccl);
-}
-
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
@@ -135,7 +125,6 @@ static int create(MPI_Comm group, pb_comm **out)
     c->next = live;
     live = c;
     pthread_mutex_unlock(&live_mu);
-    pb_watchdog_on_abort(abort_comm, c);
     *out = c;
     return PB_OK;
 }
@@ -143,7 +132,6 @@ static int create(MPI_Comm group, pb_comm **out)
 static void destroy(pb_comm *c)
 {
     if (!c) return;
-    pb_watchdog_forget(c);
     pthread_mutex_lock(&live_mu);
     for (pb_comm **p = &live; *p; p = &(*p)->next)
         if (*p == c) {
@@ -273,6 +261,12 @@ static int sync_stream(pb_comm *c)
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) {
             status = pb_cuda_status_fail_at(e, __FILE__, __LINE__, "cudaStreamQuery (NCCL stream)");
+            break;
+        }
+        if (pb_watchdog_fired()) { /* stuck past --timeout: abort here, on the thread that uses the communicator */
+            status = pb_fail(PB_ERR_TIMEOUT, "NCCL: the operation did not complete within --timeout (communicator aborted)");
+            ncclCommAbort(c->nccl);
+            c->aborted = 1;
             break;
         }
         ncclResult_t async = ncclSuccess;

@@ -24,11 +24,7 @@ static struct {
     atomic_uint_fast64_t armed_ns; /* 0: disarmed */
     atomic_int iter;
     _Atomic(const char *) phase;
-    struct {
-        void (*fn)(void *);
-        void *arg;
-    } hooks[MAX_HOOKS];
-    int nhooks;
+    atomic_int fired; /* set first when the timeout passes: owners of communicators abort them */
 } wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t now_ns(void)
@@ -58,28 +54,11 @@ void pb_watchdog_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_or
 
 int pb_watchdog_armed(void) { return atomic_load_explicit(&wd.armed_ns, memory_order_relaxed) != 0; }
 
-void pb_watchdog_on_abort(void (*fn)(void *), void *arg)
-{
-    pthread_mutex_lock(&wd.lock);
-    if (wd.nhooks < MAX_HOOKS) {
-        wd.hooks[wd.nhooks].fn = fn;
-        wd.hooks[wd.nhooks].arg = arg;
-        wd.nhooks++;
-    }
-    pthread_mutex_unlock(&wd.lock);
-}
-
-void pb_watchdog_forget(void *arg)
-{
-    pthread_mutex_lock(&wd.lock);
-    for (int i = 0; i < wd.nhooks; i++) {
-        if (wd.hooks[i].arg == arg) wd.hooks[i--] = wd.hooks[--wd.nhooks];
-    }
-    pthread_mutex_unlock(&wd.lock);
-}
+int pb_watchdog_fired(void) { return atomic_load_explicit(&wd.fired, memory_order_acquire); }
 
 static void fire(double waited_s)
 {
+    atomic_store_explicit(&wd.fired, 1, memory_order_release);
     char what[96];
     pthread_mutex_lock(&wd.lock);
     memcpy(what, wd.what, sizeof what);
@@ -93,8 +72,10 @@ static void fire(double waited_s)
             wd.benchmark, wd.rank, wd.host, waited_s, wd.timeout_s, what[0] ? what : "an operation",
             iter < 0 ? "warm-up" : "timed", iter < 0 ? -iter : iter, phase ? phase : "?");
     fflush(stderr);
-    sleep(2); /* let the other stuck ranks report before the job goes down */
-    for (int i = 0; i < wd.nhooks; i++) wd.hooks[i].fn(wd.hooks[i].arg);
+    /* The other stuck ranks report, and a thread polling a communicator
+     * (pb_watchdog_fired) aborts it on its own thread: a communicator is never
+     * aborted here, under a thread that may be using it. */
+    sleep(2);
     MPI_Abort(MPI_COMM_WORLD, PB_ERR_TIMEOUT);
     _exit(PB_ERR_TIMEOUT); /* if MPI_Abort ever returns */
 }

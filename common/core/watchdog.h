@@ -1,10 +1,10 @@
 /* Hang watchdog (--timeout). A thread per rank watches the operation the rank
  * is in; when one has not completed within the timeout it prints what is
  * stuck (benchmark, operation, size, iteration, phase, rank, host), waits a
- * moment so the other stuck ranks print too, aborts the communicators that
- * registered an abort hook (ncclCommAbort) and then the job (MPI_Abort with
- * exit code 4). Ranks that print nothing are not inside a watched operation:
- * they are the ones the others wait for.
+ * moment so the other stuck ranks print too and the threads polling a
+ * communicator abort it (pb_watchdog_fired), then aborts the job (MPI_Abort
+ * with exit code 4). Ranks that print nothing are not inside a watched
+ * operation: they are the ones the others wait for.
  *
  * Arming costs two relaxed atomic stores, so it may sit next to timed code. */
 #ifndef PB_WATCHDOG_H
@@ -34,8 +34,9 @@ void pb_watchdog_disarm(void);
 /* 1 while armed (a wait that arms only when its caller has not). */
 int pb_watchdog_armed(void);
 
-/* Called by the watchdog before it aborts the job (e.g. ncclCommAbort). */
-void pb_watchdog_on_abort(void (*fn)(void *), void *arg);
-void pb_watchdog_forget(void *arg);
+/* 1 once the timeout has passed: the job ends about 2 s later. A thread that
+ * polls a communicator (the NCCL stream sync) aborts it then, itself: NCCL's
+ * communicators are not thread-safe, so the watchdog's thread never touches one. */
+int pb_watchdog_fired(void);
 
 #endif

@@ -1,0 +1,110 @@
+/* core/watchdog.c: when an operation stays armed past --timeout, the watchdog
+ * says so to the threads that poll a communicator (pb_watchdog_fired) at once,
+ * and ends the job (MPI_Abort, exit 4) only about 2 s later, so that such a
+ * thread has time to abort its communicator itself. The NCCL backend relies on
+ * this: NCCL's communicators are not thread-safe, and an abort from the
+ * watchdog's own thread while the rank polled the same communicator was a
+ * use after free. Each case runs in a child process (an MPI singleton), since
+ * the watchdog ends the process it watches. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "core/error.h"
+#include "core/watchdog.h"
+#include <mpi.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Child: arm (or arm and disarm) with a 0.3 s timeout, then poll
+ * pb_watchdog_fired for up to 2 s as the NCCL stream sync does. Writes to
+ * FD the seconds from arming to the first time the flag was seen (-1: never);
+ * the flag is reported as soon as it is seen, since the job may end any moment
+ * after it. Exit 0 when it was never seen; the watchdog's exit code when it ends
+ * the process. */
+static void child(int fd, int disarm)
+{
+    MPI_Init(NULL, NULL);
+    if (pb_watchdog_start(0.3, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
+    double t0 = now_s();
+    pb_watchdog_arm(0, "operation");
+    if (disarm) pb_watchdog_disarm();
+    double seen = -1;
+    while (now_s() - t0 < 2 && seen < 0) {
+        if (pb_watchdog_fired()) seen = now_s() - t0;
+        usleep(1000);
+    }
+    dprintf(fd, "%.3f\n", seen);
+    close(fd);
+    if (seen >= 0) pause(); /* the watchdog ends the process */
+    pb_watchdog_stop();
+    MPI_Finalize();
+    _exit(0);
+}
+
+/* Run a child; *seen: seconds until it saw the flag (-1 never); *grace: seconds
+ * from then until the child ended; returns its exit status. */
+static int run_child(int disarm, double *seen, double *grace)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        child(p[1], disarm);
+    }
+    close(p[1]);
+    FILE *f = fdopen(p[0], "r");
+    assert_non_null(f);
+    *seen = -2;
+    if (fscanf(f, "%lf", seen) != 1) *seen = -2;
+    double t_seen = now_s();
+    fclose(f);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    *grace = now_s() - t_seen;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void fired_before_the_job_ends(void **state)
+{
+    (void)state;
+    double seen, grace;
+    int rc = run_child(0, &seen, &grace);
+    /* Seen right after the 0.3 s timeout (the watchdog looks every 50 ms),
+     * and the job goes down about 2 s later: time to abort a communicator. */
+    assert_true(seen >= 0.3);
+    assert_true(seen < 1.5);
+    assert_true(grace > 1.0);
+    assert_int_equal(rc, PB_ERR_TIMEOUT);
+}
+
+static void disarmed_never_fires(void **state)
+{
+    (void)state;
+    double seen, grace;
+    assert_int_equal(run_child(1, &seen, &grace), 0);
+    assert_true(seen == -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fired_before_the_job_ends),
+        cmocka_unit_test(disarmed_never_fires),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
