@@ -164,6 +164,13 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
         e = next;
     }
     cJSON_Delete(extra_meta);
+    if (!cJSON_HasObjectItem(b->meta, "iterations")) { /* a workload: one count for every configuration */
+        char iters[160], capped[64] = "";
+        if (o->max_seconds > 0)
+            snprintf(capped, sizeof capped, "; at most %g s per configuration, warm-up included", o->max_seconds);
+        snprintf(iters, sizeof iters, "%d (+%d warm-up) per configuration%s", o->iters, o->warmup, capped);
+        cJSON_AddStringToObject(b->meta, "iterations", iters);
+    }
     if (b->info.oversubscribed)
         fprintf(stderr, "%s: warning: %d ranks on a node with %d cores: ranks share cores, compute and "
                         "latency are distorted (recorded as oversubscribed in the metadata)\n",

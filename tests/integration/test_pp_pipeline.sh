@@ -85,6 +85,13 @@ assert bool(d["meta"]["oversubscribed"]) == want, d["meta"]["oversubscribed"]
 assert all(bool(r["oversubscribed"]) == want for r in d["rows"])
 PY
 
+# The default iteration counts (docs/pp_pipeline.md: 5 timed steps, 1 warm-up, 30 s cap) are the metadata's.
+expect_rc 0 "default iterations" -- \
+    mpi 2 "$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 --layers 2 --micro-batches 2 --schedule 1f1b --json "$TMP/d.json"
+python3 -c 'import json, sys; it = json.load(open(sys.argv[1]))["meta"]["iterations"]; print(it)
+assert it == "5 (+1 warm-up) per configuration; at most 30 s per configuration, warm-up included", it' "$TMP/d.json" \
+    >"$TMP/it" 2>&1 && pass "metadata: $(head -1 "$TMP/it")" || { fail "metadata: iterations"; cat "$TMP/it" >&2; }
+
 # A corrupted pipeline output is detected.
 expect_rc 1 "corrupted output on rank 0 exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=0 "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 --schedule 1f1b
