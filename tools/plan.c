@@ -51,7 +51,7 @@ static void usage(FILE *out)
             "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D] [options]\n"
             "       plan --fit RESULTS_DIR [--cluster FILE] [--csv FILE]\n"
             "       plan --calibrate RESULTS_DIR [-o|--cluster-out FILE]\n"
-            "       plan --pp-simulate P,M,T_FWD_US,T_BWD_US,T_MSG_US [--schedule gpipe|1f1b]\n"
+            "       plan --pp-simulate P,M,T_FWD_US,T_BWD_US,T_MSG_US [--schedule gpipe|1f1b|interleaved [--interleave V]]\n"
             "model:   --model %s\n"
             "         --hidden H --layers L --heads A --seq S --vocab V --micro-batch B --params P\n"
             "         --dtype bf16|fp16|fp32 (activations and gradients on the wire)\n"
@@ -155,6 +155,17 @@ static void set_if(long long v, int64_t *dst) { if (v >= 0) *dst = v; }
 static void setd_if(double v, double *dst, double scale) { if (v >= 0) *dst = v * scale; }
 
 /* Preset (or a blank custom model) with the shape options applied. */
+
+/* The chunks per stage of the schedule: Megatron-LM's virtual pipeline size
+ * (--interleave, 2 when only the interleaved schedule is named), else 1. */
+static int chunks_per_stage(const options *o, int *chunks)
+{
+    if (o->interleave > 0 && o->job.sched != PB_PP_INTERLEAVED)
+        return pb_error_usage("--interleave", "applies only with --schedule interleaved (given: %s)",
+                              pb_pp_sched_name(o->job.sched));
+    *chunks = o->job.sched != PB_PP_INTERLEAVED ? 1 : o->interleave > 0 ? (int)o->interleave : 2;
+    return PB_OK;
+}
 static int build_job(options *o)
 {
     pb_presets_model *m = &o->job.model;
@@ -170,11 +181,7 @@ static int build_job(options *o)
     set_if(o->vocab, &m->vocab);
     set_if(o->micro_batch, &m->micro_batch);
     PB_TRY(pb_presets_validate(m));
-    if (o->interleave > 0 && o->job.sched != PB_PP_INTERLEAVED)
-        return pb_error_usage("--interleave", "applies only with --schedule interleaved (given: %s)",
-                              pb_pp_sched_name(o->job.sched));
-    /* Megatron-LM's virtual pipeline size; 2 when only the schedule is named. */
-    o->job.interleave = o->job.sched != PB_PP_INTERLEAVED ? 1 : o->interleave > 0 ? (int)o->interleave : 2;
+    PB_TRY(chunks_per_stage(o, &o->job.interleave));
     o->job.params = o->params > 0 ? o->params : m->nominal_params > 0 ? m->nominal_params : pb_presets_params(m);
     o->job.global_batch = o->global_batch > 0 ? o->global_batch : pb_plan_default_global_batch(m);
     return PB_OK;
@@ -262,22 +269,31 @@ static int run_pp_simulate(const options *o)
 {
     double v[5];
     PB_TRY(parse_pp_simulate(o->pp_sim, v));
-    int p = (int)v[0], m = (int)v[1];
-    PB_TRY(pb_pp_schedule_valid(o->job.sched, p, m, 1));
+    int p = (int)v[0], m = (int)v[1], chunks = 1;
+    PB_TRY(chunks_per_stage(o, &chunks));
+    if (o->job.sched == PB_PP_INTERLEAVED && (p < 2 || m % p != 0))
+        return pb_error_usage("--pp-simulate", "'%s': the interleaved schedule needs P >= 2 and M a multiple of P",
+                              o->pp_sim);
+    PB_TRY(pb_pp_schedule_valid(o->job.sched, p, m, chunks));
     pb_pp_schedule_plan *plans = calloc((size_t)p, sizeof *plans);
     if (!plans) return pb_fail(PB_ERR_ENV, "out of memory");
     int st = PB_OK;
-    for (int s = 0; s < p && st == PB_OK; s++) st = pb_pp_schedule_plan_build(o->job.sched, p, m, 1, s, &plans[s]);
+    for (int s = 0; s < p && st == PB_OK; s++)
+        st = pb_pp_schedule_plan_build(o->job.sched, p, m, chunks, s, &plans[s]);
     double step = 0;
-    if (st == PB_OK) st = pb_pp_schedule_simulate(plans, p, v[2], v[3], v[4], &step, NULL);
+    /* A stage's times split evenly over its chunks; every chunk boundary is a message. */
+    if (st == PB_OK) st = pb_pp_schedule_simulate(plans, p, v[2] / chunks, v[3] / chunks, v[4], &step, NULL);
     for (int s = 0; s < p; s++) pb_pp_schedule_plan_free(&plans[s]);
     free(plans);
     if (st != PB_OK) return st;
     double ideal = m * (v[2] + v[3]);
-    printf("schedule %s stages %d micro_batches %d t_fwd_us %.3f t_bwd_us %.3f t_msg_us %.3f\n",
-           pb_pp_sched_name(o->job.sched), p, m, v[2], v[3], v[4]);
+    char interleave[32] = "";
+    if (chunks > 1) snprintf(interleave, sizeof interleave, " interleave %d", chunks);
+    printf("schedule %s%s stages %d micro_batches %d t_fwd_us %.3f t_bwd_us %.3f t_msg_us %.3f\n",
+           pb_pp_sched_name(o->job.sched), interleave, p, m, v[2], v[3], v[4]);
+    /* v chunks per stage shrink the bubble v-fold: the m/(m+p-1) of m*v micro-batches */
     printf("step_us %.3f ideal_us %.3f efficiency %.5f efficiency_theory %.5f\n", step, ideal, ideal / step,
-           pb_model_pipe_efficiency(m, p));
+           pb_model_pipe_efficiency(m * chunks, p));
     return PB_OK;
 }
 

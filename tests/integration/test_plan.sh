@@ -170,6 +170,12 @@ expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
 expect_rc 0 "--pp-simulate 4,8,100,200,0" -- "$PLAN" --pp-simulate 4,8,100,200,0 --schedule 1f1b
 expect_in "$TMP/out" "step_us 3300.000 ideal_us 2400.000 efficiency 0.72727 efficiency_theory 0.72727" \
     "step (8+3) x 300 us, ideal 8 x 300 us, efficiency 8/11"
+# Interleaved over v chunks: the bubble shrinks v-fold, (8 + 3/2) x 300 us at v = 2, (8 + 3/4) x 300 us at v = 4.
+expect_rc 0 "--pp-simulate 4,8,100,200,0 interleaved" -- "$PLAN" --pp-simulate 4,8,100,200,0 --schedule interleaved
+expect_in "$TMP/out" "step_us 2850.000 ideal_us 2400.000 efficiency 0.84211 efficiency_theory 0.84211" \
+    "interleaved, v = 2 by default: step (8+1.5) x 300 us, efficiency 16/19"
+expect_rc 0 "--pp-simulate 4,8,100,200,0 interleaved v=4" -- "$PLAN" --pp-simulate 4,8,100,200,0 --schedule interleaved --interleave 4
+expect_in "$TMP/out" "step_us 2625.000 ideal_us 2400.000 efficiency 0.91429" "interleaved, v = 4: step (8+0.75) x 300 us"
 
 # ---- published runs: the calibration rows hold, and the check can fail ----
 expect_rc 0 "planner vs published A100 runs" -- "$TESTS_DIR/../../tools/dev/plan-published.sh" "$PLAN"
