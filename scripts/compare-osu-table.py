@@ -75,13 +75,39 @@ def one_op(op, a, launch, tmp, first):
     return metric, got
 
 
+def faster_half(values, metric):
+    """The faster half of one tool's rounds (the larger half when their number is
+    odd). This machine runs each launch at one of two speeds (docs/fidelity.md):
+    the median of the faster half compares the two tools in the same mode."""
+    ordered = sorted(values, reverse=(metric == "bw_MBps"))
+    return ordered[:(len(ordered) + 1) // 2]
+
+
+def launch_modes(raw):
+    """{(round, op, tool): "fast" or "slow"}: a launch (one tool, one op, one round,
+    every size) is fast when most of its sizes are in that tool's faster half of
+    rounds (ties: the earlier round is the faster)."""
+    per = {}
+    for (r, op, size, metric, tool, v) in raw:
+        per.setdefault((op, size, tool, metric), []).append((v, r))
+    votes = {}
+    for (op, size, tool, metric), vals in per.items():
+        sign = -1 if metric == "bw_MBps" else 1
+        ordered = sorted(vals, key=lambda vr: (sign * vr[0], vr[1]))
+        for k, (_, r) in enumerate(ordered):
+            fast, total = votes.get((r, op, tool), (0, 0))
+            votes[(r, op, tool)] = (fast + (k < (len(ordered) + 1) // 2), total + 1)
+    return {key: "fast" if 2 * fast >= total else "slow" for key, (fast, total) in votes.items()}
+
+
 def write_summary(path, rows, header):
     with open(path, "w", newline="") as fh:
         for h in header:
             fh.write(f"# {h}\n")
         w = csv.writer(fh)
         w.writerow(["op", "bytes", "metric", "osu_median", "parabench_median", "ratio_median", "ratio_best",
-                    "ratio_min", "ratio_max", "rounds", "in_band"])
+                    "ratio_min", "ratio_max", "rounds", "in_band", "osu_fast_median", "parabench_fast_median",
+                    "ratio_fast"])
         w.writerows(rows)
 
 
@@ -125,13 +151,16 @@ def main():
               f"machine: {host}, {os.cpu_count()} CPUs, {cpu}", f"launch: {' '.join(launch)}",
               "ratio: parabench / OSU of the metric each reports (time_us: lower is faster; bw_MBps: higher is faster)",
               "ratio_median: parabench's median over rounds / OSU's; ratio_best: fastest round / fastest round; "
-              "ratio_min/max: the spread of the per-round ratios (each round runs both tools, one after the other)"]
+              "ratio_min/max: the spread of the per-round ratios (each round runs both tools, one after the other)",
+              "ratio_fast: the median of parabench's faster half of rounds / OSU's (each tool in its fast mode); "
+              "raw mode: whether that launch was in its tool's faster half at most sizes"]
     with open(os.path.join(out, "compare-osu-raw.csv"), "w", newline="") as fh:
         for h in header:
             fh.write(f"# {h}\n")
         w = csv.writer(fh)
-        w.writerow(["round", "op", "bytes", "metric", "tool", "value"])
-        w.writerows(raw)
+        w.writerow(["round", "op", "bytes", "metric", "tool", "value", "mode"])
+        modes = launch_modes(raw)
+        w.writerows(row + (modes[(row[0], row[1], row[4])],) for row in raw)
 
     rows = []
     for op in ops:
@@ -147,16 +176,19 @@ def main():
             pb = [per["parabench"][r] for r in rounds]
             pair = [p / o for p, o in zip(pb, osu)]
             ratio = statistics.median(pb) / statistics.median(osu)
+            osu_fast, pb_fast = (statistics.median(faster_half(v, metric)) for v in (osu, pb))
             rows.append([op, size, metric, f"{statistics.median(osu):.4g}", f"{statistics.median(pb):.4g}", f"{ratio:.3f}",
                          f"{best(pb) / best(osu):.3f}", f"{min(pair):.3f}", f"{max(pair):.3f}", len(rounds),
-                         int(BAND[0] <= ratio <= BAND[1])])
+                         int(BAND[0] <= ratio <= BAND[1]), f"{osu_fast:.4g}", f"{pb_fast:.4g}",
+                         f"{pb_fast / osu_fast:.3f}"])
     summary = os.path.join(out, "compare-osu.csv")
     write_summary(summary, rows, header)
 
-    print(f"{'op':<15}{'size (B)':>10} {'metric':<8}{'OSU':>11}{'parabench':>11}{'ratio':>8}{'best':>8}  per-round")
+    print(f"{'op':<15}{'size (B)':>10} {'metric':<8}{'OSU':>11}{'parabench':>11}{'ratio':>8}{'best':>8}{'fast':>8}"
+          "  per-round")
     for r in rows:
         flag = "" if r[10] else "  outside 0.95-1.05"
-        print(f"{r[0]:<15}{r[1]:>10} {r[2]:<8}{r[3]:>11}{r[4]:>11}{r[5]:>8}{r[6]:>8}  {r[7]}-{r[8]}{flag}")
+        print(f"{r[0]:<15}{r[1]:>10} {r[2]:<8}{r[3]:>11}{r[4]:>11}{r[5]:>8}{r[6]:>8}{r[13]:>8}  {r[7]}-{r[8]}{flag}")
     inside = sum(r[10] for r in rows)
     print(f"{inside} of {len(rows)} sizes within {BAND[0]}-{BAND[1]} (median of {a.rounds} interleaved rounds)")
     plot = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plots", "compare_osu.gp")
