@@ -38,7 +38,7 @@ typedef struct {
     pb_model_cluster cluster;
     /* Overrides of the preset model and cluster; < 0 = not given. */
     long long hidden, layers, heads, seq, vocab, micro_batch;
-    double params, intra_bw, intra_lat, inter_bw, inter_lat, tflops, gpu_mem, gpn, hbm_bw;
+    double params, intra_bw, intra_lat, inter_bw, inter_bw_node, inter_lat, tflops, gpu_mem, gpn, hbm_bw;
     long long interleave;
     long long global_batch;
 } options;
@@ -57,9 +57,10 @@ static void usage(FILE *out)
             "         --dtype bf16|fp16|fp32 (activations and gradients on the wire)\n"
             "cluster: --cluster %s, or a cluster file (plan --calibrate writes one)\n"
             "         --gpus-per-node G --intra-bw GB/s --intra-lat us --inter-bw GB/s --inter-lat us\n"
+            "         --inter-bw-node GB/s (a node's network shared by its GPUs, instead of --inter-bw)\n"
             "         --tflops sustained-GEMM-TFLOP/s --hbm-bw GB/s --gpu-mem GB\n"
             "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b|interleaved [--interleave V]\n"
-            "         --recompute none|selective|full\n"
+            "         --recompute none|selective|full --partition uniform|balanced|embedding\n"
             "         --sp on|off --top K (rows shown) --json FILE\n",
             pb_presets_preset_names(), pb_cluster_preset_names());
 }
@@ -67,7 +68,7 @@ static void usage(FILE *out)
 enum {
     O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
     O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
-    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM, O_VERSION
+    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM, O_VERSION, O_PARTITION, O_XBW_NODE
 };
 
 static const struct option long_opts[] = {
@@ -88,7 +89,8 @@ static const struct option long_opts[] = {
     {"sp", required_argument, 0, O_SP}, {"hbm-bw", required_argument, 0, O_HBM},
     {"interleave", required_argument, 0, O_VSTAGES}, {"help", no_argument, 0, O_HELP},
     {"calibrate", required_argument, 0, O_CALIBRATE}, {"cluster-out", required_argument, 0, O_CLUSTER_OUT},
-    {"pp-simulate", required_argument, 0, O_PP_SIM}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+    {"pp-simulate", required_argument, 0, O_PP_SIM}, {"version", no_argument, 0, O_VERSION},
+    {"partition", required_argument, 0, O_PARTITION}, {"inter-bw-node", required_argument, 0, O_XBW_NODE}, {0, 0, 0, 0},
 };
 
 static int choice(const char *opt, const char *arg, const char *const *names, int *out)
@@ -104,6 +106,7 @@ static int parse_one(options *o, int c, const char *arg)
     static const pb_pp_sched sched_of[] = {PB_PP_GPIPE, PB_PP_1F1B, PB_PP_INTERLEAVED};
     static const char *const rcs[] = {"none", "selective", "full", NULL};
     static const char *const onoff[] = {"off", "on", NULL};
+    static const char *const parts[] = {"uniform", "balanced", "embedding", NULL};
     const long long BIG = 1LL << 40;
     int k;
     switch (c) {
@@ -147,6 +150,8 @@ static int parse_one(options *o, int c, const char *arg)
     case O_SCHED: PB_TRY(choice("--schedule", arg, scheds, &k)); o->job.sched = sched_of[k]; return PB_OK;
     case O_RC: PB_TRY(choice("--recompute", arg, rcs, &k)); o->job.recompute = (pb_model_recompute)k; return PB_OK;
     case O_SP: PB_TRY(choice("--sp", arg, onoff, &k)); o->job.sp = k; return PB_OK;
+    case O_PARTITION: PB_TRY(choice("--partition", arg, parts, &k)); o->job.partition = (pb_model_partition)k; return PB_OK;
+    case O_XBW_NODE: return pb_parse_double("--inter-bw-node", arg, 1e-6, 1e6, &o->inter_bw_node);
     default: return PB_ERR_USAGE;
     }
 }
@@ -194,7 +199,11 @@ static int build_cluster(options *o)
     if (o->gpn > 0) c->gpus_per_node = (int)o->gpn;
     setd_if(o->intra_bw, &c->intra.bw_Bps, 1e9);
     setd_if(o->intra_lat, &c->intra.alpha_s, 1e-6);
+    if (o->inter_bw >= 0 && o->inter_bw_node >= 0)
+        return pb_error_usage("--inter-bw-node", "give --inter-bw (per GPU) or --inter-bw-node (per node), not both");
     setd_if(o->inter_bw, &c->inter.bw_Bps, 1e9);
+    /* A node's NICs shared by its GPUs, which all cross nodes at once in DP and PP. */
+    setd_if(o->inter_bw_node, &c->inter.bw_Bps, 1e9 / c->gpus_per_node);
     setd_if(o->inter_lat, &c->inter.alpha_s, 1e-6);
     setd_if(o->tflops, &c->flops, 1e12);
     setd_if(o->gpu_mem, &c->mem_bytes, 1e9);
@@ -324,7 +333,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.gpus = o.tp = o.pp = o.dp = o.top = -1;
     o.hidden = o.layers = o.heads = o.seq = o.vocab = o.micro_batch = o.global_batch = -1;
-    o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = o.hbm_bw = -1;
+    o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_bw_node = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = o.hbm_bw = -1;
     o.job.dtype_bytes = 2;
     o.job.sched = PB_PP_1F1B;
     o.job.sp = 1;

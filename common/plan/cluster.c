@@ -24,6 +24,7 @@ typedef struct {
 typedef struct {
     const char *name;
     double GBps, us;
+    int links; /* links per node its GPUs share; 0: one rail per GPU */
 } net_kind;
 
 /* NVLink: per-GPU, per-direction bandwidth (half the "600/900 GB/s
@@ -35,17 +36,20 @@ static const node_kind nodes[] = {
     {"h100", "ib400", 8, 450.0, 2.0, 989.0, 80.0, 3350.0},
 };
 
-/* One NIC rail per GPU (as in DGX A100 / H100); line rate / 8 bits. */
+/* One NIC rail per GPU (as in DGX A100 / H100); line rate / 8 bits. opa:
+ * 4 Omni-Path 100 Gb/s links a node (Jean Zay's A100 nodes, where BLOOM
+ * trained), shared by the node's GPUs. */
 static const net_kind nets[] = {
-    {"ib100", 12.5, 5.0},
-    {"ib200", 25.0, 5.0},
-    {"ib400", 50.0, 5.0},
-    {"eth100", 12.5, 15.0},
+    {"ib100", 12.5, 5.0, 0},
+    {"ib200", 25.0, 5.0, 0},
+    {"ib400", 50.0, 5.0, 0},
+    {"eth100", 12.5, 15.0, 0},
+    {"opa", 12.5, 5.0, 4},
 };
 
 const char *pb_cluster_preset_names(void)
 {
-    return "a100, h100, optionally with -ib100, -ib200, -ib400 or -eth100 (e.g. a100-eth100)";
+    return "a100, h100, optionally with -ib100, -ib200, -ib400, -eth100 or -opa (e.g. a100-eth100)";
 }
 
 static const net_kind *find_net(const char *name)
@@ -69,7 +73,8 @@ int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *ou
         snprintf(out->name, sizeof out->name, "%s-%s", k->name, net->name);
         out->gpus_per_node = k->gpus;
         out->intra = (pb_model_link){k->nvlink_us * 1e-6, k->nvlink_GBps * 1e9};
-        out->inter = (pb_model_link){net->us * 1e-6, net->GBps * 1e9};
+        double per_gpu = net->links ? net->GBps * net->links / k->gpus : net->GBps;
+        out->inter = (pb_model_link){net->us * 1e-6, per_gpu * 1e9};
         out->flops = k->peak_tflops * 1e12 * PB_CLUSTER_GEMM_EFFICIENCY;
         out->mem_bw = k->hbm_GBps * 1e9;
         out->mem_bytes = k->mem_GB * 1e9;

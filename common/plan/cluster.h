@@ -1,7 +1,8 @@
 /* Cluster presets for the planner: a node kind (GPUs, NVLink, compute rate,
  * memory) joined with a network between nodes, named NODE or NODE-NET:
  *   a100, h100                  (default networks: ib200, ib400)
- *   a100-ib100 ... h100-eth100  (ib100, ib200, ib400, eth100)
+ *   a100-ib100 ... h100-opa     (ib100, ib200, ib400, eth100: one rail a GPU;
+ *                                opa: 4 x 100 Gb/s Omni-Path a node)
  * Every number is a nominal datasheet figure; docs/plan.md lists them. */
 #ifndef PB_CLUSTER_H
 #define PB_CLUSTER_H
@@ -12,12 +13,12 @@
  * PB_MODEL_ELEMENTWISE_TRAFFIC, from the end-to-end iteration times of
  * Korthikanti et al. 2022 (table 5) and checked on the held-out runs of
  * Narayanan et al. 2021 (table 1); docs/plan.md shows both. */
-#define PB_CLUSTER_GEMM_EFFICIENCY 0.71
+#define PB_CLUSTER_GEMM_EFFICIENCY 0.73
 
 /* Parse a preset name into `out`. PB_OK or PB_ERR_USAGE naming `option`. */
 int pb_cluster_preset(const char *name, const char *option, pb_model_cluster *out);
 
-/* "a100, h100 (optionally -ib100, -ib200, -ib400, -eth100)" for messages. */
+/* "a100, h100 (optionally -ib100, -ib200, -ib400, -eth100, -opa)" for messages. */
 const char *pb_cluster_preset_names(void);
 
 /* A cluster file (plan --calibrate writes one): '#' comments, blank lines and

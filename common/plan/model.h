@@ -119,6 +119,18 @@ typedef struct pb_model_cluster {
     double mem_bytes;   /* GPU memory */
 } pb_model_cluster;
 
+/* How layers are split over pipeline stages. The embedding sits on the
+ * first stage and the logit layer on the last in all three.
+ *   UNIFORM   Megatron-LM: L/p layers a stage; p must divide L.
+ *   BALANCED  Megatron-DeepSpeed's 'type:transformer': L mod p stages (the
+ *             first ones) hold one layer more; p need not divide L.
+ *   EMBED     its 'type:transformer|embedding': the embedding and the logit
+ *             layer each count as one layer in that balance (BLOOM). */
+typedef enum { PB_PARTITION_UNIFORM, PB_PARTITION_BALANCED, PB_PARTITION_EMBED } pb_model_partition;
+
+/* Transformer layers on `stage` (0-based) of p under `part`. */
+int pb_model_stage_layers(int64_t layers, int p, pb_model_partition part, int stage);
+
 typedef struct pb_model_train {
     pb_presets_model model;       /* shape; model.micro_batch is b */
     double params;        /* parameter count used for memory and DP volume */
@@ -128,6 +140,7 @@ typedef struct pb_model_train {
     int interleave;       /* virtual stages per GPU with PB_PP_INTERLEAVED, else 1 */
     int sp;               /* sequence parallelism */
     pb_model_recompute recompute;
+    pb_model_partition partition;
 } pb_model_train;
 
 /* Rank order: t is always innermost (fills a node first); then d or p. */
@@ -138,13 +151,14 @@ typedef struct pb_model_step {
     int v;                /* virtual stages per GPU (interleaved), else 1 */
     enum pb_order order;
     pb_link_class link_t, link_p, link_d; /* intra or inter */
-    double t_fwd, t_bwd;  /* compute per micro-batch per stage, s */
-    double c_tp;          /* TP comm per micro-batch per stage (fwd+bwd), s */
+    double t_fwd, t_bwd;  /* compute per micro-batch on the slowest stage, s */
+    double c_tp;          /* TP comm per micro-batch on the slowest stage (fwd+bwd), s */
     double c_pp;          /* P2P comm per micro-batch per stage (fwd+bwd sends), s */
     double c_dp;          /* gradient allreduce per step, s (not overlapped) */
     double compute;       /* m * (t_fwd + t_bwd): ideal compute per step, s */
-    double bubble;        /* (p-1)/v * slot time, s */
-    double step;          /* (m+(p-1)/v) * (t_fwd+t_bwd+c_tp+c_pp) + c_dp, s */
+    int slow;             /* the slowest stage, whose terms t_fwd .. c_pp are */
+    double bubble;        /* (sum of the stages' slots - slowest slot)/v, s: (p-1)/v slots when even */
+    double step;          /* m * slowest slot + bubble + c_dp, s */
     pb_model_mem mem;
     char reject[160];     /* empty when the configuration is valid and fits */
 } pb_model_step;

@@ -1,8 +1,9 @@
 /* Step time and memory of a (t, p, d) configuration (model.h), and the
  * enumeration `plan --model` ranks. The step model:
- *   slot  = t_fwd + t_bwd + c_tp + c_pp          one micro-batch on one stage
- *   step  = (m + (p - 1)/v) * slot + c_dp        GPipe and 1F1B alike (v = 1);
- *                                                interleaved over v virtual stages
+ *   slot_i = t_fwd + t_bwd + c_tp + c_pp         one micro-batch on stage i
+ *   step  = m * max slot_i + (sum slot_i - max slot_i)/v + c_dp
+ *           GPipe and 1F1B alike (v = 1), interleaved over v virtual stages;
+ *           (m + (p - 1)/v) * slot when every stage costs the same
  * Compute is GEMM FLOPs at the sustained GEMM rate plus element-wise traffic
  * at memory bandwidth (a roofline sum: the two kinds of kernel run one after
  * the other),
@@ -49,12 +50,53 @@ static double elementwise_fwd(const pb_model_train *job, const pb_model_cluster 
     return fwd;
 }
 
-/* Fill the time terms for one rank order. */
+int pb_model_stage_layers(int64_t layers, int p, pb_model_partition part, int stage)
+{
+    int64_t emb = part == PB_PARTITION_EMBED ? 1 : 0;
+    int64_t units = layers + 2 * emb; /* the embedding and the logit layer as one unit each */
+    int64_t n = units / p + (stage < units % p ? 1 : 0);
+    if (emb && stage == 0) n--;
+    if (emb && stage == p - 1) n--;
+    return n < 0 ? 0 : (int)n;
+}
+
+/* One stage's terms for one micro-batch: `layers` transformer layers, and
+ * the logit layer when `logits`. */
+typedef struct {
+    double fwd, bwd, tp;
+} stage_cost;
+
+static stage_cost stage_of(const pb_model_train *job, const pb_model_cluster *c, const pb_model_step *s, int layers,
+                           int logits)
+{
+    const pb_presets_model *md = &job->model;
+    double b = (double)md->micro_batch, sq = (double)md->seq, h = (double)md->hidden, n = layers;
+    stage_cost r;
+    /* Compute: this stage's layers split t ways; the logit layer is not
+     * recomputed (recomputation replays transformer layers only). */
+    double f_layers = n * pb_flops_layer_fwd(b, sq, h, 1, 1) / s->t;
+    double f_logit = logits ? pb_model_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->t : 0.0;
+    double f_extra = 0.0; /* recomputation in backward */
+    if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_layers;
+    if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = n * 4.0 * b * sq * sq * h / s->t;
+    double ew_extra, ew_fwd = elementwise_fwd(job, c, n, s->t, &ew_extra);
+    r.fwd = (f_layers + f_logit) / c->flops + ew_fwd;
+    r.bwd = (2.0 * (f_layers + f_logit) + f_extra) / c->flops + 2.0 * ew_fwd + ew_extra;
+    /* TP: 4 allreduces of b*s*h per layer (AG+RS pairs cost the same); full
+     * recomputation replays the 2 forward ones. */
+    double act = b * sq * h * job->dtype_bytes;
+    int n_ar = job->recompute == PB_RECOMPUTE_FULL ? 6 : 4;
+    r.tp = n * n_ar * pb_model_t_ring_allreduce(act, s->t, link_of(c, s->link_t));
+    return r;
+}
+
+/* Fill the time terms for one rank order. 1F1B (and GPipe) run at the pace
+ * of the slowest stage: m of its slots, plus the other stages' slots once
+ * each while the pipeline fills and drains (over v with interleaving). */
 static void eval_order(const pb_model_train *job, const pb_model_cluster *c, enum pb_order order, pb_model_step *s)
 {
     const pb_presets_model *md = &job->model;
     double b = (double)md->micro_batch, sq = (double)md->seq, h = (double)md->hidden;
-    double lps = ceil((double)md->layers / s->p);
     int stride_d = order == PB_ORDER_TDP ? s->t : s->t * s->p;
     int stride_p = order == PB_ORDER_TDP ? s->t * s->d : s->t;
     s->order = order;
@@ -62,32 +104,37 @@ static void eval_order(const pb_model_train *job, const pb_model_cluster *c, enu
     s->link_d = axis_link(stride_d, s->d, c->gpus_per_node);
     s->link_p = axis_link(stride_p, s->p, c->gpus_per_node);
 
-    /* Compute: layers of this stage split t ways; the logit layer spread over stages. */
-    double f_fwd = (lps * pb_flops_layer_fwd(b, sq, h, 1, 1) + pb_model_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->p) / s->t;
-    double f_extra = 0.0; /* recomputation in backward */
-    if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_fwd;
-    if (job->recompute == PB_RECOMPUTE_SELECTIVE) f_extra = lps * 4.0 * b * sq * sq * h / s->t;
-    double ew_extra, ew_fwd = elementwise_fwd(job, c, lps, s->t, &ew_extra);
-    s->t_fwd = f_fwd / c->flops + ew_fwd;
-    s->t_bwd = (2.0 * f_fwd + f_extra) / c->flops + 2.0 * ew_fwd + ew_extra;
-
-    /* TP: 4 allreduces of b*s*h per layer (AG+RS pairs cost the same); full
-     * recomputation replays the 2 forward ones. */
-    double act = b * sq * h * job->dtype_bytes;
-    int n_ar = job->recompute == PB_RECOMPUTE_FULL ? 6 : 4;
-    s->c_tp = lps * n_ar * pb_model_t_ring_allreduce(act, s->t, link_of(c, s->link_t));
     /* PP: one activation forward, one gradient back per micro-batch and
      * virtual stage; the scatter-gather optimization sends act/t from each TP rank. */
+    double act = b * sq * h * job->dtype_bytes;
     int v = virtual_stages(job);
     s->c_pp = s->p > 1 ? 2.0 * v * pb_model_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
     /* DP: this rank's share of the gradients, once per step. */
     double grads = pb_model_dp_grad_bytes(job->params / ((double)s->t * s->p), job->dtype_bytes);
     s->c_dp = pb_model_t_ring_allreduce(grads, s->d, link_of(c, s->link_d));
 
-    double slot = s->t_fwd + s->t_bwd + s->c_tp + s->c_pp;
+    /* Stages with the same layer count and no logits cost the same: the loop
+     * evaluates each kind once. */
+    double sum = 0.0, slowest = -1.0;
+    int last_layers = -1;
+    stage_cost k = {0, 0, 0};
+    for (int i = 0; i < s->p; i++) {
+        int n = pb_model_stage_layers(md->layers, s->p, job->partition, i), logits = i == s->p - 1;
+        if (n != last_layers || logits) k = stage_of(job, c, s, n, logits);
+        last_layers = logits ? -1 : n;
+        double slot = k.fwd + k.bwd + k.tp + s->c_pp;
+        sum += slot;
+        if (slot > slowest) {
+            slowest = slot;
+            s->slow = i;
+            s->t_fwd = k.fwd;
+            s->t_bwd = k.bwd;
+            s->c_tp = k.tp;
+        }
+    }
     s->compute = s->m * (s->t_fwd + s->t_bwd);
-    s->bubble = (double)(s->p - 1) / v * slot;
-    s->step = s->m * slot + s->bubble + s->c_dp;
+    s->bubble = (sum - slowest) / v;
+    s->step = s->m * slowest + s->bubble + s->c_dp;
 }
 
 static void reject(pb_model_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -113,7 +160,11 @@ void pb_model_step_eval(const pb_model_train *job, const pb_model_cluster *c, in
     if (t > c->gpus_per_node)
         reject(s, "t=%d larger than a node (%d GPUs): TP would cross the inter-node network", t, c->gpus_per_node);
     if (md->heads % t != 0) reject(s, "t=%d does not divide %lld attention heads", t, (long long)md->heads);
-    if (md->layers % p != 0) reject(s, "p=%d does not divide %lld layers", p, (long long)md->layers);
+    if (job->partition == PB_PARTITION_UNIFORM && md->layers % p != 0)
+        reject(s, "p=%d does not divide %lld layers (Megatron-LM's uniform split; see --partition)", p,
+               (long long)md->layers);
+    if (md->layers + (job->partition == PB_PARTITION_EMBED ? 2 : 0) < p)
+        reject(s, "p=%d is more stages than %lld layers", p, (long long)md->layers);
     int v = virtual_stages(job);
     s->v = v;
     if (v > 1 && md->layers % ((int64_t)p * v) != 0)

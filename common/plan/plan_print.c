@@ -105,20 +105,20 @@ void pb_plan_print_step(const pb_model_step *s, FILE *out)
             s->p, s->d, s->m, pb_model_order_name(s->order), pb_link_name(s->link_t), pb_link_name(s->link_p),
             pb_link_name(s->link_d));
     if (s->reject[0]) fprintf(out, "  REJECTED: %s\n", s->reject);
-    fprintf(out, "  per micro-batch per stage: fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, PP comm %.3f ms\n",
-            s->t_fwd * 1e3, s->t_bwd * 1e3, s->c_tp * 1e3, s->c_pp * 1e3);
+    fprintf(out, "  per micro-batch on the slowest stage (%d of 0-%d): fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, "
+            "PP comm %.3f ms\n", s->slow, s->p - 1, s->t_fwd * 1e3, s->t_bwd * 1e3, s->c_tp * 1e3, s->c_pp * 1e3);
     double slot = s->t_fwd + s->t_bwd + s->c_tp + s->c_pp;
-    if (s->v > 1) {
-        fprintf(out, "  step = (m+(p-1)/v) x slot + DP allreduce = %.4g x %.3f ms + %.3f ms = %.4g s\n",
-                s->m + (double)(s->p - 1) / s->v, slot * 1e3, s->c_dp * 1e3, s->step);
-        fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step = (p-1)/(v*m+p-1) with v=%d virtual stages\n",
-                s->compute, s->bubble, 100.0 * s->bubble / s->step, s->v);
-    } else {
-        fprintf(out, "  step = (m+p-1) x slot + DP allreduce = %d x %.3f ms + %.3f ms = %.4g s\n", s->m + s->p - 1,
-                slot * 1e3, s->c_dp * 1e3, s->step);
-        fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step = (p-1)/(m+p-1); efficiency m/(m+p-1) = %.1f%%\n",
-                s->compute, s->bubble, 100.0 * s->bubble / s->step, 100.0 * pb_model_pipe_efficiency(s->m, s->p));
-    }
+    /* The other stages' slots once each (fill and drain), over v: (p-1)/v slots when the stages are even. */
+    fprintf(out, "  step = m x slot + fill/drain + DP allreduce = %d x %.3f ms + %.3f ms + %.3f ms = %.4g s\n", s->m,
+            slot * 1e3, s->bubble * 1e3, s->c_dp * 1e3, s->step);
+    if (s->v > 1)
+        fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step, %.4g slots = (p-1)/v when the stages "
+                "are even, v=%d virtual stages\n", s->compute, s->bubble, 100.0 * s->bubble / s->step,
+                s->bubble / slot, s->v);
+    else
+        fprintf(out, "  ideal compute %.4g s; bubble %.4g s = %.1f%% of step, %.4g slots = p-1 when the stages are "
+                "even; efficiency m/(m+p-1) = %.1f%%\n", s->compute, s->bubble, 100.0 * s->bubble / s->step,
+                s->bubble / slot, 100.0 * pb_model_pipe_efficiency(s->m, s->p));
     fprintf(out, "  memory per GPU: weights %.2f + grads %.2f + optimizer %.2f + activations %.2f = %.2f GB\n",
             s->mem.weights / 1e9, s->mem.grads / 1e9, s->mem.optimizer / 1e9, s->mem.activations / 1e9,
             s->mem.total / 1e9);

@@ -177,10 +177,22 @@ expect_in "$TMP/out" "step_us 2850.000 ideal_us 2400.000 efficiency 0.84211 effi
 expect_rc 0 "--pp-simulate 4,8,100,200,0 interleaved v=4" -- "$PLAN" --pp-simulate 4,8,100,200,0 --schedule interleaved --interleave 4
 expect_in "$TMP/out" "step_us 2625.000 ideal_us 2400.000 efficiency 0.91429" "interleaved, v = 4: step (8+0.75) x 300 us"
 
-# ---- published runs: the calibration rows hold, and the check can fail ----
-expect_rc 0 "planner vs published A100 runs" -- "$TESTS_DIR/../../tools/dev/plan-published.sh" "$PLAN"
-expect_in "$TMP/out" "calibration rows (K22) 9 of 9" "every calibration row within 10%"
+# ---- published runs: the calibration rows hold, every other row within 15% or
+# in the band of its documented miss, the median within 7%; and the check can fail ----
+PUB=$TESTS_DIR/../../tools/dev/plan-published.sh
+expect_rc 0 "planner vs published A100 runs" -- "$PUB" "$PLAN"
+expect_in "$TMP/out" "calibration rows (K22) within 10%: 9 of 9" "every calibration row within 10%"
 expect_in "$TMP/out" "N21  1008.0B t=8 p=64 n=3072" "held-out rows listed"
-TOL=1 expect_rc 1 "a 1% tolerance fails the calibration rows" -- "$TESTS_DIR/../../tools/dev/plan-published.sh" "$PLAN"
+expect_in "$TMP/out" "B22  176B t=4 p=12 d=8" "BLOOM row listed"
+expect_in "$TMP/out" "S22  530B t=8 p=35 d=12" "MT-NLG rows listed"
+K22_TOL=1 expect_rc 1 "a 1% tolerance fails the calibration rows" -- "$PUB" "$PLAN"
+ROW_TOL=5 expect_rc 1 "a 5% row tolerance fails the held-out rows" -- "$PUB" "$PLAN"
+expect_in "$TMP/out" "> 5%" "the drifted rows are flagged"
+MEDIAN_TOL=1 expect_rc 1 "a 1% median tolerance fails" -- "$PUB" "$PLAN"
+expect_rc 2 "bad --partition" -- "$PLAN" --model llama-70b --gpus 64 --partition zigzag
+expect_in "$TMP/err" "option --partition" "bad --partition: message"
+expect_rc 2 "--inter-bw with --inter-bw-node" -- "$PLAN" --model llama-70b --gpus 64 --inter-bw 5 --inter-bw-node 40
+expect_in "$TMP/err" "option --inter-bw-node: give --inter-bw (per GPU) or --inter-bw-node (per node), not both" \
+    "--inter-bw-node: message"
 
 finish

@@ -156,10 +156,20 @@ static void test_step(void **state)
     assert_int_equal(s.link_t, PB_LINK_INTRA);
     assert_int_equal(s.link_p, PB_LINK_INTER);
     assert_int_equal(s.link_d, PB_LINK_INTER);
-    /* Terms as documented: slot x (m+p-1) + DP. */
+    /* Terms as documented: the slowest stage is the last, which holds the
+     * logit layer (forward, and twice that in backward: it is not replayed);
+     * m of its slots, the 7 other stages' slots once each, then DP. */
     double slot = s.t_fwd + s.t_bwd + s.c_tp + s.c_pp;
-    CLOSE(s.step, 39 * slot + s.c_dp);
-    CLOSE(s.bubble, 7 * slot);
+    assert_int_equal(s.slow, 7);
+    pb_model_train no_logits = j;
+    no_logits.model.vocab = 0;
+    pb_model_step even;
+    pb_model_step_eval(&no_logits, &c, 8, 8, 4, &even);
+    double slot0 = even.t_fwd + even.t_bwd + even.c_tp + even.c_pp;
+    CLOSE(even.step, 39 * slot0 + even.c_dp);
+    CLOSE(slot - slot0, 3 * pb_model_logit_flops_fwd(1, 4096, 8192, 32000) / 8 / c.flops);
+    CLOSE(s.bubble, 7 * slot0);
+    CLOSE(s.step, 32 * slot + 7 * slot0 + s.c_dp);
     /* The bubble-free compute: what plan's overhead shares and compute_s are of. */
     CLOSE(s.compute, 32 * (s.t_fwd + s.t_bwd));
     CLOSE(s.c_tp, 10 * 4 * pb_model_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra));
@@ -195,6 +205,7 @@ static void test_compute_and_interleave(void **state)
     c.mem_bytes = 1e12; /* no recomputation: let it fit */
     pb_model_train j = job_for("llama-70b", 128);
     j.recompute = PB_RECOMPUTE_NONE;
+    j.model.vocab = 0; /* no logit layer: every stage costs the same */
     pb_model_step with_mem, gemm_only;
     pb_model_step_eval(&j, &c, 8, 8, 4, &with_mem);
     pb_model_cluster no_mem = c;
@@ -240,11 +251,69 @@ static void test_full_recompute(void **state)
     assert_string_equal(s.reject, "");
     double ar = pb_model_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra); /* b*s*h bf16 over t = 8 */
     CLOSE(s.c_tp, 10 * 6 * ar); /* 80 layers / p = 8: 10 a stage */
-    CLOSE(s.t_bwd, 3 * s.t_fwd);
+    /* The logit layer, on this slowest (last) stage, is not replayed. */
+    CLOSE(s.t_bwd, 3 * s.t_fwd - pb_model_logit_flops_fwd(1, 4096, 8192, 32000) / 8 / c.flops);
     j.recompute = PB_RECOMPUTE_NONE;
     pb_model_step_eval(&j, &c, 8, 8, 4, &s);
     CLOSE(s.c_tp, 10 * 4 * ar);
     CLOSE(s.t_bwd, 2 * s.t_fwd);
+}
+
+/* Stages as Megatron-LM (uniform) and Megatron-DeepSpeed ('type:transformer',
+ * 'type:transformer|embedding') split them: BLOOM's 70 layers over 12 stages. */
+static void test_stage_partition(void **state)
+{
+    (void)state;
+    int sum = 0;
+    for (int i = 0; i < 12; i++) {
+        int n = pb_model_stage_layers(70, 12, PB_PARTITION_EMBED, i);
+        assert_int_equal(n, i == 0 || i == 11 ? 5 : 6); /* [embed | 5], 6 x 10, [5 | logits] */
+        assert_int_equal(pb_model_stage_layers(70, 12, PB_PARTITION_BALANCED, i), i < 10 ? 6 : 5);
+        sum += n;
+    }
+    assert_int_equal(sum, 70);
+    assert_int_equal(pb_model_stage_layers(70, 1, PB_PARTITION_EMBED, 0), 70);
+    assert_int_equal(pb_model_stage_layers(96, 8, PB_PARTITION_UNIFORM, 7), 12);
+
+    pb_model_cluster c;
+    assert_int_equal(pb_cluster_preset("a100-opa", "--cluster", &c), PB_OK);
+    CLOSE(c.inter.bw_Bps, 4 * 12.5e9 / 8); /* 4 links a node shared by 8 GPUs */
+    pb_model_train j = {.dtype_bytes = 2, .global_batch = 2048, .sched = PB_PP_1F1B, .sp = 0,
+                        .recompute = PB_RECOMPUTE_FULL, .partition = PB_PARTITION_UNIFORM};
+    j.model = (pb_presets_model){.hidden = 14336, .layers = 70, .heads = 112, .seq = 2048, .vocab = 250880,
+                                 .micro_batch = 2};
+    j.params = pb_presets_params(&j.model);
+    pb_model_step uniform, balanced, embed;
+    pb_model_step_eval(&j, &c, 4, 12, 8, &uniform);
+    assert_non_null(strstr(uniform.reject, "p=12 does not divide 70 layers"));
+    j.partition = PB_PARTITION_BALANCED;
+    pb_model_step_eval(&j, &c, 4, 12, 8, &balanced);
+    assert_string_equal(balanced.reject, "");
+    j.partition = PB_PARTITION_EMBED;
+    pb_model_step_eval(&j, &c, 4, 12, 8, &embed);
+    assert_string_equal(embed.reject, "");
+    /* 70 layers: the same stages in another order (one of 5 layers, ten of
+     * 6, 5 and the logits), so the same step; a 6-layer stage is the slowest. */
+    CLOSE(embed.step, balanced.step);
+    assert_true(embed.slow > 0 && embed.slow < 11);
+    /* 12 layers over 4 stages with a logit layer worth more than a layer:
+     * balanced gives 3 each and the logits to the last, the slowest; the
+     * embedding-aware split gives 3, 4, 3 and 2 with the logits. */
+    j.model.layers = 12;
+    j.model.vocab = 501760;
+    pb_model_step_eval(&j, &c, 4, 4, 24, &embed);
+    j.partition = PB_PARTITION_BALANCED;
+    pb_model_step_eval(&j, &c, 4, 4, 24, &balanced);
+    assert_int_equal(balanced.slow, 3);
+    assert_int_equal(embed.slow, 1);
+    assert_true(embed.step < balanced.step);
+    j.partition = PB_PARTITION_EMBED;
+    j.model.layers = 10;
+    pb_model_step_eval(&j, &c, 4, 12, 8, &embed);
+    assert_string_equal(embed.reject, ""); /* 10 layers + 2 embedding units over 12 stages */
+    j.partition = PB_PARTITION_BALANCED;
+    pb_model_step_eval(&j, &c, 4, 12, 8, &balanced);
+    assert_non_null(strstr(balanced.reject, "p=12 is more stages than 10 layers"));
 }
 
 static void test_enumerate(void **state)
@@ -308,7 +377,7 @@ int main(void)
         cmocka_unit_test(test_pipeline),    cmocka_unit_test(test_tp_dp_volume), cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_step),       cmocka_unit_test(test_enumerate),
         cmocka_unit_test(test_cluster_presets), cmocka_unit_test(test_compute_and_interleave),
-        cmocka_unit_test(test_full_recompute), cmocka_unit_test(test_explain),
+        cmocka_unit_test(test_full_recompute), cmocka_unit_test(test_explain), cmocka_unit_test(test_stage_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,51 +16,89 @@
 #       iteration is F / (n X) with F from the paper's equation 3. Held out:
 #       nothing in the planner was set from these rows. The micro-batch size
 #       is not in table 1; the rows assume 1.
+#   S22 Smith et al., "Using DeepSpeed and Megatron to Train Megatron-Turing
+#       NLG 530B", arXiv:2201.11990, section 2.4: 105 layers, hidden 20480,
+#       128 heads, t = 8, p = 35, global batch 1920 on 280, 350 and 420 DGX
+#       A100 nodes of Selene (d = 8, 10, 12): 60.1, 50.2 and 44.4 s per
+#       iteration (126, 121, 113 TFLOP/s per GPU, which are N21's equation 3,
+#       full recomputation included, over those times). DeepSpeed's pipeline
+#       engine with Megatron's tensor parallelism. The micro-batch size is not
+#       given; the rows assume 1, as K22 and N21 ran the same 530B shape.
+#       Held out.
+#   B22 BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
+#       Model", arXiv:2211.05100, section 3.4 (48 nodes of 8 A100 80 GB on
+#       Jean Zay, 4 Omni-Path 100 Gb/s links a node; t = 4, p = 12, d = 8;
+#       about 150 TFLOP/s per GPU), and the run's public record,
+#       github.com/bigscience-workshop/bigscience, train/tr11-176B-ml: the
+#       launch script (70 layers, hidden 14336, 112 heads, micro-batch 2,
+#       global batch 2048, vocabulary padded to 250880, activation
+#       checkpointing, the 'type:transformer|embedding' partition) and the
+#       README's log line at the end of the first epoch, 104.70 s per
+#       iteration at 149.77 TFLOP/s. Held out.
 #
-# Every row: sequence 2048, vocabulary 51200, bf16, cluster preset a100.
-# Exit: 0 when every calibration row (K22) is within the tolerance (TOL,
-# default 10 %) and the planner accepted every row; 1 otherwise; 3 when the
-# plan binary is missing. Held-out rows outside the tolerance are counted, and
-# docs/plan.md explains them.
+# Every row: sequence 2048, bf16; vocabulary 51200 and cluster preset a100
+# unless the row says otherwise.
+# Exit: 1 when a calibration row (K22) is outside K22_TOL (default 10 %), a
+# row is outside ROW_TOL (default 15 %) and not a known miss, a known miss
+# leaves the band recorded for it (docs/plan.md explains each), the median
+# |error| is above MEDIAN_TOL (default 7 %), or the planner refused a row;
+# 3 when the plan binary is missing; else 0.
 set -u
 PLAN=${1:-"$(dirname "$0")/../../build/bin/plan"}
-TOL=${TOL:-10}
+K22_TOL=${K22_TOL:-10}
+ROW_TOL=${ROW_TOL:-15}
+MEDIAN_TOL=${MEDIAN_TOL:-7}
 [ -x "$PLAN" ] || { echo "plan-published: $PLAN is not built (make)" >&2; exit 3; }
 
-# predict ARGS...: the planner's step time in seconds for one configuration.
+# predict ARGS...: the planner's step time in seconds for one configuration
+# (a later --vocab or --cluster replaces the default).
 predict() {
     "$PLAN" --seq 2048 --vocab 51200 --cluster a100 "$@" |
         awk '/^  step = / { print $NF == "s" ? $(NF - 1) : $NF; found = 1 } END { exit !found }'
 }
 
 FAILED=0
+ERRORS=()
 declare -A ROWS=() WITHIN=()
-# row SOURCE NAME PUBLISHED_S PLAN_ARGS...
+# outside ERR TOL: true when |ERR| > TOL.
+outside() { awk -v e="$1" -v t="$2" 'BEGIN { exit !(e > t || -e > t) }'; }
+# row SOURCE NAME PUBLISHED_S [KNOWN=LO:HI] PLAN_ARGS...: KNOWN marks a row
+# docs/plan.md explains as outside ROW_TOL, with the band its error must stay in.
 row() {
-    local src=$1 name=$2 pub=$3; shift 3
+    local src=$1 name=$2 pub=$3 known=""; shift 3
+    case ${1:-} in KNOWN=*) known=${1#KNOWN=}; shift ;; esac
     local pred
-    pred=$(predict "$@") || { printf '%-4s %-22s planner refused: %s\n' "$src" "$name" "$*"; FAILED=1; return; }
-    local err
+    pred=$(predict "$@") || { printf '%-4s %-24s planner refused: %s\n' "$src" "$name" "$*"; FAILED=1; return; }
+    local err flag=""
     err=$(awk -v p="$pred" -v q="$pub" 'BEGIN { printf "%+.1f", 100 * (p / q - 1) }')
-    local flag=""
+    ERRORS+=("$err")
     ROWS[$src]=$((${ROWS[$src]:-0} + 1))
-    if awk -v e="$err" -v t="$TOL" 'BEGIN { exit !(e > t || -e > t) }'; then
-        flag="  > ${TOL}%"
-        [ "$src" = K22 ] && FAILED=1
+    if [ "$src" = K22 ] && outside "$err" "$K22_TOL"; then
+        flag="  > ${K22_TOL}% (calibration)"; FAILED=1
+    elif outside "$err" "$ROW_TOL"; then
+        if [ -z "$known" ]; then
+            flag="  > ${ROW_TOL}%"; FAILED=1
+        elif awk -v e="$err" -v b="$known" 'BEGIN { split(b, r, ":"); exit !(e >= r[1] && e <= r[2]) }'; then
+            flag="  > ${ROW_TOL}%, known miss (band $known%)"
+        else
+            flag="  > ${ROW_TOL}%, left its band $known%"; FAILED=1
+        fi
     else
         WITHIN[$src]=$((${WITHIN[$src]:-0} + 1))
+        [ -n "$known" ] && { flag="  known miss now within ${ROW_TOL}%: drop its band"; FAILED=1; }
     fi
-    printf '%-4s %-22s %9.2f %9.2f %7s%%%s\n' "$src" "$name" "$pub" "$pred" "$err" "$flag"
+    printf '%-4s %-24s %9.2f %9.2f %7s%%%s\n' "$src" "$name" "$pub" "$pred" "$err" "$flag"
 }
-# n21 PARAMS_B HEADS HIDDEN LAYERS T P GPUS BATCH TFLOPS: published time from equation 3.
+# n21 PARAMS_B HEADS HIDDEN LAYERS T P GPUS BATCH TFLOPS [LO:HI]: published
+# time from equation 3; LO:HI the band of a known miss.
 n21() {
-    local pb=$1 a=$2 h=$3 l=$4 t=$5 p=$6 n=$7 b=$8 x=$9
+    local pb=$1 a=$2 h=$3 l=$4 t=$5 p=$6 n=$7 b=$8 x=$9 known=${10:-}
     local pub
     pub=$(awk -v B="$b" -v l="$l" -v h="$h" -v n="$n" -v X="$x" 'BEGIN {
         s = 2048; V = 51200
         F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
         printf "%.3f", F / (n * X * 1e12) }')
-    row N21 "${pb}B t=$t p=$p n=$n" "$pub" --hidden "$h" --layers "$l" --heads "$a" --gpus "$n" --tp "$t" --pp "$p" \
+    row N21 "${pb}B t=$t p=$p n=$n" "$pub" ${known:+KNOWN=$known} --hidden "$h" --layers "$l" --heads "$a" --gpus "$n" --tp "$t" --pp "$p" \
         --dp $((n / t / p)) --global-batch "$b" --micro-batch 1 --recompute full --sp off
 }
 # k22 NAME HEADS HIDDEN LAYERS T P D BATCH MICRO V SELECTIVE_S FULL_S
@@ -74,7 +112,7 @@ k22() {
     [ "$full" = - ] || row K22 "$name full" "$full" "${shape[@]}" "${sched[@]}" --recompute full --sp off
 }
 
-printf '%-4s %-22s %9s %9s %8s\n' src run "pub s" "plan s" error
+printf '%-4s %-24s %9s %9s %8s\n' src run "pub s" "plan s" error
 #   name   heads hidden layers t p  d  batch micro v  selective full   (K22 tables 3 and 5)
 k22 22B    64  6144  48  8 1  1 4    4 1  1.10  1.42
 k22 175B   96  12288 96  8 8  1 64   1 3  13.75 18.13
@@ -82,7 +120,7 @@ k22 530B   128 20480 105 8 35 1 280  1 3  37.83 49.05
 k22 1T     160 25600 128 8 64 1 512  1 1  71.49 94.42
 k22 530B-d8 128 20480 105 8 35 8 2240 1 3 39.15 -
 #   params heads hidden layers t p  GPUs batch TFLOP/s  (N21 table 1)
-n21 1.7    24  2304  24  1 1  32   512  137
+n21 1.7    24  2304  24  1 1  32   512  137 15:20
 n21 3.6    32  3072  30  2 1  64   512  138
 n21 7.5    32  4096  36  4 1  128  512  142
 n21 18.4   48  6144  40  8 1  256  1024 135
@@ -92,5 +130,28 @@ n21 145.6  96  12288 80  8 8  1536 2304 148
 n21 310.1  128 16384 96  8 16 1920 2160 155
 n21 529.6  128 20480 105 8 35 2520 2520 163
 n21 1008.0 160 25600 128 8 64 3072 3072 163
-echo "within ${TOL}%: calibration rows (K22) ${WITHIN[K22]:-0} of ${ROWS[K22]:-0}, held-out rows (N21) ${WITHIN[N21]:-0} of ${ROWS[N21]:-0}"
+# s22 NODES SECONDS [LO:HI]: MT-NLG 530B on NODES DGX A100 (S22 section 2.4).
+s22() {
+    local nodes=$1 pub=$2 known=${3:-}
+    row S22 "530B t=8 p=35 d=$((nodes / 35))" "$pub" ${known:+KNOWN=$known} --hidden 20480 --layers 105 --heads 128 \
+        --gpus $((nodes * 8)) --tp 8 --pp 35 --dp $((nodes / 35)) --global-batch 1920 --micro-batch 1 \
+        --recompute full --sp off
+}
+#   nodes seconds  known band   (S22 section 2.4)
+s22 280 60.1 -25:-15
+s22 350 50.2 -25:-15
+s22 420 44.4 -27:-17
+# BLOOM 176B on Jean Zay (B22): Omni-Path, 250880-token vocabulary, embedding-aware stages.
+row B22 "176B t=4 p=12 d=8" 104.70 --vocab 250880 --cluster a100-opa --hidden 14336 --layers 70 --heads 112 \
+    --gpus 384 --tp 4 --pp 12 --dp 8 --global-batch 2048 --micro-batch 2 --recompute full --sp off --partition embedding
+
+MEDIAN=$(printf '%s\n' "${ERRORS[@]}" | tr -d +- | sort -g | awk '{ v[NR] = $1 } END {
+    printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+ALL=0 IN=0
+for s in "${!ROWS[@]}"; do ALL=$((ALL + ROWS[$s])); IN=$((IN + ${WITHIN[$s]:-0})); done
+echo "calibration rows (K22) within ${K22_TOL}%: ${WITHIN[K22]:-0} of ${ROWS[K22]:-0}"
+printf 'held out within %s%%: N21 %d of %d, S22 %d of %d, B22 %d of %d\n' "$ROW_TOL" "${WITHIN[N21]:-0}" \
+    "${ROWS[N21]:-0}" "${WITHIN[S22]:-0}" "${ROWS[S22]:-0}" "${WITHIN[B22]:-0}" "${ROWS[B22]:-0}"
+echo "every row: $IN of $ALL within ${ROW_TOL}%; median |error| ${MEDIAN}% (goal: every row within ${ROW_TOL}%, median within ${MEDIAN_TOL}%)"
+outside "$MEDIAN" "$MEDIAN_TOL" && { echo "median |error| ${MEDIAN}% > ${MEDIAN_TOL}%"; FAILED=1; }
 exit "$FAILED"
