@@ -77,7 +77,7 @@ static void summarize_rejects(const pb_model_step *s, int n, FILE *out)
 void pb_plan_print_ranking(const pb_model_step *s, int n, int top, const int mark[3], FILE *out)
 {
     fprintf(out, "\n tp/pp/dp %% = that axis' communication over the ideal compute m*(t_fwd+t_bwd); "
-                 "bubble %% = (p-1) slots over the step\n");
+                 "bubble %% = the fill/drain over the step ((p-1)/v slots when the stages are even)\n");
     fprintf(out, "%5s %4s %4s %4s %5s  %-5s %-17s %9s %9s %6s %6s %6s %7s %7s\n", "rank", "t", "p", "d", "m", "order",
             "links t/p/d", "step_s", "compute_s", "tp%", "pp%", "dp%", "bubble%", "mem_GB");
     int valid = 0, shown = 0;

@@ -188,8 +188,8 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
     pb_model_cluster cl;
     pb_cluster_preset("a100", "--cluster", &cl);
     int n = pb_model_step_enumerate(&job, &cl, gpus, s, 1024);
-    fmt(f, sizeof f, "enumerate t*p*d = %d, reject what does not fit (80 GB) or divide; rank by step = (m+p-1) x "
-                     "(t_fwd+t_bwd+TP+PP comm) + DP allreduce", gpus);
+    fmt(f, sizeof f, "enumerate t*p*d = %d, reject what does not fit (80 GB) or divide; rank by step = m x the slowest "
+                     "stage's (t_fwd+t_bwd+TP+PP comm) + the other stages' fill/drain + DP allreduce", gpus);
     double gap = 0;
     int rank = pb_plan_explain(s, n, want, c, sizeof c, &gap);
     const char *verdict = rank == 1 ? "the model puts it first"
