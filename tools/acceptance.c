@@ -1,6 +1,7 @@
 /* acceptance: evaluate a threshold file (docs/acceptance.md) against a results
  * directory written by run_all.sh, print a PASS/FAIL table, optionally write
- * a JUnit XML file for CI. Needs no MPI: it only reads CSV files.
+ * a JUnit XML file for CI. Needs no MPI: it only reads CSV files. Each rule
+ * is judged on the files read by plan/thresholds_eval.c.
  *
  * Exit: 0 every rule passed (or was skipped), 1 a rule failed (or read a
  * result it cannot trust: a file cut short, a garbled row, a value that is
