@@ -1,6 +1,7 @@
 /* acceptance: evaluate a threshold file (docs/acceptance.md) against a results
  * directory written by run_all.sh, print a PASS/FAIL table, optionally write
- * a JUnit XML file for CI. Needs no MPI: it only reads CSV files.
+ * a JUnit XML file for CI. Needs no MPI: it only reads CSV files. Each rule
+ * is judged on the files read by plan/thresholds_eval.c.
  *
  * Exit: 0 every rule passed (or was skipped), 1 a rule failed (or read a
  * result it cannot trust: a file cut short, a garbled row, a value that is
@@ -15,52 +16,22 @@
 #include "core/outpath.h"
 #include "core/version.h"
 #include "plan/result_notes.h"
-#include "plan/thresholds.h"
+#include "plan/thresholds_eval.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-enum verdict { V_PASS, V_FAIL, V_SKIP };
-static const char *const verdict_names[] = {"PASS", "FAIL", "SKIP"};
+static const char *const verdict_names[] = {"PASS", "FAIL", "SKIP"}; /* by enum pb_th_verdict */
 
-typedef struct outcome {
-    enum verdict v;
-    double measured;   /* worst matching value, NAN when none */
-    int rows;          /* rows evaluated */
-    int untrusted;     /* a result it read cannot be trusted: why says which */
-    int noted;         /* matching rows the benchmark itself marked untrustworthy (not folded) */
-    char noted_why[300];
-    char why[600];     /* for FAIL and SKIP */
-} outcome;
-
-/* The first reason not to trust what a rule reads; the rule fails with it. */
-static void distrust(outcome *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void distrust(outcome *o, const char *fmt, ...)
-{
-    if (o->untrusted) return;
-    o->untrusted = 1;
-    o->v = V_FAIL;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(o->why, sizeof o->why, fmt, ap);
-    va_end(ap);
-}
-
-/* A result file the rule reads, with its path for messages. */
-typedef struct table {
-    char *path;
-    pb_csv csv;
-    pb_result_notes notes;  /* rows the benchmark marked untrustworthy */
-} table;
+typedef pb_thresholds_eval_outcome outcome;
 
 static void usage_text(void)
 {
@@ -99,130 +70,6 @@ static int read_file(const char *option, const char *path, char **text, size_t *
     return PB_OK;
 }
 
-static int numeric_key(int k) { return k == PB_TH_KEY_M || k == PB_TH_KEY_STAGES || k == PB_TH_KEY_HIDDEN; }
-
-/* Does row r match the rule's text selectors (coll, link, mode, the metric's row filter)? */
-static int text_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
-{
-    const pb_thresholds_metric *m = r->metric;
-    if (m->row_filter) {
-        const char *eq = strchr(m->row_filter, '=');
-        char col[32];
-        snprintf(col, sizeof col, "%.*s", (int)(eq - m->row_filter), m->row_filter);
-        if (strcmp(pb_csv_get(t, row, col), eq + 1) != 0) return 0;
-    }
-    for (int k = 0; k < PB_TH_NKEYS; k++) {
-        if (!(r->keys & (1u << k)) || k == PB_TH_KEY_SIZE || numeric_key(k)) continue;
-        if (strcmp(pb_csv_get(t, row, m->key_column[k]), r->text[k]) != 0) return 0;
-    }
-    return 1;
-}
-
-/* ...and its numeric selectors other than size (m, stages, hidden)? */
-static int row_selected(const pb_thresholds_rule *r, const pb_csv *t, int row)
-{
-    if (!text_selected(r, t, row)) return 0;
-    for (int k = 0; k < PB_TH_NKEYS; k++) {
-        double v;
-        if (!(r->keys & (1u << k)) || !numeric_key(k)) continue;
-        if (pb_csv_num(t, row, r->metric->key_column[k], &v) != PB_OK || v != (double)r->num[k]) return 0;
-    }
-    return 1;
-}
-
-/* A column a matching row must hold a finite number in: anything else (empty,
- * text, nan, inf, hex) makes the rule fail naming the file and line. */
-static int trusted_num(const table *tb, int row, const char *col, double *v, outcome *o)
-{
-    if (pb_csv_col(&tb->csv, col) < 0) return 0;
-    if (pb_csv_num(&tb->csv, row, col, v) == PB_OK) return 1;
-    const char *text = pb_csv_get(&tb->csv, row, col);
-    char *shown = pb_escape_csv_comment(text);
-    if (*text) distrust(o, "%s:%d: %s is '%.40s', not a finite number", tb->path, tb->csv.line[row], col, shown ? shown : "");
-    else distrust(o, "%s:%d: %s is empty (not measured)", tb->path, tb->csv.line[row], col);
-    free(shown);
-    return 0;
-}
-
-/* Every column the rule compares, in a row its text selectors match. */
-static void check_row(const pb_thresholds_rule *r, const table *tb, int row, outcome *o)
-{
-    const pb_thresholds_metric *m = r->metric;
-    double v;
-    for (int k = 0; k < PB_TH_NKEYS; k++)
-        if ((r->keys & (1u << k)) && (k == PB_TH_KEY_SIZE || numeric_key(k))) trusted_num(tb, row, m->key_column[k], &v, o);
-}
-
-/* The size measured closest to the rule's (log distance), within a factor of 2:
- * coll_sweep rounds counts to the rank count, so "64M" may be 64M - 8 bytes.
- * A rule size halfway between two measured ones (2M between 1M and 4M) takes
- * the smaller, whatever the order of the rows. */
-static double nearest_size(const pb_thresholds_rule *r, const table *tabs, int ntab)
-{
-    double best = NAN, dist = INFINITY;
-    const char *col = r->metric->key_column[PB_TH_KEY_SIZE];
-    for (int i = 0; i < ntab; i++)
-        for (int row = 0; row < tabs[i].csv.nrows; row++) {
-            double b;
-            if (!row_selected(r, &tabs[i].csv, row) || pb_csv_num(&tabs[i].csv, row, col, &b) != PB_OK || b <= 0) continue;
-            double d = fabs(log2(b / (double)r->size));
-            if (d < dist || (d == dist && b < best)) dist = d, best = b;
-        }
-    return dist <= 1.0 ? best : NAN;
-}
-
-static int link_present(const pb_thresholds_rule *r, const table *tabs, int ntab)
-{
-    for (int i = 0; i < ntab; i++)
-        for (int row = 0; row < tabs[i].csv.nrows; row++)
-            if (strcmp(pb_csv_get(&tabs[i].csv, row, "link_class"), r->text[PB_TH_KEY_LINK]) == 0) return 1;
-    return 0;
-}
-
-/* Fold every selected row into the worst value; a row with wrong data fails
- * the rule, and so does one whose value, divisor or wrong count is not a
- * finite number (it was skipped once, which let a garbled file pass). */
-static void fold_rows(const pb_thresholds_rule *r, const table *tabs, int ntab, double size, outcome *o)
-{
-    const pb_thresholds_metric *m = r->metric;
-    for (int i = 0; i < ntab; i++)
-        for (int row = 0; row < tabs[i].csv.nrows; row++) {
-            const table *tb = &tabs[i];
-            double v, d = 1, b, wrong;
-            if (!text_selected(r, &tb->csv, row)) continue;
-            check_row(r, tb, row, o);
-            if (!row_selected(r, &tb->csv, row)) continue;
-            if ((r->keys & (1u << PB_TH_KEY_SIZE)) &&
-                (pb_csv_num(&tb->csv, row, m->key_column[PB_TH_KEY_SIZE], &b) != PB_OK || b != size))
-                continue;
-            const pb_result_notes_entry *noted = pb_result_notes_of_row(&tb->notes, &tb->csv, row);
-            if (noted) { /* noise by the benchmark's own account: never a pass */
-                if (!o->noted++)
-                    snprintf(o->noted_why, sizeof o->noted_why, "%s:%d: %.200s", tb->path, tb->csv.line[row], noted->why);
-                continue;
-            }
-            if (!trusted_num(tb, row, m->column, &v, o)) continue;
-            if (m->divisor && !trusted_num(tb, row, m->divisor, &d, o)) continue;
-            if (d == 0) {
-                distrust(o, "%s:%d: %s is 0", tb->path, tb->csv.line[row], m->divisor);
-                continue;
-            }
-            v = m->absolute ? fabs(v / d) : v / d;
-            int counted = pb_csv_col(&tb->csv, "wrong") >= 0 && trusted_num(tb, row, "wrong", &wrong, o);
-            if (counted && (wrong < -1 || wrong != floor(wrong)))
-                distrust(o, "%s:%d: wrong is %g, not a count (a count of wrong values, or -1: not checked)", tb->path,
-                         tb->csv.line[row], wrong);
-            else if (counted && wrong > 0 && o->v != V_FAIL) {
-                o->v = V_FAIL;
-                snprintf(o->why, sizeof o->why, "%g wrong values in a matching row (%s:%d)", wrong, tb->path,
-                         tb->csv.line[row]);
-            }
-            int worse = isnan(o->measured) || (r->op == PB_TH_GE ? v < o->measured : v > o->measured);
-            if (worse) o->measured = v;
-            o->rows++;
-        }
-}
-
 /* "<source>*.csv" in dir, matched literally (never a glob: the directory may
  * hold *, ? or [ in its name), sorted; NULL-terminated, malloc'ed. */
 static int source_file(const char *name, const char *source)
@@ -258,7 +105,7 @@ static char **list_sources(const char *dir, const char *source, int *n, outcome 
     *n = 0;
     DIR *d = opendir(dir);
     if (!d) {
-        distrust(o, "cannot read the results directory %s: %s", dir, strerror(errno));
+        pb_thresholds_eval_distrust(o, "cannot read the results directory %s: %s", dir, strerror(errno));
         return NULL;
     }
     char **names = NULL;
@@ -270,7 +117,7 @@ static char **list_sources(const char *dir, const char *source, int *n, outcome 
         char *path = g ? malloc(len) : NULL;
         if (g) names = g;
         if (!path) {
-            distrust(o, "out of memory listing %s", dir);
+            pb_thresholds_eval_distrust(o, "out of memory listing %s", dir);
             break;
         }
         snprintf(path, len, "%s/%s", dir, e->d_name);
@@ -287,72 +134,52 @@ static char **list_sources(const char *dir, const char *source, int *n, outcome 
     return names;
 }
 
-/* Read each file with the metric's column; one cut short, garbled or
- * unreadable makes the rule untrusted (it still reads the rest, for the
- * table). Files without the column are another benchmark's shape: skipped. */
-static table *load_tables(const pb_thresholds_rule *r, const char *dir, int *ntab, outcome *o)
+/* Read each of the n files with the metric's column; one cut short, garbled
+ * or unreadable makes the rule untrusted (it still reads the rest, for the
+ * table). Files without the column are another benchmark's shape: skipped.
+ * The tables name their file by paths[i], which the caller frees. */
+static pb_thresholds_eval_table *load_tables(const pb_thresholds_rule *r, char **paths, int n, int *ntab, outcome *o)
 {
-    int n = 0;
-    char **paths = list_sources(dir, r->metric->source, &n, o);
-    table *tabs = calloc((size_t)(n ? n : 1), sizeof *tabs);
+    pb_thresholds_eval_table *tabs = calloc((size_t)(n ? n : 1), sizeof *tabs);
     *ntab = 0;
     for (int i = 0; i < n; i++) {
-        table *tb = &tabs[*ntab];
+        pb_thresholds_eval_table *tb = &tabs[*ntab];
         int st = tabs ? pb_csv_read(paths[i], &tb->csv) : PB_ERR_ENV;
-        if (st == PB_ERR_ENV) distrust(o, "cannot read %s: %s", paths[i], tabs ? strerror(errno) : "out of memory");
-        else if (st != PB_OK && tb->csv.bad_line) distrust(o, "%s:%d: garbled: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
-        else if (st != PB_OK) distrust(o, "%s:1: no header line (the file is empty or was cut short)", paths[i]);
+        if (st == PB_ERR_ENV)
+            pb_thresholds_eval_distrust(o, "cannot read %s: %s", paths[i], tabs ? strerror(errno) : "out of memory");
+        else if (st != PB_OK && tb->csv.bad_line)
+            pb_thresholds_eval_distrust(o, "%s:%d: garbled: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
+        else if (st != PB_OK)
+            pb_thresholds_eval_distrust(o, "%s:1: no header line (the file is empty or was cut short)", paths[i]);
         if (st != PB_OK || pb_csv_col(&tb->csv, r->metric->column) < 0) {
             if (st == PB_OK) pb_csv_free(&tb->csv);
-            free(paths[i]);
             continue;
         }
-        if (tb->csv.bad_line) distrust(o, "%s:%d: garbled row: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
+        if (tb->csv.bad_line)
+            pb_thresholds_eval_distrust(o, "%s:%d: garbled row: %s", paths[i], tb->csv.bad_line, tb->csv.bad_why);
         else if (!tb->csv.complete)
-            distrust(o, "%s:%d: incomplete: no '# complete' line (the run was cut short)", paths[i], tb->csv.nlines);
+            pb_thresholds_eval_distrust(o, "%s:%d: incomplete: no '# complete' line (the run was cut short)", paths[i],
+                                        tb->csv.nlines);
         tb->path = paths[i];
         if (pb_result_notes_read(paths[i], r->metric->source, &tb->notes) != PB_OK)
-            distrust(o, "out of memory reading %s", paths[i]);
+            pb_thresholds_eval_distrust(o, "out of memory reading %s", paths[i]);
         (*ntab)++;
     }
-    free(paths);
     return tabs;
 }
 
+/* The files of the rule's benchmark in dir, read, then judged (plan/thresholds_eval.h). */
 static outcome evaluate(const pb_thresholds_rule *r, const char *dir)
 {
-    outcome o = {V_PASS, NAN, 0, 0, 0, "", ""};
-    int ntab = 0;
-    table *tabs = load_tables(r, dir, &ntab, &o);
-    if (ntab == 0) {
-        if (!o.untrusted) {
-            o.v = V_FAIL;
-            snprintf(o.why, sizeof o.why, "no %s*.csv with a %s column (benchmark not run?)", r->metric->source,
-                     r->metric->column);
-        }
-        free(tabs);
-        return o;
-    }
-    double size = NAN;
-    if (r->keys & (1u << PB_TH_KEY_SIZE)) size = nearest_size(r, tabs, ntab);
-    if (!(r->keys & (1u << PB_TH_KEY_SIZE)) || !isnan(size)) fold_rows(r, tabs, ntab, size, &o);
-    if (o.untrusted) {
-        /* the reason is already in why */
-    } else if (o.rows == 0 && o.noted) {
-        o.v = V_FAIL;
-        snprintf(o.why, sizeof o.why, "no trustworthy data: %d matching row%s marked untrustworthy (%s)", o.noted,
-                 o.noted == 1 ? "" : "s", o.noted_why);
-    } else if (o.rows == 0) {
-        int nolink = (r->keys & (1u << PB_TH_KEY_LINK)) && !link_present(r, tabs, ntab);
-        o.v = nolink ? V_SKIP : V_FAIL;
-        if (nolink) snprintf(o.why, sizeof o.why, "this run has no %s rows", r->text[PB_TH_KEY_LINK]);
-        else snprintf(o.why, sizeof o.why, "no matching rows in %s*.csv", r->metric->source);
-    } else if (o.v == V_PASS && !pb_thresholds_passes(r, o.measured)) {
-        o.v = V_FAIL;
-        snprintf(o.why, sizeof o.why, "measured %.4g, required %s %.4g%s%s", o.measured, r->op == PB_TH_GE ? ">=" : "<=",
-                 r->value, r->metric->unit[0] ? " " : "", r->metric->unit);
-    }
-    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), free(tabs[i].path), pb_result_notes_free(&tabs[i].notes);
+    outcome o;
+    pb_thresholds_eval_start(&o);
+    int n = 0, ntab = 0;
+    char **paths = list_sources(dir, r->metric->source, &n, &o);
+    pb_thresholds_eval_table *tabs = load_tables(r, paths, n, &ntab, &o);
+    pb_thresholds_eval(r, tabs, ntab, &o);
+    for (int i = 0; i < ntab; i++) pb_csv_free(&tabs[i].csv), pb_result_notes_free(&tabs[i].notes);
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
     free(tabs);
     return o;
 }
@@ -374,11 +201,11 @@ static void print_table(const pb_thresholds_set *set, const outcome *o, int coun
         fmt_value(r, r->value, val, sizeof val);
         snprintf(thr, sizeof thr, "%s %s", r->op == PB_TH_GE ? ">=" : "<=", val);
         printf("%5d  %-58.58s %14s %16s  %s%s%s\n", r->line, r->source_text, meas, thr, verdict_names[o[i].v],
-               o[i].why[0] ? "  " : "", o[i].v == V_PASS ? "" : o[i].why);
+               o[i].why[0] ? "  " : "", o[i].v == PB_TH_PASS ? "" : o[i].why);
         counts[o[i].v]++;
     }
-    printf("acceptance: %d passed, %d failed, %d skipped of %d rules: %s\n", counts[V_PASS], counts[V_FAIL],
-           counts[V_SKIP], set->n, counts[V_FAIL] ? "FAIL" : "PASS");
+    printf("acceptance: %d passed, %d failed, %d skipped of %d rules: %s\n", counts[PB_TH_PASS], counts[PB_TH_FAIL],
+           counts[PB_TH_SKIP], set->n, counts[PB_TH_FAIL] ? "FAIL" : "PASS");
 }
 
 /* Rules, paths and reasons may hold any bytes: core/escape keeps the XML well-formed. */
@@ -404,10 +231,10 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", gmtime(&now));
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"parabench acceptance\" tests=\"%d\" "
-               "failures=\"%d\" skipped=\"%d\">\n  <testsuite name=\"", set->n, counts[V_FAIL], counts[V_SKIP]);
+               "failures=\"%d\" skipped=\"%d\">\n  <testsuite name=\"", set->n, counts[PB_TH_FAIL], counts[PB_TH_SKIP]);
     xml_escaped(f, tfile);
     fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" timestamp=\"%s\">\n", set->n,
-            counts[V_FAIL], counts[V_SKIP], stamp);
+            counts[PB_TH_FAIL], counts[PB_TH_SKIP], stamp);
     for (int i = 0; i < set->n; i++) {
         const pb_thresholds_rule *r = &set->rules[i];
         char meas[32];
@@ -415,10 +242,10 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
         fprintf(f, "    <testcase classname=\"parabench.acceptance.%s\" name=\"line %d: ", r->metric->name, r->line);
         xml_escaped(f, r->source_text);
         fprintf(f, "\" time=\"0\">\n      <system-out>measured: %s (%d rows)</system-out>\n", meas, o[i].rows);
-        if (o[i].v != V_PASS) {
-            fprintf(f, "      <%s message=\"", o[i].v == V_FAIL ? "failure" : "skipped");
+        if (o[i].v != PB_TH_PASS) {
+            fprintf(f, "      <%s message=\"", o[i].v == PB_TH_FAIL ? "failure" : "skipped");
             xml_escaped(f, o[i].why);
-            fprintf(f, o[i].v == V_FAIL ? "\" type=\"threshold\"/>\n" : "\"/>\n");
+            fprintf(f, o[i].v == PB_TH_FAIL ? "\" type=\"threshold\"/>\n" : "\"/>\n");
         }
         fprintf(f, "    </testcase>\n");
     }
@@ -515,5 +342,5 @@ int main(int argc, char **argv)
     free(o);
     pb_thresholds_free(&set);
     if (rc != PB_OK) return rc;
-    return counts[V_FAIL] ? PB_ERR_CHECK : PB_OK;
+    return counts[PB_TH_FAIL] ? PB_ERR_CHECK : PB_OK;
 }

@@ -26,16 +26,34 @@ static int add(pb_result_notes *out, int *cap, const pb_result_notes_entry *note
     return PB_OK;
 }
 
+static int format_of(const char *source)
+{
+    int format = -1;
+    for (int i = 0; i < (int)(sizeof formats / sizeof *formats); i++)
+        if (strcmp(source, formats[i].source) == 0) format = i;
+    return format;
+}
+
 int pb_result_notes_read(const char *path, const char *source, pb_result_notes *out)
 {
+    FILE *fp = format_of(source) >= 0 ? fopen(path, "r") : NULL;
+    if (!fp) {
+        memset(out, 0, sizeof *out);
+        out->format = -1;
+        return PB_OK;
+    }
+    int st = pb_result_notes_read_stream(fp, path, source, out);
+    fclose(fp);
+    return st;
+}
+
+int pb_result_notes_read_stream(FILE *fp, const char *name, const char *source, pb_result_notes *out)
+{
     memset(out, 0, sizeof *out);
-    out->format = -1;
-    for (int i = 0; i < (int)(sizeof formats / sizeof *formats); i++)
-        if (strcmp(source, formats[i].source) == 0) out->format = i;
-    FILE *fp = out->format >= 0 ? fopen(path, "r") : NULL;
-    if (!fp) return PB_OK;
+    out->format = format_of(source);
+    if (out->format < 0) return PB_OK;
     pb_lines r;
-    pb_lines_from(&r, fp, path, "-r/--results", 1);
+    pb_lines_from(&r, fp, name, "-r/--results", 1);
     r.max = PB_CSV_LINE_MAX;
     char *line;
     int cap = 0, st = PB_OK;
@@ -48,7 +66,6 @@ int pb_result_notes_read(const char *path, const char *source, pb_result_notes *
         st = add(out, &cap, &note);
     }
     pb_lines_close(&r);
-    fclose(fp);
     if (st != PB_OK) pb_result_notes_free(out);
     return st;
 }

@@ -7,6 +7,8 @@
 
 #include "core/csv.h"
 
+#include <stdio.h>
+
 typedef struct pb_result_notes_entry {
     char key[2][64];
     char why[200];
@@ -22,6 +24,10 @@ typedef struct pb_result_notes {
  * PB_OK (none for a benchmark whose notes name no rows, or a file that cannot
  * be read: the CSV reader reports that), or PB_ERR_ENV when memory runs out. */
 int pb_result_notes_read(const char *path, const char *source, pb_result_notes *out);
+
+/* The same from an open stream (not closed here), `name` labelling it: for
+ * tables built in memory. */
+int pb_result_notes_read_stream(FILE *fp, const char *name, const char *source, pb_result_notes *out);
 
 /* The note that marks row `row` of `csv` (the same file), or NULL. */
 const pb_result_notes_entry *pb_result_notes_of_row(const pb_result_notes *notes, const pb_csv *csv, int row);

@@ -1,7 +1,7 @@
 /* Acceptance thresholds: a small text format, one rule per line, parsed here
- * without MPI or I/O (the parser is fuzzed) and evaluated by the
- * `acceptance` binary against a results directory. The format is documented
- * in docs/acceptance.md:
+ * without MPI or I/O (the parser is fuzzed) and judged against result tables
+ * by plan/thresholds_eval.h, for the `acceptance` binary. The format is
+ * documented in docs/acceptance.md:
  *
  *   # comment
  *   busbw        coll=allreduce size=64M link=intra  >= 2.5 GB/s
