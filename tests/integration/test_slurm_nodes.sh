@@ -155,6 +155,9 @@ JOB=""
 if [ "$rc" -eq 0 ]; then pass "sbatch --wait -N 2 run_all-cpu.sbatch --quick (exit 0)"; else
     fail "sbatch --wait -N 2 run_all-cpu.sbatch --quick: exit $rc, expected 0"
     sed 's/^/  | /' "$TMP/sbatch.err" "$TMP/job.out" 2>/dev/null | tail -30 >&2
+    for f in "$RES"/logs/*.err; do  # the failed steps' own words
+        [ -s "$f" ] && grep -q . "$f" && { echo "  | --- $f"; tail -15 "$f" | sed 's/^/  | /'; } >&2
+    done
 fi
 python3 - "$RES" >"$TMP/check" 2>&1 <<'PY'
 import csv, json, os, sys
