@@ -78,7 +78,7 @@ ranks() {
         pass "$tag: exit 3 on each of the $np ranks"
     else fail "$tag: ranks: $(tr '\n' ' ' <"$TMP/ranks" 2>/dev/null)"; sed 's/^/  | /' "$TMP/err" | tail -5 >&2; fi
     grep -q "No space left on device" "$TMP/err" && pass "$tag: the message names the full disk" \
-        || fail "$tag: no message naming the full disk"
+        || { fail "$tag: no message naming the full disk"; sed 's/^/  | /' "$TMP/err" | tail -5 >&2; }
 }
 export RANKS=$TMP/ranks
 
@@ -89,7 +89,7 @@ single() {
     local rc=$?
     [ "$rc" -eq 3 ] && pass "$tag: exit 3" || { fail "$tag: exit $rc, expected 3"; sed 's/^/  | /' "$TMP/err" | tail -5 >&2; }
     grep -q "No space left on device" "$TMP/err" && pass "$tag: the message names the full disk" \
-        || fail "$tag: no message naming the full disk"
+        || { fail "$tag: no message naming the full disk"; sed 's/^/  | /' "$TMP/err" | tail -5 >&2; }
 }
 
 # Pages left free: none (the first write fails), and a few (rows are written first, then a write fails).
