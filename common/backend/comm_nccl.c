@@ -264,7 +264,8 @@ static int sync_stream(pb_comm *c)
             break;
         }
         if (pb_watchdog_fired()) { /* stuck past --timeout: abort here, on the thread that uses the communicator */
-            status = pb_fail(PB_ERR_TIMEOUT, "NCCL: the operation did not complete within --timeout (communicator aborted)");
+            status = pb_fail(PB_ERR_TIMEOUT,
+                             "NCCL: the operation did not complete within --timeout (communicator aborted)");
             ncclCommAbort(c->nccl);
             c->aborted = 1;
             break;

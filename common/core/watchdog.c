@@ -10,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_HOOKS 16
 
 static struct {
     pthread_t thread;
