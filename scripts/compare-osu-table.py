@@ -28,6 +28,8 @@ OPS = {
     "bibw": ("pt2pt/osu_bibw", ["p2p_sweep", "--mode", "bibw"], "bw_MBps", 1, (8, 4 << 20)),
 }
 BAND = (0.95, 1.05)
+# --fixed-malloc: thresholds above any temporary of the sweep, fixed for the whole launch.
+FIXED_MMAP, FIXED_TRIM = 64 << 20, 128 << 20
 
 
 def run(cmd):
@@ -122,6 +124,10 @@ def main():
     ap.add_argument("--min", type=int, default=0, help="smallest size in bytes (parabench's buffer size)")
     ap.add_argument("--max", type=int, default=0, help="largest size in bytes")
     ap.add_argument("--out", default="")
+    ap.add_argument("--fixed-malloc", action="store_true",
+                    help="run both tools with glibc's mmap and trim thresholds fixed (MALLOC_MMAP_THRESHOLD_, "
+                         "MALLOC_TRIM_THRESHOLD_), so that Open MPI's per-call temporaries do not depend on what "
+                         "the process freed before (docs/fidelity.md, reduce_scatter)")
     a = ap.parse_args()
     ops = [o for o in a.ops.split(",") if o]
     bad = [o for o in ops if o not in OPS]
@@ -132,6 +138,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     launch = ["mpirun", "-np", str(a.np)]
     launch += ["--map-by", "core", "--bind-to", "core"] if a.bind == "core" else ["--bind-to", "none", "--oversubscribe"]
+    if a.fixed_malloc:
+        launch += ["-x", f"MALLOC_MMAP_THRESHOLD_={FIXED_MMAP}", "-x", f"MALLOC_TRIM_THRESHOLD_={FIXED_TRIM}"]
 
     raw = []  # (round, op, bytes, metric, tool, value)
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +154,8 @@ def main():
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip() or "unknown"
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
     header = [f"command: scripts/compare-osu.sh OSU --rounds {a.rounds} --np {a.np} --bind {a.bind} --ops {','.join(ops)}"
-              + (f" --min {a.min}" if a.min else "") + (f" --max {a.max}" if a.max else ""),
+              + (f" --min {a.min}" if a.min else "") + (f" --max {a.max}" if a.max else "")
+              + (" --fixed-malloc" if a.fixed_malloc else ""),
               f"date: {datetime.datetime.now().isoformat(timespec='seconds')}", f"commit: {rev}",
               f"machine: {host}, {os.cpu_count()} CPUs, {cpu}", f"launch: {' '.join(launch)}",
               "ratio: parabench / OSU of the metric each reports (time_us: lower is faster; bw_MBps: higher is faster)",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-check parabench against the OSU Micro-Benchmarks on this machine.
 #
-#   scripts/compare-osu.sh OSU [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR]
+#   scripts/compare-osu.sh OSU [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR] [--fixed-malloc]
 #
 # OSU is an OSU Micro-Benchmarks install prefix (the one `make install` made,
 # holding libexec/osu-micro-benchmarks/mpi/) or a source tarball

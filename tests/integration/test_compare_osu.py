@@ -31,7 +31,10 @@ exec(VALUE)
 
 FAKE = {
     "mpirun": """
-        # mpirun -np N [flags] PROGRAM ARGS...: PROGRAM once, the launch flags dropped.
+        # mpirun -np N [flags] PROGRAM ARGS...: PROGRAM once, the launch flags dropped (and kept in
+        # FAKE_STATE/launches, one line per launch).
+        with open(os.path.join(os.environ["FAKE_STATE"], "launches"), "a") as f:
+            f.write(" ".join(sys.argv[1:]) + "\\n")
         args = sys.argv[1:]
         while not os.path.isabs(args[0]):
             args = args[1:]
@@ -147,6 +150,30 @@ class CompareOSU(unittest.TestCase):
             self.assertEqual("outside 0.95-1.05" in line, r["in_band"] == "0", line)
         inside = sum(r["in_band"] == "1" for r in self.rows)
         self.assertIn(f"{inside} of {len(self.rows)} sizes within 0.95-1.05", self.proc.stdout)
+
+    def test_launches(self):
+        """Without --fixed-malloc the tools run with the allocator as it is; with it, every launch of
+        both tools carries the fixed thresholds."""
+        with open(os.path.join(self.tmp.name, "state", "launches")) as f:
+            plain = f.read().splitlines()
+        self.assertEqual(len(plain), 3 * len(RATIOS) * 2)  # rounds x ops x tools
+        self.assertFalse([l for l in plain if "MALLOC_" in l])
+        t = self.tmp.name
+        state = os.path.join(t, "state-fixed")
+        os.makedirs(state)
+        env = dict(os.environ, PATH=os.path.join(t, "bin") + os.pathsep + os.environ["PATH"], FAKE_STATE=state)
+        p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench", os.path.join(t, "pb"),
+                            "--rounds", "1", "--np", str(NP), "--bind", "none", "--ops", "allreduce,bw", "--max", "16",
+                            "--fixed-malloc", "--out", os.path.join(t, "out-fixed")],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(state, "launches")) as f:
+            fixed = f.read().splitlines()
+        self.assertEqual(len(fixed), 4)  # 1 round x 2 ops x 2 tools
+        for l in fixed:
+            self.assertIn("-x MALLOC_MMAP_THRESHOLD_=67108864 -x MALLOC_TRIM_THRESHOLD_=134217728", l)
+        with open(os.path.join(t, "out-fixed", "compare-osu.csv")) as f:
+            self.assertIn("--fixed-malloc", f.readline())
 
     def test_raw_rows(self):
         with open(os.path.join(self.out, "compare-osu-raw.csv")) as f:
