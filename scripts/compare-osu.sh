@@ -23,7 +23,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "compare-osu.sh: $2" >&2; exit "$1"; }
-[ $# -ge 1 ] || die 2 "usage: scripts/compare-osu.sh OSU_PREFIX|OSU_TARBALL [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR]"
+[ $# -ge 1 ] || die 2 "usage: scripts/compare-osu.sh OSU_PREFIX|OSU_TARBALL [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR] [--fixed-malloc]"
 case "$1" in -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 OSU=$1; shift
 
