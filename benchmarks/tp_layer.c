@@ -142,9 +142,7 @@ typedef struct point {
     pb_tp_config cfg;
     pb_layer_stack_config ref_cfg;
     double compute_us, comm_us, step_us, step_mean_us, unsharded_us, max_err;
-    int slowest_group;                        /* rank 0: of the TP groups running at once */
-    double slowest_group_us, median_group_us; /* per layer, each group as slow as its slowest rank */
-    char slowest_hosts[PB_HOST_MAX * 2];      /* its hosts, '+'-joined (cut short past the size) */
+    pb_tp_spread groups; /* rank 0: the TP groups running at once, per layer */
     uint64_t bytes, bytes_min, colls;
     long long wrong;
     int iters, have_ref, timed_ref; /* memory allows the reference; it was timed */
@@ -224,35 +222,6 @@ static double world_sum(const pb_world *w, double v)
     return s;
 }
 
-/* The TP groups, which all run at once, each as slow as its slowest rank:
- * the slowest group (on rank 0), its hosts and the median group, per layer.
- * What an operator acts on: "node 17's TP layer is 30% slower". */
-static int group_spread(tp_run *r, double mine_us, point *p)
-{
-    const pb_world *w = &r->b->w;
-    int t = r->o->tp;
-    double *us = w->rank == 0 ? malloc(sizeof(double) * (size_t)w->size) : NULL;
-    int *group_of = w->rank == 0 ? malloc(sizeof(int) * (size_t)w->size) : NULL;
-    int *ranks = w->rank == 0 ? malloc(sizeof(int) * (size_t)t) : NULL;
-    int status = pb_world_agree_at(w->comm, w->rank != 0 || (us && group_of && ranks) ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory"),
-                                   "TP group times");
-    if (status == PB_OK) MPI_Gather(&mine_us, 1, MPI_DOUBLE, us, 1, MPI_DOUBLE, 0, w->comm);
-    if (status == PB_OK && w->rank == 0 && us && group_of && ranks) {
-        for (int k = 0, index; k < w->size; k++) pb_tp_group_of(w->size, t, r->o->stride, k, &group_of[k], &index);
-        pb_stats_groups g;
-        status = pb_stats_groups_of(us, group_of, w->size, r->ngroups, &g);
-        p->slowest_group = g.slowest;
-        p->slowest_group_us = g.slowest_us / (double)p->cfg.nlayers;
-        p->median_group_us = g.median_us / (double)p->cfg.nlayers;
-        pb_tp_group_ranks(w->size, t, r->o->stride, g.slowest, ranks);
-        pb_world_hosts_text(w, ranks, t, p->slowest_hosts, sizeof p->slowest_hosts);
-    }
-    free(us);
-    free(group_of);
-    free(ranks);
-    return pb_world_agree_at(w->comm, status, "TP group times");
-}
-
 /* The sharded stack: per-layer means over ranks of the per-rank sums. */
 static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
 {
@@ -268,7 +237,9 @@ static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
     if (c.acts) pb_tp_acts_free(tp, c.acts);
     free_io(r->eng, &c);
     PB_TRY(status);
-    PB_TRY(group_spread(r, my_us, p));
+    PB_TRY(pb_tp_group_spread(&r->b->w, r->o->tp, r->o->stride, r->ngroups, my_us, &p->groups));
+    p->groups.slowest_us /= (double)p->cfg.nlayers;
+    p->groups.median_us /= (double)p->cfg.nlayers;
     pb_tp_acct a;
     pb_tp_acct_get(tp, &a);
     double per = (double)(p->iters > 0 ? p->iters : 1) * (double)p->cfg.nlayers;
@@ -377,10 +348,10 @@ static int report(tp_run *r, const point *p)
         [COL_GFLOPS] = PB_F(p->step_us > 0 ? flops / (p->step_us * 1e3) : 0),
         [COL_MAX_REL_ERR] = PB_F(r->o->common.check ? p->max_err : NAN),
         [COL_WRONG] = PB_I(r->o->common.check ? p->wrong : -1),
-        [COL_SLOWEST_GROUP] = PB_I(p->slowest_group),
-        [COL_SLOWEST_GROUP_HOSTS] = PB_S(p->slowest_hosts),
-        [COL_SLOWEST_GROUP_US] = PB_F(p->slowest_group_us),
-        [COL_MEDIAN_GROUP_US] = PB_F(p->median_group_us),
+        [COL_SLOWEST_GROUP] = PB_I(p->groups.slowest),
+        [COL_SLOWEST_GROUP_HOSTS] = PB_S(p->groups.hosts),
+        [COL_SLOWEST_GROUP_US] = PB_F(p->groups.slowest_us),
+        [COL_MEDIAN_GROUP_US] = PB_F(p->groups.median_us),
     };
     PB_TRY(pb_report_row(r->b->rep, v));
     if (r->o->unsharded && !p->have_ref)

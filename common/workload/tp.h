@@ -43,6 +43,7 @@
 #include "backend/comm.h"
 #include "compute/compute.h"
 #include "compute/layer.h"
+#include "core/world.h"
 #include "workload/ordering.h"
 
 #include <stdint.h>
@@ -92,6 +93,20 @@ int pb_tp_shape_check(const pb_layer_shape *sh, pb_tp_mode mode);
 int pb_tp_group_of(int world, int t, int stride, int rank, int *group, int *index);
 /* The t world ranks of group `group`, in index order. */
 void pb_tp_group_ranks(int world, int t, int stride, int group, int *ranks);
+
+/* ---- the groups that run at once (tp_spread.c) --------------------------- */
+
+/* Every TP group of the world runs at once, each as slow as its slowest rank:
+ * what an operator acts on is "node 17's TP layer is 30% slower". */
+typedef struct pb_tp_spread {
+    int slowest;                    /* the slowest group's id (pb_tp_group_of) */
+    double slowest_us, median_us;   /* its time, and the median group's */
+    char hosts[PB_HOST_MAX * 2];    /* the slowest group's hosts, '+'-joined, cut short past the size */
+} pb_tp_spread;
+
+/* Collective over w: each rank gives its time (mine_us); rank 0 gets *out for
+ * the ngroups groups of t ranks (stride as pb_tp_group_of). Agreed status. */
+int pb_tp_group_spread(const pb_world *w, int t, int stride, int ngroups, double mine_us, pb_tp_spread *out);
 
 /* Bytes a rank sends per collective, as nccl-tests' bus bandwidth counts them
  * (independent of the algorithm): all-reduce of `count` elements 2*count*(t-1)/t,
