@@ -6,6 +6,7 @@
 #include "harness/bench.h"
 #include "coll/coll.h"
 #include "workload/dp.h"
+#include "workload/dp_target.h"
 #include "core/error.h"
 #include "core/mem.h"
 #include "plan/model.h"
@@ -30,12 +31,13 @@ typedef struct dp_opts {
     double bucket_mb;
     uint64_t grad_bytes[MAX_GRADS];
     double params[MAX_GRADS];
-    size_t ngrad, nparams;
+    double target[MAX_GRADS]; /* --target-ratio: comm/compute sought, one row set each */
+    size_t ngrad, nparams, ntarget;
     int params_preset; /* --params preset */
     int bucket_given;  /* --bucket-mb was set */
 } dp_opts;
 
-enum { O_OVERLAP, O_BUCKET, O_GRAD, O_PARAMS };
+enum { O_OVERLAP, O_BUCKET, O_GRAD, O_PARAMS, O_TARGET };
 
 static const pb_options_opt own_opts[] = {
     {"overlap", 0, "MODE", "none (all-reduce after backward), bucket (DDP buckets during backward), or "
@@ -45,6 +47,9 @@ static const pb_options_opt own_opts[] = {
                               "real gradients); one row per size", O_GRAD},
     {"params", 0, "LIST", "gradient as parameter counts, e.g. 125M,1.3B,7B (x grad dtype size), or 'preset': "
                           "the --model preset's 12h^2*L + vocab*h", O_PARAMS},
+    {"target-ratio", 0, "LIST", "comm/compute sought, e.g. 0.112,0.2: for each, the gradient size is searched in "
+                                "this run by probing the all-reduce alone and the compute alone (from --grad-bytes, "
+                                "one start per ratio, else the real gradients); one row per ratio", O_TARGET},
 };
 
 static const char *const overlap_names[] = {"none", "bucket", NULL}; /* pb_dp_overlap order */
@@ -56,6 +61,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case O_OVERLAP: return pb_parse_choice_list(option, arg, overlap_names, 0, o->overlap, &o->noverlap);
     case O_BUCKET: o->bucket_given = 1; return pb_parse_double(option, arg, 1.0 / 1024, 4096, &o->bucket_mb);
     case O_GRAD: return pb_parse_size_list(option, arg, PB_SIZE_MAX, o->grad_bytes, MAX_GRADS, &o->ngrad);
+    case O_TARGET: return pb_parse_double_list(option, arg, 1e-3, 100, o->target, MAX_GRADS, &o->ntarget);
     default: break;
     }
     o->nparams = 0;
@@ -107,6 +113,7 @@ enum {
     COL_GFLOPS,
     COL_WRONG,
     COL_GRAD_HASH,
+    COL_TARGET_RATIO,
     NCOLS
 };
 
@@ -143,6 +150,7 @@ static const pb_report_column cols[] = {
     [COL_GFLOPS] = {"gflops", "GFLOP/s", "", PB_COL_FLOAT, 7, 1, "GFLOP/s"},
     [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 6, 0, ""},
     [COL_GRAD_HASH] = {"grad_hash", NULL, NULL, PB_COL_STR, 0, 0, ""},
+    [COL_TARGET_RATIO] = {"target_ratio", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -157,6 +165,7 @@ typedef struct row {
     double flops;
     long long wrong;
     uint64_t hash;
+    double target; /* --target-ratio this size was searched for; NAN without */
 } row;
 
 typedef struct run_ctx {
@@ -200,7 +209,7 @@ static int it_all(void *a, int iter)
 }
 
 /* Refuse before allocating: every rank of a node draws on the same host memory. */
-static int memory_check(run_ctx *r, const pb_dp_step_config *sc)
+static int memory_check(const run_ctx *r, const pb_dp_step_config *sc)
 {
     uint64_t eng_bytes = 0, host_bytes = 0;
     pb_dp_step_bytes(sc, &eng_bytes, &host_bytes);
@@ -289,6 +298,7 @@ static int report(run_ctx *r, const row *w)
         [COL_GFLOPS] = PB_F(gflops),
         [COL_WRONG] = PB_I(check ? w->wrong : -1),
         [COL_GRAD_HASH] = PB_S(check ? hash : ""),
+        [COL_TARGET_RATIO] = PB_F(w->target),
     };
     return r->b->rep ? pb_report_row(r->b->rep, v) : PB_OK;
 }
@@ -327,28 +337,36 @@ static void note_layout(run_ctx *r, const row *w)
                        "apart (not reduced)", g, real);
 }
 
-static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, long long *wrong, double *worst)
+/* The step of one configuration (grad_bytes 0: the layers' real gradients). */
+static int step_config(const run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, pb_dp_step_config *sc)
 {
     const dp_opts *o = r->o;
     const pb_presets_model *m = &o->work.model;
-    pb_dp_step_config sc = {
+    *sc = (pb_dp_step_config){
         .eng = r->eng, .be = r->b->be, .comm = r->comm,
         .shape = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads, .tp_size = 1,
                   .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype},
         .nlayers = m->layers, .seed = o->work.seed, .rank = r->b->w.rank, .grad_dtype = o->work.grad_dtype,
         .grad_bytes = grad_bytes, .overlap = ov, .bucket_bytes = (uint64_t)(o->bucket_mb * 1048576.0),
         .check = o->common.check};
-    size_t es = pb_dtype_size(sc.grad_dtype);
+    size_t es = pb_dtype_size(sc->grad_dtype);
     if (grad_bytes % es)
         return pb_error_usage(o->ngrad ? "--grad-bytes" : "--params", "%llu bytes is not a whole number of %zu-byte "
                         "gradient elements", (unsigned long long)grad_bytes, es);
-    sc.bucket_bytes -= sc.bucket_bytes % es;
-    PB_TRY(memory_check(r, &sc));
+    sc->bucket_bytes -= sc->bucket_bytes % es;
+    return memory_check(r, sc);
+}
+
+static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, double target, long long *wrong,
+                      double *worst)
+{
+    pb_dp_step_config sc;
+    PB_TRY(step_config(r, grad_bytes, ov, &sc));
     pb_dp_step *s = NULL;
     int status = pb_world_agree(&r->b->w, pb_dp_step_create(&sc, &s));
     row w = {.grad_bytes = grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&sc),
              .real_bytes = pb_dp_step_real_bytes(&sc), .overlap = ov,
-             .bucket_bytes = ov == PB_DP_OVERLAP_BUCKET ? sc.bucket_bytes : 0};
+             .bucket_bytes = ov == PB_DP_OVERLAP_BUCKET ? sc.bucket_bytes : 0, .target = target};
     if (status == PB_OK) {
         w.buckets = pb_dp_bucket_count(pb_dp_step_sync(s));
         note_layout(r, &w);
@@ -389,12 +407,78 @@ static int validate_opts(dp_opts *o)
     PB_TRY(pb_workload_opts_resolve(&o->work));
     if (o->ngrad && (o->nparams || o->params_preset))
         return pb_error_usage("--params", "give either --grad-bytes or --params, not both");
+    if (o->ntarget && (o->nparams || o->params_preset))
+        return pb_error_usage("--target-ratio", "searches the gradient size itself; give --grad-bytes (one "
+                              "starting size per ratio) or nothing, not --params");
+    if (o->ntarget && o->ngrad && o->ngrad != o->ntarget)
+        return pb_error_usage("--grad-bytes", "with --target-ratio, one starting size per ratio: %zu sizes for %zu "
+                              "ratios", o->ngrad, o->ntarget);
     if (o->noverlap == 0) o->overlap[o->noverlap++] = PB_DP_OVERLAP_NONE;
     int bucket = 0;
     for (int k = 0; k < o->noverlap; k++) bucket |= o->overlap[k] == PB_DP_OVERLAP_BUCKET;
     if (o->bucket_given && !bucket)
         return pb_error_usage("--bucket-mb", "does not apply without --overlap bucket; expected --overlap bucket (or "
                                              "none,bucket), or no --bucket-mb");
+    return PB_OK;
+}
+
+/* A probe of --target-ratio: compute alone and the all-reduce alone, back to
+ * back from aligned starts as in the timed loop. */
+static int it_probe(void *a, int iter)
+{
+    run_ctx *r = a;
+    double us[2];
+    PB_TRY(timed(r, pb_dp_step_compute, &us[0]));
+    PB_TRY(timed(r, pb_dp_step_comm, &us[1]));
+    if (iter >= 0) r->t[0][iter] = us[0], r->t[1][iter] = us[1];
+    return PB_OK;
+}
+
+/* comm/compute at one gradient size, from the slowest rank's means, as the
+ * rows' predicted_overhead; the same on every rank, so all search alike. */
+static int probe(void *ctx, uint64_t grad_bytes, double *ratio)
+{
+    run_ctx *r = ctx;
+    pb_dp_step_config sc;
+    PB_TRY(step_config(r, grad_bytes, PB_DP_OVERLAP_NONE, &sc));
+    pb_dp_step *s = NULL;
+    int status = pb_world_agree(&r->b->w, pb_dp_step_create(&sc, &s)), done = 0;
+    double mean[2] = {0, 0};
+    if (status == PB_OK) {
+        const pb_options *c = &r->o->common;
+        pb_runner_cfg loop = {c->iters, c->warmup, c->max_seconds};
+        r->s = s;
+        pb_watchdog_what("dp probe", grad_bytes);
+        status = pb_runner_time_loop(r->b->w.comm, &loop, it_probe, r, r->samples, &done);
+    }
+    for (int i = 0; i < done; i++) mean[0] += r->t[0][i] / done, mean[1] += r->t[1][i] / done;
+    pb_dp_step_destroy(s);
+    PB_TRY(status);
+    MPI_Allreduce(MPI_IN_PLACE, mean, 2, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
+    *ratio = mean[0] > 0 ? mean[1] / mean[0] : INFINITY;
+    return PB_OK;
+}
+
+#define TARGET_TOL 0.02   /* a probe within 2% of the ratio ends the search */
+#define TARGET_PROBES 12  /* the search's most probes per ratio */
+#define TARGET_SPAN 64    /* candidates up to 64x the starting size */
+
+/* The gradient size whose comm/compute is `target` here, searched from `start`. */
+static int search_size(run_ctx *r, double target, uint64_t start, uint64_t *out)
+{
+    uint64_t align = pb_dtype_size(r->o->work.grad_dtype) * 256;
+    pb_dp_target_cfg cfg = {.target = target, .tol = TARGET_TOL, .start = start, .align = align,
+                            .max_bytes = start > UINT64_MAX / TARGET_SPAN ? UINT64_MAX : start * TARGET_SPAN,
+                            .max_probes = TARGET_PROBES};
+    pb_dp_target_result res;
+    PB_TRY(pb_dp_target_search(&cfg, probe, r, &res));
+    *out = res.grad_bytes;
+    if (r->b->rep)
+        pb_report_note(r->b->rep, "target comm/compute %g: grad_bytes %llu chosen in this run after %d probe%s of "
+                       "the all-reduce alone and the compute alone, from %llu; there comm/compute %.4f%s",
+                       target, (unsigned long long)res.grad_bytes, res.probes, res.probes == 1 ? "" : "s",
+                       (unsigned long long)start, res.ratio,
+                       res.converged ? "" : " (not within 2% of the target: the nearest probe)");
     return PB_OK;
 }
 
@@ -405,9 +489,17 @@ static int run_all(run_ctx *r)
     long long wrong = 0;
     double worst = -INFINITY;
     int status = PB_OK;
-    for (size_t i = 0; i < n && status == PB_OK; i++)
+    for (size_t i = 0; i < (r->o->ntarget ? r->o->ntarget : n) && status == PB_OK; i++) {
+        double target = r->o->ntarget ? r->o->target[i] : NAN;
+        uint64_t size = sizes[r->o->ntarget && n == 1 ? 0 : i];
+        if (r->o->ntarget) {
+            pb_dp_step_config sc;
+            status = step_config(r, size, PB_DP_OVERLAP_NONE, &sc);
+            if (status == PB_OK) status = search_size(r, target, size ? size : pb_dp_step_real_bytes(&sc), &size);
+        }
         for (int k = 0; k < r->o->noverlap && status == PB_OK; k++)
-            status = run_config(r, sizes[i], (pb_dp_overlap)r->o->overlap[k], &wrong, &worst);
+            status = run_config(r, size, (pb_dp_overlap)r->o->overlap[k], target, &wrong, &worst);
+    }
     if (r->b->rep && status == PB_OK) {
         printf("#\n");
         pb_report_summary(r->b->rep, "max_overhead", "Largest overhead (exposed/compute)", worst, "");

@@ -214,13 +214,16 @@ def setup(out, n):
     bw = allreduce_busbw(out, n)
     busbw_at = lambda x: interp_log(bw, x)  # noqa: E731
     ratios = [DP_RATIO] + DP_SCAN
+    # The sweep's prediction of each ratio's size starts dp_allreduce's own search (--target-ratio):
+    # the size is then chosen from the all-reduce and the compute measured in the step's process.
     sizes = [grad_bytes_for_ratio(r, compute_s, busbw_at, n) for r in ratios]
     bucket_mb = max(1, int(sizes[0] / 4 / 1048576))
-    plan["dp"] = {"ratios": ratios, "grad_bytes": sizes, "compute_s": compute_s, "flops": flops,
+    plan["dp"] = {"ratios": ratios, "sweep_bytes": sizes, "compute_s": compute_s, "flops": flops,
                   "gemm_gflops": nearest_rate(rates, h), "layer_efficiency": eff, "note": eff_note,
                   "busbw_GBps": [busbw_at(x) / 1e9 for x in sizes], "bucket_mb": bucket_mb,
                   "shape": "tiny L=%d h=%d s=%d" % (layers, h, s)}
-    args = ["--overlap", "none,bucket"] + model + ["--grad-bytes", ",".join(str(x) for x in sizes),
+    args = ["--overlap", "none,bucket"] + model + ["--target-ratio", ",".join("%.6g" % r for r in ratios),
+                                                     "--grad-bytes", ",".join(str(x) for x in sizes),
                                                      "--bucket-mb", str(bucket_mb), "-n", "8", "-w", "2"]
     write_args(d, "repro_dp", args)
     # PP: as many stages as the world allows (up to 8), m nearest 32/39, and m = 32.
@@ -317,26 +320,66 @@ def bucketing_verdict(hidden, cores, ranks_on_node):
     return ("reproduced" if hidden is not None and hidden > 0 else "differs"), ""
 
 
+SEARCH_NOTE = re.compile(r"^# note: target comm/compute (\S+): grad_bytes (\d+) chosen in this run after (\d+) probes? "
+                         r".*there comm/compute ([0-9.eE+-]+)( \(not within)?")
+
+
+def searches(path):
+    """{target ratio: (bytes, probes, comm/compute at that probe, converged)} from dp_allreduce's
+    --target-ratio notes."""
+    found = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                m = SEARCH_NOTE.match(line)
+                if m:
+                    found[float(m.group(1))] = (int(m.group(2)), int(m.group(3)), float(m.group(4)), not m.group(5))
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def at_ratio(table, ratio):
+    """The entry of {target ratio: x} for `ratio` (the CSV and the notes print it rounded)."""
+    return next((v for k, v in table.items() if abs(k - ratio) <= 1e-6 * ratio), None)
+
+
 def dp_rows(out, plan):
     p = plan["dp"]
-    rows = read_rows(os.path.join(out, "repro_dp.csv"))
-    by = {(int(num(r, "grad_bytes")), r["overlap"]): r for r in rows}
+    path = os.path.join(out, "repro_dp.csv")
+    rows = read_rows(path)
+    targets = {}
+    for r in rows:
+        if num(r, "target_ratio") is not None:
+            targets.setdefault(num(r, "target_ratio"), {})[r["overlap"]] = r
+    found = searches(path)
     n = plan["nranks"]
     res = []
-    main = by.get((p["grad_bytes"][0], "none"))
-    bucket = by.get((p["grad_bytes"][0], "bucket"))
-    cfg = "%s, grad_bytes=%d on %d ranks" % (p["shape"], p["grad_bytes"][0], n)
-    busy = busy_reason(load_of(os.path.join(out, "repro_dp.csv")))
+    main = (at_ratio(targets, DP_RATIO) or {}).get("none")
+    bucket = (at_ratio(targets, DP_RATIO) or {}).get("bucket")
+    search = at_ratio(found, DP_RATIO)
+    cfg = "%s, grad_bytes=%s on %d ranks" % (p["shape"], main["grad_bytes"] if main else "-", n)
+    busy = busy_reason(load_of(path))
     if main:
-        ov = num(main, "overhead")
+        ov, insitu = num(main, "overhead"), num(main, "predicted_overhead", 0)
+        searched = ("searched in this run: %d probes, the nearest %.4f%s" % (search[1], search[2], "" if search[3] else
+                    " (not within 2%)") if search else "no search note")
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, ov,
                        "not judged" if busy else verdict(ov, DP_RATIO),
-                       cfg, (busy + "; " if busy else "") + "predicted %.3f from busbw %.2f GB/s (coll_sweep) and compute %.1f ms (GEMM %.1f GFLOP/s "
-                       "x %.2f, %s); measured comm/compute %.3f" % (DP_RATIO, p["busbw_GBps"][0], p["compute_s"] * 1e3,
-                       p["gemm_gflops"], p["layer_efficiency"], p["note"], num(main, "predicted_overhead", 0))))
+                       cfg, (busy + "; " if busy else "") + "gradient size chosen for comm/compute %.3f from the "
+                       "all-reduce alone and the compute alone in dp_allreduce's own process (%s); in the step's loop "
+                       "comm/compute %.3f, and the step added %.3f; the sweep (busbw %.2f GB/s, compute %.1f ms from "
+                       "GEMM %.1f GFLOP/s x %.2f, %s) predicted %d B" % (DP_RATIO, searched, insitu, ov or 0,
+                       p["busbw_GBps"][0], p["compute_s"] * 1e3, p["gemm_gflops"], p["layer_efficiency"], p["note"],
+                       p["sweep_bytes"][0])))
+        res.append(row("DP composition: step - compute against comm, no overlap", "fraction", None, insitu, ov,
+                       "not judged" if busy else verdict(ov, insitu), cfg,
+                       (busy + "; " if busy else "") + "the documents' model, step = compute + comm, inside one run: "
+                       "measured overhead / comm/compute of the same loop = %s" % fmt(ov / insitu if ov is not None
+                                                                                     and insitu else None)))
     else:
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, None, "differs", cfg,
-                       "repro_dp.csv has no overlap=none row at the chosen size"))
+                       "repro_dp.csv has no overlap=none row for target ratio %.3f" % DP_RATIO))
     if main and bucket:
         hid = 1 - num(bucket, "exposed_us", 0) / num(main, "exposed_us", 1) if num(main, "exposed_us", 0) > 0 else None
         judged, why = bucketing_verdict(hid, *node_cores_and_ranks(out))
@@ -347,8 +390,8 @@ def dp_rows(out, plan):
                           if judged == "not judged" else "", num(bucket, "overhead", 0), num(main, "overhead", 0),
                           bucket.get("buckets"), p["bucket_mb"])))
     pts = []
-    for ratio, size in zip(p["ratios"], p["grad_bytes"]):
-        r = by.get((size, "none"))
+    for ratio in p["ratios"]:
+        r = (at_ratio(targets, ratio) or {}).get("none")
         if not r:
             continue
         ov = num(r, "overhead")
@@ -359,7 +402,7 @@ def dp_rows(out, plan):
         res.append(row("DP 20%% line scan: predicted %.2f" % ratio, "fraction", None, ratio, ov,
                        "reproduced" if ov is not None and (ov < RULE) == (ratio < RULE) and ratio != RULE else
                        verdict(ov, ratio),
-                       "grad_bytes=%d on %d ranks" % (size, n),
+                       "grad_bytes=%s on %d ranks" % (r["grad_bytes"], n),
                        "measured overhead; scaling efficiency 1/(1+overhead) = %s; %s the 20%% rule"
                        % (fmt(eff), "under" if ov is not None and ov < RULE else "over")))
     x = crossing([q for q in pts if q[1] is not None], RULE)

@@ -16,7 +16,8 @@ n = int(sys.argv[2])
 # a relative tolerance: the check does not rest on how many digits the CSV keeps
 close = lambda a, b, scale=0: abs(a - b) <= 1e-4 * max(1.0, abs(a), abs(b)) + 1e-5 * scale
 for r in rows:
-    f = {k: float(v) for k, v in r.items() if k not in ("link_class", "model", "compute_dtype", "dtype", "overlap", "grad_hash")}
+    f = {k: float(v) for k, v in r.items() if k not in ("link_class", "model", "compute_dtype", "dtype", "overlap", "grad_hash")
+         and not (k == "target_ratio" and v == "")}
     assert close(f["exposed_us"], f["step_us"] - f["compute_us"], f["step_us"] + f["compute_us"]), r          # step = compute + exposed
     assert close(f["overhead"], f["exposed_us"] / f["compute_us"]), r
     assert close(f["predicted_overhead"], f["comm_us"] / f["compute_us"]), r
@@ -69,6 +70,34 @@ consistent "$TMP/b.csv" 3 && pass "derived columns (3 ranks)" || fail "derived c
 expect_in "$TMP/out" "gradient (decoupled): 20 MiB all-reduced per step" "decoupling printed (larger)"
 expect_in "$TMP/out" "kept apart" "decoupling printed (smaller)"
 
+# --target-ratio: each size searched in this run from the all-reduce alone and the
+# compute alone. Ratios 10x apart, so the sizes' order survives a loaded machine.
+expect_rc 0 "--target-ratio 0.05,0.5 from 1M,1M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" --layers 2 -n 3 -w 1 \
+    --target-ratio 0.05,0.5 --grad-bytes 1M,1M --overlap none,bucket --bucket-mb 1 --csv "$TMP/t.csv" --json "$TMP/t.json"
+python3 "$TESTS_DIR/results.py" "$TMP/t.csv" "$TMP/t.json" --columns $COLS,target_ratio --rows 4 --zero-wrong --complete \
+    && pass "CSV/JSON of --target-ratio" || fail "CSV/JSON of --target-ratio"
+consistent "$TMP/t.csv" 2 && pass "derived columns (--target-ratio)" || fail "derived columns inconsistent (--target-ratio)"
+python3 - "$TMP/t.csv" "$TMP/t.json" "$TMP/a.csv" "$TMP/a.json" <<'PY' && pass "--target-ratio: a searched size per ratio, rows tagged, notes agree" || fail "--target-ratio rows or notes"
+import csv, json, re, sys
+text = open(sys.argv[1]).read()
+rows = [r for r in csv.DictReader(l for l in text.splitlines() if not l.startswith("#"))]
+assert [(r["target_ratio"], r["overlap"]) for r in rows] == [("0.05", "none"), ("0.05", "bucket"), ("0.5", "none"), ("0.5", "bucket")], rows
+notes = re.findall(r"^# note: target comm/compute (\S+): grad_bytes (\d+) chosen in this run after (\d+) probes? of the "
+                   r"all-reduce alone and the compute alone, from 1048576; there comm/compute (\S+?)( \(not within 2% of the target: the nearest probe\))?$", text, re.M)
+assert [n[0] for n in notes] == ["0.05", "0.5"], notes
+chosen = {}
+for target, size, probes, ratio, missed in notes:
+    chosen[float(target)] = int(size)
+    assert int(size) % 1024 == 0 and 1 <= int(probes) <= 12, (size, probes)   # 256 fp32 elements; at most 12 probes
+    assert missed or abs(float(ratio) / float(target) - 1) <= 0.02, (target, ratio)  # "within 2%" means it
+    assert all(int(r["grad_bytes"]) == int(size) for r in rows if float(r["target_ratio"]) == float(target)), (size, rows)
+assert chosen[0.5] > 3 * chosen[0.05], chosen   # 10x the share of the compute: several times the bytes
+assert [r["target_ratio"] for r in json.load(open(sys.argv[2]))["rows"]] == [0.05, 0.05, 0.5, 0.5]
+# without --target-ratio the column is empty (CSV) and null (JSON)
+assert all(r["target_ratio"] == "" for r in csv.DictReader(l for l in open(sys.argv[3]) if not l.startswith("#")))
+assert all(r["target_ratio"] is None for r in json.load(open(sys.argv[4]))["rows"])
+PY
+
 # --params: counts times the gradient element size.
 expect_rc 0 "--params 5M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 --params 5M --overlap bucket --csv "$TMP/p.csv"
 grep -q ",20000000," "$TMP/p.csv" && pass "--params 5M is 20000000 gradient bytes" || fail "--params 5M size"
@@ -98,6 +127,10 @@ done <<'CASES'
 --grad-bytes 6|--grad-bytes
 --grad-bytes 1M --params 1M|--params
 --params lots|--params
+--target-ratio 0|--target-ratio
+--target-ratio 0.1,inf|--target-ratio
+--target-ratio 0.1 --params 1M|--target-ratio
+--target-ratio 0.1,0.2 --grad-bytes 1M|--grad-bytes
 --model huge|--model
 CASES
 expect_rc 0 "--help" -- mpi 1 "$BIN/dp_allreduce" --help

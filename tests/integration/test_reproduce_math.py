@@ -204,5 +204,70 @@ class HybridRows(unittest.TestCase):
         self.assertEqual(float(tie["measured_value"]), 2)
 
 
+DP_COLS = ["grad_bytes", "overlap", "overhead", "predicted_overhead", "exposed_us", "buckets", "target_ratio"]
+
+
+class DPRows(unittest.TestCase):
+    """The DP rows read dp_allreduce's --target-ratio rows and notes, not the sizes set up beforehand."""
+
+    def write(self, d, rows, notes, load="other processes used 3% of the busiest node's CPU time during the run, steal 0%"):
+        with open(os.path.join(d, "repro_dp.csv"), "w") as f:
+            f.write("".join("# note: %s\n" % n for n in notes + ["load: " + load]))
+            f.write(",".join(DP_COLS) + "\n")
+            f.writelines(",".join(str(v) for v in row) + "\n" for row in rows)
+
+    def plan(self):
+        return {"nranks": 2, "dp": {"ratios": [r.DP_RATIO, 0.2], "sweep_bytes": [1000, 2000], "compute_s": 0.03,
+                                    "gemm_gflops": 50.0, "layer_efficiency": 0.8, "note": "x", "busbw_GBps": [2.0, 2.0],
+                                    "bucket_mb": 1, "shape": "tiny"}}
+
+    def test_rows_follow_the_searched_sizes(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [(6144, "none", 0.121, 0.110, 121, 1, 0.112), (6144, "bucket", 0.15, 0.11, 150, 3, 0.112),
+                           (9216, "none", 0.22, 0.19, 220, 1, 0.2)],
+                       ["target comm/compute 0.112: grad_bytes 6144 chosen in this run after 3 probes of the all-reduce "
+                        "alone and the compute alone, from 1000; there comm/compute 0.1105",
+                        "target comm/compute 0.2: grad_bytes 9216 chosen in this run after 12 probes of the all-reduce "
+                        "alone and the compute alone, from 2000; there comm/compute 0.2301 (not within 2% of the target: "
+                        "the nearest probe)"])
+            self.assertEqual(r.searches(os.path.join(d, "repro_dp.csv")),
+                             {0.112: (6144, 3, 0.1105, True), 0.2: (9216, 12, 0.2301, False)})
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+        main = rows["DP overhead (comm/compute, no overlap)"]
+        self.assertEqual((main["measured_value"], main["verdict"]), ("0.121", "reproduced"))  # 0.121/0.112 = 1.08
+        self.assertIn("grad_bytes=6144 on 2 ranks", main["configuration"])
+        self.assertIn("3 probes, the nearest 0.1105", main["note"])
+        self.assertIn("in the step's loop comm/compute 0.110, and the step added 0.121", main["note"])
+        self.assertIn("predicted 1000 B", main["note"])
+        comp = rows["DP composition: step - compute against comm, no overlap"]
+        self.assertEqual((comp["formula_value"], comp["measured_value"], comp["verdict"]), ("0.11", "0.121", "reproduced"))
+        self.assertIn("= 1.1", comp["note"])  # 0.121 / 0.110
+        scan = rows["DP 20% line scan: predicted 0.20"]
+        self.assertEqual((scan["measured_value"], scan["configuration"]), ("0.22", "grad_bytes=9216 on 2 ranks"))
+        self.assertEqual(scan["verdict"], "reproduced")  # at the 20% line: within 15% of it
+
+    def test_far_from_the_document_differs_and_busy_is_not_judged(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [(6144, "none", 0.2, 0.11, 200, 1, 0.112)], [])
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+            self.assertEqual(rows["DP overhead (comm/compute, no overlap)"]["verdict"], "differs")
+            self.assertEqual(rows["DP composition: step - compute against comm, no overlap"]["verdict"], "differs")
+            self.assertIn("no search note", rows["DP overhead (comm/compute, no overlap)"]["note"])
+            self.write(d, [(6144, "none", 0.2, 0.11, 200, 1, 0.112)], [],
+                       load="other processes used 40% of the busiest node's CPU time during the run, steal 0%")
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+            for fig in ("DP overhead (comm/compute, no overlap)", "DP composition: step - compute against comm, no overlap"):
+                self.assertEqual(rows[fig]["verdict"], "not judged")
+                self.assertTrue(rows[fig]["note"].startswith("machine busy: other processes used 40%"))
+
+    def test_no_row_for_the_document_ratio(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [(9216, "none", 0.22, 0.19, 220, 1, 0.2)], [])
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+        main = rows["DP overhead (comm/compute, no overlap)"]
+        self.assertEqual((main["measured_value"], main["verdict"]), ("", "differs"))
+        self.assertIn("no overlap=none row for target ratio 0.112", main["note"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,60 @@
+#include "workload/dp_target.h"
+
+#include "core/error.h"
+
+#include <math.h>
+
+/* The multiple of align nearest bytes, within [align, top]. */
+static uint64_t candidate(double bytes, uint64_t align, uint64_t top)
+{
+    if (!(bytes >= (double)align)) return align; /* also NaN */
+    if (bytes >= (double)top) return top;
+    return (uint64_t)llround(bytes / (double)align) * align;
+}
+
+static double clamp(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+int pb_dp_target_search(const pb_dp_target_cfg *cfg, pb_dp_target_probe_fn probe, void *ctx, pb_dp_target_result *out)
+{
+    const double target = cfg->target;
+    const uint64_t align = cfg->align ? cfg->align : 1, top = cfg->max_bytes / align * align;
+    *out = (pb_dp_target_result){0};
+    if (!(target > 0) || top == 0 || cfg->max_probes < 1)
+        return pb_fail(PB_ERR_USAGE, "target search: target %g, %llu bytes at most, %d probes", target,
+                       (unsigned long long)cfg->max_bytes, cfg->max_probes);
+    double best_err = INFINITY, r_lo = 0, r_hi = 0;
+    uint64_t x = candidate((double)cfg->start, align, top), lo = 0, hi = 0; /* 0: that end not found yet */
+    for (int k = 0; k < cfg->max_probes; k++) {
+        double r;
+        PB_TRY(probe(ctx, x, &r));
+        if (!isfinite(r) || r < 0)
+            return pb_fail(PB_ERR_ENV, "target search: the probe at %llu bytes measured comm/compute %g",
+                           (unsigned long long)x, r);
+        out->probes = k + 1;
+        double err = fabs(r / target - 1);
+        if (err < best_err) best_err = err, out->grad_bytes = x, out->ratio = r;
+        if (err <= cfg->tol) break;
+        if (r < target) {
+            lo = x, r_lo = r;
+            if (hi && hi <= lo) hi = 0; /* noise contradicted the bracket: the newer point wins */
+        } else {
+            hi = x, r_hi = r;
+            if (lo && lo >= hi) lo = 0;
+        }
+        uint64_t next;
+        if (lo && hi) {
+            double t = clamp((target - r_lo) / (r_hi - r_lo), 0.125, 0.875);
+            next = candidate((double)lo + t * (double)(hi - lo), align, top);
+            if (next <= lo || next >= hi) break; /* the bracket is one align wide */
+        } else {
+            next = candidate((double)x * (r > 0 ? clamp(target / r, 1.0 / 16, 16) : 16), align, top);
+            if (next == x) break; /* at the smallest or largest size allowed */
+        }
+        x = next;
+    }
+    out->converged = best_err <= cfg->tol;
+    return PB_OK;
+}

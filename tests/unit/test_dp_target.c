@@ -1,0 +1,166 @@
+/* The search for the gradient size whose all-reduce takes a target share of
+ * the compute (dp_allreduce --target-ratio), driven by known comm(size) curves. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "workload/dp_target.h"
+#include "core/error.h"
+
+#include <math.h>
+
+/* comm/compute = (alpha + bytes / bw) / compute, with an optional relative
+ * noise that alternates in sign, and a record of every size probed. */
+typedef struct curve {
+    double alpha_us, bw_Bpus, compute_us, noise;
+    int calls, fail_at;
+    uint64_t seen[64];
+} curve;
+
+static int probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    curve *c = ctx;
+    if (c->calls == c->fail_at) return PB_ERR_TIMEOUT;
+    double r = (c->alpha_us + (double)bytes / c->bw_Bpus) / c->compute_us;
+    *ratio = r * (1 + (c->calls % 2 ? -c->noise : c->noise));
+    c->seen[c->calls++ % 64] = bytes;
+    return PB_OK;
+}
+
+static double exact_ratio(const curve *c, uint64_t bytes)
+{
+    return (c->alpha_us + (double)bytes / c->bw_Bpus) / c->compute_us;
+}
+
+static void test_converges_on_a_latency_bandwidth_curve(void **state)
+{
+    (void)state;
+    /* 30 ms of compute, 20 us + 2 GB/s: 0.112 is at about 6.7 MB. Start 16x too small. */
+    curve c = {.alpha_us = 20, .bw_Bpus = 2000, .compute_us = 30000, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.112, .tol = 0.02, .start = 1 << 18, .align = 1024,
+                            .max_bytes = 1ull << 34, .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_true(r.converged);
+    assert_true(fabs(r.ratio / 0.112 - 1) <= 0.02);
+    assert_true(fabs(exact_ratio(&c, r.grad_bytes) - r.ratio) < 1e-12); /* the answer is a probed size */
+    assert_int_equal(r.grad_bytes % 1024, 0);
+    assert_int_equal(r.probes, c.calls);
+    assert_true(r.probes <= 4); /* proportional scaling lands near it at once on such a curve */
+    assert_int_equal(c.seen[0], 1 << 18);
+}
+
+static void test_every_probe_is_aligned_and_within_bounds(void **state)
+{
+    (void)state;
+    curve c = {.alpha_us = 300, .bw_Bpus = 500, .compute_us = 10000, .noise = 0.04, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.3, .tol = 0.005, .start = 12345, .align = 4096,
+                            .max_bytes = 1 << 26, .max_probes = 20};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_true(c.calls >= 2 && c.calls <= 20);
+    for (int k = 0; k < c.calls; k++) {
+        assert_int_equal(c.seen[k] % 4096, 0);
+        assert_true(c.seen[k] >= 4096 && c.seen[k] <= (1u << 26));
+    }
+    /* The answer is the probe nearest the target, whatever the noise did. */
+    double best = INFINITY;
+    for (int k = 0; k < c.calls; k++) {
+        double rk = exact_ratio(&c, c.seen[k]) * (1 + (k % 2 ? -0.04 : 0.04));
+        if (fabs(rk / 0.3 - 1) < best) best = fabs(rk / 0.3 - 1);
+    }
+    assert_true(fabs(fabs(r.ratio / 0.3 - 1) - best) < 1e-12);
+    assert_int_equal(r.converged, best <= 0.005);
+}
+
+static void test_target_above_the_largest_size_stops_there(void **state)
+{
+    (void)state;
+    curve c = {.alpha_us = 10, .bw_Bpus = 1000, .compute_us = 1e6, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.5, .tol = 0.02, .start = 1 << 20, .align = 1024,
+                            .max_bytes = (1 << 24) + 100, .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_false(r.converged);
+    assert_int_equal(r.grad_bytes, 1 << 24); /* max_bytes rounded down to the alignment */
+    assert_true(r.probes < 12);              /* it stops at the limit, not after every probe */
+}
+
+static void test_target_below_the_latency_stops_at_the_smallest(void **state)
+{
+    (void)state;
+    /* The latency alone is 0.1 of the compute: 0.05 is out of reach. */
+    curve c = {.alpha_us = 100, .bw_Bpus = 1000, .compute_us = 1000, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.05, .tol = 0.02, .start = 1 << 20, .align = 256,
+                            .max_bytes = 1 << 30, .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_false(r.converged);
+    assert_int_equal(r.grad_bytes, 256);
+    assert_true(r.probes < 12);
+}
+
+static void test_a_step_curve_ends_when_the_bracket_is_one_alignment_wide(void **state)
+{
+    (void)state;
+    /* No size gives 0.112 within 0.1%: the ratio jumps at 8 KiB. The bracket closes there. */
+    curve c = {.alpha_us = 0, .bw_Bpus = 1, .compute_us = 1, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 8192.5, .tol = 1e-9, .start = 1024, .align = 1,
+                            .max_bytes = 1 << 20, .max_probes = 64};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_false(r.converged);
+    assert_true(r.grad_bytes == 8192 || r.grad_bytes == 8193);
+    assert_true(r.probes < 64);
+}
+
+static void test_a_failed_probe_ends_the_search_with_its_status(void **state)
+{
+    (void)state;
+    curve c = {.alpha_us = 20, .bw_Bpus = 2000, .compute_us = 30000, .fail_at = 1};
+    pb_dp_target_cfg cfg = {.target = 0.112, .tol = 0.0001, .start = 1 << 18, .align = 1024,
+                            .max_bytes = 1ull << 34, .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_ERR_TIMEOUT);
+    assert_int_equal(c.calls, 1);
+}
+
+static int nan_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    (void)ctx, (void)bytes;
+    *ratio = NAN;
+    return PB_OK;
+}
+
+static void test_refuses_what_it_cannot_search(void **state)
+{
+    (void)state;
+    pb_dp_target_result r;
+    pb_dp_target_cfg cfg = {.target = 0.112, .tol = 0.02, .start = 1 << 20, .align = 1024,
+                            .max_bytes = 1 << 30, .max_probes = 12};
+    pb_error_set_quiet_usage(1);
+    assert_int_equal(pb_dp_target_search(&cfg, nan_probe, NULL, &r), PB_ERR_ENV);
+    pb_dp_target_cfg bad = cfg;
+    bad.target = 0;
+    assert_int_equal(pb_dp_target_search(&bad, nan_probe, NULL, &r), PB_ERR_USAGE);
+    bad = cfg, bad.max_bytes = 1000; /* below one alignment */
+    assert_int_equal(pb_dp_target_search(&bad, nan_probe, NULL, &r), PB_ERR_USAGE);
+    bad = cfg, bad.max_probes = 0;
+    assert_int_equal(pb_dp_target_search(&bad, nan_probe, NULL, &r), PB_ERR_USAGE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_converges_on_a_latency_bandwidth_curve),
+        cmocka_unit_test(test_every_probe_is_aligned_and_within_bounds),
+        cmocka_unit_test(test_target_above_the_largest_size_stops_there),
+        cmocka_unit_test(test_target_below_the_latency_stops_at_the_smallest),
+        cmocka_unit_test(test_a_step_curve_ends_when_the_bracket_is_one_alignment_wide),
+        cmocka_unit_test(test_a_failed_probe_ends_the_search_with_its_status),
+        cmocka_unit_test(test_refuses_what_it_cannot_search),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
