@@ -25,8 +25,9 @@ int pb_dp_target_search(const pb_dp_target_cfg *cfg, pb_dp_target_probe_fn probe
     if (!(target > 0) || top == 0 || cfg->max_probes < 1)
         return pb_fail(PB_ERR_USAGE, "target search: target %g, %llu bytes at most, %d probes", target,
                        (unsigned long long)cfg->max_bytes, cfg->max_probes);
-    double best_err = INFINITY, r_lo = 0, r_hi = 0;
+    double best_err = INFINITY, r_lo = 0, r_hi = 0, r_prev = 0;
     uint64_t x = candidate((double)cfg->start, align, top), lo = 0, hi = 0; /* 0: that end not found yet */
+    uint64_t prev = 0;                                                           /* the probe before x */
     for (int k = 0; k < cfg->max_probes; k++) {
         double r;
         PB_TRY(probe(ctx, x, &r));
@@ -50,9 +51,14 @@ int pb_dp_target_search(const pb_dp_target_cfg *cfg, pb_dp_target_probe_fn probe
             next = candidate((double)lo + t * (double)(hi - lo), align, top);
             if (next <= lo || next >= hi) break; /* the bracket is one align wide */
         } else {
-            next = candidate((double)x * (r > 0 ? clamp(target / r, 1.0 / 16, 16) : 16), align, top);
+            /* The secant through the last two probes (exact where the time is alpha + bytes/bw), else
+             * proportional scaling; either within x/16..16x. */
+            double slope = prev ? (r - r_prev) / ((double)x - (double)prev) : 0;
+            double want = slope > 0 ? (double)x + (target - r) / slope : r > 0 ? (double)x * target / r : 16.0 * (double)x;
+            next = candidate(clamp(want, (double)x / 16, 16.0 * (double)x), align, top);
             if (next == x) break; /* at the smallest or largest size allowed */
         }
+        prev = x, r_prev = r;
         x = next;
     }
     out->converged = best_err <= cfg->tol;

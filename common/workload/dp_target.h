@@ -7,8 +7,9 @@
  * a unit test can drive it with a known comm(size) curve.
  *
  * Search: a probe at `start`; while the target is not bracketed, the next size
- * is scaled by R / ratio (clamped to x1/16..x16: all-reduce time is close to
- * proportional to size above its latency); once bracketed, linear
+ * is on the secant through the last two probes (exact where the all-reduce
+ * takes alpha + bytes/bw), the first one scaled by R / ratio, each within
+ * x1/16..x16 of the last; once bracketed, linear
  * interpolation between the bracket's ends, kept inside its middle three
  * quarters so the bracket always shrinks. It stops at the first probe within
  * `tol` of R, after `max_probes`, or when the bracket is one `align` wide.

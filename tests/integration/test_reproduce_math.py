@@ -259,6 +259,11 @@ class DPRows(unittest.TestCase):
             for fig in ("DP overhead (comm/compute, no overlap)", "DP composition: step - compute against comm, no overlap"):
                 self.assertEqual(rows[fig]["verdict"], "not judged")
                 self.assertTrue(rows[fig]["note"].startswith("machine busy: other processes used 40%"))
+            # the step follows its own loop's comm/compute (0.19), which is far from the document's 0.112
+            self.write(d, [(6144, "none", 0.2, 0.19, 200, 1, 0.112)], [])
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+            self.assertEqual(rows["DP overhead (comm/compute, no overlap)"]["verdict"], "differs")
+            self.assertEqual(rows["DP composition: step - compute against comm, no overlap"]["verdict"], "reproduced")
 
     def test_no_row_for_the_document_ratio(self):
         with tempfile.TemporaryDirectory() as d:

@@ -50,6 +50,47 @@ static void test_converges_on_a_latency_bandwidth_curve(void **state)
     assert_int_equal(r.probes, c.calls);
     assert_true(r.probes <= 4); /* proportional scaling lands near it at once on such a curve */
     assert_int_equal(c.seen[0], 1 << 18);
+    /* It stops at the first probe within the tolerance. */
+    for (int k = 0; k < c.calls; k++)
+        assert_int_equal(fabs(exact_ratio(&c, c.seen[k]) / 0.112 - 1) <= 0.02, k == c.calls - 1);
+}
+
+static void test_latency_bound_curve_takes_the_secant(void **state)
+{
+    (void)state;
+    /* The latency is 90% of the target: scaling by target/ratio alone creeps up by ~10% a probe
+     * and never brackets it; the secant through two probes lands on it. */
+    curve c = {.alpha_us = 90, .bw_Bpus = 100, .compute_us = 1000, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.1, .tol = 0.001, .start = 100, .align = 1,
+                            .max_bytes = 1 << 30, .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_true(r.converged);
+    assert_true(r.probes <= 3);
+    assert_true(r.grad_bytes >= 999 && r.grad_bytes <= 1001); /* 90 + 1000/100 = 100 us */
+}
+
+/* A ratio that jumps from 0.5 to 2 at 8 KiB: no size gives 1. */
+static int jump_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    int *calls = ctx;
+    ++*calls;
+    *ratio = bytes < 8192 ? 0.5 * (double)bytes / 8192 : 2;
+    return PB_OK;
+}
+
+static void test_a_jump_closes_the_bracket_instead_of_oscillating(void **state)
+{
+    (void)state;
+    int calls = 0;
+    pb_dp_target_cfg cfg = {.target = 1, .tol = 0.02, .start = 1000, .align = 1, .max_bytes = 1 << 20,
+                            .max_probes = 64};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, jump_probe, &calls, &r), PB_OK);
+    assert_false(r.converged);
+    assert_true(r.grad_bytes == 8191 || r.grad_bytes == 8192); /* one side of the jump */
+    assert_true(r.probes < 40);                                /* halving a bracket, not bouncing off the jump */
+    assert_int_equal(r.probes, calls);
 }
 
 static void test_every_probe_is_aligned_and_within_bounds(void **state)
@@ -156,6 +197,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_converges_on_a_latency_bandwidth_curve),
         cmocka_unit_test(test_every_probe_is_aligned_and_within_bounds),
+        cmocka_unit_test(test_latency_bound_curve_takes_the_secant),
+        cmocka_unit_test(test_a_jump_closes_the_bracket_instead_of_oscillating),
         cmocka_unit_test(test_target_above_the_largest_size_stops_there),
         cmocka_unit_test(test_target_below_the_latency_stops_at_the_smallest),
         cmocka_unit_test(test_a_step_curve_ends_when_the_bracket_is_one_alignment_wide),
