@@ -114,6 +114,13 @@ static void test_numbers(void **state)
     expect_refused("intra_bw_GBps = 1\ntflops = inf\n", ":2: tflops 'inf'");
     expect_refused("intra_bw_GBps = 0x10\ntflops = 1\n", ":1: intra_bw_GBps '0x10'");
     expect_refused("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = nan\n", ":3: gpus_per_node 'nan'");
+    /* gpus_per_node: both ends of 1..1024 */
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = 0\n", ":3: gpus_per_node '0' is not an integer from 1 to 1024");
+    expect_refused("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = 1025\n", ":3: gpus_per_node '1025'");
+    pb_model_cluster got;
+    write_text("intra_bw_GBps = 1\ntflops = 1\ngpus_per_node = 1024\n");
+    assert_int_equal(pb_cluster_file_read(path, "--cluster", &got), PB_OK);
+    assert_int_equal(got.gpus_per_node, 1024);
 }
 
 /* Lines: whole or refused with FILE:LINE; a key given once. */
