@@ -500,13 +500,20 @@ def covering(cov, m):
 # ---- the run ----------------------------------------------------------------
 
 def compiles(tree, m, tests, log):
-    """Build what the mutant's tests need; a not-covered mutant only has to compile."""
+    """Build what the mutant's tests need: every binary and the unit tests among
+    them (an integration test runs the binaries, so they are relinked even when
+    no unit test covers the line); a not-covered mutant only has to compile."""
     if m.file.endswith(".py"):
         return mutate.run([sys.executable, "-m", "py_compile", m.file], tree, log) == 0
     if tests or m.file.endswith(".h"):
         return mutate.build(tree, tests, log) == 0
     obj = "build/obj/" + m.file[:-2] + ".o"
     return mutate.run(["make", "CUDA=0", "BUILD=build", obj], tree, log) == 0
+
+
+def build_mutant(tree, m, cov, log):
+    """Whether the applied mutant builds, with everything its covering tests run."""
+    return compiles(tree, m, covering(cov, m), log)
 
 
 def judge(tree, logs, m, idx, cov, budget):
@@ -637,9 +644,7 @@ def main():
         try:
             with open(path, "w") as f:
                 f.write(m.apply(orig))
-            tests = covering(cov, m)
-            if not compiles(tree, m, [t for t in tests if not t.endswith(".sh")],
-                            os.path.join(logs, f"m{idx:03d}-build.log")):
+            if not build_mutant(tree, m, cov, os.path.join(logs, f"m{idx:03d}-build.log")):
                 invalid += 1
                 print(f"        does not compile, redrawn: {m.file}:{m.line} `{m.mut_line.strip()}`", flush=True)
                 continue

@@ -121,6 +121,26 @@ def main():
         check(row and S.Row(row).key() == m.key() and S.Row(row).verdict == "survived (2 tests)",
               f"report row does not read back: {S.fmt_row(3, m, 'survived (2 tests)', '-')!r}")
 
+    # A C line only integration tests cover: the binaries they run are rebuilt with the mutant
+    # (a build of the object alone left them unmutated, and its mutants "survived").
+    calls = []
+    S.mutate.build = lambda tree, tests, log: calls.append(("all", list(tests))) or 0
+    S.mutate.run = lambda cmd, cwd, log, **kw: calls.append(("run", cmd)) or 0
+    cov = {"test_x.sh": {"rc": 0, "seconds": 3, "lines": {"common/core/x.c": [7]}},
+           "test_u": {"rc": 0, "seconds": 1, "lines": {"common/core/x.c": [7]}},
+           S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {"common/core/x.c": [7, 9]}}}
+    m = [m for m in cs if m.op == "delete"][0]
+    m.file, m.line = "common/core/x.c", 7
+    S.build_mutant("/nonexistent", m, {k: v for k, v in cov.items() if k != "test_u"}, os.devnull)
+    check(calls == [("all", ["test_x.sh"])], f"an integration-only line built {calls}, not every binary")
+    calls.clear()
+    S.build_mutant("/nonexistent", m, cov, os.devnull)
+    check(calls == [("all", ["test_u", "test_x.sh"])], f"a line with both kinds of test built {calls}")
+    calls.clear()
+    m.line = 9
+    S.build_mutant("/nonexistent", m, cov, os.devnull)
+    check(len(calls) == 1 and calls[0][0] == "run", f"an uncovered line built {calls}, not its object alone")
+
     if FAILS:
         print(f"test_mutate_sample: {FAILS} checks failed")
         sys.exit(1)

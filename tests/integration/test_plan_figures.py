@@ -78,6 +78,13 @@ class Reproduce(Figures):
         self.agrees(bub, lambda: 100 * 7 / 39)
         self.agrees(ideal, lambda: 100 * 7 / 32)
 
+    def test_pp_parameters_per_stage(self):
+        per, gb, gpu = self.find(r"computed +" + N + r"e9 per stage \(x16 B = " + N + r" GB .* per stage, " + N +
+                                 r" GB per GPU at t=8\)", self.blocks["PP-2"])
+        self.agrees(per, lambda: 70 / 8)
+        self.agrees(gb, lambda p: 16 * p, per, slack=0.05)
+        self.agrees(gpu, lambda g: g / 8, gb)
+
     def test_tp_rule_percentages(self):
         b = self.blocks["RULE-TP"]
         comp, nvl, pn, eth, pe = self.find(r"compute " + N + " ms; TP comm " + N + r" ms over NVLink \(" + N +
