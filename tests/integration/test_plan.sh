@@ -20,8 +20,11 @@ expect_in "$TMP/repro" "assumes" "reproduce: prints assumptions"
 if grep -q "DIFFERS (model should" "$TMP/repro"; then fail "reproduce: a must-match figure differs"; else pass "reproduce: no must-match figure differs"; fi
 
 # ---- enumeration ----
-expect_rc 0 "plan llama-70b on 256 A100" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --top 5
+expect_rc 0 "plan llama-70b on 256 A100" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --top 5 --json "$TMP/e70.json"
 cp "$TMP/out" "$TMP/e70"
+# the presets' nominal sizes, as their papers give them, reach the job exactly
+python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert (j['model'], j['params']) == ('llama-70b', 70e9), j" \
+    "$TMP/e70.json" && pass "70B: the job's params are the preset's 70e9" || fail "70B: the job's params differ from 70e9"
 if awk '{sub(/^\*/, "")} $2==8 && $3==8 && $4==4 {f=1} END {exit !f}' "$TMP/e70"; then pass "70B: 8x8x4 in the top 5"; else fail "70B: 8x8x4 not in the top 5"; sed 's/^/  | /' "$TMP/e70" | head -20 >&2; fi
 expect_in "$TMP/e70" "do not fit in GPU memory" "70B: rejects what does not fit"
 expect_in "$TMP/e70" "have t larger than a node" "70B: rejects t larger than a node"

@@ -20,6 +20,11 @@ class Arithmetic(unittest.TestCase):
         s8 = r.grad_bytes_for_ratio(0.112, 0.01, lambda x: 10e9, 8)
         self.assertAlmostEqual(s8 * 1.75 / 11.2e6, 1, places=3)
 
+    def test_layer_flops(self):
+        # 3 x (2bs * 12h^2 + 4bs^2h): b=2, s=128, h=256 by hand
+        self.assertEqual(r.layer_flops(2, 128, 256), 3 * (2 * 2 * 128 * 12 * 256 ** 2 + 4 * 2 * 128 ** 2 * 256))
+        self.assertEqual(r.layer_flops(4, 64, 512), 4 * r.layer_flops(1, 64, 512))  # linear in b
+
     def test_micro_batches_for_efficiency(self):
         self.assertEqual(r.micro_batches_for_efficiency(8, 32 / 39), 32)
         self.assertEqual(r.micro_batches_for_efficiency(2, 32 / 39), 5)

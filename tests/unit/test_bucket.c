@@ -127,6 +127,7 @@ static void test_refusals(void **state)
     assert_int_equal(pb_bucket_plan_build(lb, 2, 2, 4, &p), PB_ERR_USAGE); /* cap below one element */
     assert_int_equal(pb_bucket_plan_build(lb, 2, 16, 4, &p), PB_ERR_USAGE); /* 6 is not a multiple of 4 */
     assert_int_equal(pb_bucket_plan_build(lb, 0, 16, 2, &p), PB_ERR_USAGE);
+    assert_int_equal(pb_bucket_plan_build(lb, 2, 16, 0, &p), PB_ERR_USAGE); /* no alignment: refused, not a division by 0 */
     assert_null(p.buckets);
 }
 
