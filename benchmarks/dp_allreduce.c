@@ -114,6 +114,7 @@ enum {
     COL_WRONG,
     COL_GRAD_HASH,
     COL_TARGET_RATIO,
+    COL_COMPUTE_US_SLOWEST,
     NCOLS
 };
 
@@ -151,6 +152,7 @@ static const pb_report_column cols[] = {
     [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 6, 0, ""},
     [COL_GRAD_HASH] = {"grad_hash", NULL, NULL, PB_COL_STR, 0, 0, ""},
     [COL_TARGET_RATIO] = {"target_ratio", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
+    [COL_COMPUTE_US_SLOWEST] = {"compute_us_slowest", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -162,6 +164,7 @@ typedef struct row {
     int iters;
     pb_stats compute, comm, step;
     double busy_us, wait_us; /* in the step, max over ranks of the per-rank mean */
+    double compute_slowest;  /* mean over iterations of the slowest rank's compute in each */
     double flops;
     long long wrong;
     uint64_t hash;
@@ -173,7 +176,7 @@ typedef struct run_ctx {
     dp_opts *o;
     const pb_compute *eng;
     pb_comm *comm;
-    double *samples;           /* pb_runner_time_loop's whole-iteration times (unused) */
+    double *samples;           /* pb_runner_time_loop's whole-iteration times (unused; then scratch) */
     double *t[3];              /* per timed iteration: compute, comm, step */
     double busy_sum, wait_sum; /* step phase, timed iterations */
     pb_dp_step *s;
@@ -227,6 +230,18 @@ static double max_over_ranks(const pb_world *w, double v)
     return v;
 }
 
+/* The mean over iterations of each iteration's slowest rank: what a step
+ * without overlap waits for before its all-reduce can finish. At least the
+ * slowest rank's mean (compute_us); the difference is the ranks' skew. */
+static double slowest_mean(const pb_world *w, const double *us, double *scratch, int n)
+{
+    double sum = 0;
+    if (n <= 0) return 0;
+    MPI_Allreduce(us, scratch, n, MPI_DOUBLE, MPI_MAX, w->comm);
+    for (int i = 0; i < n; i++) sum += scratch[i];
+    return sum / n;
+}
+
 static int measure(run_ctx *r, pb_dp_step *s, row *out)
 {
     const pb_options *c = &r->o->common;
@@ -240,6 +255,7 @@ static int measure(run_ctx *r, pb_dp_step *s, row *out)
     PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[1], done, &out->comm));
     PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[2], done, &out->step));
     out->iters = done;
+    out->compute_slowest = slowest_mean(&r->b->w, r->t[0], r->samples, done); /* the loop's own times are spent */
     out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
     out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
     out->flops = pb_dp_step_flops(s);
@@ -299,6 +315,7 @@ static int report(run_ctx *r, const row *w)
         [COL_WRONG] = PB_I(check ? w->wrong : -1),
         [COL_GRAD_HASH] = PB_S(check ? hash : ""),
         [COL_TARGET_RATIO] = PB_F(w->target),
+        [COL_COMPUTE_US_SLOWEST] = PB_F(w->compute_slowest),
     };
     return r->b->rep ? pb_report_row(r->b->rep, v) : PB_OK;
 }

@@ -344,6 +344,16 @@ def at_ratio(table, ratio):
     return next((v for k, v in table.items() if abs(k - ratio) <= 1e-6 * ratio), None)
 
 
+def skew_note(r):
+    """The ranks' compute skew of a dp_allreduce row, as a share of its compute: a step without
+    overlap waits for each iteration's slowest rank, which the documents' model leaves out."""
+    comp, slowest = num(r, "compute_us"), num(r, "compute_us_slowest")
+    if not comp or slowest is None:
+        return "no compute_us_slowest column"
+    return ("the ranks' compute skew (each iteration's slowest rank over the slowest mean) added %.3f of the compute"
+            % ((slowest - comp) / comp))
+
+
 def dp_rows(out, plan):
     p = plan["dp"]
     path = os.path.join(out, "repro_dp.csv")
@@ -375,8 +385,8 @@ def dp_rows(out, plan):
         res.append(row("DP composition: step - compute against comm, no overlap", "fraction", None, insitu, ov,
                        "not judged" if busy else verdict(ov, insitu), cfg,
                        (busy + "; " if busy else "") + "the documents' model, step = compute + comm, inside one run: "
-                       "measured overhead / comm/compute of the same loop = %s" % fmt(ov / insitu if ov is not None
-                                                                                     and insitu else None)))
+                       "measured overhead / comm/compute of the same loop = %s; %s" % (
+                           fmt(ov / insitu if ov is not None and insitu else None), skew_note(main))))
     else:
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, None, "differs", cfg,
                        "repro_dp.csv has no overlap=none row for target ratio %.3f" % DP_RATIO))

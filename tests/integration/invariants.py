@@ -163,6 +163,10 @@ def check_dp_allreduce(ck, rows, run_nodes):
             ck.bad(i, f"exposed_us {exp} != step_us {step} - compute_us {comp}")
         if comp > 0 and not close(ovh, exp / comp, 1e-5):
             ck.bad(i, f"overhead {ovh} != exposed/compute = {exp / comp}")
+        slowest = num(r, "compute_us_slowest")
+        if slowest is not None and slowest < comp * (1 - 1e-9) - 1e-6:
+            ck.bad(i, f"compute_us_slowest {slowest} < compute_us {comp}: a mean of per-iteration maxima is at least "
+                      "the largest mean")
         hf = num(r, "hidden_fraction")
         if hf is not None and not -REL <= hf <= 1 + REL:
             ck.bad(i, f"hidden_fraction {hf} outside [0, 1]")

@@ -209,7 +209,8 @@ class HybridRows(unittest.TestCase):
         self.assertEqual(float(tie["measured_value"]), 2)
 
 
-DP_COLS = ["grad_bytes", "overlap", "overhead", "predicted_overhead", "exposed_us", "buckets", "target_ratio"]
+DP_COLS = ["grad_bytes", "overlap", "overhead", "predicted_overhead", "exposed_us", "buckets", "target_ratio",
+           "compute_us", "compute_us_slowest"]
 
 
 class DPRows(unittest.TestCase):
@@ -219,7 +220,7 @@ class DPRows(unittest.TestCase):
         with open(os.path.join(d, "repro_dp.csv"), "w") as f:
             f.write("".join("# note: %s\n" % n for n in notes + ["load: " + load]))
             f.write(",".join(DP_COLS) + "\n")
-            f.writelines(",".join(str(v) for v in row) + "\n" for row in rows)
+            f.writelines(",".join(str(v) for v in row + (1000, 1020)[len(row) - 7:]) + "\n" for row in rows)
 
     def plan(self):
         return {"nranks": 2, "dp": {"ratios": [r.DP_RATIO, 0.2], "sweep_bytes": [1000, 2000], "compute_s": 0.03,
@@ -247,6 +248,8 @@ class DPRows(unittest.TestCase):
         comp = rows["DP composition: step - compute against comm, no overlap"]
         self.assertEqual((comp["formula_value"], comp["measured_value"], comp["verdict"]), ("0.11", "0.121", "reproduced"))
         self.assertIn("= 1.1", comp["note"])  # 0.121 / 0.110
+        self.assertIn("compute skew (each iteration's slowest rank over the slowest mean) added 0.020 of the compute",
+                      comp["note"])  # (1020 - 1000) / 1000
         scan = rows["DP 20% line scan: predicted 0.20"]
         self.assertEqual((scan["measured_value"], scan["configuration"]), ("0.22", "grad_bytes=9216 on 2 ranks"))
         self.assertEqual(scan["verdict"], "reproduced")  # at the 20% line: within 15% of it
