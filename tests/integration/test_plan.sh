@@ -25,6 +25,22 @@ cp "$TMP/out" "$TMP/e70"
 # the presets' nominal sizes, as their papers give them, reach the job exactly
 python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert (j['model'], j['params']) == ('llama-70b', 70e9), j" \
     "$TMP/e70.json" && pass "70B: the job's params are the preset's 70e9" || fail "70B: the job's params differ from 70e9"
+# every configuration's step is its parts: compute, TP, PP, bubble and DP (the slowest stage's, in seconds)
+python3 - "$TMP/e70.json" <<'PY' && pass "70B JSON: step_s = compute + tp + pp + bubble + dp for every configuration" || fail "70B JSON: a step is not the sum of its parts"
+import json, sys
+confs = [c for c in json.load(open(sys.argv[1]))["configurations"] if "rejected" not in c]
+assert len(confs) >= 5, confs
+for c in confs:
+    parts = c["compute_s"] + c["tp_comm_s"] + c["pp_comm_s"] + c["bubble_s"] + c["dp_comm_s"]
+    assert abs(parts - c["step_s"]) <= 1e-9 * c["step_s"], c
+    assert min(c["compute_s"], c["tp_comm_s"], c["pp_comm_s"], c["bubble_s"], c["dp_comm_s"]) >= 0, c
+    assert (c["tp_comm_s"] > 0) == (c["t"] > 1) and (c["pp_comm_s"] > 0) == (c["p"] > 1), c
+PY
+# no preset: the default global batch is 4M tokens of sequences, and at least one sequence
+expect_rc 0 "a sequence longer than 4M tokens" -- "$PLAN" --hidden 64 --layers 2 --heads 1 --seq 8388608 --vocab 10 \
+    --cluster h100 --gpus 1 --json "$TMP/long.json"
+python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert j['global_batch'] == 1, j" "$TMP/long.json" \
+    && pass "global batch of a 8M-token sequence: 1" || fail "global batch of a 8M-token sequence is not 1"
 if awk '{sub(/^\*/, "")} $2==8 && $3==8 && $4==4 {f=1} END {exit !f}' "$TMP/e70"; then pass "70B: 8x8x4 in the top 5"; else fail "70B: 8x8x4 not in the top 5"; sed 's/^/  | /' "$TMP/e70" | head -20 >&2; fi
 expect_in "$TMP/e70" "do not fit in GPU memory" "70B: rejects what does not fit"
 expect_in "$TMP/e70" "have t larger than a node" "70B: rejects t larger than a node"
