@@ -163,6 +163,20 @@ class TPRows(unittest.TestCase):
         self.assertIn("comm_fraction at t=%d: 0.125 (model %.3f)" % (self.T, frac(self.T)), got["note"])
 
 
+    def test_largest_t_without_unsharded_time(self):
+        # a row without unsharded_us: the unsharded layer is compute_us x t (250 us x 4)
+        with tempfile.TemporaryDirectory() as d:
+            write_csv(os.path.join(d, "repro_tp.csv"),
+                      ["tp", "mode", "layers", "batch", "seq", "hidden", "dtype", "compute_us", "comm_bytes_per_rank",
+                       "comm_fraction"],
+                      [[self.T, "allreduce", self.LAYERS, self.B, self.S, self.H, "float", 250.0, 1, 0.125]])
+            write_csv(os.path.join(d, "p2p_sweep.csv"), ["mode", "bytes", "time_us", "bw_GBps"],
+                      [[m, n, n / (bw * 1e3), bw] for m, n, bw in self.P2P])
+            with open(os.path.join(d, "cluster.txt"), "w") as f:
+                f.write("name = fabricated\nintra_alpha_us = 2.5\nintra_bw_GBps = 12\n")
+            got = {q["figure"]: q for q in r.tp_rows(d, {"nranks": self.T})}["TP: largest t with comm under 20% of compute"]
+        self.assertIn("unsharded layer 1000 us / t", got["note"])
+
 PLAN_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", os.environ.get("BUILD", "build"), "bin")
 
 
