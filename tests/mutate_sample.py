@@ -516,6 +516,22 @@ def build_mutant(tree, m, cov, log):
     return compiles(tree, m, covering(cov, m), log)
 
 
+# The emulated cluster (scripts/emulate-cluster.sh) is one per machine. A test
+# stopped by a timeout (SIGKILL to its group) cannot take its cluster down, and
+# every later test that needs one would then fail for that, not for its mutant.
+EMU_STATE = os.path.join(os.environ.get("PB_EMU_STATE_DIR", "/run/parabench-emucluster"), "state")
+
+
+def cluster_up():
+    return os.path.exists(EMU_STATE)
+
+
+def take_down_cluster(tree, log):
+    """Remove a cluster a stopped test left up (the run refuses to start beside another's)."""
+    if cluster_up():
+        mutate.run(["scripts/emulate-cluster.sh", "down"], tree, log)
+
+
 def judge(tree, logs, m, idx, cov, budget):
     """The verdict and the killing test of one mutant (already applied)."""
     tests = covering(cov, m)
@@ -523,6 +539,7 @@ def judge(tree, logs, m, idx, cov, budget):
         return "not covered", "-"
     start = time.time()
     for n, t in enumerate(tests):
+        take_down_cluster(tree, os.path.join(logs, f"m{idx:03d}-{t}-cluster-down.log"))
         # Fastest first, so once a test would not fit in what is left of the
         # budget, none of the rest would either; the first always runs, so a
         # line only a long test covers is still judged.
@@ -599,12 +616,25 @@ def main():
     ap.add_argument("--list-sites", action="store_true", help="print the sample's sites (no build) and exit")
     ap.add_argument("--keep", action="store_true", help="keep the scratch tree")
     ap.add_argument("--rescore", metavar="REPORT", help="only print the summary of REPORT's rows")
+    ap.add_argument("--rejudge", metavar="REPORT", help="judge again the mutants --ids names of REPORT (the same "
+                                                       "--seed on the same tree), and print the whole report")
+    ap.add_argument("--ids", default="", help="with --rejudge: mutant numbers, e.g. 6,7,30")
     a = ap.parse_args()
     if a.rescore:
         rescore(a.rescore, parse_equivalents(EQUIV))
         return
     if a.n < 1:
         mutate.die(2, "--n must be positive")
+    if bool(a.rejudge) != bool(a.ids) or (a.ids and not re.fullmatch(r"\d+(,\d+)*", a.ids)):
+        mutate.die(2, "--rejudge REPORT and --ids N,N... go together (numbers of REPORT's mutants)")
+    if cluster_up():
+        mutate.die(3, f"an emulated cluster is up ({EMU_STATE}); the tests that need one would fail for it, not for "
+                      "their mutants: take it down (scripts/emulate-cluster.sh down) and retry")
+    if a.rejudge:
+        old = {int(m.group(1)): (m.group(0), Row(m)) for m in (ROW.match(l.rstrip("\n")) for l in open(a.rejudge)) if m}
+        ids = {int(i) for i in a.ids.split(",")}
+        if not ids <= set(old):
+            mutate.die(2, f"--ids: {a.rejudge} has no mutant {sorted(ids - set(old))}")
     sites = all_sites()
     order = draw(sites, a.seed)
     equivalents = parse_equivalents(EQUIV)
@@ -634,10 +664,16 @@ def main():
     print(f"mutate-sample: scratch copy in {scratch}; report {report}", flush=True)
 
     verdicts, invalid, rows = [], 0, []
+    if a.rejudge:  # a mutant of REPORT is found in the draw by its text; the others keep their rows
+        want = {(r.file, r.line, r.orig_line.strip(), r.mut_line.strip()): i for i, (_, r) in old.items() if i in ids}
+        order = [m for m in order if (m.file, m.line, m.orig_line.strip(), m.mut_line.strip()) in want]
+        print(f"mutate-sample: judging again mutants {a.ids} of {a.rejudge}", flush=True)
     for m in order:
-        if len(verdicts) >= a.n:
+        if len(verdicts) >= a.n or (a.rejudge and len(verdicts) == len(want)):
             break
         idx = len(verdicts) + 1
+        if a.rejudge:
+            idx = want[(m.file, m.line, m.orig_line.strip(), m.mut_line.strip())]
         path = os.path.join(tree, m.file)
         orig = open(path).read()
         start = time.time()
@@ -660,6 +696,14 @@ def main():
         with open(report, "w") as f:
             f.write("\n".join(rows) + "\n")
 
+    if a.rejudge:  # the whole report: REPORT's rows with the ones judged again replaced
+        got = {int(ROW.match(t).group(1)): (v, t) for v, t in zip(verdicts, rows)}
+        merged = [got.get(i, ((r, r.verdict), text)) for i, (text, r) in sorted(old.items())]
+        verdicts, rows = [v for v, _ in merged], [t for _, t in merged]
+        invalid = sum(1 for l in open(a.rejudge) if "does not compile, redrawn" in l)
+        with open(report, "w") as f:
+            f.write("\n".join(rows) + "\n")
+        print("\n".join(rows), flush=True)
     lines = summary(verdicts, equivalents, invalid, a.seed, time.time() - t0)
     with open(report, "a") as f:
         f.write("\n".join(lines) + "\n")

@@ -141,6 +141,17 @@ def main():
     S.build_mutant("/nonexistent", m, cov, os.devnull)
     check(len(calls) == 1 and calls[0][0] == "run", f"an uncovered line built {calls}, not its object alone")
 
+    # A cluster a stopped test left up is taken down before the next test, and only then.
+    with tempfile.TemporaryDirectory() as d:
+        S.EMU_STATE = os.path.join(d, "state")
+        calls.clear()
+        S.take_down_cluster("/nonexistent", os.devnull)
+        check(calls == [], f"no cluster up, yet the run took one down: {calls}")
+        open(S.EMU_STATE, "w").close()
+        check(S.cluster_up(), "a cluster's state file is not seen as a cluster up")
+        S.take_down_cluster("/nonexistent", os.devnull)
+        check(calls == [("run", ["scripts/emulate-cluster.sh", "down"])], f"a cluster left up was not taken down: {calls}")
+
     if FAILS:
         print(f"test_mutate_sample: {FAILS} checks failed")
         sys.exit(1)
