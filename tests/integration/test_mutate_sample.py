@@ -126,11 +126,11 @@ def main():
     calls = []
     S.mutate.build = lambda tree, tests, log: calls.append(("all", list(tests))) or 0
     S.mutate.run = lambda cmd, cwd, log, **kw: calls.append(("run", cmd)) or 0
-    cov = {"test_x.sh": {"rc": 0, "seconds": 3, "lines": {"common/core/x.c": [7]}},
-           "test_u": {"rc": 0, "seconds": 1, "lines": {"common/core/x.c": [7]}},
-           S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {"common/core/x.c": [7, 9]}}}
+    cov = {"test_x.sh": {"rc": 0, "seconds": 3, "lines": {"common/core/parse.c": [7]}},
+           "test_u": {"rc": 0, "seconds": 1, "lines": {"common/core/parse.c": [7]}},
+           S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {"common/core/parse.c": [7, 9]}}}
     m = [m for m in cs if m.op == "delete"][0]
-    m.file, m.line = "common/core/x.c", 7
+    m.file, m.line = "common/core/parse.c", 7
     S.build_mutant("/nonexistent", m, {k: v for k, v in cov.items() if k != "test_u"}, os.devnull)
     check(calls == [("all", ["test_x.sh"])], f"an integration-only line built {calls}, not every binary")
     calls.clear()
