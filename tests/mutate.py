@@ -73,21 +73,37 @@ def apply(src, m):
     return (rx.sub(unescape(m["replace"]), src), None) if n == 1 else (None, f"regex matches {n} times")
 
 
+def kill_session(sid):
+    """SIGKILL every process of session sid: the command's process group, and the
+    groups its children made (timeout(1) puts its command in a group of its own,
+    which killpg misses: a hung test's `timeout ... mpirun` outlived it, holding
+    the emulated cluster's lock, and every later cluster test timed out)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[3]) == sid:  # state ppid pgrp session
+                    os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
 def run(cmd, cwd, log, timeout=900, env=None):
     """Exit status of cmd, output to log; 124 past timeout. The command runs in
-    its own process group, and a timeout ends the whole group: a hung test's
+    its own session, and a timeout ends the whole session: a hung test's
     mpirun and ranks do not outlive it."""
     with open(log, "w") as f:
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             return p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+            kill_session(p.pid)
             p.wait()
             return 124
         finally:
-            if p.returncode is None:  # interrupted (SIGTERM, Ctrl-C): take the command's group along
-                os.killpg(p.pid, signal.SIGKILL)
+            if p.returncode is None:  # interrupted (SIGTERM, Ctrl-C): take the command's session along
+                kill_session(p.pid)
 
 
 def build(tree, tests, log):

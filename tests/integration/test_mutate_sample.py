@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import mutate_sample as S  # noqa: E402
@@ -124,6 +125,7 @@ def main():
     # A C line only integration tests cover: the binaries they run are rebuilt with the mutant
     # (a build of the object alone left them unmutated, and its mutants "survived").
     calls = []
+    run_real = S.mutate.run
     S.mutate.build = lambda tree, tests, log: calls.append(("all", list(tests))) or 0
     S.mutate.run = lambda cmd, cwd, log, **kw: calls.append(("run", cmd)) or 0
     cov = {"test_x.sh": {"rc": 0, "seconds": 3, "lines": {"common/core/parse.c": [7]}},
@@ -151,6 +153,20 @@ def main():
         check(S.cluster_up(), "a cluster's state file is not seen as a cluster up")
         S.take_down_cluster("/nonexistent", os.devnull)
         check(calls == [("run", ["scripts/emulate-cluster.sh", "down"])], f"a cluster left up was not taken down: {calls}")
+
+    # A command past its time limit ends with everything it started, even under timeout(1),
+    # which moves its child to a process group of its own.
+    with tempfile.TemporaryDirectory() as d:
+        pidfile = os.path.join(d, "pid")
+        rc = run_real(["bash", "-c", f"timeout 60 sleep 60 & echo $! > {pidfile}; sleep 60"], d,
+                      os.path.join(d, "log"), timeout=1)
+        pid = int(open(pidfile).read())
+        for _ in range(50):  # SIGKILL is delivered at once; the zombie is reaped by init
+            if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z":
+                break
+            time.sleep(0.1)
+        alive = os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split(") ")[1][0] != "Z"
+        check(rc == 124 and not alive, f"timeout: exit {rc}, its timeout(1) child {pid} still running: {alive}")
 
     if FAILS:
         print(f"test_mutate_sample: {FAILS} checks failed")
