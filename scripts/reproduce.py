@@ -214,18 +214,22 @@ def setup(out, n):
     bw = allreduce_busbw(out, n)
     busbw_at = lambda x: interp_log(bw, x)  # noqa: E731
     ratios = [DP_RATIO] + DP_SCAN
-    # The sweep's prediction of each ratio's size starts dp_allreduce's own search (--target-ratio):
-    # the size is then chosen from the all-reduce and the compute measured in the step's process.
     sizes = [grad_bytes_for_ratio(r, compute_s, busbw_at, n) for r in ratios]
     bucket_mb = max(1, int(sizes[0] / 4 / 1048576))
     plan["dp"] = {"ratios": ratios, "sweep_bytes": sizes, "compute_s": compute_s, "flops": flops,
                   "gemm_gflops": nearest_rate(rates, h), "layer_efficiency": eff, "note": eff_note,
                   "busbw_GBps": [busbw_at(x) / 1e9 for x in sizes], "bucket_mb": bucket_mb,
                   "shape": "tiny L=%d h=%d s=%d" % (layers, h, s)}
-    args = ["--overlap", "none,bucket"] + model + ["--target-ratio", ",".join("%.6g" % r for r in ratios),
-                                                     "--grad-bytes", ",".join(str(x) for x in sizes),
-                                                     "--bucket-mb", str(bucket_mb), "-n", "8", "-w", "2"]
-    write_args(d, "repro_dp", args)
+    # The document's ratio: the sweep's prediction of its size starts dp_allreduce's own search
+    # (--target-ratio), which chooses the size from the all-reduce and the compute measured in the
+    # step's process. 20 iterations: the overhead is a difference of two means ~9x its size.
+    write_args(d, "repro_dp", ["--overlap", "none,bucket"] + model + [
+        "--target-ratio", "%.6g" % DP_RATIO, "--grad-bytes", str(sizes[0]), "--bucket-mb", str(bucket_mb),
+        "-n", "20", "-w", "2"])
+    # The scan needs no search: each row's own loop measures its comm/compute, which is the
+    # scan's x; the sweep's sizes only have to straddle the 20% line.
+    write_args(d, "repro_dp_scan", ["--overlap", "none"] + model + [
+        "--grad-bytes", ",".join(str(x) for x in sizes[1:]), "-n", "8", "-w", "2"])
     # PP: as many stages as the world allows (up to 8), m nearest 32/39, and m = 32.
     p = min(n, PP_DOC[0])
     m = micro_batches_for_efficiency(p, PP_EFF)
@@ -399,26 +403,28 @@ def dp_rows(out, plan):
                        % (": not judged, " + why + ("; it measured %.2f" % hid if hid is not None else "")
                           if judged == "not judged" else "", num(bucket, "overhead", 0), num(main, "overhead", 0),
                           bucket.get("buckets"), p["bucket_mb"])))
-    pts = []
-    for ratio in p["ratios"]:
-        r = (at_ratio(targets, ratio) or {}).get("none")
-        if not r:
+    # The scan: x is the comm/compute each row's own loop measured, not the ratio it was sized for.
+    pts = [(num(main, "predicted_overhead"), num(main, "overhead"))] if main else []
+    scan_path = os.path.join(out, "repro_dp_scan.csv")
+    for r in (read_rows(scan_path) if os.path.exists(scan_path) else []):
+        pred, ov = num(r, "predicted_overhead"), num(r, "overhead")
+        if r.get("overlap") != "none" or pred is None:
             continue
-        ov = num(r, "overhead")
-        pts.append((ratio, ov))
-        if ratio == DP_RATIO:
-            continue
+        pts.append((pred, ov))
         eff = 1 / (1 + ov) if ov is not None and ov > -1 else None
-        res.append(row("DP 20%% line scan: predicted %.2f" % ratio, "fraction", None, ratio, ov,
-                       "reproduced" if ov is not None and (ov < RULE) == (ratio < RULE) and ratio != RULE else
-                       verdict(ov, ratio),
+        res.append(row("DP 20%% line scan: comm/compute %.2f" % pred, "fraction", None, pred, ov,
+                       "reproduced" if ov is not None and (ov < RULE) == (pred < RULE) and pred != RULE else
+                       verdict(ov, pred),
                        "grad_bytes=%s on %d ranks" % (r["grad_bytes"], n),
-                       "measured overhead; scaling efficiency 1/(1+overhead) = %s; %s the 20%% rule"
-                       % (fmt(eff), "under" if ov is not None and ov < RULE else "over")))
-    x = crossing([q for q in pts if q[1] is not None], RULE)
-    res.append(row("DP: predicted comm/compute where measured overhead crosses 20%", "fraction", RULE, RULE, x,
-                   verdict(x, RULE) if x is not None else "differs", "scan %s" % ",".join("%.3g" % q[0] for q in pts),
-                   "linear between the scan points" if x is not None else "measured overhead never reached 20% in the scan"))
+                       "measured overhead against the comm/compute of the same loop; scaling efficiency "
+                       "1/(1+overhead) = %s; %s the 20%% rule" % (fmt(eff), "under" if ov is not None and ov < RULE
+                                                                  else "over")))
+    x = crossing([q for q in pts if q[0] is not None and q[1] is not None], RULE)
+    res.append(row("DP: comm/compute where measured overhead crosses 20%", "fraction", RULE, RULE, x,
+                   verdict(x, RULE) if x is not None else "differs",
+                   "scan %s" % ",".join("%.3g" % q[0] for q in sorted(pts) if q[0] is not None),
+                   "linear between the scan points" if x is not None else
+                   "measured overhead never reached 20% in the scan" if pts else "repro_dp_scan.csv has no rows"))
     return res
 
 

@@ -44,12 +44,15 @@ cores = os.cpu_count()
 assert bucket["verdict"] == ("not judged" if cores < 4 else bucket["verdict"]), bucket
 assert bucket["verdict"] != "not judged" or ("%d cores for 2 ranks" % cores in bucket["note"]
                                              and not bucket["measured_value"]), bucket
+scan = [r for r in rows if r["figure"].startswith("DP 20% line scan: comm/compute ")]
+assert len(scan) == 4 and all(r["measured_value"] and r["formula_value"] for r in scan), scan  # repro_dp_scan's 4 sizes
+assert one("DP: comm/compute where measured overhead crosses 20%")["configuration"].count(",") == 4  # 0.112 + the scan
 print("ok %d rows" % len(rows))
 PY
 if grep -q '^ok' "$TMP/check"; then pass "reproduce.csv: columns, verdicts, DP and PP rows measured ($(cat "$TMP/check"))"
 else fail "reproduce.csv"; sed 's/^/  | /' "$TMP/check" >&2; fi
 expect_in "$RUN/steps.tsv" "calibrate	ok" "plan --calibrate step ran"
-for s in repro_busbw repro_setup repro_dp repro_pp repro_tp repro_write; do
+for s in repro_busbw repro_setup repro_dp repro_dp_scan repro_pp repro_tp repro_write; do
     expect_in "$RUN/steps.tsv" "$s	ok	0" "the --reproduce step $s ran"
 done
 grep -q '^tflops = ' "$RUN/cluster.txt" 2>/dev/null && pass "cluster.txt has the GEMM rate" || fail "cluster.txt"

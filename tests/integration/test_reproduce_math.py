@@ -230,8 +230,9 @@ DP_COLS = ["grad_bytes", "overlap", "overhead", "predicted_overhead", "exposed_u
 class DPRows(unittest.TestCase):
     """The DP rows read dp_allreduce's --target-ratio rows and notes, not the sizes set up beforehand."""
 
-    def write(self, d, rows, notes, load="other processes used 3% of the busiest node's CPU time during the run, steal 0%"):
-        with open(os.path.join(d, "repro_dp.csv"), "w") as f:
+    def write(self, d, rows, notes, load="other processes used 3% of the busiest node's CPU time during the run, steal 0%",
+              name="repro_dp.csv"):
+        with open(os.path.join(d, name), "w") as f:
             f.write("".join("# note: %s\n" % n for n in notes + ["load: " + load]))
             f.write(",".join(DP_COLS) + "\n")
             f.writelines(",".join(str(v) for v in row + (1000, 1020)[len(row) - 7:]) + "\n" for row in rows)
@@ -243,8 +244,7 @@ class DPRows(unittest.TestCase):
 
     def test_rows_follow_the_searched_sizes(self):
         with tempfile.TemporaryDirectory() as d:
-            self.write(d, [(6144, "none", 0.121, 0.110, 121, 1, 0.112), (6144, "bucket", 0.15, 0.11, 150, 3, 0.112),
-                           (9216, "none", 0.22, 0.19, 220, 1, 0.2)],
+            self.write(d, [(6144, "none", 0.121, 0.110, 121, 1, 0.112), (6144, "bucket", 0.15, 0.11, 150, 3, 0.112)],
                        ["target comm/compute 0.112: grad_bytes 6144 chosen in this run after 3 probes of the all-reduce "
                         "alone and the compute alone, from 1000; there comm/compute 0.1105",
                         "target comm/compute 0.2: grad_bytes 9216 chosen in this run after 12 probes of the all-reduce "
@@ -252,6 +252,9 @@ class DPRows(unittest.TestCase):
                         "the nearest probe)"])
             self.assertEqual(r.searches(os.path.join(d, "repro_dp.csv")),
                              {0.112: (6144, 3, 0.1105, True), 0.2: (9216, 12, 0.2301, False)})
+            # the scan: no target ratio; x is each row's own comm/compute
+            self.write(d, [(9216, "none", 0.22, 0.19, 220, 1, ""), (12288, "none", 0.34, 0.3, 340, 1, ""),
+                           (12288, "bucket", 0.5, 0.3, 500, 3, "")], [], name="repro_dp_scan.csv")
             rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
         main = rows["DP overhead (comm/compute, no overlap)"]
         self.assertEqual((main["measured_value"], main["verdict"]), ("0.121", "reproduced"))  # 0.121/0.112 = 1.08
@@ -264,9 +267,18 @@ class DPRows(unittest.TestCase):
         self.assertIn("= 1.1", comp["note"])  # 0.121 / 0.110
         self.assertIn("compute skew (each iteration's slowest rank over the slowest mean) added 0.020 of the compute",
                       comp["note"])  # (1020 - 1000) / 1000
-        scan = rows["DP 20% line scan: predicted 0.20"]
-        self.assertEqual((scan["measured_value"], scan["configuration"]), ("0.22", "grad_bytes=9216 on 2 ranks"))
-        self.assertEqual(scan["verdict"], "reproduced")  # at the 20% line: within 15% of it
+        scan = rows["DP 20% line scan: comm/compute 0.19"]
+        self.assertEqual((scan["formula_value"], scan["measured_value"], scan["configuration"]),
+                         ("0.19", "0.22", "grad_bytes=9216 on 2 ranks"))
+        self.assertEqual(scan["verdict"], "differs")  # across the 20% line, and 0.22 / 0.19 = 1.158: over 15% off
+        over = rows["DP 20% line scan: comm/compute 0.30"]
+        self.assertEqual((over["measured_value"], over["verdict"]), ("0.34", "reproduced"))  # both over the rule
+        self.assertNotIn("DP 20% line scan: comm/compute 0.11", rows)  # the main row is a point, not a scan row
+        self.assertEqual(len([f for f in rows if f.startswith("DP 20% line scan")]), 2)  # the bucket row is not one
+        cross = rows["DP: comm/compute where measured overhead crosses 20%"]
+        # points (0.110, 0.121), (0.19, 0.22): 0.110 + (0.2 - 0.121) * 0.08 / 0.099
+        self.assertAlmostEqual(float(cross["measured_value"]), 0.110 + 0.079 * 0.08 / 0.099, places=5)
+        self.assertEqual(cross["configuration"], "scan 0.11,0.19,0.3")
 
     def test_far_from_the_document_differs_and_busy_is_not_judged(self):
         with tempfile.TemporaryDirectory() as d:
