@@ -115,6 +115,7 @@ enum {
     COL_GRAD_HASH,
     COL_TARGET_RATIO,
     COL_COMPUTE_US_SLOWEST,
+    COL_OVERHEAD_PAIRED,
     NCOLS
 };
 
@@ -153,6 +154,7 @@ static const pb_report_column cols[] = {
     [COL_GRAD_HASH] = {"grad_hash", NULL, NULL, PB_COL_STR, 0, 0, ""},
     [COL_TARGET_RATIO] = {"target_ratio", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
     [COL_COMPUTE_US_SLOWEST] = {"compute_us_slowest", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    [COL_OVERHEAD_PAIRED] = {"overhead_paired", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -165,6 +167,7 @@ typedef struct row {
     pb_stats compute, comm, step;
     double busy_us, wait_us; /* in the step, max over ranks of the per-rank mean */
     double compute_slowest;  /* mean over iterations of the slowest rank's compute in each */
+    double overhead_paired;  /* median over iterations of step - compute, each the slowest rank's, over the median compute */
     double flops;
     long long wrong;
     uint64_t hash;
@@ -232,7 +235,8 @@ static double max_over_ranks(const pb_world *w, double v)
 
 /* The mean over iterations of each iteration's slowest rank: what a step
  * without overlap waits for before its all-reduce can finish. At least the
- * slowest rank's mean (compute_us); the difference is the ranks' skew. */
+ * slowest rank's mean (compute_us); the difference is the ranks' skew.
+ * Leaves each iteration's slowest time in scratch. */
 static double slowest_mean(const pb_world *w, const double *us, double *scratch, int n)
 {
     double sum = 0;
@@ -255,7 +259,10 @@ static int measure(run_ctx *r, pb_dp_step *s, row *out)
     PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[1], done, &out->comm));
     PB_TRY(pb_runner_gather_stats(r->b->w.comm, r->t[2], done, &out->step));
     out->iters = done;
-    out->compute_slowest = slowest_mean(&r->b->w, r->t[0], r->samples, done); /* the loop's own times are spent */
+    /* The loop's own times are spent: samples gets each iteration's slowest compute, t[2] its slowest step. */
+    out->compute_slowest = slowest_mean(&r->b->w, r->t[0], r->samples, done);
+    if (done > 0) MPI_Allreduce(MPI_IN_PLACE, r->t[2], done, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
+    out->overhead_paired = pb_dp_paired_overhead(r->samples, r->t[2], done, r->t[1]);
     out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
     out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
     out->flops = pb_dp_step_flops(s);
@@ -316,6 +323,7 @@ static int report(run_ctx *r, const row *w)
         [COL_GRAD_HASH] = PB_S(check ? hash : ""),
         [COL_TARGET_RATIO] = PB_F(w->target),
         [COL_COMPUTE_US_SLOWEST] = PB_F(w->compute_slowest),
+        [COL_OVERHEAD_PAIRED] = PB_F(w->overhead_paired),
     };
     return r->b->rep ? pb_report_row(r->b->rep, v) : PB_OK;
 }

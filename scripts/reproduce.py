@@ -358,6 +358,13 @@ def skew_note(r):
             % ((slowest - comp) / comp))
 
 
+def step_overhead(r):
+    """A dp_allreduce row's overhead from its paired iterations (the median of step - compute, robust to
+    an iteration slowed in one phase only), or from the means where the row has no overhead_paired."""
+    paired = num(r, "overhead_paired")
+    return paired if paired is not None else num(r, "overhead")
+
+
 def dp_rows(out, plan):
     p = plan["dp"]
     path = os.path.join(out, "repro_dp.csv")
@@ -375,15 +382,17 @@ def dp_rows(out, plan):
     cfg = "%s, grad_bytes=%s on %d ranks" % (p["shape"], main["grad_bytes"] if main else "-", n)
     busy = busy_reason(load_of(path))
     if main:
-        ov, insitu = num(main, "overhead"), num(main, "predicted_overhead", 0)
+        ov, insitu = step_overhead(main), num(main, "predicted_overhead", 0)
         searched = ("searched in this run: %d probes, the nearest %.4f%s" % (search[1], search[2], "" if search[3] else
                     " (not within 2%)") if search else "no search note")
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, ov,
                        "not judged" if busy else verdict(ov, DP_RATIO),
                        cfg, (busy + "; " if busy else "") + "gradient size chosen for comm/compute %.3f from the "
                        "all-reduce alone and the compute alone in dp_allreduce's own process (%s); in the step's loop "
-                       "comm/compute %.3f, and the step added %.3f; the sweep (busbw %.2f GB/s, compute %.1f ms from "
+                       "comm/compute %.3f, and the step added %.3f (the median of its paired iterations; from the "
+                       "means %.3f); the sweep (busbw %.2f GB/s, compute %.1f ms from "
                        "GEMM %.1f GFLOP/s x %.2f, %s) predicted %d B" % (DP_RATIO, searched, insitu, ov or 0,
+                       num(main, "overhead", 0),
                        p["busbw_GBps"][0], p["compute_s"] * 1e3, p["gemm_gflops"], p["layer_efficiency"], p["note"],
                        p["sweep_bytes"][0])))
         res.append(row("DP composition: step - compute against comm, no overlap", "fraction", None, insitu, ov,
@@ -404,10 +413,10 @@ def dp_rows(out, plan):
                           if judged == "not judged" else "", num(bucket, "overhead", 0), num(main, "overhead", 0),
                           bucket.get("buckets"), p["bucket_mb"])))
     # The scan: x is the comm/compute each row's own loop measured, not the ratio it was sized for.
-    pts = [(num(main, "predicted_overhead"), num(main, "overhead"))] if main else []
+    pts = [(num(main, "predicted_overhead"), step_overhead(main))] if main else []
     scan_path = os.path.join(out, "repro_dp_scan.csv")
     for r in (read_rows(scan_path) if os.path.exists(scan_path) else []):
-        pred, ov = num(r, "predicted_overhead"), num(r, "overhead")
+        pred, ov = num(r, "predicted_overhead"), step_overhead(r)
         if r.get("overlap") != "none" or pred is None:
             continue
         pts.append((pred, ov))

@@ -105,6 +105,13 @@ typedef struct pb_dp_metrics {
 
 void pb_dp_metrics_of(double compute_us, double comm_us, double step_us, pb_dp_metrics *out);
 
+/* The overhead from paired iterations: the median over iterations i of
+ * step_us[i] - compute_us[i], over the median of compute_us[i] (each the
+ * slowest rank's time in iteration i). The mean-based overhead moves with any
+ * iteration slowed in one phase only; the median of the pairs does not.
+ * `scratch` holds n doubles; 0 when n <= 0 or the compute is 0. */
+double pb_dp_paired_overhead(const double *compute_us, const double *step_us, int n, double *scratch);
+
 /* ---- validation (dp_check.c) ---- */
 
 /* Elements [from, to) of a gradient buffer get exact small integers,

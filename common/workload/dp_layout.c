@@ -3,6 +3,7 @@
 #include "workload/dp.h"
 
 #include "core/error.h"
+#include "core/stats.h"
 
 #include <inttypes.h>
 
@@ -42,4 +43,14 @@ void pb_dp_metrics_of(double compute_us, double comm_us, double step_us, pb_dp_m
     out->predicted_overhead = compute_us > 0 ? comm_us / compute_us : 0;
     double hidden = comm_us > 0 ? 1.0 - out->exposed_us / comm_us : 0;
     out->hidden_fraction = hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+}
+
+double pb_dp_paired_overhead(const double *compute_us, const double *step_us, int n, double *scratch)
+{
+    if (n <= 0) return 0;
+    pb_stats diff, compute;
+    for (int i = 0; i < n; i++) scratch[i] = step_us[i] - compute_us[i];
+    pb_stats_of(scratch, (size_t)n, &diff);
+    pb_stats_of(compute_us, (size_t)n, &compute);
+    return compute.median > 0 ? diff.median / compute.median : 0;
 }

@@ -167,6 +167,8 @@ def check_dp_allreduce(ck, rows, run_nodes):
         if slowest is not None and slowest < comp * (1 - 1e-9) - 1e-6:
             ck.bad(i, f"compute_us_slowest {slowest} < compute_us {comp}: a mean of per-iteration maxima is at least "
                       "the largest mean")
+        if "overhead_paired" in r and num(r, "overhead_paired") is None:
+            ck.bad(i, f"overhead_paired {r['overhead_paired']!r} is not a number")
         hf = num(r, "hidden_fraction")
         if hf is not None and not -REL <= hf <= 1 + REL:
             ck.bad(i, f"hidden_fraction {hf} outside [0, 1]")

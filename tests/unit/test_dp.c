@@ -116,6 +116,24 @@ static void test_metrics(void **state)
     assert_true(m.overhead == 0 && m.predicted_overhead == 0 && m.hidden_fraction == 0);
 }
 
+/* The paired overhead: one iteration slowed in its step only moves the mean, not the median of the pairs. */
+static void test_paired_overhead(void **state)
+{
+    (void)state;
+    double compute[5] = {100, 102, 98, 100, 150}, step[5] = {111, 113, 109, 112, 400}, scratch[5];
+    /* pairs 11, 11, 11, 12, 250: median 11 over the median compute 100 */
+    assert_true(fabs(pb_dp_paired_overhead(compute, step, 5, scratch) - 0.11) < 1e-12);
+    assert_true(compute[4] == 150 && step[4] == 400); /* inputs unchanged */
+    double c4[4] = {100, 120, 100, 120}, s4[4] = {110, 134, 112, 136};
+    /* pairs 10, 14, 12, 16: median 13; compute median 110 (even counts interpolate) */
+    assert_true(fabs(pb_dp_paired_overhead(c4, s4, 4, scratch) - 13.0 / 110) < 1e-12);
+    double neg[2] = {100, 100}, fast[2] = {95, 97};
+    assert_true(fabs(pb_dp_paired_overhead(neg, fast, 2, scratch) + 0.04) < 1e-12); /* noise stays negative */
+    assert_true(pb_dp_paired_overhead(compute, step, 0, scratch) == 0);
+    double zero[1] = {0};
+    assert_true(pb_dp_paired_overhead(zero, step, 1, scratch) == 0);
+}
+
 static void test_preset_params_and_grad_bytes(void **state)
 {
     (void)state;
@@ -427,6 +445,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_layout_random),
         cmocka_unit_test(test_buckets_never_before_real_data),
         cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_paired_overhead),
         cmocka_unit_test(test_preset_params_and_grad_bytes),
         cmocka_unit_test(test_bucket_sequencing),
         cmocka_unit_test(test_comm_thread_binds_device),
