@@ -226,10 +226,7 @@ def setup(out, n):
     write_args(d, "repro_dp", ["--overlap", "none,bucket"] + model + [
         "--target-ratio", "%.6g" % DP_RATIO, "--grad-bytes", str(sizes[0]), "--bucket-mb", str(bucket_mb),
         "-n", "20", "-w", "2"])
-    # The scan needs no search: each row's own loop measures its comm/compute, which is the
-    # scan's x; the sweep's sizes only have to straddle the 20% line.
-    write_args(d, "repro_dp_scan", ["--overlap", "none"] + model + [
-        "--grad-bytes", ",".join(str(x) for x in sizes[1:]), "-n", "8", "-w", "2"])
+    plan["dp"]["model_args"] = model
     # PP: as many stages as the world allows (up to 8), m nearest 32/39, and m = 32.
     p = min(n, PP_DOC[0])
     m = micro_batches_for_efficiency(p, PP_EFF)
@@ -245,6 +242,36 @@ def setup(out, n):
     with atomic_file.replace(os.path.join(d, "plan.json")) as f:
         json.dump(plan, f, indent=2)
     return plan
+
+
+def scan_sizes(out, plan, align=1024):
+    """The scan's gradient sizes and where they come from: DP_SCAN's ratios scaled from the size
+    repro_dp ran and the comm/compute its own loop measured (the all-reduce's time is close to
+    linear in its size at these megabytes), or the sweep's sizes when repro_dp left no row."""
+    path = os.path.join(out, "repro_dp.csv")
+    rows = read_rows(path) if os.path.exists(path) else []
+    main = next((r for r in rows if r.get("overlap") == "none" and num(r, "target_ratio") is not None
+                 and abs(num(r, "target_ratio") - DP_RATIO) <= 1e-6), None)
+    g, pred = (num(main, "grad_bytes"), num(main, "predicted_overhead")) if main else (None, None)
+    if g and pred and pred > 0:
+        return ([max(align, int(round(g * q / pred / align)) * align) for q in DP_SCAN],
+                "scaled from repro_dp's %d B at comm/compute %.4f" % (g, pred))
+    return plan["dp"]["sweep_bytes"][1:], "the sweep's sizes (repro_dp.csv has no overlap=none row at 0.112)"
+
+
+def scan_setup(out):
+    """repro_dp_scan's arguments, once repro_dp has measured: the scan needs no search (each row's
+    own loop measures the comm/compute that is its x), but its sizes must straddle the 20% line,
+    which the sweep's busbw alone predicts too loosely."""
+    d = os.path.join(out, "reproduce")
+    with open(os.path.join(d, "plan.json")) as f:
+        plan = json.load(f)
+    sizes, source = scan_sizes(out, plan)
+    plan["dp"]["scan_bytes"], plan["dp"]["scan_source"] = sizes, source
+    write_args(d, "repro_dp_scan", ["--overlap", "none"] + plan["dp"]["model_args"] + [
+        "--grad-bytes", ",".join(str(x) for x in sizes), "-n", "8", "-w", "2"])
+    with atomic_file.replace(os.path.join(d, "plan.json")) as f:
+        json.dump(plan, f, indent=2)
 
 
 def write_args(d, name, args):
@@ -415,6 +442,7 @@ def dp_rows(out, plan):
     # The scan: x is the comm/compute each row's own loop measured, not the ratio it was sized for.
     pts = [(num(main, "predicted_overhead"), step_overhead(main))] if main else []
     scan_path = os.path.join(out, "repro_dp_scan.csv")
+    scan_busy = busy_reason(load_of(scan_path)) if os.path.exists(scan_path) else ""
     for r in (read_rows(scan_path) if os.path.exists(scan_path) else []):
         pred, ov = num(r, "predicted_overhead"), step_overhead(r)
         if r.get("overlap") != "none" or pred is None:
@@ -422,18 +450,22 @@ def dp_rows(out, plan):
         pts.append((pred, ov))
         eff = 1 / (1 + ov) if ov is not None and ov > -1 else None
         res.append(row("DP 20%% line scan: comm/compute %.2f" % pred, "fraction", None, pred, ov,
+                       "not judged" if scan_busy else
                        "reproduced" if ov is not None and (ov < RULE) == (pred < RULE) and pred != RULE else
                        verdict(ov, pred),
                        "grad_bytes=%s on %d ranks" % (r["grad_bytes"], n),
+                       (scan_busy + "; " if scan_busy else "") +
                        "measured overhead against the comm/compute of the same loop; scaling efficiency "
                        "1/(1+overhead) = %s; %s the 20%% rule" % (fmt(eff), "under" if ov is not None and ov < RULE
                                                                   else "over")))
     x = crossing([q for q in pts if q[0] is not None and q[1] is not None], RULE)
+    why = ("linear between the scan points" if x is not None else
+           "measured overhead never reached 20% in the scan" if pts else "repro_dp_scan.csv has no rows")
+    busy_any = busy or scan_busy
     res.append(row("DP: comm/compute where measured overhead crosses 20%", "fraction", RULE, RULE, x,
-                   verdict(x, RULE) if x is not None else "differs",
+                   "not judged" if busy_any else verdict(x, RULE) if x is not None else "differs",
                    "scan %s" % ",".join("%.3g" % q[0] for q in sorted(pts) if q[0] is not None),
-                   "linear between the scan points" if x is not None else
-                   "measured overhead never reached 20% in the scan" if pts else "repro_dp_scan.csv has no rows"))
+                   (busy_any + "; " if busy_any else "") + why))
     return res
 
 
@@ -558,8 +590,8 @@ def write(out, binary_dir):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("setup", "write"):
-        print("usage: reproduce.py setup RESULTS NP | write RESULTS BIN_DIR", file=sys.stderr)
+    if len(argv) != {"setup": 4, "scan-setup": 3, "write": 4}.get(argv[1] if len(argv) > 1 else "", 0):
+        print("usage: reproduce.py setup RESULTS NP | scan-setup RESULTS | write RESULTS BIN_DIR", file=sys.stderr)
         return 2
     out = argv[2]
     if not os.path.isdir(out):
@@ -568,6 +600,9 @@ def main(argv):
     try:
         if argv[1] == "setup":
             setup(out, int(argv[3]))
+            return 0
+        if argv[1] == "scan-setup":
+            scan_setup(out)
             return 0
         return write(out, argv[3])
     except (OSError, LookupError, ValueError) as e:

@@ -161,10 +161,10 @@ def workload_cap(run):
     return ["--max-seconds-per-size", run.limits.workload_cap]
 
 
-def needs_choice(run, name):
+def needs_choice(run, name, chooser="repro_setup"):
     if run.dry_run or os.path.exists(chosen_args_file(run, name)):
         return ""
-    return "repro_setup chose no configuration (see logs/repro_setup.err)"
+    return f"{chooser} chose no configuration (see logs/{chooser}.err)"
 
 
 # ---- arguments that are computed, not copied from the profile ----
@@ -269,9 +269,12 @@ STEPS = (
     Step("repro_dp", "dp_allreduce", MPI, lambda r: chosen_args(r, "repro_dp"), 10, "limit", "docs/reproduce.md",
          "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
          skip=lambda r: needs_choice(r, "repro_dp")),
+    Step("repro_scan_setup", "scripts/reproduce.py", SCRIPT, lambda r: ["scan-setup", r.out], 1, "allowance",
+         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
+         skip=lambda r: needs_choice(r, "repro_dp")),
     Step("repro_dp_scan", "dp_allreduce", MPI, lambda r: chosen_args(r, "repro_dp_scan"), 5, "limit",
-         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
-         skip=lambda r: needs_choice(r, "repro_dp_scan")),
+         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce,
+         chosen_by="repro_scan_setup", skip=lambda r: needs_choice(r, "repro_dp_scan", "repro_scan_setup")),
     Step("repro_pp", "pp_pipeline", MPI, lambda r: chosen_args(r, "repro_pp"), 10, "limit", "docs/reproduce.md",
          "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
          skip=lambda r: needs_choice(r, "repro_pp")),

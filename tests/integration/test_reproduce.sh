@@ -52,7 +52,7 @@ PY
 if grep -q '^ok' "$TMP/check"; then pass "reproduce.csv: columns, verdicts, DP and PP rows measured ($(cat "$TMP/check"))"
 else fail "reproduce.csv"; sed 's/^/  | /' "$TMP/check" >&2; fi
 expect_in "$RUN/steps.tsv" "calibrate	ok" "plan --calibrate step ran"
-for s in repro_busbw repro_setup repro_dp repro_dp_scan repro_pp repro_tp repro_write; do
+for s in repro_busbw repro_setup repro_dp repro_scan_setup repro_dp_scan repro_pp repro_tp repro_write; do
     expect_in "$RUN/steps.tsv" "$s	ok	0" "the --reproduce step $s ran"
 done
 grep -q '^tflops = ' "$RUN/cluster.txt" 2>/dev/null && pass "cluster.txt has the GEMM rate" || fail "cluster.txt"

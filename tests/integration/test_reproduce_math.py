@@ -1,6 +1,7 @@
 """scripts/reproduce.py's arithmetic, and its TP rows on a fabricated run: run by
 test_reproduce_math.sh (python3 -m unittest)."""
 import csv
+import json
 import math
 import os
 import sys
@@ -320,6 +321,41 @@ class DPRows(unittest.TestCase):
         main = rows["DP overhead (comm/compute, no overlap)"]
         self.assertEqual((main["measured_value"], main["verdict"]), ("", "differs"))
         self.assertIn("no overlap=none row for target ratio 0.112", main["note"])
+
+
+class ScanSetup(unittest.TestCase):
+    """repro_dp_scan's sizes come from repro_dp's own loop, or from the sweep without it."""
+
+    def test_scaled_from_repro_dp(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "reproduce"))
+            plan = {"nranks": 2, "dp": {"sweep_bytes": [1, 2, 3, 4, 5], "model_args": ["--model", "tiny"]}}
+            with open(os.path.join(d, "reproduce", "plan.json"), "w") as f:
+                json.dump(plan, f)
+            r.scan_setup(d)  # no repro_dp.csv: the sweep's sizes
+            with open(os.path.join(d, "reproduce", "repro_dp_scan.args")) as f:
+                self.assertEqual(f.read().split("\n")[:6], ["--overlap", "none", "--model", "tiny", "--grad-bytes",
+                                                            "2,3,4,5"])
+            DPRows.write(None, d, [(10240, "bucket", 0.2, 0.2, 200, 1, 0.112), (10240, "none", 0.1, 0.1024, 100, 1, 0.112)],
+                         [])
+            r.scan_setup(d)
+            with open(os.path.join(d, "reproduce", "repro_dp_scan.args")) as f:
+                args = f.read().split("\n")
+            # 10240 B at 0.1024: 10000 B per 0.1 of comm/compute, rounded to 1 KiB
+            self.assertEqual(args[args.index("--grad-bytes") + 1], "10240,20480,29696,50176")
+            with open(os.path.join(d, "reproduce", "plan.json")) as f:
+                self.assertIn("scaled from repro_dp's 10240 B at comm/compute 0.1024", json.load(f)["dp"]["scan_source"])
+
+    def test_busy_scan_is_not_judged(self):
+        with tempfile.TemporaryDirectory() as d:
+            DPRows.write(None, d, [(6144, "none", 0.11, 0.11, 110, 1, 0.112)], [])
+            DPRows.write(None, d, [(9216, "none", 0.3, 0.3, 300, 1, "")], [], name="repro_dp_scan.csv",
+                         load="other processes used 40% of the busiest node's CPU time during the run, steal 0%")
+            rows = {x["figure"]: x for x in r.dp_rows(d, DPRows.plan(None))}
+        self.assertEqual(rows["DP overhead (comm/compute, no overlap)"]["verdict"], "reproduced")
+        for fig in ("DP 20% line scan: comm/compute 0.30", "DP: comm/compute where measured overhead crosses 20%"):
+            self.assertEqual(rows[fig]["verdict"], "not judged")
+            self.assertTrue(rows[fig]["note"].startswith("machine busy: other processes used 40%"), rows[fig])
 
 
 if __name__ == "__main__":

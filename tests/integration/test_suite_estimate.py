@@ -95,14 +95,14 @@ class Steps(unittest.TestCase):
         self.assertEqual(b["coll_sweep"], (3600, "the step limit (7 collectives x 26 sizes x 20 s cap would be 3642 s)"))
 
     def test_reproduce(self):
-        # its all-reduce sweep (1M..64M by 2: 7 sizes at 0.5 s), 3 workloads, 2 scripts
+        # its all-reduce sweep (1M..64M by 2: 7 sizes at 0.5 s), 4 workloads, 3 scripts
         plain, more = bounds(world(62, 62)), bounds(world(62, 62, reproduce=True))
-        self.assertEqual(len(more), 18)
+        self.assertEqual(len(more), 20)
         self.assertEqual(more["repro_busbw"], (estimate.launch_seconds(62, 62) + 7 * 0.5,
                                                "1 collective x 7 sizes x 0.5 s cap + 2.0 s launch"))
         self.assertEqual(more["repro_pp"][0], 90)
         added = sum(v[0] for v in more.values()) - sum(v[0] for v in plain.values())
-        self.assertAlmostEqual(added, 2.05 + 7 * 0.5 + 3 * 90 + 2 * 10)
+        self.assertAlmostEqual(added, 2.05 + 7 * 0.5 + 4 * 90 + 3 * 10)
 
     def test_one_rank(self):
         b = bounds(world(1, 1))
