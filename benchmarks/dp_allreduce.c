@@ -48,8 +48,8 @@ static const pb_options_opt own_opts[] = {
     {"params", 0, "LIST", "gradient as parameter counts, e.g. 125M,1.3B,7B (x grad dtype size), or 'preset': "
                           "the --model preset's 12h^2*L + vocab*h", O_PARAMS},
     {"target-ratio", 0, "LIST", "comm/compute sought, e.g. 0.112,0.2: for each, the gradient size is searched in "
-                                "this run by probing the all-reduce alone and the compute alone (from --grad-bytes, "
-                                "one start per ratio, else the real gradients); one row per ratio", O_TARGET},
+                                "this run by probing the no-overlap step (from --grad-bytes, one start per ratio, "
+                                "else the real gradients); the nearest probe is the overlap=none row", O_TARGET},
 };
 
 static const char *const overlap_names[] = {"none", "bucket", NULL}; /* pb_dp_overlap order */
@@ -183,6 +183,10 @@ typedef struct run_ctx {
     double *t[3];              /* per timed iteration: compute, comm, step */
     double busy_sum, wait_sum; /* step phase, timed iterations */
     pb_dp_step *s;
+    double target;             /* --target-ratio being searched */
+    row best;                  /* its probe nearest the target: the no-overlap row reported */
+    double best_err;           /* |ratio/target - 1| of that probe */
+    long long probes_wrong;    /* wrong values the probes found */
 } run_ctx;
 
 /* Time one sub-phase from an aligned start (the barrier is outside the timed region). */
@@ -382,30 +386,43 @@ static int step_config(const run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, 
     return memory_check(r, sc);
 }
 
-static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, double target, long long *wrong,
-                      double *worst)
+/* Measures one configuration into *w; the caller reports it. */
+static int measure_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, double target, row *w)
 {
     pb_dp_step_config sc;
     PB_TRY(step_config(r, grad_bytes, ov, &sc));
     pb_dp_step *s = NULL;
     int status = pb_world_agree(&r->b->w, pb_dp_step_create(&sc, &s));
-    row w = {.grad_bytes = grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&sc),
-             .real_bytes = pb_dp_step_real_bytes(&sc), .overlap = ov,
-             .bucket_bytes = ov == PB_DP_OVERLAP_BUCKET ? sc.bucket_bytes : 0, .target = target};
+    *w = (row){.grad_bytes = grad_bytes ? grad_bytes : pb_dp_step_real_bytes(&sc),
+               .real_bytes = pb_dp_step_real_bytes(&sc), .overlap = ov,
+               .bucket_bytes = ov == PB_DP_OVERLAP_BUCKET ? sc.bucket_bytes : 0, .target = target};
     if (status == PB_OK) {
-        w.buckets = pb_dp_bucket_count(pb_dp_step_sync(s));
-        note_layout(r, &w);
-        status = measure(r, s, &w);
+        w->buckets = pb_dp_bucket_count(pb_dp_step_sync(s));
+        status = measure(r, s, w);
     }
-    if (status == PB_OK) status = report(r, &w);
-    status = pb_world_agree(&r->b->w, status); /* a row rank 0 could not write (a full disk) stops every rank */
-    if (status == PB_OK) note_noise(r, &w);
-    pb_dp_metrics mt;
-    pb_dp_metrics_of(w.compute.rankmax, w.comm.rankmax, w.step.rankmax, &mt);
-    if (mt.overhead > *worst) *worst = mt.overhead;
-    *wrong += w.wrong;
     pb_dp_step_destroy(s);
+    return pb_world_agree(&r->b->w, status); /* a rank that failed alone must not leave the others reporting */
+}
+
+static int report_config(run_ctx *r, const row *w, long long *wrong, double *worst)
+{
+    note_layout(r, w);
+    int status = report(r, w);
+    status = pb_world_agree(&r->b->w, status); /* a row rank 0 could not write (a full disk) stops every rank */
+    if (status == PB_OK) note_noise(r, w);
+    pb_dp_metrics mt;
+    pb_dp_metrics_of(w->compute.rankmax, w->comm.rankmax, w->step.rankmax, &mt);
+    if (mt.overhead > *worst) *worst = mt.overhead;
+    *wrong += w->wrong;
     return status;
+}
+
+static int run_config(run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, double target, long long *wrong,
+                      double *worst)
+{
+    row w;
+    PB_TRY(measure_config(r, grad_bytes, ov, target, &w));
+    return report_config(r, &w, wrong, worst);
 }
 
 /* The list of gradient sizes: --grad-bytes, --params (x dtype size), or the real one (0). */
@@ -447,40 +464,22 @@ static int validate_opts(dp_opts *o)
     return PB_OK;
 }
 
-/* A probe of --target-ratio: compute alone and the all-reduce alone, back to
- * back from aligned starts as in the timed loop. */
-static int it_probe(void *a, int iter)
-{
-    run_ctx *r = a;
-    double us[2];
-    PB_TRY(timed(r, pb_dp_step_compute, &us[0]));
-    PB_TRY(timed(r, pb_dp_step_comm, &us[1]));
-    if (iter >= 0) r->t[0][iter] = us[0], r->t[1][iter] = us[1];
-    return PB_OK;
-}
-
-/* comm/compute at one gradient size, from the slowest rank's means, as the
- * rows' predicted_overhead; the same on every rank, so all search alike. */
+/* A probe of --target-ratio: the whole no-overlap configuration at one size
+ * (compute alone, the all-reduce alone and the step, each iteration), so the
+ * row reported for the size chosen is the loop whose comm/compute was chosen:
+ * two loops a second apart differ by up to 20% on a shared machine. The ratio
+ * is the rows' predicted_overhead, rank 0's, sent to all so all search alike. */
 static int probe(void *ctx, uint64_t grad_bytes, double *ratio)
 {
     run_ctx *r = ctx;
-    pb_dp_step_config sc;
-    PB_TRY(step_config(r, grad_bytes, PB_DP_OVERLAP_NONE, &sc));
-    pb_dp_step *s = NULL;
-    int status = pb_world_agree(&r->b->w, pb_dp_step_create(&sc, &s)), done = 0;
-    double mean[2] = {0, 0};
-    if (status == PB_OK) {
-        const pb_options *c = &r->o->common;
-        pb_runner_cfg loop = {c->iters, c->warmup, c->max_seconds};
-        r->s = s;
-        pb_watchdog_what("dp probe", grad_bytes);
-        status = pb_runner_time_loop(r->b->w.comm, &loop, it_probe, r, r->samples, &done);
-    }
-    for (int i = 0; i < done; i++) mean[0] += r->t[0][i] / done, mean[1] += r->t[1][i] / done;
-    pb_dp_step_destroy(s);
-    PB_TRY(status);
-    MPI_Allreduce(MPI_IN_PLACE, mean, 2, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
-    *ratio = mean[0] > 0 ? mean[1] / mean[0] : INFINITY;
+    row w;
+    pb_watchdog_what("dp probe", grad_bytes);
+    PB_TRY(measure_config(r, grad_bytes, PB_DP_OVERLAP_NONE, r->target, &w));
+    *ratio = w.compute.rankmax > 0 ? w.comm.rankmax / w.compute.rankmax : INFINITY;
+    MPI_Bcast(ratio, 1, MPI_DOUBLE, 0, r->b->w.comm); /* the statistics are rank 0's: every rank must probe alike */
+    double err = fabs(*ratio / r->target - 1); /* the search's own measure of nearness */
+    if (err < r->best_err) r->best_err = err, r->best = w;
+    r->probes_wrong += w.wrong; /* counted whether or not its row is reported */
     return PB_OK;
 }
 
@@ -496,11 +495,16 @@ static int search_size(run_ctx *r, double target, uint64_t start, uint64_t *out)
                             .max_bytes = start > UINT64_MAX / TARGET_SPAN ? UINT64_MAX : start * TARGET_SPAN,
                             .max_probes = TARGET_PROBES};
     pb_dp_target_result res;
+    r->target = target, r->best_err = INFINITY;
     PB_TRY(pb_dp_target_search(&cfg, probe, r, &res));
+    if (r->best.grad_bytes != res.grad_bytes)
+        return pb_fail(PB_ERR_ENV, "target search: chose %llu bytes, but its nearest probe measured %llu",
+                       (unsigned long long)res.grad_bytes, (unsigned long long)r->best.grad_bytes);
     *out = res.grad_bytes;
     if (r->b->rep)
-        pb_report_note(r->b->rep, "target comm/compute %g: grad_bytes %llu chosen in this run after %d probe%s of "
-                       "the all-reduce alone and the compute alone, from %llu; there comm/compute %.4f%s",
+        pb_report_note(r->b->rep, "target comm/compute %g: grad_bytes %llu chosen in this run after %d probe%s "
+                       "(each the no-overlap step's own loop: compute alone, the all-reduce alone, the step), from "
+                       "%llu; there comm/compute %.4f%s; the overlap=none row is that probe's loop",
                        target, (unsigned long long)res.grad_bytes, res.probes, res.probes == 1 ? "" : "s",
                        (unsigned long long)start, res.ratio,
                        res.converged ? "" : " (not within 2% of the target: the nearest probe)");
@@ -522,9 +526,13 @@ static int run_all(run_ctx *r)
             status = step_config(r, size, PB_DP_OVERLAP_NONE, &sc);
             if (status == PB_OK) status = search_size(r, target, size ? size : pb_dp_step_real_bytes(&sc), &size);
         }
+        long long counted = 0; /* the chosen probe's wrong values are in probes_wrong already */
         for (int k = 0; k < r->o->noverlap && status == PB_OK; k++)
-            status = run_config(r, size, (pb_dp_overlap)r->o->overlap[k], target, &wrong, &worst);
+            status = r->o->ntarget && r->o->overlap[k] == PB_DP_OVERLAP_NONE
+                         ? report_config(r, &r->best, &counted, &worst)
+                         : run_config(r, size, (pb_dp_overlap)r->o->overlap[k], target, &wrong, &worst);
     }
+    wrong += r->probes_wrong; /* a probe's wrong data fails the run, reported or not */
     if (r->b->rep && status == PB_OK) {
         printf("#\n");
         pb_report_summary(r->b->rep, "max_overhead", "Largest overhead (exposed/compute)", worst, "");

@@ -414,8 +414,8 @@ def dp_rows(out, plan):
                     " (not within 2%)") if search else "no search note")
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, ov,
                        "not judged" if busy else verdict(ov, DP_RATIO),
-                       cfg, (busy + "; " if busy else "") + "gradient size chosen for comm/compute %.3f from the "
-                       "all-reduce alone and the compute alone in dp_allreduce's own process (%s); in the step's loop "
+                       cfg, (busy + "; " if busy else "") + "gradient size chosen for comm/compute %.3f by probing "
+                       "the no-overlap step in dp_allreduce's own process (%s); in the step's loop "
                        "comm/compute %.3f, and the step added %.3f (the median of its paired iterations; from the "
                        "means %.3f); the sweep (busbw %.2f GB/s, compute %.1f ms from "
                        "GEMM %.1f GFLOP/s x %.2f, %s) predicted %d B" % (DP_RATIO, searched, insitu, ov or 0,

@@ -175,6 +175,13 @@ def matrix_cap(run):
     return "%.3g" % min(1.0, max(0.01, c))
 
 
+def search_cap(run):
+    """dp_allreduce --target-ratio measures at most 12 probes and one more configuration (bucket):
+    each capped at 1/16 of the step limit, all of them fit in it with the launch, however loaded
+    the machine (a quiet probe of repro_dp takes about 1.5 s)."""
+    return ["--max-seconds-per-size", "%g" % (run.limits.step_limit / 16)]
+
+
 def chosen_args_file(run, name):
     return os.path.join(run.out, "reproduce", name + ".args")
 
@@ -266,7 +273,8 @@ STEPS = (
     Step("repro_setup", "scripts/reproduce.py", SCRIPT, lambda r: ["setup", r.out, str(r.nranks)], 1, "allowance",
          "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
          outputs=("reproduce/",)),
-    Step("repro_dp", "dp_allreduce", MPI, lambda r: chosen_args(r, "repro_dp"), 10, "limit", "docs/reproduce.md",
+    Step("repro_dp", "dp_allreduce", MPI, lambda r: [*chosen_args(r, "repro_dp"), *search_cap(r)], 10, "limit",
+         "docs/reproduce.md",
          "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
          skip=lambda r: needs_choice(r, "repro_dp")),
     Step("repro_scan_setup", "scripts/reproduce.py", SCRIPT, lambda r: ["scan-setup", r.out], 1, "allowance",

@@ -1,8 +1,9 @@
 /* The gradient size whose all-reduce takes a target share of the compute.
  *
  * dp_allreduce --target-ratio R measures, in its own process, with the step's
- * own buffers and ranks, the all-reduce alone and the forward + backward
- * compute alone for a candidate gradient size (a probe), and searches the
+ * own buffers and ranks, the no-overlap step's loop (the all-reduce alone and
+ * the forward + backward compute alone) for a candidate gradient size (a
+ * probe), and searches the
  * size whose comm/compute is R. The search is kept apart from the probing so
  * a unit test can drive it with a known comm(size) curve.
  *

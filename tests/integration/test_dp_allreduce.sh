@@ -82,8 +82,10 @@ import csv, json, re, sys
 text = open(sys.argv[1]).read()
 rows = [r for r in csv.DictReader(l for l in text.splitlines() if not l.startswith("#"))]
 assert [(r["target_ratio"], r["overlap"]) for r in rows] == [("0.05", "none"), ("0.05", "bucket"), ("0.5", "none"), ("0.5", "bucket")], rows
-notes = re.findall(r"^# note: target comm/compute (\S+): grad_bytes (\d+) chosen in this run after (\d+) probes? of the "
-                   r"all-reduce alone and the compute alone, from 1048576; there comm/compute (\S+?)( \(not within 2% of the target: the nearest probe\))?$", text, re.M)
+notes = re.findall(r"^# note: target comm/compute (\S+): grad_bytes (\d+) chosen in this run after (\d+) probes? \(each "
+                   r"the no-overlap step's own loop: compute alone, the all-reduce alone, the step\), from 1048576; there "
+                   r"comm/compute (\S+?)( \(not within 2% of the target: the nearest probe\))?; the overlap=none row is "
+                   r"that probe's loop$", text, re.M)
 assert [n[0] for n in notes] == ["0.05", "0.5"], notes
 chosen = {}
 for target, size, probes, ratio, missed in notes:
@@ -91,6 +93,9 @@ for target, size, probes, ratio, missed in notes:
     assert int(size) % 1024 == 0 and 1 <= int(probes) <= 12, (size, probes)   # 256 fp32 elements; at most 12 probes
     assert missed or abs(float(ratio) / float(target) - 1) <= 0.02, (target, ratio)  # "within 2%" means it
     assert all(int(r["grad_bytes"]) == int(size) for r in rows if float(r["target_ratio"]) == float(target)), (size, rows)
+    # the none row is the chosen probe's own loop: its comm/compute is the one the note gives
+    none = [r for r in rows if float(r["target_ratio"]) == float(target) and r["overlap"] == "none"][0]
+    assert "%.4f" % float(none["predicted_overhead"]) == ratio, (ratio, none["predicted_overhead"])
 assert chosen[0.5] > 3 * chosen[0.05], chosen   # 10x the share of the compute: several times the bytes
 assert [r["target_ratio"] for r in json.load(open(sys.argv[2]))["rows"]] == [0.05, 0.05, 0.5, 0.5]
 # without --target-ratio the column is empty (CSV) and null (JSON)
@@ -106,6 +111,8 @@ grep -q ",20000000," "$TMP/p.csv" && pass "--params 5M is 20000000 gradient byte
 expect_rc 1 "corrupted gradient on rank 1 exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --overlap bucket
 expect_in "$TMP/out" "FAILED" "footer says FAILED"
+expect_rc 1 "corrupted gradient in the --target-ratio probes exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --overlap none --target-ratio 0.1
 expect_rc 0 "-c 0 skips validation" -- mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 -c 0
 
 # Sizes beyond memory: refused before allocating, exit 3 with the bytes needed.

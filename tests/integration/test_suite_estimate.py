@@ -104,6 +104,15 @@ class Steps(unittest.TestCase):
         added = sum(v[0] for v in more.values()) - sum(v[0] for v in plain.values())
         self.assertAlmostEqual(added, 2.05 + 7 * 0.5 + 4 * 90 + 3 * 10)
 
+    def test_reproduce_search_fits_the_step_limit(self):
+        # repro_dp's 12 probes and its bucket row, each at the per-configuration cap, fit in the step limit
+        for profile in ("quick", "default", "full"):
+            run = world(2, 2, profile=profile, reproduce=True)
+            args = next(s for s in manifest.plan(run) if s.name == "repro_dp").args(run)
+            cap = float(args[args.index("--max-seconds-per-size") + 1])
+            self.assertLess(13 * cap, run.limits.step_limit, profile)
+            self.assertGreater(cap, 3, profile)  # a quiet probe (about 1.5 s) is never cut short
+
     def test_one_rank(self):
         b = bounds(world(1, 1))
         for name in ("p2p_sweep", "p2p_matrix", "plan_fit", "calibrate"):
