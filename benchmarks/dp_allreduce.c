@@ -467,7 +467,7 @@ static int validate_opts(dp_opts *o)
 /* A probe of --target-ratio: the whole no-overlap configuration at one size
  * (compute alone, the all-reduce alone and the step, each iteration), so the
  * row reported for the size chosen is the loop whose comm/compute was chosen:
- * two loops a second apart differ by up to 20% on a shared machine. The ratio
+ * two loops a second apart differ by tens of percent on a shared machine. The ratio
  * is the rows' predicted_overhead, rank 0's, sent to all so all search alike. */
 static int probe(void *ctx, uint64_t grad_bytes, double *ratio)
 {

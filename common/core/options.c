@@ -6,6 +6,7 @@
 #include "core/version.h"
 #include "core/watchdog.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,12 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
             longs[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, 1000 + n};
             by_index[n] = o;
             group_of[n] = &groups[g];
+            /* A table's defect, refused before any parse: getopt would take "-\x01" or a letter
+             * claimed twice (-h is the help's) without a word, and the second option would never be reached. */
+            int letter = o->short_name;
+            if (letter && (letter < 0 || letter > 127 || !isalpha(letter) || strchr(shorts, letter)))
+                return pb_fail(PB_ERR_USAGE, "option table: --%s's short name %d is not a letter, or is taken "
+                               "already", o->name, o->short_name);
             if (o->short_name) {
                 size_t len = strlen(shorts);
                 shorts[len] = (char)o->short_name;

@@ -155,6 +155,34 @@ static void command_lines(void **state)
     assert_int_equal(pb_options_parse(3, dtype, "usage", &p2p, 1), PB_ERR_USAGE);
 }
 
+/* An option table whose short name is not a letter, or a letter taken already
+ * (-h is the help's), is refused before anything is parsed. */
+static int ignore_option(void *ctx, int id, const char *option, const char *arg)
+{
+    (void)ctx, (void)id, (void)option, (void)arg;
+    return PB_OK;
+}
+
+static void short_names_are_letters(void **state)
+{
+    (void)state;
+    char *argv[] = {"x", NULL};
+    pb_options_opt good[] = {{"alpha", 'a', NULL, "a flag", 0}, {"beta", 0, "N", "a value", 1}};
+    pb_options_opt bad[][2] = {
+        {{"alpha", 1, NULL, "not a letter", 0}, {"beta", 0, "N", "", 1}},
+        {{"alpha", '-', NULL, "not a letter", 0}, {"beta", 0, "N", "", 1}},
+        {{"alpha", 'a', NULL, "", 0}, {"beta", 'a', "N", "taken twice", 1}},
+        {{"alpha", 'h', NULL, "the help's", 0}, {"beta", 0, "N", "", 1}},
+        {{"alpha", 300, NULL, "not a char", 0}, {"beta", 0, "N", "", 1}},
+    };
+    pb_options_group g = {"test", good, 2, ignore_option, NULL};
+    assert_int_equal(pb_options_parse(1, argv, "usage", &g, 1), PB_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        g.opts = bad[i];
+        assert_int_equal(pb_options_parse(1, argv, "usage", &g, 1), PB_ERR_USAGE);
+    }
+}
+
 /* Found by fuzzing: an error inside a group of short options ("-Zb") left
  * getopt pointing into the old argv ("b"), so the next parse went on from
  * there (reading freed memory when that argv was gone). */
@@ -195,6 +223,7 @@ int main(void)
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
         cmocka_unit_test(choices),             cmocka_unit_test(lists),             cmocka_unit_test(sweep_sizes),
         cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error), cmocka_unit_test(link_classes),
+        cmocka_unit_test(short_names_are_letters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
 from a recorded run in docs/measured/ (docs/measured/README.md).
 
 A figure is a number followed by a unit of time, rate or share: us, µs, ms, s,
-minutes, GB/s, MB/s, TB/s, GFLOP/s, TFLOP/s or %. Inline code spans are
+minutes, GB/s, MB/s, TB/s, GFLOP/s, TFLOP/s or %; in a block marked measured
+(below), also a number written to 3 or more decimals (a ratio, an overhead). Inline code spans are
 commands and rule syntax, not claims, and are not read. A block (a paragraph,
 a table, a list item run, or a fenced code block) may be preceded by a marker:
 
@@ -30,6 +31,9 @@ NUM = r"\d+(?:\.\d+)?"
 UNIT = r"(?:us|µs|μs|ms|s|minutes?|GB/s|MB/s|TB/s|GFLOP/s|TFLOP/s|%)"
 # "18-30 µs", "0.116-0.123 GB/s", "12%": every number of a range is a figure.
 FIGURE = re.compile(rf"(?<![\w.])({NUM}(?:\s*[-–]\s*{NUM})*)\s*{UNIT}(?![\w/])")
+# A number written to 3 or more decimals ("0.170241", "1.136") in a measured block is a figure
+# even without a unit: it was copied from a run.
+PRECISE = re.compile(r"(?<![\w.])(\d+\.\d{3,})(?![\w.])")
 MARK = re.compile(r"<!--\s*(measured|not measured):\s*(.*?)\s*-->")
 HEADER = ("# command:", "# date:", "# commit:", "# machine:")
 
@@ -125,6 +129,8 @@ def main():
                     continue  # commands and output without a marker: nothing is claimed as a figure
                 else:
                     want = [x for f in FIGURE.findall(text) for x in numbers(f)]
+                    if mark:  # a measured block's unitless figures too: ratios, overheads, efficiencies
+                        want += [x for x in PRECISE.findall(text) if x not in want]
                 nfig += len(want)
                 missing = [x for x in want if not present(x, source)]
                 if not missing:
