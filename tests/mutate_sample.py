@@ -490,10 +490,14 @@ def has_code(cov, m):
 def covering(cov, m):
     """The tests that executed the mutant's line and passed unmutated, fastest
     first. A line coverage has no code for (a static table, the second line of
-    a statement) takes every test that executed any line of its file."""
+    a statement) takes every test that executed any line of its file; a
+    header's declaration (an enum's values, a macro) takes every test that
+    executed its file or the source file of the same name (report.h: report.c),
+    since gcov counts no line of a declaration."""
     per_line = has_code(cov, m)
+    files = [m.file] + ([m.file[:-2] + ".c"] if m.file.endswith(".h") and not per_line else [])
     ts = [t for t, r in cov.items() if r["rc"] == 0 and t != CODE_LINES and
-          (m.line in set(r["lines"].get(m.file, ())) if per_line else r["lines"].get(m.file))]
+          (m.line in set(r["lines"].get(m.file, ())) if per_line else any(r["lines"].get(f) for f in files))]
     return sorted(ts, key=lambda t: (cov[t]["seconds"], t))
 
 

@@ -143,6 +143,15 @@ def main():
     S.build_mutant("/nonexistent", m, cov, os.devnull)
     check(len(calls) == 1 and calls[0][0] == "run", f"an uncovered line built {calls}, not its object alone")
 
+    # A header's declaration (no code for gcov) is judged by the tests of its source file.
+    hcov = {"test_r": {"rc": 0, "seconds": 1, "lines": {"common/core/report.c": [40]}},
+            "test_p": {"rc": 0, "seconds": 1, "lines": {"common/core/parse.c": [7]}},
+            S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {"common/core/report.c": [40]}}}
+    m.file, m.line = "common/core/report.h", 14
+    check(S.covering(hcov, m) == ["test_r"], f"a header's enum line is judged by {S.covering(hcov, m)}, not report.c's tests")
+    m.file = "common/core/other.h"
+    check(S.covering(hcov, m) == [], f"a header without a source of its name took {S.covering(hcov, m)}")
+
     # A cluster a stopped test left up is taken down before the next test, and only then.
     with tempfile.TemporaryDirectory() as d:
         S.EMU_STATE = os.path.join(d, "state")
