@@ -63,4 +63,10 @@ done <<CASES
 --tp 2 --pp 2 --rankmap /nonexistent|--rankmap
 --tp 2 --pp 2 --rankmap $TMP/map --compare-placements|--compare-placements
 CASES
+# The default iteration counts (docs/placement.md: 10 timed steps, 2 warm-up, 10 s cap) are the metadata's.
+expect_rc 0 "default iterations" -- mpi 2 "$BIN/hybrid_3d" --tp 2 --layers 4 --hidden 64 --heads 2 --seq 32 --json "$TMP/d.json"
+python3 -c 'import json, sys; it = json.load(open(sys.argv[1]))["meta"]["iterations"]; print(it)
+assert it == "10 (+2 warm-up) per configuration; at most 10 s per configuration, warm-up included", it' "$TMP/d.json" \
+    >"$TMP/it" 2>&1 && pass "metadata: $(head -1 "$TMP/it")" || { fail "metadata: iterations"; cat "$TMP/it" >&2; }
+
 finish

@@ -54,8 +54,11 @@ static void test_backend_select(void **state)
     assert_int_equal(b->mem, PB_MEM_DEVICE);
     assert_true(b->one_gpu_per_rank && b->library_log);
 #else
+    /* The refusal names what asked for the GPU: the memory kind, or the backend itself. */
     assert_int_equal(pb_comm_backend_select("mpi", "device", &b), PB_ERR_ENV);
+    assert_non_null(strstr(pb_error_last(), "--mem device: this build has no CUDA/NCCL support"));
     assert_int_equal(pb_comm_backend_select("nccl", NULL, &b), PB_ERR_ENV);
+    assert_non_null(strstr(pb_error_last(), "--backend nccl: this build has no CUDA/NCCL support"));
 #endif
     assert_false(pb_comm_backend_mpi()->one_gpu_per_rank || pb_comm_backend_mpi()->library_log);
 }
