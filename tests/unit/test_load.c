@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "assert_near.h"
+
 #include "core/error.h"
 #include "core/load.h"
 
@@ -16,13 +18,13 @@ static void parse(void **state)
     /* user nice system idle iowait irq softirq steal guest guest_nice, 100 ticks/s */
     assert_int_equal(pb_load_parse_stat("cpu  1000 50 250 8000 100 20 30 550 0 0\n", 100, &l), PB_OK);
     assert_true(l.ok);
-    assert_float_equal(l.total_s, 100.0, 1e-12); /* 10000 ticks */
-    assert_float_equal(l.busy_s, 13.5, 1e-12);   /* user + nice + system + irq + softirq */
-    assert_float_equal(l.steal_s, 5.5, 1e-12);
+    assert_near(l.total_s, 100.0, 1e-12); /* 10000 ticks */
+    assert_near(l.busy_s, 13.5, 1e-12);   /* user + nice + system + irq + softirq */
+    assert_near(l.steal_s, 5.5, 1e-12);
     /* older kernels: no steal column */
     assert_int_equal(pb_load_parse_stat("cpu 10 0 10 80\n", 100, &l), PB_OK);
-    assert_float_equal(l.total_s, 1.0, 1e-12);
-    assert_float_equal(l.steal_s, 0.0, 1e-12);
+    assert_near(l.total_s, 1.0, 1e-12);
+    assert_near(l.steal_s, 0.0, 1e-12);
     /* not the aggregate line, or too short */
     assert_int_equal(pb_load_parse_stat("cpu0 10 0 10 80\n", 100, &l), PB_ERR_USAGE);
     assert_false(l.ok);
@@ -38,11 +40,11 @@ static void shares(void **state)
     pb_load_share s;
     /* 20 s of CPU time passed, 15 s busy, of which the ranks used 12: others 3 s = 15%; steal 1 s = 5% */
     assert_int_equal(pb_load_share_of(&a, &b, 12, &s), PB_OK);
-    assert_float_equal(s.others, 0.15, 1e-12);
-    assert_float_equal(s.steal, 0.05, 1e-12);
+    assert_near(s.others, 0.15, 1e-12);
+    assert_near(s.steal, 0.05, 1e-12);
     /* the ranks' own time counted a little above the kernel's (tick rounding): 0, not negative */
     assert_int_equal(pb_load_share_of(&a, &b, 16, &s), PB_OK);
-    assert_float_equal(s.others, 0.0, 1e-12);
+    assert_near(s.others, 0.0, 1e-12);
     /* no time passed, or a sample missing */
     assert_int_equal(pb_load_share_of(&a, &a, 0, &s), PB_ERR_USAGE);
     b.ok = 0;
