@@ -184,6 +184,16 @@ static void test_step(void **state)
     assert_non_null(strstr(s.reject, "does not fit"));
     pb_model_step_eval(&j, &c, 1, 32, 8, &s);
     assert_non_null(strstr(s.reject, "does not divide 80 layers"));
+    /* The order is the one whose links the step was computed with: 8 stages of
+     * a 1.3B model and 2 replicas on 2 nodes. TDP keeps DP in a node (and
+     * spreads the stages over both), TPD keeps the stages in a node; the
+     * pipeline's 64 micro-batches of sends outweigh one gradient all-reduce. */
+    pb_model_train pp_heavy = job_for("gpt-1.3b", 128);
+    pb_model_step_eval(&pp_heavy, &c, 1, 8, 2, &s);
+    assert_string_equal(s.reject, "");
+    assert_int_equal(s.order, PB_ORDER_TPD);
+    assert_int_equal(s.link_p, PB_LINK_INTRA);
+    assert_int_equal(s.link_d, PB_LINK_INTER);
     /* Small jobs: on one node every axis is intra-node. */
     pb_model_train t = job_for("tiny", 8);
     pb_model_step_eval(&t, &c, 2, 2, 2, &s);
