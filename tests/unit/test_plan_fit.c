@@ -134,13 +134,43 @@ static void test_fit_command_errors(void **state)
     fclose(devnull);
 }
 
+/* p2p_sweep rows: a latency row of 0 us (below the timer) and bibw rows are
+ * not observations; wrong rows are not either. */
+static void test_p2p_rows_used(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pb-test-fit-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/p2p_sweep.csv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("mode,link_class,bytes,time_us,bw_GBps,wrong\n"
+          "latency,intra,8,2.0,,0\n"
+          "latency,intra,1024,3.0,,0\n"
+          "latency,intra,4096,0,,0\n"
+          "latency,intra,8192,4.0,,3\n"
+          "bibw,intra,4194304,100,40.0,0\n"
+          "bw,intra,4194304,200,20.0,0\n"
+          "# complete\n", f);
+    fclose(f);
+    FILE *devnull = fopen("/dev/null", "w");
+    pb_plan_fit_fitted fit;
+    assert_int_equal(pb_plan_fit_links(dir, "--fit", &fit, devnull), PB_OK);
+    assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 3); /* 2 latency rows with a time, 1 large bw row */
+    assert_int_equal(fit.rows[PB_LINK_INTER][PB_FIT_P2P], 0);
+    fclose(devnull);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_p2p_exact),   cmocka_unit_test(test_fit_allreduce_noisy),
         cmocka_unit_test(test_fit_bandwidth_only), cmocka_unit_test(test_fit_drops_outliers),
         cmocka_unit_test(test_csv_reader),
-        cmocka_unit_test(test_fit_command_errors),
+        cmocka_unit_test(test_fit_command_errors), cmocka_unit_test(test_p2p_rows_used),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
