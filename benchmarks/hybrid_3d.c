@@ -116,11 +116,14 @@ static const pb_report_column cols[] = {
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
+/* The per-axis sums: compute, TP comm, PP wait, DP comm (us), TP, PP, DP bytes. */
+enum { NSUMS = 7 };
+
 typedef struct run {
     pb_bench *b;
     hy_opts *o;
     pb_hybrid *h;
-    double sums[7]; /* per-axis accounting summed over the timed iterations */
+    double sums[NSUMS]; /* per-axis accounting summed over the timed iterations */
 } run;
 
 static int one_step(void *arg, int iter)
@@ -129,8 +132,8 @@ static int one_step(void *arg, int iter)
     pb_hybrid_stats s;
     PB_TRY(pb_hybrid_step(r->h, &s));
     if (iter >= 0) {
-        double v[7] = {s.compute_us, s.tp_comm_us, s.pp_wait_us, s.dp_comm_us, s.tp_bytes, s.pp_bytes, s.dp_bytes};
-        for (int i = 0; i < 7; i++) r->sums[i] += v[i];
+        double v[NSUMS] = {s.compute_us, s.tp_comm_us, s.pp_wait_us, s.dp_comm_us, s.tp_bytes, s.pp_bytes, s.dp_bytes};
+        for (int i = 0; i < NSUMS; i++) r->sums[i] += v[i];
     }
     return PB_OK;
 }
@@ -138,11 +141,11 @@ static int one_step(void *arg, int iter)
 static int report(run *r, pb_placement pol, const pb_hybrid_coords *at, const pb_stats *st, int iters, long long wrong)
 {
     /* means over ranks of the per-iteration means */
-    double mean[7];
-    for (int i = 0; i < 7; i++) mean[i] = r->sums[i] / (iters > 0 ? iters : 1);
-    MPI_Allreduce(MPI_IN_PLACE, mean, 7, MPI_DOUBLE, MPI_SUM, r->b->w.comm);
+    double mean[NSUMS];
+    for (int i = 0; i < NSUMS; i++) mean[i] = r->sums[i] / (iters > 0 ? iters : 1);
+    MPI_Allreduce(MPI_IN_PLACE, mean, NSUMS, MPI_DOUBLE, MPI_SUM, r->b->w.comm);
     if (!r->b->rep) return PB_OK;
-    for (int i = 0; i < 7; i++) mean[i] /= r->b->w.size;
+    for (int i = 0; i < NSUMS; i++) mean[i] /= r->b->w.size;
     const hy_opts *o = r->o;
     pb_report_value v[NCOLS] = {
         [COL_PLACEMENT] = PB_S(pb_placement_name(pol)),
