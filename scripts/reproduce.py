@@ -221,8 +221,8 @@ def setup(out, n):
                   "busbw_GBps": [busbw_at(x) / 1e9 for x in sizes], "bucket_mb": bucket_mb,
                   "shape": "tiny L=%d h=%d s=%d" % (layers, h, s)}
     # The document's ratio: the sweep's prediction of its size starts dp_allreduce's own search
-    # (--target-ratio), which chooses the size from the all-reduce and the compute measured in the
-    # step's process. 20 iterations: the overhead is a difference of two means ~9x its size.
+    # (--target-ratio), whose probes are the no-overlap step itself, in the step's process; the
+    # nearest probe is the row. 20 iterations: the overhead is about a ninth of the times it comes from.
     write_args(d, "repro_dp", ["--overlap", "none,bucket"] + model + [
         "--target-ratio", "%.6g" % DP_RATIO, "--grad-bytes", str(sizes[0]), "--bucket-mb", str(bucket_mb),
         "-n", "20", "-w", "2"])
