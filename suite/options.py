@@ -140,9 +140,18 @@ def parse(argv):
     if o.junit and not o.acceptance:
         die_usage("--junit", "needs --acceptance FILE")
     if o.junit:
-        why = unwritable(o.junit)
+        # A JUnit file directly in --out is created with it (the run checks --out itself).
+        in_out = bool(o.out) and os.path.realpath(os.path.dirname(o.junit) or ".") == os.path.realpath(o.out)
+        if in_out and os.path.basename(o.junit) in run_files():
+            die_usage("--junit", f"'{o.junit}' is a file this run writes in --out '{o.out}'; "
+                      "expected another name (the default is acceptance-junit.xml there)")
+        why = "" if in_out else unwritable(o.junit)
         if why:
             die_usage("--junit", f"'{o.junit}' {why}; the verdict would be lost after the whole suite ran")
+        for opt, path in (("--acceptance", o.acceptance), ("--hostfile", o.hostfile)):
+            if path and same_file(o.junit, path):
+                die_usage("--junit", f"'{o.junit}' is the same file as {opt} '{path}'; writing it would destroy "
+                          "an input, expected a file the run does not read")
     if o.out:
         if os.path.exists(o.out) and (not os.path.isdir(o.out) or os.listdir(o.out)):
             die_usage("--out", f"'{o.out}' exists and is not empty; results are never overwritten")
@@ -175,6 +184,22 @@ def unwritable(path):
     if not os.path.isdir(parent):
         return f"cannot be created: no directory '{parent}'"
     return "" if os.access(parent, os.W_OK | os.X_OK) else f"cannot be created: '{parent}' is not writable"
+
+
+def run_files():
+    """The names a run writes at the top of its results folder (the JUnit file aside)."""
+    names = {"meta.json", "steps.tsv", "logs", "acceptance.txt"}
+    for step in manifest.STEPS:
+        names.update(step.name + ext for ext in (".csv", ".json", ".txt"))
+        names.update(out.rstrip("/") for out in step.outputs if out != "acceptance-junit.xml")
+    return names
+
+
+def same_file(a, b):
+    """Whether paths A and B name one file (B exists; A may not exist yet)."""
+    if os.path.exists(a):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def enclosing_run(path):

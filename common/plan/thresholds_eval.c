@@ -118,6 +118,13 @@ static int link_present(const pb_thresholds_rule *r, const pb_thresholds_eval_ta
     return 0;
 }
 
+/* Whether the metric's rows carry the benchmark's own check (a `wrong`
+ * column). plan --fit's table is derived from checked sweeps: it has none. */
+static int checked_source(const pb_thresholds_metric *m)
+{
+    return strcmp(m->source, "plan_fit") != 0;
+}
+
 /* Fold every selected row into the worst value; a row with wrong data fails
  * the rule, and so does one whose value, divisor or wrong count is not a
  * finite number (it was skipped once, which let a garbled file pass). */
@@ -149,11 +156,18 @@ static void fold_rows(const pb_thresholds_rule *r, const pb_thresholds_eval_tabl
                 continue;
             }
             v = m->absolute ? fabs(v / d) : v / d;
-            int counted = pb_csv_col(&tb->csv, "wrong") >= 0 && trusted_num(tb, row, "wrong", &wrong, o);
+            int checked = checked_source(m);
+            if (checked && pb_csv_col(&tb->csv, "wrong") < 0)
+                pb_thresholds_eval_distrust(o, "%s: no 'wrong' column, so whether its data was checked is unknown; "
+                                               "expected %s's own CSV", tb->path, m->source);
+            int counted = checked && trusted_num(tb, row, "wrong", &wrong, o);
             if (counted && (wrong < -1 || wrong != floor(wrong)))
                 pb_thresholds_eval_distrust(
                     o, "%s:%d: wrong is %g, not a count (a count of wrong values, or -1: not checked)", tb->path,
                     tb->csv.line[row], wrong);
+            else if (counted && wrong == -1)
+                pb_thresholds_eval_distrust(o, "%s:%d: wrong is -1: the data was not checked (a run with -c 0); "
+                                               "acceptance passes checked data only", tb->path, tb->csv.line[row]);
             else if (counted && wrong > 0 && o->v != PB_TH_FAIL) {
                 o->v = PB_TH_FAIL;
                 snprintf(o->why, sizeof o->why, "%g wrong values in a matching row (%s:%d)", wrong, tb->path,

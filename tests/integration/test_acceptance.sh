@@ -17,10 +17,10 @@ allgather,67108860,16777215,3,intra,30000,2.2,1.5,2
 # complete
 CSV
 cat >"$R/pp_pipeline.csv" <<'CSV'
-schedule,stages,micro_batches,link_class,efficiency,efficiency_theory
-1f1b,2,4,intra,0.72,0.8
-1f1b,2,8,intra,0.8,0.888889
-gpipe,2,8,intra,0.6,0.888889
+schedule,stages,micro_batches,link_class,efficiency,efficiency_theory,wrong
+1f1b,2,4,intra,0.72,0.8,0
+1f1b,2,8,intra,0.8,0.888889,0
+gpipe,2,8,intra,0.6,0.888889,0
 # complete
 CSV
 
@@ -134,8 +134,8 @@ nranks,link_class,grad_bytes,overlap,overhead,predicted_overhead,wrong
 # complete
 CSV
 cat >"$U/pp_pipeline.csv" <<'CSV'
-schedule,stages,micro_batches,link_class,efficiency,efficiency_theory
-1f1b,2,8,intra,1.2,0.888889
+schedule,stages,micro_batches,link_class,efficiency,efficiency_theory,wrong
+1f1b,2,8,intra,1.2,0.888889,0
 # note: untrustworthy: efficiency 1.200 (1f1b, m=8): above 1 (the step measured shorter than the compute it holds); use more iterations (-n) or a bigger model
 # complete
 CSV

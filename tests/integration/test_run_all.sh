@@ -69,15 +69,16 @@ if [ $? -eq 0 ] && [ -s "$RUN/plots/busbw.png" ]; then pass "make plots RESULTS=
 # ---- acceptance through run_all, the failing side: one impossible rule among passing ones ----
 # A cluster that misses a threshold must fail the job (exit 1), whatever else went well.
 # Only the steps whose rows the rules read (--steps): acceptance and the report still run.
+# --junit names a file in the --out the run creates: accepted, and written there.
 cat "$TMP/ok.thr" "$TMP/high.thr" >"$TMP/mixed.thr"
 BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --quiet --out "$TMP/run-fail" --acceptance "$TMP/mixed.thr" \
-    --steps pp_pipeline,coll_sweep,p2p_sweep >"$TMP/stdout" 2>"$TMP/stderr"
+    --junit "$TMP/run-fail/verdict.xml" --steps pp_pipeline,coll_sweep,p2p_sweep >"$TMP/stdout" 2>"$TMP/stderr"
 rc=$?
 if [ "$rc" -eq 1 ]; then pass "run_all.sh with a missed threshold exits 1"; else
     fail "run_all.sh with a missed threshold: exit $rc, expected 1"; sed 's/^/  | /' "$TMP/stderr" | tail -10 >&2; fi
 expect_in "$TMP/stdout" "acceptance: 3 passed, 1 failed" "missed threshold: the summary counts it"
 expect_in "$TMP/stderr" "run_all.sh: acceptance: FAIL" "missed threshold: stderr says the acceptance failed"
-expect_in "$TMP/run-fail/acceptance-junit.xml" "<failure message=\"measured" "missed threshold: JUnit records the failure"
+expect_in "$TMP/run-fail/verdict.xml" "<failure message=\"measured" "missed threshold: JUnit (--junit in --out) records the failure"
 if grep -q '<failure' "$RUN/acceptance-junit.xml"; then fail "passing run: its JUnit holds a failure"; else
     pass "passing run: its JUnit holds no failure"; fi
 if ! grep -q 'run_all.sh: failed:' "$TMP/stderr"; then pass "missed threshold: no benchmark step counted as failed"; else

@@ -103,7 +103,7 @@ static void row_filter(void **state)
 {
     (void)state;
     add_table("p.csv", "p2p_sweep",
-              "mode,bytes,link_class,time_us,bw_GBps\nbw,8,intra,50,0.1\nlatency,8,intra,4,0\n# complete\n");
+              "mode,bytes,link_class,time_us,bw_GBps,wrong\nbw,8,intra,50,0.1,0\nlatency,8,intra,4,0,0\n# complete\n");
     assert_int_equal(expect("p2p_latency size=8 <= 5 us", PB_TH_PASS, 4, 0, 1).rows, 1);
 }
 
@@ -112,11 +112,11 @@ static void select_by_number(void **state)
 {
     (void)state;
     add_table("pp.csv", "pp_pipeline",
-              "schedule,stages,micro_batches,link_class,efficiency,efficiency_theory\n"
-              "1f1b,2,4,intra,0.4,0.8\n"
-              "1f1b,2,8.0,intra,0.8,1\n"
-              "1f1b,4,8,intra,0.3,1\n"
-              "gpipe,2,8,intra,0.6,1\n"
+              "schedule,stages,micro_batches,link_class,efficiency,efficiency_theory,wrong\n"
+              "1f1b,2,4,intra,0.4,0.8,0\n"
+              "1f1b,2,8.0,intra,0.8,1,0\n"
+              "1f1b,4,8,intra,0.3,1,0\n"
+              "gpipe,2,8,intra,0.6,1,0\n"
               "# complete\n");
     assert_int_equal(expect("pp_efficiency schedule=1f1b m=8 stages=2 >= 0.8", PB_TH_PASS, 0.8, 0, 1).rows, 1);
     expect("pp_efficiency schedule=1f1b m=4 >= 0.5", PB_TH_PASS, 0.5, 0, 0); /* 0.4 / 0.8 */
@@ -175,7 +175,7 @@ static void folding(void **state)
               "collective,bytes,link_class,time_us,busbw_GBps,wrong\nallreduce,8,intra,12,3,0\n# complete\n");
     add_table("b.csv", "coll_sweep",
               "collective,bytes,link_class,time_us,busbw_GBps,wrong\nallreduce,8,intra,10,4,0\n"
-              "allreduce,8,inter,30,2,0\nallreduce,8,intra,11,5,-1\n# complete\n");
+              "allreduce,8,inter,30,2,0\nallreduce,8,intra,11,5,0\n# complete\n");
     assert_int_equal(expect("busbw coll=allreduce size=8 >= 2 GB/s", PB_TH_PASS, 2, 1, 1).rows, 4);
     expect("busbw coll=allreduce size=8 >= 2.5 GB/s", PB_TH_FAIL, 2, 1, 1);
     expect("busbw coll=allreduce size=8 link=intra >= 3 GB/s", PB_TH_PASS, 3, 0, 0);
@@ -203,13 +203,40 @@ static void wrong_rows(void **state)
     assert_string_equal(o.why, "a.csv:6: busbw_GBps is empty (not measured)");
 }
 
+/* Data the benchmark did not check (wrong = -1, a run with -c 0), or a table
+ * without the check's column, is never a pass; plan --fit's table, derived
+ * from checked sweeps, has no such column and needs none. */
+static void unchecked_rows(void **state)
+{
+    (void)state;
+    add_table("a.csv", "coll_sweep",
+              "collective,bytes,link_class,busbw_GBps,wrong\nallreduce,8,intra,9,0\nallreduce,16,intra,9,-1\n"
+              "# complete\n");
+    add_table("b.csv", "coll_sweep", "collective,bytes,link_class,busbw_GBps\nallgather,8,intra,9\n# complete\n");
+    add_table("f.csv", "plan_fit", "benchmark,rel_error\ncoll_sweep,0.05\n# complete\n");
+    expect("busbw coll=allreduce size=8 >= 1 GB/s", PB_TH_PASS, 9, 0, 0);
+    pb_thresholds_eval_outcome o = judge("busbw coll=allreduce size=16 >= 1 GB/s");
+    assert_int_equal(o.v, PB_TH_FAIL);
+    assert_true(o.untrusted);
+    assert_string_equal(o.why, "a.csv:3: wrong is -1: the data was not checked (a run with -c 0); "
+                               "acceptance passes checked data only");
+    o = judge("busbw coll=allgather size=8 >= 1 GB/s");
+    assert_int_equal(o.v, PB_TH_FAIL);
+    assert_true(o.untrusted);
+    assert_string_equal(o.why, "b.csv: no 'wrong' column, so whether its data was checked is unknown; "
+                               "expected coll_sweep's own CSV");
+    o = judge("fit_error benchmark=coll_sweep <= 0.1");
+    assert_int_equal(o.v, PB_TH_PASS);
+    assert_false(o.untrusted);
+}
+
 /* Rows the benchmark marked untrustworthy are never folded: alone they fail
  * the rule, beside a trustworthy row the rule is judged on that one. */
 static void untrustworthy_rows(void **state)
 {
     (void)state;
     add_table("dp.csv", "dp_allreduce",
-              "grad_bytes,overlap,link_class,overhead\n4194304,bucket,intra,0.01\n4194304,none,intra,0.5\n"
+              "grad_bytes,overlap,link_class,overhead,wrong\n4194304,bucket,intra,0.01,0\n4194304,none,intra,0.5,0\n"
               "# note: untrustworthy: overhead 0.010 (grad 4194304 B, overlap bucket): exposed = 0.1 us: within the "
               "spread; use more iterations\n# complete\n");
     pb_thresholds_eval_outcome o = expect("dp_overhead overlap=bucket <= 0.2", PB_TH_FAIL, NAN, -1, -1);
@@ -252,6 +279,7 @@ int main(void)
         cmocka_unit_test_teardown(link_class_absent, teardown),
         cmocka_unit_test_teardown(folding, teardown),
         cmocka_unit_test_teardown(wrong_rows, teardown),
+        cmocka_unit_test_teardown(unchecked_rows, teardown),
         cmocka_unit_test_teardown(untrustworthy_rows, teardown),
         cmocka_unit_test_teardown(no_tables, teardown),
     };

@@ -72,7 +72,9 @@ def script_checks(path):
         m = re.match(r"(\w+)\(\)\s*\{", line)
         if m:
             name = m.group(1)
-            bodies[name] = 0
+            bodies[name] = int(bool(CHECK_SH.search(line)))
+            if line.rstrip().endswith("}"):  # a one-line function: its body ends here
+                name = None
         elif name and line.startswith("}"):
             name = None
         elif name:
