@@ -27,10 +27,11 @@ expect_rc 4 "p2p_sweep hang ends with exit 4" -- \
     mpi 2 -x PARABENCH_TEST_SKIP=1 "$BIN/p2p_sweep" --sizes 64 -n 50 -w 1 --timeout 2
 expect_in "$TMP/err" "TIMEOUT: rank" "p2p_sweep reports the stuck rank"
 # The other side: a run longer than --timeout whose operations all complete is not a hang.
-# A size capped at 3 s of a million iterations runs 3 s, progressing all along, under --timeout 1.
+# A size capped at 3 s of ten million iterations runs 3 s, progressing all along, under --timeout 1
+# (a million 8-byte all-reduces can finish in under 2 s, before the cap binds).
 t0=$(date +%s.%N)
 expect_rc 0 "a 3 s run under --timeout 1 that keeps completing operations is not stopped" -- \
-    mpi 2 "$BIN/coll_sweep" --sizes 8 -n 1000000 -w 1 --max-seconds-per-size 3 --timeout 1
+    mpi 2 "$BIN/coll_sweep" --sizes 8 -n 10000000 -w 1 --max-seconds-per-size 3 --timeout 1
 t1=$(date +%s.%N)
 python3 -c 'import sys; sys.exit(not float(sys.argv[2]) - float(sys.argv[1]) >= 2)' "$t0" "$t1" \
     && pass "the progressing run ran 2 s or more, twice --timeout (it tested the watchdog's patience)" \
