@@ -168,6 +168,35 @@ static void test_p2p_rows_used(void **state)
     rmdir(dir);
 }
 
+/* A row's median time is the observation when it has one, however small (a
+ * shared-memory latency is below 1 us); only a median of 0 or none falls back
+ * to the mean. Latency 0.5 + S * 1e-3 us by the medians, ten times that by the
+ * means: the fitted alpha tells which was read. */
+static void test_median_preferred(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pb-test-fit-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/p2p_sweep.csv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("mode,link_class,bytes,time_us,time_us_median,bw_GBps,wrong\n", f);
+    for (int S = 8; S <= 8192; S *= 4)
+        fprintf(f, "latency,intra,%d,%.6f,%.6f,,0\n", S, 10 * (0.5 + S * 1e-3), 0.5 + S * 1e-3);
+    fputs("# complete\n", f);
+    fclose(f);
+    FILE *devnull = fopen("/dev/null", "w");
+    pb_plan_fit_fitted fit;
+    assert_int_equal(pb_plan_fit_links(dir, "--fit", &fit, devnull), PB_OK);
+    assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 6);
+    assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].alpha_s, 0.5e-6, 1e-3));
+    assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].bw_Bps, 1e9, 1e-3));
+    fclose(devnull);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_fit_bandwidth_only), cmocka_unit_test(test_fit_drops_outliers),
         cmocka_unit_test(test_csv_reader),
         cmocka_unit_test(test_fit_command_errors), cmocka_unit_test(test_p2p_rows_used),
+        cmocka_unit_test(test_median_preferred),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

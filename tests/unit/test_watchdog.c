@@ -4,7 +4,8 @@
  * thread has time to abort its communicator itself. The NCCL backend relies on
  * this: NCCL's communicators are not thread-safe, and an abort from the
  * watchdog's own thread while the rank polled the same communicator was a
- * use after free. Each case runs in a child process (an MPI singleton), since
+ * use after free. Between its looks it sleeps: a rank waiting on a slow
+ * operation shares no core with a spinning watchdog. Each case runs in a child process (an MPI singleton), since
  * the watchdog ends the process it watches. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -100,11 +101,60 @@ static void disarmed_never_fires(void **state)
     assert_true(seen == -1);
 }
 
+/* Child: a watchdog armed with a long timeout while the rank sleeps 1 s.
+ * Writes to FD the CPU seconds the process used over that second: the
+ * watchdog looks every 50 ms and sleeps between looks, so a rank waiting on a
+ * slow operation is not slowed by a spinning watchdog beside it. */
+static void idle_child(int fd)
+{
+    MPI_Init(NULL, NULL);
+    if (pb_watchdog_start(60, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
+    pb_watchdog_arm(0, "operation");
+    struct timespec a, b, second = {1, 0};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+    nanosleep(&second, NULL);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+    dprintf(fd, "%.3f\n", (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
+    close(fd);
+    pb_watchdog_disarm();
+    pb_watchdog_stop();
+    MPI_Finalize();
+    _exit(0);
+}
+
+static void sleeps_between_looks(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        idle_child(p[1]);
+    }
+    close(p[1]);
+    FILE *f = fdopen(p[0], "r");
+    assert_non_null(f);
+    double cpu = -1;
+    if (fscanf(f, "%lf", &cpu) != 1) cpu = -1;
+    fclose(f);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* A watchdog that spins would use most of the second (half of it even
+     * on a machine with twice as many busy threads as cores). */
+    assert_true(cpu >= 0);
+    assert_true(cpu < 0.2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fired_before_the_job_ends),
         cmocka_unit_test(disarmed_never_fires),
+        cmocka_unit_test(sleeps_between_looks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
