@@ -134,38 +134,46 @@ static void test_fit_command_errors(void **state)
     fclose(devnull);
 }
 
+/* Fit the links of a run directory whose p2p_sweep.csv is `text` (beside an
+ * empty p2p_sweep-empty.csv when `with_empty`); the directory is removed after. */
+static void fit_p2p_text(const char *text, int with_empty, pb_plan_fit_fitted *fit)
+{
+    char dir[] = "/tmp/pb-test-fit-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64], empty[64];
+    snprintf(path, sizeof path, "%s/p2p_sweep.csv", dir);
+    snprintf(empty, sizeof empty, "%s/p2p_sweep-empty.csv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    if (with_empty) fclose(fopen(empty, "w"));
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(pb_plan_fit_links(dir, "--fit", fit, devnull), PB_OK);
+    fclose(devnull);
+    unlink(path);
+    if (with_empty) unlink(empty);
+    rmdir(dir);
+}
+
 /* p2p_sweep rows: a latency row of 0 us (below the timer) and bibw rows are
- * not observations; wrong rows are not either. */
+ * not observations; wrong rows are not either; an empty sweep file is
+ * skipped with a note, not read. */
 static void test_p2p_rows_used(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pb-test-fit-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[64];
-    snprintf(path, sizeof path, "%s/p2p_sweep.csv", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("mode,link_class,bytes,time_us,bw_GBps,wrong\n"
-          "latency,intra,8,2.0,,0\n"
-          "latency,intra,1024,3.0,,0\n"
-          "latency,intra,4096,0,,0\n"
-          "latency,intra,8192,4.0,,3\n"
-          "bibw,intra,4194304,100,40.0,0\n"
-          "bw,intra,4194304,200,20.0,0\n"
-          "# complete\n", f);
-    fclose(f);
-    char empty[64]; /* an empty sweep file is skipped with a note, not read */
-    snprintf(empty, sizeof empty, "%s/p2p_sweep-empty.csv", dir);
-    fclose(fopen(empty, "w"));
-    FILE *devnull = fopen("/dev/null", "w");
     pb_plan_fit_fitted fit;
-    assert_int_equal(pb_plan_fit_links(dir, "--fit", &fit, devnull), PB_OK);
+    fit_p2p_text("mode,link_class,bytes,time_us,bw_GBps,wrong\n"
+                 "latency,intra,8,2.0,,0\n"
+                 "latency,intra,1024,3.0,,0\n"
+                 "latency,intra,4096,0,,0\n"
+                 "latency,intra,8192,4.0,,3\n"
+                 "bibw,intra,4194304,100,40.0,0\n"
+                 "bw,intra,4194304,200,20.0,0\n"
+                 "# complete\n",
+                 1, &fit);
     assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 3); /* 2 latency rows with a time, 1 large bw row */
     assert_int_equal(fit.rows[PB_LINK_INTER][PB_FIT_P2P], 0);
-    fclose(devnull);
-    unlink(path);
-    unlink(empty);
-    rmdir(dir);
 }
 
 /* A row's median time is the observation when it has one, however small (a
@@ -175,26 +183,17 @@ static void test_p2p_rows_used(void **state)
 static void test_median_preferred(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pb-test-fit-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[64];
-    snprintf(path, sizeof path, "%s/p2p_sweep.csv", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("mode,link_class,bytes,time_us,time_us_median,bw_GBps,wrong\n", f);
+    char text[1024];
+    int n = snprintf(text, sizeof text, "mode,link_class,bytes,time_us,time_us_median,bw_GBps,wrong\n");
     for (int S = 8; S <= 8192; S *= 4)
-        fprintf(f, "latency,intra,%d,%.6f,%.6f,,0\n", S, 10 * (0.5 + S * 1e-3), 0.5 + S * 1e-3);
-    fputs("# complete\n", f);
-    fclose(f);
-    FILE *devnull = fopen("/dev/null", "w");
+        n += snprintf(text + n, sizeof text - (size_t)n, "latency,intra,%d,%.6f,%.6f,,0\n", S,
+                      10 * (0.5 + S * 1e-3), 0.5 + S * 1e-3);
+    snprintf(text + n, sizeof text - (size_t)n, "# complete\n");
     pb_plan_fit_fitted fit;
-    assert_int_equal(pb_plan_fit_links(dir, "--fit", &fit, devnull), PB_OK);
+    fit_p2p_text(text, 0, &fit);
     assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 6);
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].alpha_s, 0.5e-6, 1e-3));
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].bw_Bps, 1e9, 1e-3));
-    fclose(devnull);
-    unlink(path);
-    rmdir(dir);
 }
 
 int main(void)

@@ -54,9 +54,9 @@ static void child(int fd, int disarm)
     _exit(0);
 }
 
-/* Run a child; *seen: seconds until it saw the flag (-1 never); *grace: seconds
- * from then until the child ended; returns its exit status. */
-static int run_child(int disarm, double *seen, double *grace)
+/* Run body(fd, arg) in a child; *value: the number it wrote to fd (-2: none);
+ * *after: seconds from reading it until the child ended; returns its exit status. */
+static int run_child(void (*body)(int fd, int arg), int arg, double *value, double *after)
 {
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -65,18 +65,18 @@ static int run_child(int disarm, double *seen, double *grace)
     assert_true(pid >= 0);
     if (pid == 0) {
         close(p[0]);
-        child(p[1], disarm);
+        body(p[1], arg);
+        _exit(99); /* a body ends its process itself */
     }
     close(p[1]);
     FILE *f = fdopen(p[0], "r");
     assert_non_null(f);
-    *seen = -2;
-    if (fscanf(f, "%lf", seen) != 1) *seen = -2;
-    double t_seen = now_s();
+    if (fscanf(f, "%lf", value) != 1) *value = -2;
+    double t_read = now_s();
     fclose(f);
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
-    *grace = now_s() - t_seen;
+    *after = now_s() - t_read;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -84,7 +84,7 @@ static void fired_before_the_job_ends(void **state)
 {
     (void)state;
     double seen, grace;
-    int rc = run_child(0, &seen, &grace);
+    int rc = run_child(child, 0, &seen, &grace);
     /* Seen right after the 0.3 s timeout (the watchdog looks every 50 ms),
      * and the job goes down about 2 s later: time to abort a communicator. */
     assert_true(seen >= 0.3);
@@ -97,7 +97,7 @@ static void disarmed_never_fires(void **state)
 {
     (void)state;
     double seen, grace;
-    assert_int_equal(run_child(1, &seen, &grace), 0);
+    assert_int_equal(run_child(child, 1, &seen, &grace), 0);
     assert_true(seen == -1);
 }
 
@@ -105,8 +105,9 @@ static void disarmed_never_fires(void **state)
  * Writes to FD the CPU seconds the process used over that second: the
  * watchdog looks every 50 ms and sleeps between looks, so a rank waiting on a
  * slow operation is not slowed by a spinning watchdog beside it. */
-static void idle_child(int fd)
+static void idle_child(int fd, int unused)
 {
+    (void)unused;
     MPI_Init(NULL, NULL);
     if (pb_watchdog_start(60, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
     pb_watchdog_arm(0, "operation");
@@ -125,24 +126,8 @@ static void idle_child(int fd)
 static void sleeps_between_looks(void **state)
 {
     (void)state;
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(p[0]);
-        idle_child(p[1]);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    assert_non_null(f);
-    double cpu = -1;
-    if (fscanf(f, "%lf", &cpu) != 1) cpu = -1;
-    fclose(f);
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    double cpu, after;
+    assert_int_equal(run_child(idle_child, 0, &cpu, &after), 0);
     /* A watchdog that spins would use most of the second (half of it even
      * on a machine with twice as many busy threads as cores). */
     assert_true(cpu >= 0);
