@@ -196,10 +196,8 @@ def run_files():
 
 
 def same_file(a, b):
-    """Whether paths A and B name one file (B exists; A may not exist yet)."""
-    if os.path.exists(a):
-        return os.path.samefile(a, b)
-    return os.path.realpath(a) == os.path.realpath(b)
+    """Whether paths A and B name one file (B exists; A may not exist yet, and then it is not B)."""
+    return os.path.exists(a) and os.path.samefile(a, b)
 
 
 def enclosing_run(path):
