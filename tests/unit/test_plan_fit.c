@@ -179,7 +179,8 @@ static void test_p2p_rows_used(void **state)
 /* A row's median time is the observation when it has one, however small (a
  * shared-memory latency is below 1 us); only a median of 0 or none falls back
  * to the mean. Latency 0.5 + S * 1e-3 us by the medians, ten times that by the
- * means: the fitted alpha tells which was read. */
+ * means: the fitted alpha tells which was read. The last row's median is 0 and
+ * its mean the true time: it still counts, through its mean. */
 static void test_median_preferred(void **state)
 {
     (void)state;
@@ -188,10 +189,10 @@ static void test_median_preferred(void **state)
     for (int S = 8; S <= 8192; S *= 4)
         n += snprintf(text + n, sizeof text - (size_t)n, "latency,intra,%d,%.6f,%.6f,,0\n", S,
                       10 * (0.5 + S * 1e-3), 0.5 + S * 1e-3);
-    snprintf(text + n, sizeof text - (size_t)n, "# complete\n");
+    snprintf(text + n, sizeof text - (size_t)n, "latency,intra,32768,%.6f,0,,0\n# complete\n", 0.5 + 32768 * 1e-3);
     pb_plan_fit_fitted fit;
     fit_p2p_text(text, 0, &fit);
-    assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 6);
+    assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 7);
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].alpha_s, 0.5e-6, 1e-3));
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].bw_Bps, 1e9, 1e-3));
 }
