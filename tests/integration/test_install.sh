@@ -114,6 +114,20 @@ expect_in "$WORK/out/report.md" "$WANT" "the report shows the version"
 (cd "$ROOT" && "$D/opt/parabench/bin/parabench-run-all" --dry-run --quick --np 2) >"$TMP/dry" 2>&1
 expect_in "$TMP/dry" "$D/opt/parabench/bin/coll_sweep" "the staged tree finds its own binaries"
 expect_in "$TMP/dry" "$D/opt/parabench/libexec/parabench/scripts/report.py" "and its own report.py"
+# A step whose binary is missing (an installed tree has no build to redo): "not built", the
+# environment's exit 3, the missing path in its log; the report still runs. The binary goes back after.
+NB=$D/opt/parabench/bin/p2p_sweep
+mv "$NB" "$TMP/p2p_sweep.aside"
+(cd "$WORK" && "$D/opt/parabench/bin/parabench-run-all" --quick --np 2 --bind none --steps p2p_sweep --out nb) \
+    >"$TMP/nb.out" 2>"$TMP/nb.err"
+rc=$?
+mv "$TMP/p2p_sweep.aside" "$NB"
+[ "$rc" -eq 3 ] && pass "a step's binary missing: exit 3" || { fail "a step's binary missing: exit $rc, expected 3"; sed 's/^/  | /' "$TMP/nb.err" >&2; }
+expect_in "$WORK/nb/steps.tsv" "p2p_sweep	not built	-" "steps.tsv: p2p_sweep not built"
+expect_in "$WORK/nb/steps.tsv" "report	ok	0" "the report still ran"
+expect_in "$WORK/nb/logs/p2p_sweep.err" "run_all.sh: p2p_sweep: $NB is not built" "its log names the missing binary"
+expect_in "$TMP/nb.err" "run_all:   p2p_sweep: not built" "the progress says so"
+expect_in "$TMP/nb.err" "run_all.sh: exit 3: the environment" "stderr names the cause"
 
 # ---- uninstall (the checkout's Makefile; its build folder untouched) ----
 expect_rc 0 "make uninstall PREFIX=$P" -- mk -C "$ROOT" BUILD="$TMP/no-build" uninstall PREFIX="$P"

@@ -19,6 +19,9 @@ rc=$?
 if [ "$rc" -eq 0 ]; then pass "run_all.sh --quick exits 0"; else
     fail "run_all.sh --quick exit $rc"; sed 's/^/  | /' "$TMP/stderr" | tail -20 >&2; cat "$RUN/steps.tsv" >&2; fi
 expect_in "$TMP/stdout" "parabench quick run: 2 ranks" "summary: header"
+# The header ends with the run's wall time as minutes:seconds.
+if grep -Eq '^parabench quick run: 2 ranks \(.*\), [0-9]+:[0-5][0-9]$' "$TMP/stdout"; then pass "summary: the header's time is M:SS"
+else fail "summary: no header ending in M:SS: $(grep '^parabench quick run' "$TMP/stdout")"; fi
 expect_in "$TMP/stdout" "allreduce busbw, intra-node:" "summary: headline bus bandwidth"
 expect_in "$TMP/stdout" "PP efficiency" "summary: pipeline efficiency against theory"
 expect_in "$TMP/stdout" "report: $RUN/report.md" "summary: where the report is"
@@ -33,6 +36,16 @@ for f in meta.json steps.tsv summary.txt report.md index.html logs plots coll_sw
 done
 if python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['nranks']==2 and m['profile']=='quick' and m['steps']" "$RUN/meta.json"; then
     pass "meta.json parses, names profile, ranks and steps"; else fail "meta.json"; fi
+# The version fields are those of the binaries the run used: "parabench NUMBER (git REV)".
+bin_version=$("$BIN/coll_sweep" --version)
+if python3 -c "
+import json, sys
+m, v = json.load(open(sys.argv[1])), sys.argv[2]
+number, rev = v.split()[1], v.split('(git ')[1].rstrip(')')
+assert (m['version'], m['parabench_version'], m['git_revision']) == (v, number, rev), (m['version'], m['parabench_version'], m['git_revision'], v)
+assert number == open(sys.argv[3]).read().strip(), number
+" "$RUN/meta.json" "$bin_version" "$ROOT/VERSION"; then pass "meta.json: version, parabench_version and git_revision are the binaries' ($bin_version)"
+else fail "meta.json: version fields differ from the binaries' '$bin_version'"; fi
 expect_in "$RUN/steps.tsv" "hybrid_3d	ok	0" "hybrid_3d runs at 2 ranks (TP 2, as suite/shapes.py shapes it)"
 for s in p2p_matrix plan_fit acceptance; do expect_in "$RUN/steps.tsv" "$s	ok	0" "the step $s ran"; done
 FIGS="busbw latency algbw_busbw intra_inter p2p_bw p2p_matrix dp_overhead tp_fraction pp_efficiency pp_timeline plan_fit"

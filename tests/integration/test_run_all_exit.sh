@@ -8,19 +8,24 @@ command -v python3 >/dev/null || skip_test "python3 not found"
 [ -x "$BIN/coll_sweep" ] || skip_test "$BIN is not built (make first)"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 
-# run_quick NAME ENV...: a quick run at 2 ranks with the faults ENV injects (~20 s: the steps fail early).
+# run_quick NAME ENV...: a quick run at 2 ranks with the faults ENV injects (~20 s: the steps fail early);
+# QUIET= before it shows the progress lines.
 run_quick() {
     local name=$1; shift
-    env "$@" BUILD="$BUILD" timeout 600 "$ROOT/run_all.sh" --quick --quiet --no-install --np 2 --bind none \
+    env "$@" BUILD="$BUILD" timeout 600 "$ROOT/run_all.sh" --quick ${QUIET---quiet} --no-install --np 2 --bind none \
         --out "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
 }
 
 # Every rank 1 fails to create its communicator: every MPI step exits 3, run_all exits 3.
-run_quick env PARABENCH_TEST_FAIL=comm:1
+QUIET= run_quick env PARABENCH_TEST_FAIL=comm:1
 rc=$?
 [ "$rc" -eq 3 ] && pass "steps failing for the environment: run_all exits 3" ||
     { fail "steps failing for the environment: exit $rc, expected 3"; cat "$TMP/env/steps.tsv" >&2; }
 expect_in "$TMP/env.err" "run_all.sh: exit 3: the environment" "exit 3: stderr names the cause"
+# The progress names each failed step, its exit and its log, which holds the step's own words.
+expect_in "$TMP/env.err" "run_all:   coll_sweep failed with exit 3; see $TMP/env/logs/coll_sweep.err" \
+    "progress: the failed step, its exit and its log"
+grep -q . "$TMP/env/logs/coll_sweep.err" && pass "the failed step's log is not empty" || fail "logs/coll_sweep.err is empty"
 
 # Both causes: the sweeps exit 3 (buffers), the workloads find a corrupted element (exit 1): 1 wins.
 run_quick mixed PARABENCH_TEST_FAIL=buffers:1 PARABENCH_TEST_CORRUPT=1

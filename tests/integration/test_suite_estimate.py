@@ -28,6 +28,13 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(estimate.sweep_sizes(8, 1 << 20, 8), 6)  # 8, 64, 512, 4K, 32K, 256K
         self.assertEqual(estimate.sweep_sizes(8, 64 << 20, 4), 12)
         self.assertEqual(estimate.sweep_sizes(1 << 20, 1 << 20, 2), 1)
+        # -f 1 or -b 0: the one size -b (a factor below 2 never grows); -b past -e: none
+        self.assertEqual(estimate.sweep_sizes(8, 64, 1), 1)
+        self.assertEqual(estimate.sweep_sizes(0, 64, 2), 1)
+        self.assertEqual(estimate.sweep_sizes(128, 64, 2), 0)
+        self.assertEqual(estimate.sweep_sizes(128, 64, 1), 0)
+        # nodes: ranks over ranks per node, rounded up
+        self.assertEqual([estimate.nodes_of(n, 8) for n in (1, 8, 9, 1024)], [1, 1, 2, 128])
         self.assertEqual(estimate.size("64M"), 64 << 20)
 
     def test_matrix_rounds(self):
