@@ -159,7 +159,7 @@ mutate:
 	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 # Not part of `make test` either: N mutants drawn at random (SEED) over
-# common/, benchmarks/, tools/ and scripts/*.py, each judged by the tests
+# common/, benchmarks/, tools/, scripts/*.py and suite/*.py, each judged by the tests
 # that execute its line (docs/mutations.md, "Sampled mutants"). RECORD=1
 # keeps the output as docs/measured/mutate-sample.txt.
 N    ?= 100

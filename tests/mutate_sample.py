@@ -2,7 +2,8 @@
 """`make mutate-sample`: mutants drawn at random, not by hand, as a measure of
 the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
 
-1. Sites. Every place in common/, benchmarks/, tools/ (C) and scripts/*.py
+1. Sites. Every place in common/, benchmarks/, tools/ (C), scripts/*.py and
+   suite/*.py (run_all's driver)
    where one of five operator classes applies: arithmetic operator swap,
    relational boundary/negation, constant change, &&/|| swap, deletion of a
    whole simple statement. Comments, strings, preprocessor lines,
@@ -52,6 +53,8 @@ CODE_LINES = "(lines with code)"  # the map's entry listing every line gcov has 
 EQUIV = os.path.join(ROOT, "tests", "mutants-equivalent.txt")
 # GPU-only sources: not compiled without CUDA, so no test here can run them.
 GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl|cublas|gpu-check-judge\.py$")
+# Python code mutants are drawn from (each folder's own *.py, not below it).
+PY_DIRS = ("scripts", "suite")
 # Tests that judge this tool, not the code.
 NOT_A_COVERING_TEST = {"test_mutate_sample.sh"}
 
@@ -80,12 +83,13 @@ NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)
 
 
 def source_files(root=ROOT):
-    """The files mutants are drawn from, sorted: common/, benchmarks/, tools/ C and scripts/*.py."""
+    """The files mutants are drawn from, sorted: common/, benchmarks/, tools/ C, scripts/*.py and suite/*.py."""
     out = []
     for d in ("common", "benchmarks", "tools"):
         for base, _, names in os.walk(os.path.join(root, d)):
             out += [os.path.relpath(os.path.join(base, n), root) for n in names if n.endswith((".c", ".h"))]
-    out += [os.path.join("scripts", n) for n in os.listdir(os.path.join(root, "scripts")) if n.endswith(".py")]
+    for d in PY_DIRS:
+        out += [os.path.join(d, n) for n in os.listdir(os.path.join(root, d)) if n.endswith(".py")]
     return sorted(f for f in out if not GPU_FILE.search(f))
 
 
@@ -348,7 +352,8 @@ def score(verdicts, equivalents):
 def coverage_inputs():
     """What the coverage map depends on: the code, the tests and the build."""
     return sorted(f for f in mutate.tree_files()
-                  if (f.startswith(("common/", "benchmarks/", "tools/", "scripts/", "tests/unit/", "tests/integration/"))
+                  if (f.startswith(("common/", "benchmarks/", "tools/", "tests/unit/", "tests/integration/") +
+                                  tuple(d + "/" for d in PY_DIRS))
                       or f in ("Makefile", "run_all.sh"))
                   and not os.path.basename(f).startswith("test_mutate_sample"))
 
@@ -402,7 +407,7 @@ def py_lines(datadir):
     coverage.data.combine_parallel_data(data, data_paths=files)
     for f in data.measured_files():
         rel = os.path.relpath(f, ROOT)
-        if rel.startswith("scripts/"):
+        if rel.startswith(tuple(d + "/" for d in PY_DIRS)):
             out[rel] = set(data.lines(f) or ())
     return out
 
@@ -631,9 +636,6 @@ def main():
         mutate.die(2, "--n must be positive")
     if bool(a.rejudge) != bool(a.ids) or (a.ids and not re.fullmatch(r"\d+(,\d+)*", a.ids)):
         mutate.die(2, "--rejudge REPORT and --ids N,N... go together (numbers of REPORT's mutants)")
-    if cluster_up():
-        mutate.die(3, f"an emulated cluster is up ({EMU_STATE}); the tests that need one would fail for it, not for "
-                      "their mutants: take it down (scripts/emulate-cluster.sh down) and retry")
     if a.rejudge:
         old = {int(m.group(1)): (m.group(0), Row(m)) for m in (ROW.match(l.rstrip("\n")) for l in open(a.rejudge)) if m}
         ids = {int(i) for i in a.ids.split(",")}
@@ -651,6 +653,9 @@ def main():
         for i, m in enumerate(order[:a.n], 1):
             print(fmt_row(i, m, "", ""))
         return
+    if cluster_up():
+        mutate.die(3, f"an emulated cluster is up ({EMU_STATE}); the tests that need one would fail for it, not for "
+                      "their mutants: take it down (scripts/emulate-cluster.sh down) and retry")
 
     t0 = time.time()
     scratch = tempfile.mkdtemp(prefix="parabench-mutate-sample.")

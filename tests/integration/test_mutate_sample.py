@@ -104,6 +104,8 @@ def main():
     check(a == b, "seed 7 twice gives two samples")
     check(a != c, "seeds 7 and 8 give the same sample")
     check(not any(S.GPU_FILE.search(m.file) for m in sites), "a GPU-only file has sites")
+    where = {m.file.split("/")[0] for m in sites}
+    check(where == {"common", "benchmarks", "tools", "scripts", "suite"}, f"sites drawn from {sorted(where)}")
 
     # An entry of the equivalents file leaves the score; the others count.
     m1, m2, m3 = [m for m in cs if m.op == "relational"][:1] + [m for m in cs if m.op == "constant"][:2]
