@@ -68,4 +68,15 @@ run=$(find "$CO/results" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1
 check_run "checkout with a space" "$run" "$rc" "$TMP/b.err"
 expect_in "$run/meta.json" "\"launch\": \"mpirun -np 2" "checkout with a space: meta.json has the launch line"
 check_figures "checkout with a space" "$run"
+
+# ---- the same checkout with one benchmark that no longer compiles: make -k builds the rest, the
+# run goes on, and the build's failure is the environment's (exit 3), its log kept in the results ----
+echo '#error broken on purpose by test_run_all_spaces.sh' >>"$CO/benchmarks/tp_layer.c"
+BUILD=$BUILD timeout 600 "$CO/run_all.sh" --quick --quiet --no-install --steps tp_layer --out "$TMP/broken" \
+    >"$TMP/c.out" 2>"$TMP/c.err"
+rc=$?
+[ "$rc" -eq 3 ] && pass "a benchmark that does not compile: exit 3" || { fail "a benchmark that does not compile: exit $rc, expected 3"; sed 's/^/  | /' "$TMP/c.err" >&2; }
+expect_in "$TMP/c.err" "run_all.sh: part of the build failed" "stderr says the build failed"
+expect_in "$TMP/c.err" "run_all.sh: failed: build" "the failures name the build"
+expect_in "$TMP/broken/logs/build.log" "broken on purpose" "the build log, with the compiler's error, is in the results"
 finish
