@@ -76,4 +76,9 @@ expect_rc 0 "--dry-run without a build" -- env BUILD=no-such-build "$RA" --dry-r
 [ -e "$ROOT/no-such-build" ] && { fail "--dry-run built into no-such-build"; rm -rf "$ROOT/no-such-build"; }
 expect_in "$TMP/out" "no estimate: " "says why there is no estimate"
 expect_in "$TMP/out" "[1/12] coll_sweep: " "still lists the steps"
+# A hostfile's nodes are its host lines: comments, blank lines and comment-only lines are not hosts.
+printf '# the racks\nn1 slots=4 # first\n\n  # spare\nn2 slots=4\n' >"$TMP/two-nodes.hosts"
+expect_rc 0 "--dry-run --hostfile (2 hosts of 4 slots, comments) --np 8" -- \
+    env BUILD="$BUILD" "$RA" --dry-run --quick --no-install --hostfile "$TMP/two-nodes.hosts" --np 8
+expect_in "$TMP/out" "8 ranks on 2 node(s) of 4" "a hostfile's comment lines are not nodes"
 finish

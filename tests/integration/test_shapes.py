@@ -138,6 +138,16 @@ class Rules(unittest.TestCase):
         self.assertEqual(got["hybrid_3d"]["args"][:6], ["--tp", "8", "--pp", "8", "--dp", "16"])
         self.assertEqual(got["coll_sweep_intra"]["args"], ["--groups", "node"])
 
+    def test_no_stage_count_divides(self):
+        # 11 nodes: no count from 2 to 8 divides them, so the stages stay inside each node
+        got = {s["step"]: s for s in S.shapes(88, 8, 0, "tiny", "default")}
+        self.assertEqual(got["pp_pipeline"]["args"], ["--stages", "4", "--layers", "4"])
+        self.assertIn("no stage count from 2 to 8 divides the 11 nodes", got["pp_pipeline"]["describe"])
+        # 7 ranks on one node: no count from 2 to 4 divides them, so no pipeline at all
+        got = {s["step"]: s for s in S.shapes(7, 7, 0, "tiny", "default")}
+        self.assertIsNone(got["pp_pipeline"]["args"])
+        self.assertIn("no stage count from 2 to 4 divides every node's ranks (7)", got["pp_pipeline"]["skip"])
+
     def test_skips_say_why(self):
         got = {s["step"]: s for s in S.shapes(3, 4, 0, "tiny", "default")}
         self.assertIn("heads", got["tp_layer"]["skip"])

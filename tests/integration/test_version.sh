@@ -31,6 +31,11 @@ WANT=$("$ROOT/run_all.sh" --version 2>"$TMP/err") || fail "run_all.sh --version:
 read -r _ rev <"$BUILD_DIR/version.txt"
 [ "$rev" = unknown ] || [ "$WANT" = "parabench $NUMBER (git $rev)" ] ||
     fail "run_all.sh --version: '$WANT'; the build ($BUILD_DIR/version.txt) says git $rev"
+# Before any build (no BUILD/version.txt): the VERSION file and git describe, as the Makefile computes them.
+bare=$(BUILD=no-such-build "$ROOT/run_all.sh" --version 2>"$TMP/err")
+if rev=$(git -C "$ROOT" describe --always --dirty 2>/dev/null); then want="parabench $NUMBER (git $rev)"; else want="parabench $NUMBER"; fi
+[ "$bare" = "$want" ] && pass "run_all.sh --version before a build: '$bare'" ||
+    fail "run_all.sh --version before a build: '$bare', expected '$want' ($(cat "$TMP/err"))"
 n=0
 for src in "$ROOT"/benchmarks/*.c "$ROOT"/tools/*.c; do
     b=$(basename "$src" .c)
