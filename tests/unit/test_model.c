@@ -372,8 +372,17 @@ static void test_explain(void **state)
                           {.t = 4, .p = 8, .d = 8, .step = 3.0}};
     char buf[512];
     double gap = 0;
+    /* Each term in points of the step's own compute: TP 30 vs 10, bubble 10 vs 20, DP 5 vs 5, PP 2 vs 1. */
+    s[0].compute = s[1].compute = 1.0;
+    s[0].m = s[1].m = 1;
+    s[0].c_tp = 0.1, s[0].bubble = 0.2, s[0].c_dp = 0.05, s[0].c_pp = 0.01, s[0].mem.total = 40e9;
+    s[1].c_tp = 0.3, s[1].bubble = 0.1, s[1].c_dp = 0.05, s[1].c_pp = 0.02, s[1].mem.total = 30e9;
     assert_int_equal(pb_plan_explain(s, 2, (int[]){8, 8, 4}, buf, sizeof buf, &gap), 2);
     CLOSE(gap, 0.25);
+    assert_string_equal(buf, "(8,8,4) ranks 2, 25.00% behind (8,4,8): vs it, TP +20.0, bubble -10.0, DP +0.0, "
+                             "PP +1.0 points of compute; memory 30 vs 40 GB/GPU");
+    assert_int_equal(pb_plan_explain(s, 2, (int[]){8, 4, 8}, buf, sizeof buf, &gap), 1);
+    assert_string_equal(buf, "(8,4,8) ranks first");
     assert_int_equal(pb_plan_explain(s, 2, (int[]){4, 8, 8}, buf, sizeof buf, &gap), 0);
     assert_non_null(strstr(buf, "rejected or not a factorization"));
     snprintf(s[0].reject, sizeof s[0].reject, "does not fit");
