@@ -13,7 +13,12 @@ RECIPES=$TESTS_DIR/recipes.py
 TREE=$(mktemp -d /tmp/parabench-recipes.XXXXXX)
 trap 'rm -rf "$TMP" "$TREE"' EXIT
 
-(cd "$ROOT" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$TREE"
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    (cd "$ROOT" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$TREE"
+else # a copy without git (tests/mutate.py's scratch tree): everything but builds and results
+    tar -C "$ROOT" --exclude='./build*' --exclude=./results -cf - . | tar -xf - -C "$TREE"
+fi
+[ -f "$TREE/Makefile" ] && [ -f "$TREE/docs/ARCHITECTURE.md" ] || { fail "the copy of the tree in $TREE is incomplete"; finish; }
 # The objects already built, with their times: only what a recipe touches is rebuilt.
 if [ -d "$ROOT/$BUILD/obj" ]; then
     mkdir -p "$TREE/$BUILD" && cp -a "$ROOT/$BUILD/obj" "$ROOT/$BUILD/.flags" "$TREE/$BUILD/" 2>/dev/null
