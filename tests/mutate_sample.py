@@ -563,6 +563,22 @@ def judge(tree, logs, m, idx, cov, budget):
     return f"survived ({len(tests)} tests)", "-"
 
 
+def failing_unmutated(tree, logs, killers, cov, units):
+    """The killing tests that also fail on the unmutated scratch copy, rebuilt:
+    the coverage pass ran them in the checkout, and a test that needs what a
+    copy lacks (git, once) would otherwise kill every mutant it is reached for."""
+    if not killers:
+        return set()
+    if mutate.build(tree, units, os.path.join(logs, "confirm-build.log")) != 0:
+        mutate.die(3, f"the unmutated scratch copy no longer builds; see {logs}/confirm-build.log")
+    bad = set()
+    for t in sorted(killers):
+        rc = mutate.run_test(tree, t, os.path.join(logs, f"confirm-{t}.log"), timeout=max(60, 5 * cov[t]["seconds"]))
+        if rc not in (0, 77):
+            bad.add(t)
+    return bad
+
+
 def fmt_row(idx, m, verdict, by):
     orig = m.orig_line.strip() or "(empty)"
     mut = m.mut_line.strip() or "(deleted)"
@@ -672,7 +688,7 @@ def main():
     report = os.path.join(scratch, "report.txt")
     print(f"mutate-sample: scratch copy in {scratch}; report {report}", flush=True)
 
-    verdicts, invalid, rows = [], 0, []
+    verdicts, invalid, rows, bys = [], 0, [], []
     if a.rejudge:  # a mutant of REPORT is found in the draw by its text; the others keep their rows
         want = {(r.file, r.line, r.orig_line.strip(), r.mut_line.strip()): i for i, (_, r) in old.items() if i in ids}
         order = [m for m in order if (m.file, m.line, m.orig_line.strip(), m.mut_line.strip()) in want]
@@ -700,11 +716,25 @@ def main():
         if m.key() in equivalents:
             verdict += " [equivalent]"
         verdicts.append((m, verdict))
+        bys.append((idx, by))
         rows.append(fmt_row(idx, m, verdict, by))
         print(rows[-1] + f"  ({time.time() - start:.0f} s)", flush=True)
         with open(report, "w") as f:
             f.write("\n".join(rows) + "\n")
 
+    # Every test that killed is run once more on the unmutated copy: its kills
+    # count only if it passes there.
+    bad = failing_unmutated(tree, logs, {b for (_, v), (_, b) in zip(verdicts, bys) if v.startswith("killed")}, cov,
+                            units)
+    for k, ((m, v), (idx, by)) in enumerate(zip(verdicts, bys)):
+        if by in bad and v.startswith("killed"):
+            v = f"unjudged ({by} fails unmutated in the copy)" + (" [equivalent]" if m.key() in equivalents else "")
+            verdicts[k], rows[k] = (m, v), fmt_row(idx, m, v, "-")
+    if bad:
+        print(f"mutate-sample: failing unmutated in the copy, their kills not counted: {' '.join(sorted(bad))}",
+              flush=True)
+        with open(report, "w") as f:
+            f.write("\n".join(rows) + "\n")
     if a.rejudge:  # the whole report: REPORT's rows with the ones judged again replaced
         got = {int(ROW.match(t).group(1)): (v, t) for v, t in zip(verdicts, rows)}
         merged = [got.get(i, ((r, r.verdict), text)) for i, (text, r) in sorted(old.items())]

@@ -154,6 +154,19 @@ def main():
     m.file = "common/core/timing.h"  # a header with no timing.c
     check(S.covering(hcov, m) == [], f"a header without a source of its name took {S.covering(hcov, m)}")
 
+    # The killing tests run once more on the unmutated copy, rebuilt; one that fails there
+    # (test_recipes.sh once needed git, which the copy lacks) has its kills left uncounted.
+    calls.clear()
+    S.mutate.run_test = lambda tree, t, log, timeout=900: calls.append(("test", t)) or (1 if t == "test_git.sh" else 0)
+    bad = S.failing_unmutated("/nonexistent", os.devnull, {"test_git.sh", "test_u"}, cov | {"test_git.sh": cov["test_x.sh"]},
+                              ["test_u"])
+    check(bad == {"test_git.sh"}, f"a killer failing unmutated was not found: {bad}")
+    check(calls == [("all", ["test_u"]), ("test", "test_git.sh"), ("test", "test_u")],
+          f"the copy was not rebuilt before the killers ran: {calls}")
+    calls.clear()
+    check(S.failing_unmutated("/nonexistent", os.devnull, set(), cov, ["test_u"]) == set() and calls == [],
+          f"with no kills, something was built or run: {calls}")
+
     # A cluster a stopped test left up is taken down before the next test, and only then.
     with tempfile.TemporaryDirectory() as d:
         S.EMU_STATE = os.path.join(d, "state")
