@@ -236,6 +236,24 @@ static void test_cgroup_unlimited_or_missing(void **state)
     drop_root(root);
 }
 
+/* No proc/self/cgroup (a container without /proc): the roots of both hierarchies still bind. */
+static void test_cgroup_no_proc(void **state)
+{
+    (void)state;
+    char *root = fake_root();
+    uint64_t limit, room;
+    put_u64(root, "sys/fs/cgroup/memory.max", 2 * GIB); /* v2 */
+    put_u64(root, "sys/fs/cgroup/memory.current", 500 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 2 * GIB && room == 1548 * MIB);
+    put(root, "sys/fs/cgroup/memory.max", "max\n");
+    put_u64(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", 1 * GIB); /* v1 */
+    put_u64(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", 100 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == 1 * GIB && room == 924 * MIB);
+    drop_root(root);
+}
+
 /* Needs that do not fit in 64 bits saturate and are refused as such. */
 static void test_saturating_needs(void **state)
 {
@@ -258,7 +276,7 @@ int main(void)
         cmocka_unit_test(test_ranks_share_host_memory),
         cmocka_unit_test(test_device_hook), cmocka_unit_test(test_mem_kind_names),
         cmocka_unit_test(test_cgroup_v1_own_path), cmocka_unit_test(test_cgroup_v2_nested),
-        cmocka_unit_test(test_cgroup_unlimited_or_missing), cmocka_unit_test(test_saturating_needs),
+        cmocka_unit_test(test_cgroup_unlimited_or_missing), cmocka_unit_test(test_cgroup_no_proc), cmocka_unit_test(test_saturating_needs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
