@@ -47,6 +47,12 @@ cp -r "$R" "$TMP/norepro"
 rm "$TMP/norepro/reproduce.csv"
 printf 'acceptance: 2 passed, 0 failed, 0 skipped of 2 rules: PASS\n' >"$TMP/norepro/acceptance.txt"
 
+# Not one results directory: usage (exit 2), nothing written.
+expect_rc 2 "report.py with no directory" -- python3 "$ROOT/scripts/report.py" --quiet
+expect_in "$TMP/err" "report.py: give one results directory" "report.py's usage message"
+expect_rc 2 "report.py on a directory that does not exist" -- python3 "$ROOT/scripts/report.py" "$TMP/no-such-run"
+expect_rc 2 "report.py with two directories" -- python3 "$ROOT/scripts/report.py" "$R" "$TMP"
+[ -e "$R/summary.txt" ] && fail "report.py wrote summary.txt after a usage error" || pass "a usage error writes nothing"
 expect_rc 0 "report.py on a fabricated run" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$R"
 expect_rc 0 "report.py without reproduce.csv" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$TMP/norepro"
 
