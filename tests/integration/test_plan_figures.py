@@ -94,6 +94,21 @@ class Reproduce(Figures):
         (x,) = self.find(r"\(([0-9.]+)x NVLink's\)", b)
         self.agrees(x, lambda e, n: e / n, eth, nvl)
 
+    def test_rankings_are_the_planners(self):
+        """Each 3D figure's table is what plan itself ranks for the job its "assumes" line states."""
+        for name in ("3D-1", "3D-2"):
+            with self.subTest(name):
+                b = self.blocks[name]
+                model, cluster, gb = self.find(r"assumes +(\S+) preset, (\S+), global batch (\d+) ", b)
+                (gpus,) = self.find(r"enumerate t\*p\*d = (\d+),", b)
+                self.assertIn("b=1, bf16, 1F1B, sequence parallel, selective recompute", b)
+                cli = plan("--model", model, "--cluster", cluster, "--gpus", gpus, "--global-batch", gb,
+                           "--micro-batch", "1", "--dtype", "bf16", "--schedule", "1f1b", "--sp", "on",
+                           "--recompute", "selective", "--top", "5")
+                table = r"(?m)^[* ] +\d+ +\d+ +\d+ +\d+ +\d+ +\S+ +\S+ +.*$"
+                self.assertEqual([r[1:] for r in re.findall(table, b)], [r[1:] for r in re.findall(table, cli)],
+                                 f"{name}: the figure's ranking is not plan's for its stated job\n{cli}")
+
     def test_rankings(self):
         for name in ("3D-1", "3D-2"):
             with self.subTest(name):
