@@ -319,7 +319,8 @@ def draw(sites, seed):
 
 
 def parse_equivalents(path):
-    """Stanzas of `file:`, `orig:`, `mutant:`, `why:` lines separated by blank lines; '#' comments."""
+    """Stanzas of `file:`, `orig:`, `mutant:`, `why:` lines separated by blank lines; '#' comments.
+    A deleted C line is `mutant: (deleted)`, as the report shows it."""
     out, cur = {}, {}
     if not os.path.exists(path):
         return out
@@ -330,7 +331,8 @@ def parse_equivalents(path):
             if cur:
                 if set(cur) != {"file", "orig", "mutant", "why"} or not cur["why"].strip():
                     mutate.die(2, f"{path}:{n}: an entry needs file, orig, mutant and a non-empty why")
-                out[(cur["file"], cur["orig"].strip(), cur["mutant"].strip())] = cur["why"]
+                mut = cur["mutant"].strip()
+                out[(cur["file"], cur["orig"].strip(), "" if mut == "(deleted)" else mut)] = cur["why"]  # as rows show it
                 cur = {}
             continue
         key, sep, val = line.partition(":")

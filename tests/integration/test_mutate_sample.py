@@ -114,6 +114,11 @@ def main():
     eq = S.parse_equivalents(f.name)
     os.unlink(f.name)
     check(m2.key() in eq and m1.key() not in eq, "the equivalents file does not key by file and line texts")
+    md = [m for m in cs if m.op == "delete"][0]  # a deleted C line, written as the report shows it
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(f"file: x.c\norig: {md.orig_line.strip()}\nmutant: (deleted)\nwhy: a test\n")
+    check(md.key() in S.parse_equivalents(f.name), "an equivalent '(deleted)' line does not key a deletion")
+    os.unlink(f.name)
     killed, counted, survivors = S.score([(m1, "killed"), (m2, "survived (3 tests)"), (m3, "not covered")], eq)
     check((killed, counted) == (1, 2), f"score {killed}/{counted}, expected 1/2 with one equivalent left out")
     check([m for m, _ in survivors] == [m3], "the survivors are not the uncovered, non-equivalent mutant")
