@@ -61,6 +61,10 @@ static void inputs(void **state)
     assert_int_equal(pb_coll_expect_send_index(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 0), 2);
     assert_int_equal(pb_coll_expect_send_value(pb_coll_desc_of(PB_COLL_ALLGATHER)->send, 6, 3, 1, 1), v[1][3]);
     assert_int_equal(pb_coll_expect_send_index(pb_coll_desc_of(PB_COLL_ALLTOALL)->send, 6, 3, 1, 4), 4);
+    /* The device check's guard (host-callable): every collective of the table, nothing past either end. */
+    for (int c = 0; c < (int)PB_COLL_COUNT; c++) assert_true(pb_coll_expect_known((pb_coll)c));
+    assert_false(pb_coll_expect_known((pb_coll)-1));
+    assert_false(pb_coll_expect_known(PB_COLL_COUNT));
 }
 
 static void reductions_by_hand(void **state)

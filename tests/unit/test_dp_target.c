@@ -93,6 +93,29 @@ static void test_a_jump_closes_the_bracket_instead_of_oscillating(void **state)
     assert_int_equal(r.probes, calls);
 }
 
+/* The first probe measures no communication at all (below the timer): no
+ * slope and no ratio to scale by, so the next size is the largest step, 16x. */
+static int silent_first_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    curve *c = ctx;
+    int first = c->calls == 0;
+    PB_TRY(probe(c, bytes, ratio));
+    if (first) *ratio = 0;
+    return PB_OK;
+}
+
+static void test_no_communication_measured_grows_sixteenfold(void **state)
+{
+    (void)state;
+    curve c = {.alpha_us = 20, .bw_Bpus = 2000, .compute_us = 30000, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.112, .tol = 0.02, .start = 4096, .align = 1, .max_bytes = 1ull << 32,
+                            .max_probes = 3};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, silent_first_probe, &c, &r), PB_OK);
+    assert_true(c.calls >= 2);
+    assert_true(c.seen[0] == 4096 && c.seen[1] == 16 * 4096);
+}
+
 static void test_every_probe_is_aligned_and_within_bounds(void **state)
 {
     (void)state;
@@ -204,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_a_step_curve_ends_when_the_bracket_is_one_alignment_wide),
         cmocka_unit_test(test_a_failed_probe_ends_the_search_with_its_status),
         cmocka_unit_test(test_refuses_what_it_cannot_search),
+        cmocka_unit_test(test_no_communication_measured_grows_sixteenfold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
