@@ -243,5 +243,42 @@ class Options(Figures):
         plan("--pp-simulate", "4,6,100,200,0", "--schedule", "interleaved", rc=2)  # m not a multiple of p
 
 
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "plan.md")
+
+
+class PresetTables(unittest.TestCase):
+    """docs/plan.md's preset tables are what plan uses: each row against plan's own "cluster" line."""
+
+    def cluster_line(self, name):
+        out = plan("--model", "gpt-1.3b", "--cluster", name, "--gpus", "8", "--top", "1")
+        m = re.search(r"(?m)^cluster \S+: (\d+) GPU/node, intra ([0-9.]+) GB/s ([0-9.]+) us, inter ([0-9.]+) GB/s "
+                      r"([0-9.]+) us, ([0-9.]+) TFLOP/s sustained GEMM, ([0-9.]+) GB/s memory, ([0-9.]+) GB$", out)
+        self.assertIsNotNone(m, out)
+        return [float(x) for x in m.groups()]
+
+    def test_nodes(self):
+        rows = re.findall(r"(?m)^\| (a100|h100) \| (\d+) \| ([0-9.]+) GB/s, ([0-9.]+) us \(NVLink\d\) \| [0-9.]+ -> "
+                          r"([0-9.]+) TFLOP/s \| ([0-9.]+) GB/s \| ([0-9.]+) GB \|$", open(DOC).read())
+        self.assertEqual([r[0] for r in rows], ["a100", "h100"])
+        for name, gpn, bw, us, gemm, hbm, mem in rows:
+            with self.subTest(name):
+                got = self.cluster_line(name)
+                self.assertEqual((got[0], got[1], got[2], got[6], got[7]),
+                                 (float(gpn), float(bw), float(us), float(hbm), float(mem)))
+                self.assertEqual(round(got[5]), float(gemm))  # the doc rounds the GEMM rate
+
+    def test_networks(self):
+        text = open(DOC).read()
+        ib = re.search(r"(?m)^\| ib100 / ib200 / ib400 \| ([0-9.]+) / ([0-9.]+) / ([0-9.]+) GB/s \| ([0-9.]+) us \|$", text)
+        eth = re.search(r"(?m)^\| eth100 \| ([0-9.]+) GB/s \| ([0-9.]+) us \|$", text)
+        opa = re.search(r"(?m)^\| opa: .*\(([0-9.]+) GB/s with 8\) \| ([0-9.]+) us \|$", text)
+        self.assertTrue(ib and eth and opa, "a network row of docs/plan.md is missing")
+        want = {"a100-ib100": (ib[1], ib[4]), "a100-ib200": (ib[2], ib[4]), "a100-ib400": (ib[3], ib[4]),
+                "a100-eth100": eth.groups(), "a100-opa": opa.groups()}
+        for name, (bw, us) in want.items():
+            with self.subTest(name):
+                self.assertEqual(self.cluster_line(name)[3:5], [float(bw), float(us)])
+
+
 if __name__ == "__main__":
     unittest.main()
