@@ -199,6 +199,12 @@ def read_cluster(path):
 
 # ---- setup ----
 
+def bucket_mb_for(grad_bytes):
+    """DDP-style buckets for the bucketing row: a quarter of the gradient each (4 buckets to overlap), in whole
+    MiB, at least 1 (dp_allreduce refuses --bucket-mb 0)."""
+    return max(1, int(grad_bytes / 4 / 1048576))
+
+
 def setup(out, n):
     d = os.path.join(out, "reproduce")
     os.makedirs(d, exist_ok=True)
@@ -215,7 +221,7 @@ def setup(out, n):
     busbw_at = lambda x: interp_log(bw, x)  # noqa: E731
     ratios = [DP_RATIO] + DP_SCAN
     sizes = [grad_bytes_for_ratio(r, compute_s, busbw_at, n) for r in ratios]
-    bucket_mb = max(1, int(sizes[0] / 4 / 1048576))
+    bucket_mb = bucket_mb_for(sizes[0])
     plan["dp"] = {"ratios": ratios, "sweep_bytes": sizes, "compute_s": compute_s, "flops": flops,
                   "gemm_gflops": nearest_rate(rates, h), "layer_efficiency": eff, "note": eff_note,
                   "busbw_GBps": [busbw_at(x) / 1e9 for x in sizes], "bucket_mb": bucket_mb,

@@ -39,6 +39,10 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(r.verdict(None, 0.112), "differs")
         self.assertEqual(r.verdict(math.nan, 0.112), "differs")
 
+    def test_bucket_size(self):
+        # a quarter of the gradient in whole MiB, at least 1 (--bucket-mb 0 is refused)
+        self.assertEqual([r.bucket_mb_for(b) for b in (1000, 5 << 20, 16 << 20, 100 << 20)], [1, 1, 4, 25])
+
     def test_bucketing_verdict(self):
         # judged only with a core per rank to spare for the all-reduce's progress
         self.assertEqual(r.bucketing_verdict(0.3, 4, 2), ("reproduced", ""))
