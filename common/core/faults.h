@@ -3,6 +3,8 @@
  *   PARABENCH_TEST_CORRUPT=RANK  that rank corrupts one element it validates;
  *   PARABENCH_TEST_SKIP=RANK     that rank skips the measured operations, so
  *                                its peers hang and the watchdog must fire;
+ *   PARABENCH_TEST_SKIP_VALIDATE=RANK  the same in p2p's validation exchange
+ *                                only, after the measured loop;
  *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
  *                                the status the real failure has (exit 3 for
  *                                all of these), before the collective that
@@ -27,5 +29,6 @@ static inline int pb_faults_corrupt_rank(void) { return pb_faults_rank("PARABENC
 int pb_faults_fail(const char *site);
 
 static inline int pb_faults_skip_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP"); }
+static inline int pb_faults_skip_validate_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP_VALIDATE"); }
 
 #endif

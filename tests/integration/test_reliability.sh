@@ -26,6 +26,11 @@ expect_in "$TMP/err" "allreduce of 1024 bytes" "the message names the operation 
 expect_rc 4 "p2p_sweep hang ends with exit 4" -- \
     mpi 2 -x PARABENCH_TEST_SKIP=1 "$BIN/p2p_sweep" --sizes 64 -n 50 -w 1 --timeout 2
 expect_in "$TMP/err" "TIMEOUT: rank" "p2p_sweep reports the stuck rank"
+# A hang after the measured loop, in the validation exchange: the watchdog is armed there too.
+expect_rc 4 "p2p_sweep hang in validation ends with exit 4" -- \
+    mpi 2 -x PARABENCH_TEST_SKIP_VALIDATE=1 "$BIN/p2p_sweep" --sizes 64 -n 5 -w 1 --timeout 2
+expect_in "$TMP/err" "stuck for" "the validation hang is reported"
+expect_in "$TMP/err" "phase validate" "the report names the validation phase"
 # The other side: a run longer than --timeout whose operations all complete is not a hang.
 # A size capped at 3 s of ten million iterations runs 3 s, progressing all along, under --timeout 1
 # (a million 8-byte all-reduces can finish in under 2 s, before the cap binds).
