@@ -434,6 +434,24 @@ static void test_step_refuses_partial_element(void **state)
     pb_comm_backend_mpi()->comm_destroy(comm);
 }
 
+/* Layer shares that do not add up to the buffer, or no layers: refused before anything is reduced. */
+static void test_layer_shares_must_cover_the_buffer(void **state)
+{
+    (void)state;
+    float g[16] = {0};
+    uint64_t layers[2] = {32, 16};
+    pb_dp_config c = {.be = &mock, .comm = (pb_comm *)&rec, .eng = E, .grads = g, .bytes = sizeof g,
+                      .dtype = PB_FLOAT32, .overlap = PB_DP_OVERLAP_NONE, .layer_bytes = layers, .nlayers = 2};
+    pb_dp *dp = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE); /* 48 of 64 bytes */
+    assert_null(dp);
+    c.nlayers = 0, c.bytes = 0;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    layers[1] = 32, c.nlayers = 2, c.bytes = sizeof g;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_OK);
+    pb_dp_destroy(dp);
+}
+
 int main(int argc, char **argv)
 {
     int level = 0;
@@ -442,6 +460,7 @@ int main(int argc, char **argv)
     E->init(NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_identity_and_scaling),
+        cmocka_unit_test(test_layer_shares_must_cover_the_buffer),
         cmocka_unit_test(test_layout_random),
         cmocka_unit_test(test_buckets_never_before_real_data),
         cmocka_unit_test(test_metrics),
