@@ -271,6 +271,8 @@ static int parse_pp_simulate(const char *text, double v[5])
     return PB_OK;
 }
 
+#define PP_SIMULATE_MAX 1e7 /* stages x micro-batches x chunks */
+
 /* plan --pp-simulate P,M,TF,TB,TMSG: the executor's schedule (workload/pp_schedule.h)
  * run as a discrete-event simulation with fixed stage times, for a pipeline
  * deeper than the machine has ranks. */
@@ -284,6 +286,11 @@ static int run_pp_simulate(const options *o)
         return pb_error_usage("--pp-simulate", "'%s': the interleaved schedule needs P >= 2 and M a multiple of P",
                               o->pp_sim);
     PB_TRY(pb_pp_schedule_valid(o->job.sched, p, m, chunks));
+    /* Every action and message is held: about 100 bytes per micro-batch and chunk on each stage. */
+    if ((double)p * m * chunks > PP_SIMULATE_MAX)
+        return pb_error_usage("--pp-simulate", "'%s': P x M x V = %d x %d x %d is above %.0e (the simulation holds "
+                              "every pass of every stage, about 100 bytes each)", o->pp_sim, p, m, chunks,
+                              PP_SIMULATE_MAX);
     pb_pp_schedule_plan *plans = calloc((size_t)p, sizeof *plans);
     if (!plans) return pb_fail(PB_ERR_ENV, "out of memory");
     int st = PB_OK;

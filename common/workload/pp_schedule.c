@@ -117,20 +117,23 @@ typedef struct fifo {
     int head, tail; /* messages [head, tail) of the link's slots */
 } fifo;
 
-/* Links indexed by [kind][from][to]: kind 0 activations, 1 gradients. Link i
- * owns slots [i * per_link, (i + 1) * per_link) of the store. */
+/* Links indexed by [kind][from]: kind 0 activations, which go to the next
+ * stage (the last one's to the first, interleaved), 1 gradients, which go to
+ * the previous one (make() above). One link per stage and kind keeps the
+ * memory linear in p; link i owns slots [first[i], first[i + 1]) of the
+ * store, one for each message its stage sends on it. */
 typedef struct links {
     fifo *f;
     msg *store;
-    int p, per_link;
+    size_t *first;
+    int p;
 } links;
 
-static size_t link_index(const links *l, int kind, int from, int to)
-{
-    return ((size_t)kind * (size_t)l->p + (size_t)from) * (size_t)l->p + (size_t)to;
-}
+static int neighbour(const links *l, int kind, int from) { return (from + (kind == 0 ? 1 : l->p - 1)) % l->p; }
 
-static msg *slot(const links *l, size_t link, int k) { return &l->store[link * (size_t)l->per_link + (size_t)k]; }
+static size_t link_index(const links *l, int kind, int from) { return (size_t)kind * (size_t)l->p + (size_t)from; }
+
+static msg *slot(const links *l, size_t link, int k) { return &l->store[l->first[link] + (size_t)k]; }
 
 /* The receiver's virtual stage that action `a` feeds with its output. */
 static int dest_vstage(const pb_pp_schedule_action *a) { return a->op == PB_PP_FWD ? a->vstage + 1 : a->vstage - 1; }
@@ -143,7 +146,8 @@ static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, doub
     int kind = a->op == PB_PP_FWD ? 0 : 1;
     double start = *clock;
     if (a->recv_from >= 0) {
-        size_t i = link_index(l, kind, a->recv_from, pl->stage);
+        if (neighbour(l, kind, a->recv_from) != pl->stage) return -1;
+        size_t i = link_index(l, kind, a->recv_from);
         fifo *f = &l->f[i];
         if (f->head == f->tail) return 0;
         msg in = *slot(l, i, f->head++);
@@ -152,7 +156,8 @@ static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, doub
     }
     double end = start + (kind == 0 ? tf : tb);
     if (a->send_to >= 0) {
-        size_t i = link_index(l, kind, pl->stage, a->send_to);
+        if (a->send_to != neighbour(l, kind, pl->stage)) return -1;
+        size_t i = link_index(l, kind, pl->stage);
         *slot(l, i, l->f[i].tail++) = (msg){dest_vstage(a), a->mb, end + tm};
     }
     if (busy) busy[pl->stage] += end - start;
@@ -164,15 +169,22 @@ static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, doub
 int pb_pp_schedule_simulate(const pb_pp_schedule_plan *plans, int p, double t_fwd, double t_bwd, double t_msg, double *step,
                    double *busy)
 {
-    /* no link carries more messages than one stage's actions */
-    links l = {.p = p, .per_link = plans[0].n};
-    size_t nlinks = 2 * (size_t)p * (size_t)p;
+    links l = {.p = p};
+    size_t nlinks = 2 * (size_t)p;
     l.f = calloc(nlinks, sizeof *l.f);
-    l.store = calloc(nlinks * (size_t)l.per_link, sizeof *l.store);
+    l.first = calloc(nlinks + 1, sizeof *l.first);
+    if (l.first) { /* each link's slots: the sends of its stage and kind */
+        for (int s = 0; s < p; s++)
+            for (int k = 0; k < plans[s].n; k++)
+                if (plans[s].a[k].send_to >= 0) l.first[link_index(&l, plans[s].a[k].op == PB_PP_FWD ? 0 : 1, s) + 1]++;
+        for (size_t i = 0; i < nlinks; i++) l.first[i + 1] += l.first[i];
+        l.store = malloc((l.first[nlinks] ? l.first[nlinks] : 1) * sizeof *l.store);
+    }
     int *next = calloc((size_t)p, sizeof *next);
     double *clock = calloc((size_t)p, sizeof *clock);
-    if (!l.f || !l.store || !next || !clock) {
+    if (!l.f || !l.first || !l.store || !next || !clock) {
         free(l.f);
+        free(l.first);
         free(l.store);
         free(next);
         free(clock);
@@ -202,6 +214,7 @@ int pb_pp_schedule_simulate(const pb_pp_schedule_plan *plans, int p, double t_fw
         if (l.f[i].head != l.f[i].tail) status = pb_fail(PB_ERR_CHECK, "schedule: a message is never received");
     if (step) *step = last;
     free(l.f);
+    free(l.first);
     free(l.store);
     free(next);
     free(clock);

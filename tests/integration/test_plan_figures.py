@@ -241,6 +241,7 @@ class Options(Figures):
                 self.agrees(ideal, lambda: m * (tf + tb))
                 self.agrees(theory, lambda: m * v / (m * v + p - 1))
         plan("--pp-simulate", "4,6,100,200,0", "--schedule", "interleaved", rc=2)  # m not a multiple of p
+        plan("--pp-simulate", "1024,9765,1,1,0")  # P x M at its bound, 10^7 (tests/bad_input: one more M)
 
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "plan.md")

@@ -98,6 +98,16 @@ static void select_by_text(void **state)
     assert_string_equal(o.why, "no matching rows in coll_sweep*.csv");
 }
 
+/* Columns are found by name wherever they are, the first one included. */
+static void metric_in_the_first_column(void **state)
+{
+    (void)state;
+    add_table("a.csv", "coll_sweep",
+              "busbw_GBps,collective,bytes,link_class,time_us,wrong\n3,allreduce,1048576,intra,10,0\n# complete\n");
+    expect("busbw coll=allreduce size=1M >= 3 GB/s", PB_TH_PASS, 3, 0, 0);
+    expect("busbw coll=allreduce size=1M >= 3.5 GB/s", PB_TH_FAIL, 3, 0, 0);
+}
+
 /* p2p_latency reads only the rows of mode latency: a bandwidth row's time is not one. */
 static void row_filter(void **state)
 {
@@ -271,7 +281,7 @@ static void no_tables(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(select_by_text, teardown),
+        cmocka_unit_test_teardown(select_by_text, teardown), cmocka_unit_test_teardown(metric_in_the_first_column, teardown),
         cmocka_unit_test_teardown(row_filter, teardown),
         cmocka_unit_test_teardown(select_by_number, teardown),
         cmocka_unit_test_teardown(nearest_size, teardown),
