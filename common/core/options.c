@@ -43,7 +43,7 @@ static void print_help(const char *summary, const pb_options_group *groups, int 
 
 int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups)
 {
-    struct option longs[MAX_OPTS + 3];
+    struct option longs[MAX_OPTS + 3] = {{0}}; /* zeroed: getopt_long reads up to the all-zero entry */
     const pb_options_opt *by_index[MAX_OPTS];
     const pb_options_group *group_of[MAX_OPTS];
     char shorts[3 * MAX_OPTS + 4] = ":h";
