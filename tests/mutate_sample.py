@@ -194,6 +194,25 @@ def line_sites(masked_line, py):
     return out
 
 
+def message_start(m, i):
+    """The index of the second top-level comma of the call whose arguments start at m[i]
+    (where PB_CHECK's message begins), or None when the line ends before it."""
+    depth = commas = 0
+    for k in range(i, len(m)):
+        c = m[k]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return None
+            depth -= 1
+        elif c == "," and depth == 0:
+            commas += 1
+            if commas == 2:
+                return k
+    return None
+
+
 def c_sites(path, text):
     """(line, col, end, op, replacement) of a C file; col None: delete the line."""
     masked = mask_c(text).split("\n")
@@ -228,6 +247,12 @@ def c_sites(path, text):
             span = msg.start()
             depth = m[msg.start():].count("(") - m[msg.start():].count(")")
             skip_depth = max(depth, 0)
+        chk = None if msg else re.search(r"\bPB_CHECK\s*\(", m)
+        if chk:  # PB_CHECK(condition, status, message...): only the condition and the status are code
+            end = message_start(m, chk.end())
+            if end is not None:
+                span = end
+                skip_depth = max(m[chk.start():].count("(") - m[chk.start():].count(")"), 0)
         decl = C_DECL.match(m) and "=" not in re.sub(r"[=!<>]=", "", m) and "(" not in m
         if decl or C_ENUMERATOR.match(m):
             prev_code = s

@@ -95,6 +95,18 @@ def main():
         if "#" in text and m.col is not None:
             check(m.col < text.index("#"), f"Python: mutated inside a comment: {m.mut_line!r}")
 
+    # PB_CHECK(condition, status, message...): the condition is mutated and the line may be deleted;
+    # the message's arguments, on its line and the next, never are.
+    chk = "int g(int a, int n) {\n    PB_CHECK(a > 0, PB_ERR_ENV, \"need %d of %d\", a + 1,\n             n - 1);\n    return a;\n}\n"
+    ms = sites_of("y.c", chk)
+    on2 = [m for m in ms if m.line == 2]
+    check(any(m.op == "relational" for m in on2) and not [m for m in ms if m.line == 3],
+          f"PB_CHECK: the condition is not a site, or the message's continuation is: {[m.mut_line for m in ms]}")
+    check(all(m.col is None or m.col < chk.split("\n")[1].index('"') for m in on2),
+          f"PB_CHECK: mutated its message: {[m.mut_line for m in on2 if m.col is not None]}")
+    one = sites_of("y.c", "void h(int a) {\n    PB_CHECK(a > 0, PB_ERR_ENV, \"need %d\", a + 1);\n}\n")
+    check(any(m.op == "delete" for m in one), "PB_CHECK on one line: no deletion site")
+
     # The same seed draws the same sample over the real tree; another seed another.
     sites = S.all_sites()
     check(len(sites) > 1000, f"only {len(sites)} sites in the tree")
