@@ -292,6 +292,27 @@ static void test_buckets_posted_when_ready(void **state)
     free(g);
 }
 
+/* Buckets whose layers never reported ready (a backward that stops early, or
+ * layers the caller does not announce) are reduced by pb_dp_finish itself. */
+static void test_finish_reduces_what_was_not_posted(void **state)
+{
+    (void)state;
+    uint64_t layers[4] = {4000, 4000, 4000, 4000};
+    float *g = calloc(4000, sizeof(float));
+    pb_dp *dp = mock_dp(PB_DP_OVERLAP_BUCKET, g, layers, 4, 16000, 2400); /* 7 buckets */
+    assert_int_equal(pb_dp_begin(dp), PB_OK);
+    for (int64_t i = 3; i >= 2; i--) { /* layers 1 and 0 never report */
+        __atomic_store_n(&rec.completed, i, __ATOMIC_SEQ_CST);
+        assert_int_equal(pb_dp_grad_ready(dp, 10 + i, 0, 0), PB_OK);
+    }
+    __atomic_store_n(&rec.completed, 0, __ATOMIC_SEQ_CST);
+    assert_int_equal(pb_dp_finish(dp), PB_OK);
+    assert_int_equal(rec.n, 7);
+    for (int i = 0; i < 4000; i++) assert_true(g[i] == 1.0f); /* every element reduced, once */
+    pb_dp_destroy(dp);
+    free(g);
+}
+
 static void test_none_waits_for_finish(void **state)
 {
     (void)state;
@@ -461,6 +482,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_identity_and_scaling),
         cmocka_unit_test(test_layer_shares_must_cover_the_buffer),
+        cmocka_unit_test(test_finish_reduces_what_was_not_posted),
         cmocka_unit_test(test_layout_random),
         cmocka_unit_test(test_buckets_never_before_real_data),
         cmocka_unit_test(test_metrics),
