@@ -197,6 +197,29 @@ static void test_median_preferred(void **state)
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].bw_Bps, 1e9, 1e-3));
 }
 
+/* Which fit models a row: its own class first (the row's kind of source, then the
+ * other), and only a mixed row falls back to inter, its slowest hop. */
+static void test_fitted_link_by_class(void **state)
+{
+    (void)state;
+    pb_plan_fit_fitted f;
+    memset(&f, 0, sizeof f);
+    f.have[PB_LINK_INTER][PB_FIT_COLL] = 1;
+    f.link[PB_LINK_INTER][PB_FIT_COLL].bw_Bps = 3e9;
+    f.have[PB_LINK_INTRA][PB_FIT_P2P] = 1;
+    f.link[PB_LINK_INTRA][PB_FIT_P2P].bw_Bps = 9e9;
+    pb_model_link l;
+    char used[32];
+    assert_int_equal(pb_plan_fit_fitted_link(&f, "mixed", 1, &l, used, sizeof used), PB_OK);
+    assert_string_equal(used, "inter/coll");
+    assert_true(l.bw_Bps == 3e9);
+    assert_int_equal(pb_plan_fit_fitted_link(&f, "intra", 1, &l, used, sizeof used), PB_OK);
+    assert_string_equal(used, "intra/p2p"); /* its own class's other source, never inter's */
+    f.have[PB_LINK_INTRA][PB_FIT_P2P] = 0;
+    assert_int_equal(pb_plan_fit_fitted_link(&f, "intra", 1, &l, used, sizeof used), PB_ERR_CHECK);
+    assert_int_equal(pb_plan_fit_fitted_link(&f, "sideways", 1, &l, used, sizeof used), PB_ERR_CHECK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,7 +227,7 @@ int main(void)
         cmocka_unit_test(test_fit_bandwidth_only), cmocka_unit_test(test_fit_drops_outliers),
         cmocka_unit_test(test_csv_reader),
         cmocka_unit_test(test_fit_command_errors), cmocka_unit_test(test_p2p_rows_used),
-        cmocka_unit_test(test_median_preferred),
+        cmocka_unit_test(test_median_preferred), cmocka_unit_test(test_fitted_link_by_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
