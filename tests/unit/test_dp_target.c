@@ -116,6 +116,29 @@ static void test_no_communication_measured_grows_sixteenfold(void **state)
     assert_true(c.seen[0] == 4096 && c.seen[1] == 16 * 4096);
 }
 
+/* A convex curve, r = (x / 1e6)^2: scaling overshoots, so the search brackets the
+ * target and then interpolates inside the bracket, (target - r_lo) / (r_hi - r_lo)
+ * of the way; that lands within 2% of r = 1 on the fifth probe. */
+static int square_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    int *calls = ctx;
+    ++*calls;
+    *ratio = ((double)bytes / 1e6) * ((double)bytes / 1e6);
+    return PB_OK;
+}
+
+static void test_a_bracket_is_interpolated(void **state)
+{
+    (void)state;
+    int calls = 0;
+    pb_dp_target_cfg cfg = {.target = 1, .tol = 0.02, .start = 100000, .align = 1, .max_bytes = 1ull << 30,
+                            .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, square_probe, &calls, &r), PB_OK);
+    assert_true(r.converged);
+    assert_int_equal(r.probes, 5);
+}
+
 static void test_every_probe_is_aligned_and_within_bounds(void **state)
 {
     (void)state;
@@ -228,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_a_failed_probe_ends_the_search_with_its_status),
         cmocka_unit_test(test_refuses_what_it_cannot_search),
         cmocka_unit_test(test_no_communication_measured_grows_sixteenfold),
+        cmocka_unit_test(test_a_bracket_is_interpolated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
