@@ -153,6 +153,15 @@ done
 expect_in "$TMP/fit.csv" "benchmark,row,predicted_us,measured_us,rel_error" "--csv header"
 if awk -F, '!/^#/ && NR > 1 && $5 != "rel_error" { e = $5 < 0 ? -$5 : $5; if (e > 0.05) bad++ } END { exit bad > 0 }' "$TMP/fit.csv"; then
     pass "every prediction within 5% of the synthetic measurement"; else fail "some prediction off by more than 5%"; sed 's/^/  | /' "$TMP/fit.csv" >&2; fi
+# check_rel_err FILE WHAT: each rel_err --fit printed is 100 (predicted / measured - 1) of its own columns.
+check_rel_err() {
+    if awk '$1 ~ /^(dp_allreduce|tp_layer|pp_pipeline|hybrid_3d)$/ && $NF ~ /%$/ {
+            n++; e = substr($NF, 1, length($NF) - 1); want = 100 * ($(NF - 2) / $(NF - 1) - 1)
+            d = e - want; if (d < 0) d = -d; if (d > 0.06) { bad++; print "row " NR ": " e "% printed, " want "% from its columns" } }
+            END { exit !(n >= 16 && bad == 0) }' "$1"; then pass "--fit ($2): each printed rel_err follows from its predicted and measured columns"
+    else fail "--fit ($2): a printed rel_err does not follow from its columns"; fi
+}
+check_rel_err "$TMP/fit" "fitted links"
 # --fit with --cluster FILE: the rows predicted from a calibration's links, not this run's fit.
 printf 'name = truth\nintra_alpha_us = 0.5\nintra_bw_GBps = 8\ninter_alpha_us = 12\ninter_bw_GBps = 0.6\ntflops = 1\n' >"$TMP/truth.txt"
 expect_rc 0 "--fit with --cluster FILE" -- "$PLAN" --fit "$R" --cluster "$TMP/truth.txt" --csv "$TMP/fitc.csv"
@@ -162,6 +171,7 @@ within5 "$TMP/fitc.csv" && pass "the true links predict every row within 5%" || 
 sed 's/^intra_bw_GBps = 8/intra_bw_GBps = 2/' "$TMP/truth.txt" >"$TMP/wrong.txt"
 expect_rc 0 "--fit with a wrong calibration" -- "$PLAN" --fit "$R" --cluster "$TMP/wrong.txt" --csv "$TMP/fitw.csv"
 within5 "$TMP/fitw.csv" && fail "a 4x slower intra link still predicts every row within 5%" || pass "a wrong calibration shows in the errors"
+check_rel_err "$TMP/out" "a wrong calibration, errors of tens of %"
 sed 's/^inter_bw_GBps = 0.6/inter_bw_GBps = 0.15/' "$TMP/truth.txt" >"$TMP/wrong-inter.txt"
 expect_rc 0 "--fit with a wrong inter-node link" -- "$PLAN" --fit "$R" --cluster "$TMP/wrong-inter.txt" --csv "$TMP/fitx.csv"
 within5 "$TMP/fitx.csv" && fail "a 4x slower inter link still predicts every row within 5%" || pass "a wrong inter-node link shows in the errors"
