@@ -39,6 +39,13 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(r.verdict(None, 0.112), "differs")
         self.assertEqual(r.verdict(math.nan, 0.112), "differs")
 
+    def test_usage(self):
+        # a wrong word or count of arguments: usage, exit 2; a results folder that is not one: exit 3
+        for argv in (["reproduce.py"], ["reproduce.py", "setup", "/tmp"], ["reproduce.py", "write", "/tmp"],
+                     ["reproduce.py", "scan", "/tmp"], ["reproduce.py", "scan-setup", "/tmp", "2"]):
+            self.assertEqual(r.main(argv), 2, argv)
+        self.assertEqual(r.main(["reproduce.py", "scan-setup", "/nonexistent/run"]), 3)
+
     def test_bucket_size(self):
         # a quarter of the gradient in whole MiB, at least 1 (--bucket-mb 0 is refused)
         self.assertEqual([r.bucket_mb_for(b) for b in (1000, 5 << 20, 16 << 20, 100 << 20)], [1, 1, 4, 25])
