@@ -67,6 +67,13 @@ static void test_defaults_and_comments(void **state)
     assert_true(got.intra.bw_Bps == 2.5e9 && got.inter.bw_Bps == 2.5e9); /* inter defaults to intra */
     assert_true(got.intra.alpha_s == 0 && got.inter.alpha_s == 0);
     assert_true(fabs(got.flops - 5e10) < 1 && got.mem_bytes == 16e9);
+    /* Each default stands for its own key only: mem_GB given, hbm_GBps not; then the other way round. */
+    write_text("intra_bw_GBps = 1\ntflops = 1\nmem_GB = 40\n");
+    assert_int_equal(pb_cluster_file_read(path, "--cluster", &got), PB_OK);
+    assert_true(got.mem_bytes == 40e9 && got.mem_bw == 0);
+    write_text("intra_bw_GBps = 1\ntflops = 1\nhbm_GBps = 900\n");
+    assert_int_equal(pb_cluster_file_read(path, "--cluster", &got), PB_OK);
+    assert_true(got.mem_bytes == 16e9 && got.mem_bw == 900e9);
 }
 
 /* The file is refused as a usage error whose message (stderr) holds `fragment`. */
