@@ -82,6 +82,21 @@ def write_exe(path, body):
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
+class Sizes(unittest.TestCase):
+    """The sizes docs/fidelity.md says the comparison covers are the script's."""
+
+    def test_doc_ranges(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("compare_osu_table", SCRIPT)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        doc = " ".join(open(os.path.join(ROOT, "docs", "fidelity.md")).read().split())
+        self.assertIn("power-of-two sizes (8 B to 1 MiB for collectives, to 4 MiB for point to point)", doc)
+        for op, (_, cmd, _, _, span) in mod.OPS.items():
+            want = (8, 4 << 20) if cmd[0] == "p2p_sweep" else (8, 1 << 20)
+            self.assertEqual(span, want, f"{op}: {span}, docs/fidelity.md says {want}")
+
+
 class CompareOSU(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
