@@ -116,6 +116,7 @@ enum {
     COL_TARGET_RATIO,
     COL_COMPUTE_US_SLOWEST,
     COL_OVERHEAD_PAIRED,
+    COL_OVERHEAD_INSTEP,
     NCOLS
 };
 
@@ -155,6 +156,7 @@ static const pb_report_column cols[] = {
     [COL_TARGET_RATIO] = {"target_ratio", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
     [COL_COMPUTE_US_SLOWEST] = {"compute_us_slowest", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
     [COL_OVERHEAD_PAIRED] = {"overhead_paired", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
+    [COL_OVERHEAD_INSTEP] = {"overhead_instep", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -168,6 +170,7 @@ typedef struct row {
     double busy_us, wait_us; /* in the step, max over ranks of the per-rank mean */
     double compute_slowest;  /* mean over iterations of the slowest rank's compute in each */
     double overhead_paired;  /* median over iterations of step - compute, each the slowest rank's, over the median compute */
+    double overhead_instep;  /* the same within the step: its slowest rank minus the slowest rank's time to the end of backward */
     double flops;
     long long wrong;
     uint64_t hash;
@@ -180,7 +183,7 @@ typedef struct run_ctx {
     const pb_compute *eng;
     pb_comm *comm;
     double *samples;           /* pb_runner_time_loop's whole-iteration times (unused; then scratch) */
-    double *t[3];              /* per timed iteration: compute, comm, step */
+    double *t[4];              /* per timed iteration: compute, comm, step, and the step's time to the end of backward */
     double busy_sum, wait_sum; /* step phase, timed iterations */
     pb_dp_step *s;
     double target;             /* --target-ratio being searched */
@@ -213,6 +216,7 @@ static int it_all(void *a, int iter)
     for (int k = 0; k < 3; k++) r->t[k][iter] = us[k];
     pb_dp_timing t;
     pb_dp_last_timing(pb_dp_step_sync(r->s), &t);
+    r->t[3][iter] = us[2] - t.wait_us; /* wait_us: from the end of backward to the last bucket reduced */
     r->busy_sum += t.busy_us;
     r->wait_sum += t.wait_us;
     return PB_OK;
@@ -267,6 +271,10 @@ static int measure(run_ctx *r, pb_dp_step *s, row *out)
     out->compute_slowest = slowest_mean(&r->b->w, r->t[0], r->samples, done);
     if (done > 0) MPI_Allreduce(MPI_IN_PLACE, r->t[2], done, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
     out->overhead_paired = pb_dp_paired_overhead(r->samples, r->t[2], done, r->t[1]);
+    /* In-step: the step's own compute is subtracted, so the phases' separate
+     * noise (a few % of compute, i.e. tens of % of the overhead) cancels. */
+    if (done > 0) MPI_Allreduce(MPI_IN_PLACE, r->t[3], done, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
+    out->overhead_instep = pb_dp_paired_overhead(r->t[3], r->t[2], done, r->t[1]);
     out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
     out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
     out->flops = pb_dp_step_flops(s);
@@ -328,6 +336,7 @@ static int report(run_ctx *r, const row *w)
         [COL_TARGET_RATIO] = PB_F(w->target),
         [COL_COMPUTE_US_SLOWEST] = PB_F(w->compute_slowest),
         [COL_OVERHEAD_PAIRED] = PB_F(w->overhead_paired),
+        [COL_OVERHEAD_INSTEP] = PB_F(w->overhead_instep),
     };
     return r->b->rep ? pb_report_row(r->b->rep, v) : PB_OK;
 }
@@ -588,10 +597,10 @@ int main(int argc, char **argv)
         status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
                           "engine");
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
-    r.samples = malloc(sizeof(double) * 4 * (size_t)o.common.iters);
+    r.samples = malloc(sizeof(double) * 5 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
     status = pb_world_agree_at(b.w.comm, status, "samples"); /* run_all starts with collectives */
-    for (int k = 0; r.samples && k < 3; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
+    for (int k = 0; r.samples && k < 4; k++) r.t[k] = r.samples + (size_t)(k + 1) * (size_t)o.common.iters;
     if (status == PB_OK && r.eng) { /* r.eng is set whenever the agreed status is OK */
         notes(&r);
         pb_load start;

@@ -392,10 +392,13 @@ def skew_note(r):
 
 
 def step_overhead(r):
-    """A dp_allreduce row's overhead from its paired iterations (the median of step - compute, robust to
-    an iteration slowed in one phase only), or from the means where the row has no overhead_paired."""
-    paired = num(r, "overhead_paired")
-    return paired if paired is not None else num(r, "overhead")
+    """A dp_allreduce row's overhead from inside its steps (overhead_instep: the median over iterations of
+    the step minus its own compute, so the compute's noise between two phases cancels), else from its
+    paired iterations (the step minus the separate compute phase), else from the means."""
+    for col in ("overhead_instep", "overhead_paired"):
+        if num(r, col) is not None:
+            return num(r, col)
+    return num(r, "overhead")
 
 
 def dp_rows(out, plan):
@@ -416,16 +419,18 @@ def dp_rows(out, plan):
     busy = busy_reason(load_of(path))
     if main:
         ov, insitu = step_overhead(main), num(main, "predicted_overhead", 0)
+        paired = num(main, "overhead_paired")
         searched = ("searched in this run: %d probes, the nearest %.4f%s" % (search[1], search[2], "" if search[3] else
                     " (not within 2%)") if search else "no search note")
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, ov,
                        "not judged" if busy else verdict(ov, DP_RATIO),
                        cfg, (busy + "; " if busy else "") + "gradient size chosen for comm/compute %.3f by probing "
                        "the no-overlap step in dp_allreduce's own process (%s); in the step's loop "
-                       "comm/compute %.3f, and the step added %.3f (the median of its paired iterations; from the "
-                       "means %.3f); the sweep (busbw %.2f GB/s, compute %.1f ms from "
-                       "GEMM %.1f GFLOP/s x %.2f, %s) predicted %d B" % (DP_RATIO, searched, insitu, ov or 0,
-                       num(main, "overhead", 0),
+                       "comm/compute %.3f, and the step added %.3f (its all-reduce after its own compute, the median "
+                       "of its iterations; against the separate compute phase %s; from the means %.3f); the sweep "
+                       "(busbw %.2f GB/s, compute %.1f ms from GEMM %.1f GFLOP/s x %.2f, %s) predicted %d B"
+                       % (DP_RATIO, searched, insitu, ov or 0, "-" if paired is None else "%.3f" % paired,
+                          num(main, "overhead", 0),
                        p["busbw_GBps"][0], p["compute_s"] * 1e3, p["gemm_gflops"], p["layer_efficiency"], p["note"],
                        p["sweep_bytes"][0])))
         res.append(row("DP composition: step - compute against comm, no overlap", "fraction", None, insitu, ov,

@@ -169,6 +169,10 @@ def check_dp_allreduce(ck, rows, run_nodes):
                       "the largest mean")
         if "overhead_paired" in r and num(r, "overhead_paired") is None:
             ck.bad(i, f"overhead_paired {r['overhead_paired']!r} is not a number")
+        if "overhead_instep" in r:  # each iteration's slowest step minus its slowest compute up to the all-reduce
+            ins = num(r, "overhead_instep")
+            if ins is None or ins < 0:
+                ck.bad(i, f"overhead_instep {r['overhead_instep']!r}: a step is never shorter than its own compute")
         hf = num(r, "hidden_fraction")
         if hf is not None and not -REL <= hf <= 1 + REL:
             ck.bad(i, f"hidden_fraction {hf} outside [0, 1]")

@@ -236,7 +236,7 @@ class HybridRows(unittest.TestCase):
 
 
 DP_COLS = ["grad_bytes", "overlap", "overhead", "predicted_overhead", "exposed_us", "buckets", "target_ratio",
-           "compute_us", "compute_us_slowest", "overhead_paired"]
+           "compute_us", "compute_us_slowest", "overhead_paired", "overhead_instep"]
 
 
 class DPRows(unittest.TestCase):
@@ -247,7 +247,7 @@ class DPRows(unittest.TestCase):
         with open(os.path.join(d, name), "w") as f:
             f.write("".join("# note: %s\n" % n for n in notes + ["load: " + load]))
             f.write(",".join(DP_COLS) + "\n")
-            f.writelines(",".join(str(v) for v in row + (1000, 1020, "")[len(row) - 7:]) + "\n" for row in rows)
+            f.writelines(",".join(str(v) for v in row + (1000, 1020, "", "")[len(row) - 7:]) + "\n" for row in rows)
 
     def plan(self):
         return {"nranks": 2, "dp": {"ratios": [r.DP_RATIO, 0.2], "sweep_bytes": [1000, 2000], "compute_s": 0.03,
@@ -319,11 +319,25 @@ class DPRows(unittest.TestCase):
             rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
         main = rows["DP overhead (comm/compute, no overlap)"]
         self.assertEqual((main["measured_value"], main["verdict"]), ("0.115", "reproduced"))
-        self.assertIn("the step added 0.115 (the median of its paired iterations; from the means 0.200)", main["note"])
+        self.assertIn("the step added 0.115 (its all-reduce after its own compute, the median of its iterations; "
+                      "against the separate compute phase 0.115; from the means 0.200)", main["note"])
         self.assertEqual(rows["DP composition: step - compute against comm, no overlap"]["measured_value"], "0.115")
         self.assertEqual(rows["DP 20% line scan: comm/compute 0.25"]["measured_value"], "0.26")
         self.assertAlmostEqual(float(rows["DP: comm/compute where measured overhead crosses 20%"]["measured_value"]),
                                0.11 + (0.2 - 0.115) * 0.14 / 0.145, places=5)
+
+    def test_the_in_step_overhead_comes_first(self):
+        with tempfile.TemporaryDirectory() as d:
+            # paired with the separate compute phase 0.13; inside the step, against its own compute, 0.118
+            self.write(d, [(6144, "none", 0.2, 0.11, 200, 1, 0.112, 1000, 1020, 0.13, 0.118)], [])
+            self.write(d, [(9216, "none", 0.05, 0.25, 50, 1, "", 1000, 1000, 0.26, 0.24)], [], name="repro_dp_scan.csv")
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+        main = rows["DP overhead (comm/compute, no overlap)"]
+        self.assertEqual((main["measured_value"], main["verdict"]), ("0.118", "reproduced"))
+        self.assertIn("the step added 0.118 (its all-reduce after its own compute, the median of its iterations; "
+                      "against the separate compute phase 0.130; from the means 0.200)", main["note"])
+        self.assertEqual(rows["DP composition: step - compute against comm, no overlap"]["measured_value"], "0.118")
+        self.assertEqual(rows["DP 20% line scan: comm/compute 0.25"]["measured_value"], "0.24")
 
     def test_no_row_for_the_document_ratio(self):
         with tempfile.TemporaryDirectory() as d:

@@ -22,6 +22,17 @@ for i in $(seq 1 "$n"); do
     [ $rc -eq 0 ] || failed=1
     echo "run $i: exit $rc, $(( $(date +%s) - s )) s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     grep '^# note: target comm/compute' "$t/run$i/repro_dp.csv" 2>/dev/null | head -1
+    python3 - "$t/run$i/repro_dp.csv" <<'PY'
+import csv, sys
+try:
+    for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")):
+        if r["overlap"] == "none" and r.get("target_ratio"):
+            print("  the row's measures: in-step %s, paired %s, means %s, comm/compute of its loop %s" % (
+                r.get("overhead_instep", "-")[:8], r.get("overhead_paired", "-")[:8], r["overhead"][:8],
+                r["predicted_overhead"][:8]))
+except OSError:
+    pass
+PY
     python3 - "$t/run$i/reproduce.csv" <<'PY'
 import csv, sys
 try:
@@ -42,16 +53,26 @@ done
 python3 - "$t" "$n" <<'PY'
 import csv, os, sys
 within = judged = 0
+alt = {"overhead_instep": 0, "overhead_paired": 0}  # each measure of the same rows, for comparison
 for i in range(1, int(sys.argv[2]) + 1):
+    run = os.path.join(sys.argv[1], "run%d" % i)
     try:
         rows = {r["figure"]: r for r in csv.DictReader(
-            l for l in open(os.path.join(sys.argv[1], "run%d" % i, "reproduce.csv")) if not l.startswith("#"))}
+            l for l in open(os.path.join(run, "reproduce.csv")) if not l.startswith("#"))}
         r = rows["DP overhead (comm/compute, no overlap)"]
         ok = abs(float(r["measured_value"]) / 0.112 - 1) <= 0.10
+        dp = [x for x in csv.DictReader(l for l in open(os.path.join(run, "repro_dp.csv")) if not l.startswith("#"))
+              if x["overlap"] == "none" and x.get("target_ratio")]
     except (OSError, KeyError, ValueError):
         continue
     within += ok
     judged += ok and r["verdict"] != "not judged"
+    for col in alt:
+        try:
+            alt[col] += abs(float(dp[0][col]) / 0.112 - 1) <= 0.10
+        except (IndexError, KeyError, ValueError):
+            pass
 print("DP overhead within 10%% of 0.112: %d of %s runs (%d of them judged, the machine quiet)" % (within, sys.argv[2], judged))
+print("by measure: %s" % ", ".join("%s %d of %s" % (c, k, sys.argv[2]) for c, k in alt.items()))
 PY
 exit $failed
