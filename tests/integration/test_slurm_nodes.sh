@@ -145,13 +145,28 @@ fold_checks
 
 # --- the suite as a batch job over the 2 nodes (no hostfile: srun takes the
 # allocation). Ranks unbound: the emulated nodes share this machine's 2 cores.
+# Open MPI 4.1.4's TCP BTL now and then fails a connect between the emulated
+# nodes ("failed to TCP connect to a peer MPI process ... Operation now in
+# progress (115)", its errno misreported: open-mpi/ompi#10734, fixed in 4.1.x by
+# ompi#13110) and the rank then crashes. That is Open MPI's, not parabench's:
+# the job runs once more, in a fresh folder, only when a step's log says so.
+OMPI_CONNECT_BUG="Open MPI failed to TCP connect to a peer MPI process"
+sbatch_suite() {
+    (cd "$ROOT" && PARABENCH_BUILD=0 BUILD=$BUILD timeout 240 sbatch --wait -N 2 --output="$TMP/job.out" \
+        scripts/slurm/run_all-cpu.sbatch --quick --bind none --out "$RES") >"$TMP/sbatch.out" 2>"$TMP/sbatch.err" &
+    JOB=$!
+    wait "$JOB"
+    rc=$?
+    JOB=""
+}
 RES="$TMP/results"
-(cd "$ROOT" && PARABENCH_BUILD=0 BUILD=$BUILD timeout 240 sbatch --wait -N 2 --output="$TMP/job.out" \
-    scripts/slurm/run_all-cpu.sbatch --quick --bind none --out "$RES") >"$TMP/sbatch.out" 2>"$TMP/sbatch.err" &
-JOB=$!
-wait "$JOB"
-rc=$?
-JOB=""
+sbatch_suite
+if [ "$rc" -ne 0 ] && cat "$RES"/logs/*.err 2>/dev/null | tr -s ' \n' ' ' | grep -qF "$OMPI_CONNECT_BUG"; then
+    echo "NOTE: $NAME: the batch job exited $rc after Open MPI's TCP connect failure ($(grep -l "TCP connect" \
+"$RES"/logs/*.err | tr '\n' ' ')); running it once more" >&2
+    RES="$TMP/results-retry"
+    sbatch_suite
+fi
 if [ "$rc" -eq 0 ]; then pass "sbatch --wait -N 2 run_all-cpu.sbatch --quick (exit 0)"; else
     fail "sbatch --wait -N 2 run_all-cpu.sbatch --quick: exit $rc, expected 0"
     sed 's/^/  | /' "$TMP/sbatch.err" "$TMP/job.out" 2>/dev/null | tail -30 >&2
