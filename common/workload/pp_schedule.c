@@ -138,7 +138,8 @@ static msg *slot(const links *l, size_t link, int k) { return &l->store[l->first
 /* The receiver's virtual stage that action `a` feeds with its output. */
 static int dest_vstage(const pb_pp_schedule_action *a) { return a->op == PB_PP_FWD ? a->vstage + 1 : a->vstage - 1; }
 
-/* Try to run stage s's next action; 1 if it ran, 0 if blocked, -1 on a mismatch. */
+/* Try to run stage s's next action; 1 if it ran, 0 if blocked, -1 on a
+ * mismatch, -2 when it sends to or receives from a stage that is not its neighbour. */
 static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, double *busy, const links *l, double tf, double tb,
                    double tm)
 {
@@ -146,7 +147,7 @@ static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, doub
     int kind = a->op == PB_PP_FWD ? 0 : 1;
     double start = *clock;
     if (a->recv_from >= 0) {
-        if (neighbour(l, kind, a->recv_from) != pl->stage) return -1;
+        if (neighbour(l, kind, a->recv_from) != pl->stage) return -2;
         size_t i = link_index(l, kind, a->recv_from);
         fifo *f = &l->f[i];
         if (f->head == f->tail) return 0;
@@ -156,7 +157,7 @@ static int sim_one(const pb_pp_schedule_plan *pl, int *next, double *clock, doub
     }
     double end = start + (kind == 0 ? tf : tb);
     if (a->send_to >= 0) {
-        if (a->send_to != neighbour(l, kind, pl->stage)) return -1;
+        if (a->send_to != neighbour(l, kind, pl->stage)) return -2;
         size_t i = link_index(l, kind, pl->stage);
         *slot(l, i, l->f[i].tail++) = (msg){dest_vstage(a), a->mb, end + tm};
     }
@@ -199,7 +200,10 @@ int pb_pp_schedule_simulate(const pb_pp_schedule_plan *plans, int p, double t_fw
         for (int s = 0; s < p && status == PB_OK; s++)
             while (next[s] < plans[s].n) {
                 int r = sim_one(&plans[s], &next[s], &clock[s], busy, &l, t_fwd, t_bwd, t_msg);
-                if (r < 0) status = pb_fail(PB_ERR_CHECK, "schedule: stage %d receives out of order", s);
+                if (r == -1) status = pb_fail(PB_ERR_CHECK, "schedule: stage %d receives out of order", s);
+                if (r == -2)
+                    status = pb_fail(PB_ERR_CHECK, "schedule: stage %d sends to or receives from a stage that is not "
+                                     "next to it", s);
                 if (r <= 0) break;
                 progress = 1;
             }

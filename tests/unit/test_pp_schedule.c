@@ -12,6 +12,7 @@
 #include "workload/pp_schedule.h"
 
 #include <math.h>
+#include <string.h>
 
 #define CLOSE(x, want) assert_true(fabs((x) - (want)) <= 1e-9 * fmax(1.0, fabs(want)))
 
@@ -189,7 +190,17 @@ static void test_check_rejects(void **state)
     plans[1].a[0] = plans[1].a[1];
     plans[1].a[1] = t;
     assert_int_equal(pb_pp_schedule_check(plans, 2), PB_ERR_CHECK);
+    assert_non_null(strstr(pb_error_last(), "receives out of order"));
     free_all(plans, 2);
+    /* Activations go to the next stage only: stage 0 of 3 sending to stage 2 is refused, by name. */
+    pb_pp_schedule_plan three[3];
+    build_all(PB_PP_1F1B, 3, 2, 1, three);
+    assert_int_equal(pb_pp_schedule_check(three, 3), PB_OK);
+    assert_int_equal(three[0].a[0].op, PB_PP_FWD);
+    three[0].a[0].send_to = 2;
+    assert_int_equal(pb_pp_schedule_check(three, 3), PB_ERR_CHECK);
+    assert_non_null(strstr(pb_error_last(), "stage 0 sends to or receives from a stage that is not next to it"));
+    free_all(three, 3);
 }
 
 int main(void)
