@@ -88,11 +88,10 @@ typedef struct pb_compute {
      * 0.3.21 has no batch call). NULL: callers use pb_compute_gemm_batched,
      * which loops. */
     int (*gemm_batched)(const pb_compute_gemm_batch *g);
-    /* y = max(x, 0); y may be x. */
-    int (*relu_fwd)(pb_dtype t, size_t n, const void *x, void *y);
-    /* dx = y > 0 ? dy : 0, with y the forward OUTPUT (it has the input's sign
-     * pattern, so the pre-activation need not be kept); dx may be dy. */
-    int (*relu_bwd)(pb_dtype t, size_t n, const void *y, const void *dy, void *dx);
+    /* y = gelu(x) (compute/gelu.h: the tanh form); y may be x. */
+    int (*gelu_fwd)(pb_dtype t, size_t n, const void *x, void *y);
+    /* dx = gelu'(x) * dy, with x the forward INPUT; dx may be dy. */
+    int (*gelu_bwd)(pb_dtype t, size_t n, const void *x, const void *dy, void *dx);
     /* Row-wise softmax of a rows x cols matrix (dense, leading dimension cols),
      * computed in fp32 with the row maximum subtracted; y may be x. */
     int (*softmax_fwd)(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y);

@@ -4,6 +4,7 @@
  * with dlsym, so a library without it still links and runs: bf16 then runs
  * in fp32 and describe() says so. */
 #include "compute/compute.h"
+#include "compute/gelu.h"
 
 #include "core/error.h"
 #include "core/mem.h"
@@ -183,20 +184,17 @@ static int check_float_type(pb_dtype t, const char *what)
     return PB_OK;
 }
 
-static int blas_relu_fwd(pb_dtype t, size_t n, const void *x, void *y)
+static int blas_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y)
 {
-    PB_TRY(check_float_type(t, "relu"));
-    for (size_t i = 0; i < n; i++) {
-        float v = load(t, x, i);
-        store(t, y, i, v > 0.0f ? v : 0.0f);
-    }
+    PB_TRY(check_float_type(t, "gelu"));
+    for (size_t i = 0; i < n; i++) store(t, y, i, pb_gelu(load(t, x, i)));
     return PB_OK;
 }
 
-static int blas_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, void *dx)
+static int blas_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx)
 {
-    PB_TRY(check_float_type(t, "relu backward"));
-    for (size_t i = 0; i < n; i++) store(t, dx, i, load(t, y, i) > 0.0f ? load(t, dy, i) : 0.0f);
+    PB_TRY(check_float_type(t, "gelu backward"));
+    for (size_t i = 0; i < n; i++) store(t, dx, i, pb_gelu_grad(load(t, x, i)) * load(t, dy, i));
     return PB_OK;
 }
 
@@ -269,8 +267,8 @@ static const pb_compute blas_engine = {
     .from_host = blas_copy,
     .gemm = blas_gemm,
     .gemm_batched = blas_gemm_batched,
-    .relu_fwd = blas_relu_fwd,
-    .relu_bwd = blas_relu_bwd,
+    .gelu_fwd = blas_gelu_fwd,
+    .gelu_bwd = blas_gelu_bwd,
     .softmax_fwd = blas_softmax_fwd,
     .softmax_bwd = blas_softmax_bwd,
     .convert = blas_convert,

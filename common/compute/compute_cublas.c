@@ -272,18 +272,18 @@ static int launched(cudaError_t e, const char *what)
     return pb_cuda_status_fail_at(e, __FILE__, __LINE__, what);
 }
 
-static int cublas_relu_fwd(pb_dtype t, size_t n, const void *x, void *y)
+static int cublas_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y)
 {
-    READY("relu");
-    PB_TRY(check_float_type(t, "relu"));
-    return launched(pb_cuda_relu_fwd(t, n, x, y, cu.stream), "relu forward kernel launch");
+    READY("gelu");
+    PB_TRY(check_float_type(t, "gelu"));
+    return launched(pb_cuda_gelu_fwd(t, n, x, y, cu.stream), "gelu forward kernel launch");
 }
 
-static int cublas_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, void *dx)
+static int cublas_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx)
 {
-    READY("relu backward");
-    PB_TRY(check_float_type(t, "relu backward"));
-    return launched(pb_cuda_relu_bwd(t, n, y, dy, dx, cu.stream), "relu backward kernel launch");
+    READY("gelu backward");
+    PB_TRY(check_float_type(t, "gelu backward"));
+    return launched(pb_cuda_gelu_bwd(t, n, x, dy, dx, cu.stream), "gelu backward kernel launch");
 }
 
 static int cublas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y)
@@ -361,8 +361,8 @@ static const pb_compute cublas_engine = {
     .from_host = cublas_from_host,
     .gemm = cublas_gemm,
     .gemm_batched = cublas_gemm_batched,
-    .relu_fwd = cublas_relu_fwd,
-    .relu_bwd = cublas_relu_bwd,
+    .gelu_fwd = cublas_gelu_fwd,
+    .gelu_bwd = cublas_gelu_bwd,
     .softmax_fwd = cublas_softmax_fwd,
     .softmax_bwd = cublas_softmax_bwd,
     .convert = cublas_convert,

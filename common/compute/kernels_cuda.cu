@@ -1,10 +1,11 @@
-// Device kernels of the cuBLAS engine: elementwise relu, row-wise softmax,
+// Device kernels of the cuBLAS engine: elementwise gelu, row-wise softmax,
 // fp32 <-> bf16 conversion and the deterministic fill. Deliberately simple:
 // grid-stride loops with size_t indices, fp32 math, one 256-thread block per
 // softmax row with a shared-memory tree reduction. They are O(n) next to the
 // GEMMs, so clarity wins over speed here.
 #include "compute/kernels_cuda.h"
 
+#include "compute/gelu.h"
 #include "core/rng.h"
 
 #include <cuda_bf16.h>
@@ -29,18 +30,16 @@ size_t blocks_for(size_t n)
 
 // No __restrict__ anywhere: outputs may alias inputs (y == x, dx == dy), and
 // every thread reads element i before it writes element i.
-template <typename T> __global__ void relu_fwd_kernel(size_t n, const T *x, T *y)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float v = load(x, i);
-        store(y, i, v > 0.0f ? v : 0.0f); // NaN -> 0, as the BLAS engine does
-    }
-}
-
-template <typename T> __global__ void relu_bwd_kernel(size_t n, const T *y, const T *dy, T *dx)
+template <typename T> __global__ void gelu_fwd_kernel(size_t n, const T *x, T *y)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        store(dx, i, load(y, i) > 0.0f ? load(dy, i) : 0.0f);
+        store(y, i, pb_gelu(load(x, i)));
+}
+
+template <typename T> __global__ void gelu_bwd_kernel(size_t n, const T *x, const T *dy, T *dx)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        store(dx, i, pb_gelu_grad(load(x, i)) * load(dy, i));
 }
 
 template <typename D, typename S> __global__ void convert_kernel(size_t n, const S *src, D *dst)
@@ -122,23 +121,23 @@ using bf16 = __nv_bfloat16;
 
 } // namespace
 
-extern "C" cudaError_t pb_cuda_relu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t s)
+extern "C" cudaError_t pb_cuda_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t s)
 {
     if (!supported(t)) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     const unsigned g = (unsigned)blocks_for(n);
-    if (t == PB_FLOAT32) relu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)x, (float *)y);
-    else relu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)x, (bf16 *)y);
+    if (t == PB_FLOAT32) gelu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)x, (float *)y);
+    else gelu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)x, (bf16 *)y);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, void *dx, cudaStream_t s)
+extern "C" cudaError_t pb_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx, cudaStream_t s)
 {
     if (!supported(t)) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     const unsigned g = (unsigned)blocks_for(n);
-    if (t == PB_FLOAT32) relu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)y, (const float *)dy, (float *)dx);
-    else relu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)y, (const bf16 *)dy, (bf16 *)dx);
+    if (t == PB_FLOAT32) gelu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)x, (const float *)dy, (float *)dx);
+    else gelu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)x, (const bf16 *)dy, (bf16 *)dx);
     return cudaGetLastError();
 }
 

@@ -20,10 +20,10 @@
 extern "C" {
 #endif
 
-/* y = max(x, 0); y may be x. */
-cudaError_t pb_cuda_relu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t stream);
-/* dx = y > 0 ? dy : 0 (y the forward output); dx may be dy. */
-cudaError_t pb_cuda_relu_bwd(pb_dtype t, size_t n, const void *y, const void *dy, void *dx, cudaStream_t stream);
+/* y = gelu(x) (compute/gelu.h); y may be x. */
+cudaError_t pb_cuda_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t stream);
+/* dx = gelu'(x) * dy (x the forward input); dx may be dy. */
+cudaError_t pb_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx, cudaStream_t stream);
 /* Row-wise softmax, dense rows x cols; y may be x. */
 cudaError_t pb_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y,
                                 cudaStream_t stream);

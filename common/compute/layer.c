@@ -113,7 +113,8 @@ static int fill_block(pb_layer *ly, uint64_t seed, enum pb_weight w, int64_t lco
 }
 
 /* U(-1,1) * sqrt(3/fan_in) keeps the variance of a GEMM's output equal to its
- * input's; after relu, sqrt(6/fan_in) (He) restores the halved second moment.
+ * input's; after gelu, sqrt(6/fan_in) (He, derived for relu, whose second
+ * moment gelu's is close to) restores the roughly halved second moment.
  * The two projections that feed the residual stream (Wo, W2) are further
  * scaled by 1/sqrt(2L) (GPT-2's residual scaling), so the stream's variance
  * grows by a bounded factor over L layers instead of doubling per block. */
@@ -301,9 +302,10 @@ int pb_layer_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y
     const pb_layer_shape *sh = &ly->sh;
     int64_t n = tokens(sh), h = sh->h, f = 4 * local_hidden(sh);
     if (x != sv->x_mlp) PB_TRY(ly->eng->copy(sv->x_mlp, x, (size_t)(n * h) * pb_dtype_size(sh->dtype)));
+    void *act = ly->sc->big; /* gelu(Z): the saved slot keeps Z for the backward */
     PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, n, f, h, 1.0f, sv->x_mlp, h, weight(ly, PB_W_UP), f, sv->hmlp, f));
-    PB_TRY(ly->eng->relu_fwd(sh->dtype, (size_t)(n * f), sv->hmlp, sv->hmlp));
-    return residual_gemm(ly, PB_NOTRANS, n, h, f, sv->hmlp, f, weight(ly, PB_W_DOWN), h, sv->x_mlp, y);
+    PB_TRY(ly->eng->gelu_fwd(sh->dtype, (size_t)(n * f), sv->hmlp, act));
+    return residual_gemm(ly, PB_NOTRANS, n, h, f, act, f, weight(ly, PB_W_DOWN), h, sv->x_mlp, y);
 }
 
 int pb_layer_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
@@ -311,9 +313,11 @@ int pb_layer_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void 
     const pb_layer_shape *sh = &ly->sh;
     int64_t n = tokens(sh), h = sh->h, f = 4 * local_hidden(sh);
     void *dh = ly->sc->big;
-    PB_TRY(grad_gemm(ly, PB_W_DOWN, sv->hmlp, f, dy, h, accumulate));
+    /* gelu(Z) is recomputed from the saved Z for dW2, then its slot takes dH. */
+    PB_TRY(ly->eng->gelu_fwd(sh->dtype, (size_t)(n * f), sv->hmlp, dh));
+    PB_TRY(grad_gemm(ly, PB_W_DOWN, dh, f, dy, h, accumulate));
     PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, f, h, 1.0f, dy, h, weight(ly, PB_W_DOWN), h, dh, f));
-    PB_TRY(ly->eng->relu_bwd(sh->dtype, (size_t)(n * f), sv->hmlp, dh, dh));
+    PB_TRY(ly->eng->gelu_bwd(sh->dtype, (size_t)(n * f), sv->hmlp, dh, dh));
     PB_TRY(grad_gemm(ly, PB_W_UP, sv->x_mlp, h, dh, f, accumulate));
     return residual_gemm(ly, PB_TRANS, n, h, f, dh, f, weight(ly, PB_W_UP), f, dy, dx);
 }

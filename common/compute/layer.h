@@ -6,7 +6,8 @@
  *              -> per local head O = softmax(Q K^T / sqrt(hd)) V  (only with
  *                 attn_scores; without, O = V)
  *              -> Y = X + O Wo              (row-parallel, (h/t) x h: a PARTIAL sum)
- *   MLP:       X -> H = relu(X W1)          (column-parallel, h x 4h/t)
+ *   MLP:       X -> H = gelu(X W1)          (column-parallel, h x 4h/t; gelu's
+ *                 tanh form, as in GPT-2 and Megatron-LM)
  *              -> Y = X + H W2              (row-parallel, (4h/t) x h: a PARTIAL sum)
  * With t > 1 the caller all-reduces (or reduce-scatters) each block's output
  * and the input gradient of each block's backward. The residual X (and dY in

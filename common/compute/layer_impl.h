@@ -7,7 +7,7 @@
 
 /* Scratch shared by all layers of a stack (they run one at a time). */
 typedef struct pb_layer_impl_scratch {
-    void *big;   /* N x 4h/t: dH of the MLP, dQKV (N x 3h/t) of attention */
+    void *big;   /* N x 4h/t: gelu(Z) and dH of the MLP, dQKV (N x 3h/t) of attention */
     void *d_o;   /* N x h/t: dO of attention */
     void *d_s;   /* heads/t x s x s: dS of one sequence's local heads */
     void *gconv; /* largest weight, compute type: dW before conversion to grad type */
@@ -32,7 +32,7 @@ struct pb_layer_acts {
     void *scores; /* b x heads/t x s x s (attn_scores only) */
     void *o;      /* N x h/t     (attn_scores only; else O is the V columns of qkv) */
     void *x_mlp;  /* N x h       MLP input */
-    void *hmlp;   /* N x 4h/t    relu output */
+    void *hmlp;   /* N x 4h/t    Z = X_mlp W1, gelu's input */
 };
 
 /* Byte sizes of the slots above, each rounded up to PB_ACT_ALIGN. */

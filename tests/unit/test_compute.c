@@ -100,24 +100,52 @@ static void test_gemm_bf16(void **state)
     }
 }
 
-static void test_relu(void **state)
+/* gelu's tanh form in double, the reference of the engine's fp32 one. */
+static double gelu_ref(double x)
+{
+    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/* gelu against its tanh form in double and within 1e-3 of the exact x Phi(x)
+ * (what the tanh form approximates); its backward against central differences
+ * of that form; in place, and in bf16. */
+static void test_gelu(void **state)
 {
     (void)state;
-    float x[6] = {-2.0f, -0.0f, 0.0f, 0.5f, 3.0f, -1e-30f}, y[6], dy[6] = {1, 2, 3, 4, 5, 6}, dx[6];
-    assert_int_equal(E->relu_fwd(PB_FLOAT32, 6, x, y), PB_OK);
-    for (int i = 0; i < 6; i++) assert_true(y[i] == (x[i] > 0 ? x[i] : 0.0f));
-    assert_int_equal(E->relu_bwd(PB_FLOAT32, 6, y, dy, dx), PB_OK);
-    for (int i = 0; i < 6; i++) assert_true(dx[i] == (x[i] > 0 ? dy[i] : 0.0f));
-    /* in place, and in bf16 */
-    uint16_t xb[6], db[6];
-    for (int i = 0; i < 6; i++) xb[i] = pb_dtype_float_to_bf16(x[i]), db[i] = pb_dtype_float_to_bf16(dy[i]);
-    assert_int_equal(E->relu_fwd(PB_BFLOAT16, 6, xb, xb), PB_OK);
-    assert_int_equal(E->relu_bwd(PB_BFLOAT16, 6, xb, db, db), PB_OK);
-    for (int i = 0; i < 6; i++) {
-        assert_true(pb_dtype_bf16_to_float(xb[i]) == (x[i] > 0 ? x[i] : 0.0f));
-        assert_true(pb_dtype_bf16_to_float(db[i]) == (x[i] > 0 ? dy[i] : 0.0f));
+    enum { n = 9 };
+    float x[n] = {-6.0f, -2.0f, -0.7f, -0.0f, 0.0f, 0.3f, 1.0f, 3.0f, 8.0f}, y[n], dx[n];
+    float dy[n] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    assert_int_equal(E->gelu_fwd(PB_FLOAT32, n, x, y), PB_OK);
+    assert_int_equal(E->gelu_bwd(PB_FLOAT32, n, x, dy, dx), PB_OK);
+    for (int i = 0; i < n; i++) {
+        double want = gelu_ref(x[i]), exact = 0.5 * x[i] * erfc(-x[i] / sqrt(2));
+        assert_true(fabs(y[i] - want) <= 1e-6 * (1 + fabs(want)));
+        assert_true(fabs(want - exact) <= 1e-3);
+        double e = 1e-4, slope = (gelu_ref(x[i] + e) - gelu_ref(x[i] - e)) / (2 * e);
+        assert_true(fabs(dx[i] - slope * dy[i]) <= 1e-5 * fabs(dy[i]) * (1 + fabs(slope)));
     }
-    assert_int_equal(E->relu_fwd(PB_INT32, 6, x, y), PB_ERR_USAGE);
+    assert_true(y[4] == 0.0f && dx[4] == 0.5f * dy[4]); /* gelu(0) = 0, gelu'(0) = 1/2 */
+    /* bf16, dx aliasing dy: the fp32 results on the bf16 inputs, rounded */
+    uint16_t xb[n], db[n];
+    float xr[n], dyr[n], yr[n], dxr[n];
+    for (int i = 0; i < n; i++) {
+        xb[i] = pb_dtype_float_to_bf16(x[i]), db[i] = pb_dtype_float_to_bf16(dy[i]);
+        xr[i] = pb_dtype_bf16_to_float(xb[i]), dyr[i] = pb_dtype_bf16_to_float(db[i]);
+    }
+    assert_int_equal(E->gelu_fwd(PB_FLOAT32, n, xr, yr), PB_OK);
+    assert_int_equal(E->gelu_bwd(PB_FLOAT32, n, xr, dyr, dxr), PB_OK);
+    assert_int_equal(E->gelu_bwd(PB_BFLOAT16, n, xb, db, db), PB_OK);
+    assert_int_equal(E->gelu_fwd(PB_BFLOAT16, n, xb, xb), PB_OK);
+    for (int i = 0; i < n; i++) {
+        assert_true(xb[i] == pb_dtype_float_to_bf16(yr[i]));
+        assert_true(db[i] == pb_dtype_float_to_bf16(dxr[i]));
+    }
+    float same[n];
+    memcpy(same, x, sizeof x);
+    assert_int_equal(E->gelu_fwd(PB_FLOAT32, n, same, same), PB_OK);
+    assert_memory_equal(same, y, sizeof y);
+    assert_int_equal(E->gelu_fwd(PB_INT32, n, x, y), PB_ERR_USAGE);
+    assert_int_equal(E->gelu_bwd(PB_INT32, n, x, dy, dx), PB_ERR_USAGE);
 }
 
 /* softmax rows against exp/sum in double; backward against finite differences
@@ -317,7 +345,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_fp32_all_transposes), cmocka_unit_test(test_gemm_bf16),
         cmocka_unit_test(test_gemm_batched),
-        cmocka_unit_test(test_relu), cmocka_unit_test(test_softmax),           cmocka_unit_test(test_convert_and_copies),
+        cmocka_unit_test(test_gelu), cmocka_unit_test(test_softmax),           cmocka_unit_test(test_convert_and_copies),
         cmocka_unit_test(test_fill_slices),    cmocka_unit_test(test_describe_and_dtype),
         cmocka_unit_test(test_select_and_helpers), cmocka_unit_test(test_gemm_rate),
     };
