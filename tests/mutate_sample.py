@@ -421,6 +421,14 @@ def gcov_lines(build, executed=True):
     return out
 
 
+def have_python_coverage():
+    try:
+        import coverage  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def py_lines(datadir):
     out = {}
     try:
@@ -696,6 +704,10 @@ def main():
         for i, m in enumerate(order[:a.n], 1):
             print(fmt_row(i, m, "", ""))
         return
+    if not have_python_coverage():
+        mutate.die(3, "Python's coverage module is missing (python3 -m pip install coverage, or the python3-coverage "
+                      "package for the system's python3): without it no Python line is ever covered, and every Python "
+                      "mutant would count as survived")
     if cluster_up():
         mutate.die(3, f"an emulated cluster is up ({EMU_STATE}); the tests that need one would fail for it, not for "
                       "their mutants: take it down (scripts/emulate-cluster.sh down) and retry")
