@@ -209,6 +209,15 @@ def main():
         alive = os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split(") ")[1][0] != "Z"
         check(rc == 124 and not alive, f"timeout: exit {rc}, its timeout(1) child {pid} still running: {alive}")
 
+    # Without Python's coverage module every Python mutant would read "not
+    # covered": the sampler refuses to start, exit 3, before building anything.
+    hide = ("import runpy, sys; sys.modules['coverage'] = None; "
+            "sys.argv = ['mutate_sample.py', '--n', '1', '--seed', '1']; "
+            f"runpy.run_path({S.__file__!r}, run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 3 and "coverage module is missing" in r.stderr,
+          f"no coverage module: exit {r.returncode}, {r.stderr.strip()[-200:]!r}")
+
     if FAILS:
         print(f"test_mutate_sample: {FAILS} checks failed")
         sys.exit(1)
