@@ -311,7 +311,18 @@ grep -qE '^# launches: [0-9]+ through mpirun/srun, [0-9]+ single processes; [0-9
 grep -qE '^# total: .* [0-9]+ rehearsed in ' "$R" && pass "rehearsal: rehearsed steps counted" || fail "no rehearsed count"
 expect_in "$TMP/reh/gpu-check.md" "# parabench GPU check: REHEARSAL PASS" "rehearsal: one page says rehearsal"
 # the devtime sweeps end at their -e: 16 x 16^k reaches 256 MiB (and the 1 MiB cap), 8 x 16^k stops at 128 MiB
-grep -q '^devtime-pair-1: allreduce busbw .* at 1048576 B' <(sed -n 's/^#   //p' "$R") && pass "devtime sweep reaches its -e" || fail "devtime sweep end: $(grep 'devtime-pair-1:' "$R")"
+grep -q '^devtime-pair-1: 1 rank, no link crossed: allreduce of 1048576 B in ' <(sed -n 's/^#   //p' "$R") && pass "devtime sweep reaches its -e" || fail "devtime sweep end: $(grep 'devtime-pair-1:' "$R")"
+# one rank crosses no link: its key figure is the largest allreduce's time, read back from the CSV, and no bandwidth
+python3 - "$R" "$TMP/reh/coll-nccl-1.csv" <<'PY' && pass "1 rank: the allreduce's time, no bandwidth" || fail "1-rank key figure: $(grep 'coll-nccl-1:' "$R")"
+import csv, re, sys
+line = [l for l in open(sys.argv[1]) if l.startswith("#   coll-nccl-1:")][0]
+m = re.search(r"1 rank, no link crossed: allreduce of (\d+) B in (\S+) us", line)
+assert m and "GB/s" not in line, line
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith("#")) if r["collective"] == "allreduce"]
+big = max(int(r["bytes"]) for r in rows)
+t = max(float(r["time_us"]) for r in rows if int(r["bytes"]) == big)
+assert int(m.group(1)) == big and abs(float(m.group(2)) - t) <= 1e-3 * t + 1e-6, (m.groups(), big, t)
+PY
 # tp_layer computes in fp32: judged against the fp32 probe alone
 grep -q '^rehearsed as: .*gpu-check-judge.py tp-vs-gemm tp-nccl-1.csv probe-fp32.csv$' "$TMP/reh/check.log" && pass "tp-vs-gemm: tp_layer against the fp32 probe" || fail "tp-vs-gemm arguments: $(grep 'tp-vs-gemm tp-nccl' "$TMP/reh/check.log" | head -1)"
 # PyTorch runs with the LD_LIBRARY_PATH the check started with, not a bundle's
