@@ -190,6 +190,24 @@ class CompareOSU(unittest.TestCase):
         with open(os.path.join(t, "out-fixed", "compare-osu.csv")) as f:
             self.assertIn("--fixed-malloc", f.readline())
 
+    def test_sizes_per_op(self):
+        """Each operation's rows are its own sizes: by default all-reduce stops at OSU's 1 MiB for
+        collectives and bw goes on to its 4 MiB for point to point."""
+        t = self.tmp.name
+        state = os.path.join(t, "state-sizes")
+        os.makedirs(state)
+        env = dict(os.environ, PATH=os.path.join(t, "bin") + os.pathsep + os.environ["PATH"], FAKE_STATE=state)
+        out = os.path.join(t, "out-sizes")
+        p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench", os.path.join(t, "pb"),
+                            "--rounds", "1", "--np", str(NP), "--bind", "none", "--ops", "allreduce,bw",
+                            "--out", out], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "compare-osu.csv")) as f:
+            rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+        for op, top in (("allreduce", 1 << 20), ("bw", 4 << 20)):
+            got = [int(r["bytes"]) for r in rows if r["op"] == op]
+            self.assertEqual(got, [8 << k for k in range((top // 8).bit_length())], op)
+
     def test_raw_rows(self):
         with open(os.path.join(self.out, "compare-osu-raw.csv")) as f:
             raw = list(csv.DictReader(l for l in f if not l.startswith("#")))
