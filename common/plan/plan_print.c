@@ -170,6 +170,13 @@ int pb_plan_explain(const pb_model_step *s, int n, const int want[3], char *buf,
     return rank;
 }
 
+const char *pb_plan_rank_verdict(int rank, double gap)
+{
+    if (rank == 1) return "the model puts it first";
+    if (rank && gap <= 0.05) return "near the top (within 5% of the best step); the terms above say why it is not first";
+    return rank ? "more than 5% behind the best; the terms above say why" : "the model rejects it";
+}
+
 static cJSON *step_json(const pb_model_step *s)
 {
     cJSON *o = cJSON_CreateObject();

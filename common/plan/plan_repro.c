@@ -192,12 +192,7 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
                      "stage's (t_fwd+t_bwd+TP+PP comm) + the other stages' fill/drain + DP allreduce", gpus);
     double gap = 0;
     int rank = pb_plan_explain(s, n, want, c, sizeof c, &gap);
-    const char *verdict = rank == 1 ? "the model puts it first"
-                          : rank && gap <= 0.05 ? "near the top (within 5% of the best step); the terms above say why "
-                                                  "it is not first"
-                          : rank ? "more than 5% behind the best; the terms above say why"
-                                 : "the model rejects it";
-    snprintf(v, sizeof v, "%s", verdict);
+    snprintf(v, sizeof v, "%s", pb_plan_rank_verdict(rank, gap));
     fmt(a, sizeof a, "%s preset, %s, global batch %lld (%s), b=1, bf16, 1F1B, sequence parallel, selective "
                      "recompute, no comm/compute overlap", model, cl.name, (long long)gb, gb_why);
     show(ty, &(figure){id, claim, stated, f, c, v, a, rank > 0 && gap <= 0.05, 1});

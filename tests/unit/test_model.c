@@ -387,6 +387,11 @@ static void test_explain(void **state)
     assert_non_null(strstr(buf, "rejected or not a factorization"));
     snprintf(s[0].reject, sizeof s[0].reject, "does not fit");
     assert_int_equal(pb_plan_explain(s, 3, (int[]){4, 8, 8}, buf, sizeof buf, &gap), 2);
+    /* plan --reproduce's verdict on each side of each boundary; a rejected one is never "near the top" */
+    assert_string_equal(pb_plan_rank_verdict(1, 0.0), "the model puts it first");
+    assert_non_null(strstr(pb_plan_rank_verdict(2, 0.05), "near the top"));
+    assert_non_null(strstr(pb_plan_rank_verdict(2, 0.0501), "more than 5% behind"));
+    assert_string_equal(pb_plan_rank_verdict(0, 0.0), "the model rejects it");
 }
 
 int main(void)
