@@ -31,6 +31,7 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(r.micro_batches_for_efficiency(2, 32 / 39), 5)
         self.assertEqual(r.micro_batches_for_efficiency(4, 32 / 39), 14)
         self.assertEqual(r.micro_batches_for_efficiency(1, 32 / 39), 1)
+        self.assertEqual(r.micro_batches_for_efficiency(1, 1.0), 1)  # one stage: no bubble to size, whatever the target
 
     def test_verdict(self):
         self.assertEqual(r.verdict(0.112 * 1.14, 0.112), "reproduced")
@@ -96,6 +97,7 @@ class Arithmetic(unittest.TestCase):
         self.assertIsNone(r.crossing([(0.1, 0.05), (0.3, 0.1)], 0.2))
         self.assertAlmostEqual(r.interp_log([(1, 1.0), (100, 3.0)], 10), 2.0)
         self.assertEqual(r.interp_log([(1, 1.0), (100, 3.0)], 1000), 3.0)
+        self.assertAlmostEqual(r.interp_log([(10, 1.0), (1000, 3.0)], 100), 2.0)  # log x0 != 0: the span is a difference
 
 
 def write_csv(path, header, body):
@@ -250,7 +252,7 @@ class DPRows(unittest.TestCase):
             f.writelines(",".join(str(v) for v in row + (1000, 1020, "", "")[len(row) - 7:]) + "\n" for row in rows)
 
     def plan(self):
-        return {"nranks": 2, "dp": {"ratios": [r.DP_RATIO, 0.2], "sweep_bytes": [1000, 2000], "compute_s": 0.03,
+        return {"nranks": 2, "dp": {"ratios": [r.DP_RATIO, 0.2], "sweep_bytes": [1000, 2000], "compute_s": 0.25,
                                     "gemm_gflops": 50.0, "layer_efficiency": 0.8, "note": "x", "busbw_GBps": [2.0, 2.0],
                                     "bucket_mb": 1, "shape": "tiny"}}
 
@@ -273,7 +275,9 @@ class DPRows(unittest.TestCase):
         self.assertIn("grad_bytes=6144 on 2 ranks", main["configuration"])
         self.assertIn("3 probes, the nearest 0.1105", main["note"])
         self.assertIn("in the step's loop comm/compute 0.110, and the step added 0.121", main["note"])
-        self.assertIn("predicted 1000 B", main["note"])
+        # the sweep's own prediction, every figure of it read back (250 ms: a unit slip shows at %.1f)
+        self.assertIn("the sweep (busbw 2.00 GB/s, compute 250.0 ms from GEMM 50.0 GFLOP/s x 0.80, x) predicted 1000 B",
+                      main["note"])
         comp = rows["DP composition: step - compute against comm, no overlap"]
         self.assertEqual((comp["formula_value"], comp["measured_value"], comp["verdict"]), ("0.11", "0.121", "reproduced"))
         self.assertIn("= 1.1", comp["note"])  # 0.121 / 0.110

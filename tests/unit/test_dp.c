@@ -155,6 +155,7 @@ static struct {
     int64_t seen[64];    /* `completed` when each was issued */
     int n;
     char *base;
+    int to_host, from_host; /* the backend's own copies (staging goes through them) */
 } rec;
 
 static int mock_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
@@ -177,9 +178,10 @@ static int reduced(int want)
 }
 static int mock_ok(pb_comm *c) { (void)c; return PB_OK; }
 static int mock_alloc(size_t n, void **p) { *p = malloc(n); return *p ? PB_OK : PB_ERR_ENV; }
-static int mock_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); return PB_OK; }
+static int mock_to_host(void *d, const void *s, size_t n) { rec.to_host++; memcpy(d, s, n); return PB_OK; }
+static int mock_from_host(void *d, const void *s, size_t n) { rec.from_host++; memcpy(d, s, n); return PB_OK; }
 static pb_comm_backend mock = {.name = "mock", .mem = PB_MEM_HOST, .allreduce = mock_allreduce, .sync = mock_ok,
-                          .alloc = mock_alloc, .free = free, .to_host = mock_copy, .from_host = mock_copy};
+                          .alloc = mock_alloc, .free = free, .to_host = mock_to_host, .from_host = mock_from_host};
 
 static pb_dp *mock_dp(pb_dp_overlap ov, float *g, uint64_t *layers, int64_t n, uint64_t bytes, uint64_t cap)
 {
@@ -343,6 +345,9 @@ static void test_staging(void **state)
     backward(dp, 2);
     for (int k = 0; k < rec.n; k++) assert_true(rec.offset[k] != 600 && rec.offset[k] != 0); /* not in place */
     for (int i = 0; i < 400; i++) assert_true(g[i] == 1.0f);
+    /* Only the device-side backend reaches its memory: each bucket in by its
+     * from_host, out by its to_host (the host engine's copies cannot). */
+    assert_true(rec.from_host == rec.n && rec.to_host == rec.n);
     pb_dp_destroy(dp);
     mock.mem = PB_MEM_HOST;
     free(g);

@@ -181,7 +181,10 @@ static void test_step(void **state)
     assert_non_null(strstr(s.reject, "exceeds the global batch"));
     j.global_batch = 1024;
     pb_model_step_eval(&j, &c, 1, 16, 16, &s);
-    assert_non_null(strstr(s.reject, "does not fit"));
+    char fit[160]; /* its figures: the step's memory against the cluster's, both in GB */
+    snprintf(fit, sizeof fit, "does not fit: %.1f GB > %.1f GB per GPU", s.mem.total / 1e9, c.mem_bytes / 1e9);
+    assert_string_equal(s.reject, fit);
+    assert_true(s.mem.total > c.mem_bytes && c.mem_bytes > 1e10 && c.mem_bytes < 1e12);
     pb_model_step_eval(&j, &c, 1, 32, 8, &s);
     assert_non_null(strstr(s.reject, "does not divide 80 layers"));
     /* The order is the one whose links the step was computed with: 8 stages of
