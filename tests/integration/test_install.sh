@@ -128,6 +128,15 @@ expect_in "$WORK/nb/steps.tsv" "report	ok	0" "the report still ran"
 expect_in "$WORK/nb/logs/p2p_sweep.err" "run_all.sh: p2p_sweep: $NB is not built" "its log names the missing binary"
 expect_in "$TMP/nb.err" "run_all:   p2p_sweep: not built" "the progress says so"
 expect_in "$TMP/nb.err" "run_all.sh: exit 3: the environment" "stderr names the cause"
+# No --out, and the current directory's results/ is a file: the default folder cannot be made,
+# the environment's exit 3, before any step runs.
+RF=$TMP/results-is-a-file
+mkdir -p "$RF" && : >"$RF/results"
+(cd "$RF" && "$D/opt/parabench/bin/parabench-run-all" --quick --np 2 --bind none --steps p2p_sweep) \
+    >"$TMP/rf.out" 2>"$TMP/rf.err"
+rc=$?
+[ "$rc" -eq 3 ] && pass "results/ a file: exit 3" || { fail "results/ a file: exit $rc, expected 3"; sed 's/^/  | /' "$TMP/rf.err" >&2; }
+expect_in "$TMP/rf.err" "run_all.sh: cannot create results/" "the message names the folder"
 
 # ---- uninstall (the checkout's Makefile; its build folder untouched) ----
 expect_rc 0 "make uninstall PREFIX=$P" -- mk -C "$ROOT" BUILD="$TMP/no-build" uninstall PREFIX="$P"
