@@ -670,7 +670,7 @@ def rescore(path, equivalents):
 def main():
     signal.signal(signal.SIGTERM, mutate.on_sigterm)
     # No bytecode in the scratch copy: a restored .py of the same size, rewritten within the
-    # same second as its mutant, would otherwise run the mutant's cached .pyc (tests inherit this).
+    # same second as its mutant, could otherwise run the mutant's cached .pyc (tests inherit this).
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100, help="mutants to judge")
