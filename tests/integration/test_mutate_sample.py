@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import mutate_sample as S  # noqa: E402
@@ -208,6 +209,28 @@ def main():
             time.sleep(0.1)
         alive = os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split(") ")[1][0] != "Z"
         check(rc == 124 and not alive, f"timeout: exit {rc}, its timeout(1) child {pid} still running: {alive}")
+
+    # A Python mutant's compile check writes no bytecode: seed 5's restored suite/manifest.py
+    # (same size, same second as its mutant) kept running the mutant's .pyc, and three tests
+    # then failed "unmutated". The source here is restored with the mutant's exact mtime.
+    S.mutate.run = run_real
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "mod.py")
+        with open(src, "w") as f:
+            f.write("X = 2\n")
+        stamp = os.stat(src).st_mtime_ns
+        ok = S.compiles(d, types.SimpleNamespace(file="mod.py"), [], os.path.join(d, "log"))
+        with open(src, "w") as f:
+            f.write("X = 1\n")
+        os.utime(src, ns=(stamp, stamp))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        got = subprocess.run([sys.executable, "-c", "import mod; print(mod.X)"], cwd=d, env=env,
+                             capture_output=True, text=True).stdout.strip()
+        check(ok and got == "1", f"compile check: {ok}; the restored source imports as X = {got!r}, not 1")
+        with open(src, "w") as f:
+            f.write("X = (\n")
+        check(not S.compiles(d, types.SimpleNamespace(file="mod.py"), [], os.path.join(d, "log")),
+              "a Python mutant with a syntax error compiles")
 
     # Without Python's coverage module every Python mutant would read "not
     # covered": the sampler refuses to start, exit 3, before building anything.
