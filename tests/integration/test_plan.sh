@@ -218,6 +218,19 @@ K22_TOL=1 expect_rc 1 "a 1% tolerance fails the calibration rows" -- "$PUB" "$PL
 ROW_TOL=5 expect_rc 1 "a 5% row tolerance fails the held-out rows" -- "$PUB" "$PLAN"
 expect_in "$TMP/out" "> 5%" "the drifted rows are flagged"
 MEDIAN_TOL=1 expect_rc 1 "a 1% median tolerance fails" -- "$PUB" "$PLAN"
+# S22's micro-batch size is the one the scaling of its times points at, and the script says so if it is not.
+expect_rc 0 "S22 rows at micro-batch 2" -- "$PUB" "$PLAN"
+expect_in "$TMP/out" "S22  530B t=8 p=35 d=8 mb=2" "S22 rows run at micro-batch 2"
+expect_in "$TMP/out" "  best 2" "the fit of S22's times points at micro-batch 2"
+S22_MB=1 expect_rc 1 "S22 rows at micro-batch 1, against their fit" -- "$PUB" "$PLAN"
+expect_in "$TMP/out" "S22 rows use micro-batch 1, the fit of their times points elsewhere" "mismatch: message"
+# The fit on times made with a known micro-batch (4: p = 8, B = 512, 0.05 s a sequence slot) finds it.
+FIT=$TESTS_DIR/../../tools/dev/microbatch-fit.py
+expect_rc 0 "microbatch-fit on synthetic mb=4 times" -- python3 "$FIT" --p 8 --batch 512 --runs 2:14.2,4:7.8,8:4.6
+expect_in "$TMP/out" "best 4" "microbatch-fit finds the micro-batch the times were made with"
+expect_in "$TMP/out" "  4           0.0500 s            0.0%" "through the origin: 0.05 s a sequence slot, no residual"
+expect_rc 2 "microbatch-fit with two runs" -- python3 "$FIT" --p 8 --batch 512 --runs 2:14.2,4:7.8
+expect_in "$TMP/err" "--runs: at least 3 runs" "two runs: message"
 expect_rc 2 "bad --partition" -- "$PLAN" --model llama-70b --gpus 64 --partition zigzag
 expect_in "$TMP/err" "option --partition" "bad --partition: message"
 expect_rc 2 "--inter-bw with --inter-bw-node" -- "$PLAN" --model llama-70b --gpus 64 --inter-bw 5 --inter-bw-node 40

@@ -23,8 +23,9 @@
 #       iteration (126, 121, 113 TFLOP/s per GPU, which are N21's equation 3,
 #       full recomputation included, over those times). DeepSpeed's pipeline
 #       engine with Megatron's tensor parallelism. The micro-batch size is not
-#       given; the rows assume 1, as K22 and N21 ran the same 530B shape.
-#       Held out.
+#       given: the rows use 2, inferred from how the three times scale with d
+#       (tools/dev/microbatch-fit.py, run below; it fails the script if the
+#       evidence points elsewhere), not from their level. Held out.
 #   B22 BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 #       Model", arXiv:2211.05100, section 3.4 (48 nodes of 8 A100 80 GB on
 #       Jean Zay, 4 Omni-Path 100 Gb/s links a node; t = 4, p = 12, d = 8;
@@ -130,21 +131,30 @@ n21 145.6  96  12288 80  8 8  1536 2304 148
 n21 310.1  128 16384 96  8 16 1920 2160 155
 n21 529.6  128 20480 105 8 35 2520 2520 163
 n21 1008.0 160 25600 128 8 64 3072 3072 163
-# s22 NODES SECONDS [LO:HI]: MT-NLG 530B on NODES DGX A100 (S22 section 2.4).
+# S22's micro-batch size: the candidate whose sequence-slot count fits the
+# three times through the origin (the fit's table is printed after the rows).
+S22_MB=${S22_MB:-2}  # overridable only to show the check fails
+S22_FIT=$(python3 "$(dirname "$0")/microbatch-fit.py" --p 35 --batch 1920 --runs 8:60.1,10:50.2,12:44.4) ||
+    { echo "plan-published: microbatch-fit.py failed" >&2; exit 3; }
+[ "$(awk '/^best / { print $2 }' <<<"$S22_FIT")" = "$S22_MB" ] ||
+    { echo "plan-published: S22 rows use micro-batch $S22_MB, the fit of their times points elsewhere:"; echo "$S22_FIT"; FAILED=1; }
+# s22 NODES SECONDS: MT-NLG 530B on NODES DGX A100 (S22 section 2.4).
 s22() {
-    local nodes=$1 pub=$2 known=${3:-}
-    row S22 "530B t=8 p=35 d=$((nodes / 35))" "$pub" ${known:+KNOWN=$known} --hidden 20480 --layers 105 --heads 128 \
-        --gpus $((nodes * 8)) --tp 8 --pp 35 --dp $((nodes / 35)) --global-batch 1920 --micro-batch 1 \
+    local nodes=$1 pub=$2
+    row S22 "530B t=8 p=35 d=$((nodes / 35)) mb=$S22_MB" "$pub" --hidden 20480 --layers 105 --heads 128 \
+        --gpus $((nodes * 8)) --tp 8 --pp 35 --dp $((nodes / 35)) --global-batch 1920 --micro-batch "$S22_MB" \
         --recompute full --sp off
 }
-#   nodes seconds  known band   (S22 section 2.4)
-s22 280 60.1 -25:-15
-s22 350 50.2 -25:-15
-s22 420 44.4 -27:-17
+#   nodes seconds   (S22 section 2.4)
+s22 280 60.1
+s22 350 50.2
+s22 420 44.4
 # BLOOM 176B on Jean Zay (B22): Omni-Path, 250880-token vocabulary, embedding-aware stages.
 row B22 "176B t=4 p=12 d=8" 104.70 --vocab 250880 --cluster a100-opa --hidden 14336 --layers 70 --heads 112 \
     --gpus 384 --tp 4 --pp 12 --dp 8 --global-batch 2048 --micro-batch 2 --recompute full --sp off --partition embedding
 
+echo "S22's micro-batch size from the scaling of its three times with d (step = slot/seq x sequence slots):"
+sed 's/^/  /' <<<"$S22_FIT"
 MEDIAN=$(printf '%s\n' "${ERRORS[@]}" | tr -d +- | sort -g | awk '{ v[NR] = $1 } END {
     printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 ALL=0 IN=0
