@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# suite/guard.py, the guard run_all puts above every step: when its parent (the
+# driver) dies by SIGKILL it ends the step's tree, with SIGTERM first and SIGKILL
+# after STOP_GRACE seconds for whatever ignored the TERM. The step here ignores
+# SIGTERM (inherited by its children), so only the escalation can end it.
+. "$(dirname "$0")/lib.sh"
+GUARD=$TESTS_DIR/../../suite/guard.py
+GRACE=2
+
+# The step: a shell that ignores TERM, with a sleeping child; both write their PIDs.
+cat >"$TMP/step.sh" <<EOF
+trap '' TERM
+echo \$\$ >"$TMP/step.pid"
+sleep 120 &
+echo \$! >"$TMP/child.pid"
+wait
+EOF
+# The driver stand-in: it starts the guard in a session of its own, as run_all does
+# (the guard TERMs its whole process group), and waits; SIGKILL to it is the test.
+STOP_GRACE=$GRACE bash -c "setsid python3 '$GUARD' \$\$ bash '$TMP/step.sh' & wait" &
+driver=$!
+for _ in $(seq 100); do [ -s "$TMP/child.pid" ] && break; sleep 0.1; done
+[ -s "$TMP/child.pid" ] || { fail "the guarded step never started"; kill -KILL "$driver"; finish; }
+step=$(cat "$TMP/step.pid") child=$(cat "$TMP/child.pid")
+guard=$(descendants "$driver" | head -1)
+
+kill -KILL "$driver"
+wait "$driver" 2>/dev/null
+t0=$(date +%s.%N)
+# TERM is ignored, so the step must outlive it: still there half a grace period later.
+sleep "$(awk -v g="$GRACE" 'BEGIN { print g / 2 }')"
+if kill -0 "$step" 2>/dev/null && kill -0 "$child" 2>/dev/null; then pass "SIGTERM from the guard was ignored, as the step asked"
+else fail "the step ended before the grace period: it was not ignoring SIGTERM, so this test proves nothing"; fi
+left=""
+for _ in $(seq 100); do  # KILL at STOP_GRACE; 10 s more for a loaded machine
+    left=""
+    for p in $step $child; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+    [ -z "$left" ] && break
+    sleep 0.1
+done
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+if [ -z "$left" ]; then pass "the guard SIGKILLed the step and its child ${took} s after the driver died"
+else fail "the step's processes outlived the guard's escalation:$left"; kill -KILL $left 2>/dev/null; fi
+# The guard itself is gone too (it returns after the KILL).
+[ -n "$guard" ] && ! kill -0 "$guard" 2>/dev/null && pass "the guard exited after ending the step" \
+    || { fail "the guard ($guard) is still running"; [ -n "$guard" ] && kill -KILL "$guard" 2>/dev/null; }
+finish
