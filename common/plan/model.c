@@ -16,6 +16,14 @@ double pb_model_t_coll(pb_coll c, double bytes, int n, pb_model_link l) { return
 
 double pb_model_t_ring_allreduce(double bytes, int n, pb_model_link l) { return pb_model_t_coll(PB_COLL_ALLREDUCE, bytes, n, l); }
 
+double pb_model_t_node_allreduce(double bytes, int n, int g, pb_model_link intra, pb_model_link inter)
+{
+    if (g <= 1) return pb_model_t_ring_allreduce(bytes, n, inter);
+    if (g >= n) return pb_model_t_ring_allreduce(bytes, n, intra);
+    int nodes = (n + g - 1) / g;
+    return pb_model_t_ring_allreduce(bytes, g, intra) + pb_model_t_ring_allreduce(bytes / g, nodes, inter);
+}
+
 double pb_model_t_allgather(double bytes, int n, pb_model_link l) { return pb_model_t_coll(PB_COLL_ALLGATHER, bytes, n, l); }
 
 double pb_model_t_reducescatter(double bytes, int n, pb_model_link l) { return pb_model_t_coll(PB_COLL_REDUCESCATTER, bytes, n, l); }

@@ -28,6 +28,13 @@ typedef struct pb_model_link {
 double pb_model_t_p2p(double bytes, pb_model_link l);
 /* Ring allreduce of an S-byte buffer on n ranks: 2(n-1)a + 2(n-1)/n * S/B. 0 for n <= 1. */
 double pb_model_t_ring_allreduce(double bytes, int n, pb_model_link l);
+/* Allreduce on n ranks of which g share each node (n/g nodes), with every GPU
+ * on its own share of the node's network: a ring inside each node (reduce-
+ * scatter and allgather) around a ring of the nodes over each member's shard,
+ * S/g, which is how NCCL's rings over a node's several NICs move the data:
+ * 2(g-1)/g * S/B_intra + 2(N-1)/N * S/(g B_inter), with the latency terms.
+ * g <= 1 is the flat ring over `inter`, g >= n the ring inside one node. */
+double pb_model_t_node_allreduce(double bytes, int n, int g, pb_model_link intra, pb_model_link inter);
 /* Ring allgather / reducescatter, S = full (gathered) buffer: (n-1)a + (n-1)/n * S/B. */
 double pb_model_t_allgather(double bytes, int n, pb_model_link l);
 double pb_model_t_reducescatter(double bytes, int n, pb_model_link l);
@@ -151,6 +158,7 @@ typedef struct pb_model_step {
     int v;                /* virtual stages per GPU (interleaved), else 1 */
     enum pb_order order;
     pb_link_class link_t, link_p, link_d; /* intra or inter */
+    int d_per_node;       /* members of a DP group on one node (the node-aware allreduce's g) */
     double t_fwd, t_bwd;  /* compute per micro-batch on the slowest stage, s */
     double c_tp;          /* TP comm per micro-batch on the slowest stage (fwd+bwd), s */
     double c_pp;          /* P2P comm per micro-batch per stage (fwd+bwd sends), s */

@@ -26,6 +26,14 @@ static pb_link_class axis_link(int stride, int n, int gpus_per_node)
     return (n <= 1 || stride * n <= gpus_per_node) ? PB_LINK_INTRA : PB_LINK_INTER;
 }
 
+/* Members of a group that share a node: ranks `stride` apart, nodes of
+ * gpus_per_node consecutive ranks (rounded down when stride does not divide it). */
+static int members_per_node(int stride, int n, int gpus_per_node)
+{
+    int g = stride >= gpus_per_node ? 1 : gpus_per_node / stride;
+    return g < n ? g : n;
+}
+
 static pb_model_link link_of(const pb_model_cluster *c, pb_link_class k) { return k == PB_LINK_INTRA ? c->intra : c->inter; }
 
 /* Virtual stages per GPU: the interleaved schedule's v, else 1. */
@@ -109,9 +117,12 @@ static void eval_order(const pb_model_train *job, const pb_model_cluster *c, enu
     double act = b * sq * h * job->dtype_bytes;
     int v = virtual_stages(job);
     s->c_pp = s->p > 1 ? 2.0 * v * pb_model_t_p2p(act / s->t, link_of(c, s->link_p)) : 0.0;
-    /* DP: this rank's share of the gradients, once per step. */
+    /* DP: this rank's share of the gradients, once per step; across nodes,
+     * the group's members on one node share the node's network. */
     double grads = pb_model_dp_grad_bytes(job->params / ((double)s->t * s->p), job->dtype_bytes);
-    s->c_dp = pb_model_t_ring_allreduce(grads, s->d, link_of(c, s->link_d));
+    s->d_per_node = members_per_node(stride_d, s->d, c->gpus_per_node);
+    s->c_dp = s->link_d == PB_LINK_INTER ? pb_model_t_node_allreduce(grads, s->d, s->d_per_node, c->intra, c->inter)
+                                         : pb_model_t_ring_allreduce(grads, s->d, c->intra);
 
     /* Stages with the same layer count and no logits cost the same: the loop
      * evaluates each kind once. */

@@ -101,9 +101,11 @@ void pb_plan_print_ranking(const pb_model_step *s, int n, int top, const int mar
 
 void pb_plan_print_step(const pb_model_step *s, FILE *out)
 {
-    fprintf(out, "\nconfiguration t=%d p=%d d=%d, m=%d micro-batches, rank order %s, links t %s, p %s, d %s\n", s->t,
+    fprintf(out, "\nconfiguration t=%d p=%d d=%d, m=%d micro-batches, rank order %s, links t %s, p %s, d %s", s->t,
             s->p, s->d, s->m, pb_model_order_name(s->order), pb_link_name(s->link_t), pb_link_name(s->link_p),
             pb_link_name(s->link_d));
+    if (s->link_d == PB_LINK_INTER && s->d_per_node > 1) fprintf(out, " (%d a node)", s->d_per_node);
+    fputc('\n', out);
     if (s->reject[0]) fprintf(out, "  REJECTED: %s\n", s->reject);
     fprintf(out, "  per micro-batch on the slowest stage (%d of 0-%d): fwd %.3f ms, bwd %.3f ms, TP comm %.3f ms, "
             "PP comm %.3f ms\n", s->slow, s->p - 1, s->t_fwd * 1e3, s->t_bwd * 1e3, s->c_tp * 1e3, s->c_pp * 1e3);
@@ -188,6 +190,7 @@ static cJSON *step_json(const pb_model_step *s)
     cJSON_AddStringToObject(o, "link_t", pb_link_name(s->link_t));
     cJSON_AddStringToObject(o, "link_p", pb_link_name(s->link_p));
     cJSON_AddStringToObject(o, "link_d", pb_link_name(s->link_d));
+    cJSON_AddNumberToObject(o, "d_per_node", s->d_per_node);
     cJSON_AddNumberToObject(o, "step_s", s->step);
     cJSON_AddNumberToObject(o, "compute_s", s->compute);
     cJSON_AddNumberToObject(o, "tp_comm_s", s->m * s->c_tp);

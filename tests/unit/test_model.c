@@ -70,6 +70,16 @@ static void test_ring_time(void **state)
     CLOSE(pb_model_t_coll(PB_COLL_ALLREDUCE, 1e6, 4, la), pb_model_t_ring_allreduce(1e6, 4, la));
     CLOSE(pb_model_t_coll(PB_COLL_BROADCAST, 1e6, 8, la), 3 * pb_model_t_p2p(1e6, la));
     CLOSE(pb_model_t_coll(PB_COLL_SENDRECV, 1e6, 2, la), pb_model_t_p2p(1e6, la));
+    /* Node-aware allreduce: 32 ranks, 8 a node (4 nodes): a ring of 8 inside each
+     * node, 2*7 latencies + 2*7/8 S/B_intra, then a ring of the 4 nodes over each
+     * member's eighth, 2*3 latencies + 2*3/4 (S/8)/B_inter. */
+    pb_model_link nv = {2e-6, 300e9}, ib = {5e-6, 25e9};
+    CLOSE(pb_model_t_node_allreduce(3.2e9, 32, 8, nv, ib),
+          14 * 2e-6 + 1.75 * 3.2e9 / 300e9 + 6 * 5e-6 + 1.5 * 0.4e9 / 25e9);
+    CLOSE(pb_model_t_node_allreduce(3.2e9, 32, 1, nv, ib), pb_model_t_ring_allreduce(3.2e9, 32, ib));
+    CLOSE(pb_model_t_node_allreduce(3.2e9, 8, 8, nv, ib), pb_model_t_ring_allreduce(3.2e9, 8, nv));
+    CLOSE(pb_model_t_node_allreduce(3.2e9, 12, 4, nv, ib),
+          pb_model_t_ring_allreduce(3.2e9, 4, nv) + pb_model_t_ring_allreduce(0.8e9, 3, ib));
 }
 
 static void test_pipeline(void **state)
@@ -197,12 +207,29 @@ static void test_step(void **state)
     assert_int_equal(s.order, PB_ORDER_TPD);
     assert_int_equal(s.link_p, PB_LINK_INTRA);
     assert_int_equal(s.link_d, PB_LINK_INTER);
+    /* DP across nodes with several members a node: with t = 1 a node's 8 GPUs are
+     * all in one DP group (node-aware allreduce, g = 8); t = 2 leaves 4 a node;
+     * t = 8 one, the flat ring over the inter-node links (llama-70b above). */
+    pb_model_train dp = job_for("gpt-1.3b", 512);
+    double g13 = pb_model_dp_grad_bytes(dp.params, 2);
+    pb_model_step_eval(&dp, &c, 1, 1, 32, &s);
+    assert_int_equal(s.link_d, PB_LINK_INTER);
+    assert_int_equal(s.d_per_node, 8);
+    CLOSE(s.c_dp, pb_model_t_node_allreduce(g13, 32, 8, c.intra, c.inter));
+    pb_model_step_eval(&dp, &c, 2, 1, 16, &s);
+    assert_int_equal(s.d_per_node, 4);
+    CLOSE(s.c_dp, pb_model_t_ring_allreduce(g13 / 2, 4, c.intra) + pb_model_t_ring_allreduce(g13 / 8, 4, c.inter));
+    pb_model_step_eval(&j, &c, 8, 8, 4, &s);
+    assert_int_equal(s.d_per_node, 1);
     /* Small jobs: on one node every axis is intra-node. */
     pb_model_train t = job_for("tiny", 8);
     pb_model_step_eval(&t, &c, 2, 2, 2, &s);
     assert_string_equal(s.reject, "");
     assert_int_equal(s.link_d, PB_LINK_INTRA);
     assert_int_equal(s.link_p, PB_LINK_INTRA);
+    pb_model_step_eval(&t, &c, 1, 1, 4, &s); /* 4 ranks of a node's 8: 4 a node, not 8 */
+    assert_int_equal(s.link_d, PB_LINK_INTRA);
+    assert_int_equal(s.d_per_node, 4);
 }
 
 /* Compute = GEMM FLOPs at the GEMM rate + element-wise traffic at memory

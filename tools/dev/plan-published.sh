@@ -39,11 +39,10 @@
 #
 # Every row: sequence 2048, bf16; vocabulary 51200 and cluster preset a100
 # unless the row says otherwise.
-# Exit: 1 when a calibration row (K22) is outside K22_TOL (default 10 %), a
-# row is outside ROW_TOL (default 15 %) and not a known miss, a known miss
-# leaves the band recorded for it (docs/plan.md explains each), the median
-# |error| is above MEDIAN_TOL (default 7 %), or the planner refused a row;
-# 3 when the plan binary is missing; else 0.
+# Exit: 1 when a calibration row (K22) is outside K22_TOL (default 10 %), any
+# other row is outside ROW_TOL (default 15 %), the median |error| is above
+# MEDIAN_TOL (default 7 %), S22's micro-batch is not the one its times point
+# at, or the planner refused a row; 3 when the plan binary is missing; else 0.
 set -u
 PLAN=${1:-"$(dirname "$0")/../../build/bin/plan"}
 K22_TOL=${K22_TOL:-10}
@@ -63,11 +62,9 @@ ERRORS=()
 declare -A ROWS=() WITHIN=()
 # outside ERR TOL: true when |ERR| > TOL.
 outside() { awk -v e="$1" -v t="$2" 'BEGIN { exit !(e > t || -e > t) }'; }
-# row SOURCE NAME PUBLISHED_S [KNOWN=LO:HI] PLAN_ARGS...: KNOWN marks a row
-# docs/plan.md explains as outside ROW_TOL, with the band its error must stay in.
+# row SOURCE NAME PUBLISHED_S PLAN_ARGS...
 row() {
-    local src=$1 name=$2 pub=$3 known=""; shift 3
-    case ${1:-} in KNOWN=*) known=${1#KNOWN=}; shift ;; esac
+    local src=$1 name=$2 pub=$3; shift 3
     local pred
     pred=$(predict "$@") || { printf '%-4s %-24s planner refused: %s\n' "$src" "$name" "$*"; FAILED=1; return; }
     local err flag=""
@@ -77,29 +74,21 @@ row() {
     if [ "$src" = K22 ] && outside "$err" "$K22_TOL"; then
         flag="  > ${K22_TOL}% (calibration)"; FAILED=1
     elif outside "$err" "$ROW_TOL"; then
-        if [ -z "$known" ]; then
-            flag="  > ${ROW_TOL}%"; FAILED=1
-        elif awk -v e="$err" -v b="$known" 'BEGIN { split(b, r, ":"); exit !(e >= r[1] && e <= r[2]) }'; then
-            flag="  > ${ROW_TOL}%, known miss (band $known%)"
-        else
-            flag="  > ${ROW_TOL}%, left its band $known%"; FAILED=1
-        fi
+        flag="  > ${ROW_TOL}%"; FAILED=1
     else
         WITHIN[$src]=$((${WITHIN[$src]:-0} + 1))
-        [ -n "$known" ] && { flag="  known miss now within ${ROW_TOL}%: drop its band"; FAILED=1; }
     fi
     printf '%-4s %-24s %9.2f %9.2f %7s%%%s\n' "$src" "$name" "$pub" "$pred" "$err" "$flag"
 }
-# n21 PARAMS_B HEADS HIDDEN LAYERS T P GPUS BATCH TFLOPS [LO:HI]: published
-# time from equation 3; LO:HI the band of a known miss.
+# n21 PARAMS_B HEADS HIDDEN LAYERS T P GPUS BATCH TFLOPS: published time from equation 3.
 n21() {
-    local pb=$1 a=$2 h=$3 l=$4 t=$5 p=$6 n=$7 b=$8 x=$9 known=${10:-}
+    local pb=$1 a=$2 h=$3 l=$4 t=$5 p=$6 n=$7 b=$8 x=$9
     local pub
     pub=$(awk -v B="$b" -v l="$l" -v h="$h" -v n="$n" -v X="$x" 'BEGIN {
         s = 2048; V = 51200
         F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
         printf "%.3f", F / (n * X * 1e12) }')
-    row N21 "${pb}B t=$t p=$p n=$n" "$pub" ${known:+KNOWN=$known} --hidden "$h" --layers "$l" --heads "$a" --gpus "$n" --tp "$t" --pp "$p" \
+    row N21 "${pb}B t=$t p=$p n=$n" "$pub" --hidden "$h" --layers "$l" --heads "$a" --gpus "$n" --tp "$t" --pp "$p" \
         --dp $((n / t / p)) --global-batch "$b" --micro-batch 1 --recompute full --sp off
 }
 # k22 NAME HEADS HIDDEN LAYERS T P D BATCH MICRO V SELECTIVE_S FULL_S
@@ -121,7 +110,7 @@ k22 530B   128 20480 105 8 35 1 280  1 3  37.83 49.05
 k22 1T     160 25600 128 8 64 1 512  1 1  71.49 94.42
 k22 530B-d8 128 20480 105 8 35 8 2240 1 3 39.15 -
 #   params heads hidden layers t p  GPUs batch TFLOP/s  (N21 table 1)
-n21 1.7    24  2304  24  1 1  32   512  137 15:20
+n21 1.7    24  2304  24  1 1  32   512  137
 n21 3.6    32  3072  30  2 1  64   512  138
 n21 7.5    32  4096  36  4 1  128  512  142
 n21 18.4   48  6144  40  8 1  256  1024 135
