@@ -33,6 +33,15 @@ for r in rows:
     assert abs(alg - int(r["bytes"]) / float(r["time_us"]) / 1e3) <= 1e-3 * alg + 1e-6, r
 PY
 
+# Additive steps (-i/--stepbytes), as OSU's and nccl-tests' -i: 1K, 2K, 3K, 4K, -e included.
+expect_rc 0 "coll_sweep -b 1K -e 4K -i 1K" -- mpi 2 "$BIN/coll_sweep" --coll allreduce -b 1K -e 4K -i 1K -n 2 -w 0 \
+    --csv "$TMP/step.csv"
+python3 - "$TMP/step.csv" <<'PY' && pass "-i 1K: the sizes are 1K 2K 3K 4K" || fail "-i 1K: sizes"
+import csv, sys
+got = [int(r["bytes"]) for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+assert got == [1024, 2048, 3072, 4096], got
+PY
+
 # A corrupted result is reported and exits 1.
 expect_rc 1 "corrupted result on rank 1 exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/coll_sweep" --sizes 1K -n 2 -w 0

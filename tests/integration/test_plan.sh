@@ -206,6 +206,12 @@ expect_in "$TMP/out" "step_us 2850.000 ideal_us 2400.000 efficiency 0.84211 effi
 expect_rc 0 "--pp-simulate 4,8,100,200,0 interleaved v=4" -- "$PLAN" --pp-simulate 4,8,100,200,0 --schedule interleaved --interleave 4
 expect_in "$TMP/out" "step_us 2625.000 ideal_us 2400.000 efficiency 0.91429" "interleaved, v = 4: step (8+0.75) x 300 us"
 
+# Every cluster override lands in its own field of the cluster line (a preset's values replaced).
+expect_rc 0 "plan with every cluster override" -- "$PLAN" --model gpt-1.3b --gpus 16 --cluster a100 --intra-bw 123 \
+    --intra-lat 4.5 --inter-bw 11 --inter-lat 7 --hbm-bw 1500 --gpu-mem 40 --gpus-per-node 4 --tflops 100
+expect_in "$TMP/out" "cluster a100-ib200: 4 GPU/node, intra 123.0 GB/s 4.5 us, inter 11.00 GB/s 7.0 us, 100 TFLOP/s sustained GEMM, 1500 GB/s memory, 40 GB" \
+    "each override in its field"
+
 # ---- published runs: the calibration rows hold, every other row within 15%,
 # the median within 7%; and the check can fail ----
 PUB=$TESTS_DIR/../../tools/dev/plan-published.sh

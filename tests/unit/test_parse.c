@@ -122,6 +122,20 @@ static void sweep_sizes(void **state)
     n = pb_options_sweep_sizes(&o, s, PB_MAX_SIZES);
     assert_int_equal(n, 11); /* 8, 108, ..., 1008 */
     assert_true(s[10] == 1008);
+    assert_int_equal(pb_options_sweep_count(&o), 11);
+    o.minbytes = 1024; /* a step that lands on -e exactly takes it: 1K 2K 3K 4K */
+    o.maxbytes = 4096;
+    o.stepbytes = 1024;
+    assert_int_equal(pb_options_sweep_sizes(&o, s, PB_MAX_SIZES), 4);
+    assert_true(s[3] == 4096);
+    assert_int_equal(pb_options_sweep_count(&o), 4);
+    o.stepbytes = 0;
+    o.stepfactor = 2; /* and so does a factor: 1K 2K 4K */
+    assert_int_equal(pb_options_sweep_sizes(&o, s, PB_MAX_SIZES), 3);
+    assert_true(s[2] == 4096);
+    assert_int_equal(pb_options_sweep_count(&o), 3);
+    o.maxbytes = 1024;
+    o.stepbytes = 100;
     o.minbytes = 2048;
     assert_int_equal(pb_options_validate(&o), PB_ERR_USAGE);
     o.nsizes = 2;
