@@ -44,4 +44,8 @@ else fail "the step's processes outlived the guard's escalation:$left"; kill -KI
 # The guard itself is gone too (it returns after the KILL).
 [ -n "$guard" ] && ! kill -0 "$guard" 2>/dev/null && pass "the guard exited after ending the step" \
     || { fail "the guard ($guard) is still running"; [ -n "$guard" ] && kill -KILL "$guard" 2>/dev/null; }
+
+# The driver's own stop (suite/processes.stop_tree), with a second signal during it.
+if python3 "$TESTS_DIR/test_stop_tree.py" >"$TMP/stop_tree.out" 2>&1; then pass "stop_tree: $(grep -c '^ok' "$TMP/stop_tree.out") checks"
+else fail "stop_tree"; sed 's/^/  | /' "$TMP/stop_tree.out" >&2; fi
 finish
