@@ -291,10 +291,24 @@ class DPRows(unittest.TestCase):
         self.assertEqual((over["measured_value"], over["verdict"]), ("0.34", "reproduced"))  # both over the rule
         self.assertNotIn("DP 20% line scan: comm/compute 0.11", rows)  # the main row is a point, not a scan row
         self.assertEqual(len([f for f in rows if f.startswith("DP 20% line scan")]), 2)  # the bucket row is not one
+        # Bucketing: no metadata on the cores, so not judged, but what it measured is given: 1 - 150/121.
+        bucket = rows["DP bucketing: share of the exposed all-reduce hidden"]
+        self.assertEqual((bucket["measured_value"], bucket["verdict"]), ("", "not judged"))
+        self.assertIn("it measured -0.24", bucket["note"])
         cross = rows["DP: comm/compute where measured overhead crosses 20%"]
         # points (0.110, 0.121), (0.19, 0.22): 0.110 + (0.2 - 0.121) * 0.08 / 0.099
         self.assertAlmostEqual(float(cross["measured_value"]), 0.110 + 0.079 * 0.08 / 0.099, places=5)
         self.assertEqual(cross["configuration"], "scan 0.11,0.19,0.3")
+
+    def test_bucketing_hidden_share_with_a_core_per_rank(self):
+        # 8 cores for 2 ranks: judged. Bucketing leaves 30 of the 120 us exposed: it hid 1 - 30/120 = 0.75.
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [(6144, "none", 0.12, 0.11, 120, 1, 0.112), (6144, "bucket", 0.03, 0.11, 30, 3, 0.112)], [])
+            with open(os.path.join(d, "repro_dp.json"), "w") as f:
+                json.dump({"meta": {"topology": {"cores": 8}, "hosts": [{"ranks": [0, 1]}]}}, f)
+            rows = {x["figure"]: x for x in r.dp_rows(d, self.plan())}
+        bucket = rows["DP bucketing: share of the exposed all-reduce hidden"]
+        self.assertEqual((bucket["measured_value"], bucket["verdict"]), ("0.75", "reproduced"))
 
     def test_far_from_the_document_differs_and_busy_is_not_judged(self):
         with tempfile.TemporaryDirectory() as d:
