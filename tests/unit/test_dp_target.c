@@ -116,6 +116,30 @@ static void test_no_communication_measured_grows_sixteenfold(void **state)
     assert_true(c.seen[0] == 4096 && c.seen[1] == 16 * 4096);
 }
 
+/* A probe that never gets near the target (the same ratio at every size): the
+ * search stops after exactly max_probes probes, the best of them kept, not converged. */
+static int flat_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    (void)bytes;
+    ++*(int *)ctx;
+    *ratio = 0.5;
+    return PB_OK;
+}
+
+static void test_stops_after_max_probes(void **state)
+{
+    (void)state;
+    int calls = 0;
+    pb_dp_target_cfg cfg = {.target = 0.112, .tol = 0.02, .start = 1 << 20, .align = 1, .max_bytes = 1ull << 30,
+                            .max_probes = 3};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, flat_probe, &calls, &r), PB_OK);
+    assert_int_equal(calls, 3);
+    assert_int_equal(r.probes, 3);
+    assert_false(r.converged);
+    assert_true(r.ratio == 0.5 && r.grad_bytes == 1 << 20); /* every probe as far off: the first is kept */
+}
+
 /* A convex curve, r = (x / 1e6)^2: scaling overshoots, so the search brackets the
  * target and then interpolates inside the bracket, (target - r_lo) / (r_hi - r_lo)
  * of the way; that lands within 2% of r = 1 on the fifth probe. */
@@ -251,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_a_failed_probe_ends_the_search_with_its_status),
         cmocka_unit_test(test_refuses_what_it_cannot_search),
         cmocka_unit_test(test_no_communication_measured_grows_sixteenfold),
+        cmocka_unit_test(test_stops_after_max_probes),
         cmocka_unit_test(test_a_bracket_is_interpolated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
