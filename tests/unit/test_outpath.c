@@ -35,6 +35,21 @@ static void same_file_refused(void **state)
     assert_int_equal(pb_outpath_add("--csv", b), PB_OK);        /* replaces --csv's entry, no clash with itself */
 }
 
+/* At most 32 files a run: the 33rd (another option) is refused, and the registry still works after a reset. */
+static void too_many_files(void **state)
+{
+    (void)state;
+    char path[128], opt[16];
+    pb_outpath_reset();
+    for (int i = 0; i <= 32; i++) {
+        snprintf(path, sizeof path, "%s/f%d.csv", dir, i);
+        snprintf(opt, sizeof opt, "--o%d", i);
+        assert_int_equal(pb_outpath_add(opt, path), i < 32 ? PB_OK : PB_ERR_USAGE);
+    }
+    pb_outpath_reset();
+    assert_int_equal(pb_outpath_add("--csv", path), PB_OK);
+}
+
 static void link_and_directory_refused(void **state)
 {
     char a[128], l[128];
@@ -128,7 +143,8 @@ int main(void)
     if (!mkdtemp(dir)) return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(same_file_refused), cmocka_unit_test(link_and_directory_refused),
                                        cmocka_unit_test(atomic_write_cleans_up), cmocka_unit_test(decimal_strict),
-                                       cmocka_unit_test(input_dir_files_refused), cmocka_unit_test(double_lists)};
+                                       cmocka_unit_test(input_dir_files_refused), cmocka_unit_test(double_lists),
+                                       cmocka_unit_test(too_many_files)};
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
