@@ -36,12 +36,13 @@ for f in meta.json steps.tsv summary.txt report.md index.html logs plots coll_sw
 done
 if python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['nranks']==2 and m['profile']=='quick' and m['steps']" "$RUN/meta.json"; then
     pass "meta.json parses, names profile, ranks and steps"; else fail "meta.json"; fi
-# The version fields are those of the binaries the run used: "parabench NUMBER (git REV)".
+# The version fields are those of the binaries the run used: "parabench NUMBER (git REV)",
+# or "parabench NUMBER" for a build outside git (a release tarball), whose revision is "unknown".
 bin_version=$("$BIN/coll_sweep" --version)
 if python3 -c "
 import json, sys
 m, v = json.load(open(sys.argv[1])), sys.argv[2]
-number, rev = v.split()[1], v.split('(git ')[1].rstrip(')')
+number, rev = v.split()[1], v.split('(git ')[1].rstrip(')') if '(git ' in v else 'unknown'
 assert (m['version'], m['parabench_version'], m['git_revision']) == (v, number, rev), (m['version'], m['parabench_version'], m['git_revision'], v)
 assert number == open(sys.argv[3]).read().strip(), number
 " "$RUN/meta.json" "$bin_version" "$ROOT/VERSION"; then pass "meta.json: version, parabench_version and git_revision are the binaries' ($bin_version)"
