@@ -110,6 +110,7 @@ done <<'CASES'
 --stages 0|--stages
 --layers 4 --schedule interleaved --virtual-stages 4|--virtual-stages
 --layers 4 --schedule interleaved --micro-batches 3|--micro-batches
+--layers 4 --schedule 1f1b,interleaved --virtual-stages 4|--virtual-stages
 CASES
 # --pp-stride 2 on 4 ranks: pipelines {0,2} and {1,3}, stage = (rank mod 4) / 2, validated like any other
 if mpi 4 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --pp-stride 2 --micro-batches 2 --trace "$TMP/stride.csv" \
