@@ -10,6 +10,12 @@ SMALL="--layers 4 --hidden 64 --heads 2 --seq 32 -n 2 -w 1"
 
 expect_rc 0 "2x2x1 with --compare-placements" -- \
     mpi 4 "$BIN/hybrid_3d" --tp 2 --pp 2 $SMALL --compare-placements --csv "$TMP/a.csv" --json "$TMP/a.json"
+# An engine that cannot start (cuBLAS with no GPU, or not built) is exit 3 with a message, not a
+# crash on the engine it does not have (the header is printed only once an engine runs).
+if ! nvidia-smi >/dev/null 2>&1; then
+    expect_rc 3 "--engine cublas without a GPU exits 3" -- mpi 2 "$BIN/hybrid_3d" --tp 2 --pp 1 $SMALL --engine cublas
+    if grep -q '^# engine: ' "$TMP/out"; then fail "no engine, yet an engine line was printed"; else pass "no engine line without an engine"; fi
+fi
 python3 "$TESTS_DIR/results.py" "$TMP/a.csv" "$TMP/a.json" --columns $COLS --rows 3 --zero-wrong --complete \
     --expect tp=2 --expect pp=2 --expect dp=1 --expect tp_link=intra --positive step_us --positive tp_bytes \
     --positive pp_bytes && pass "CSV/JSON of 2x2x1" || fail "CSV/JSON of 2x2x1"
