@@ -473,6 +473,28 @@ static void test_gradcheck_mlp(void **state)
     check_gradients(0, pb_layer_mlp_forward, pb_layer_mlp_backward, 0.05, 1e-4);
 }
 
+/* Inputs come from streams no weight uses: filled with the seed of the weights,
+ * input 0 must not repeat the stream of layer 0's first weight (stream 0). */
+static void test_inputs_apart_from_weights(void **state)
+{
+    (void)state;
+    size_t nx = (size_t)N * H;
+    void *x, *w;
+    assert_int_equal(E->alloc(&x, nx * 4), PB_OK);
+    assert_int_equal(E->alloc(&w, nx * 4), PB_OK);
+    assert_int_equal(pb_layer_fill_input(E, PB_FLOAT32, x, N, H, 5, 0), PB_OK);
+    pb_compute_fill_spec weight0 = {.seed = 5, .stream = 0, .scale = 1.7320508f};
+    assert_int_equal(E->fill(w, PB_FLOAT32, N, H, H, &weight0), PB_OK);
+    float *xh = host_copy(x, nx), *wh = host_copy(w, nx);
+    size_t same = 0;
+    for (size_t i = 0; i < nx; i++) same += xh[i] == wh[i];
+    assert_true(same < nx / 100);
+    free(xh);
+    free(wh);
+    E->free(x);
+    E->free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_tp_attention),    cmocka_unit_test(test_tp_mlp),
         cmocka_unit_test(test_attention_scores_direct), cmocka_unit_test(test_attention_batched_gemms),
         cmocka_unit_test(test_gradcheck_attention), cmocka_unit_test(test_gradcheck_mlp),
+        cmocka_unit_test(test_inputs_apart_from_weights),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
