@@ -112,6 +112,11 @@ done <<'CASES'
 --layers 4 --schedule interleaved --micro-batches 3|--micro-batches
 --layers 4 --schedule 1f1b,interleaved --virtual-stages 4|--virtual-stages
 CASES
+# Without the check (-c 0) nothing is captured: the first stage's input gradients are not copied anywhere.
+expect_rc 0 "-c 0: the pipeline runs unchecked" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 -c 0
+# Every benchmark's output starts with its name, as the result files' readers expect.
+[ "$(head -n 1 "$TMP/out")" = "# parabench pp_pipeline" ] && pass "the output's first line names the benchmark" \
+    || fail "first line: '$(head -n 1 "$TMP/out")', expected '# parabench pp_pipeline'"
 # --pp-stride 2 on 4 ranks: pipelines {0,2} and {1,3}, stage = (rank mod 4) / 2, validated like any other
 if mpi 4 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --pp-stride 2 --micro-batches 2 --trace "$TMP/stride.csv" \
     >"$TMP/stride.txt" 2>&1 && grep -q "wrong values: 0 OK" "$TMP/stride.txt"; then
