@@ -10,6 +10,8 @@ SMALL="--layers 4 --hidden 64 --heads 2 --seq 32 -n 2 -w 1"
 
 expect_rc 0 "2x2x1 with --compare-placements" -- \
     mpi 4 "$BIN/hybrid_3d" --tp 2 --pp 2 $SMALL --compare-placements --csv "$TMP/a.csv" --json "$TMP/a.json"
+n=$(grep -c '^# engine: ' "$TMP/out")
+[ "$n" -eq 1 ] && pass "one '# engine:' line once the engine runs" || fail "$n '# engine:' lines, expected 1"
 # An engine that cannot start (cuBLAS with no GPU, or not built) is exit 3 with a message, not a
 # crash on the engine it does not have (the header is printed only once an engine runs).
 if ! nvidia-smi >/dev/null 2>&1; then

@@ -224,6 +224,8 @@ expect_in "$TMP/out" "every row: 23 of 23 within 15%" "every published row withi
 # The node-aware DP all-reduce on N21's 1.7B run: 8 members a node, and a shorter step than the flat ring's.
 expect_rc 0 "plan-dp-node-aware.sh" -- "$TESTS_DIR/../../tools/dev/plan-dp-node-aware.sh" "$PLAN"
 expect_in "$TMP/out" "d inter (8 a node)" "t = 1 on 8-GPU nodes: 8 DP members a node"
+[ "$(grep -c 'a node)' "$TMP/out")" -eq 1 ] && grep -qE '^configuration .*, d inter$' "$TMP/out" \
+    && pass "one GPU a node: the flat ring, no members a node shown" || fail "the flat ring's configuration line"
 if awk '/^node-aware: / { na = $2 } /^flat ring: / { fl = $3 } END { exit !(na > 0 && fl > 0 && na < fl) }' "$TMP/out"
 then pass "the node-aware step is shorter than the flat ring's"; else fail "node-aware vs flat ring: $(grep -E '^(node-aware|flat ring):' "$TMP/out")"; fi
 K22_TOL=1 expect_rc 1 "a 1% tolerance fails the calibration rows" -- "$PUB" "$PLAN"
