@@ -166,6 +166,13 @@ pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_comm_backend *be, int
  * model_layers and shape, tp_size 1. */
 pb_layer_stack_config pb_tp_reference_config(const pb_tp_config *cfg);
 
+/* Host side of the check: count elements of `got` (ngot values) that differ
+ * from ref[off..off+ngot) by more than pb_tp_tolerance(dt) * max|ref| over all
+ * nref values, or are not finite; *max_err: the largest such relative error.
+ * Both accumulate. `corrupt` falsifies got[0] by 1e3 * max|ref| (not written back). */
+int pb_tp_compare(pb_dtype dt, const void *ref, size_t nref, size_t off, const void *got, size_t ngot, int corrupt,
+                  long long *wrong, double *max_err);
+
 /* Run one micro-batch through the sharded stack and through `ref` (built
  * from pb_tp_reference_config) from the same seeded input and loss gradient,
  * and count elements of y and dx (this rank's rows) that differ by more than

@@ -80,8 +80,25 @@ static int run_both(check_run *c)
     return pb_tp_backward(c->tp, c->tp_acts, my_rows(c, c->buf[B_DY]), c->buf[B_DX], 0, NULL, NULL);
 }
 
-/* Wrong elements of `got` (this rank's rows) against the full reference;
- * the tolerance is relative to the largest |reference| value. */
+int pb_tp_compare(pb_dtype dt, const void *ref, size_t nref, size_t off, const void *got, size_t ngot, int corrupt,
+                  long long *wrong, double *max_err)
+{
+    if (off > nref || ngot > nref - off) return pb_fail(PB_ERR_CHECK, "tp validate: rows %zu..%zu outside the reference's %zu", off, off + ngot, nref);
+    double scale = 0;
+    for (size_t i = 0; i < nref; i++) scale = fmax(scale, fabs(pb_dtype_get(dt, ref, i)));
+    if (scale == 0) scale = 1;
+    double tol = pb_tp_tolerance(dt);
+    for (size_t i = 0; i < ngot; i++) {
+        double g = pb_dtype_get(dt, got, i), r = pb_dtype_get(dt, ref, off + i);
+        if (corrupt && i == 0) g += 1e3 * scale;
+        double err = fabs(g - r) / scale;
+        if (!isfinite(g) || !(err <= tol)) (*wrong)++;
+        if (isfinite(err) && err > *max_err) *max_err = err;
+    }
+    return PB_OK;
+}
+
+/* Copy `got` (this rank's rows) and the full reference to the host and compare them. */
 static int compare(const check_run *c, const void *got, const void *ref, int corrupt, long long *wrong,
                    double *max_err)
 {
@@ -90,19 +107,7 @@ static int compare(const check_run *c, const void *got, const void *ref, int cor
     int status = href && hgot ? PB_OK : pb_fail(PB_ERR_ENV, "tp validate: out of host memory");
     if (status == PB_OK) status = c->eng->to_host(href, ref, nfull * c->es);
     if (status == PB_OK) status = c->eng->to_host(hgot, got, nrows * c->es);
-    if (status == PB_OK) {
-        double scale = 0;
-        for (size_t i = 0; i < nfull; i++) scale = fmax(scale, fabs(pb_dtype_get(c->dt, href, i)));
-        if (scale == 0) scale = 1;
-        if (corrupt) pb_dtype_set(c->dt, hgot, 0, pb_dtype_get(c->dt, hgot, 0) + 1e3 * scale);
-        double tol = pb_tp_tolerance(c->dt);
-        for (size_t i = 0; i < nrows; i++) {
-            double g = pb_dtype_get(c->dt, hgot, i), r = pb_dtype_get(c->dt, href, off + i);
-            double err = fabs(g - r) / scale;
-            if (!isfinite(g) || !(err <= tol)) (*wrong)++;
-            if (isfinite(err) && err > *max_err) *max_err = err;
-        }
-    }
+    if (status == PB_OK) status = pb_tp_compare(c->dt, href, nfull, off, hgot, nrows, corrupt, wrong, max_err);
     free(href);
     free(hgot);
     return status;

@@ -11,6 +11,7 @@
 #include "plan/model.h"
 #include "workload/tp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,39 @@ static void test_t1_sp(void **state)
 
 /* Memory accounting covers what create allocates, and a given gradient
  * buffer is used instead of a new one. */
+/* The tolerance is relative to the largest |reference| over every value, the
+ * first one included; the rows compared start at `off`. */
+static void test_compare(void **state)
+{
+    (void)state;
+    const float ref[] = {-8, 1, 2, 3, 4, 5}, ok[] = {3.0005f, 4, 5}, off1[] = {1, 2.002f};
+    long long wrong = 0;
+    double err = 0;
+    /* 0.0005 / 8 is within 1e-4; over max|ref[1..]| = 5 it would not be. */
+    assert_int_equal(pb_tp_compare(PB_FLOAT32, ref, 6, 3, ok, 3, 0, &wrong, &err), PB_OK);
+    assert_int_equal(wrong, 0);
+    assert_float_equal(err, (3.0005f - 3.0) / 8, 1e-9);
+    /* Rows 1..2: 2.002 is 0.002 / 8 off, wrong; errors and counts accumulate. */
+    assert_int_equal(pb_tp_compare(PB_FLOAT32, ref, 6, 1, off1, 2, 0, &wrong, &err), PB_OK);
+    assert_int_equal(wrong, 1);
+    assert_float_equal(err, (2.002f - 2.0) / 8, 1e-9);
+    /* corrupt falsifies the first element only. */
+    wrong = 0;
+    err = 0;
+    assert_int_equal(pb_tp_compare(PB_FLOAT32, ref, 6, 3, ok, 3, 1, &wrong, &err), PB_OK);
+    assert_int_equal(wrong, 1);
+    assert_true(err > 999);
+    /* Not finite is wrong; an all-zero reference compares absolutely. */
+    const float zero[] = {0, 0}, bad[] = {NAN, 5e-5f};
+    wrong = 0;
+    err = 0;
+    assert_int_equal(pb_tp_compare(PB_FLOAT32, zero, 2, 0, bad, 2, 0, &wrong, &err), PB_OK);
+    assert_int_equal(wrong, 1);
+    assert_float_equal(err, 5e-5, 1e-9);
+    /* Rows past the reference's end are refused. */
+    assert_int_equal(pb_tp_compare(PB_FLOAT32, ref, 6, 5, ok, 2, 0, &wrong, &err), PB_ERR_CHECK);
+}
+
 static void test_bytes_and_grads(void **state)
 {
     (void)state;
@@ -248,7 +282,7 @@ int main(void)
         cmocka_unit_test(test_modes),           cmocka_unit_test(test_shape_constraints),
         cmocka_unit_test(test_groups),          cmocka_unit_test(test_volumes),
         cmocka_unit_test(test_t1_allreduce),    cmocka_unit_test(test_t1_sp),
-        cmocka_unit_test(test_bytes_and_grads),
+        cmocka_unit_test(test_bytes_and_grads), cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
