@@ -76,6 +76,13 @@ def detect(o, root, probe_binary):
             _, types = processes.output(["srun", "--mpi=list"])
             if re.search(r"(?<!\w)pmix(?!\w)", types):
                 m.launch.append("--mpi=pmix")
+        # Slurm's PMIx plugin runs MPI_Init's two fences as a ring (the modex, with
+        # data) and a tree (the barrier, without): under load a rank then and again
+        # receives a peer's first message while still in the modex and dies in
+        # Open MPI 4.1's TCP BTL (docs/run_all.md, "MPI_Init under srun"). Both as
+        # rings never did. The variable is Slurm's; a value the user set wins.
+        if "SLURM_PMIX_FENCE" not in os.environ:
+            m.launch = ["env", "SLURM_PMIX_FENCE=ring", *m.launch]
     else:
         binding = {"core": ["--map-by", "core", "--bind-to", "core"],
                    "numa": ["--map-by", "numa", "--bind-to", "numa"]}.get(applied, ["--bind-to", "none"])

@@ -83,7 +83,8 @@ static int run_both(check_run *c)
 int pb_tp_compare(pb_dtype dt, const void *ref, size_t nref, size_t off, const void *got, size_t ngot, int corrupt,
                   long long *wrong, double *max_err)
 {
-    if (off > nref || ngot > nref - off) return pb_fail(PB_ERR_CHECK, "tp validate: rows %zu..%zu outside the reference's %zu", off, off + ngot, nref);
+    if (off > nref || ngot > nref - off)
+        return pb_fail(PB_ERR_CHECK, "tp validate: values %zu..%zu outside the reference's %zu", off, off + ngot, nref);
     double scale = 0;
     for (size_t i = 0; i < nref; i++) scale = fmax(scale, fabs(pb_dtype_get(dt, ref, i)));
     if (scale == 0) scale = 1;

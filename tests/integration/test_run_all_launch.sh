@@ -38,6 +38,17 @@ check 2 "option --hostfile" "a missing hostfile is a usage error" -- --hostfile 
 # Under Slurm, more ranks than the job's tasks (only where srun exists to refuse them).
 if command -v srun >/dev/null 2>&1; then
     expect_rc 3 "--np above SLURM_NTASKS" -- env SLURM_JOB_ID=1 SLURM_NTASKS=2 BUILD="$BUILD" "$RA" --quick --no-install --np 4 --out "$TMP/never"
+    # Each step runs its srun with Slurm's PMIx fences as rings (docs/run_all.md, "MPI_Init
+    # under srun"), unless the user chose the fence.
+    expect_rc 0 "--dry-run under Slurm" -- env -u SLURM_PMIX_FENCE SLURM_JOB_ID=1 SLURM_NTASKS=2 BUILD="$BUILD" \
+        "$RA" --dry-run --quick --no-install --np 2
+    expect_in "$TMP/out" "[1/12] coll_sweep: timeout -k 10 90 env SLURM_PMIX_FENCE=ring srun -n 2 " \
+        "--dry-run under Slurm: srun runs with SLURM_PMIX_FENCE=ring"
+    expect_rc 0 "--dry-run under Slurm, SLURM_PMIX_FENCE=tree" -- env SLURM_PMIX_FENCE=tree SLURM_JOB_ID=1 SLURM_NTASKS=2 \
+        BUILD="$BUILD" "$RA" --dry-run --quick --no-install --np 2
+    expect_in "$TMP/out" "[1/12] coll_sweep: timeout -k 10 90 srun -n 2 " "--dry-run under Slurm: the user's SLURM_PMIX_FENCE is left alone"
+    if grep -qF "SLURM_PMIX_FENCE=ring" "$TMP/out"; then fail "--dry-run under Slurm, SLURM_PMIX_FENCE=tree: a step sets ring"; else
+        pass "--dry-run under Slurm, SLURM_PMIX_FENCE=tree: no step sets ring"; fi
 fi
 
 # The whole run's preconditions, checked before anything is installed, built or run: each

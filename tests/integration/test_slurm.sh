@@ -5,7 +5,8 @@
 # Checks that
 #  - the cluster comes up (node idle) and offers PMIx (srun --mpi=list);
 #  - the job exits 0, every step in steps.tsv is ok or skipped;
-#  - meta.json says launcher srun and its launch line starts with srun;
+#  - meta.json says launcher srun and its launch line starts with srun, under
+#    SLURM_PMIX_FENCE=ring (docs/run_all.md, "MPI_Init under srun");
 #  - srun wired the ranks up through PMIx: coll_sweep saw 2 ranks, not 2 singletons;
 #  - up is idempotent; down stops munged, slurmctld and slurmd (the PIDs in their
 #    pid files) and leaves no process with a file in the cluster's directory; down twice is fine.
@@ -37,6 +38,7 @@ for p in $(seq 16900 2 16948); do
 done
 [ -n "$PORT" ] || { fail "no two free ports in 16900..16949"; finish; }
 export PARABENCH_SLURM_PORT=$PORT
+unset SLURM_PMIX_FENCE  # run_all.sh's own choice is under test
 
 UP=0 JOB=""
 cleanup() {
@@ -96,7 +98,8 @@ import json, sys
 out = sys.argv[1]
 meta = json.load(open(out + "/meta.json"))
 assert meta["launcher"] == "srun", "launcher is %r, expected srun" % meta["launcher"]
-assert meta["launch"].startswith("srun "), "launch line %r does not start with srun" % meta["launch"]
+assert meta["launch"].startswith("env SLURM_PMIX_FENCE=ring srun "), \
+    "launch line %r does not start with env SLURM_PMIX_FENCE=ring srun" % meta["launch"]
 assert meta["nranks"] == 2, "nranks %r, expected 2" % meta["nranks"]
 cs = json.load(open(out + "/coll_sweep.json"))["meta"]
 # Without a PMI wire-up Debian's Open MPI fails in MPI_Init; others may run each rank as a world of its own.

@@ -48,6 +48,7 @@ export PARABENCH_SLURM_PORT=$PORT
 # 4 ranks share this machine's cores: idle ranks yield rather than spin (as in
 # test_emulated_cluster.sh). srun passes the environment on to the ranks.
 export OMPI_MCA_mpi_yield_when_idle=1
+unset SLURM_PMIX_FENCE  # run_all.sh's own choice is under test
 
 # UP: our Slurm is up; EMU_OURS: the emulated cluster is ours (it was down before
 # up), so whatever is left of it at exit is taken down, even after a failed down.
@@ -106,7 +107,8 @@ cat "$TMP/out" "$TMP/err" >"$TMP/mpi-list"
 expect_in "$TMP/mpi-list" "pmix" "srun offers PMIx"
 
 # --- srun across the nodes: placement, link classes and the shaped link's rate
-SRUN=(timeout 90 srun -N 2 --ntasks-per-node=2 --mpi=pmix --cpu-bind=none)
+# Slurm's PMIx fences as rings, as run_all.sh sets them (docs/run_all.md, "MPI_Init under srun").
+SRUN=(timeout 90 env SLURM_PMIX_FENCE=ring srun -N 2 --ntasks-per-node=2 --mpi=pmix --cpu-bind=none)
 expect_rc 0 "srun -N 2 --ntasks-per-node=2 coll_sweep allreduce 1 MB" -- \
     bg "${SRUN[@]}" "$BIN/coll_sweep" --coll allreduce -b 1M -e 1M -n 4 -w 1 --csv "$TMP/ar.csv" --json "$TMP/ar.json"
 expect_rc 0 "srun -N 2 --ntasks-per-node=2 p2p_sweep bw 0,3 at 4 MB" -- \
@@ -148,8 +150,9 @@ fold_checks
 # Open MPI 4.1.4's TCP BTL now and then fails a connect between the emulated
 # nodes ("failed to TCP connect to a peer MPI process ... Operation now in
 # progress (115)", its errno misreported: open-mpi/ompi#10734, fixed in 4.1.x by
-# ompi#13110) and the rank then crashes. That is Open MPI's, not parabench's:
-# the job runs once more, in a fresh folder, only when a step's log says so.
+# ompi#13110) and the rank then crashes. The same words follow a peer that died
+# in MPI_Init (docs/run_all.md, "MPI_Init under srun"). Either is Open MPI's, not
+# parabench's: the job runs once more, in a fresh folder, only when a step's log says so.
 OMPI_CONNECT_BUG="Open MPI failed to TCP connect to a peer MPI process"
 sbatch_suite() {
     (cd "$ROOT" && PARABENCH_BUILD=0 BUILD=$BUILD timeout 240 sbatch --wait -N 2 --output="$TMP/job.out" \
@@ -186,6 +189,7 @@ try:
     check(any(s[:2] == ["coll_sweep_intra", "ok"] for s in steps), "coll_sweep_intra ran (it needs several nodes)")
     meta = json.load(open(out + "/meta.json"))
     check(meta["launcher"] == "srun" and meta["nranks"] == 4, f"meta.json: srun, 4 ranks (got {meta['launcher']}, {meta['nranks']})")
+    check(meta["launch"].startswith("env SLURM_PMIX_FENCE=ring srun -n 4 "), f"meta.json: each step's srun under SLURM_PMIX_FENCE=ring (got {meta['launch']})")
     check(meta["machine"]["nnodes"] == 2, f"meta.json: 2 nodes (got {meta['machine']['nnodes']})")
     def classes(name, col="link_class"):
         return {r[col] for r in csv.DictReader(l for l in open(f"{out}/{name}") if l.strip() and not l.startswith("#"))}

@@ -25,6 +25,7 @@ for _ in $(seq "$SPIN"); do
     sh -c 'while :; do :; done' &
     SPINNERS="$SPINNERS $!"
 done
+# shellcheck disable=SC2054 # the commas are tp_layer's list syntax
 STEP=(build/bin/tp_layer --tp-comm allreduce,sp --model tiny --layers 1 --hidden-list 64,128 --seq 64 -n 3 -w 1 --tp 2)
 echo "srun -N 2 --ntasks-per-node=2 --mpi=pmix --cpu-bind=none ${STEP[*]}, $RUNS times each way, $SPIN busy loops alongside"
 declare -A failed=([default]=0 [ring]=0)
