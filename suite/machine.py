@@ -76,11 +76,11 @@ def detect(o, root, probe_binary):
             _, types = processes.output(["srun", "--mpi=list"])
             if re.search(r"(?<!\w)pmix(?!\w)", types):
                 m.launch.append("--mpi=pmix")
-        # Slurm's PMIx plugin runs MPI_Init's two fences as a ring (the modex, with
-        # data) and a tree (the barrier, without): under load a rank then and again
-        # receives a peer's first message while still in the modex and dies in
-        # Open MPI 4.1's TCP BTL (docs/run_all.md, "MPI_Init under srun"). Both as
-        # rings never did. The variable is Slurm's; a value the user set wins.
+        # Under srun --mpi=pmix a rank of Open MPI 4.1 that is late into MPI_Init now
+        # and then gets a peer's first MPI message while still in the modex fence, and
+        # dies in the TCP BTL (docs/run_all.md, "MPI_Init under srun"). With Slurm's
+        # PMIx fences as rings it did not, in the recorded runs. The variable is
+        # Slurm's; a value the user or the site set wins.
         if "SLURM_PMIX_FENCE" not in os.environ:
             m.launch = ["env", "SLURM_PMIX_FENCE=ring", *m.launch]
     else:
