@@ -256,8 +256,9 @@ print(f"{len(lines)} summary lines and {len(cells)} headline figures as recomput
 PY
 then pass "$(cat "$TMP/heads")"
 else fail "headlines against the CSVs"; sed 's/^/  | /' "$TMP/heads" >&2; fi
-# Figures: a gnuplot that fails (exit 3, no PNG) leaves a note naming its exit and log, a "skip:"
-# line leaves its reason, a drawn PNG is shown; a stand-in gnuplot does each by script name.
+# Figures: a gnuplot that fails (exit 3, no PNG) leaves a note naming its exit and log, and so
+# does one that exits 0 with no PNG; a "skip:" line leaves its reason, a drawn PNG is shown; a
+# stand-in gnuplot does each by script name.
 G=$TMP/gnuplot-bin; mkdir -p "$G"; cp -r "$R" "$TMP/drawn"
 cat >"$G/gnuplot" <<'SH'
 #!/bin/sh
@@ -265,6 +266,7 @@ name=$(basename "$2" .gp)
 case $name in
     busbw) mkdir -p "$3/plots" && : >"$3/plots/busbw.png" ;;
     latency) echo "skip: latency: no latency rows in this run" ;;
+    algbw_busbw) exit 0 ;;
     *) echo "stand-in: $name fails" >&2; exit 3 ;;
 esac
 SH
@@ -272,6 +274,7 @@ chmod +x "$G/gnuplot"
 PATH="$G:$PATH" expect_rc 0 "report.py with a failing gnuplot" -- python3 "$ROOT/scripts/report.py" --quiet "$TMP/drawn"
 expect_in "$TMP/drawn/report.md" "not drawn: gnuplot failed (exit 3); see plots/gnuplot.log" "a failed figure: note with exit and log"
 expect_in "$TMP/drawn/report.md" "not drawn: no latency rows in this run" "a skipped figure: its reason"
+expect_in "$TMP/drawn/report.md" "not drawn: gnuplot failed (exit 0); see plots/gnuplot.log" "a figure gnuplot did not draw (exit 0): a note"
 expect_in "$TMP/drawn/report.md" "/busbw.png" "a drawn figure is shown"
 expect_in "$TMP/drawn/plots/gnuplot.log" "stand-in: dp_overhead fails" "gnuplot.log keeps the failing script's output"
 expect_in "$TMP/drawn/plots/gnuplot.log" "== dp_overhead (exit 3)" "gnuplot.log names the script and its exit"

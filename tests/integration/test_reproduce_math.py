@@ -46,6 +46,10 @@ class Arithmetic(unittest.TestCase):
                      ["reproduce.py", "scan", "/tmp"], ["reproduce.py", "scan-setup", "/tmp", "2"]):
             self.assertEqual(r.main(argv), 2, argv)
         self.assertEqual(r.main(["reproduce.py", "scan-setup", "/nonexistent/run"]), 3)
+        # a folder without what the step needs (a file missing, a rank count that is not one): exit 3
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(r.main(["reproduce.py", "write", d, "/nonexistent/bin"]), 3)
+            self.assertEqual(r.main(["reproduce.py", "setup", d, "two"]), 3)
 
     def test_bucket_size(self):
         # a quarter of the gradient in whole MiB, at least 1 (--bucket-mb 0 is refused)

@@ -229,6 +229,27 @@ static void link_classes(void **state)
     assert_int_equal(pb_link_join(PB_LINK_INTRA, PB_LINK_INTER), PB_LINK_MIXED);
 }
 
+/* pb_parse_count copies the text, with its terminator, into a buffer on the
+ * stack: digits left on the stack behind the text must not become part of it. */
+static void __attribute__((noinline)) dirty_stack(void)
+{
+    volatile char junk[1024];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = '7';
+}
+
+static void counts_on_a_dirty_stack(void **state)
+{
+    (void)state;
+    const char *texts[] = {"12", "350", "7e9", "1.5"};
+    const double want[] = {12, 350, 7e9, 1.5};
+    for (int i = 0; i < 4; i++) {
+        double d = 0;
+        dirty_stack();
+        assert_int_equal(pb_parse_count("--params", texts[i], 1, 1e13, &d), PB_OK);
+        assert_true(d == want[i]);
+    }
+}
+
 int main(void)
 {
     pb_error_set_quiet_usage(1); /* the messages are for users; here only the status matters */
@@ -237,7 +258,7 @@ int main(void)
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
         cmocka_unit_test(choices),             cmocka_unit_test(lists),             cmocka_unit_test(sweep_sizes),
         cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error), cmocka_unit_test(link_classes),
-        cmocka_unit_test(short_names_are_letters),
+        cmocka_unit_test(short_names_are_letters), cmocka_unit_test(counts_on_a_dirty_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
