@@ -56,6 +56,9 @@ static void test_shape_constraints(void **state)
     pb_layer_shape seq = shape(64, 4, 10, 4); /* sp needs t | s; allreduce does not */
     assert_int_equal(pb_tp_shape_check(&seq, PB_TP_ALLREDUCE), PB_OK);
     assert_int_equal(pb_tp_shape_check(&seq, PB_TP_SP), PB_ERR_USAGE);
+    pb_layer_shape none = shape(64, 4, 16, 0), neg = shape(64, 4, 16, -2); /* no tensor-parallel size */
+    assert_int_equal(pb_tp_shape_check(&none, PB_TP_ALLREDUCE), PB_ERR_USAGE);
+    assert_int_equal(pb_tp_shape_check(&neg, PB_TP_ALLREDUCE), PB_ERR_USAGE);
 }
 
 /* Every rank lands in exactly one group, and pb_tp_group_ranks agrees. */
