@@ -18,6 +18,7 @@ writer, not noise:
     the DP exposed time and overhead, the PP efficiency, bubble and m/(m+p-1);
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
+  - meta.hosts (in the JSON) names every node once and puts each rank on one of them;
   - CSV and JSON agree row for row, every number to within cJSON's rounding
     (1e-15 relative), and on completeness ('# complete' and "complete": true);
     a run stopped midway may leave one a few rows behind the other.
@@ -254,6 +255,7 @@ def check_against_json(ck, comments, rows, json_path):
     with open(json_path) as f:
         doc = json.load(f)
     jrows = doc.get("rows", [])
+    check_hosts(ck, doc.get("meta", {}))
     csv_done, json_done = "# complete" in comments, doc.get("complete") is True
     # A run stopped midway leaves both files incomplete, one maybe a few rows behind the other
     # (each is written as rows come): then the shorter must be a prefix of the longer.
@@ -275,6 +277,24 @@ def check_against_json(ck, comments, rows, json_path):
     if csv_done != json_done:
         ck.bad(None, f"completeness differs: CSV {'has' if csv_done else 'lacks'} '# complete', JSON complete is "
                f"{doc.get('complete')}")
+
+
+def check_hosts(ck, meta):
+    """meta.hosts, where a run records it: one entry per node, each named, the ranks of the
+    run each on exactly one of them (the report's node grid and slowest groups read it)."""
+    hosts = meta.get("hosts")
+    if hosts is None:
+        return
+    ranks = []
+    for h in hosts:
+        if not isinstance(h, dict) or not h.get("name") or not isinstance(h.get("ranks"), list):
+            ck.bad(None, f"meta.hosts: an entry without a name and a list of ranks: {h!r}")
+            return
+        ranks += h["ranks"]
+    if sorted(ranks) != list(range(int(meta.get("nranks", len(ranks))))):
+        ck.bad(None, f"meta.hosts: ranks {sorted(ranks)} are not each of the run's {meta.get('nranks')} ranks once")
+    if "nnodes" in meta and len(hosts) != int(meta["nnodes"]):
+        ck.bad(None, f"meta.hosts: {len(hosts)} hosts for nnodes {meta['nnodes']}")
 
 
 def check_rows(ck, bench, rows, run_nodes):
@@ -314,6 +334,7 @@ def check_json(json_path):
     ck = Checker(json_path)
     doc = load_result_json(json_path)
     rows = [{k: csv_cell(v) for k, v in r.items()} for r in doc["rows"]]
+    check_hosts(ck, doc.get("meta", {}))
     check_rows(ck, doc["benchmark"], rows, int(doc.get("meta", {}).get("nnodes") or 1))
     return ck.errors
 
