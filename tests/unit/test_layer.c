@@ -139,6 +139,9 @@ static void test_shape_check(void **state)
     sh = shape(1, 0, 0);
     sh.dtype = PB_INT32;
     assert_int_equal(pb_layer_shape_check(&sh), PB_ERR_USAGE);
+    sh = shape(1, 0, 0);
+    sh.tp_size = 0; /* refused, not divided by */
+    assert_int_equal(pb_layer_shape_check(&sh), PB_ERR_USAGE);
 }
 
 /* Full-matrix index of element `i` of rank r's shard of weight w (row-major
