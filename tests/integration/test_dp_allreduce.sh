@@ -106,6 +106,8 @@ PY
 # --params: counts times the gradient element size.
 expect_rc 0 "--params 5M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 --params 5M --overlap bucket --csv "$TMP/p.csv"
 grep -q ",20000000," "$TMP/p.csv" && pass "--params 5M is 20000000 gradient bytes" || fail "--params 5M size"
+rows=$(grep -v '^#' "$TMP/p.csv" | tail -n +2 | grep -c .)
+[ "$rows" -eq 1 ] && pass "--params 5M: one row, one size" || fail "--params 5M: $rows rows, expected 1"
 
 # Corrupted gradients are counted and exit 1; -c 0 skips the check.
 expect_rc 1 "corrupted gradient on rank 1 exits 1" -- \
