@@ -36,6 +36,10 @@ for c in confs:
     assert min(c["compute_s"], c["tp_comm_s"], c["pp_comm_s"], c["bubble_s"], c["dp_comm_s"]) >= 0, c
     assert (c["tp_comm_s"] > 0) == (c["t"] > 1) and (c["pp_comm_s"] > 0) == (c["p"] > 1), c
 PY
+# TP wider than a node crosses the network: its link is inter, and the configuration is refused
+expect_rc 1 "t=16 on nodes of 8 GPUs" -- "$PLAN" --model llama-7b --cluster a100 --gpus 32 --tp 16 --pp 1 --dp 2
+expect_in "$TMP/out" "links t inter, p intra, d inter" "t=16 on nodes of 8 GPUs: TP's link is inter"
+expect_in "$TMP/out" "REJECTED: t=16 larger than a node (8 GPUs)" "t=16 on nodes of 8 GPUs: rejected, with why"
 # no preset: the default global batch is 4M tokens of sequences, and at least one sequence
 expect_rc 0 "a sequence longer than 4M tokens" -- "$PLAN" --hidden 64 --layers 2 --heads 1 --seq 8388608 --vocab 10 \
     --cluster h100 --gpus 1 --json "$TMP/long.json"

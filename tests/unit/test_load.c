@@ -11,6 +11,9 @@
 #include "core/error.h"
 #include "core/load.h"
 
+#include <math.h>
+#include <time.h>
+
 static void parse(void **state)
 {
     (void)state;
@@ -59,8 +62,12 @@ static void sample_here(void **state)
     volatile double x = 0;
     for (long i = 0; i < 20000000; i++) x += (double)i; /* some CPU time of our own */
     pb_load_sample(&b);
+    struct timespec cpu;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
     assert_true(a.ok && b.ok); /* Linux */
     assert_true(b.ours_s > a.ours_s);
+    /* our CPU time in seconds, as the kernel's own clock of this process counts it */
+    assert_true(fabs(b.ours_s - ((double)cpu.tv_sec + (double)cpu.tv_nsec * 1e-9)) < 0.1);
     assert_true(b.total_s >= a.total_s && b.busy_s >= a.busy_s);
 }
 
