@@ -221,8 +221,6 @@ static void test_t1_sp(void **state)
     run_t1(PB_TP_SP);
 }
 
-/* Memory accounting covers what create allocates, and a given gradient
- * buffer is used instead of a new one. */
 /* The tolerance is relative to the largest |reference| over every value, the
  * first one included; the rows compared start at `off`. */
 static void test_compare(void **state)
@@ -256,6 +254,8 @@ static void test_compare(void **state)
     assert_int_equal(pb_tp_compare(PB_FLOAT32, ref, 6, 5, ok, 2, 0, &wrong, &err), PB_ERR_CHECK);
 }
 
+/* Memory accounting covers what create allocates, and a given gradient
+ * buffer is used instead of a new one. */
 static void test_bytes_and_grads(void **state)
 {
     (void)state;
