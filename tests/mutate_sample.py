@@ -20,8 +20,11 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
    keyed by a hash of the sources and tests; this pass is also the baseline,
    as a test that fails or skips there is never used.
 4. Verdicts. Each mutant is applied to a scratch copy (tests/mutate.py's
-   helpers), rebuilt, and the tests that execute its line run fastest first
-   until one fails: killed. A test that runs past its time limit counts as
+   helpers), rebuilt, and the tests that execute its line run until one
+   fails: killed. First run those tests/mutations.txt names for the mutant's
+   file, then the rest, each group fastest first; a test that would not fit
+   in what is left of --budget is passed over, and a mutant no test killed
+   with some passed over is "survived (budget)". A test that runs past its time limit counts as
    killed (a hang), marked "timeout". No failure: survived. A line no test
    executes: "not covered", which counts as survived. Mutants listed in
    tests/mutants-equivalent.txt (by file, original and mutated line text)
@@ -527,9 +530,23 @@ def has_code(cov, m):
     return m.line in set(cov.get(CODE_LINES, {}).get("lines", {}).get(m.file, ()))
 
 
+def known_killers(path=os.path.join(ROOT, "tests", "mutations.txt")):
+    """file -> the tests that tests/mutations.txt says kill a mutation in it."""
+    out = {}
+    for st in mutate.parse(path):
+        for t in st["tests"].split():
+            out.setdefault(st["file"], set()).add(t)
+    return out
+
+
+KNOWN_KILLERS = None
+
+
 def covering(cov, m):
-    """The tests that executed the mutant's line and passed unmutated, fastest
-    first. A line coverage has no code for (a static table, the second line of
+    """The tests that executed the mutant's line and passed unmutated: first
+    those tests/mutations.txt names for a mutation in the same file (the tests
+    written to check that file), then the others, each group fastest first.
+    A line coverage has no code for (a static table, the second line of
     a statement) takes every test that executed any line of its file; a
     header's declaration (an enum's values, a macro) takes every test that
     executed its file or the source file of the same name (report.h: report.c),
@@ -538,7 +555,11 @@ def covering(cov, m):
     files = [m.file] + ([m.file[:-2] + ".c"] if m.file.endswith(".h") and not per_line else [])
     ts = [t for t, r in cov.items() if r["rc"] == 0 and t != CODE_LINES and
           (m.line in set(r["lines"].get(m.file, ())) if per_line else any(r["lines"].get(f) for f in files))]
-    return sorted(ts, key=lambda t: (cov[t]["seconds"], t))
+    global KNOWN_KILLERS
+    if KNOWN_KILLERS is None:
+        KNOWN_KILLERS = known_killers()
+    mine = KNOWN_KILLERS.get(m.file, set())
+    return sorted(ts, key=lambda t: (t not in mine, cov[t]["seconds"], t))
 
 
 # ---- the run ----------------------------------------------------------------
@@ -584,20 +605,23 @@ def judge(tree, logs, m, idx, cov, budget):
     tests = covering(cov, m)
     if not tests:
         return "not covered", "-"
-    start = time.time()
-    for n, t in enumerate(tests):
-        take_down_cluster(tree, os.path.join(logs, f"m{idx:03d}-{t}-cluster-down.log"))
-        # Fastest first, so once a test would not fit in what is left of the
-        # budget, none of the rest would either; the first always runs, so a
+    start, ran = time.time(), 0
+    for t in tests:
+        # A test that would not fit in what is left of the budget is passed
+        # over (a faster one later may still fit); the first always runs, so a
         # line only a long test covers is still judged.
-        if n > 0 and time.time() - start + cov[t]["seconds"] > budget:
-            return f"survived (budget: {n} of {len(tests)} tests run)", "-"
+        if ran > 0 and time.time() - start + cov[t]["seconds"] > budget:
+            continue
+        take_down_cluster(tree, os.path.join(logs, f"m{idx:03d}-{t}-cluster-down.log"))
+        ran += 1
         limit = max(60, 5 * cov[t]["seconds"])
         rc = mutate.run_test(tree, t, os.path.join(logs, f"m{idx:03d}-{t}.log"), timeout=limit)
         if rc == 124:
             return "killed (timeout)", t
         if rc not in (0, 77):
             return "killed", t
+    if ran < len(tests):
+        return f"survived (budget: {ran} of {len(tests)} tests run)", "-"
     return f"survived ({len(tests)} tests)", "-"
 
 

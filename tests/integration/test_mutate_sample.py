@@ -172,6 +172,22 @@ def main():
     m.file = "common/core/timing.h"  # a header with no timing.c
     check(S.covering(hcov, m) == [], f"a header without a source of its name took {S.covering(hcov, m)}")
 
+    # The tests mutations.txt names for the mutant's file run first, then the rest;
+    # each group fastest first.
+    S.KNOWN_KILLERS = {"common/core/parse.c": {"test_slow.sh", "test_named"}}
+    ocov = {"test_fast.sh": {"rc": 0, "seconds": 1, "lines": {"common/core/parse.c": [7]}},
+            "test_slow": {"rc": 0, "seconds": 50, "lines": {"common/core/parse.c": [7]}},
+            "test_slow.sh": {"rc": 0, "seconds": 40, "lines": {"common/core/parse.c": [7]}},
+            "test_named": {"rc": 0, "seconds": 30, "lines": {"common/core/parse.c": [7]}},
+            S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {"common/core/parse.c": [7]}}}
+    m.file, m.line = "common/core/parse.c", 7
+    got = S.covering(ocov, m)
+    check(got == ["test_named", "test_slow.sh", "test_fast.sh", "test_slow"],
+          f"covering tests in order {got}: named ones first, each group fastest first")
+    S.KNOWN_KILLERS = None
+    check("test_parse" in S.known_killers().get("common/core/parse.c", ()),
+          "mutations.txt names test_parse for common/core/parse.c")
+
     # The killing tests run once more on the unmutated copy, rebuilt; one that fails there
     # (test_recipes.sh once needed git, which the copy lacks) has its kills left uncounted.
     calls.clear()
