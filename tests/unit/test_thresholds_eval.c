@@ -150,6 +150,18 @@ static void nearest_size(void **state)
     assert_string_equal(o.why, "no matching rows in coll_sweep*.csv");
 }
 
+/* The smallest sizes: a rule at 1 byte takes the 1-byte row, not the 2-byte
+ * one a factor of 2 away, and a 0-byte row is never the nearest. */
+static void nearest_size_smallest(void **state)
+{
+    (void)state;
+    add_table("p.csv", "p2p_sweep",
+              "mode,bytes,link_class,time_us,bw_GBps,wrong\nlatency,0,intra,1,0,0\nlatency,1,intra,2,0,0\n"
+              "latency,2,intra,3,0,0\n# complete\n");
+    expect("p2p_latency size=1 <= 2 us", PB_TH_PASS, 2, 0, 1);
+    expect("p2p_latency size=2 <= 2 us", PB_TH_FAIL, 3, 0, 2);
+}
+
 /* A link class the run has no rows of is skipped; one it has, but not at the
  * rule's size, fails. */
 static void link_class(void **state)
@@ -285,6 +297,7 @@ int main(void)
         cmocka_unit_test_teardown(row_filter, teardown),
         cmocka_unit_test_teardown(select_by_number, teardown),
         cmocka_unit_test_teardown(nearest_size, teardown),
+        cmocka_unit_test_teardown(nearest_size_smallest, teardown),
         cmocka_unit_test_teardown(link_class, teardown),
         cmocka_unit_test_teardown(link_class_absent, teardown),
         cmocka_unit_test_teardown(folding, teardown),
