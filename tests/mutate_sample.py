@@ -7,9 +7,9 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
    where one of five operator classes applies: arithmetic operator swap,
    relational boundary/negation, constant change, &&/|| swap, deletion of a
    whole simple statement. Comments, strings, preprocessor lines,
-   declarations without an initializer, message-only code (notes, usage and
-   error messages) and GPU-only code are never mutated (GPU_FILE, skip rules
-   below): no GPU is present, so nothing could judge them.
+   declarations without an initializer, an index inside sizeof, message-only
+   code (notes, usage and error messages) and GPU-only code are never mutated
+   (GPU_FILE, skip rules below): no GPU is present, so nothing could judge them.
 2. Sample. The sites, sorted, are shuffled with random.Random(--seed); the
    first --n that compile are the sample (a mutant that does not compile is
    listed as such and the next one is drawn), so the sample is uniform over
@@ -187,6 +187,8 @@ def line_sites(masked_line, py):
             out.append((m.start(), m.end(), "arithmetic", ARITH[op]))
     for m in NUMBER.finditer(masked_line):
         num = m.group(1)
+        if not py and re.search(r"\bsizeof\s*\(?\s*[\w.>-]+\[\s*$", masked_line[:m.start(1)]):
+            continue  # `sizeof a[0]`: sizeof reads only the type, any index gives the same size
         if re.fullmatch(r"\d+", num):
             v = int(num)
             new = {0: "1", 1: "0"}.get(v, str(v + 1))

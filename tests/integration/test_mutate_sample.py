@@ -108,6 +108,13 @@ def main():
     one = sites_of("y.c", "void h(int a) {\n    PB_CHECK(a > 0, PB_ERR_ENV, \"need %d\", a + 1);\n}\n")
     check(any(m.op == "delete" for m in one), "PB_CHECK on one line: no deletion site")
 
+    # An array's element count: the index inside sizeof is never a site (any index has
+    # the same size), the divisions and the constant outside it are.
+    arr = "int n(int v) {\n    static const int t[] = {1, 2};\n    return (int)(sizeof t / sizeof t[0]) + v * 3;\n}\n"
+    consts = [m.mut_line.strip() for m in sites_of("z.c", arr) if m.op == "constant" and m.line == 3]
+    check(consts == ["return (int)(sizeof t / sizeof t[0]) + v * 4;"],
+          f"sizeof t[0]: constant sites {consts}, expected only the 3")
+
     # The same seed draws the same sample over the real tree; another seed another.
     sites = S.all_sites()
     check(len(sites) > 1000, f"only {len(sites)} sites in the tree")
