@@ -122,6 +122,11 @@ static void input_dir_files_refused(void **state)
     assert_int_equal(pb_outpath_add("--csv", in), PB_OK);
     assert_int_equal(pb_outpath_add_input_dir("--fit", dir, reads_csv), PB_ERR_USAGE);
     assert_int_equal(pb_outpath_add_input_dir("--fit", sub, reads_csv), PB_ERR_USAGE); /* not a directory */
+    FILE *fp = fopen(other, "w"); /* a file that exists is no directory either */
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(pb_outpath_add_input_dir("--fit", other, reads_csv), PB_ERR_USAGE);
+    remove(other);
     pb_outpath_reset();
 }
 
