@@ -25,7 +25,7 @@ typedef struct pb_dp_target_cfg {
     double target;       /* comm/compute sought, > 0 */
     double tol;          /* relative: |ratio/target - 1| <= tol stops the search */
     uint64_t start;      /* first candidate size (bytes) */
-    uint64_t align;      /* every candidate is a multiple of it, >= 1 */
+    uint64_t align;      /* every candidate is a multiple of it; 0 is taken as 1 */
     uint64_t max_bytes;  /* no candidate above it */
     int max_probes;      /* >= 1 */
 } pb_dp_target_cfg;

@@ -70,6 +70,22 @@ static void test_latency_bound_curve_takes_the_secant(void **state)
     assert_true(r.grad_bytes >= 999 && r.grad_bytes <= 1001); /* 90 + 1000/100 = 100 us */
 }
 
+/* An alignment of 0 means none: the same search as with 1, not a division by zero. */
+static void test_align_zero_is_one(void **state)
+{
+    (void)state;
+    pb_dp_target_result r0, r1;
+    for (uint64_t align = 0; align <= 1; align++) {
+        curve c = {.alpha_us = 90, .bw_Bpus = 100, .compute_us = 1000, .fail_at = -1};
+        pb_dp_target_cfg cfg = {.target = 0.1, .tol = 0.001, .start = 100, .align = align,
+                                .max_bytes = 1 << 30, .max_probes = 12};
+        assert_int_equal(pb_dp_target_search(&cfg, probe, &c, align ? &r1 : &r0), PB_OK);
+    }
+    assert_true(r0.converged && r1.converged);
+    assert_int_equal(r0.grad_bytes, r1.grad_bytes);
+    assert_int_equal(r0.probes, r1.probes);
+}
+
 /* A ratio that jumps from 0.5 to 2 at 8 KiB: no size gives 1. */
 static int jump_probe(void *ctx, uint64_t bytes, double *ratio)
 {
@@ -268,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_converges_on_a_latency_bandwidth_curve),
         cmocka_unit_test(test_every_probe_is_aligned_and_within_bounds),
         cmocka_unit_test(test_latency_bound_curve_takes_the_secant),
+        cmocka_unit_test(test_align_zero_is_one),
         cmocka_unit_test(test_a_jump_closes_the_bracket_instead_of_oscillating),
         cmocka_unit_test(test_target_above_the_largest_size_stops_there),
         cmocka_unit_test(test_target_below_the_latency_stops_at_the_smallest),
