@@ -27,6 +27,12 @@ for r in rows:
     assert float(r["max_rel_err"]) <= 1e-4, r
     # speedup = unsharded step / sharded step
     assert abs(float(r["speedup"]) - float(r["unsharded_us"]) / float(r["step_us"])) <= 1e-4 * float(r["speedup"]), r
+    # GFLOP/s = one rank's FLOPs per layer (forward + backward, 3x forward: 2bs*12h^2
+    # for the GEMMs, 4bs^2h for the attention scores, on by default; its 1/t shard)
+    # over the per-layer step time
+    flops = 3 * (2 * b * s * 12 * h * h + 4 * b * s * s * h) / t
+    want = flops / float(r["step_us"]) / 1e3
+    assert abs(float(r["gflops"]) - want) <= 1e-6 * want, (r, want)
 PY
 }
 
@@ -38,7 +44,7 @@ for np in 2 4; do
         --complete --expect tp=$np --expect nranks=$np --expect link_class=intra --expect layers=2 \
         --positive comm_bytes_per_rank \
         && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
-    check_rows "$TMP/t$np.csv" && pass "volumes and fractions consistent ($np ranks)" \
+    check_rows "$TMP/t$np.csv" && pass "volumes, fractions and GFLOP/s consistent ($np ranks)" \
         || fail "volumes and fractions consistent ($np ranks)"
     expect_in "$TMP/out" "# wrong values: 0 OK (tolerance 0.0001" "footer states the tolerance ($np ranks)"
     python3 - "$TMP/out" "$TMP/t$np.csv" "Avg communication fraction" comm_fraction <<'PY' && pass "footer's average communication fraction is the mean of the rows' ($np ranks)" || fail "footer's average communication fraction ($np ranks)"
