@@ -304,4 +304,17 @@ if grep -F "overlap bucket" "$U/report.md" | grep -qF "1076%"; then
     fail "report.md: an untrustworthy figure still has a measured / expected ratio"
 else pass "report.md: no ratio for an untrustworthy figure"; fi
 expect_in "$U/index.html" "overlap bucket (untrustworthy" "index.html: the headline row says untrustworthy"
+
+# A table of more rows than the report shows (60): exactly the first 60, and a note with the total.
+L=$TMP/long
+mkdir -p "$L"
+{ echo "collective,bytes,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong"
+  for i in $(seq 1 61); do echo "allreduce,$((i * 8)),2,intra,1.$i,0.0$i,0.0$i,0"; done
+  echo "# complete"; } >"$L/coll_sweep.csv"
+printf 'coll_sweep\tok\t0\t1\t\n' >"$L/steps.tsv"
+expect_rc 0 "report.py with a 61-row table" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$L"
+shown=$(awk '/^### coll_sweep.csv/ {t = 1; next} t && /^\| allreduce/ {n++} t && /^#/ {t = 0} END {print n + 0}' "$L/report.md")
+if [ "$shown" = 60 ]; then pass "report.md: the first 60 rows of a 61-row table"
+else fail "report.md: $shown rows of a 61-row table shown, expected 60"; fi
+expect_in "$L/report.md" "the first 60 of 61 rows; every row is in coll_sweep.csv" "report.md: the note gives the total"
 finish
