@@ -317,4 +317,17 @@ shown=$(awk '/^### coll_sweep.csv/ {t = 1; next} t && /^\| allreduce/ {n++} t &&
 if [ "$shown" = 60 ]; then pass "report.md: the first 60 rows of a 61-row table"
 else fail "report.md: $shown rows of a 61-row table shown, expected 60"; fi
 expect_in "$L/report.md" "the first 60 of 61 rows; every row is in coll_sweep.csv" "report.md: the note gives the total"
+
+# A p2p sweep of one size (p2p_sweep -b 8 -e 8): one latency row and one bw row make the headline.
+P=$TMP/onesize
+mkdir -p "$P"
+cat >"$P/p2p_sweep.csv" <<'EOF'
+mode,bytes,rank_a,rank_b,link_class,time_us,bw_GBps,wrong
+latency,8,0,1,intra,0.75,0.0107,0
+bw,8,0,1,intra,0.2,0.04,0
+# complete
+EOF
+printf 'p2p_sweep\tok\t0\t1\t\n' >"$P/steps.tsv"
+expect_rc 0 "report.py on a one-size p2p sweep" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$P"
+expect_in "$P/summary.txt" "p2p (intra): 0.75 us at 8 B; 0.04 GB/s at 8 B" "summary.txt: the one-size p2p headline"
 finish
