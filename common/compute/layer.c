@@ -172,21 +172,22 @@ static float score_scale(const pb_layer_shape *sh)
     return 1.0f / sqrtf((float)hd);
 }
 
-/* Views of one (sequence bi, local head j) inside the saved activations. */
+/* Views of sequence bi's first local head inside the saved activations; the
+ * batched GEMMs (head_gemms) reach the other heads by their strides. */
 typedef struct head_view {
     void *q, *k, *v, *s, *o;
 } head_view;
 
-static head_view head(const pb_layer *ly, void *qkv, void *scores, void *o, int64_t bi, int64_t j)
+static head_view head(const pb_layer *ly, void *qkv, void *scores, void *o, int64_t bi)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t s = sh->s, hl = local_hidden(sh), hd = sh->h / sh->heads, nhl = sh->heads / sh->tp_size;
+    int64_t s = sh->s, hl = local_hidden(sh), nhl = sh->heads / sh->tp_size;
     head_view v;
-    v.q = at(qkv, bi * s * 3 * hl + j * hd, sh->dtype);
+    v.q = at(qkv, bi * s * 3 * hl, sh->dtype);
     v.k = at(v.q, hl, sh->dtype);
     v.v = at(v.q, 2 * hl, sh->dtype);
-    v.s = scores ? at(scores, (bi * nhl + j) * s * s, sh->dtype) : NULL;
-    v.o = at(o, bi * s * hl + j * hd, sh->dtype);
+    v.s = scores ? at(scores, bi * nhl * s * s, sh->dtype) : NULL;
+    v.o = at(o, bi * s * hl, sh->dtype);
     return v;
 }
 
@@ -213,7 +214,7 @@ static int scores_forward(pb_layer *ly, pb_layer_acts *sv)
     int64_t s = sh->s, hl = local_hidden(sh), hd = sh->h / sh->heads, nhl = sh->heads / sh->tp_size;
     float c = score_scale(sh);
     for (int64_t bi = 0; bi < sh->b; bi++) {
-        head_view v = head(ly, sv->qkv, sv->scores, sv->o, bi, 0);
+        head_view v = head(ly, sv->qkv, sv->scores, sv->o, bi);
         PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, c, v.q, 3 * hl, hd, v.k, 3 * hl, hd, v.s, s, s * s));
         PB_TRY(ly->eng->softmax_fwd(sh->dtype, nhl * s, s, v.s, v.s)); /* P replaces S in the slot */
         PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, s * s, v.v, 3 * hl, hd, v.o, hl, hd));
@@ -231,8 +232,8 @@ static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
     float c = score_scale(sh);
     void *ds = ly->sc->d_s;
     for (int64_t bi = 0; bi < sh->b; bi++) {
-        head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi, 0); /* v.o is dO here */
-        head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi, 0);
+        head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi); /* v.o is dO here */
+        head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi);
         PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, v.o, hl, hd, v.v, 3 * hl, hd, ds, s, s * s));
         PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, s * s, v.o, hl, hd, d.v, 3 * hl, hd));
         PB_TRY(ly->eng->softmax_bwd(sh->dtype, nhl * s, s, v.s, ds, ds));
