@@ -305,6 +305,22 @@ static void test_refusals_and_sizes(void **state)
     E->free(x), E->free(y);
 }
 
+/* A stack's memory, as the memory pre-checks count it: weights and gradients
+ * (layers x parameters x 4 B each) and the scratch: the MLP's n x 4h/t, three
+ * activations of n x h, and with attention scores dO (n x h/t) and dS (one
+ * s x s block per local head); without scores neither is allocated. */
+static void test_stack_bytes_formula(void **state)
+{
+    (void)state;
+    for (int scores = 0; scores <= 1; scores++) {
+        pb_layer_stack_config cfg = config(0, 3, scores, PB_FLOAT32);
+        uint64_t weights = 3 * (uint64_t)pb_layer_params_local(&cfg.shape) * 4;
+        uint64_t scratch = (uint64_t)N * 4 * H * 4 + 3 * (uint64_t)N * H * 4 +
+                           (scores ? (uint64_t)N * H * 4 + (uint64_t)HEADS * S * S * 4 : 0);
+        assert_int_equal(pb_layer_stack_bytes(&cfg), 2 * weights + scratch);
+    }
+}
+
 /* Achieved GFLOP/s of a stack's forward + backward (printed; checked > 0). */
 static void test_stack_rate(void **state)
 {
@@ -337,7 +353,7 @@ int main(void)
         cmocka_unit_test(test_pool_counts),          cmocka_unit_test(test_measured_pipeline_memory),
         cmocka_unit_test(test_grad_callbacks),       cmocka_unit_test(test_accumulate_and_grad_types),
         cmocka_unit_test(test_global_layer_seeding), cmocka_unit_test(test_deep_stack_is_stable),
-        cmocka_unit_test(test_refusals_and_sizes),   cmocka_unit_test(test_stack_rate),
+        cmocka_unit_test(test_refusals_and_sizes),   cmocka_unit_test(test_stack_bytes_formula),   cmocka_unit_test(test_stack_rate),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
