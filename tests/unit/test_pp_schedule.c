@@ -11,6 +11,7 @@
 #include "plan/model.h"
 #include "workload/pp_schedule.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <string.h>
 
@@ -126,6 +127,27 @@ static void test_simulated_efficiency(void **state)
     free_all(plans, 8);
 }
 
+/* A simulation frees what it allocates: the heap in use after a second run is
+ * what it was before it (the first fills the C library's caches). Plans of
+ * several sizes, so that no freed block is simply reused by the next run. */
+static void test_simulate_frees(void **state)
+{
+    (void)state;
+    pb_pp_schedule_plan plans[8];
+    for (int round = 0; round < 2; round++) {
+        size_t before = mallinfo2().uordblks;
+        for (int m = 4; m <= 32; m *= 2) {
+            build_all(PB_PP_1F1B, 8, m, 1, plans);
+            size_t built = mallinfo2().uordblks;
+            double step = 0;
+            assert_int_equal(pb_pp_schedule_simulate(plans, 8, 1.0, 2.0, 0.0, &step, NULL), PB_OK);
+            if (round == 1) assert_int_equal(mallinfo2().uordblks, built);
+            free_all(plans, 8);
+        }
+        if (round == 1) assert_int_equal(mallinfo2().uordblks, before);
+    }
+}
+
 /* Interleaved: consistent for every (p, v, m multiple of p), holds more than
  * 1F1B's p but fewer than all m*v, and its bubble shrinks by v. */
 static void test_interleaved(void **state)
@@ -209,7 +231,7 @@ int main(void)
         cmocka_unit_test(test_names),        cmocka_unit_test(test_gpipe_order),
         cmocka_unit_test(test_1f1b_order),   cmocka_unit_test(test_in_flight),
         cmocka_unit_test(test_simulated_efficiency), cmocka_unit_test(test_interleaved),
-        cmocka_unit_test(test_interleaved_warmup),
+        cmocka_unit_test(test_interleaved_warmup),  cmocka_unit_test(test_simulate_frees),
         cmocka_unit_test(test_check_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
