@@ -283,6 +283,37 @@ static void test_deep_stack_is_stable(void **state)
     }
 }
 
+/* A stack's backward is its layers' backwards chained, each from its own
+ * buffer: the same dX, bit for bit, as the layers run one by one into
+ * buffers of their own (the stack's ping-pong scratch must never hand a
+ * layer its own input as its output). */
+static void test_backward_is_the_layers_chained(void **state)
+{
+    (void)state;
+    enum { L = 4 };
+    const size_t nx = (size_t)N * H;
+    pb_layer_stack *st = make(config(0, L, 1, PB_FLOAT32));
+    pb_layer_saved *a;
+    void *x = input(0), *y = input(1), *dy = input(2), *dx, *buf[L + 1];
+    assert_int_equal(E->alloc(&dx, nx * 4), PB_OK);
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    assert_int_equal(pb_layer_stack_forward(st, a, x, y), PB_OK);
+    assert_int_equal(pb_layer_stack_backward(st, a, dy, dx, 0, NULL, NULL), PB_OK);
+    buf[L] = dy;
+    for (int i = L - 1; i >= 0; i--) {
+        assert_int_equal(E->alloc(&buf[i], nx * 4), PB_OK);
+        assert_int_equal(pb_layer_backward(pb_layer_stack_layer(st, i), pb_layer_saved_layer(a, i), buf[i + 1], buf[i], 0),
+                         PB_OK);
+    }
+    float *got = host(dx, nx * 4), *want = host(buf[0], nx * 4);
+    assert_memory_equal(got, want, nx * 4);
+    free(got), free(want);
+    for (int i = 0; i < L; i++) E->free(buf[i]);
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
+    E->free(x), E->free(y), E->free(dy), E->free(dx);
+}
+
 static void test_refusals_and_sizes(void **state)
 {
     (void)state;
@@ -353,7 +384,7 @@ int main(void)
         cmocka_unit_test(test_pool_counts),          cmocka_unit_test(test_measured_pipeline_memory),
         cmocka_unit_test(test_grad_callbacks),       cmocka_unit_test(test_accumulate_and_grad_types),
         cmocka_unit_test(test_global_layer_seeding), cmocka_unit_test(test_deep_stack_is_stable),
-        cmocka_unit_test(test_refusals_and_sizes),   cmocka_unit_test(test_stack_bytes_formula),   cmocka_unit_test(test_stack_rate),
+        cmocka_unit_test(test_refusals_and_sizes),   cmocka_unit_test(test_stack_bytes_formula), cmocka_unit_test(test_backward_is_the_layers_chained),   cmocka_unit_test(test_stack_rate),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
