@@ -218,6 +218,12 @@ static void test_fitted_link_by_class(void **state)
     f.have[PB_LINK_INTRA][PB_FIT_P2P] = 0;
     assert_int_equal(pb_plan_fit_fitted_link(&f, "intra", 1, &l, used, sizeof used), PB_ERR_CHECK);
     assert_int_equal(pb_plan_fit_fitted_link(&f, "sideways", 1, &l, used, sizeof used), PB_ERR_CHECK);
+    /* A mixed row with a mixed fit of its own takes it, even its other source, before inter's. */
+    f.have[PB_LINK_MIXED][PB_FIT_P2P] = 1;
+    f.link[PB_LINK_MIXED][PB_FIT_P2P].bw_Bps = 5e9;
+    assert_int_equal(pb_plan_fit_fitted_link(&f, "mixed", 1, &l, used, sizeof used), PB_OK);
+    assert_string_equal(used, "mixed/p2p");
+    assert_true(l.bw_Bps == 5e9);
 }
 
 int main(void)
