@@ -19,6 +19,7 @@ writer, not noise:
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
   - meta.hosts (in the JSON) names every node once and puts each rank on one of them;
+    meta.topology has a package, a core and no fewer hardware threads than cores;
   - CSV and JSON agree row for row, every number to within cJSON's rounding
     (1e-15 relative), and on completeness ('# complete' and "complete": true);
     a run stopped midway may leave one a few rows behind the other.
@@ -256,6 +257,7 @@ def check_against_json(ck, comments, rows, json_path):
         doc = json.load(f)
     jrows = doc.get("rows", [])
     check_hosts(ck, doc.get("meta", {}))
+    check_topology(ck, doc.get("meta", {}))
     csv_done, json_done = "# complete" in comments, doc.get("complete") is True
     # A run stopped midway leaves both files incomplete, one maybe a few rows behind the other
     # (each is written as rows come): then the shorter must be a prefix of the longer.
@@ -297,6 +299,16 @@ def check_hosts(ck, meta):
         ck.bad(None, f"meta.hosts: {len(hosts)} hosts for nnodes {meta['nnodes']}")
 
 
+def check_topology(ck, meta):
+    """meta.topology, where a run records it: hwloc read this node, so it has at least one
+    package and one core, and as many hardware threads as cores or more."""
+    t = meta.get("topology")
+    if t is None:
+        return
+    if not (t.get("packages", 0) >= 1 and t.get("cores", 0) >= 1 and t.get("pus", 0) >= t.get("cores", 0)):
+        ck.bad(None, f"meta.topology: not a node hwloc read ({t!r})")
+
+
 def check_rows(ck, bench, rows, run_nodes):
     check_stats(ck, rows)
     if bench in CHECKS and rows:
@@ -335,6 +347,7 @@ def check_json(json_path):
     doc = load_result_json(json_path)
     rows = [{k: csv_cell(v) for k, v in r.items()} for r in doc["rows"]]
     check_hosts(ck, doc.get("meta", {}))
+    check_topology(ck, doc.get("meta", {}))
     check_rows(ck, doc["benchmark"], rows, int(doc.get("meta", {}).get("nnodes") or 1))
     return ck.errors
 
