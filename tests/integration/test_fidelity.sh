@@ -68,19 +68,22 @@ json_check "$TMP/pcap.json" "1 <= rows[0]['iters'] < 100000000" "p2p: the cap cu
 [ $((SECONDS - start)) -lt 60 ] && pass "both capped runs ended within a minute" || fail "capped runs took $((SECONDS - start)) s"
 
 # ---- the first row is measured like the rest: the same size four times in one sweep ----
-# A mean more than twice the median of the repeats is an outlier; three tries absorb a noisy machine.
+# A first row without its warm-up pays for the connections' set-up in its mean, and is slower than
+# every repeat: a mean more than twice the slowest repeat's is that outlier. Compared with the slowest
+# repeat, not their median, so that a core taken by other work for part of the sweep (make test runs
+# two tests at once) does not read as one; three tries absorb the rest of the noise.
 first_row_ok() {
     mpi 2 "$BIN/coll_sweep" --sizes 8,8,8,8 -c 0 --json "$TMP/first.json" >/dev/null 2>&1 || return 1
     python3 - "$TMP/first.json" <<'PY'
-import json, statistics, sys
+import json, sys
 t = [r["time_us"] for r in json.load(open(sys.argv[1]))["rows"]]
 print(f"8 B allreduce, the same size four times: {t}")
-sys.exit(0 if len(t) == 4 and t[0] <= 2 * statistics.median(t[1:]) else 1)
+sys.exit(0 if len(t) == 4 and t[0] <= 2 * max(t[1:]) else 1)
 PY
 }
 ok=0
 for _ in 1 2 3; do first_row_ok && { ok=1; break; }; done
-[ "$ok" = 1 ] && pass "the first size is no outlier" || fail "the first row's mean is over twice the repeats' (3 tries)"
+[ "$ok" = 1 ] && pass "the first size is no outlier" || fail "the first row's mean is over twice the slowest repeat's (3 tries)"
 
 # ---- run_all binds its ranks and says how in meta.json ----
 run_all_bind() { # OUT ARGS...: a quick run_all; prints meta.json's binding
