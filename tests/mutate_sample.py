@@ -24,9 +24,10 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
    fails: killed. First run those tests/mutations.txt names for the mutant's
    file, then the rest, each group fastest first; a test that would not fit
    in what is left of --budget is passed over, and a mutant no test killed
-   with some passed over is "survived (budget)". A test that runs past its time limit counts as
-   killed (a hang), marked "timeout". No failure: survived. A line no test
-   executes: "not covered", which counts as survived. Mutants listed in
+   with some passed over is "survived (budget)". A test that runs past its
+   time limit counts as killed (a hang), marked "timeout". No failure:
+   survived. A line no test executes: "not covered", which counts as
+   survived. Mutants listed in
    tests/mutants-equivalent.txt (by file, original and mutated line text)
    are left out of the score.
 

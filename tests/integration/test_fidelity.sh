@@ -68,10 +68,11 @@ json_check "$TMP/pcap.json" "1 <= rows[0]['iters'] < 100000000" "p2p: the cap cu
 [ $((SECONDS - start)) -lt 60 ] && pass "both capped runs ended within a minute" || fail "capped runs took $((SECONDS - start)) s"
 
 # ---- the first row is measured like the rest: the same size four times in one sweep ----
-# A first row without its warm-up pays for the connections' set-up in its mean, and is slower than
-# every repeat: a mean more than twice the slowest repeat's is that outlier. Compared with the slowest
+# Set-up timed inside the first row (communicators, connections) would make it slower than every
+# repeat: a mean more than twice the slowest repeat's is that outlier. Compared with the slowest
 # repeat, not their median, so that a core taken by other work for part of the sweep (make test runs
-# two tests at once) does not read as one; three tries absorb the rest of the noise.
+# two tests at once; a median once read such a slow stretch as an outlier) does not count; three
+# tries absorb the rest of the noise.
 first_row_ok() {
     mpi 2 "$BIN/coll_sweep" --sizes 8,8,8,8 -c 0 --json "$TMP/first.json" >/dev/null 2>&1 || return 1
     python3 - "$TMP/first.json" <<'PY'
