@@ -256,8 +256,7 @@ def check_against_json(ck, comments, rows, json_path):
     with open(json_path) as f:
         doc = json.load(f)
     jrows = doc.get("rows", [])
-    check_hosts(ck, doc.get("meta", {}))
-    check_topology(ck, doc.get("meta", {}))
+    check_meta(ck, doc.get("meta", {}))
     csv_done, json_done = "# complete" in comments, doc.get("complete") is True
     # A run stopped midway leaves both files incomplete, one maybe a few rows behind the other
     # (each is written as rows come): then the shorter must be a prefix of the longer.
@@ -279,6 +278,11 @@ def check_against_json(ck, comments, rows, json_path):
     if csv_done != json_done:
         ck.bad(None, f"completeness differs: CSV {'has' if csv_done else 'lacks'} '# complete', JSON complete is "
                f"{doc.get('complete')}")
+
+
+def check_meta(ck, meta):
+    check_hosts(ck, meta)
+    check_topology(ck, meta)
 
 
 def check_hosts(ck, meta):
@@ -346,8 +350,7 @@ def check_json(json_path):
     ck = Checker(json_path)
     doc = load_result_json(json_path)
     rows = [{k: csv_cell(v) for k, v in r.items()} for r in doc["rows"]]
-    check_hosts(ck, doc.get("meta", {}))
-    check_topology(ck, doc.get("meta", {}))
+    check_meta(ck, doc.get("meta", {}))
     check_rows(ck, doc["benchmark"], rows, int(doc.get("meta", {}).get("nnodes") or 1))
     return ck.errors
 
