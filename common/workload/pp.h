@@ -155,7 +155,8 @@ typedef struct pb_pp_stack pb_pp_stack;
 /* Chunk c of stage s holds layers [(c*p + s) * L/(p*v), ...) of the L-layer model. */
 int64_t pb_pp_chunk_layer0(const pb_pp_stack_config *cfg, int chunk);
 /* Engine memory: weights, gradients and scratch of the chunks, plus `in_flight`
- * micro-batch chunks of saved activations, plus the capture copies (host). */
+ * micro-batch chunks of saved activations, plus the capture copies and a
+ * validation gradient piece (host). */
 uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight);
 
 int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out);
@@ -167,6 +168,9 @@ pb_dtype pb_pp_stack_dtype(const pb_pp_stack *st);
  * stage) or input gradient (first virtual stage); NULL elsewhere. */
 const void *pb_pp_stack_output(const pb_pp_stack *st, int mb);
 const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb);
+/* Engine memory of chunk c's weight gradients, and their size (every chunk). */
+const void *pb_pp_stack_chunk_grads(pb_pp_stack *st, int chunk);
+uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg);
 /* Copy outputs / input gradients to the capture buffers during the next
  * steps (only with cfg.capture; off by default, so timed steps do not copy). */
 void pb_pp_stack_set_capture(pb_pp_stack *st, int on);
@@ -178,20 +182,23 @@ int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t to
 
 /* ---- validation (-c) ------------------------------------------------------ */
 
-/* Run the whole L-layer model on this rank, as one stack, on the same seeded
- * inputs and loss gradients, and compare its output and input gradient with
- * the pipeline's (host copies, one N x h tensor of type t per micro-batch).
- * Elements differing by more than tol * (1 + |reference|) count as wrong.
- * corrupt != 0 changes one pipeline element first (test-only fault). */
-int pb_pp_reference_check(const pb_pp_stack_config *cfg, int m, const void *const *outputs,
-                          const void *const *input_grads, double tol, int corrupt, long long *wrong);
-/* Bytes of engine memory pb_pp_reference_check allocates. */
+/* Bytes of engine memory the reference run of pb_pp_validate_step takes on
+ * stage 0 (the whole model, its activations and buffers, one gradient piece). */
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
+/* Host bytes of one piece of weight gradients as validation moves them. */
+uint64_t pb_pp_grad_piece_bytes(const pb_pp_stack_config *cfg);
 /* One validated step on the pipeline `pipe` (rank = stage): a step with
- * capture on, then the last stage's outputs go to stage 0 (control plane),
- * which checks them and its input gradients with pb_pp_reference_check; the
- * wrong counts are summed over w. Every rank of w calls it; the ranks agree
- * after the step, before the transfer and at the end (pb_world_agree). */
+ * capture on, then stage 0 runs the whole L-layer model as one stack on the
+ * same seeded inputs and loss gradients and compares (|a-b| <= tol (1 + |b|)):
+ *   - every micro-batch's output (sent by the last stage, control plane) and
+ *     input gradient;
+ *   - the weight gradients, summed over the step's micro-batches, of every
+ *     stage's chunks against the same layers of the reference (each stage
+ *     sends its own in pieces).
+ * The wrong counts are summed over w. corrupt != 0 (test-only fault) changes
+ * one element first: of the output on stage 0, of the first gradient piece
+ * on another stage. Every rank of w calls it; the ranks agree after the step,
+ * before each transfer and at the end (pb_world_agree). */
 int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
                         pb_pp_stack *st, const pb_pp_stack_config *cfg, int m, int corrupt, long long *wrong);
 

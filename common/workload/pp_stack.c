@@ -42,7 +42,14 @@ uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight)
     uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
     uint64_t bytes = pb_mem_add(pb_mem_mul((uint64_t)cfg->v, pb_layer_stack_bytes(&c)),
                                 pb_mem_mul((uint64_t)in_flight, pb_layer_act_bytes(&sh, c.nlayers)));
-    return pb_mem_add(bytes, cfg->capture ? pb_mem_mul(2 * (uint64_t)cfg->max_mb, tensor) : 0);
+    uint64_t captures = pb_mem_add(pb_mem_mul(2 * (uint64_t)cfg->max_mb, tensor), pb_pp_grad_piece_bytes(cfg));
+    return pb_mem_add(bytes, cfg->capture ? captures : 0);
+}
+
+uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg)
+{
+    pb_layer_stack_config c = chunk_config(cfg, 0);
+    return pb_layer_stack_grad_bytes(&c);
 }
 
 void pb_pp_stack_destroy(pb_pp_stack *st)
@@ -118,6 +125,11 @@ const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb)
 {
     if (!st->cap_dx || !is_first(st, 0) || mb >= st->cfg.max_mb) return NULL;
     return st->cap_dx + (size_t)mb * st->act_bytes;
+}
+
+const void *pb_pp_stack_chunk_grads(pb_pp_stack *st, int chunk)
+{
+    return chunk >= 0 && chunk < st->cfg.v ? pb_layer_stack_grads(st->chunk[chunk]) : NULL;
 }
 
 /* Distinct streams of the counter-based generator for inputs and loss gradients. */

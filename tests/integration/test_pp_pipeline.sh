@@ -92,10 +92,30 @@ python3 -c 'import json, sys; it = json.load(open(sys.argv[1]))["meta"]["iterati
 assert it == "5 (+1 warm-up) per configuration; at most 30 s per configuration, warm-up included", it' "$TMP/d.json" \
     >"$TMP/it" 2>&1 && pass "metadata: $(head -1 "$TMP/it")" || { fail "metadata: iterations"; cat "$TMP/it" >&2; }
 
-# A corrupted pipeline output is detected.
-expect_rc 1 "corrupted output on rank 0 exits 1" -- \
-    mpi 2 -x PARABENCH_TEST_CORRUPT=0 "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 --schedule 1f1b
-expect_in "$TMP/out" "FAILED" "the footer says FAILED"
+# A corrupted pipeline output (rank 0, stage 0) and a corrupted weight
+# gradient (rank 1, sent to stage 0 for the check) are each one wrong value.
+for rank in 0 1; do
+    expect_rc 1 "one corrupted element on rank $rank exits 1" -- \
+        mpi 2 -x PARABENCH_TEST_CORRUPT=$rank "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 --schedule 1f1b
+    expect_in "$TMP/out" "# wrong values: 1 FAILED" "the footer counts the one wrong value (rank $rank)"
+done
+
+# bf16 requested: the dtype column is the type computed in (fp32 where the
+# CPU or the BLAS lacks bf16, as Debian's OpenBLAS does), and act_bytes and
+# peak_act_mb are in that type's micro-batches (gpipe holds m, 1f1b p).
+expect_rc 0 "--compute-dtype bf16" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 4 --micro-batches 3 \
+    --schedule gpipe,1f1b --compute-dtype bf16 --csv "$TMP/bf.csv"
+python3 - "$TMP/bf.csv" <<'PY' && pass "bf16 rows in the effective type" || fail "bf16 rows in the effective type"
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+assert len(rows) == 2, rows
+for r in rows:
+    size = {"float": 4, "bfloat16": 2}[r["dtype"]]
+    assert int(r["act_bytes"]) == int(r["micro_batch"]) * int(r["seq"]) * int(r["hidden"]) * size, r
+    held = {"gpipe": 3, "1f1b": 2}[r["schedule"]]
+    assert abs(float(r["peak_act_mb"]) - held) < 1e-9, (r["schedule"], r["peak_act_mb"])
+    assert int(r["wrong"]) == 0, r
+PY
 
 # Bad inputs: exit 2 naming the option, 3 for too few ranks.
 while IFS='|' read -r args fragment; do
