@@ -174,15 +174,11 @@ docs-check:
 	@python3 tools/dev/docs-check.py
 	@python3 tools/dev/check-refs.py
 
-# Full stacks (fast_unwind_on_malloc=0) so that tests/lsan.supp can recognise
-# Open MPI's own never-freed allocations; everything else is reported.
-# exitcode=86: a report changes the exit status to one no test expects; the
-# default (1) would pass unseen in a test that expects exit 1 (wrong data).
-sanitize: export ASAN_OPTIONS = fast_unwind_on_malloc=0:detect_leaks=1:abort_on_error=0:exitcode=86
-sanitize: export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
-sanitize: export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1:exitcode=86
+# The whole suite under ASan, UBSan and LeakSanitizer; how they report:
+# tests/sanitizer-env.sh. (make test runs the unit tests so built:
+# tests/integration/test_unit_sanitized.sh.)
 sanitize:
-	$(MAKE) BUILD=build-san SAN=1 CUDA=0 test
+	bash -c '. tests/sanitizer-env.sh && exec $(MAKE) BUILD=build-san SAN=1 CUDA=0 test'
 
 # Memcheck on the CPU build: the CUDA libraries' own initialisation is not ours to check.
 valgrind:

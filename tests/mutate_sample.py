@@ -406,11 +406,12 @@ def all_tests():
 
 
 def gcov_lines(build, executed=True):
-    """{file: [lines executed]} from every .gcda under BUILD/obj; with
+    """{file: [lines executed]} from every .gcda under BUILD (its own objects
+    and the sanitized ones test_unit_sanitized.sh builds in BUILD/san); with
     executed=False, every line gcov has code for, run or not."""
     # gcov reads .gcno (the code) and .gcda (the counts, "assuming not executed" where missing).
     ext = ".gcda" if executed else ".gcno"
-    gcdas = [os.path.join(b, n) for b, _, ns in os.walk(os.path.join(ROOT, build, "obj")) for n in ns
+    gcdas = [os.path.join(b, n) for b, _, ns in os.walk(os.path.join(ROOT, build)) for n in ns
              if n.endswith(ext)]
     out = {}
     if not gcdas:
@@ -480,7 +481,7 @@ def coverage_map(log_dir):
         f.write(f"[run]\nparallel = True\ndata_file = {pydata}/.coverage\n")
     result = {}
     for t in all_tests():
-        for b, _, ns in os.walk(os.path.join(ROOT, COV_BUILD, "obj")):
+        for b, _, ns in os.walk(os.path.join(ROOT, COV_BUILD)):
             for n in ns:
                 if n.endswith(".gcda"):
                     os.remove(os.path.join(b, n))

@@ -57,20 +57,32 @@ static void print_row(const pb_model_step *s, int rank, const int mark[3], FILE 
             100.0 * s->bubble / s->step, s->mem.total / 1e9);
 }
 
-/* Count rejections by kind of reason (the text before the first number). */
+/* Count rejections by kind of reason: the first needle (model_step.c's
+ * wording) a reason holds, so "exceeds the global batch" comes before
+ * "global batch"; a reason of no kind is counted as such, never dropped. */
 static void summarize_rejects(const pb_model_step *s, int n, FILE *out)
 {
-    static const char *const kinds[] = {"does not fit", "larger than a node", "does not divide", "global batch",
-                                        "exceeds the global batch"};
-    int count[5] = {0};
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < 5 && s[i].reject[0]; k++)
-            if (strstr(s[i].reject, kinds[k])) { count[k]++; break; }
-    static const char *const text[] = {"do not fit in GPU memory", "have t larger than a node",
-                                       "have t not dividing the heads or p not dividing the layers",
-                                       "have a global batch not a multiple of d*b", "have d*b above the global batch"};
-    for (int k = 0; k < 5; k++)
-        if (count[k]) fprintf(out, "  %d %s\n", count[k], text[k]);
+    static const struct {
+        const char *needle, *text;
+    } kinds[] = {
+        {"does not fit", "do not fit in GPU memory"},
+        {"larger than a node", "have t larger than a node"},
+        {"does not divide", "have t not dividing the heads or p (p*v) not dividing the layers"},
+        {"more stages than", "have more stages than layers"},
+        {"exceeds the global batch", "have d*b above the global batch"},
+        {"global batch", "have a global batch not a multiple of d*b"},
+    };
+    enum { NKINDS = sizeof kinds / sizeof kinds[0] };
+    int count[NKINDS + 1] = {0}; /* [NKINDS]: of no kind */
+    for (int i = 0; i < n; i++) {
+        if (!s[i].reject[0]) continue;
+        int k = 0;
+        while (k < NKINDS && !strstr(s[i].reject, kinds[k].needle)) k++;
+        count[k]++;
+    }
+    for (int k = 0; k < NKINDS; k++)
+        if (count[k]) fprintf(out, "  %d %s\n", count[k], kinds[k].text);
+    if (count[NKINDS]) fprintf(out, "  %d for other reasons\n", count[NKINDS]);
     fprintf(out, "  (run without --top to list each with its reason)\n");
 }
 

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Weight gradients travel and are compared in pieces of at most this many
  * bytes, so the host buffers stay small whatever the model. */
@@ -121,7 +122,7 @@ static int run_reference(reference *r, const pb_pp_stack_config *cfg, int m, con
         if (!out || !input_grads[k]) /* a stage that did not capture (pb_pp_stack_set_capture) */
             return pb_fail(PB_ERR_CHECK, "validation: micro-batch %d has no captured output or input gradient", k);
         if (corrupt && k == 0) { /* a copy with one element off, so the caller's data stays intact */
-            for (size_t i = 0; i < bytes; i++) ((unsigned char *)r->bad)[i] = ((const unsigned char *)out)[i];
+            memcpy(r->bad, out, bytes);
             pb_dtype_set(sh->dtype, r->bad, n / 2, pb_dtype_get(sh->dtype, r->bad, n / 2) + 1.0);
             out = r->bad;
         }

@@ -498,6 +498,24 @@ static void test_inputs_apart_from_weights(void **state)
     E->free(w);
 }
 
+/* A stack's and a micro-batch's per-layer accessors answer NULL outside
+ * [0, n): a caller walking one past the end gets no neighbour's memory. */
+static void test_layer_accessors_bounded(void **state)
+{
+    (void)state;
+    pb_layer_stack *st = make_stack(shape(1, 0, 0), 2, PB_FLOAT32);
+    pb_layer_saved *a;
+    assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
+    for (int64_t i = -1; i <= 2; i++) {
+        int inside = i >= 0 && i < 2;
+        assert_int_equal(pb_layer_stack_layer(st, i) != NULL, inside);
+        assert_int_equal(pb_layer_saved_layer(a, i) != NULL, inside);
+    }
+    assert_ptr_not_equal(pb_layer_saved_layer(a, 0), pb_layer_saved_layer(a, 1));
+    pb_layer_saved_free(st, a);
+    pb_layer_stack_destroy(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,7 +524,7 @@ int main(void)
         cmocka_unit_test(test_tp_attention),    cmocka_unit_test(test_tp_mlp),
         cmocka_unit_test(test_attention_scores_direct), cmocka_unit_test(test_attention_batched_gemms),
         cmocka_unit_test(test_gradcheck_attention), cmocka_unit_test(test_gradcheck_mlp),
-        cmocka_unit_test(test_inputs_apart_from_weights),
+        cmocka_unit_test(test_inputs_apart_from_weights), cmocka_unit_test(test_layer_accessors_bounded),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -424,6 +424,55 @@ static void test_explain(void **state)
     assert_string_equal(pb_plan_rank_verdict(0, 0.0), "the model rejects it");
 }
 
+/* plan --top's summary of rejections: one configuration for each reason
+ * pb_model_step_eval gives, each counted once under its own words. */
+static void test_reject_summary(void **state)
+{
+    (void)state;
+    pb_model_cluster c;
+    assert_int_equal(pb_cluster_preset("a100", "--cluster", &c), PB_OK);
+    pb_model_train j = job_for("llama-70b", 128); /* 80 layers, 64 heads, micro-batch 1 */
+    pb_model_train big = j, loose = j;
+    big.global_batch = 1024;
+    loose.partition = PB_PARTITION_BALANCED; /* so that p = 100 is refused for its stage count, not the split */
+    struct {
+        const pb_model_train *job;
+        int t, p, d;
+        const char *line;
+    } cases[] = {
+        {&j, 16, 4, 4, "  1 have t larger than a node\n"},
+        {&j, 3, 1, 1, "  1 have t not dividing the heads or p (p*v) not dividing the layers\n"},
+        {&loose, 1, 100, 1, "  1 have more stages than layers\n"},
+        {&j, 1, 1, 256, "  1 have d*b above the global batch\n"},
+        {&j, 1, 1, 3, "  1 have a global batch not a multiple of d*b\n"},
+        {&big, 1, 16, 16, "  1 do not fit in GPU memory\n"},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    pb_model_step s[N + 1]; /* and one whose reason is of no known kind */
+    for (int i = 0; i < N; i++) {
+        pb_model_step_eval(cases[i].job, &c, cases[i].t, cases[i].p, cases[i].d, &s[i]);
+        assert_true(s[i].reject[0] != '\0');
+    }
+    for (int n = N; n <= N + 1; n++) {
+        if (n > N) {
+            memset(&s[N], 0, sizeof s[N]);
+            snprintf(s[N].reject, sizeof s[N].reject, "a reason a later model may give");
+        }
+        char text[4096] = "", want[32];
+        FILE *f = fmemopen(text, sizeof text - 1, "w");
+        assert_non_null(f);
+        pb_plan_print_ranking(s, n, 5, NULL, f);
+        fclose(f);
+        snprintf(want, sizeof want, "rejected (%d):", n);
+        assert_non_null(strstr(text, want));
+        for (int i = 0; i < N; i++) {
+            if (!strstr(text, cases[i].line)) print_error("%s: missing '%s' in:\n%s", s[i].reject, cases[i].line, text);
+            assert_non_null(strstr(text, cases[i].line));
+        }
+        assert_int_equal(strstr(text, "  1 for other reasons\n") != NULL, n > N);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_step),       cmocka_unit_test(test_enumerate),
         cmocka_unit_test(test_cluster_presets), cmocka_unit_test(test_compute_and_interleave),
         cmocka_unit_test(test_full_recompute), cmocka_unit_test(test_explain), cmocka_unit_test(test_stage_partition),
+        cmocka_unit_test(test_reject_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The unit tests once more, built with AddressSanitizer and UBSan (the CPU
+# build, in $BUILD/san, as `make sanitize` builds them): an out-of-bounds
+# access, a leak or undefined behaviour that the plain build passes unseen
+# fails here. A sanitizer report exits 86 (tests/sanitizer-env.sh), a code
+# no unit test uses.
+source "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/../sanitizer-env.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+case $BUILD in /*) SAN_DIR=$BUILD/san ;; *) SAN_DIR=$ROOT/$BUILD/san ;; esac
+
+# A probe that leaks: whether this compiler builds with the sanitizers, and
+# whether LeakSanitizer works here (it stops the process with ptrace, which
+# some containers refuse); without it the run goes on with ASan and UBSan.
+echo '#include <stdlib.h>
+int main(void) { return malloc(64) == 0; }' >"$TMP/probe.c"
+if ! cc -g -fsanitize=address,undefined "$TMP/probe.c" -o "$TMP/probe" 2>"$TMP/probe.err"; then
+    skip_test "the C compiler cannot build with -fsanitize=address,undefined: $(head -1 "$TMP/probe.err")"
+fi
+"$TMP/probe" >"$TMP/probe.out" 2>&1
+rc=$?
+if [ $rc = 86 ] && grep -q "detected memory leaks" "$TMP/probe.out"; then
+    pass "LeakSanitizer reports a leaked probe here"
+else
+    echo "note: LeakSanitizer does not work here (probe exit $rc: $(grep -m1 -E 'LeakSanitizer|ERROR' "$TMP/probe.out")); leaks are not checked"
+    ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}
+fi
+units=()
+for src in "$ROOT"/tests/unit/test_*.c; do units+=("$SAN_DIR/tests/$(basename "$src" .c)"); done
+if ! make -C "$ROOT" -j2 --no-print-directory BUILD="$SAN_DIR" SAN=1 CUDA=0 "${units[@]}" >"$TMP/build.log" 2>&1; then
+    fail "the sanitized build of the unit tests failed:"; tail -20 "$TMP/build.log" >&2
+    finish
+fi
+for t in "${units[@]}"; do
+    name=$(basename "$t")
+    if "$t" >"$TMP/$name.log" 2>&1; then
+        pass "$name under ASan and UBSan"
+    else
+        rc=$?
+        fail "$name under ASan and UBSan exits $rc$([ $rc = 86 ] && echo ' (a sanitizer report)'):"
+        grep -m5 -E "ERROR: |runtime error: |FAILED|SUMMARY: " "$TMP/$name.log" | sed 's/^/  | /' >&2
+    fi
+done
+finish
