@@ -45,6 +45,9 @@ python3 "$TESTS_DIR/results.py" "$TMP/a.csv" "$TMP/a.json" --columns $COLS --row
 consistent "$TMP/a.csv" 2 && pass "step = compute + exposed, overhead, prediction, busbw (2 ranks)" \
     || fail "derived columns inconsistent (2 ranks)"
 expect_in "$TMP/out" "# wrong values: 0 OK" "footer: no wrong values"
+# The machine's load during the run, which plan --reproduce reads to judge DP-3 (or not).
+grep -qE "^# note: load: (other processes used [0-9]+% of the busiest node's CPU time during the run, steal [0-9]+%|unknown)" \
+    "$TMP/a.csv" && pass "the CSV notes the load during the run" || fail "no load note in the CSV"
 python3 - "$TMP/out" "$TMP/a.csv" <<'PY' && pass "footer's largest overhead is the largest row's" || fail "footer's largest overhead"
 import csv, re, sys
 got = float(re.search(r"# Largest overhead \(exposed/compute\): (\S+)", open(sys.argv[1]).read()).group(1))
