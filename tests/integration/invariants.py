@@ -301,6 +301,9 @@ def check_hosts(ck, meta):
         ck.bad(None, f"meta.hosts: ranks {sorted(ranks)} are not each of the run's {meta.get('nranks')} ranks once")
     if "nnodes" in meta and len(hosts) != int(meta["nnodes"]):
         ck.bad(None, f"meta.hosts: {len(hosts)} hosts for nnodes {meta['nnodes']}")
+    want = ",".join(str(len(h["ranks"])) for h in hosts)  # the ranks of each node, in the hosts' order
+    if "ranks_per_node" in meta and str(meta["ranks_per_node"]) != want:
+        ck.bad(None, f"meta.ranks_per_node {meta['ranks_per_node']!r}: the hosts hold {want!r}")
 
 
 def check_topology(ck, meta):

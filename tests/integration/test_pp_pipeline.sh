@@ -60,6 +60,10 @@ for r in rows:
     want = ideal / float(r["step_us"])
     assert abs(float(r["ideal_us"]) - ideal) <= 1e-4 * ideal + 0.01, (r["ideal_us"], ideal)
     assert abs(float(r["efficiency"]) - want) <= 1e-4 * want + 1e-6, (r["efficiency"], want)
+    # Each stage's busy time as the row gathers it, against its rank's trace (one pipeline: rank = stage).
+    got = [float(x) for x in r["stage_busy_us"].split(";")]
+    trace = [busy[(r["schedule"], r["micro_batches"], str(s))] for s in range(p)]
+    assert all(abs(g - t) <= 1e-4 * t + 0.1 for g, t in zip(got, trace)), (got, trace)
 PY
 done
 

@@ -66,10 +66,44 @@ static void stats_are_one_steps(void **state)
     pb_pp_exec_destroy(ex);
 }
 
+/* A traced one-stage step: one fwd and one bwd event per micro-batch, in
+ * the schedule's order, each inside the step; freed, the trace is empty
+ * (and the sanitized run of this test sees no leak: test_unit_sanitized). */
+static void trace_records_the_step(void **state)
+{
+    (void)state;
+    const pb_pp_ops ops = {begin, hold, release, fwd, bwd, input, input, peak};
+    pb_pp_config cfg = {.be = pb_comm_backend_mpi(), .group = MPI_COMM_SELF, .act_count = 16,
+                        .act_dtype = PB_FLOAT32, .max_sends = 4};
+    pb_pp_exec *ex = NULL;
+    assert_int_equal(pb_pp_exec_create(&cfg, &ex), PB_OK);
+    pb_pp_schedule_plan plan;
+    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_GPIPE, 1, 4, 1, 0, &plan), PB_OK);
+    counts c = {0};
+    pb_pp_stats st;
+    pb_pp_trace t = {0};
+    assert_int_equal(pb_pp_trace_origin(MPI_COMM_SELF, &t), PB_OK);
+    for (int step = 0; step < 2; step++) { /* the second step's events replace the first's */
+        pb_pp_trace_clear(&t);
+        assert_int_equal(pb_pp_exec_step(ex, &plan, &ops, &c, &st, &t), PB_OK);
+        assert_int_equal(t.n, 8);
+        for (int i = 0; i < 8; i++) { /* gpipe: F0..F3, then B0..B3 */
+            assert_int_equal(t.ev[i].kind, i < 4 ? PB_PP_EV_FWD : PB_PP_EV_BWD);
+            assert_int_equal(t.ev[i].mb, i % 4);
+            assert_true(t.ev[i].end_us >= t.ev[i].start_us && t.ev[i].start_us >= 0);
+            if (i > 0) assert_true(t.ev[i].start_us >= t.ev[i - 1].end_us);
+        }
+    }
+    pb_pp_trace_free(&t);
+    assert_true(t.ev == NULL && t.n == 0 && t.cap == 0);
+    pb_pp_schedule_plan_free(&plan);
+    pb_pp_exec_destroy(ex);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(stats_are_one_steps)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(stats_are_one_steps), cmocka_unit_test(trace_records_the_step)};
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     MPI_Finalize();
     return failed;
