@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The unit tests once more, built with AddressSanitizer and UBSan (the CPU
-# build, in $BUILD/san, as `make sanitize` builds them): an out-of-bounds
+# The unit tests once more, and the integration tests of the tools that run
+# without MPI (acceptance, plan), built with AddressSanitizer and UBSan (the
+# CPU build, in $BUILD/san, as `make sanitize` builds them): an out-of-bounds
 # access, a leak or undefined behaviour that the plain build passes unseen
 # fails here. A sanitizer report exits 86 (tests/sanitizer-env.sh), a code
-# no unit test uses.
+# no test expects.
 source "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/../sanitizer-env.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
@@ -27,7 +28,9 @@ else
 fi
 units=()
 for src in "$ROOT"/tests/unit/test_*.c; do units+=("$SAN_DIR/tests/$(basename "$src" .c)"); done
-if ! make -C "$ROOT" -j2 --no-print-directory BUILD="$SAN_DIR" SAN=1 CUDA=0 "${units[@]}" >"$TMP/build.log" 2>&1; then
+tools=(acceptance plan)
+if ! make -C "$ROOT" -j2 --no-print-directory BUILD="$SAN_DIR" SAN=1 CUDA=0 "${units[@]}" \
+    "${tools[@]/#/$SAN_DIR/bin/}" >"$TMP/build.log" 2>&1; then
     fail "the sanitized build of the unit tests failed:"; tail -20 "$TMP/build.log" >&2
     finish
 fi
@@ -39,6 +42,15 @@ for t in "${units[@]}"; do
         rc=$?
         fail "$name under ASan and UBSan exits $rc$([ $rc = 86 ] && echo ' (a sanitizer report)'):"
         grep -m5 -E "ERROR: |runtime error: |FAILED|SUMMARY: " "$TMP/$name.log" | sed 's/^/  | /' >&2
+    fi
+done
+# The tools' own integration tests, on the sanitized binaries (lib.sh: BIN = $BUILD/bin).
+for t in "${tools[@]}"; do
+    if BUILD=$BUILD/san bash "$TESTS_DIR/test_$t.sh" >"$TMP/test_$t.log" 2>&1; then
+        pass "test_$t.sh on the sanitized $t ($(grep -c '^ok' "$TMP/test_$t.log") checks)"
+    else
+        fail "test_$t.sh on the sanitized $t:"
+        grep -E "^FAIL|ERROR: |runtime error: |SUMMARY: " "$TMP/test_$t.log" | head -8 | sed 's/^/  | /' >&2
     fi
 done
 finish
