@@ -29,9 +29,11 @@ python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert (j
 # every configuration's step is its parts: compute, TP, PP, bubble and DP (the slowest stage's, in seconds)
 python3 - "$TMP/e70.json" <<'PY' && pass "70B JSON: step_s = compute + tp + pp + bubble + dp for every configuration" || fail "70B JSON: a step is not the sum of its parts"
 import json, sys
-confs = [c for c in json.load(open(sys.argv[1]))["configurations"] if "rejected" not in c]
+doc = json.load(open(sys.argv[1]))
+confs = [c for c in doc["configurations"] if "rejected" not in c]
 assert len(confs) >= 5, confs
 for c in confs:
+    assert c["micro_batches"] * c["d"] == doc["job"]["global_batch"], c  # m = global batch / (d x b), b = 1 for llama-70b
     parts = c["compute_s"] + c["tp_comm_s"] + c["pp_comm_s"] + c["bubble_s"] + c["dp_comm_s"]
     assert abs(parts - c["step_s"]) <= 1e-9 * c["step_s"], c
     assert min(c["compute_s"], c["tp_comm_s"], c["pp_comm_s"], c["bubble_s"], c["dp_comm_s"]) >= 0, c
