@@ -278,6 +278,21 @@ static void test_refuses_what_it_cannot_search(void **state)
     assert_int_equal(pb_dp_target_search(&bad, nan_probe, NULL, &r), PB_ERR_USAGE);
 }
 
+/* The tolerance is inclusive: a first probe off by exactly tol (|1.5/1 - 1| =
+ * 0.5, exact in binary) is an answer, with no second probe. */
+static void test_a_probe_at_the_tolerance_edge_is_an_answer(void **state)
+{
+    (void)state;
+    curve c = {.alpha_us = 0, .bw_Bpus = 1000, .compute_us = 1, .fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 1, .tol = 0.5, .start = 1500, .align = 1, .max_bytes = 1 << 20,
+                            .max_probes = 8};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, probe, &c, &r), PB_OK);
+    assert_int_equal(r.probes, 1);
+    assert_int_equal(r.grad_bytes, 1500);
+    assert_true(r.converged && r.ratio == 1.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_no_communication_measured_grows_sixteenfold),
         cmocka_unit_test(test_stops_after_max_probes),
         cmocka_unit_test(test_a_bracket_is_interpolated),
+        cmocka_unit_test(test_a_probe_at_the_tolerance_edge_is_an_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
