@@ -7,6 +7,7 @@
 
 #include "core/csv.h"
 #include "core/atomic.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/grow.h"
@@ -68,25 +69,25 @@ static int predict_dp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predv
     return push(pv, "dp_allreduce", label, used, pred, step);
 }
 
-/* TP: per layer 4 allreduces (or 4 AG + 4 RS), 8(t-1) latency terms, and the
- * row's comm_bytes_per_rank at B (else 8*b*s*h*(t-1)/t elements x dtype). */
+/* TP, per layer as tp_layer writes every time and byte count: 4 allreduces
+ * (or 4 AG + 4 RS), 8(t-1) latency terms, and the row's comm_bytes_per_rank
+ * at B (an older file without it: 8*b*s*h*(t-1)/t elements of its dtype). */
 static int predict_tp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
 {
-    double tp, comp, step, bytes, b, s, h, layers = 1, dsz = 4;
+    double tp, comp, step, bytes, b, s, h;
     pb_model_link l;
     char used[16], label[96];
     const char *cls = pb_csv_get(t, r, "link_class"), *mode = pb_csv_get(t, r, "mode");
     if (!num(t, r, "tp", &tp) || !num(t, r, "compute_us", &comp) || !num(t, r, "step_us", &step) ||
         pb_plan_fit_fitted_link(f, cls, 1, &l, used, sizeof used))
         return PB_ERR_CHECK;
-    num(t, r, "layers", &layers);
-    const char *dt = pb_csv_get(t, r, "dtype");
-    if (!strcmp(dt, "bf16") || !strcmp(dt, "fp16")) dsz = 2;
     if (!num(t, r, "comm_bytes_per_rank", &bytes)) {
+        const char *dt = pb_csv_get(t, r, "dtype");
+        double dsz = !strcmp(dt, pb_dtype_name(PB_BFLOAT16)) || !strcmp(dt, pb_dtype_name(PB_FLOAT16)) ? 2 : 4;
         if (!num(t, r, "batch", &b) || !num(t, r, "seq", &s) || !num(t, r, "hidden", &h)) return PB_ERR_CHECK;
-        bytes = layers * pb_model_tp_elems_per_rank_layer(b, s, h, (int)tp) * dsz;
+        bytes = pb_model_tp_elems_per_rank_layer(b, s, h, (int)tp) * dsz;
     }
-    double comm = tp > 1 ? (layers * 8.0 * (tp - 1) * l.alpha_s + bytes / l.bw_Bps) * 1e6 : 0.0;
+    double comm = tp > 1 ? (8.0 * (tp - 1) * l.alpha_s + bytes / l.bw_Bps) * 1e6 : 0.0;
     snprintf(label, sizeof label, "t=%d %s %s bytes_per_rank=%.0f", (int)tp, cls, *mode ? mode : "allreduce", bytes);
     return push(pv, "tp_layer", label, used, comp + comm, step);
 }

@@ -115,10 +115,17 @@ BEGIN {
         c = (2 * (n - 1) * a["intra"] + 2 * (n - 1) / n * S / B["intra"]) * 1e6
         printf "%d,intra,%d,50000,%.2f,%.2f,%.2f,%.4f\n", n, S, c, (50000 + c) * nz(), c, c / 50000 > d
     }
-    tp = "'"$R"'/tp_layer.csv"; print "tp,nranks,link_class,mode,batch,seq,hidden,compute_us,comm_us,step_us,comm_bytes_per_rank" > tp
+    tp = "'"$R"'/tp_layer.csv"; print "tp,nranks,link_class,mode,batch,seq,hidden,compute_us,comm_us,step_us,comm_bytes_per_rank,layers,dtype" > tp
     for (t = 2; t <= 4; t *= 2) for (m = 0; m < 2; m++) {
         by = 8 * 4 * 512 * 1024 * (t - 1) / t * 4; c = (8 * (t - 1) * a["intra"] + by / B["intra"]) * 1e6
-        printf "%d,%d,intra,%s,4,512,1024,20000,%.2f,%.2f,%d\n", t, t, m ? "sp" : "allreduce", c, (20000 + c) * nz(), by > tp
+        printf "%d,%d,intra,%s,4,512,1024,20000,%.2f,%.2f,%d,1,float\n", t, t, m ? "sp" : "allreduce", c, (20000 + c) * nz(), by > tp
+    }
+    # Rows of 4 layers, every time and byte count per layer (as tp_layer writes them), across the
+    # slow link so that communication dominates; the second of each pair has no comm_bytes_per_rank
+    # (an older file): its bytes come from the shape, 2-byte bfloat16 elements.
+    for (t = 2; t <= 4; t *= 2) for (k = 0; k < 2; k++) {
+        by = 8 * 1 * 16 * 64 * (t - 1) / t * (k ? 2 : 4); c = (8 * (t - 1) * a["inter"] + by / B["inter"]) * 1e6
+        printf "%d,%d,inter,allreduce,1,16,64,100,%.2f,%.2f,%s,4,%s\n", t, t, c, (100 + c) * nz(), k ? "" : by, k ? "bfloat16" : "float" > tp
     }
     pp = "'"$R"'/pp_pipeline.csv"; print "stages,micro_batches,schedule,link_class,act_bytes,t_fwd_us,t_bwd_us,step_us,efficiency,efficiency_theory" > pp
     for (p = 2; p <= 4; p *= 2) for (m = 4; m <= 16; m *= 4) {
@@ -164,7 +171,8 @@ if awk -F, '!/^#/ && NR > 1 && $5 != "rel_error" { e = $5 < 0 ? -$5 : $5; if (e 
 check_rel_err() {
     if awk '$1 ~ /^(dp_allreduce|tp_layer|pp_pipeline|hybrid_3d)$/ && $NF ~ /%$/ {
             n++; e = substr($NF, 1, length($NF) - 1); want = 100 * ($(NF - 2) / $(NF - 1) - 1)
-            d = e - want; if (d < 0) d = -d; if (d > 0.06) { bad++; print "row " NR ": " e "% printed, " want "% from its columns" } }
+            # 0.05 for the printed %+.1f, and what the columns printed %.1f (+-0.05 us each) move it
+            d = e - want; if (d < 0) d = -d; if (d > 0.06 + 10 / $(NF - 1)) { bad++; print "row " NR ": " e "% printed, " want "% from its columns" } }
             END { exit !(n >= 16 && bad == 0) }' "$1"; then pass "--fit ($2): each printed rel_err follows from its predicted and measured columns"
     else fail "--fit ($2): a printed rel_err does not follow from its columns"; fi
 }
