@@ -138,6 +138,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) -lcmocka $(LIBS) -o $@
 
+# The out-of-memory fault injector (tests/fault/failmalloc.c): built on demand
+# by the tests that preload it, never installed.
+$(BUILD)/lib/libpb_failmalloc.so: tests/fault/failmalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -Wall -Wextra -fPIC -shared $< -o $@
+
 # Runners count passed, failed and skipped tests (tests/tally.sh); a skip is
 # never a pass, and under CI=true it fails unless PARABENCH_ALLOWED_SKIPS names it.
 unit: $(UNIT_BINS)

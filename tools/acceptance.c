@@ -209,7 +209,8 @@ static void print_table(const pb_thresholds_set *set, const outcome *o, int coun
 }
 
 /* Rules, paths and reasons may hold any bytes: core/escape keeps the XML well-formed. */
-static void xml_escaped(FILE *f, const char *s) { pb_escape_fputs(f, pb_escape_xml, s); }
+/* 0, or -1 when memory ran out escaping s (nothing written): the file is then not committed. */
+static int xml_escaped(FILE *f, const char *s) { return pb_escape_fputs(f, pb_escape_xml, s); }
 
 /* An unwritable --junit is the environment's fault (exit 3), not usage. */
 static int junit_failed(const char *path)
@@ -232,7 +233,7 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", gmtime(&now));
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"parabench acceptance\" tests=\"%d\" "
                "failures=\"%d\" skipped=\"%d\">\n  <testsuite name=\"", set->n, counts[PB_TH_FAIL], counts[PB_TH_SKIP]);
-    xml_escaped(f, tfile);
+    int escaped = xml_escaped(f, tfile) == 0;
     fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" timestamp=\"%s\">\n", set->n,
             counts[PB_TH_FAIL], counts[PB_TH_SKIP], stamp);
     for (int i = 0; i < set->n; i++) {
@@ -240,16 +241,20 @@ static int write_junit(const char *path, const char *tfile, const pb_thresholds_
         char meas[32];
         fmt_value(r, o[i].measured, meas, sizeof meas);
         fprintf(f, "    <testcase classname=\"parabench.acceptance.%s\" name=\"line %d: ", r->metric->name, r->line);
-        xml_escaped(f, r->source_text);
+        escaped = escaped && xml_escaped(f, r->source_text) == 0;
         fprintf(f, "\" time=\"0\">\n      <system-out>measured: %s (%d rows)</system-out>\n", meas, o[i].rows);
         if (o[i].v != PB_TH_PASS) {
             fprintf(f, "      <%s message=\"", o[i].v == PB_TH_FAIL ? "failure" : "skipped");
-            xml_escaped(f, o[i].why);
+            escaped = escaped && xml_escaped(f, o[i].why) == 0;
             fprintf(f, o[i].v == PB_TH_FAIL ? "\" type=\"threshold\"/>\n" : "\"/>\n");
         }
         fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
+    if (!escaped) {
+        pb_atomic_commit(f, tmp, path, 0);
+        return pb_fail(PB_ERR_ENV, "--junit: out of memory escaping the XML; '%s' not written", path);
+    }
     return pb_atomic_commit(f, tmp, path, !ferror(f));
 }
 

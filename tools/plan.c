@@ -326,11 +326,13 @@ static int register_inputs(const options *o)
 }
 
 /* The command as a shell reads it back (core/escape.h), cut to the buffer. */
-static void join_args(int argc, char **argv, char *buf, size_t len)
+static int join_args(int argc, char **argv, char *buf, size_t len)
 {
     char *cmd = pb_escape_argv(argc, argv);
-    snprintf(buf, len, "%s", cmd ? cmd : "");
+    PB_CHECK(cmd, PB_ERR_ENV, "out of memory recording the command line");
+    snprintf(buf, len, "%s", cmd);
     free(cmd);
+    return PB_OK;
 }
 
 int main(int argc, char **argv)
@@ -346,7 +348,7 @@ int main(int argc, char **argv)
     o.job.sp = 1;
     o.job.recompute = PB_RECOMPUTE_SELECTIVE;
     char cmdline[4096];
-    join_args(argc, argv, cmdline, sizeof cmdline);
+    PB_TRY(join_args(argc, argv, cmdline, sizeof cmdline));
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "ho:", long_opts, NULL)) != -1) {

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Out of memory at every allocation of the tools that run without MPI: plan
+# (a ranking written with --json, and --reproduce) and acceptance (rules over
+# a results directory, with --junit) each run once per allocation their own
+# code makes, with that one failing (tests/fault/failmalloc.c, driven by
+# tests/fault/sweep.sh). Every run must either refuse, exit 3 with an "out of
+# memory" message (acceptance may also exit 1: the rule it could not check
+# failed, the reason in its table), or finish with exactly a clean run's output: never
+# crash, hang, or write results the failure changed.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/../.." && pwd)
+LIB=$ROOT/$BUILD/lib/libpb_failmalloc.so
+make -C "$ROOT" --no-print-directory "$BUILD/lib/libpb_failmalloc.so" >"$TMP/build.log" 2>&1 ||
+    { fail "building the injector:"; tail -5 "$TMP/build.log" >&2; finish; }
+
+# sweep DESC SWEEP-ARGS... -- COMMAND...: every allocation refused or harmless, and at least 3 of them.
+sweep() {
+    local desc=$1
+    shift
+    if "$ROOT/tests/fault/sweep.sh" --lib "$LIB" --timeout 30 "$@" >"$TMP/sweep.out" 2>&1; then
+        local n
+        n=$(sed -n 's/^allocations \([0-9]*\):.*/\1/p' "$TMP/sweep.out")
+        if [ "${n:-0}" -ge 3 ]; then pass "$desc: $(tail -1 "$TMP/sweep.out")"
+        else fail "$desc: only ${n:-no} allocations counted, so the injector did not reach the program"; fi
+    else
+        fail "$desc: an allocation failure crashed, hung or changed the results:"
+        grep -vE '^[0-9]+ [0-9]+ (refused|same) ' "$TMP/sweep.out" | head -8 | sed 's/^/  | /' >&2
+    fi
+}
+
+sweep "plan, a ranking with --json" --compare "$TMP/rank.json" -- \
+    "$BIN/plan" --model llama-70b --cluster a100 --gpus 256 --top 5 --json "$TMP/rank.json"
+sweep "plan --reproduce" -- "$BIN/plan" --reproduce
+
+R=$TMP/run
+mkdir -p "$R"
+cat >"$R/coll_sweep.csv" <<'CSV'
+# parabench coll_sweep
+collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong
+allreduce,8,2,3,intra,5.0,0.0016,0.002,0
+allreduce,67108860,16777215,3,intra,30000,2.2,3.0,0
+# complete
+CSV
+cat >"$TMP/rules.thr" <<'THR'
+busbw coll=allreduce size=64M link=intra >= 2.5 GB/s
+coll_latency coll=allreduce size=8 <= 10 us
+THR
+# acceptance fails closed: a rule it could not check fails (exit 1), saying why.
+sweep "acceptance with --junit" --refused-exit 1,3 --compare "$TMP/acc.xml" -- \
+    "$BIN/acceptance" --thresholds "$TMP/rules.thr" --results "$R" --junit "$TMP/acc.xml"
+finish
