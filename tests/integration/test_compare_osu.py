@@ -82,6 +82,31 @@ def write_exe(path, body):
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
+def load_script():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("compare_osu_table", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class LaunchModes(unittest.TestCase):
+    """A launch is fast when at least half of its sizes put it in the faster half of rounds."""
+
+    def test_majority_of_sizes(self):
+        # 3 rounds x 5 sizes; the faster half is 2 rounds. Sizes 1-2: rounds 1 and 2 fastest;
+        # sizes 3-5: rounds 2 and 3. Round 1 is fast at 2 of 5 sizes (slow), round 2 at 5 of 5,
+        # round 3 at 3 of 5 (fast).
+        raw = []
+        for size in range(1, 6):
+            order = (1, 2, 3) if size <= 2 else (2, 3, 1)  # fastest first
+            for rank, r in enumerate(order):
+                raw.append((r, "allreduce", size, "time_us", "osu", 1.0 + rank))
+        modes = load_script().launch_modes(raw)
+        self.assertEqual(modes, {(1, "allreduce", "osu"): "slow", (2, "allreduce", "osu"): "fast",
+                                 (3, "allreduce", "osu"): "fast"})
+
+
 class Sizes(unittest.TestCase):
     """The sizes docs/fidelity.md says the comparison covers are the script's."""
 
