@@ -23,6 +23,9 @@ from suite import manifest, shapes
 run = sys.argv[2]
 meta = json.load(open(os.path.join(run, "meta.json")))
 assert meta["oversubscribed"] is True and meta["cores"] < 8, (meta["oversubscribed"], meta["cores"])
+# 8 ranks cannot have a core each: the binding asked for is not the one applied, and the note says why.
+b = meta["binding"]
+assert (b["requested"], b["applied"]) == ("core", "none") and "cannot have a core each" in (b["note"] or ""), b
 want = {s["step"]: s for s in shapes.shapes(8, 8, 0, manifest.PROFILES["quick"].model, "quick")}
 for step, s in meta["shapes"].items():
     assert s["args"] == want[step]["args"] and s["skip"] == want[step]["skip"], (step, s)

@@ -36,6 +36,9 @@ class Arithmetic(unittest.TestCase):
         # nodes: ranks over ranks per node, rounded up
         self.assertEqual([estimate.nodes_of(n, 8) for n in (1, 8, 9, 1024)], [1, 1, 2, 128])
         self.assertEqual(estimate.size("64M"), 64 << 20)
+        # every suffix, as the benchmarks' size parser reads it (powers of 1024)
+        self.assertEqual([estimate.size(t) for t in ("8", "2K", "3m", "1G", "2T")],
+                         [8, 2 << 10, 3 << 20, 1 << 30, 2 << 40])
 
     def test_matrix_rounds(self):
         # (nodes - 1) x ranks_per_node + (ranks_per_node - 1) = N - 1 for even counts; one node: a

@@ -456,6 +456,10 @@ static void test_step_refuses_partial_element(void **state)
     assert_null(s);
     c.grad_bytes = 4096;
     assert_int_equal(pb_dp_step_create(&c, &s), PB_OK);
+    long long wrong = 0;
+    uint64_t hash = 0;
+    /* created without check: no validation copy, so validation is refused, not run on NULL */
+    assert_int_equal(pb_dp_step_validate(s, MPI_COMM_SELF, 0, &wrong, &hash), PB_ERR_USAGE);
     pb_dp_step_destroy(s);
     pb_comm_backend_mpi()->comm_destroy(comm);
 }

@@ -184,6 +184,10 @@ static void test_step(void **state)
     CLOSE(s.compute, 32 * (s.t_fwd + s.t_bwd));
     CLOSE(s.c_tp, 10 * 4 * pb_model_t_ring_allreduce(4096.0 * 8192 * 2, 8, c.intra));
     CLOSE(s.c_dp, pb_model_t_ring_allreduce(70e9 / 64 * 2, 4, c.inter));
+    /* One stage sends no activations: no PP term, whatever the link. */
+    pb_model_step one;
+    pb_model_step_eval(&j, &c, 8, 1, 4, &one);
+    assert_true(one.c_pp == 0.0 && one.c_tp > 0.0);
     /* Rejections: TP over a node, too big, indivisible layers. */
     pb_model_step_eval(&j, &c, 16, 4, 4, &s);
     assert_non_null(strstr(s.reject, "larger than a node"));

@@ -158,6 +158,26 @@ static void matrix_file(void **state)
     unlink(path);
 }
 
+/* A rail's median latency is its pairs' middle one once sorted: rail 0's
+ * latencies 10, 25, 5 (in that order) have median 10, so 25 is slow for its
+ * rail (>= 2 x 10), though not for its class (cross-rail pairs at 30). */
+static void rail_median_of_sorted_latencies(void **state)
+{
+    (void)state;
+    pb_p2p_matrix_pair_result r[] = {
+        {0, 2, "inter", 10, 1.0, 0, 0},  {2, 4, "inter", 25, 1.0, 0, 0},  {0, 4, "inter", 5, 1.0, 0, 0},
+        {0, 3, "inter", 30, 1.0, 0, -1}, {1, 2, "inter", 30, 1.0, 0, -1}, {0, 5, "inter", 30, 1.0, 0, -1},
+        {1, 4, "inter", 30, 1.0, 0, -1}, {2, 5, "inter", 30, 1.0, 0, -1},
+    };
+    int n = (int)(sizeof r / sizeof r[0]);
+    pb_p2p_matrix_class_summary s[3];
+    int nc = pb_p2p_matrix_summarize(r, n, s);
+    assert_int_equal(pb_p2p_matrix_flag_slow(r, n, s, nc, 0.8, 2.0), 1);
+    assert_int_equal(r[1].slow, PB_P2P_MATRIX_SLOW_RAIL);
+    for (int i = 0; i < n; i++)
+        if (i != 1) assert_int_equal(r[i].slow, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,7 +185,7 @@ int main(void)
         cmocka_unit_test(slow_pairs),
         cmocka_unit_test(default_thresholds),
         cmocka_unit_test(rails),
-        cmocka_unit_test(slow_against_rail),
+        cmocka_unit_test(slow_against_rail), cmocka_unit_test(rail_median_of_sorted_latencies),
         cmocka_unit_test(pairs_file),
         cmocka_unit_test(matrix_file),
     };
