@@ -1,6 +1,6 @@
 /* Test-only fault injection: an LD_PRELOAD library that makes one heap
  * allocation of the program's own code fail, so that its out-of-memory paths
- * run (tests/integration/test_failmalloc.sh, tools/dev/failmalloc-sweep.sh).
+ * run (tests/fault/sweep.sh, tests/integration/test_failmalloc.sh).
  *
  * Environment (nothing happens without PB_FAILMALLOC_NTH):
  *   PB_FAILMALLOC_NTH=N        allocation N (1, 2, ...) fails with ENOMEM; 0 only
