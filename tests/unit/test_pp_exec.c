@@ -38,16 +38,24 @@ static int bwd(void *u, int chunk, int mb, const void *dout, void *din)
 static int input(void *u, int mb, void *x) { (void)u, (void)mb, (void)x; return PB_OK; }
 static uint64_t peak(void *u) { (void)u; return 0; }
 
-static void stats_are_one_steps(void **state)
+static const pb_pp_ops ops = {begin, hold, release, fwd, bwd, input, input, peak};
+
+/* An executor of one stage (MPI_COMM_SELF) and its plan of 4 micro-batches. */
+static pb_pp_exec *one_stage(pb_pp_sched sched, pb_pp_schedule_plan *plan)
 {
-    (void)state;
-    const pb_pp_ops ops = {begin, hold, release, fwd, bwd, input, input, peak};
     pb_pp_config cfg = {.be = pb_comm_backend_mpi(), .group = MPI_COMM_SELF, .act_count = 16,
                         .act_dtype = PB_FLOAT32, .max_sends = 4};
     pb_pp_exec *ex = NULL;
     assert_int_equal(pb_pp_exec_create(&cfg, &ex), PB_OK);
+    assert_int_equal(pb_pp_schedule_plan_build(sched, 1, 4, 1, 0, plan), PB_OK);
+    return ex;
+}
+
+static void stats_are_one_steps(void **state)
+{
+    (void)state;
     pb_pp_schedule_plan plan;
-    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_1F1B, 1, 4, 1, 0, &plan), PB_OK);
+    pb_pp_exec *ex = one_stage(PB_PP_1F1B, &plan);
     counts c = {0};
     pb_pp_stats st;
     for (int step = 1; step <= 3; step++) {
@@ -72,13 +80,8 @@ static void stats_are_one_steps(void **state)
 static void trace_records_the_step(void **state)
 {
     (void)state;
-    const pb_pp_ops ops = {begin, hold, release, fwd, bwd, input, input, peak};
-    pb_pp_config cfg = {.be = pb_comm_backend_mpi(), .group = MPI_COMM_SELF, .act_count = 16,
-                        .act_dtype = PB_FLOAT32, .max_sends = 4};
-    pb_pp_exec *ex = NULL;
-    assert_int_equal(pb_pp_exec_create(&cfg, &ex), PB_OK);
     pb_pp_schedule_plan plan;
-    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_GPIPE, 1, 4, 1, 0, &plan), PB_OK);
+    pb_pp_exec *ex = one_stage(PB_PP_GPIPE, &plan);
     counts c = {0};
     pb_pp_stats st;
     pb_pp_trace t = {0};
