@@ -121,7 +121,7 @@ static int run_reference(reference *r, const pb_pp_stack_config *cfg, int m, con
         const void *out = outputs[k];
         if (!out || !input_grads[k]) /* a stage that did not capture (pb_pp_stack_set_capture) */
             return pb_fail(PB_ERR_CHECK, "validation: micro-batch %d has no captured output or input gradient", k);
-        if (corrupt && k == 0) { /* a copy with one element off, so the caller's data stays intact */
+        if (corrupt && k == 0 && r->bad) { /* a copy with one element off: the caller's data stays intact */
             memcpy(r->bad, out, bytes);
             pb_dtype_set(sh->dtype, r->bad, n / 2, pb_dtype_get(sh->dtype, r->bad, n / 2) + 1.0);
             out = r->bad;
@@ -143,12 +143,16 @@ static int check_activations(MPI_Comm pipe, pb_pp_stack *st, const pb_pp_stack_c
     if (stage != 0) return PB_OK;
     if (p > 1) MPI_Recv(recvd, (int)(bytes * (size_t)m), MPI_BYTE, p - 1, 0, pipe, MPI_STATUS_IGNORE);
     const void **outs = calloc((size_t)m, sizeof *outs), **dins = calloc((size_t)m, sizeof *dins);
-    int status = outs && dins ? PB_OK : pb_fail(PB_ERR_ENV, "validation: out of memory");
-    for (int k = 0; k < m && status == PB_OK; k++) {
+    if (!outs || !dins) {
+        free(outs);
+        free(dins);
+        return pb_fail(PB_ERR_ENV, "validation: out of memory");
+    }
+    for (int k = 0; k < m; k++) {
         outs[k] = p > 1 ? (const unsigned char *)recvd + bytes * (size_t)k : pb_pp_stack_output(st, k);
         dins[k] = pb_pp_stack_input_grad(st, k);
     }
-    if (status == PB_OK) status = run_reference(ref, cfg, m, outs, dins, tol, corrupt, wrong);
+    int status = run_reference(ref, cfg, m, outs, dins, tol, corrupt, wrong);
     free(outs);
     free(dins);
     return status;
