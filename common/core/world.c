@@ -20,7 +20,7 @@ static int gather_hosts(pb_world *w)
 
 /* Nodes are the shared-memory domains MPI reports; each node is numbered by the
  * order of its lowest rank, so node 0 always holds rank 0. */
-static void number_nodes(pb_world *w)
+static int number_nodes(pb_world *w)
 {
     MPI_Comm local;
     MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &local);
@@ -31,6 +31,8 @@ static void number_nodes(pb_world *w)
     MPI_Comm_free(&local);
 
     int *leaders = malloc(sizeof(int) * (size_t)w->size);
+    /* As in gather_hosts: a rank that stops here exits 3, and MPI ends the peers waiting below. */
+    PB_CHECK(leaders, PB_ERR_ENV, "out of memory numbering the nodes of %d ranks", w->size);
     MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, w->comm);
     w->nnodes = 0;
     for (int r = 0; r < w->size; r++) {
@@ -42,6 +44,7 @@ static void number_nodes(pb_world *w)
     }
     w->node = w->node_of[w->rank];
     free(leaders);
+    return PB_OK;
 }
 
 int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
@@ -54,7 +57,7 @@ int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
     MPI_Comm_size(w->comm, &w->size);
     if (w->rank != 0) pb_error_set_quiet_usage(1);
     PB_TRY(gather_hosts(w));
-    number_nodes(w);
+    PB_TRY(number_nodes(w));
     if (w->thread_level < thread_level && w->rank == 0)
         fprintf(stderr, "%s: warning: MPI granted thread level %d, asked for %d\n", pb_error_progname(),
                 w->thread_level, thread_level);

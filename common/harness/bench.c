@@ -152,7 +152,11 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
         cJSON_Delete(extra_meta);
         return status;
     }
-    b->meta = pb_meta_collect(&b->w, b->be, b->argc, b->argv, &b->info);
+    status = pb_meta_collect(&b->w, b->be, b->argc, b->argv, &b->info, &b->meta);
+    if (status != PB_OK) {
+        cJSON_Delete(extra_meta);
+        return status;
+    }
     if (b->meta) cJSON_AddStringToObject(b->meta, "gpu_rank0", gpu);
     if (b->w.rank != 0) {
         cJSON_Delete(extra_meta);

@@ -1,6 +1,7 @@
 #include "harness/meta.h"
 
 #include "backend/gpu.h"
+#include "core/error.h"
 #include "core/escape.h"
 #include "core/topo.h"
 #include "core/version.h"
@@ -53,13 +54,22 @@ static void add_hosts(cJSON *meta, const pb_world *w)
     cJSON_AddStringToObject(meta, "ranks_per_node", per_node);
 }
 
-cJSON *pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info)
+int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info,
+                    cJSON **out)
 {
+    *out = NULL;
     pb_topo topo;
     if (pb_topo_read(&topo) != 0) memset(&topo, 0, sizeof topo);
     /* Each rank reports its binding and its node's core count. */
     char(*bind)[128] = calloc((size_t)w->size, 128);
     int *cores = calloc((size_t)w->size, sizeof(int));
+    int status = bind && cores ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for the metadata of %d ranks", w->size);
+    status = pb_world_agree(w, status); /* before the gathers: no rank may wait in them for one that gave up */
+    if (status != PB_OK) {
+        free(bind);
+        free(cores);
+        return status;
+    }
     MPI_Gather(topo.binding, 128, MPI_CHAR, bind, 128, MPI_CHAR, 0, w->comm);
     MPI_Allgather(&topo.cores, 1, MPI_INT, cores, 1, MPI_INT, w->comm);
 
@@ -100,7 +110,8 @@ cJSON *pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, ch
     }
     free(bind);
     free(cores);
-    return meta;
+    *out = meta;
+    return PB_OK;
 }
 
 void pb_meta_print(FILE *f, const cJSON *meta)

@@ -15,9 +15,11 @@ typedef struct pb_meta_info {
     int max_ranks_per_node, min_cores_per_node;
 } pb_meta_info;
 
-/* Collective over the world. Returns the metadata object on rank 0 (NULL on
- * other ranks; the caller owns it) and fills `info` on every rank. */
-cJSON *pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info);
+/* Collective over the world. Sets *out to the metadata object on rank 0 (NULL
+ * on other ranks; the caller owns it) and fills `info` on every rank. Returns
+ * a status agreed by every rank (out of memory on one: PB_ERR_ENV on all). */
+int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info,
+                    cJSON **out);
 
 /* Print the metadata as "# key: value" lines (the table preamble). */
 void pb_meta_print(FILE *f, const cJSON *meta);

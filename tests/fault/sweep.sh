@@ -8,19 +8,21 @@
 #             "out of memory" (or "Cannot allocate memory") in its output;
 #   same      exit 0 and stdout, and every --compare file, as the clean run's;
 #   changed   exit 0 with other output: the failure was hidden and changed results;
+#   ran       exit 0, output not compared (--timings: a benchmark's stdout differs
+#             between any two runs), so only crashes and hangs are judged;
 #   signal    killed by a signal (a crash);
 #   hang      still running after --timeout seconds;
 #   other     any other exit status.
-# A last line counts each verdict. Exit 0 when every run was refused or same,
+# A last line counts each verdict. Exit 0 when every run was refused, same or ran,
 # 1 otherwise, 2 on bad usage.
 # Options: --lib PATH (the injector, default build/lib/libpb_failmalloc.so),
 # --rank R (fail in that MPI rank only: needed under mpirun, whose own
 # processes must not fail), --min-bytes B, --timeout S (default 20),
 # --compare FILE (an output the command writes), --only N[,N...] (those runs),
 # --refused-exit CODE[,CODE...] (acceptance fails closed: a rule it could
-# not check fails, exit 1).
+# not check fails, exit 1), --timings (exit 0 is "ran", not compared).
 set -u
-lib=build/lib/libpb_failmalloc.so rank="" min="" timeout_s=20 compare=() only="" refused_exit=3
+lib=build/lib/libpb_failmalloc.so rank="" min="" timeout_s=20 compare=() only="" refused_exit=3 timings=0
 while [ $# -gt 0 ]; do
     case $1 in
     --lib) lib=$2; shift 2 ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --compare) compare+=("$2"); shift 2 ;;
     --only) only=$2; shift 2 ;;
     --refused-exit) refused_exit=$2; shift 2 ;;
+    --timings) timings=1; shift ;;
     --) shift; break ;;
     *) echo "sweep.sh: unknown option '$1'; see the comment at the top" >&2; exit 2 ;;
     esac
@@ -63,16 +66,17 @@ for n in $(if [ -n "$only" ]; then tr ',' ' ' <<<"$only"; else seq 1 "$total"; f
     elif [ "$rc" -gt 128 ]; then verdict=signal
     elif [[ ",$refused_exit," == *",$rc,"* ]] && grep -qiE "out of .*memory|cannot allocate memory" "$work/run.err" "$work/run.out"; then
         verdict=refused
+    elif [ "$rc" = 0 ] && [ "$timings" = 1 ]; then verdict=ran
     elif [ "$rc" = 0 ]; then
         verdict=same
         cmp -s "$work/run.out" "$work/clean.out" || verdict=changed
         for f in "${compare[@]}"; do cmp -s "$f" "$work/clean.$(basename "$f")" || verdict=changed; done
     else verdict=other; fi
     count[$verdict]=$((${count[$verdict]:-0} + 1))
-    case $verdict in refused | same) ;; *) bad=1 ;; esac
+    case $verdict in refused | same | ran) ;; *) bad=1 ;; esac
     echo "$n $rc $verdict  $first"
 done
 summary="allocations $total:"
-for v in refused same changed signal hang other; do summary="$summary $v ${count[$v]:-0}"; done
+for v in refused same ran changed signal hang other; do summary="$summary $v ${count[$v]:-0}"; done
 echo "$summary"
 exit $bad

@@ -48,4 +48,12 @@ THR
 # acceptance fails closed: a rule it could not check fails (exit 1), saying why.
 sweep "acceptance with --junit" --refused-exit 1,3 --compare "$TMP/acc.xml" -- \
     "$BIN/acceptance" --thresholds "$TMP/rules.thr" --results "$R" --junit "$TMP/acc.xml"
+# An MPI benchmark's start-up on either rank (the world, its nodes, the metadata,
+# the options): the first allocations, each failing on one rank, refused on every
+# rank or harmless, never a crash or a hang. Its output holds timings: not compared.
+for rank in 0 1; do
+    sweep "pp_pipeline's first 8 allocations on rank $rank" --rank "$rank" --timings --only "$(seq -s, 1 8)" -- \
+        mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "$BIN/pp_pipeline" --hidden 64 --heads 4 \
+        --seq 16 -n 1 -w 0 --layers 2 --micro-batches 2 --schedule 1f1b --timeout 10
+done
 finish
