@@ -65,7 +65,7 @@ int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char 
     int *cores = calloc((size_t)w->size, sizeof(int));
     int status = bind && cores ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for the metadata of %d ranks", w->size);
     status = pb_world_agree(w, status); /* before the gathers: no rank may wait in them for one that gave up */
-    if (status != PB_OK) {
+    if (status != PB_OK || !bind || !cores) { /* agreed: a local failure is everyone's */
         free(bind);
         free(cores);
         return status;
