@@ -179,6 +179,17 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
         fprintf(stderr, "%s: warning: %d ranks on a node with %d cores: ranks share cores, compute and "
                         "latency are distorted (recorded as oversubscribed in the metadata)\n",
                 b->name, b->info.max_ranks_per_node, b->info.min_cores_per_node);
+    /* Out of memory while building it leaves keys out (cJSON and the escaping
+     * give up quietly): refuse rather than write results without them. */
+    static const char *const needed[] = {"version", "command", "date", "hosts", "topology", "iterations"};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0] && status == PB_OK; i++)
+        if (!cJSON_HasObjectItem(b->meta, needed[i]))
+            status = pb_fail(PB_ERR_ENV, "out of memory building the metadata (its '%s' is missing)", needed[i]);
+    if (status != PB_OK) {
+        cJSON_Delete(b->meta);
+        b->meta = NULL;
+        return pb_world_agree_at(b->w.comm, status, "report");
+    }
     printf("# parabench %s\n", b->name);
     pb_meta_print(stdout, b->meta);
     if (pb_faults_fail("report")) {

@@ -55,5 +55,8 @@ for rank in 0 1; do
     sweep "pp_pipeline's first 8 allocations on rank $rank" --rank "$rank" --timings --only "$(seq -s, 1 8)" -- \
         mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "$BIN/pp_pipeline" --hidden 64 --heads 4 \
         --seq 16 -n 1 -w 0 --layers 2 --micro-batches 2 --schedule 1f1b --timeout 10
+    # None of them is one a run can do without: each must be refused, not ignored (the metadata's command line was).
+    grep -q "^allocations .* ran 0 " "$TMP/sweep.out" && pass "rank $rank: every start-up allocation failing is refused" \
+        || { fail "rank $rank: a start-up allocation failed and the run went on:"; grep " ran " "$TMP/sweep.out" | sed 's/^/  | /' >&2; }
 done
 finish
