@@ -28,6 +28,34 @@ sweep() {
     fi
 }
 
+# The sweep's own verdicts, both sides, on three small programs of one allocation
+# each: one refuses (exit 3), one hides the failure and prints something else,
+# one crashes. Only the first passes.
+for kind in refuses hides crashes; do
+    cat >"$TMP/$kind.c" <<C
+#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+    char *p = malloc(16);
+    if (!p && "$kind"[0] == 'r') { fprintf(stderr, "out of memory\\n"); return 3; }
+    if (!p && "$kind"[0] == 'h') { puts("partial"); return 0; }
+    p[0] = 'x'; /* crashes when p is NULL */
+    puts(p[0] == 'x' ? "full" : "?");
+    free(p);
+    return 0;
+}
+C
+    cc -O0 -o "$TMP/$kind" "$TMP/$kind.c" || fail "compiling the $kind probe"
+    "$ROOT/tests/fault/sweep.sh" --lib "$LIB" -- "$TMP/$kind" >"$TMP/$kind.out" 2>&1
+    echo "$? $(tail -1 "$TMP/$kind.out")" >"$TMP/$kind.verdict"
+done
+grep -qx "0 allocations 1: refused 1 same 0 ran 0 changed 0 signal 0 hang 0 other 0" "$TMP/refuses.verdict" &&
+    grep -qx "1 allocations 1: refused 0 same 0 ran 0 changed 1 signal 0 hang 0 other 0" "$TMP/hides.verdict" &&
+    grep -qx "1 allocations 1: refused 0 same 0 ran 0 changed 0 signal 1 hang 0 other 0" "$TMP/crashes.verdict" &&
+    pass "sweep.sh: refused passes; a hidden failure (changed) and a crash (signal) fail" ||
+    { fail "sweep.sh's verdicts on the probes:"; cat "$TMP"/*.verdict | sed 's/^/  | /' >&2; }
+
 sweep "plan, a ranking with --json" --compare "$TMP/rank.json" -- \
     "$BIN/plan" --model llama-70b --cluster a100 --gpus 256 --top 5 --json "$TMP/rank.json"
 sweep "plan --reproduce" -- "$BIN/plan" --reproduce
