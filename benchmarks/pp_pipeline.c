@@ -375,15 +375,15 @@ static int pp_config(pp_run *r, pb_pp_sched sched, int m)
     }
     r->st = r->stk[sched == PB_PP_INTERLEAVED];
     r->scfg = r->scf[sched == PB_PP_INTERLEAVED];
+    /* one agreement for the plan and the samples: every rank then goes down the same path */
     int status = pb_pp_schedule_plan_build(sched, r->p, m, r->v, r->stage, &r->plan);
-    if (status != PB_OK) return pb_world_agree(&b->w, status);
     r->fwd = r->bwd = r->wait = r->bytes = 0;
     r->peak = 0;
-    double *samples = malloc(sizeof(double) * (size_t)o->common.iters);
+    double *samples = status == PB_OK ? malloc(sizeof(double) * (size_t)o->common.iters) : NULL;
     int done = 0;
     pb_runner_cfg lc = {o->common.iters, o->common.warmup, o->common.max_seconds};
-    if (!samples) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->common.iters);
-    status = pb_world_agree_at(b->w.comm, status, "samples");
+    if (status == PB_OK && !samples) status = pb_fail(PB_ERR_ENV, "out of memory for %d samples", o->common.iters);
+    status = pb_world_agree_at(b->w.comm, status, "schedule");
     if (status == PB_OK) status = pb_runner_time_loop(b->w.comm, &lc, one_step, r, samples, &done);
     pb_stats st = {0};
     double ps[MAX_STAGES * NV];

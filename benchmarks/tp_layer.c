@@ -306,7 +306,7 @@ static int validate(tp_run *r, pb_tp *tp, pb_layer_stack *ref, point *p)
     double err = 0;
     pb_watchdog_what("tp validate", pb_tp_io_bytes(&p->cfg));
     pb_watchdog_arm(0, "validate");
-    int status = pb_tp_validate(tp, ref, pb_faults_corrupt_rank() == r->b->w.rank, &wrong, &err);
+    int status = pb_tp_validate(tp, ref, r->b->w.comm, pb_faults_corrupt_rank() == r->b->w.rank, &wrong, &err);
     pb_watchdog_disarm();
     MPI_Allreduce(&wrong, &p->wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
     MPI_Allreduce(&err, &p->max_err, 1, MPI_DOUBLE, MPI_MAX, r->b->w.comm);

@@ -101,6 +101,16 @@ static int share_count(pair *p, MPI_Comm ctrl, int *n)
     return MPI_Recv(n, 1, MPI_INT, p->peer, TAG_CTRL, ctrl, MPI_STATUS_IGNORE) == MPI_SUCCESS ? PB_OK : PB_ERR_ENV;
 }
 
+/* The worse of the two ranks' statuses, on both (one control message each
+ * way): a rank that failed alone must not leave its peer in the exchange. */
+static int pair_agree(pair *p, MPI_Comm ctrl, int status)
+{
+    int theirs = PB_OK;
+    MPI_Sendrecv(&status, 1, MPI_INT, p->peer, TAG_CTRL, &theirs, 1, MPI_INT, p->peer, TAG_CTRL, ctrl,
+                 MPI_STATUS_IGNORE);
+    return status != PB_OK ? status : theirs;
+}
+
 /* Iterations of `per_us` each that fit in `budget_us`, between lo and hi. */
 static int fitting(double budget_us, double per_us, int lo, int hi)
 {
@@ -179,8 +189,9 @@ int pb_p2p_measure(const pb_comm_backend *be, pb_comm *comm, MPI_Comm ctrl, int 
     if (batch > n) batch = n;
     n -= n % batch;
     double *samples = malloc(sizeof(double) * (size_t)(n / batch));
-    PB_CHECK(samples, PB_ERR_ENV, "out of memory for %d samples", n / batch);
-    int status = PB_OK, done = 0;
+    int status = pair_agree(&p, ctrl, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", n / batch));
+    if (status != PB_OK) return free(samples), status;
+    int done = 0;
     /* Back-to-back clock reads: the samples add up to the whole loop's time,
      * which is what OSU divides by its iterations. */
     double per = cfg->mode == PB_P2P_LATENCY ? 2.0 * batch : batch, prev = pb_timing_now_us();

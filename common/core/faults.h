@@ -13,7 +13,13 @@
  *     comm          a backend's comm_create (comm_mpi.c, and so
  *                   comm_mpi_cuda.c), on every communicator it makes
  *     buffers       coll_sweep's and p2p_sweep's buffer allocation
- *     gather        runner.c's gather of timings, on the group's rank 0
+ *     gather        runner.c's gather of timings (rank 0's room for every
+ *                   rank's samples, another rank's copy of its own)
+ *     options       the options, parsed on every rank (bench.c)
+ *     step          the first timed iteration of runner.c's loop: that rank
+ *                   skips it and fails, its peers wait inside it for its
+ *                   messages, and it must end the job itself (world.h
+ *                   pb_world_wait_after_step: exit 3 on every rank, not 4)
  *     engine        a workload's compute engine creation (workload_opts.c)
  *     report        opening the CSV/JSON output on rank 0 (bench.c)
  *     nccl-stream   stream and event creation before ncclCommInitRank

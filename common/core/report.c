@@ -24,6 +24,7 @@ struct pb_report {
     long csv_good;  /* bytes of the CSV known written, whole lines: a failed write is cut back to it */
     cJSON *root, *rows, *summary, *notes;
     long changes, changes_at_write; /* rows, notes and summaries added, in all and at the last JSON write */
+    int notes_lost;                 /* notes that out of memory cut from an output: the run is not complete */
     double written_us;              /* when the JSON was last written */
 };
 
@@ -65,13 +66,15 @@ int pb_report_json_write_atomic(const char *path, const cJSON *json)
 
 /* "# key: value", one line whatever the value holds (a newline in an
  * argument must not end the comment and start a row). */
-static void csv_comment(FILE *csv, const char *key, const char *value)
+/* 0, or -1 when out of memory cut the line short. */
+static int csv_comment(FILE *csv, const char *key, const char *value)
 {
     fputs("# ", csv);
-    pb_escape_fputs(csv, pb_escape_csv_comment, key);
+    int cut = pb_escape_fputs(csv, pb_escape_csv_comment, key) != 0;
     fputs(": ", csv);
-    pb_escape_fputs(csv, pb_escape_csv_comment, value);
+    cut |= pb_escape_fputs(csv, pb_escape_csv_comment, value) != 0;
     fputc('\n', csv);
+    return cut ? -1 : 0;
 }
 
 static void csv_meta(FILE *csv, const cJSON *meta)
@@ -290,20 +293,34 @@ int pb_report_note(pb_report *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    int cut = 0;
     if (r->table) {
         fputs("# ", r->table);
-        pb_escape_fputs(r->table, pb_escape_csv_comment, text);
+        cut |= pb_escape_fputs(r->table, pb_escape_csv_comment, text) != 0;
         fputc('\n', r->table);
     }
-    if (csv_ok(r)) csv_comment(r->csv, "note", text);
-    cJSON_AddItemToArray(r->notes, cJSON_CreateString(text));
+    if (csv_ok(r)) cut |= csv_comment(r->csv, "note", text) != 0;
+    cJSON *item = cJSON_CreateString(text);
+    if (!item || !cJSON_AddItemToArray(r->notes, item)) {
+        cJSON_Delete(item);
+        cut = 1;
+    }
+    if (cut) {
+        r->notes_lost++;
+        return pb_fail(PB_ERR_ENV, "out of memory writing a note: %s", text);
+    }
     return json_changed(r);
 }
 
 int pb_report_close(pb_report *r, int complete)
 {
     if (!r) return PB_OK;
-    int status = PB_OK;
+    int status = PB_OK, lost = PB_OK;
+    if (r->notes_lost && complete) { /* results without their notes (a warning among them) are not whole */
+        complete = 0;
+        lost = pb_fail(PB_ERR_ENV, "%d notes were lost to out of memory: the results stay marked incomplete",
+                       r->notes_lost);
+    }
     cJSON_ReplaceItemInObject(r->root, "complete", cJSON_CreateBool(complete));
     if (csv_ok(r) && complete) fprintf(r->csv, "# complete\n");
     if (complete) status = publish(r); /* a complete run without rows still replaces the files */
@@ -316,5 +333,5 @@ int pb_report_close(pb_report *r, int complete)
     free(r->json_path);
     free(r->csv_path);
     free(r);
-    return status;
+    return status != PB_OK ? status : lost;
 }

@@ -29,21 +29,18 @@ static double mean_of(const double *x, size_t n)
     return n ? s / (double)n : 0;
 }
 
-/* min/max/median/p99 of a pool of samples (copied, then sorted). */
-static void pooled(const double *x, size_t n, pb_stats *out)
+/* min/max/median/p99 of a pool of samples, sorted in place: no copy, so
+ * nothing to allocate and nothing that can fail. */
+static void pooled(double *x, size_t n, pb_stats *out)
 {
-    double *sorted = malloc(sizeof(double) * (n ? n : 1));
-    if (!sorted) return;
-    memcpy(sorted, x, sizeof(double) * n);
-    qsort(sorted, n, sizeof(double), cmp_double);
-    out->min = sorted[0];
-    out->max = sorted[n - 1];
-    out->median = pb_stats_percentile_sorted(sorted, n, 50);
-    out->p99 = pb_stats_percentile_sorted(sorted, n, 99);
-    free(sorted);
+    qsort(x, n, sizeof(double), cmp_double);
+    out->min = x[0];
+    out->max = x[n - 1];
+    out->median = pb_stats_percentile_sorted(x, n, 50);
+    out->p99 = pb_stats_percentile_sorted(x, n, 99);
 }
 
-void pb_stats_of(const double *samples, size_t n, pb_stats *out)
+void pb_stats_of(double *samples, size_t n, pb_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (n == 0) return;
@@ -53,7 +50,7 @@ void pb_stats_of(const double *samples, size_t n, pb_stats *out)
     pooled(samples, n, out);
 }
 
-void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *out)
+void pb_stats_across(double *all, size_t per_rank, int nranks, pb_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (per_rank == 0 || nranks <= 0) return;

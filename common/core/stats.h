@@ -13,15 +13,16 @@ typedef struct pb_stats {
     size_t samples;
 } pb_stats;
 
-/* Statistics of `n` samples (the array is left unchanged). n == 0 gives all zeros. */
-void pb_stats_of(const double *samples, size_t n, pb_stats *out);
+/* Statistics of `n` samples. The samples are sorted in place (a copy would be
+ * an allocation that can fail after the measurement). n == 0 gives all zeros. */
+void pb_stats_of(double *samples, size_t n, pb_stats *out);
 
 /* Percentile p in [0,100] of sorted data, linear interpolation between ranks. */
 double pb_stats_percentile_sorted(const double *sorted, size_t n, double p);
 
 /* Combine per-rank sample arrays laid out back to back (nranks x per_rank):
- * mean of rank means, rankmax, and pooled min/max/median/p99. */
-void pb_stats_across(const double *all, size_t per_rank, int nranks, pb_stats *out);
+ * mean of rank means, rankmax, and pooled min/max/median/p99 (`all` is sorted in place). */
+void pb_stats_across(double *all, size_t per_rank, int nranks, pb_stats *out);
 
 /* Groups that run at once (TP groups, pipeline replicas), each as slow as
  * its slowest member: from each rank's time us[r] and its group group_of[r]

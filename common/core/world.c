@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int gather_hosts(pb_world *w)
@@ -172,19 +173,63 @@ static void tell(MPI_Comm comm, int me, int failed, int local_status, int status
         fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_error_progname(), note.world_rank, note.site, note.why);
 }
 
-int pb_world_agree_at(MPI_Comm comm, int local_status, const char *site)
+typedef struct status_at {
+    int status, rank;
+} status_at;
+
+/* The agreed worst status: with a `site`, named once per rank (tell). */
+static int agreed(MPI_Comm comm, int me, int local_status, status_at worst, const char *site)
 {
-    int me;
-    MPI_Comm_rank(comm, &me);
-    struct {
-        int status, rank;
-    } mine = {local_status, me}, worst;
-    /* MAXLOC: the worst status, and on a tie the lowest rank that has it. */
-    MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, comm);
     /* A usage error is found alike on every rank and printed by rank 0 alone. */
     if (worst.status != PB_OK && worst.status != PB_ERR_USAGE && site)
         tell(comm, me, worst.rank, local_status, worst.status, site);
     return worst.status;
+}
+
+int pb_world_agree_at(MPI_Comm comm, int local_status, const char *site)
+{
+    int me;
+    MPI_Comm_rank(comm, &me);
+    status_at mine = {local_status, me}, worst;
+    /* MAXLOC: the worst status, and on a tie the lowest rank that has it. */
+    MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, comm);
+    return agreed(comm, me, local_status, worst, site);
+}
+
+void pb_world_wait_after_step(MPI_Request *req, int local_status, double grace_s)
+{
+    if (local_status == PB_OK) {
+        MPI_Wait(req, MPI_STATUS_IGNORE);
+        return;
+    }
+    double deadline = MPI_Wtime() + grace_s;
+    struct timespec nap = {0, 1000 * 1000};
+    for (int done = 0;;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        if (MPI_Wtime() > deadline) break;
+        nanosleep(&nap, NULL);
+    }
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr,
+            "%s: rank %d failed inside a step (exit %d, %s: %s); the other ranks did not reach the agreement "
+            "after it within %.1f s, so they wait for this rank's messages: ending the job\n",
+            pb_error_progname(), rank, local_status, status_word(local_status), pb_error_last(), grace_s);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, local_status);
+    _exit(local_status); /* if MPI_Abort ever returns */
+}
+
+int pb_world_agree_after_step(MPI_Comm comm, int local_status, double grace_s, const char *site)
+{
+    int me;
+    MPI_Comm_rank(comm, &me);
+    status_at mine = {local_status, me}, worst;
+    MPI_Request req;
+    MPI_Iallreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, comm, &req);
+    pb_world_wait_after_step(&req, local_status, grace_s);
+    return agreed(comm, me, local_status, worst, site);
 }
 
 int pb_world_agree(const pb_world *w, int status) { return pb_world_agree_at(w->comm, status, NULL); }

@@ -58,4 +58,20 @@ int pb_world_agree_at(MPI_Comm comm, int local_status, const char *site);
 /* pb_world_agree_at over the whole job, silent: a failure on one rank becomes everyone's. */
 int pb_world_agree(const pb_world *w, int status);
 
+/* The least time a rank that failed inside a step waits for its peers (pb_world_wait_after_step). */
+#define PB_STEP_GRACE_S 2.0
+
+/* Wait for a nonblocking agreement posted right after a step in which the
+ * ranks exchange messages (a pipeline step, a collective). A rank that failed
+ * midway (local_status not PB_OK) may have left a peer blocked in a receive
+ * that no blocking collective can reach: it waits up to grace_s for the
+ * others, then ends the job at once (MPI_Abort with its status, naming the
+ * failure) rather than leaving it to the watchdog. A rank that did not fail
+ * waits as long as it takes (the watchdog bounds it). */
+void pb_world_wait_after_step(MPI_Request *req, int local_status, double grace_s);
+
+/* pb_world_agree_at after such a step: every rank of `comm` calls it, with the
+ * nonblocking agreement and pb_world_wait_after_step. */
+int pb_world_agree_after_step(MPI_Comm comm, int local_status, double grace_s, const char *site);
+
 #endif

@@ -99,6 +99,11 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
         fprintf(stderr, "%s: rank %d: cannot silence stdout\n", name, b->w.rank);
     pb_options_set_backends(pb_comm_backend_check_name, pb_comm_backend_help());
     status = pb_options_parse(*argc, *argv, summary, groups, ngroups);
+    if (!no_mpi) { /* a rank that failed alone (out of memory) must not leave the others in the first collective */
+        if (status == PB_OK && pb_faults_fail("options")) status = pb_fail(PB_ERR_ENV, "the options: out of memory");
+        int agreed = pb_world_agree_at(b->w.comm, status == PB_HELP_SHOWN ? PB_OK : status, "options");
+        if (agreed != PB_OK) status = agreed;
+    }
     if (status == PB_HELP_SHOWN) pb_world_exit(&b->w, PB_OK);
     if (status == PB_OK && no_mpi && !b->validating) /* "--version" was another option's value: MPI is not started */
         status = pb_error_usage("--version", "is an option, not a value; give the other option its value");
@@ -191,8 +196,11 @@ int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols
         return pb_world_agree_at(b->w.comm, status, "report");
     }
     printf("# parabench %s\n", b->name);
-    pb_meta_print(stdout, b->meta);
-    if (pb_faults_fail("report")) {
+    status = pb_meta_print(stdout, b->meta);
+    if (status != PB_OK) {
+        cJSON_Delete(b->meta);
+        b->meta = NULL;
+    } else if (pb_faults_fail("report")) {
         status = pb_fail(PB_ERR_ENV, "cannot open the output files");
     } else {
         status = pb_report_open(b->name, cols, ncols, b->meta, stdout, o->csv, o->json, &b->rep);

@@ -114,20 +114,23 @@ int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char 
     return PB_OK;
 }
 
-void pb_meta_print(FILE *f, const cJSON *meta)
+int pb_meta_print(FILE *f, const cJSON *meta)
 {
+    int lost = 0; /* lines that out of memory cut short */
     for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
         if (cJSON_IsString(m)) {
             /* one table line per key, whatever a hostname or path holds */
             fprintf(f, "# %-18s ", m->string);
-            pb_escape_fputs(f, pb_escape_csv_comment, m->valuestring);
+            lost += pb_escape_fputs(f, pb_escape_csv_comment, m->valuestring) != 0;
             fputc('\n', f);
         } else if (cJSON_IsNumber(m)) {
             fprintf(f, "# %-18s %g\n", m->string, m->valuedouble);
         } else {
             char *t = cJSON_PrintUnformatted(m);
             if (t) fprintf(f, "# %-18s %s\n", m->string, t);
+            lost += !t;
             free(t);
         }
     }
+    return lost ? pb_fail(PB_ERR_ENV, "out of memory printing the metadata (%d lines cut short)", lost) : PB_OK;
 }

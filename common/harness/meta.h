@@ -21,7 +21,8 @@ typedef struct pb_meta_info {
 int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char **argv, pb_meta_info *info,
                     cJSON **out);
 
-/* Print the metadata as "# key: value" lines (the table preamble). */
-void pb_meta_print(FILE *f, const cJSON *meta);
+/* Print the metadata as "# key: value" lines (the table preamble). PB_ERR_ENV
+ * (said) when out of memory cut a line short, PB_OK otherwise. */
+int pb_meta_print(FILE *f, const cJSON *meta);
 
 #endif

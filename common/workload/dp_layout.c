@@ -6,6 +6,7 @@
 #include "core/stats.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 const char *pb_dp_overlap_name(pb_dp_overlap m)
 {
@@ -48,9 +49,9 @@ void pb_dp_metrics_of(double compute_us, double comm_us, double step_us, pb_dp_m
 double pb_dp_paired_overhead(const double *compute_us, const double *step_us, int n, double *scratch)
 {
     if (n <= 0) return 0;
-    pb_stats diff, compute;
+    pb_stats diff, compute; /* both sorted in scratch: the inputs keep their pairing */
     for (int i = 0; i < n; i++) scratch[i] = step_us[i] - compute_us[i];
     pb_stats_of(scratch, (size_t)n, &diff);
-    pb_stats_of(compute_us, (size_t)n, &compute);
+    pb_stats_of(memcpy(scratch, compute_us, sizeof(double) * (size_t)n), (size_t)n, &compute);
     return compute.median > 0 ? diff.median / compute.median : 0;
 }

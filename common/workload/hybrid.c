@@ -263,9 +263,11 @@ int pb_hybrid_check(pb_hybrid *h, int corrupt, long long *wrong)
     status = pb_world_agree(h->cfg.w, status);
     pb_pp_stats ps;
     pb_hybrid_stats st;
-    if (status == PB_OK) status = pb_world_agree(h->cfg.w, local_step(h, &ps));
+    /* the steps exchange messages: a rank may wait inside one that failed elsewhere */
+    MPI_Comm all = h->cfg.w->comm;
+    if (status == PB_OK) status = pb_world_agree_after_step(all, local_step(h, &ps), PB_STEP_GRACE_S, NULL);
     if (status == PB_OK) status = pb_world_agree(h->cfg.w, h->cfg.eng->to_host(local, pb_tp_grads(h->tp), bytes));
-    if (status == PB_OK) status = pb_world_agree(h->cfg.w, pb_hybrid_step(h, &st));
+    if (status == PB_OK) status = pb_world_agree_after_step(all, pb_hybrid_step(h, &st), PB_STEP_GRACE_S, NULL);
     long long bad = 0;
     uint64_t hash = 0, first = 0;
     if (status == PB_OK)

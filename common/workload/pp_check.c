@@ -205,7 +205,7 @@ int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const 
     pb_pp_stack_set_capture(st, 1);
     int status = pb_pp_exec_step(ex, plan, pb_pp_stack_ops(), st, &s, NULL);
     pb_pp_stack_set_capture(st, 0);
-    status = pb_world_agree(w, status);
+    status = pb_world_agree_after_step(w->comm, status, PB_STEP_GRACE_S, NULL); /* a stage may wait inside it */
     if (status != PB_OK) return status;
     int stage, p;
     MPI_Comm_rank(pipe, &stage);

@@ -78,9 +78,9 @@ static void build_interleaved(pb_pp_schedule_plan *pl)
 int pb_pp_schedule_plan_build(pb_pp_sched s, int p, int m, int v, int stage, pb_pp_schedule_plan *out)
 {
     if (s != PB_PP_INTERLEAVED) v = 1;
+    *out = (pb_pp_schedule_plan){.sched = s, .p = p, .m = m, .v = v, .stage = stage}; /* freeable whatever follows */
     PB_TRY(pb_pp_schedule_valid(s, p, m, v));
     PB_CHECK(stage >= 0 && stage < p, PB_ERR_USAGE, "stage %d outside 0..%d", stage, p - 1);
-    *out = (pb_pp_schedule_plan){.sched = s, .p = p, .m = m, .v = v, .stage = stage};
     out->a = calloc(2 * (size_t)m * (size_t)v, sizeof *out->a);
     PB_CHECK(out->a, PB_ERR_ENV, "out of memory for a schedule of %d actions", 2 * m * v);
     if (s == PB_PP_GPIPE) build_gpipe(out);

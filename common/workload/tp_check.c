@@ -4,6 +4,7 @@
 #include "workload/tp.h"
 
 #include "core/error.h"
+#include "core/world.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -114,13 +115,15 @@ static int compare(const check_run *c, const void *got, const void *ref, int cor
     return status;
 }
 
-int pb_tp_validate(pb_tp *tp, pb_layer_stack *ref, int corrupt, long long *wrong, double *max_err)
+int pb_tp_validate(pb_tp *tp, pb_layer_stack *ref, MPI_Comm all, int corrupt, long long *wrong, double *max_err)
 {
     check_run c = {.tp = tp, .ref = ref};
     *wrong = 0;
     *max_err = 0;
     int status = setup(&c);
+    if (all != MPI_COMM_NULL) status = pb_world_agree_at(all, status, "tp validate");
     if (status == PB_OK) status = run_both(&c);
+    if (all != MPI_COMM_NULL) status = pb_world_agree_after_step(all, status, PB_STEP_GRACE_S, NULL);
     if (status == PB_OK) status = compare(&c, c.buf[B_Y], c.buf[B_YREF], corrupt, wrong, max_err);
     if (status == PB_OK) status = compare(&c, c.buf[B_DX], c.buf[B_DXREF], 0, wrong, max_err);
     teardown(&c);

@@ -20,9 +20,11 @@
 # processes must not fail), --min-bytes B, --timeout S (default 20),
 # --compare FILE (an output the command writes), --only N[,N...] (those runs),
 # --refused-exit CODE[,CODE...] (acceptance fails closed: a rule it could
-# not check fails, exit 1), --timings (exit 0 is "ran", not compared).
+# not check fails, exit 1), --timings (exit 0 is "ran", not compared),
+# --every K [--from F] (allocations F, F+K, F+2K...: a sample of a long run,
+# every phase of which spans more than K allocations).
 set -u
-lib=build/lib/libpb_failmalloc.so rank="" min="" timeout_s=20 compare=() only="" refused_exit=3 timings=0
+lib=build/lib/libpb_failmalloc.so rank="" min="" timeout_s=20 compare=() only="" refused_exit=3 timings=0 every=1 from=1
 while [ $# -gt 0 ]; do
     case $1 in
     --lib) lib=$2; shift 2 ;;
@@ -33,9 +35,14 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --refused-exit) refused_exit=$2; shift 2 ;;
     --timings) timings=1; shift ;;
+    --every) every=$2; shift 2 ;;
+    --from) from=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "sweep.sh: unknown option '$1'; see the comment at the top" >&2; exit 2 ;;
     esac
+done
+for v in "$every" "$from"; do
+    [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "sweep.sh: --every and --from take a positive whole number, not '$v'" >&2; exit 2; }
 done
 [ $# -gt 0 ] && [ -f "$lib" ] || { echo "sweep.sh: usage: sweep.sh [--lib SO] [--rank R] ... -- COMMAND... (injector: '$lib')" >&2; exit 2; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
@@ -58,7 +65,7 @@ fi
 for f in "${compare[@]}"; do cp "$f" "$work/clean.$(basename "$f")"; done
 declare -A count
 bad=0
-for n in $(if [ -n "$only" ]; then tr ',' ' ' <<<"$only"; else seq 1 "$total"; fi); do
+for n in $(if [ -n "$only" ]; then tr ',' ' ' <<<"$only"; else seq "$from" "$every" "$total"; fi); do
     run "$n" "$work/run" "${cmd[@]}"
     rc=$?
     first=$(grep -v '^failmalloc: ' "$work/run.err" | grep -m1 . | cut -c1-160)

@@ -42,6 +42,7 @@ agree_case 2 comm 1 "coll_sweep" "${SWEEP[@]}"
 agree_case 3 comm 1 "coll_sweep" "${SWEEP[@]}"
 agree_case 2 gather 0 "coll_sweep" "${SWEEP[@]}"
 agree_case 3 gather 0 "coll_sweep" "${SWEEP[@]}"
+agree_case 3 gather 2 "coll_sweep" "${SWEEP[@]}" # the others copy their own samples
 agree_case 2 report 0 "coll_sweep" "${SWEEP[@]}" --csv "$TMP/r.csv"
 agree_case 3 report 0 "coll_sweep" "${SWEEP[@]}" --csv "$TMP/r.csv"
 agree_case 2 buffers 1 "p2p_sweep" "$BIN/p2p_sweep" -b 1K -e 4K -n 3 -w 1 --timeout 20
@@ -53,5 +54,27 @@ agree_case 2 engine 1 "tp_layer" "${TP[@]}" --tp 2
 agree_case 4 comm 3 "tp_layer sub-communicator" "${TP[@]}" --tp 2
 DP=("$BIN/dp_allreduce" --model tiny -n 2 -w 1 --timeout 20)
 agree_case 3 engine 2 "dp_allreduce" "${DP[@]}"
+# The options are parsed on every rank: one that fails alone (out of memory) must not leave the others in MPI.
+agree_case 2 options 1 "coll_sweep" "${SWEEP[@]}"
+agree_case 3 options 0 "pp_pipeline" "$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -n 1 -w 0 --layers 3 --timeout 20
+
+# A rank that fails inside a step (step:RANK: it skips the first timed
+# iteration and fails) leaves its peers waiting inside the step for its
+# messages, where no agreement reaches them. It must end the job itself, with
+# its own exit code and a line saying so, after a grace of about 2 s: not the
+# watchdog's exit 4 after --timeout (30 s here), and not a hang.
+step_case() { # NP RANK DESC PROG ARGS...
+    local np=$1 rank=$2 desc="$3 ($1 ranks, a step failing on rank $2)"; shift 3
+    local t0=$SECONDS
+    timeout 90 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp \
+        -x PARABENCH_TEST_FAIL="step:$rank" "$@" --timeout 30 </dev/null >"$TMP/out" 2>"$TMP/err"
+    local rc=$? took=$((SECONDS - t0))
+    if [ "$rc" -eq 3 ] && [ "$took" -lt 30 ]; then pass "$desc: exit 3 in $took s, before the watchdog's 30"
+    else fail "$desc: exit $rc after $took s, expected 3 before the watchdog's 30 s"; sed 's/^/  | /' "$TMP/err" | tail -8 >&2; fi
+    expect_in "$TMP/err" "rank $rank failed inside a step (exit 3" "$desc: the failing rank says it ends the job"
+    if grep -q "TIMEOUT" "$TMP/err"; then fail "$desc: the watchdog had to fire"; else pass "$desc: no watchdog"; fi
+}
+step_case 2 1 "coll_sweep" "$BIN/coll_sweep" -b 1M -e 1M -n 3 -w 1
+step_case 3 0 "pp_pipeline" "$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -n 2 -w 1 --layers 3 --micro-batches 3
 
 finish

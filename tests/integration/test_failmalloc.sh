@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Out of memory at every allocation of the tools that run without MPI: plan
-# (a ranking written with --json, and --reproduce) and acceptance (rules over
-# a results directory, with --junit) each run once per allocation their own
-# code makes, with that one failing (tests/fault/failmalloc.c, driven by
-# tests/fault/sweep.sh). Every run must either refuse, exit 3 with an "out of
-# memory" message (acceptance may also exit 1: the rule it could not check
-# failed, the reason in its table), or finish with exactly a clean run's output: never
-# crash, hang, or write results the failure changed.
+# Out of memory at every allocation (tests/fault/failmalloc.c, driven by
+# tests/fault/sweep.sh): a command runs once per allocation its own code
+# makes, with that one failing. The tools that run without MPI are swept
+# whole: plan (a ranking written with --json, and --reproduce) and acceptance
+# (rules over a results directory, with --junit). Every run must either
+# refuse, exit 3 with an "out of memory" message (acceptance may also exit 1:
+# the rule it could not check failed, the reason in its table), or finish with
+# exactly a clean run's output: never crash, hang, or write results the
+# failure changed. An MPI benchmark, pp_pipeline, is swept on a sample of its
+# allocations on each of two ranks (below).
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 LIB=$ROOT/$BUILD/lib/libpb_failmalloc.so
@@ -76,15 +78,23 @@ THR
 # acceptance fails closed: a rule it could not check fails (exit 1), saying why.
 sweep "acceptance with --junit" --refused-exit 1,3 --compare "$TMP/acc.xml" -- \
     "$BIN/acceptance" --thresholds "$TMP/rules.thr" --results "$R" --junit "$TMP/acc.xml"
-# An MPI benchmark's start-up on either rank (the world, its nodes, the metadata,
-# the options): the first allocations, each failing on one rank, refused on every
-# rank or harmless, never a crash or a hang. Its output holds timings: not compared.
-for rank in 0 1; do
-    sweep "pp_pipeline's first 8 allocations on rank $rank" --rank "$rank" --timings --only "$(seq -s, 1 8)" -- \
-        mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "$BIN/pp_pipeline" --hidden 64 --heads 4 \
-        --seq 16 -n 1 -w 0 --layers 2 --micro-batches 2 --schedule 1f1b --timeout 10
-    # None of them is one a run can do without: each must be refused, not ignored (the metadata's command line was).
-    grep -q "^allocations .* ran 0 " "$TMP/sweep.out" && pass "rank $rank: every start-up allocation failing is refused" \
-        || { fail "rank $rank: a start-up allocation failed and the run went on:"; grep " ran " "$TMP/sweep.out" | sed 's/^/  | /' >&2; }
+# An MPI benchmark's whole run (start-up, the timed pipeline steps, the
+# validation step, the trace, the report), each allocation failing on one rank,
+# sampled: every other one on rank 0 (which writes the outputs), every 4th on rank 1.
+# A failure inside a step leaves the peer stage blocked in a receive: the rank
+# that failed must end the job with exit 3 (pb_world_wait_after_step), not leave
+# it to the watchdog (exit 4, "other") or hang. None of these allocations is one
+# a run can do without: each must be refused, none ignored (exit 0, "ran": the
+# metadata's command line, the printed metadata and the notes once were).
+# Its output holds timings: not compared.
+PP=("$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -n 1 -w 0 --layers 2 --micro-batches 2 --schedule 1f1b
+    --timeout 10 --trace "$TMP/pp-trace.csv")
+for sample in "0 2 1" "1 4 2"; do
+    read -r rank every from <<<"$sample"
+    sweep "pp_pipeline, allocations $from, $((from + every)), ... failing on rank $rank" --rank "$rank" \
+        --timings --every "$every" --from "$from" -- mpirun -np 2 --oversubscribe --bind-to none \
+        --mca btl self,vader,tcp "${PP[@]}"
+    grep -q "^allocations .* ran 0 " "$TMP/sweep.out" && pass "rank $rank: every allocation failing is refused" \
+        || { fail "rank $rank: an allocation failed and the run went on:"; grep " ran " "$TMP/sweep.out" | sed 's/^/  | /' >&2; }
 done
 finish

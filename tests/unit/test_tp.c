@@ -195,10 +195,10 @@ static void run_t1(pb_tp_mode mode)
 
     long long wrong = -1;
     double err = -1;
-    assert_int_equal(pb_tp_validate(tp, ref, 0, &wrong, &err), PB_OK);
+    assert_int_equal(pb_tp_validate(tp, ref, MPI_COMM_NULL, 0, &wrong, &err), PB_OK);
     assert_int_equal(wrong, 0);
     assert_true(err == 0);
-    assert_int_equal(pb_tp_validate(tp, ref, 1, &wrong, &err), PB_OK);
+    assert_int_equal(pb_tp_validate(tp, ref, MPI_COMM_NULL, 1, &wrong, &err), PB_OK);
     assert_int_equal(wrong, 1);
 
     pb_tp_acts_free(tp, a[0]);
