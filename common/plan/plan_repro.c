@@ -164,8 +164,9 @@ static void tp_figures(tally *ty)
     show(ty, &(figure){"RULE-TP", "rule of thumb: TP inside a node over NVLink, not across 100 Gbit/s Ethernet",
                        "\"600 GB per second aggregate ... across nodes on 100 Gbps Ethernet, tensor parallelism "
                        "bottlenecks quickly\"",
-                       fmt(f3, sizeof f3, "per layer, t=8, llama-70b (b=1, s=4096, h=8192, bf16): 4 ring allreduces "
-                                          "of %.0f MB vs fwd+bwd compute /8 at %.0f TFLOP/s", act / 1e6, a100.flops / 1e12),
+                       fmt(f3, sizeof f3, "per layer, t=8, llama-70b (b=%.0f, s=%.0f, h=%.0f, bf16): 4 ring "
+                                          "allreduces of %.0f MB vs fwd+bwd compute /8 at %.0f TFLOP/s", b, s, h,
+                           act / 1e6, a100.flops / 1e12),
                        fmt(c3, sizeof c3, "compute %.1f ms; TP comm %.2f ms over NVLink (%.0f%%) vs %.1f ms over "
                                           "100 GbE (%.0f%%)", comp * 1e3, nvl * 1e3, 100 * nvl / comp, en * 1e3,
                            100 * en / comp),

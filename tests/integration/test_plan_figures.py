@@ -87,6 +87,10 @@ class Reproduce(Figures):
 
     def test_tp_rule_percentages(self):
         b = self.blocks["RULE-TP"]
+        # The shape it computes with is the one it names: llama-70b's layer, bf16 activations.
+        bb, s, h, mb = self.find(r"llama-70b \(b=(\d+), s=(\d+), h=(\d+), bf16\): 4 ring allreduces of " + N + " MB", b)
+        self.assertEqual((bb, s, h), ("1", "4096", "8192"), "RULE-TP's layer is not llama-70b's at b=1")
+        self.agrees(mb, lambda: 1 * 4096 * 8192 * 2 / 1e6)
         comp, nvl, pn, eth, pe = self.find(r"compute " + N + " ms; TP comm " + N + r" ms over NVLink \(" + N +
                                            r"%\) vs " + N + r" ms over 100 GbE \(" + N + r"%\)", b)
         self.agrees(pn, lambda n, c: 100 * n / c, nvl, comp)
