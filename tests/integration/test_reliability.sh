@@ -22,6 +22,15 @@ assert waited and all(2 <= w < 3 * 2 for w in waited), waited
 assert 2 <= elapsed < 3 * 2 + 12, elapsed
 PY
 expect_in "$TMP/err" "allreduce of 1024 bytes" "the message names the operation and size"
+# In the timed loop (tp_layer's), the rank that skipped its operations waits in
+# the next alignment and the rank it left behind in the operation: their lines differ.
+expect_rc 4 "tp_layer hang ends with exit 4" -- \
+    mpi 2 -x PARABENCH_TEST_SKIP=1 "$BIN/tp_layer" --tp 2 -n 3 -w 1 --hidden 64 --heads 4 --seq 32 -c 0 \
+    --unsharded 0 --timeout 2
+grep -qE "TIMEOUT: rank 1 .*, timed iteration 0, phase align\." "$TMP/err" &&
+    grep -qE "TIMEOUT: rank 0 .*, warm-up iteration 1, phase operation\." "$TMP/err" &&
+    pass "the skipping rank says align (the next iteration), the rank waiting for it operation" ||
+    { fail "the phases do not single out the skipping rank:"; grep TIMEOUT "$TMP/err" | sed 's/^/  | /' >&2; }
 
 expect_rc 4 "p2p_sweep hang ends with exit 4" -- \
     mpi 2 -x PARABENCH_TEST_SKIP=1 "$BIN/p2p_sweep" --sizes 64 -n 50 -w 1 --timeout 2
