@@ -279,7 +279,7 @@ static int measure_unsharded(tp_run *r, pb_layer_stack *ref, point *p)
 /* Engine memory per rank; ranks of a node share host memory (BLAS engine). */
 static int memory_plan(tp_run *r, point *p, int want_ref)
 {
-    uint64_t io = pb_tp_io_bytes(&p->cfg), avail = 0;
+    uint64_t io = pb_tp_io_bytes(&p->cfg);
     pb_layer_stack_config rc = p->ref_cfg;
     pb_layer_shape rs = rc.shape;
     rs.dtype = r->eng->gemm_dtype(rs.dtype);
@@ -290,11 +290,11 @@ static int memory_plan(tp_run *r, point *p, int want_ref)
     int check = r->o->common.check;
     pb_mem_need need = {r->eng->mem, r->eng->mem_info, check ? pb_mem_add(tp, ref) : tp, 0};
     PB_TRY(pb_bench_mem_require(r->b, &need, check ? "the sharded layers and their validation" : "the sharded layers"));
-    /* The unsharded reference is optional without --check: run it where it fits. */
-    int host = r->eng->mem == PB_MEM_HOST;
-    int status = host ? pb_mem_host(&avail, NULL) : r->eng->mem_info(&avail, NULL);
-    if (status == PB_OK && host) avail /= (uint64_t)r->b->w.local_size;
-    int fits = status == PB_OK && want_ref && pb_mem_add(tp, ref) <= avail, all = 0;
+    /* The unsharded reference is optional without --check: run it where it
+     * fits (host memory shared by the node's ranks, a device each rank's own). */
+    pb_mem_need both = {r->eng->mem, r->eng->mem_info, pb_mem_add(tp, ref), 0};
+    int fits = 0, all = 0;
+    int status = want_ref ? pb_mem_fits(&both, r->b->w.local_size, &fits) : PB_OK;
     MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, r->b->w.comm);
     p->have_ref = all;
     return pb_world_agree(&r->b->w, status);

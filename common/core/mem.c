@@ -161,16 +161,39 @@ int pb_mem_check(uint64_t bytes, uint64_t avail, const char *what, const char *w
     return pb_fail(PB_ERR_ENV, "%s needs %s of %s memory; %s available", what, need, where, have);
 }
 
-int pb_mem_require(const pb_mem_need *need, int ranks, const char *what)
+/* What `need` asks of each memory (host bytes times the node's ranks) and
+ * what each has available; a memory asked nothing is not queried (0 and 0). */
+typedef struct mem_ask {
+    uint64_t dev, dev_avail, host, host_avail;
+} mem_ask;
+
+static int ask(const pb_mem_need *need, int ranks, mem_ask *a)
 {
-    uint64_t host = need->host_bytes, avail = 0, r = ranks > 1 ? (uint64_t)ranks : 1;
+    *a = (mem_ask){0};
+    uint64_t host = need->host_bytes;
     if (need->where == PB_MEM_HOST) host = pb_mem_add(host, need->bytes);
     if (need->where == PB_MEM_DEVICE && need->dev_query && need->bytes) {
-        PB_TRY(need->dev_query(&avail, NULL));
-        PB_TRY(pb_mem_check(need->bytes, avail, what, pb_mem_kind_name(PB_MEM_DEVICE)));
+        a->dev = need->bytes;
+        PB_TRY(need->dev_query(&a->dev_avail, NULL));
     }
     if (host == 0) return PB_OK;
-    PB_TRY(pb_mem_host(&avail, NULL));
-    host = pb_mem_mul(host, r); /* saturates: an absurd size must still fail */
-    return pb_mem_check(host, avail, what, pb_mem_kind_name(PB_MEM_HOST));
+    a->host = pb_mem_mul(host, ranks > 1 ? (uint64_t)ranks : 1); /* saturates: an absurd size must still fail */
+    return pb_mem_host(&a->host_avail, NULL);
+}
+
+int pb_mem_require(const pb_mem_need *need, int ranks, const char *what)
+{
+    mem_ask a;
+    PB_TRY(ask(need, ranks, &a));
+    if (a.dev) PB_TRY(pb_mem_check(a.dev, a.dev_avail, what, pb_mem_kind_name(PB_MEM_DEVICE)));
+    return a.host ? pb_mem_check(a.host, a.host_avail, what, pb_mem_kind_name(PB_MEM_HOST)) : PB_OK;
+}
+
+int pb_mem_fits(const pb_mem_need *need, int ranks, int *fits)
+{
+    mem_ask a;
+    *fits = 0;
+    PB_TRY(ask(need, ranks, &a));
+    *fits = a.dev <= a.dev_avail && a.dev != PB_MEM_HUGE && a.host <= a.host_avail && a.host != PB_MEM_HUGE;
+    return PB_OK;
 }

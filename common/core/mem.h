@@ -68,4 +68,9 @@ typedef struct pb_mem_need {
  * pb_mem_check's message; `what` should name the option that asks for it. */
 int pb_mem_require(const pb_mem_need *need, int ranks, const char *what);
 
+/* The same comparison, quietly: *fits 1 when pb_mem_require would pass, for
+ * what a benchmark runs only where it fits (tp_layer's unsharded reference).
+ * A failed query is returned (said); *fits is then 0. */
+int pb_mem_fits(const pb_mem_need *need, int ranks, int *fits);
+
 #endif

@@ -106,6 +106,31 @@ static void test_device_hook(void **state)
     assert_int_equal(pb_mem_require(&host_too, 1, "validation"), PB_ERR_ENV);
 }
 
+/* pb_mem_fits answers what pb_mem_require would, quietly: device memory per
+ * rank, host memory shared by the node's ranks (tp_layer's optional reference). */
+static void test_fits_as_require_would(void **state)
+{
+    (void)state;
+    int fits = -1;
+    pb_mem_need dev = {PB_MEM_DEVICE, fake_device, 1000, 0}, over = {PB_MEM_DEVICE, fake_device, 1001, 0};
+    assert_int_equal(pb_mem_fits(&dev, 8, &fits), PB_OK);
+    assert_int_equal(fits, 1); /* 8 ranks, a device each */
+    assert_int_equal(pb_mem_fits(&over, 1, &fits), PB_OK);
+    assert_int_equal(fits, 0);
+    uint64_t avail = 0;
+    assert_int_equal(pb_mem_host(&avail, NULL), PB_OK);
+    pb_mem_need third = {PB_MEM_HOST, NULL, avail / 3, 0}, huge = {PB_MEM_HOST, NULL, PB_MEM_HUGE, 0};
+    assert_int_equal(pb_mem_fits(&third, 1, &fits), PB_OK);
+    assert_int_equal(fits, 1);
+    assert_int_equal(pb_mem_fits(&third, 4, &fits), PB_OK);
+    assert_int_equal(fits, 0); /* four ranks of the node draw on it */
+    assert_int_equal(pb_mem_fits(&huge, 1, &fits), PB_OK);
+    assert_int_equal(fits, 0);
+    pb_mem_need host_too = {PB_MEM_DEVICE, fake_device, 10, avail / 3};
+    assert_int_equal(pb_mem_fits(&host_too, 4, &fits), PB_OK);
+    assert_int_equal(fits, 0); /* host bytes besides a device need, times the ranks */
+}
+
 /* ---- the cgroup probe, on fake /proc and /sys/fs/cgroup trees ---- */
 
 #define MIB ((uint64_t)1 << 20)
@@ -274,7 +299,8 @@ int main(void)
         cmocka_unit_test(test_parse_meminfo), cmocka_unit_test(test_host_available),
         cmocka_unit_test(test_check_message_and_status), cmocka_unit_test(test_absurd_size_exits_3),
         cmocka_unit_test(test_ranks_share_host_memory),
-        cmocka_unit_test(test_device_hook), cmocka_unit_test(test_mem_kind_names),
+        cmocka_unit_test(test_device_hook),
+        cmocka_unit_test(test_fits_as_require_would), cmocka_unit_test(test_mem_kind_names),
         cmocka_unit_test(test_cgroup_v1_own_path), cmocka_unit_test(test_cgroup_v2_nested),
         cmocka_unit_test(test_cgroup_unlimited_or_missing), cmocka_unit_test(test_cgroup_no_proc), cmocka_unit_test(test_saturating_needs),
     };
