@@ -134,6 +134,19 @@ static void select_by_number(void **state)
     assert_int_equal(expect("pp_efficiency schedule=1f1b >= 0.5", PB_TH_FAIL, 0.3, 0, 2).rows, 3);
 }
 
+/* Only fit_error is compared as |value|: an efficiency a sign error made
+ * negative is judged as written, never passed as its magnitude. */
+static void signed_unless_absolute(void **state)
+{
+    (void)state;
+    add_table("pp.csv", "pp_pipeline",
+              "schedule,stages,micro_batches,link_class,efficiency,efficiency_theory,wrong\n"
+              "1f1b,2,4,intra,-0.9,1,0\n# complete\n");
+    add_table("plan_fit.csv", "plan_fit", "benchmark,rel_error,wrong\ncoll_sweep,-0.05,0\n# complete\n");
+    expect("pp_efficiency >= 0.5", PB_TH_FAIL, -0.9, 0, 0);
+    expect("fit_error benchmark=coll_sweep <= 0.1", PB_TH_PASS, 0.05, 1, 0);
+}
+
 /* A rule size takes the nearest measured one within a factor of 2; halfway
  * between two, the smaller. */
 static void nearest_size(void **state)
@@ -296,6 +309,7 @@ int main(void)
         cmocka_unit_test_teardown(select_by_text, teardown), cmocka_unit_test_teardown(metric_in_the_first_column, teardown),
         cmocka_unit_test_teardown(row_filter, teardown),
         cmocka_unit_test_teardown(select_by_number, teardown),
+        cmocka_unit_test_teardown(signed_unless_absolute, teardown),
         cmocka_unit_test_teardown(nearest_size, teardown),
         cmocka_unit_test_teardown(nearest_size_smallest, teardown),
         cmocka_unit_test_teardown(link_class, teardown),
