@@ -103,6 +103,13 @@ expect_rc 2 "a pattern is not a directory" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/
 cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/a*/coll_sweep[1].csv"
 expect_rc 1 "a file name with '[' is read too" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/a*"
 expect_in "$TMP/out" "coll_sweep[1].csv:4: garbled row" "the bracketed file is named"
+# Only regular files are results: a directory and a dangling link named like one are passed over.
+mkdir -p "$TMP/lit/reg" "$TMP/lit/reg/coll_sweep_old.csv"
+cp "$ROOT/tests/acceptance_cases/good/coll_sweep.csv" "$TMP/lit/reg/coll_sweep.csv"
+ln -s "$TMP/lit/reg/gone" "$TMP/lit/reg/coll_sweep_gone.csv"
+expect_rc 0 "a directory and a dangling link named coll_sweep*.csv are not results" -- \
+    "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/reg"
+expect_in "$TMP/out" "1 passed, 0 failed, 0 skipped of 1 rules: PASS" "judged on the one regular file"
 
 # ---- JUnit XML stays well-formed whatever the rules and paths hold ----
 mkdir -p "$TMP/x<&\"'"
