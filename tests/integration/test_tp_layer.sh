@@ -47,6 +47,16 @@ for np in 2 4; do
     check_rows "$TMP/t$np.csv" && pass "volumes, fractions and GFLOP/s consistent ($np ranks)" \
         || fail "volumes and fractions consistent ($np ranks)"
     expect_in "$TMP/out" "# wrong values: 0 OK (tolerance 0.0001" "footer states the tolerance ($np ranks)"
+    # The table on stdout: its header line, then one line per CSV row.
+    python3 - "$TMP/out" "$TMP/t$np.csv" <<'PY' && pass "stdout table: header, then the CSV's rows ($np ranks)" || fail "stdout table ($np ranks)"
+import re, sys
+out = open(sys.argv[1]).read().splitlines()
+head = [i for i, l in enumerate(out) if re.match(r"#\s+tp\s+link\s+mode\s+seq\s+hidden\s", l)]
+assert len(head) == 1, head
+rows = [l for l in out[head[0] + 2:] if l.strip() and not l.startswith("#")]
+csv_rows = [l for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")][1:]
+assert len(rows) == len(csv_rows) == 2, (rows, csv_rows)
+PY
     python3 - "$TMP/out" "$TMP/t$np.csv" "Avg communication fraction" comm_fraction <<'PY' && pass "footer's average communication fraction is the mean of the rows' ($np ranks)" || fail "footer's average communication fraction ($np ranks)"
 import csv, re, sys
 got = float(re.search(r"# " + sys.argv[3] + r": (\S+)", open(sys.argv[1]).read()).group(1))
