@@ -39,6 +39,23 @@ for c in confs:
     assert min(c["compute_s"], c["tp_comm_s"], c["pp_comm_s"], c["bubble_s"], c["dp_comm_s"]) >= 0, c
     assert (c["tp_comm_s"] > 0) == (c["t"] > 1) and (c["pp_comm_s"] > 0) == (c["p"] > 1), c
 PY
+# every configuration's links follow from its placement: ranks t-major, then d and p in its order,
+# nodes of 8 consecutive GPUs; an axis is intra when its group of n ranks `stride` apart fits a node
+expect_rc 0 "plan llama-7b on 32 A100, top 40, both orders" -- "$PLAN" --model llama-7b --cluster a100 --gpus 32 --top 40 \
+    --json "$TMP/e7.json"
+python3 - "$TMP/e7.json" <<'PY' && pass "7B JSON: link_t, link_p, link_d follow from t, p, d and the order" || fail "7B JSON: a link class does not follow from the placement"
+import json, sys
+confs = [c for c in json.load(open(sys.argv[1]))["configurations"] if "rejected" not in c]
+def axis(stride, n):
+    return "intra" if n <= 1 or stride * n <= 8 else "inter"
+seen = set()
+for c in confs:
+    t, p, d = c["t"], c["p"], c["d"]
+    stride_d, stride_p = (t, t * d) if c["order"] == "t-d-p" else (t * p, t)
+    assert (c["link_t"], c["link_p"], c["link_d"]) == (axis(1, t), axis(stride_p, p), axis(stride_d, d)), c
+    seen.add((c["order"], c["link_p"], c["link_d"]))
+assert {o for o, _, _ in seen} == {"t-d-p", "t-p-d"} and {l for _, l, _ in seen} == {"intra", "inter"}, seen
+PY
 # TP wider than a node crosses the network: its link is inter, and the configuration is refused
 expect_rc 1 "t=16 on nodes of 8 GPUs" -- "$PLAN" --model llama-7b --cluster a100 --gpus 32 --tp 16 --pp 1 --dp 2
 expect_in "$TMP/out" "links t inter, p intra, d inter" "t=16 on nodes of 8 GPUs: TP's link is inter"
