@@ -42,7 +42,7 @@ for np in 2 4; do
         --csv "$TMP/t$np.csv" --json "$TMP/t$np.json"
     python3 "$TESTS_DIR/results.py" "$TMP/t$np.csv" "$TMP/t$np.json" --columns $COLS --rows 2 --zero-wrong \
         --complete --expect tp=$np --expect nranks=$np --expect link_class=intra --expect layers=2 \
-        --positive comm_bytes_per_rank \
+        --positive comm_bytes_per_rank --positive unsharded_us --positive speedup \
         && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
     check_rows "$TMP/t$np.csv" && pass "volumes, fractions and GFLOP/s consistent ($np ranks)" \
         || fail "volumes and fractions consistent ($np ranks)"
