@@ -40,15 +40,21 @@ done
 # on one node no pair is on a rail (rails are inter-node pairs k <-> k:
 # test_run_all_cluster.sh sees them on two nodes).
 expect_rc 0 "p2p_sweep --matrix --matrix-csv on 4 ranks" -- \
-    mpi 4 "$BIN/p2p_sweep" --matrix --sizes 8,64K -n 20 -w 2 --matrix-csv "$TMP/m"
-python3 - "$TMP/m-pairs.csv" <<'PY' && pass "pairs file: rail -1 on one node, slow_against matches slow" || fail "pairs file"
-import csv, sys
+    mpi 4 "$BIN/p2p_sweep" --matrix --sizes 8,64K -n 20 -w 2 --matrix-csv "$TMP/m" --json "$TMP/m.json"
+python3 - "$TMP/m-pairs.csv" "$TMP/out" "$TMP/m.json" <<'PY' && pass "pairs file: rail -1 on one node, slow_against matches slow; the slow-pair count and notes agree with it" || fail "pairs file"
+import csv, json, re, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) == 6, rows
 assert list(rows[0]) == ["a", "b", "link_class", "latency_us", "bw_GBps", "slow", "rail", "slow_against"], list(rows[0])
 for r in rows:
     assert r["rail"] == "-1", r
     assert (r["slow"] == "1") == (r["slow_against"] in ("class", "rail", "class+rail")), r
+# Whatever this noisy machine made slow, the summary counts exactly those pairs, and a note names each.
+slow = sorted((r["a"], r["b"]) for r in rows if r["slow"] == "1")
+out = open(sys.argv[2]).read()
+assert re.search(r"^# Slow pairs: (\d+)$", out, re.M).group(1) == str(len(slow)), out
+assert json.load(open(sys.argv[3]))["summary"]["slow_pairs"] == len(slow)
+assert sorted(re.findall(r"^# SLOW pair (\d+)-(\d+) ", out, re.M)) == slow, out
 PY
 
 expect_rc 2 "--matrix with --pair is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --pair 0,1
