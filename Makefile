@@ -142,7 +142,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 # by the tests that preload it, never installed.
 $(BUILD)/lib/libpb_failmalloc.so: tests/fault/failmalloc.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O1 -g -Wall -Wextra -fPIC -shared $< -o $@
+	$(CC) -std=c11 -O1 -g -Wall -Wextra -fPIC -shared $< -o $@ -ldl
 
 # Runners count passed, failed and skipped tests (tests/tally.sh); a skip is
 # never a pass, and under CI=true it fails unless PARABENCH_ALLOWED_SKIPS names it.

@@ -13,8 +13,13 @@
  * Counted: malloc, calloc, realloc, posix_memalign and aligned_alloc called
  * directly from the program's executable (which holds libparabench.a), not
  * from a library (Open MPI, OpenBLAS, libc's own strdup ...): the numbering
- * then depends on our code only. Messages go to stderr as "failmalloc: ...". */
+ * then depends on our code only; and only while main runs, not once the program
+ * exits (main returned, or exit called): what runs then is the exit handlers',
+ * a coverage build's profile dump among them (libgcov is linked into the
+ * executable, and a failure there is its own, not the program's). Messages go
+ * to stderr as "failmalloc: ...". */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <link.h>
@@ -32,6 +37,7 @@ extern void *__libc_memalign(size_t, size_t);
 
 static uintptr_t text_lo = UINTPTR_MAX, text_hi;
 static int counting, tracing;
+static volatile int exiting; /* main has returned, or exit was called */
 static long nth, seen;
 static size_t min_bytes;
 
@@ -86,9 +92,38 @@ __attribute__((destructor)) static void finish(void)
     if (counting && nth == 0) say("allocations", seen, min_bytes);
 }
 
+/* main, wrapped: when it returns, the program is exiting. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int wrapped_main(int argc, char **argv, char **envp)
+{
+    int rc = real_main(argc, argv, envp);
+    exiting = 1;
+    return rc;
+}
+
+int __libc_start_main(main_fn main_, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end)
+{
+    int (*real)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *) =
+        (int (*)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *))dlsym(
+            RTLD_NEXT, "__libc_start_main");
+    real_main = main_;
+    return real(wrapped_main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+void exit(int status)
+{
+    exiting = 1;
+    void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+    real(status);
+    __builtin_unreachable();
+}
+
 static int fail_now(size_t bytes, void *caller)
 {
-    if (!counting || (uintptr_t)caller < text_lo || (uintptr_t)caller >= text_hi || bytes < min_bytes) return 0;
+    if (!counting || exiting || (uintptr_t)caller < text_lo || (uintptr_t)caller >= text_hi || bytes < min_bytes) return 0;
     if (++seen != nth) return 0;
     say("failing allocation", seen, bytes);
     if (tracing) {
