@@ -65,8 +65,8 @@ int pb_report_json_write_atomic(const char *path, const cJSON *json)
 }
 
 /* "# key: value", one line whatever the value holds (a newline in an
- * argument must not end the comment and start a row). */
-/* 0, or -1 when out of memory cut the line short. */
+ * argument must not end the comment and start a row). 0, or -1 when out of
+ * memory cut the line short. */
 static int csv_comment(FILE *csv, const char *key, const char *value)
 {
     fputs("# ", csv);
