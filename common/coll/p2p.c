@@ -190,7 +190,7 @@ int pb_p2p_measure(const pb_comm_backend *be, pb_comm *comm, MPI_Comm ctrl, int 
     n -= n % batch;
     double *samples = malloc(sizeof(double) * (size_t)(n / batch));
     int status = pair_agree(&p, ctrl, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", n / batch));
-    if (status != PB_OK) return free(samples), status;
+    if (status != PB_OK || !samples) return free(samples), status; /* !samples implies a failure; said for the analyzer */
     int done = 0;
     /* Back-to-back clock reads: the samples add up to the whole loop's time,
      * which is what OSU divides by its iterations. */
