@@ -80,7 +80,7 @@ sweep "acceptance with --junit" --refused-exit 1,3 --compare "$TMP/acc.xml" -- \
     "$BIN/acceptance" --thresholds "$TMP/rules.thr" --results "$R" --junit "$TMP/acc.xml"
 # An MPI benchmark's whole run (start-up, the timed pipeline steps, the
 # validation step, the trace, the report), each allocation failing on one rank,
-# sampled: allocations 1, 4, 7... on rank 0 (which writes the outputs), 2, 5, 8... on rank 1.
+# sampled: allocations 1, 4, 7... on rank 0 (which writes the outputs), 3, 6, 9... on rank 1 (3: the node numbering).
 # A failure inside a step leaves the peer stage blocked in a receive: the rank
 # that failed must end the job with exit 3 (pb_world_wait_after_step), not leave
 # it to the watchdog (exit 4, "other") or hang. None of these allocations is one
@@ -89,7 +89,7 @@ sweep "acceptance with --junit" --refused-exit 1,3 --compare "$TMP/acc.xml" -- \
 # Its output holds timings: not compared.
 PP=("$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -n 1 -w 0 --layers 2 --micro-batches 2 --schedule 1f1b
     --timeout 10 --trace "$TMP/pp-trace.csv")
-for sample in "0 3 1" "1 3 2"; do
+for sample in "0 3 1" "1 3 3"; do
     read -r rank every from <<<"$sample"
     sweep "pp_pipeline, allocations $from, $((from + every)), ... failing on rank $rank" --rank "$rank" \
         --timings --every "$every" --from "$from" -- mpirun -np 2 --oversubscribe --bind-to none \
