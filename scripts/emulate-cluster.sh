@@ -431,10 +431,13 @@ cmd_status() {
     local i
     if [ "$(id -u)" -eq 0 ]; then
         for ((i = 0; i < nodes; i++)); do
-            local up down
+            local up down shaped
             up=$(tc -n "$NS_PREFIX$i" -s qdisc show dev "$NS_IF" 2>/dev/null | awk '/Sent/ {print $2; exit}')
             down=$(tc -s qdisc show dev "$VETH_PREFIX$i" 2>/dev/null | awk '/Sent/ {print $2; exit}')
-            echo "  $NS_PREFIX$i $NET.$((i + 1)): sent ${up:-?} B, received ${down:-?} B through its uplink"
+            # The rate the kernel shapes to now (tc's own units), so a 'slow' node shows.
+            shaped=$(tc -n "$NS_PREFIX$i" qdisc show dev "$NS_IF" 2>/dev/null |
+                awk '/tbf/ { for (f = 1; f < NF; f++) if ($f == "rate") { print $(f + 1); exit } }')
+            echo "  $NS_PREFIX$i $NET.$((i + 1)): uplink ${shaped:-unshaped}; sent ${up:-?} B, received ${down:-?} B through it"
         done
     fi
 }

@@ -8,6 +8,8 @@
 #    bound shows the shaped link is the bottleneck; the lower one is loose because
 #    a loaded 2-core machine cannot always push the full 1 Gbit/s through veth);
 #  - intra-node bandwidth is well above it (> 4x);
+#  - inter-node latency at 1 MiB is one message's time through the link (half the
+#    round trip, as OSU reports), not a whole round trip;
 #  - a coll_sweep allreduce across the nodes is bounded by the link, validates, and
 #    reports 2 nodes / mixed placement.
 # Needs root and network namespaces: skips (exit 77, "SKIP: reason") without
@@ -141,6 +143,27 @@ if [ -s "$TMP/intra.csv" ] && [ -s "$TMP/inter.csv" ]; then
 else
     fail "p2p_sweep wrote no CSV (see above)"
 fi
+
+# --- p2p latency across the link: one 1 MiB message each way at a time. OSU's latency
+# is half the round trip, so one message's time: at least bytes / link rate (less the
+# tbf burst of 64 KiB, the first part of each message), and noise only adds. A full
+# round trip reported as latency would be twice that.
+expect_rc 0 "p2p_sweep --mode latency --pair 0,3 at 1 MiB" -- \
+    emu "$BIN/p2p_sweep" --mode latency --pair 0,3 -b 1M -e 1M -n 4 -w 1 --csv "$TMP/lat.csv"
+python3 - "$TMP/lat.csv" "$LINK_GBPS" >"$TMP/check" 2>&1 <<'EOF4'
+import csv, sys
+link_bytes_per_us = float(sys.argv[2]) * 1e3
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+floor = (1 << 20) / link_bytes_per_us
+ok = len(rows) == 1 and rows[0]["mode"] == "latency" and rows[0]["link_class"] == "inter"
+print(("ok: " if ok else "FAIL: ") + f"one inter-node latency row ({len(rows)} rows)")
+for r in rows:
+    t = float(r["time_us"])
+    ok = 0.85 * floor <= t <= 1.6 * floor
+    print(("ok: " if ok else "FAIL: ") + f"1 MiB one-way latency {t:.0f} us within 0.85-1.6 x bytes/link "
+          f"({floor:.0f} us; {t / floor:.2f} x)")
+EOF4
+fold_checks
 
 # --- coll_sweep allreduce across the nodes
 expect_rc 0 "coll_sweep allreduce 4-8 MB on 2 nodes" -- \

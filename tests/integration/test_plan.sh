@@ -282,5 +282,23 @@ expect_in "$TMP/err" "option --partition" "bad --partition: message"
 expect_rc 2 "--inter-bw with --inter-bw-node" -- "$PLAN" --model llama-70b --gpus 64 --inter-bw 5 --inter-bw-node 40
 expect_in "$TMP/err" "option --inter-bw-node: give --inter-bw (per GPU) or --inter-bw-node (per node), not both" \
     "--inter-bw-node: message"
+# --inter-bw-node is the node's network shared by its GPUs: 40 GB/s on 8-GPU nodes is
+# --inter-bw 5 per GPU, on 4-GPU nodes 10. The plans must be the same, figure for figure.
+same_plan() {  # same_plan GPUS_PER_NODE NODE_BW GPU_BW
+    expect_rc 0 "plan --inter-bw-node $2, $1 GPUs a node" -- "$PLAN" --model llama-70b --gpus 64 --cluster h100 \
+        --gpus-per-node "$1" --inter-bw-node "$2" --json "$TMP/node.json"
+    cp "$TMP/out" "$TMP/node.out"
+    expect_rc 0 "plan --inter-bw $3, $1 GPUs a node" -- "$PLAN" --model llama-70b --gpus 64 --cluster h100 \
+        --gpus-per-node "$1" --inter-bw "$3" --json "$TMP/gpu.json"
+    if cmp -s "$TMP/node.out" "$TMP/out" && python3 -c 'import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+sys.exit(any(a[k] != b[k] for k in ("cluster", "configurations")))' "$TMP/node.json" "$TMP/gpu.json"; then
+        pass "--inter-bw-node $2 on $1-GPU nodes plans as --inter-bw $3"
+    else
+        fail "--inter-bw-node $2 on $1-GPU nodes differs from --inter-bw $3: $(diff "$TMP/node.out" "$TMP/out" | head -3)"
+    fi
+}
+same_plan 8 40 5
+same_plan 4 40 10
 
 finish

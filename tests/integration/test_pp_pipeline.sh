@@ -81,13 +81,21 @@ python3 "$TESTS_DIR/results.py" "$TMP/r.csv" "$TMP/r.json" --columns $COLS --row
 
 expect_rc 0 "oversubscribed run is recorded" -- \
     mpi 4 "$BIN/pp_pipeline" $SMALL --layers 4 --micro-batches 2 --schedule 1f1b --json "$TMP/o.json"
-python3 - "$TMP/o.json" "$(nproc)" <<'PY' && pass "oversubscription in metadata and rows" || fail "oversubscription in metadata and rows"
+# Against the node's cores as hwloc counts them (nproc counts hardware threads).
+python3 - "$TMP/o.json" <<'PY' && pass "oversubscription in metadata and rows" || fail "oversubscription in metadata and rows"
 import json, sys
 d = json.load(open(sys.argv[1]))
-want = 4 > int(sys.argv[2])
+want = 4 > d["meta"]["topology"]["cores"]
 assert bool(d["meta"]["oversubscribed"]) == want, d["meta"]["oversubscribed"]
 assert all(bool(r["oversubscribed"]) == want for r in d["rows"])
 PY
+# The other side: exactly one rank per core is not oversubscribed. The metadata is every benchmark's; coll_sweep is the cheapest.
+cores=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["meta"]["topology"]["cores"])' "$TMP/o.json")
+expect_rc 0 "one rank per core ($cores)" -- \
+    mpi "$cores" "$BIN/coll_sweep" --coll allreduce -b 8 -e 8 -n 1 -w 0 --json "$TMP/cores.json"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["meta"]["oversubscribed"] is not False)' \
+    "$TMP/cores.json" && pass "$cores ranks on $cores cores: not oversubscribed" \
+    || fail "$cores ranks on $cores cores recorded as oversubscribed"
 
 # The default iteration counts (docs/pp_pipeline.md: 5 timed steps, 1 warm-up, 30 s cap) are the metadata's.
 expect_rc 0 "default iterations" -- \

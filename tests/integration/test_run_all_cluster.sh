@@ -66,6 +66,11 @@ PY
 # the emulated nodes share its cores, and concurrent node groups measure the
 # scheduler, not the nodes).
 expect_rc 0 "emulate-cluster.sh slow 2 250mbit" -- "$EMU" slow 2 250mbit
+expect_in "$TMP/err" "pbnode2's uplink now 250mbit" "slow: says the rate it set"
+# What the kernel shapes to, read back from tc by status: 250 Mbit/s (not 2^20-based) on node 2 only.
+expect_rc 0 "emulate-cluster.sh status after slow" -- "$EMU" status
+expect_in "$TMP/out" "pbnode2 198.18.0.3: uplink 250Mbit;" "status: node 2 shaped to 250 Mbit/s"
+expect_in "$TMP/out" "pbnode1 198.18.0.2: uplink 1Gbit;" "status: node 1 still at the cluster's 1 Gbit/s"
 S=$TMP/slow
 mkdir -p "$S"
 expect_rc 0 "p2p_sweep --matrix, 4 nodes x 1, node 2 slowed" -- timeout 200 mpirun --hostfile "$PB_EMU_HOSTFILE" \
