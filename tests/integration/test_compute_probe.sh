@@ -18,6 +18,24 @@ PY
 expect_rc 0 "compute_probe, 16 sizes" -- "$BIN/compute_probe" --sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 -n 1 \
     --copy-bytes 16M --csv "$TMP/p16.csv"
 [ "$(grep -c '^gemm,' "$TMP/p16.csv")" = 16 ] && pass "16 GEMM rows" || fail "16 sizes: $(grep -c '^gemm,' "$TMP/p16.csv") GEMM rows"
+# --warmup-ms: GEMMs of the largest size for at least that long before timing. The line
+# it prints must describe real GEMMs: at least the time asked, and a rate (2 n^3 flops a
+# GEMM) no higher than the one then measured at that size allows, not a count of loop
+# turns. (Lower is expected: each warm-up GEMM also allocates and fills its matrices.)
+expect_rc 0 "compute_probe --warmup-ms 100" -- "$BIN/compute_probe" --sizes 64,256 -n 3 --copy-bytes 16M \
+    --warmup-ms 100 --csv "$TMP/w.csv"
+python3 - "$TMP/out" "$TMP/w.csv" <<'PY' && pass "warm-up: real GEMMs of the largest size for >= 100 ms" || fail "warm-up line"
+import csv, re, sys
+m = re.search(r"^# warm-up (\d+) GEMMs of (\d+) in (\d+) ms \(at least 100 ms\)$", open(sys.argv[1]).read(), re.M)
+assert m, open(sys.argv[1]).read()
+count, n, ms = int(m[1]), int(m[2]), int(m[3])
+assert n == 256 and count >= 1 and ms >= 100, m[0]
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith("#")) if r["test"] == "gemm"]
+measured = float(next(r["rate"] for r in rows if r["size"] == "256"))
+warm = count * 2.0 * n ** 3 / (ms * 1e-3) / 1e9
+assert warm <= 10 * measured, (warm, measured)
+print(f"warm-up {warm:.1f} GFLOP/s, measured {measured:.1f}")
+PY
 if [ -n "$(ldd "$BIN/compute_probe" | grep -i cublas)" ] && ! nvidia-smi >/dev/null 2>&1; then
     expect_rc 3 "--engine cublas without a GPU exits 3" -- "$BIN/compute_probe" --engine cublas
     expect_in "$TMP/err" "GPU" "the message says why"

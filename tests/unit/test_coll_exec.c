@@ -11,6 +11,7 @@
 #include "assert_near.h"
 
 #include "coll/coll_exec.h"
+#include "coll/coll_op.h"
 #include "core/error.h"
 
 #include <math.h>
@@ -163,6 +164,40 @@ static void test_in_place_pointers(void **state)
     assert_int_equal(pb_coll_exec_in_place("--in-place", PB_COLL_SENDRECV, &sh, PB_FLOAT32, 0, buf, &send, &recv), PB_ERR_USAGE);
 }
 
+static int rank_three(const pb_comm *c)
+{
+    (void)c;
+    return 3;
+}
+
+/* coll_sweep's pointers for an iteration: its own send and receive slots, or
+ * with --in-place both inside the larger of the two (NCCL's forms above); the
+ * pointer arithmetic is the same on host memory. */
+static void test_op_slots(void **state)
+{
+    (void)state;
+    static float small[16], big[64];
+    pb_comm_backend be = {.rank = rank_three};
+    pb_coll_op x = {.be = &be, .comm = fake_comm, .coll = PB_COLL_ALLGATHER, .dtype = PB_FLOAT32,
+                    .send = {.base = (char *)small, .slots = 1}, .recv = {.base = (char *)big, .slots = 1}};
+    pb_coll_exec_shape_of(PB_COLL_ALLGATHER, sizeof big, PB_FLOAT32, 4, &x.shape);
+    void *send, *recv;
+    pb_coll_op_slots(&x, 5, &send, &recv);
+    assert_ptr_equal(send, small);
+    assert_ptr_equal(recv, big);
+    x.in_place = 1;
+    pb_coll_op_slots(&x, 5, &send, &recv);
+    assert_ptr_equal(recv, big);
+    assert_ptr_equal(send, big + 3 * 16);
+    /* reducescatter: the input is the larger, the output rank 3's block of it */
+    x.coll = PB_COLL_REDUCESCATTER;
+    x.send.base = (char *)big, x.recv.base = (char *)small;
+    pb_coll_exec_shape_of(PB_COLL_REDUCESCATTER, sizeof big, PB_FLOAT32, 4, &x.shape);
+    pb_coll_op_slots(&x, 5, &send, &recv);
+    assert_ptr_equal(send, big);
+    assert_ptr_equal(recv, big + 3 * 16);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +209,7 @@ int main(void)
         cmocka_unit_test_setup(test_no_events_or_no_operations, reset),
         cmocka_unit_test_setup(test_failed_operation_closes_the_span, reset),
         cmocka_unit_test(test_in_place_pointers),
+        cmocka_unit_test(test_op_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
