@@ -95,4 +95,15 @@ for n in 1 3; do
     expect_rc 0 "--dry-run with $n GPU(s) listed" -- env PATH="$TMP/smi:$PATH" BUILD="$BUILD" "$RA" --dry-run --quick
     expect_in "$TMP/out" "$n ranks ($n GPUs), mpirun, bound to: gpu" "$n GPU(s): $n rank(s), bound near their GPU"
 done
+# The cores come from nproc; when it cannot say (fails, or prints no number), one core is
+# assumed, and the default is then 2 ranks. A fake nproc on PATH for each case.
+mkdir -p "$TMP/nproc"
+for fake in 'echo 4; exit 1' 'echo unknown'; do
+    printf '#!/bin/sh
+%s
+' "$fake" >"$TMP/nproc/nproc"
+    chmod +x "$TMP/nproc/nproc"
+    expect_rc 0 "--dry-run, nproc: $fake" -- env PATH="$TMP/nproc:$PATH" BUILD="$BUILD" "$RA" --dry-run --quick
+    expect_in "$TMP/out" "2 ranks (1 cores)" "nproc: $fake: 1 core assumed"
+done
 finish
