@@ -64,9 +64,13 @@ static void test_fit_bandwidth_only(void **state)
     (void)state;
     pb_plan_fit_obs o[2] = {{0, 1e8, 0.1}, {0, 2e8, 0.2}}; /* 1 GB/s, no latency information */
     pb_model_link got;
-    assert_int_equal(pb_plan_fit_alpha_beta(o, 2, &got, NULL, NULL), PB_OK);
+    int kept = -1;
+    double rms = -1;
+    assert_int_equal(pb_plan_fit_alpha_beta(o, 2, &got, &rms, &kept), PB_OK);
     assert_true(within(got.bw_Bps, 1e9, 1e-9));
     assert_true(got.alpha_s == 0.0);
+    assert_int_equal(kept, 2); /* too few points for the robust pass: both counted, once */
+    assert_true(rms >= 0 && rms < 1e-9);
     pb_plan_fit_obs bad[1] = {{1, 0, 0}};
     assert_int_equal(pb_plan_fit_alpha_beta(bad, 1, &got, NULL, NULL), PB_ERR_CHECK);
 }
