@@ -82,12 +82,30 @@ static void writer_marks(void **state)
     assert_int_equal(read_text("# only a comment\n", 17, &t), PB_ERR_CHECK);
 }
 
+/* A file that cannot be opened: PB_ERR_ENV, and the table holds nothing, whatever
+ * the caller's struct held before (callers free it, and print bad_line). */
+static void missing_file(void **state)
+{
+    (void)state;
+    pb_csv t;
+    memset(&t, 0x5a, sizeof t);
+    assert_int_equal(pb_csv_read("/nonexistent/parabench/results.csv", &t), PB_ERR_ENV);
+    assert_int_equal(t.ncols, 0);
+    assert_int_equal(t.nrows, 0);
+    assert_null(t.header);
+    assert_null(t.rows);
+    assert_int_equal(t.bad_line, 0);
+    assert_false(t.complete);
+    pb_csv_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_file),
         cmocka_unit_test(refused_lines),
         cmocka_unit_test(writer_marks),
+        cmocka_unit_test(missing_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
