@@ -414,9 +414,8 @@ static int place(tp_run *r)
         pb_link_class cls = pb_world_link(&b->w, ranks, t);
         all = g == 0 ? cls : pb_link_join(all, cls);
         if (b->rep) {
-            char list[256] = "";
-            for (int k = 0, len = 0; k < t && len < (int)sizeof list - 16; k++)
-                len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", k ? "," : "", ranks[k]);
+            char list[256];
+            pb_parse_join_ints(ranks, t, list, sizeof list);
             pb_report_note(b->rep, "TP group %d: ranks {%s}, %s", g, list, pb_link_name(cls));
         }
     }

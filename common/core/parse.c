@@ -315,6 +315,25 @@ const char *pb_parse_join_names(const char *const *names, char *buf, size_t len)
     return buf;
 }
 
+int pb_parse_join_ints(const int *v, int n, char *buf, size_t len)
+{
+    if (len == 0) return 0;
+    buf[0] = '\0';
+    size_t used = 0;
+    for (int k = 0; k < n; k++) {
+        char item[16];
+        size_t m = (size_t)snprintf(item, sizeof item, "%s%d", k ? "," : "", v[k]);
+        /* an item that is not the last keeps room for a closing ",..." */
+        if (used + m + (k + 1 < n ? 4 : 0) >= len) {
+            snprintf(buf + used, len - used, "%s...", k ? "," : "");
+            return k;
+        }
+        memcpy(buf + used, item, m + 1);
+        used += m;
+    }
+    return n;
+}
+
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out)
 {
     for (int i = 0; names[i]; i++) {

@@ -43,6 +43,11 @@ int pb_parse_count(const char *option, const char *text, double min, double max,
  * (help texts and "expected ..." messages of the tables). Returns buf. */
 const char *pb_parse_join_names(const char *const *names, char *buf, size_t len);
 
+/* The n integers as "1,2,3" into buf (notes naming the ranks of a group). One
+ * that does not fit ends the list with "..." instead, so a long list is cut,
+ * never overrun. Returns how many were written. */
+int pb_parse_join_ints(const int *v, int n, char *buf, size_t len);
+
 /* Index of `text` in the NULL-terminated `names`, or a usage error listing them. */
 int pb_parse_choice(const char *option, const char *text, const char *const *names, int *out);
 

@@ -250,6 +250,35 @@ static void counts_on_a_dirty_stack(void **state)
     }
 }
 
+/* A group's ranks in a note: whole when they fit, else cut after an item with
+ * "..." (a TP group of 128 ranks in a 256-byte note), never past the buffer. */
+static void joined_integers(void **state)
+{
+    (void)state;
+    char buf[256];
+    const int three[] = {1, 22, -333};
+    assert_int_equal(pb_parse_join_ints(three, 3, buf, 10), 3);
+    assert_string_equal(buf, "1,22,-333");
+    assert_int_equal(pb_parse_join_ints(three, 3, buf, 9), 2);
+    assert_string_equal(buf, "1,22,...");
+    assert_int_equal(pb_parse_join_ints(three, 3, buf, 8), 1); /* ",22" would leave no room for ",..." */
+    assert_string_equal(buf, "1,...");
+    assert_int_equal(pb_parse_join_ints(three, 0, buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+    int ranks[128], k;
+    for (k = 0; k < 128; k++) ranks[k] = k;
+    memset(buf, 'x', sizeof buf);
+    int n = pb_parse_join_ints(ranks, 128, buf, sizeof buf);
+    assert_true(n > 50 && n < 128);
+    size_t len = strlen(buf);
+    assert_true(len < sizeof buf && len + 5 >= sizeof buf - 4);
+    assert_string_equal(buf + len - 4, ",...");
+    char want[256] = "";
+    for (k = 0; k < n; k++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? "," : "", k);
+    assert_int_equal(strncmp(buf, want, strlen(want)), 0);
+    assert_int_equal(len, strlen(want) + 4);
+}
+
 int main(void)
 {
     pb_error_set_quiet_usage(1); /* the messages are for users; here only the status matters */
@@ -258,7 +287,7 @@ int main(void)
         cmocka_unit_test(size_lists),          cmocka_unit_test(integers_and_doubles),
         cmocka_unit_test(choices),             cmocka_unit_test(lists),             cmocka_unit_test(sweep_sizes),
         cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error), cmocka_unit_test(link_classes),
-        cmocka_unit_test(short_names_are_letters), cmocka_unit_test(counts_on_a_dirty_stack),
+        cmocka_unit_test(short_names_are_letters), cmocka_unit_test(counts_on_a_dirty_stack), cmocka_unit_test(joined_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
