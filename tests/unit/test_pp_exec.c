@@ -51,6 +51,37 @@ static pb_pp_exec *one_stage(pb_pp_sched sched, pb_pp_schedule_plan *plan)
     return ex;
 }
 
+/* The MPI backend, counting the communicators made and freed through it. */
+static int made, freed;
+static pb_comm_backend counting;
+static int count_create(MPI_Comm group, pb_comm **out)
+{
+    made++;
+    return pb_comm_backend_mpi()->comm_create(group, out);
+}
+static void count_destroy(pb_comm *c)
+{
+    freed++;
+    pb_comm_backend_mpi()->comm_destroy(c);
+}
+
+/* One communicator per link colour and direction (2 colours unless an odd ring
+ * needs a third), each freed with the executor. */
+static void communicators_per_colour(void **state)
+{
+    (void)state;
+    counting = *pb_comm_backend_mpi();
+    counting.comm_create = count_create, counting.comm_destroy = count_destroy;
+    made = freed = 0;
+    pb_pp_config cfg = {.be = &counting, .group = MPI_COMM_SELF, .act_count = 16, .act_dtype = PB_FLOAT32,
+                        .max_sends = 4};
+    pb_pp_exec *ex = NULL;
+    assert_int_equal(pb_pp_exec_create(&cfg, &ex), PB_OK);
+    assert_int_equal(made, 2 * 2);
+    pb_pp_exec_destroy(ex);
+    assert_int_equal(freed, made);
+}
+
 static void stats_are_one_steps(void **state)
 {
     (void)state;
@@ -106,7 +137,8 @@ static void trace_records_the_step(void **state)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(stats_are_one_steps), cmocka_unit_test(trace_records_the_step)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(communicators_per_colour), cmocka_unit_test(stats_are_one_steps),
+                                       cmocka_unit_test(trace_records_the_step)};
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     MPI_Finalize();
     return failed;
