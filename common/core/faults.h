@@ -3,8 +3,9 @@
  *   PARABENCH_TEST_CORRUPT=RANK  that rank corrupts one element it validates;
  *   PARABENCH_TEST_SKIP=RANK     that rank skips the measured operations, so
  *                                its peers hang and the watchdog must fire;
- *   PARABENCH_TEST_SKIP_VALIDATE=RANK  the same in p2p's validation exchange
- *                                only, after the measured loop;
+ *   PARABENCH_TEST_SKIP_VALIDATE=RANK  the same in the validation exchange
+ *                                only (p2p's, after the measured loop, and a
+ *                                collective's; RANK in the pair or group);
  *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
  *                                the status the real failure has (exit 3 for
  *                                all of these), before the collective that

@@ -40,6 +40,15 @@ expect_rc 4 "p2p_sweep hang in validation ends with exit 4" -- \
     mpi 2 -x PARABENCH_TEST_SKIP_VALIDATE=1 "$BIN/p2p_sweep" --sizes 64 -n 5 -w 1 --timeout 2
 expect_in "$TMP/err" "stuck for" "the validation hang is reported"
 expect_in "$TMP/err" "phase validate" "the report names the validation phase"
+# The same in a collective's validation: the ranks left waiting name it (iteration 0, the
+# one validated), and the rank that skipped, past it and not in a watched operation, prints nothing.
+expect_rc 4 "coll_sweep hang in validation ends with exit 4" -- \
+    mpi 3 -x PARABENCH_TEST_SKIP_VALIDATE=1 "$BIN/coll_sweep" --sizes 1K -n 5 -w 1 --timeout 2
+grep -qE "TIMEOUT: rank 0 .*, timed iteration 0, phase validate\." "$TMP/err" &&
+    grep -qE "TIMEOUT: rank 2 .*, timed iteration 0, phase validate\." "$TMP/err" &&
+    ! grep -q "TIMEOUT: rank 1 " "$TMP/err" &&
+    pass "ranks 0 and 2 stuck in validate at iteration 0, rank 1 silent" ||
+    { fail "the collective's validation hang:"; grep TIMEOUT "$TMP/err" | sed 's/^/  | /' >&2; }
 # The other side: a run longer than --timeout whose operations all complete is not a hang.
 # A size capped at 3 s of ten million iterations runs 3 s, progressing all along, under --timeout 1
 # (a million 8-byte all-reduces can finish in under 2 s, before the cap binds).
