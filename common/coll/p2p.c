@@ -42,6 +42,7 @@ typedef struct pair {
     const pb_p2p_cfg *cfg;
     const pb_buffers *sbuf, *rbuf;
     int skip; /* test-only: this rank skips its operations (PARABENCH_TEST_SKIP) */
+    int slow; /* test-only: this rank sleeps before each iteration (PARABENCH_TEST_SLOW) */
 } pair;
 
 static int post_window(pair *p, int sends, int recvs, int iter)
@@ -83,6 +84,7 @@ static int ping_pong(pair *p, int lead, int iter)
 static int iteration(pair *p, int iter)
 {
     if (p->skip) return PB_OK; /* leave the peer waiting, for the watchdog test */
+    if (p->slow) nanosleep(&(struct timespec){0, PB_FAULTS_SLOW_US * 1000L}, NULL);
     int lead = p->me == p->initiator, w = p->cfg->window;
     switch (p->cfg->mode) {
     case PB_P2P_LATENCY: return ping_pong(p, lead, iter);
@@ -178,8 +180,9 @@ static int check_exchange(pair *p, MPI_Comm ctrl, long long *wrong)
 int pb_p2p_measure(const pb_comm_backend *be, pb_comm *comm, MPI_Comm ctrl, int initiator, int peer, size_t bytes,
                    const pb_p2p_cfg *cfg, const pb_buffers *sbuf, const pb_buffers *rbuf, pb_p2p_result *out)
 {
-    pair p = {be, comm, be->rank(comm), peer, initiator, bytes, cfg, sbuf, rbuf, 0};
+    pair p = {be, comm, be->rank(comm), peer, initiator, bytes, cfg, sbuf, rbuf, 0, 0};
     p.skip = pb_faults_skip_rank() == p.me;
+    p.slow = pb_faults_slow_rank() == p.me;
     int n;
     PB_TRY(warm_up(&p, ctrl, &n));
     /* Small-message latency is timed in batches of round trips, one clock

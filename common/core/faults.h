@@ -6,6 +6,9 @@
  *   PARABENCH_TEST_SKIP_VALIDATE=RANK  the same in the validation exchange
  *                                only (p2p's, after the measured loop, and a
  *                                collective's; RANK in the pair or group);
+ *   PARABENCH_TEST_SLOW=RANK     that rank sleeps PB_FAULTS_SLOW_US before each
+ *                                p2p iteration it takes part in: its pairs are
+ *                                slow, deterministically (the slow-pair verdict);
  *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
  *                                the status the real failure has (exit 3 for
  *                                all of these), before the collective that
@@ -36,6 +39,8 @@ static inline int pb_faults_corrupt_rank(void) { return pb_faults_rank("PARABENC
 int pb_faults_fail(const char *site);
 
 static inline int pb_faults_skip_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP"); }
+static inline int pb_faults_slow_rank(void) { return pb_faults_rank("PARABENCH_TEST_SLOW"); }
+#define PB_FAULTS_SLOW_US 3000 /* far above any latency or 64 KiB transfer time on one machine */
 static inline int pb_faults_skip_validate_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP_VALIDATE"); }
 
 #endif
