@@ -146,6 +146,9 @@ done <<'CASES'
 CASES
 # Without the check (-c 0) nothing is captured: the first stage's input gradients are not copied anywhere.
 expect_rc 0 "-c 0: the pipeline runs unchecked" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 -c 0
+# and claims no verdict it did not reach (the checked runs' "wrong values: 0 OK" footer)
+grep -q "wrong values" "$TMP/out" && fail "-c 0 printed a validation verdict: $(grep "wrong values" "$TMP/out")" \
+    || pass "-c 0: no 'wrong values' verdict"
 # Every benchmark's output starts with its name, as the result files' readers expect.
 [ "$(head -n 1 "$TMP/out")" = "# parabench pp_pipeline" ] && pass "the output's first line names the benchmark" \
     || fail "first line: '$(head -n 1 "$TMP/out")', expected '# parabench pp_pipeline'"
