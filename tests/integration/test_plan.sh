@@ -223,6 +223,12 @@ awk -F' = ' '$1 == "intra_bw_GBps" { i = $2 } $1 == "inter_bw_GBps" { x = $2 } E
 cp "$R/coll_sweep_allreduce.csv" "$K/"
 expect_rc 0 "--calibrate with collective rows" -- "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"
 expect_in "$TMP/cal.txt" "intra from the coll fit, inter from the coll fit" "calibration prefers the coll fit"
+# GPUs per node: the most ranks of an intra-node coll_sweep row (a mixed row spans nodes).
+printf '# parabench coll_sweep\ncollective,bytes,nranks,link_class\nallreduce,8,8,intra\nallreduce,8,4,intra\nallreduce,8,16,mixed\n# complete\n' \
+    >"$K/coll_sweep.csv"
+expect_rc 0 "--calibrate with coll_sweep rows of 8 and 4 ranks in a node, 16 across" -- \
+    "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"
+expect_in "$TMP/cal.txt" "gpus_per_node = 8" "GPUs per node from the largest intra-node group"
 rm "$R/tp_layer.csv"
 expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
 expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
