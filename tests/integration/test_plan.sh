@@ -17,6 +17,10 @@ expect_in "$TMP/repro" "with the exact ring volume it is 9.8% (0.49 s / 5 s)" "r
 expect_in "$TMP/repro" "82.05%" "reproduce: pipeline efficiency 32/39"
 expect_in "$TMP/repro" "8.75e9 per stage" "reproduce: 70B over 8 stages"
 expect_in "$TMP/repro" "8.33 ms < 10 ms" "reproduce: 5 GB over NVLink"
+# 7e9 params x 16 B (mixed-precision Adam) = 112 GB; bf16 weights 2 B = 14 GB; with grads 4 B = 28 GB
+expect_in "$TMP/repro" "112 GB > 80 GB (bf16 weights alone 14 GB; weights+grads 28 GB)" "reproduce: the 7B fit's bytes"
+expect_in "$TMP/repro" "(x16 B = 140 GB of weights+grads+Adam per stage, 17.5 GB per GPU at t=8)" \
+    "reproduce: 8.75e9 params x 16 B per stage, over 8 GPUs"
 expect_in "$TMP/repro" "assumes" "reproduce: prints assumptions"
 if grep -q "DIFFERS (model should" "$TMP/repro"; then fail "reproduce: a must-match figure differs"; else pass "reproduce: no must-match figure differs"; fi
 
