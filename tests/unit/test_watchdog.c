@@ -101,6 +101,37 @@ static void disarmed_never_fires(void **state)
     assert_true(seen == -1);
 }
 
+/* Child: a watchdog started with a 0.3 s timeout and stopped, then an
+ * operation armed for 1 s (as a benchmark's code after its measurements may
+ * be): a stopped watchdog has no thread left to fire. Writes what child does. */
+static void stopped_child(int fd, int unused)
+{
+    (void)unused;
+    MPI_Init(NULL, NULL);
+    if (pb_watchdog_start(0.3, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
+    pb_watchdog_stop();
+    double t0 = now_s(), seen = -1;
+    pb_watchdog_arm(0, "after stop");
+    while (now_s() - t0 < 1 && seen < 0) {
+        if (pb_watchdog_fired()) seen = now_s() - t0;
+        usleep(1000);
+    }
+    dprintf(fd, "%.3f\n", seen);
+    close(fd);
+    if (seen >= 0) pause(); /* the watchdog ends the process */
+    pb_watchdog_disarm();
+    MPI_Finalize();
+    _exit(0);
+}
+
+static void stopped_never_fires(void **state)
+{
+    (void)state;
+    double seen, after;
+    assert_int_equal(run_child(stopped_child, 0, &seen, &after), 0);
+    assert_true(seen == -1);
+}
+
 /* Child: a watchdog armed with a long timeout while the rank sleeps 1 s.
  * Writes to FD the CPU seconds the process used over that second: the
  * watchdog looks every 50 ms and sleeps between looks, so a rank waiting on a
@@ -138,6 +169,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fired_before_the_job_ends),
+        cmocka_unit_test(stopped_never_fires),
         cmocka_unit_test(disarmed_never_fires),
         cmocka_unit_test(sleeps_between_looks),
     };
