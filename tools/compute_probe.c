@@ -76,6 +76,7 @@ enum {
     COL_ENGINE,
     COL_DTYPE,
     COL_SIZE,
+    COL_ITERS,
     COL_RATE,
     COL_UNIT,
     NCOLS
@@ -86,6 +87,7 @@ static const pb_report_column cols[] = {
     [COL_ENGINE] = {"engine", "engine", "", PB_COL_STR, 7, 0, ""},
     [COL_DTYPE] = {"dtype", "type", "", PB_COL_STR, 9, 0, ""},
     [COL_SIZE] = {"size", "size", "", PB_COL_INT, 11, 0, ""},
+    [COL_ITERS] = {"iters", "iters", "", PB_COL_INT, 6, 0, ""},
     [COL_RATE] = {"rate", "rate", "", PB_COL_FLOAT, 12, 1, ""},
     [COL_UNIT] = {"unit", "unit", "", PB_COL_STR, 7, 0, ""},
 };
@@ -136,6 +138,7 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
             [COL_ENGINE] = PB_S(e->name),
             [COL_DTYPE] = PB_S(pb_dtype_name(e->gemm_dtype(o->dtype))),
             [COL_SIZE] = PB_I(n),
+            [COL_ITERS] = PB_I(o->iters),
             [COL_RATE] = PB_F(gflops),
             [COL_UNIT] = PB_S("GFLOP/s"),
         };
@@ -149,6 +152,7 @@ static int run(const probe_opts *o, const pb_compute *e, pb_report *rep)
         [COL_ENGINE] = PB_S(e->name),
         [COL_DTYPE] = PB_S("byte"),
         [COL_SIZE] = PB_I(o->copy_bytes),
+        [COL_ITERS] = PB_I(o->iters),
         [COL_RATE] = PB_F(gbps),
         [COL_UNIT] = PB_S("GB/s"),
     };

@@ -13,7 +13,14 @@ assert [r["size"] for r in rows[:2]] == ["64", "1024"], rows
 assert all(r["unit"] == "GFLOP/s" and r["engine"] == "blas" for r in rows[:2]), rows
 assert all(float(r["rate"]) < 1e6 for r in rows), rows          # finite, not a unit slip
 assert rows[2]["unit"] == "GB/s" and rows[2]["size"] == str(16 << 20), rows
+assert all(r["iters"] == "3" for r in rows), rows                # -n 3: each rate over 3 timed runs
 PY
+# Without -n, 10 timed GEMMs (and copies) a row (docs/compute.md).
+expect_rc 0 "compute_probe, default iterations" -- "$BIN/compute_probe" --sizes 64 --copy-bytes 1M --csv "$TMP/d.csv"
+python3 -c 'import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+sys.exit(not (len(rows) == 2 and all(r["iters"] == "10" for r in rows)))' "$TMP/d.csv" \
+    && pass "default: 10 iterations a row" || fail "default iterations: $(grep -v '^#' "$TMP/d.csv" | tr '\n' ' ')"
 # The most sizes a list takes (16): the memory check looks at those 16 and nothing past them.
 expect_rc 0 "compute_probe, 16 sizes" -- "$BIN/compute_probe" --sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 -n 1 \
     --copy-bytes 16M --csv "$TMP/p16.csv"

@@ -233,6 +233,12 @@ printf '# parabench coll_sweep\ncollective,bytes,nranks,link_class\nallreduce,8,
 expect_rc 0 "--calibrate with coll_sweep rows of 8 and 4 ranks in a node, 16 across" -- \
     "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"
 expect_in "$TMP/cal.txt" "gpus_per_node = 8" "GPUs per node from the largest intra-node group"
+# --fit on sweeps alone: links fitted, no workload row to predict, and it says so.
+expect_rc 0 "--fit on a directory of sweeps only" -- "$PLAN" --fit "$K"
+expect_in "$TMP/out" "(no dp_allreduce, tp_layer, pp_pipeline or hybrid_3d rows to predict)" "nothing to predict: said"
+expect_rc 0 "--fit with workload rows" -- "$PLAN" --fit "$R"
+grep -q "rows to predict)" "$TMP/out" && fail "--fit with rows to predict says it has none" \
+    || pass "rows to predict: no 'nothing to predict' line"
 rm "$R/tp_layer.csv"
 expect_rc 0 "--fit with a benchmark file missing" -- "$PLAN" --fit "$R"
 expect_in "$TMP/out" "note: no tp_layer*.csv" "missing file noted"
