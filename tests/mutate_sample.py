@@ -543,13 +543,27 @@ def known_killers(path=os.path.join(ROOT, "tests", "mutations.txt")):
     return out
 
 
+def line_killers(path=os.path.join(ROOT, "tests", "mutations.txt")):
+    """(file, a line's text, stripped) -> the tests of the stanzas whose `find` holds
+    that whole line: the tests written for that very line (lines of 8 characters or
+    fewer, a brace or a `return 0;`, say nothing of which code they are)."""
+    out = {}
+    for st in mutate.parse(path):
+        for line in mutate.unescape(st.get("find", "")).split("\n"):
+            if len(line.strip()) > 8:
+                out.setdefault((st["file"], line.strip()), set()).update(st["tests"].split())
+    return out
+
+
 KNOWN_KILLERS = None
+LINE_KILLERS = None
 
 
 def covering(cov, m):
     """The tests that executed the mutant's line and passed unmutated: first
-    those tests/mutations.txt names for a mutation in the same file (the tests
-    written to check that file), then the others, each group fastest first.
+    those tests/mutations.txt names for a mutation of that very line, then
+    those it names for a mutation in the same file (the tests written to check
+    that file), then the others, each group fastest first.
     A line coverage has no code for (a static table, the second line of
     a statement) takes every test that executed any line of its file; a
     header's declaration (an enum's values, a macro) takes every test that
@@ -559,11 +573,14 @@ def covering(cov, m):
     files = [m.file] + ([m.file[:-2] + ".c"] if m.file.endswith(".h") and not per_line else [])
     ts = [t for t, r in cov.items() if r["rc"] == 0 and t != CODE_LINES and
           (m.line in set(r["lines"].get(m.file, ())) if per_line else any(r["lines"].get(f) for f in files))]
-    global KNOWN_KILLERS
+    global KNOWN_KILLERS, LINE_KILLERS
     if KNOWN_KILLERS is None:
         KNOWN_KILLERS = known_killers()
+    if LINE_KILLERS is None:
+        LINE_KILLERS = line_killers()
     mine = KNOWN_KILLERS.get(m.file, set())
-    return sorted(ts, key=lambda t: (t not in mine, cov[t]["seconds"], t))
+    this_line = LINE_KILLERS.get((m.file, getattr(m, "orig_line", "").strip()), set())
+    return sorted(ts, key=lambda t: (t not in this_line, t not in mine, cov[t]["seconds"], t))
 
 
 # ---- the run ----------------------------------------------------------------

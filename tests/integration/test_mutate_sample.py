@@ -182,6 +182,7 @@ def main():
     # The tests mutations.txt names for the mutant's file run first, then the rest;
     # each group fastest first.
     S.KNOWN_KILLERS = {"common/core/parse.c": {"test_slow.sh", "test_named"}}
+    S.LINE_KILLERS = {}
     ocov = {"test_fast.sh": {"rc": 0, "seconds": 1, "lines": {"common/core/parse.c": [7]}},
             "test_slow": {"rc": 0, "seconds": 50, "lines": {"common/core/parse.c": [7]}},
             "test_slow.sh": {"rc": 0, "seconds": 40, "lines": {"common/core/parse.c": [7]}},
@@ -191,9 +192,21 @@ def main():
     got = S.covering(ocov, m)
     check(got == ["test_named", "test_slow.sh", "test_fast.sh", "test_slow"],
           f"covering tests in order {got}: named ones first, each group fastest first")
-    S.KNOWN_KILLERS = None
+    # A test named for a mutation of that very line comes before the file's others,
+    # however slow: the budget may not leave room for it after them.
+    S.LINE_KILLERS = {("common/core/parse.c", "int x = 1;"): {"test_slow.sh"}}
+    saved, m.orig_line = m.orig_line, "    int x = 1;"
+    got = S.covering(ocov, m)
+    check(got == ["test_slow.sh", "test_named", "test_fast.sh", "test_slow"],
+          f"covering tests in order {got}: the line's own test first, then the file's, then the rest")
+    S.KNOWN_KILLERS = S.LINE_KILLERS = None
+    m.orig_line = saved
     check("test_parse" in S.known_killers().get("common/core/parse.c", ()),
           "mutations.txt names test_parse for common/core/parse.c")
+    lk = S.line_killers()
+    check("test_failmalloc.sh" in lk.get(("common/harness/meta.c",
+          "int status = bind && cores ? PB_OK : pb_fail(PB_ERR_ENV, \"out of memory for the metadata of %d ranks\", w->size);"), ()),
+          "mutations.txt names test_failmalloc.sh for meta.c's out-of-memory line")
 
     # The killing tests run once more on the unmutated copy, rebuilt; one that fails there
     # (test_recipes.sh once needed git, which the copy lacks) has its kills left uncounted.
