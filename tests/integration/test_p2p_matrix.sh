@@ -64,7 +64,7 @@ PY
 expect_rc 0 "p2p_sweep --matrix on 5 ranks, rank 4 slowed" -- \
     mpi 5 -x PARABENCH_TEST_SLOW=4 "$BIN/p2p_sweep" --matrix --sizes 8,64K -n 10 -w 1 --matrix-csv "$TMP/s" \
     --json "$TMP/s.json"
-python3 - "$TMP/s-pairs.csv" "$TMP/out" "$TMP/s.json" <<'PY' && pass "rank 4 slowed: its 4 pairs flagged and named, slower than the rest" || fail "rank 4 slowed"
+python3 - "$TMP/s-pairs.csv" "$TMP/out" "$TMP/s.json" <<'PY' && pass "rank 4 slowed: its 4 pairs flagged and named, slower than the rest; the matrices hold the pairs file's figures" || fail "rank 4 slowed"
 import csv, json, re, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) == 10, rows
@@ -80,6 +80,14 @@ bw = lambda rs: [float(r["bw_GBps"]) for r in rs]
 theirs = [r for r in rows if "4" not in (r["a"], r["b"])]
 ours = [r for r in rows if "4" in (r["a"], r["b"])]
 assert min(lat(ours)) > max(lat(theirs)) and max(bw(ours)) < min(bw(theirs)), rows
+# The N x N matrices hold the pairs file's figures, each in both cells (a,b) and (b,a), to 6 digits.
+for kind, col in (("latency", "latency_us"), ("bw", "bw_GBps")):
+    m = list(csv.reader(l for l in open(sys.argv[1].replace("-pairs.csv", f"-{kind}.csv")) if not l.startswith("#")))
+    assert m[0] == ["rank", "0", "1", "2", "3", "4"] and len(m) == 6, m
+    for r in rows:
+        a, b, want = int(r["a"]), int(r["b"]), float(r[col])
+        for got in (float(m[a + 1][b + 1]), float(m[b + 1][a + 1])):
+            assert abs(got - want) <= 1e-5 * abs(want), (kind, a, b, got, want)
 PY
 
 expect_rc 2 "--matrix with --pair is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --pair 0,1

@@ -135,4 +135,23 @@ print("node 2 ranked first (3 pieces of evidence) and left out of good-hosts.txt
 PY
 then pass "$(cat "$TMP/out")"
 else fail "suspects"; sed 's/^/  | /' "$TMP/out" >&2; fi
+
+# The bar itself: a suspect scores above 1.0, not at it. Three hosts of one rank, the matrix
+# alone: with pair 0-1 slow, n0 and n1 each have 1 of their 2 pairs slow (score exactly 1.0)
+# and stay good; with 0-2 slow too, n0 has 2 of 2 (2.0) and is the one suspect.
+for slow in "0-1" "0-1 0-2"; do
+    B=$TMP/bar-${slow// /_}
+    mkdir -p "$B"
+    printf '{"machine": {"hosts": [{"name":"n0","ranks":[0]},{"name":"n1","ranks":[1]},{"name":"n2","ranks":[2]}]}}\n' >"$B/meta.json"
+    { echo "a,b,link_class,latency_us,bw_GBps,slow,rail,slow_against"
+      for p in 0-1 0-2 1-2; do
+          case " $slow " in *" $p "*) echo "${p%-*},${p#*-},inter,9,2,1,-1,class" ;; *) echo "${p%-*},${p#*-},inter,3,10,0,-1," ;; esac
+      done; } >"$B/p2p_matrix-pairs.csv"
+    expect_rc 0 "report.py with matrix pairs $slow slow" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$B"
+done
+expect_in "$TMP/bar-0-1/good-hosts.txt" "n0 slots=1" "score exactly 1.0 (n0): not a suspect"
+expect_in "$TMP/bar-0-1/good-hosts.txt" "n1 slots=1" "score exactly 1.0 (n1): not a suspect"
+grep -q "^n0 " "$TMP/bar-0-1_0-2/good-hosts.txt" && fail "n0 with 2 of 2 pairs slow (2.0) kept in good-hosts.txt" \
+    || pass "score 2.0 (n0): a suspect, left out of good-hosts.txt"
+expect_in "$TMP/bar-0-1_0-2/good-hosts.txt" "n1 slots=1" "n1 at 1.0 beside it: still good"
 finish
