@@ -28,19 +28,24 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Child: arm (or arm and disarm) with a 0.3 s timeout, then poll
+/* What a child does after starting the watchdog with a 0.3 s timeout. */
+enum { ARM, ARM_DISARM, STOP_ARM };
+
+/* Child: arm (ARM), arm and disarm (ARM_DISARM), or stop the watchdog and then
+ * arm (STOP_ARM: a stopped watchdog has no thread left to fire), then poll
  * pb_watchdog_fired for up to 2 s as the NCCL stream sync does. Writes to
  * FD the seconds from arming to the first time the flag was seen (-1: never);
  * the flag is reported as soon as it is seen, since the job may end any moment
  * after it. Exit 0 when it was never seen; the watchdog's exit code when it ends
  * the process. */
-static void child(int fd, int disarm)
+static void child(int fd, int mode)
 {
     MPI_Init(NULL, NULL);
     if (pb_watchdog_start(0.3, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
+    if (mode == STOP_ARM) pb_watchdog_stop();
     double t0 = now_s();
     pb_watchdog_arm(0, "operation");
-    if (disarm) pb_watchdog_disarm();
+    if (mode == ARM_DISARM) pb_watchdog_disarm();
     double seen = -1;
     while (now_s() - t0 < 2 && seen < 0) {
         if (pb_watchdog_fired()) seen = now_s() - t0;
@@ -84,7 +89,7 @@ static void fired_before_the_job_ends(void **state)
 {
     (void)state;
     double seen, grace;
-    int rc = run_child(child, 0, &seen, &grace);
+    int rc = run_child(child, ARM, &seen, &grace);
     /* Seen right after the 0.3 s timeout (the watchdog looks every 50 ms),
      * and the job goes down about 2 s later: time to abort a communicator. */
     assert_true(seen >= 0.3);
@@ -97,38 +102,15 @@ static void disarmed_never_fires(void **state)
 {
     (void)state;
     double seen, grace;
-    assert_int_equal(run_child(child, 1, &seen, &grace), 0);
+    assert_int_equal(run_child(child, ARM_DISARM, &seen, &grace), 0);
     assert_true(seen == -1);
-}
-
-/* Child: a watchdog started with a 0.3 s timeout and stopped, then an
- * operation armed for 1 s (as a benchmark's code after its measurements may
- * be): a stopped watchdog has no thread left to fire. Writes what child does. */
-static void stopped_child(int fd, int unused)
-{
-    (void)unused;
-    MPI_Init(NULL, NULL);
-    if (pb_watchdog_start(0.3, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
-    pb_watchdog_stop();
-    double t0 = now_s(), seen = -1;
-    pb_watchdog_arm(0, "after stop");
-    while (now_s() - t0 < 1 && seen < 0) {
-        if (pb_watchdog_fired()) seen = now_s() - t0;
-        usleep(1000);
-    }
-    dprintf(fd, "%.3f\n", seen);
-    close(fd);
-    if (seen >= 0) pause(); /* the watchdog ends the process */
-    pb_watchdog_disarm();
-    MPI_Finalize();
-    _exit(0);
 }
 
 static void stopped_never_fires(void **state)
 {
     (void)state;
     double seen, after;
-    assert_int_equal(run_child(stopped_child, 0, &seen, &after), 0);
+    assert_int_equal(run_child(child, STOP_ARM, &seen, &after), 0);
     assert_true(seen == -1);
 }
 
