@@ -30,6 +30,9 @@ cp "$TMP/out" "$TMP/e70"
 # the presets' nominal sizes, as their papers give them, reach the job exactly
 python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert (j['model'], j['params']) == ('llama-70b', 70e9), j" \
     "$TMP/e70.json" && pass "70B: the job's params are the preset's 70e9" || fail "70B: the job's params differ from 70e9"
+# LLaMA's batch is 4M tokens: 4 * 2^20 / 4096 = 1024 sequences of the 70B preset's length
+python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert j['global_batch'] == 1024, j" "$TMP/e70.json" \
+    && pass "70B: the default global batch is 4M tokens, 1024 sequences" || fail "70B: the default global batch is not 1024"
 # every configuration's step is its parts: compute, TP, PP, bubble and DP (the slowest stage's, in seconds)
 python3 - "$TMP/e70.json" <<'PY' && pass "70B JSON: step_s = compute + tp + pp + bubble + dp for every configuration" || fail "70B JSON: a step is not the sum of its parts"
 import json, sys

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The unit tests once more, and the integration tests of the tools that run
-# without MPI (acceptance, plan), built with AddressSanitizer and UBSan (the
-# CPU build, in $BUILD/san, as `make sanitize` builds them): an out-of-bounds
-# access, a leak or undefined behaviour that the plain build passes unseen
-# fails here. A sanitizer report exits 86 (tests/sanitizer-env.sh), a code
+# The unit tests once more, the integration tests of the tools that run
+# without MPI (acceptance, plan), and one validated run of every benchmark on
+# 2 ranks, built with AddressSanitizer and UBSan (the CPU build, in $BUILD/san,
+# as `make sanitize` builds them): an out-of-bounds access, a leak or
+# undefined behaviour that the plain build passes unseen fails here (the
+# benchmarks' leaks: tests/lsan.supp leaves out only Open MPI's own). A sanitizer report exits 86 (tests/sanitizer-env.sh), a code
 # no test expects.
 source "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/../sanitizer-env.sh"
@@ -29,8 +30,9 @@ fi
 units=()
 for src in "$ROOT"/tests/unit/test_*.c; do units+=("$SAN_DIR/tests/$(basename "$src" .c)"); done
 tools=(acceptance plan)
+benchmarks=(coll_sweep p2p_sweep dp_allreduce tp_layer pp_pipeline hybrid_3d)
 if ! make -C "$ROOT" -j2 --no-print-directory BUILD="$SAN_DIR" SAN=1 CUDA=0 "${units[@]}" \
-    "${tools[@]/#/$SAN_DIR/bin/}" >"$TMP/build.log" 2>&1; then
+    "${tools[@]/#/$SAN_DIR/bin/}" "${benchmarks[@]/#/$SAN_DIR/bin/}" >"$TMP/build.log" 2>&1; then
     fail "the sanitized build of the unit tests failed:"; tail -20 "$TMP/build.log" >&2
     finish
 fi
@@ -53,4 +55,27 @@ for t in "${tools[@]}"; do
         grep -E "^FAIL|ERROR: |runtime error: |SUMMARY: " "$TMP/test_$t.log" | head -8 | sed 's/^/  | /' >&2
     fi
 done
+# Every benchmark once, validated (-c 1), on the main job's small shapes with
+# every mode of its main option, so each workload's validation and free paths run.
+model="--model tiny --layers 2 --hidden 128 --seq 64 -n 2 -w 1 -c 1"
+while read -r name args; do
+    out=$TMP/$name.${args%% *}
+    # shellcheck disable=SC2086 # the arguments are words
+    if mpi 2 "$SAN_DIR/bin/$name" $args --csv "$out.csv" --json "$out.json" >"$out.log" 2>&1 &&
+        grep -q '^# complete' "$out.csv"; then
+        pass "$name $args: exit 0 under ASan, UBSan and LeakSanitizer, its CSV complete"
+    else
+        rc=$?
+        fail "$name $args under ASan and UBSan exits $rc$([ $rc = 86 ] && echo ' (a sanitizer report)'):"
+        grep -m5 -E "ERROR: |runtime error: |SUMMARY: |^$name" "$out.log" | sed 's/^/  | /' >&2
+    fi
+done <<EOF
+coll_sweep --coll all -b 8 -e 64K -f 8 -n 2 -w 1 -c 1
+p2p_sweep --mode all -b 1 -e 64K -f 16 -n 2 -w 1
+p2p_sweep --matrix --sizes 8,64K -n 2 -w 1
+dp_allreduce --overlap none,bucket --grad-bytes 256K $model
+tp_layer --tp-comm allreduce,sp --tp 2 $model
+pp_pipeline --schedule all --micro-batches 4 $model --layers 4
+hybrid_3d --tp 2 --pp 1 --dp 1 --compare-placements $model
+EOF
 finish

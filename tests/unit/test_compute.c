@@ -340,6 +340,23 @@ static void test_gemm_batched(void **state)
     assert_int_equal(pb_compute_gemm_batched(E, &g), PB_ERR_USAGE);
 }
 
+/* The mixer is splitmix64's finaliser: its first two outputs from seed 0 are
+ * the published 0xe220a8397b1dcdaf and 0x6e789e6aa1b965f4. Weights and inputs
+ * are this function of their coordinates on every engine, CPU and GPU alike. */
+static void test_rng_known_answers(void **state)
+{
+    (void)state;
+    const uint64_t golden = 0x9e3779b97f4a7c15ULL;
+    assert_true(pb_rng_mix64(golden) == 0xe220a8397b1dcdafULL);
+    assert_true(pb_rng_mix64(2 * golden) == 0x6e789e6aa1b965f4ULL);
+    for (uint64_t i = 0; i < 1000; i++) {
+        float u = pb_rng_hash_uniform(42, 1, i, 7);
+        assert_true(u >= -1.0f && u < 1.0f);
+        assert_true(u * 8388608.0f == floorf(u * 8388608.0f)); /* 24 random bits */
+    }
+    assert_true(pb_rng_hash_uniform(42, 1, 2, 3) != pb_rng_hash_uniform(42, 1, 3, 2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_gelu), cmocka_unit_test(test_softmax),           cmocka_unit_test(test_convert_and_copies),
         cmocka_unit_test(test_fill_slices),    cmocka_unit_test(test_describe_and_dtype),
         cmocka_unit_test(test_select_and_helpers), cmocka_unit_test(test_gemm_rate),
+        cmocka_unit_test(test_rng_known_answers),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -32,6 +32,7 @@ static void csv_comment_one_line(void **state)
     check(pb_escape_csv_comment, "\xc0\xaf", "\\xc0\\xaf");       /* overlong '/' */
     check(pb_escape_csv_comment, "\xed\xa0\x80", "\\xed\\xa0\\x80"); /* a surrogate */
     check(pb_escape_csv_comment, "nel\xc2\x85ls\xe2\x80\xa8", "nel\\xc2\\x85ls\\xe2\\x80\\xa8"); /* Unicode line breaks */
+    check(pb_escape_csv_comment, "ps\xe2\x80\xa9", "ps\\xe2\\x80\\xa9"); /* U+2029, the paragraph separator */
     check(pb_escape_csv_comment, NULL, "");
 }
 
@@ -88,10 +89,29 @@ static void shell_words(void **state)
     free(cmd);
 }
 
+/* Outputs of every length up to 300 bytes, across the buffer's growth from
+ * 64 bytes (the terminator must fit each time: the sanitized run of this test
+ * sees one byte written past the buffer). */
+static void long_strings(void **state)
+{
+    (void)state;
+    char in[301], want[601];
+    for (int n = 0; n <= 300; n++) {
+        memset(in, 'a', (size_t)n), in[n] = '\0';
+        check(pb_escape_csv_comment, in, in);
+        check(pb_escape_utf8, in, in);
+        if (n > 150) continue;
+        memset(in, '\n', (size_t)n);
+        for (int i = 0; i < n; i++) want[2 * i] = '\\', want[2 * i + 1] = 'n';
+        want[2 * n] = '\0';
+        check(pb_escape_csv_comment, in, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(csv_comment_one_line), cmocka_unit_test(csv_field_one_field),
                                        cmocka_unit_test(xml_valid), cmocka_unit_test(utf8_replaced),
-                                       cmocka_unit_test(shell_words)};
+                                       cmocka_unit_test(shell_words), cmocka_unit_test(long_strings)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include "core/options.h"
 #include "core/parse.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +251,41 @@ static void counts_on_a_dirty_stack(void **state)
     }
 }
 
+/* An errno left at ERANGE by an earlier call (a strtod of "1e999" anywhere)
+ * must not make a good value out of range: each parser clears it first. */
+static void stale_errno(void **state)
+{
+    (void)state;
+    long long i = 0;
+    double d = 0;
+    int r = -1;
+    errno = ERANGE;
+    assert_int_equal(pb_parse_int("-n", "5", 1, 10, &i), PB_OK);
+    errno = ERANGE;
+    assert_int_equal(pb_parse_double("--timeout", "2.5", 0, 10, &d), PB_OK);
+    errno = ERANGE;
+    assert_int_equal(pb_parse_rank("--slow-rank", "3", 4, &r), PB_OK);
+    assert_true(i == 5 && d == 2.5 && r == 3);
+}
+
+/* A count is copied into a 64-byte buffer with its terminator: 63 characters
+ * fit, 64 are refused (not copied past the buffer). */
+static void count_length_limit(void **state)
+{
+    (void)state;
+    char text[65];
+    memset(text, '0', sizeof text);
+    text[0] = '1', text[1] = '.';
+    double d = 0;
+    text[63] = '\0';
+    assert_int_equal(pb_parse_count("--params", text, 0, 1e13, &d), PB_OK);
+    assert_true(d == 1.0);
+    text[63] = '0', text[64] = '\0';
+    d = 7;
+    assert_int_equal(pb_parse_count("--params", text, 0, 1e13, &d), PB_ERR_USAGE);
+    assert_true(d == 7);
+}
+
 /* A group's ranks in a note: whole when they fit, else cut after an item with
  * "..." (a TP group of 128 ranks in a 256-byte note), never past the buffer. */
 static void joined_integers(void **state)
@@ -288,6 +324,7 @@ int main(void)
         cmocka_unit_test(choices),             cmocka_unit_test(lists),             cmocka_unit_test(sweep_sizes),
         cmocka_unit_test(command_lines),       cmocka_unit_test(parse_after_an_error), cmocka_unit_test(link_classes),
         cmocka_unit_test(short_names_are_letters), cmocka_unit_test(counts_on_a_dirty_stack), cmocka_unit_test(joined_integers),
+        cmocka_unit_test(stale_errno), cmocka_unit_test(count_length_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
