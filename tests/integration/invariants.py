@@ -18,7 +18,8 @@ writer, not noise:
     the DP exposed time and overhead, the PP efficiency, bubble and m/(m+p-1);
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
-  - meta.hosts (in the JSON) names every node once and puts each rank on one of them;
+  - meta (in the JSON) has every key docs/METRICS.md promises, and the sweeps their
+    buffer mode; meta.hosts names every node once and puts each rank on one of them;
     meta.topology has a package, a core and no fewer hardware threads than cores;
   - CSV and JSON agree row for row, every number to within cJSON's rounding
     (1e-15 relative), and on completeness ('# complete' and "complete": true);
@@ -256,7 +257,7 @@ def check_against_json(ck, comments, rows, json_path):
     with open(json_path) as f:
         doc = json.load(f)
     jrows = doc.get("rows", [])
-    check_meta(ck, doc.get("meta", {}))
+    check_meta(ck, doc.get("meta", {}), doc.get("benchmark"))
     csv_done, json_done = "# complete" in comments, doc.get("complete") is True
     # A run stopped midway leaves both files incomplete, one maybe a few rows behind the other
     # (each is written as rows come): then the shorter must be a prefix of the longer.
@@ -280,9 +281,20 @@ def check_against_json(ck, comments, rows, json_path):
                f"{doc.get('complete')}")
 
 
-def check_meta(ck, meta):
+# The metadata every benchmark writes (docs/METRICS.md, "Metadata"), and what some add: the
+# buffer mode of the sweeps that OSU and nccl-tests compare with, the groups of coll_sweep.
+META_KEYS = ("command", "date", "parabench_version", "git_revision", "backend", "backend_library", "nranks",
+             "nnodes", "hosts", "ranks_per_node", "rank_node", "binding", "topology", "oversubscribed")
+META_KEYS_OF = {"coll_sweep": ("buffers", "groups", "iterations"), "p2p_sweep": ("buffers", "iterations")}
+
+
+def check_meta(ck, meta, bench=None):
     check_hosts(ck, meta)
     check_topology(ck, meta)
+    if "parabench_version" in meta:  # written by a benchmark, not a hand-made fixture
+        missing = [k for k in META_KEYS + META_KEYS_OF.get(bench, ()) if k not in meta]
+        if missing:
+            ck.bad(None, f"meta lacks {', '.join(missing)}")
 
 
 def check_hosts(ck, meta):
@@ -353,7 +365,7 @@ def check_json(json_path):
     ck = Checker(json_path)
     doc = load_result_json(json_path)
     rows = [{k: csv_cell(v) for k, v in r.items()} for r in doc["rows"]]
-    check_meta(ck, doc.get("meta", {}))
+    check_meta(ck, doc.get("meta", {}), doc["benchmark"])
     check_rows(ck, doc["benchmark"], rows, int(doc.get("meta", {}).get("nnodes") or 1))
     return ck.errors
 

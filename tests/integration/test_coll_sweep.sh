@@ -74,6 +74,15 @@ done <<'CASES'
 --bogus|--bogus
 CASES
 
+# The invariant checker notices metadata a writer dropped: a copy of the 2-rank run's
+# JSON without its buffer mode (what OSU-style numbers depend on) is refused, naming it.
+mkdir -p "$TMP/nometa"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); del d['meta']['buffers']; json.dump(d, open(sys.argv[2], 'w'))" \
+    "$TMP/c2.json" "$TMP/nometa/coll_sweep.json"
+expect_rc 1 "invariants.py on a coll_sweep.json without meta.buffers" -- python3 "$TESTS_DIR/invariants.py" "$TMP/nometa"
+expect_in "$TMP/err" "meta lacks buffers" "the checker names the missing metadata key"
+INVARIANTS_EXEMPT="$TMP/nometa/coll_sweep.json"
+
 expect_rc 0 "--help exits 0" -- mpi 2 "$BIN/coll_sweep" --help
 expect_in "$TMP/out" "--maxbytes" "help lists the options"
 finish
