@@ -191,7 +191,7 @@ int pb_p2p_measure(const pb_comm_backend *be, pb_comm *comm, MPI_Comm ctrl, int 
     int batch = cfg->mode == PB_P2P_LATENCY && bytes <= PB_LARGE_MESSAGE ? PB_P2P_LATENCY_BATCH : 1;
     if (batch > n) batch = n;
     n -= n % batch;
-    double *samples = malloc(sizeof(double) * (size_t)(n / batch));
+    double *samples = pb_faults_fail("samples") ? NULL : malloc(sizeof(double) * (size_t)(n / batch));
     int status = pair_agree(&p, ctrl, samples ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for %d samples", n / batch));
     if (status != PB_OK || !samples) return free(samples), status; /* !samples implies a failure; said for the analyzer */
     int done = 0;

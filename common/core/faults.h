@@ -17,6 +17,8 @@
  *     comm          a backend's comm_create (comm_mpi.c, and so
  *                   comm_mpi_cuda.c), on every communicator it makes
  *     buffers       coll_sweep's and p2p_sweep's buffer allocation
+ *     samples       a p2p measurement's samples (p2p.c), agreed by the pair
+ *                   alone before its timed loop: the peer must not enter it
  *     gather        runner.c's gather of timings (rank 0's room for every
  *                   rank's samples, another rank's copy of its own)
  *     options       the options, parsed on every rank (bench.c)

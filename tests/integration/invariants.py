@@ -16,6 +16,7 @@ writer, not noise:
     independently: algbw = bytes / time, busbw = algbw x the nccl-tests factor of
     the collective at that rank count, p2p bandwidth from bytes, window and time,
     the DP exposed time and overhead, the PP efficiency, bubble and m/(m+p-1);
+    a TP layer's compute and communication time no more than its step;
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
   - meta (in the JSON) has every key docs/METRICS.md promises, and the sweeps their
@@ -217,6 +218,11 @@ def check_tp_layer(ck, rows, run_nodes):
             ck.bad(i, f"comm_bytes_per_rank {got:.0f} != expected_bytes_per_rank {want:.0f}")
         # the TP groups run at once: the step is the slowest group's, and no group is slower
         step, slow, med = num(r, "step_us"), num(r, "slowest_group_step_us"), num(r, "median_group_step_us")
+        # a rank's compute and communication are timed inside its step, one after the other:
+        # their means over ranks fit in the slowest rank's step
+        busy = (num(r, "compute_us") or 0) + (num(r, "comm_us") or 0)
+        if step is not None and busy > step * (1 + 1e-3):
+            ck.bad(i, f"compute_us + comm_us = {busy} is more than the step, {step} us")
         if "slowest_group" in r:
             if not 0 <= int(r["slowest_group"]) < int(r["groups"]):
                 ck.bad(i, f"slowest_group {r['slowest_group']} outside the {r['groups']} groups")

@@ -5,28 +5,35 @@
 # site, every other rank must say which rank failed where, and nothing hangs.
 #
 # Sites covered here: buffers, comm (world and a TP sub-communicator), gather,
-# report, engine. Not run here, GPU only, covered by code review: the
+# report, engine, step and samples. Not run here, GPU only, covered by code review: the
 # nccl-stream and nccl-id agreements in comm_nccl.c and the staging-stream
 # agreement in comm_mpi_cuda.c.
 source "$(dirname "$0")/lib.sh"
 
-# agree_case NP SITE RANK DESC PROG ARGS...: run PROG on NP ranks with SITE
-# failing on RANK; each rank writes its own exit code to $TMP/rc.RANK
-# (mpirun passes on only the first nonzero one).
-agree_case() {
-    local np=$1 site=$2 rank=$3 desc="$4 ($1 ranks, $2 on rank $3)"; shift 4
+# every_rank_exits_3 NP SITE:RANK DESC PROG ARGS...: run PROG on NP ranks with SITE
+# failing on RANK; each rank writes its own exit code to $TMP/rc.RANK (mpirun passes
+# on only the first nonzero one, and kills the ranks still running: those write
+# none). Returns 1 when the run hung.
+every_rank_exits_3() {
+    local np=$1 fault=$2 desc=$3; shift 3
     rm -f "$TMP"/rc.*
     timeout 40 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp \
-        -x PARABENCH_TEST_FAIL="$site:$rank" -x RC_DIR="$TMP" \
+        -x PARABENCH_TEST_FAIL="$fault" -x RC_DIR="$TMP" \
         sh -c '"$@" >/dev/null; echo $? >"$RC_DIR/rc.$OMPI_COMM_WORLD_RANK"' sh "$@" </dev/null 2>"$TMP/err" >/dev/null
     local rc=$?
-    if [ "$rc" -eq 124 ]; then fail "$desc: hung (killed after 40 s)"; return; fi
+    if [ "$rc" -eq 124 ]; then fail "$desc: hung (killed after 40 s)"; return 1; fi
     local r bad=""
     for r in $(seq 0 $((np - 1))); do
         [ "$(cat "$TMP/rc.$r" 2>/dev/null)" = 3 ] || bad="$bad rank $r: $(cat "$TMP/rc.$r" 2>/dev/null || echo none)"
     done
     if [ -z "$bad" ]; then pass "$desc: every rank exits 3"; else
         fail "$desc: exit codes:$bad"; sed 's/^/  | /' "$TMP/err" | tail -15 >&2; fi
+}
+
+# agree_case NP SITE RANK DESC PROG ARGS...: every rank exits 3, and says who failed where.
+agree_case() {
+    local np=$1 site=$2 rank=$3 desc="$4 ($1 ranks, $2 on rank $3)"; shift 4
+    every_rank_exits_3 "$np" "$site:$rank" "$desc" "$@" || return
     expect_in "$TMP/err" "rank $rank failed at $site (exit 3" "$desc: the failing rank names itself and the site"
     local told
     told=$(grep -cF "rank $rank failed at $site: " "$TMP/err")
@@ -75,6 +82,13 @@ step_case() { # NP RANK DESC PROG ARGS...
     if grep -q "TIMEOUT" "$TMP/err"; then fail "$desc: the watchdog had to fire"; else pass "$desc: no watchdog"; fi
 }
 step_case 2 1 "coll_sweep" "$BIN/coll_sweep" -b 1M -e 1M -n 3 -w 1
+
+# A p2p pair agrees between its two ranks whether both have room for their samples
+# before the timed loop: a rank out of memory there (samples:RANK) must not leave its
+# peer alone in the loop, waiting for messages (then killed by mpirun, or by the watchdog).
+every_rank_exits_3 2 samples:1 "p2p_sweep, samples failing on rank 1" "$BIN/p2p_sweep" -b 1K -e 1K -n 3 -w 1 --timeout 20
+if grep -q TIMEOUT "$TMP/err"; then fail "p2p_sweep, samples failing on rank 1: the watchdog had to fire"; fi
+expect_in "$TMP/err" "out of memory for" "p2p_sweep, samples failing on rank 1: the rank says what it lacked"
 step_case 3 0 "pp_pipeline" "$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -n 2 -w 1 --layers 3 --micro-batches 3
 
 finish

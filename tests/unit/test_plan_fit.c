@@ -138,15 +138,16 @@ static void test_fit_command_errors(void **state)
     fclose(devnull);
 }
 
-/* Fit the links of a run directory whose p2p_sweep.csv is `text` (beside an
- * empty p2p_sweep-empty.csv when `with_empty`); the directory is removed after. */
-static void fit_p2p_text(const char *text, int with_empty, pb_plan_fit_fitted *fit)
+/* Fit the links of a run directory whose SWEEP.csv (p2p_sweep, coll_sweep) is
+ * `text` (beside an empty SWEEP-empty.csv when `with_empty`); the directory is
+ * removed after. */
+static void fit_sweep_text(const char *sweep, const char *text, int with_empty, pb_plan_fit_fitted *fit)
 {
     char dir[] = "/tmp/pb-test-fit-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char path[64], empty[64];
-    snprintf(path, sizeof path, "%s/p2p_sweep.csv", dir);
-    snprintf(empty, sizeof empty, "%s/p2p_sweep-empty.csv", dir);
+    snprintf(path, sizeof path, "%s/%s.csv", dir, sweep);
+    snprintf(empty, sizeof empty, "%s/%s-empty.csv", dir, sweep);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);
@@ -167,7 +168,7 @@ static void test_p2p_rows_used(void **state)
 {
     (void)state;
     pb_plan_fit_fitted fit;
-    fit_p2p_text("mode,link_class,bytes,time_us,bw_GBps,wrong\n"
+    fit_sweep_text("p2p_sweep", "mode,link_class,bytes,time_us,bw_GBps,wrong\n"
                  "latency,intra,8,2.0,,0\n"
                  "latency,intra,1024,3.0,,0\n"
                  "latency,intra,4096,0,,0\n"
@@ -178,6 +179,29 @@ static void test_p2p_rows_used(void **state)
                  1, &fit);
     assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 3); /* 2 latency rows with a time, 1 large bw row */
     assert_int_equal(fit.rows[PB_LINK_INTER][PB_FIT_P2P], 0);
+}
+
+/* coll_sweep rows: every ring-shaped row of 2+ ranks with a time counts, the
+ * first as the last; a tree-shaped collective (broadcast), a wrong row, one
+ * rank and an unknown class do not. */
+static void test_coll_rows_used(void **state)
+{
+    (void)state;
+    pb_plan_fit_fitted fit;
+    fit_sweep_text("coll_sweep",
+                   "collective,link_class,bytes,nranks,time_us,wrong\n"
+                   "allreduce,intra,1048576,4,100.0,0\n"
+                   "allgather,intra,1048576,4,60.0,0\n"
+                   "reducescatter,inter,1048576,4,70.0,0\n"
+                   "broadcast,intra,1048576,4,50.0,0\n"
+                   "allreduce,intra,2097152,4,190.0,2\n"
+                   "allreduce,intra,2097152,1,1.0,0\n"
+                   "allreduce,sideways,2097152,4,190.0,0\n"
+                   "allreduce,intra,4194304,4,370.0,0\n"
+                   "# complete\n",
+                   0, &fit);
+    assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_COLL], 3);
+    assert_int_equal(fit.rows[PB_LINK_INTER][PB_FIT_COLL], 1);
 }
 
 /* A row's median time is the observation when it has one, however small (a
@@ -195,7 +219,7 @@ static void test_median_preferred(void **state)
                       10 * (0.5 + S * 1e-3), 0.5 + S * 1e-3);
     snprintf(text + n, sizeof text - (size_t)n, "latency,intra,32768,%.6f,0,,0\n# complete\n", 0.5 + 32768 * 1e-3);
     pb_plan_fit_fitted fit;
-    fit_p2p_text(text, 0, &fit);
+    fit_sweep_text("p2p_sweep", text, 0, &fit);
     assert_int_equal(fit.rows[PB_LINK_INTRA][PB_FIT_P2P], 7);
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].alpha_s, 0.5e-6, 1e-3));
     assert_true(within(fit.link[PB_LINK_INTRA][PB_FIT_P2P].bw_Bps, 1e9, 1e-3));
@@ -237,7 +261,7 @@ int main(void)
         cmocka_unit_test(test_fit_bandwidth_only), cmocka_unit_test(test_fit_drops_outliers),
         cmocka_unit_test(test_csv_reader),
         cmocka_unit_test(test_fit_command_errors), cmocka_unit_test(test_p2p_rows_used),
-        cmocka_unit_test(test_median_preferred), cmocka_unit_test(test_fitted_link_by_class),
+        cmocka_unit_test(test_median_preferred), cmocka_unit_test(test_coll_rows_used), cmocka_unit_test(test_fitted_link_by_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
