@@ -144,6 +144,16 @@ done <<'CASES'
 --layers 4 --schedule interleaved --micro-batches 3|--micro-batches
 --layers 4 --schedule 1f1b,interleaved --virtual-stages 4|--virtual-stages
 CASES
+# --virtual-stages' range, both ends and just past them (a dry run: --validate, no MPI)
+for v in 2 64; do
+    expect_rc 0 "--virtual-stages $v accepted" -- "$BIN/pp_pipeline" --schedule interleaved --virtual-stages $v \
+        --layers 128 --validate 2:2
+done
+for v in 1 65; do
+    expect_rc 2 "--virtual-stages $v refused" -- "$BIN/pp_pipeline" --schedule interleaved --virtual-stages $v \
+        --layers 128 --validate 2:2
+    expect_in "$TMP/err" "'$v' is out of range; expected an integer in [2, 64]" "--virtual-stages $v: the range named"
+done
 # Without the check (-c 0) nothing is captured: the first stage's input gradients are not copied anywhere.
 expect_rc 0 "-c 0: the pipeline runs unchecked" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 -c 0
 # and claims no verdict it did not reach (the checked runs' "wrong values: 0 OK" footer)

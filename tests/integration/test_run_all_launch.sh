@@ -58,6 +58,20 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     [ "$(grep -c . "$TMP/err")" -eq 1 ] && pass "--backend nccl without a GPU: one message" ||
         fail "--backend nccl without a GPU: more than one line on stderr: $(cat "$TMP/err")"
 fi
+# A GPU listed but binaries that do not link NCCL (a CPU build): refused before any step,
+# saying so, whatever the number of GPUs. On PATH, a fake nvidia-smi lists them and a
+# fake ldd hides libnccl from the real one's listing, so this runs on any build.
+mkdir -p "$TMP/smi"
+printf '#!/bin/sh\n/usr/bin/ldd "$@" | grep -v libnccl\n' >"$TMP/smi/ldd"
+for n in 1 2; do
+    { echo '#!/bin/sh'; echo '[ "$1" = -L ] || exit 0'; for i in $(seq 0 $((n - 1))); do
+        echo "echo 'GPU $i: Fake GPU (UUID: GPU-$i)'"; done; } >"$TMP/smi/nvidia-smi"
+    chmod +x "$TMP/smi/nvidia-smi" "$TMP/smi/ldd"
+    expect_rc 3 "--backend nccl, $n GPU(s) listed, no NCCL in the build" -- \
+        env PATH="$TMP/smi:$PATH" BUILD="$BUILD" "$RA" --quick --no-install --out "$TMP/never" --backend nccl
+    expect_in "$TMP/err" "--backend nccl needs a CUDA build with NCCL" "$n GPU(s) listed, no NCCL: says the build lacks it"
+    if [ -e "$TMP/never" ]; then fail "$n GPU(s) listed, no NCCL: a results folder was made"; rm -rf "$TMP/never"; fi
+done
 mkdir -p "$TMP/ro" "$TMP/adir"
 chmod 555 "$TMP/ro"
 printf 'busbw_gbps >= 0\n' >"$TMP/rules.txt"
