@@ -106,4 +106,16 @@ for fake in 'echo 4; exit 1' 'echo unknown'; do
     expect_rc 0 "--dry-run, nproc: $fake" -- env PATH="$TMP/nproc:$PATH" BUILD="$BUILD" "$RA" --dry-run --quick
     expect_in "$TMP/out" "2 ranks (1 cores)" "nproc: $fake: 1 core assumed"
 done
+# One rank per core fills the machine without oversubscribing it; one more rank does (4 cores, a fake nproc).
+printf '#!/bin/sh\necho 4\n' >"$TMP/nproc/nproc"
+for np in 4 5; do
+    expect_rc 0 "--dry-run --np $np on 4 cores" -- env PATH="$TMP/nproc:$PATH" BUILD="$BUILD" "$RA" --dry-run --quick --np $np
+    launch=$(grep -m1 '\[1/' "$TMP/out")
+    case "$np:$launch" in
+        4:*--oversubscribe*) fail "--np 4 on 4 cores launched with --oversubscribe: $launch" ;;
+        5:*--oversubscribe*) pass "--np 5 on 4 cores: --oversubscribe" ;;
+        4:*"mpirun -np 4 --map-by core --bind-to core "*) pass "--np 4 on 4 cores: a rank per core, bound, not oversubscribed" ;;
+        *) fail "--np $np on 4 cores launched as: $launch" ;;
+    esac
+done
 finish
