@@ -22,16 +22,6 @@ expect_in "$TMP/repro" "112 GB > 80 GB (bf16 weights alone 14 GB; weights+grads 
 expect_in "$TMP/repro" "(x16 B = 140 GB of weights+grads+Adam per stage, 17.5 GB per GPU at t=8)" \
     "reproduce: 8.75e9 params x 16 B per stage, over 8 GPUs"
 expect_in "$TMP/repro" "assumes" "reproduce: prints assumptions"
-# RULE-TP's percentages are its times over the compute, within the rounding of the printed times
-python3 - "$TMP/repro" <<'PY' && pass "reproduce RULE-TP: each % is its comm time over the compute" || fail "reproduce RULE-TP: a % is not comm / compute"
-import re, sys
-m = re.search(r"compute ([\d.]+) ms; TP comm ([\d.]+) ms over NVLink \((\d+)%\) vs ([\d.]+) ms over 100 GbE \((\d+)%\)",
-              open(sys.argv[1]).read())
-comp, nvl, p_nvl, eth, p_eth = (float(x) for x in m.groups())
-for t, dt, p in ((nvl, 0.005, p_nvl), (eth, 0.05, p_eth)):  # the times' printed precision
-    lo, hi = 100 * (t - dt) / (comp + 0.05), 100 * (t + dt) / (comp - 0.05)
-    assert lo - 0.5 <= p <= hi + 0.5, (t, comp, p, lo, hi)
-PY
 if grep -q "DIFFERS (model should" "$TMP/repro"; then fail "reproduce: a must-match figure differs"; else pass "reproduce: no must-match figure differs"; fi
 
 # ---- enumeration ----

@@ -241,11 +241,35 @@ static void table_gap_refused(void **state)
     pb_report_close(r, 0);
 }
 
+/* A note in the table is a line of its own: "# " and the note, then the next
+ * row starts on a new line (a reader of the table splits it into lines). */
+static void table_note_is_a_line(void **state)
+{
+    (void)state;
+    FILE *table = tmpfile();
+    assert_non_null(table);
+    pb_report *r;
+    assert_int_equal(pb_report_open("test", cols, NCOLS, NULL, table, NULL, NULL, &r), PB_OK);
+    assert_int_equal(pb_report_note(r, "a note, %d", 7), PB_OK);
+    pb_report_value row[NCOLS] = {[COL_BYTES] = PB_I(8), [COL_TIME_US] = PB_F(1.5), [COL_NAME] = PB_S("a")};
+    assert_int_equal(pb_report_row(r, row), PB_OK);
+    assert_int_equal(pb_report_close(r, 1), PB_OK);
+    rewind(table);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, table);
+    text[n] = '\0';
+    fclose(table);
+    const char *note = strstr(text, "# a note, 7\n");
+    assert_non_null(note);
+    assert_true(note == text || note[-1] == '\n'); /* the note starts a line */
+    assert_non_null(strstr(note, "\n         8")); /* and the row starts the next one */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(json_written_at_doublings),
                                        cmocka_unit_test(row_missing_value_refused), cmocka_unit_test(json_has_schema),
                                        cmocka_unit_test(table_gap_refused), cmocka_unit_test(csv_reads_back_exactly),
-                                       cmocka_unit_test(csv_reader_quotes)};
+                                       cmocka_unit_test(csv_reader_quotes), cmocka_unit_test(table_note_is_a_line)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
