@@ -448,10 +448,27 @@ def py_lines(datadir):
     data = coverage.CoverageData(basename=os.path.join(datadir, "combined"))
     coverage.data.combine_parallel_data(data, data_paths=files)
     for f in data.measured_files():
-        rel = os.path.relpath(f, ROOT)
-        if rel.startswith(tuple(d + "/" for d in PY_DIRS)):
-            out[rel] = set(data.lines(f) or ())
+        rel = checkout_path(f)
+        if rel:
+            out.setdefault(rel, set()).update(data.lines(f) or ())
     return out
+
+
+def checkout_path(measured, root=ROOT):
+    """The checkout's file (relative) that a measured Python file is: itself, or
+    the installed copy of one (make install copies suite/ and scripts/ as they
+    are: a test that runs the installed suite runs that file's lines)."""
+    rel = os.path.relpath(measured, root)
+    if rel.startswith(tuple(d + "/" for d in PY_DIRS)):
+        return rel
+    tail = os.path.join(*os.path.normpath(measured).split(os.sep)[-2:])
+    if tail.split(os.sep)[0] in PY_DIRS and os.path.isfile(os.path.join(root, tail)):
+        try:
+            with open(measured, "rb") as a, open(os.path.join(root, tail), "rb") as b:
+                return tail if a.read() == b.read() else None
+        except OSError:
+            return None
+    return None
 
 
 def coverage_map(log_dir):

@@ -268,6 +268,22 @@ def main():
         check(not S.compiles(d, types.SimpleNamespace(file="mod.py"), [], os.path.join(d, "log")),
               "a Python mutant with a syntax error compiles")
 
+    # Python coverage of the installed suite (test_install runs it) counts for the
+    # checkout's file it is a copy of, and only for an identical copy.
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "suite"))
+        os.makedirs(os.path.join(d, "prefix", "share", "parabench", "suite"))
+        for where, text in (("suite", "X = 1\n"), ("prefix/share/parabench/suite", "X = 1\n")):
+            with open(os.path.join(d, where, "version.py"), "w") as f:
+                f.write(text)
+        installed = os.path.join(d, "prefix", "share", "parabench", "suite", "version.py")
+        got = (S.checkout_path(os.path.join(d, "suite", "version.py"), d), S.checkout_path(installed, d))
+        with open(installed, "w") as f:
+            f.write("X = 2\n")
+        got += (S.checkout_path(installed, d), S.checkout_path(os.path.join(d, "elsewhere.py"), d))
+        check(got == ("suite/version.py", "suite/version.py", None, None),
+              f"coverage paths to checkout files: {got}, expected the file, its copy, then none for others")
+
     # Without Python's coverage module every Python mutant would read "not
     # covered": the sampler refuses to start, exit 3, before building anything.
     hide = ("import runpy, sys; sys.modules['coverage'] = None; "
