@@ -464,7 +464,8 @@ static void test_step_refuses_partial_element(void **state)
     pb_comm_backend_mpi()->comm_destroy(comm);
 }
 
-/* Layer shares that do not add up to the buffer, or no layers: refused before anything is reduced. */
+/* Layer shares that do not add up to the buffer, no layers, or an unknown overlap mode:
+ * refused before anything is reduced. */
 static void test_layer_shares_must_cover_the_buffer(void **state)
 {
     (void)state;
@@ -478,6 +479,13 @@ static void test_layer_shares_must_cover_the_buffer(void **state)
     c.nlayers = 0, c.bytes = 0;
     assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
     layers[1] = 32, c.nlayers = 2, c.bytes = sizeof g;
+    /* an overlap mode outside the enum (a caller's garbage) is refused, on either side */
+    c.overlap = PB_DP_OVERLAP_COUNT;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    c.overlap = (pb_dp_overlap)-1;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    assert_null(dp);
+    c.overlap = PB_DP_OVERLAP_NONE;
     assert_int_equal(pb_dp_create(&c, &dp), PB_OK);
     pb_dp_destroy(dp);
 }
