@@ -103,6 +103,15 @@ expect_rc() {
         fail "$desc: exit $rc, expected $want"; sed 's/^/  | /' "$TMP/err" | tail -15 >&2; fi
 }
 
+# fake_gpus DIR N: DIR/nvidia-smi, a stand-in that lists N GPUs for `nvidia-smi -L`
+# (put DIR first on PATH; a fake ldd beside it says whether the binaries link NCCL).
+fake_gpus() {
+    mkdir -p "$1"
+    { echo '#!/bin/sh'; echo '[ "$1" = -L ] || exit 0'; for i in $(seq 0 $(($2 - 1))); do
+        echo "echo 'GPU $i: Fake GPU (UUID: GPU-$i)'"; done; } >"$1/nvidia-smi"
+    chmod +x "$1/nvidia-smi"
+}
+
 # expect_in FILE TEXT DESC: FILE contains TEXT (fixed string).
 expect_in() {
     if grep -qF -- "$2" "$1"; then pass "$3"; else fail "$3: '$2' not in $1"; sed 's/^/  | /' "$1" | tail -15 >&2; fi

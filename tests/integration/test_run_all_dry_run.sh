@@ -88,10 +88,9 @@ expect_in "$TMP/out" "8 ranks on 2 node(s) of 4" "a hostfile's comment lines are
 # machine) a rank per core.
 mkdir -p "$TMP/smi"
 printf '#!/bin/sh\necho "\tlibnccl.so.2 => /usr/lib/libnccl.so.2 (0x0)"\n' >"$TMP/smi/ldd"
+chmod +x "$TMP/smi/ldd"
 for n in 1 3; do
-    { echo '#!/bin/sh'; echo '[ "$1" = -L ] || exit 0'; for i in $(seq 0 $((n - 1))); do
-        echo "echo 'GPU $i: Fake GPU (UUID: GPU-$i)'"; done; } >"$TMP/smi/nvidia-smi"
-    chmod +x "$TMP/smi/nvidia-smi" "$TMP/smi/ldd"
+    fake_gpus "$TMP/smi" $n
     expect_rc 0 "--dry-run with $n GPU(s) listed" -- env PATH="$TMP/smi:$PATH" BUILD="$BUILD" "$RA" --dry-run --quick
     expect_in "$TMP/out" "$n ranks ($n GPUs), mpirun, bound to: gpu" "$n GPU(s): $n rank(s), bound near their GPU"
 done

@@ -63,10 +63,9 @@ fi
 # fake ldd hides libnccl from the real one's listing, so this runs on any build.
 mkdir -p "$TMP/smi"
 printf '#!/bin/sh\n/usr/bin/ldd "$@" | grep -v libnccl\n' >"$TMP/smi/ldd"
+chmod +x "$TMP/smi/ldd"
 for n in 1 2; do
-    { echo '#!/bin/sh'; echo '[ "$1" = -L ] || exit 0'; for i in $(seq 0 $((n - 1))); do
-        echo "echo 'GPU $i: Fake GPU (UUID: GPU-$i)'"; done; } >"$TMP/smi/nvidia-smi"
-    chmod +x "$TMP/smi/nvidia-smi" "$TMP/smi/ldd"
+    fake_gpus "$TMP/smi" $n
     expect_rc 3 "--backend nccl, $n GPU(s) listed, no NCCL in the build" -- \
         env PATH="$TMP/smi:$PATH" BUILD="$BUILD" "$RA" --quick --no-install --out "$TMP/never" --backend nccl
     expect_in "$TMP/err" "--backend nccl needs a CUDA build with NCCL" "$n GPU(s) listed, no NCCL: says the build lacks it"
