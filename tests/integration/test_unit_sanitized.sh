@@ -4,8 +4,8 @@
 # 2 ranks, built with AddressSanitizer and UBSan (the CPU build, in $BUILD/san,
 # as `make sanitize` builds them): an out-of-bounds access, a leak or
 # undefined behaviour that the plain build passes unseen fails here (the
-# benchmarks' leaks: tests/lsan.supp leaves out only Open MPI's own). A sanitizer report exits 86 (tests/sanitizer-env.sh), a code
-# no test expects.
+# benchmarks' leaks too: tests/lsan.supp leaves out only Open MPI's own). A
+# sanitizer report exits 86 (tests/sanitizer-env.sh), a code no test expects.
 source "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/../sanitizer-env.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
@@ -61,12 +61,13 @@ model="--model tiny --layers 2 --hidden 128 --seq 64 -n 2 -w 1 -c 1"
 while read -r name args; do
     out=$TMP/$name.${args%% *}
     # shellcheck disable=SC2086 # the arguments are words
-    if mpi 2 "$SAN_DIR/bin/$name" $args --csv "$out.csv" --json "$out.json" >"$out.log" 2>&1 &&
-        grep -q '^# complete' "$out.csv"; then
+    mpi 2 "$SAN_DIR/bin/$name" $args --csv "$out.csv" --json "$out.json" >"$out.log" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && grep -q '^# complete' "$out.csv"; then
         pass "$name $args: exit 0 under ASan, UBSan and LeakSanitizer, its CSV complete"
     else
-        rc=$?
-        fail "$name $args under ASan and UBSan exits $rc$([ $rc = 86 ] && echo ' (a sanitizer report)'):"
+        fail "$name $args under ASan and UBSan: exit $rc$([ $rc = 86 ] && echo ' (a sanitizer report)')," \
+            "CSV $(grep -q '^# complete' "$out.csv" 2>/dev/null && echo complete || echo incomplete):"
         grep -m5 -E "ERROR: |runtime error: |SUMMARY: |^$name" "$out.log" | sed 's/^/  | /' >&2
     fi
 done <<EOF
