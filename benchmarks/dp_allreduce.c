@@ -235,12 +235,6 @@ static int memory_check(const run_ctx *r, const pb_dp_step_config *sc)
     return pb_bench_mem_require(r->b, &need, what);
 }
 
-static double max_over_ranks(const pb_world *w, double v)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, w->comm);
-    return v;
-}
-
 /* The mean over iterations of each iteration's slowest rank: what a step
  * without overlap waits for before its all-reduce can finish. At least the
  * slowest rank's mean (compute_us); the difference is the ranks' skew.
@@ -275,8 +269,8 @@ static int measure(run_ctx *r, pb_dp_step *s, row *out)
      * noise (a few % of compute, i.e. tens of % of the overhead) cancels. */
     if (done > 0) MPI_Allreduce(MPI_IN_PLACE, r->t[3], done, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
     out->overhead_instep = pb_dp_paired_overhead(r->t[3], r->t[2], done, r->t[1]);
-    out->busy_us = max_over_ranks(&r->b->w, done ? r->busy_sum / done : 0);
-    out->wait_us = max_over_ranks(&r->b->w, done ? r->wait_sum / done : 0);
+    out->busy_us = pb_world_max(&r->b->w, done ? r->busy_sum / done : 0);
+    out->wait_us = pb_world_max(&r->b->w, done ? r->wait_sum / done : 0);
     out->flops = pb_dp_step_flops(s);
     if (!r->o->common.check) return PB_OK;
     int me = r->b->w.rank;

@@ -215,13 +215,6 @@ static int timed(tp_run *r, loop_ctx *c, const char *what, uint64_t bytes, doubl
     return status;
 }
 
-static double world_sum(const pb_world *w, double v)
-{
-    double s = 0;
-    MPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, w->comm);
-    return s;
-}
-
 /* The sharded stack: per-layer means over ranks of the per-rank sums. */
 static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
 {
@@ -244,8 +237,8 @@ static int measure_sharded(tp_run *r, pb_tp *tp, point *p)
     pb_tp_acct_get(tp, &a);
     double per = (double)(p->iters > 0 ? p->iters : 1) * (double)p->cfg.nlayers;
     int n = r->b->w.size;
-    p->compute_us = world_sum(&r->b->w, a.compute_us / per) / n;
-    p->comm_us = world_sum(&r->b->w, a.comm_us / per) / n;
+    p->compute_us = pb_world_sum(&r->b->w, a.compute_us / per) / n;
+    p->comm_us = pb_world_sum(&r->b->w, a.comm_us / per) / n;
     p->step_us = st.rankmax / (double)p->cfg.nlayers;
     p->step_mean_us = st.mean / (double)p->cfg.nlayers;
     unsigned long long mine = (unsigned long long)((double)a.comm_bytes / per + 0.5), hi = 0, lo = 0;
@@ -309,7 +302,7 @@ static int validate(tp_run *r, pb_tp *tp, pb_layer_stack *ref, point *p)
     int status = pb_tp_validate(tp, ref, r->b->w.comm, pb_faults_corrupt_rank() == r->b->w.rank, &wrong, &err);
     pb_watchdog_disarm();
     MPI_Allreduce(&wrong, &p->wrong, 1, MPI_LONG_LONG, MPI_SUM, r->b->w.comm);
-    MPI_Allreduce(&err, &p->max_err, 1, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
+    p->max_err = pb_world_max(&r->b->w, err);
     return status;
 }
 

@@ -98,6 +98,18 @@ _Noreturn void pb_world_exit(pb_world *w, int status)
     exit(status);
 }
 
+double pb_world_max(const pb_world *w, double v)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    return v;
+}
+
+double pb_world_sum(const pb_world *w, double v)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, w->comm);
+    return v;
+}
+
 /* Whether ranks[i]'s node is among those of ranks[0..i-1]. */
 static int node_seen(const pb_world *w, const int *ranks, int i)
 {

@@ -45,6 +45,10 @@ int pb_world_nodes_spanned(const pb_world *w, const int *ranks, int n);
  * ("node3" or "node1+node2"), into buf (cut short at len). */
 void pb_world_hosts_text(const pb_world *w, const int *ranks, int n, char *buf, size_t len);
 
+/* A value every rank gives, reduced over the world: its largest, its sum. */
+double pb_world_max(const pb_world *w, double v);
+double pb_world_sum(const pb_world *w, double v);
+
 /* Agreement (docs/reliability.md): every rank of `comm` calls it after a step
  * that can fail on one rank alone and before the next collective, and all get
  * the worst status. With a `site`, a failure is named once per rank: the
