@@ -67,7 +67,6 @@ static const char *const collectives[] = {"allreduce", "allgather", "reducescatt
                                           "reduce", "alltoall", "sendrecv", NULL};
 
 const pb_thresholds_metric *pb_thresholds_metrics(void) { return metrics; }
-const char *pb_thresholds_key_name(int key) { return key >= 0 && key < PB_TH_NKEYS ? key_names[key] : "?"; }
 
 int pb_thresholds_passes(const pb_thresholds_rule *rule, double measured)
 {

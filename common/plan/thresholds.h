@@ -77,9 +77,6 @@ void pb_thresholds_free(pb_thresholds_set *set);
 /* The metric table (for --help and docs), terminated by a NULL name. */
 const pb_thresholds_metric *pb_thresholds_metrics(void);
 
-/* Key name of a key index ("coll", "size", ...). */
-const char *pb_thresholds_key_name(int key);
-
 /* The comparison: does `measured` satisfy the rule? */
 int pb_thresholds_passes(const pb_thresholds_rule *rule, double measured);
 

@@ -216,6 +216,12 @@ def check_tp_layer(ck, rows, run_nodes):
         got, want = num(r, "comm_bytes_per_rank"), num(r, "expected_bytes_per_rank")
         if got is not None and want is not None and got != want:
             ck.bad(i, f"comm_bytes_per_rank {got:.0f} != expected_bytes_per_rank {want:.0f}")
+        # communication takes time exactly where bytes move (t > 1), and every layer computes
+        comm, moved = num(r, "comm_us"), num(r, "comm_bytes_per_rank")
+        if comm is not None and moved is not None and (comm > 0) != (moved > 0):
+            ck.bad(i, f"comm_us {comm} with comm_bytes_per_rank {moved:.0f}: time without bytes or bytes without time")
+        if (num(r, "compute_us") or 0) <= 0:
+            ck.bad(i, f"compute_us {r.get('compute_us')} is not positive")
         # the TP groups run at once: the step is the slowest group's, and no group is slower
         step, slow, med = num(r, "step_us"), num(r, "slowest_group_step_us"), num(r, "median_group_step_us")
         # a rank's compute and communication are timed inside its step, one after the other:

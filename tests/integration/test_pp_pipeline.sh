@@ -169,6 +169,20 @@ if mpi 4 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --pp-stride 2 --micro-b
     [ "$got" = "0:0:0 0:2:1 1:1:0 1:3:1 " ] && pass "--pp-stride 2: replica:rank:stage $got" ||
         fail "--pp-stride 2 placed replica:rank:stage as $got"
 else fail "--pp-stride 2 on 4 ranks"; tail -5 "$TMP/stride.txt" >&2; fi
+# The memory pre-check holds a stage's activations for the most micro-batches any
+# configuration of the list keeps in flight (GPipe: all m), whatever the list's order.
+# A sequence of 2^20 tokens needs more than any node has: refused before allocating.
+need_of() { sed -n 's/.* needs \([0-9]*\) bytes .*/\1/p' "$TMP/err" | head -n 1; }
+expect_rc 3 "gpipe, m = 64,1: more activations than memory" -- mpi 2 "$BIN/pp_pipeline" --hidden 1024 --heads 8 \
+    --seq 1048576 --layers 2 --schedule gpipe --micro-batches 64,1
+first=$(need_of)
+expect_rc 3 "gpipe, m = 1,64: more activations than memory" -- mpi 2 "$BIN/pp_pipeline" --hidden 1024 --heads 8 \
+    --seq 1048576 --layers 2 --schedule gpipe --micro-batches 1,64
+if [ -n "$first" ] && [ "$first" = "$(need_of)" ]; then
+    pass "the memory needed is the list's largest in flight, in either order ($first bytes)"
+else
+    fail "memory needed: $first bytes for m = 64,1, $(need_of) for m = 1,64"
+fi
 expect_rc 2 "--pp-stride not dividing the ranks" -- mpi 4 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --pp-stride 4
 expect_in "$TMP/err" "--pp-stride" "message names --pp-stride"
 expect_rc 3 "more stages than ranks" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers 4 --stages 4

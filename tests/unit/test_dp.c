@@ -486,6 +486,20 @@ static void test_layer_shares_must_cover_the_buffer(void **state)
     assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
     assert_null(dp);
     c.overlap = PB_DP_OVERLAP_NONE;
+    /* each piece the step needs, missing in turn, and a gradient type DP does not reduce */
+    pb_dp_config whole = c;
+    c.be = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    c = whole, c.comm = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    c = whole, c.eng = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    c = whole, c.grads = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    c = whole, c.dtype = PB_INT32;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_ERR_USAGE);
+    assert_null(dp);
+    c = whole;
     assert_int_equal(pb_dp_create(&c, &dp), PB_OK);
     pb_dp_destroy(dp);
 }
