@@ -178,6 +178,9 @@ int pb_plan_fit_each_csv(const char *dir, const char *prefix, FILE *out, pb_plan
             fprintf(out, "note: %s unreadable or empty: skipped\n", files[i]);
             continue;
         }
+        if (t.bad_line) /* the reader stops at a refused line: what follows it is not read */
+            fprintf(out, "note: %s:%d: %s; only the rows before it are sure to be read\n", files[i], t.bad_line,
+                    t.bad_why);
         st = fn(ctx, files[i], &t);
         pb_csv_free(&t);
     }

@@ -12,15 +12,20 @@ writer, not noise:
     over a file of 3+ rows of 3+ samples, p99 below max somewhere and median !=
     mean somewhere (a column holding the wrong statistic would equal its
     neighbour in every row);
+  - no duration, byte count, rate or count below zero (but the DP step's exposed
+    time and overhead, differences that noise may take below zero);
   - derived columns equal their definitions (docs/METRICS.md), computed here
     independently: algbw = bytes / time, busbw = algbw x the nccl-tests factor of
     the collective at that rank count, p2p bandwidth from bytes, window and time,
     the DP exposed time and overhead, the PP efficiency, bubble and m/(m+p-1);
-    a TP layer's compute and communication time no more than its step;
+    a TP layer's compute and communication time no more than its step, its
+    compute time positive and its communication time positive exactly where
+    it moves bytes;
+  - the load note's shares of CPU time within 0-100%;
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
   - meta (in the JSON) has every key docs/METRICS.md promises, and the sweeps their
-    buffer mode; meta.hosts names every node once and puts each rank on one of them;
+    buffer mode, p2p_sweep its iteration policy for each mode it measured; meta.hosts names every node once and puts each rank on one of them;
     meta.topology has a package, a core and no fewer hardware threads than cores;
   - CSV and JSON agree row for row, every number to within cJSON's rounding
     (1e-15 relative), and on completeness ('# complete' and "complete": true);
@@ -30,6 +35,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 
 REL = 1e-6  # derived columns are computed in double precision; this only absorbs their rounding
@@ -201,6 +207,15 @@ def check_pp_pipeline(ck, rows, run_nodes):
             ck.bad(i, f"bubble_fraction {bub} != 1 - efficiency {eff}")
         if run_nodes == 1 and r["link_class"] != "intra":
             ck.bad(i, f"link_class {r['link_class']} in a one-node run")
+        # every stage's list holds one figure per stage; the row's wait is the longest stage's,
+        # and with 2+ stages each waits on a receive (stage 0 for its gradients) for some time
+        waits = [float(x) for x in r.get("stage_wait_us", "").split(";") if x]
+        wait = num(r, "p2p_wait_us")
+        if waits and wait is not None:
+            if len(waits) != p or abs(wait - max(waits)) > 0.05 + 1e-9 * wait:
+                ck.bad(i, f"p2p_wait_us {wait} is not the largest of {p} stage_wait_us {r['stage_wait_us']}")
+            if p > 1 and wait <= 0:
+                ck.bad(i, f"p2p_wait_us {wait}: {p} stages never waited on a message")
 
 
 def check_tp_layer(ck, rows, run_nodes):
@@ -269,7 +284,8 @@ def check_against_json(ck, comments, rows, json_path):
     with open(json_path) as f:
         doc = json.load(f)
     jrows = doc.get("rows", [])
-    check_meta(ck, doc.get("meta", {}), doc.get("benchmark"))
+    check_meta(ck, doc.get("meta", {}), doc.get("benchmark"), jrows)
+    check_notes(ck, doc.get("notes", []))
     csv_done, json_done = "# complete" in comments, doc.get("complete") is True
     # A run stopped midway leaves both files incomplete, one maybe a few rows behind the other
     # (each is written as rows come): then the shorter must be a prefix of the longer.
@@ -300,13 +316,30 @@ META_KEYS = ("command", "date", "parabench_version", "git_revision", "backend", 
 META_KEYS_OF = {"coll_sweep": ("buffers", "groups", "iterations"), "p2p_sweep": ("buffers", "iterations")}
 
 
-def check_meta(ck, meta, bench=None):
+LOAD_NOTE = re.compile(r"load: other processes used (-?[0-9.]+)% .*, steal (-?[0-9.]+)%")
+
+
+def check_notes(ck, notes):
+    """The load note (dp_allreduce) gives two shares of CPU time, each 0 to 100%."""
+    for n in notes:
+        m = LOAD_NOTE.search(n)
+        if m and not all(0 <= float(x) <= 100 for x in m.groups()):
+            ck.bad(None, f"a load note with a share outside 0-100%: {n!r}")
+
+
+def check_meta(ck, meta, bench=None, rows=()):
     check_hosts(ck, meta)
     check_topology(ck, meta)
     if "parabench_version" in meta:  # written by a benchmark, not a hand-made fixture
         missing = [k for k in META_KEYS + META_KEYS_OF.get(bench, ()) if k not in meta]
         if missing:
             ck.bad(None, f"meta lacks {', '.join(missing)}")
+    # p2p_sweep's iteration policy differs by mode (OSU's): each mode measured states its own
+    if bench == "p2p_sweep" and isinstance(meta.get("iterations"), dict):
+        stated = meta["iterations"]
+        for mode in sorted({r.get("mode") for r in rows if r.get("mode")}):
+            if not stated.get(mode):
+                ck.bad(None, f"meta.iterations says nothing of mode {mode}, which the rows measure")
 
 
 def check_hosts(ck, meta):
@@ -340,8 +373,24 @@ def check_topology(ck, meta):
         ck.bad(None, f"meta.topology: not a node hwloc read ({t!r})")
 
 
+# Durations, byte counts, rates and counts cannot be negative. The exceptions are differences
+# that noise may take below zero: the DP step's exposed time (step - compute) and its share.
+SIGNED = {"exposed_us", "overhead", "predicted_overhead"}
+
+
+def check_signs(ck, rows):
+    for i, r in enumerate(rows):
+        for k in r:
+            if k in SIGNED or not (k.endswith(("_us", "bytes", "_GBps", "iters")) or "_us_" in k):
+                continue
+            cells = [x for x in (r[k] or "").split(";") if x]  # a per-stage list: each figure
+            if any(num({k: x}, k) is not None and float(x) < 0 for x in cells):
+                ck.bad(i, f"{k} {r[k]} is negative")
+
+
 def check_rows(ck, bench, rows, run_nodes):
     check_stats(ck, rows)
+    check_signs(ck, rows)
     if bench in CHECKS and rows:
         try:
             CHECKS[bench](ck, rows, run_nodes)
@@ -354,6 +403,7 @@ def check_csv(csv_path):
     comments, rows = read_csv(csv_path)
     nodes = meta_value(comments, "nnodes")
     check_rows(ck, comments[0].split()[2], rows, int(nodes) if nodes and nodes.isdigit() else 1)
+    check_notes(ck, comments)
     json_path = os.path.splitext(csv_path)[0] + ".json"
     if same_run(comments, json_path):
         try:
@@ -377,7 +427,8 @@ def check_json(json_path):
     ck = Checker(json_path)
     doc = load_result_json(json_path)
     rows = [{k: csv_cell(v) for k, v in r.items()} for r in doc["rows"]]
-    check_meta(ck, doc.get("meta", {}), doc["benchmark"])
+    check_meta(ck, doc.get("meta", {}), doc["benchmark"], doc["rows"])
+    check_notes(ck, doc.get("notes", []))
     check_rows(ck, doc["benchmark"], rows, int(doc.get("meta", {}).get("nnodes") or 1))
     return ck.errors
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the table tests/bad_input: each case must exit with its code and print
-# a message containing its fragment (which names the option).
+# a message containing its fragment (which names the option). A case run as one
+# process says a refusal (exit 2) in one line on stderr, and a failed verdict
+# (exit 1) on stdout alone.
 source "$(dirname "$0")/lib.sh"
 TABLE=$TESTS_DIR/../bad_input
 # Inputs the cases may name as outputs, copied so that a regression destroys
@@ -96,6 +98,12 @@ cases() {
             echo "FAIL: $bin $args: exit $rc, expected $code"; sed 's/^/  | /' "$out/err" | head -5
         elif ! grep -qF -- "$fragment" "$out/err" "$out/out"; then
             echo "FAIL: $bin $args: message does not contain '$fragment'"; sed 's/^/  | /' "$out/err" | head -5
+        elif [ "$ranks" -le 1 ] && [ "$code" = 2 ] && [ -n "${args// /}" ] && [ "$(grep -c . "$out/err")" != 1 ]; then
+            # one process, no mpirun noise: a refusal is its one line, not a reader's too
+            echo "FAIL: $bin $args: $(grep -c . "$out/err") lines on stderr, one expected"; sed 's/^/  | /' "$out/err" | head -5
+        elif [ "$ranks" -le 1 ] && [ "$code" = 1 ] && [ -s "$out/err" ]; then
+            # a failed verdict is the verdict on stdout: a file it refused is named there, once
+            echo "FAIL: $bin $args: exit 1 with stderr"; sed 's/^/  | /' "$out/err" | head -5
         else
             echo "ok: $bin $args: exit $code, names '$fragment'"
         fi

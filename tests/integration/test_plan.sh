@@ -168,6 +168,11 @@ BEGIN {
         st = (m + p - 1) / m * (40000 * m + (ctp + cpp) * 1e6) + cdp * 1e6
         printf "tp-inner,%d,%d,%d,%d,%d,%d,intra,inter,inter,%.1f,%d,%d,%d,%d\n", t, p, d, t * p * d, m, L, st * nz(), 40000 * m, tb, pb, db > h
     }
+    # t = 1: no TP communication at all, however fast the link (the planner adds none)
+    p = 2; d = 2; m = 4; L = 8; pb = 1048576 * m; db = 33554432
+    cpp = 2 * m * (a["inter"] + pb / m / B["inter"]); cdp = 2 * (d - 1) * a["inter"] + db / B["inter"]
+    st = (m + p - 1) / m * (40000 * m + cpp * 1e6) + cdp * 1e6
+    printf "dp-inner,1,%d,%d,%d,%d,%d,intra,inter,inter,%.1f,%d,0,%d,%d\n", p, d, p * d, m, L, st * nz(), 40000 * m, pb, db > h
 }'
 expect_rc 0 "--fit synthetic run" -- "$PLAN" --fit "$R" --csv "$TMP/fit.csv"
 cp "$TMP/out" "$TMP/fit"
@@ -201,6 +206,16 @@ check_rel_err() {
     else fail "--fit ($2): a printed rel_err does not follow from its columns"; fi
 }
 check_rel_err "$TMP/fit" "fitted links"
+# A garbled line (a NUL byte) in one sweep file: named with its line, on stdout, once; the rows
+# before it still fit, and nothing but the verdict reaches stderr.
+cp -r "$R" "$TMP/garbled"
+g=$TMP/garbled/coll_sweep_allreduce.csv
+nul_at=$(($(wc -l <"$g") + 1))
+printf 'x\0y\n' >>"$g"
+expect_rc 0 "--fit with a NUL byte in a sweep file" -- "$PLAN" --fit "$TMP/garbled"
+expect_in "$TMP/out" "coll_sweep_allreduce.csv:$nul_at: line holds a NUL byte" "--fit names the garbled line"
+if [ -s "$TMP/err" ]; then fail "--fit on a garbled file writes to stderr:"; sed 's/^/  | /' "$TMP/err" >&2
+else pass "--fit on a garbled file: stderr empty (the reader does not speak for it)"; fi
 # --fit with --cluster FILE: the rows predicted from a calibration's links, not this run's fit.
 printf 'name = truth\nintra_alpha_us = 0.5\nintra_bw_GBps = 8\ninter_alpha_us = 12\ninter_bw_GBps = 0.6\ntflops = 1\n' >"$TMP/truth.txt"
 expect_rc 0 "--fit with --cluster FILE" -- "$PLAN" --fit "$R" --cluster "$TMP/truth.txt" --csv "$TMP/fitc.csv"
