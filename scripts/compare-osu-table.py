@@ -60,7 +60,7 @@ def parabench_values(path, metric):
 
 def one_op(op, a, launch, tmp, first):
     osu_bin, pb_cmd, metric, factor, (lo, hi) = OPS[op]
-    f = a.np if factor == "n" else 1
+    f = a.np if factor == "n" else factor
     lo, hi = a.min or lo, a.max or hi
     osu_cmd = launch + [os.path.join(a.osu, osu_bin), "-m", f"{max(lo // f, 1)}:{hi // f}"]
     if osu_bin.startswith("collective/"):

@@ -16,15 +16,18 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "compare-osu-table.py")
 NP = 2
 # parabench / OSU per round, by parabench's operation: one op inside the band, one outside.
+# Every operation the script compares, by its own name (OSU's, less osu_ and _block).
 RATIOS = {"allreduce": (1.00, 1.10, 0.96), "allgather": (1.02, 0.98, 1.00), "bw": (1.00, 1.10, 0.96),
-          "latency": (1.20, 1.30, 1.25)}
+          "latency": (1.20, 1.30, 1.25), "reduce_scatter": (0.97, 1.03, 1.08), "bcast": (1.01, 0.90, 1.04),
+          "alltoall": (1.06, 0.99, 1.02), "bibw": (0.94, 1.02, 1.05)}
+BANDWIDTH = ("bw", "bibw")
 
 
 # The stand-ins' OSU value at parabench's buffer size: a latency in us, or MB/s for bw (exact
 # at the 2 decimals OSU prints).
 VALUE = """
 def value(op, size):
-    return 100 + size / 8 if op == "bw" else 1 + size / 100
+    return 100 + size / 8 if op in ("bw", "bibw") else 1 + size / 100
 """
 exec(VALUE)
 
@@ -45,7 +48,7 @@ FAKE = {
         op = os.path.basename(sys.argv[0])
         lo, hi = (int(x) for x in sys.argv[sys.argv.index("-m") + 1].split(":"))
         per_rank = op in ("osu_allgather", "osu_alltoall")
-        name = {"osu_allreduce": "allreduce", "osu_allgather": "allgather", "osu_bw": "bw", "osu_latency": "latency"}[op]
+        name = op[len("osu_"):].replace("_block", "")
         print("# OSU MPI stand-in\\n# Size    value")
         s = lo
         while s <= hi:
@@ -56,6 +59,7 @@ FAKE = {
         # coll_sweep/p2p_sweep -b LO -e HI -f 2 --csv PATH (--coll OP | --mode MODE); round = calls so far.
         a = sys.argv
         op = a[a.index("--coll") + 1] if "--coll" in a else a[a.index("--mode") + 1]
+        op = {"reducescatter": "reduce_scatter", "broadcast": "bcast"}.get(op, op)  # the script's names
         lo, hi, path = int(a[a.index("-b") + 1]), int(a[a.index("-e") + 1]), a[a.index("--csv") + 1]
         count = os.path.join(os.environ["FAKE_STATE"], op)
         with open(count, "a") as f:
@@ -66,7 +70,7 @@ FAKE = {
             s = lo
             while s <= hi:
                 v = value(op, s)
-                t, bw = (1.0, v * r / 1e3) if op == "bw" else (v * r, 1.0)
+                t, bw = (1.0, v * r / 1e3) if op in ("bw", "bibw") else (v * r, 1.0)
                 f.write(f"{s},{t!r},{bw!r}\\n")
                 s *= 2
             f.write("# complete\\n")
@@ -130,7 +134,7 @@ class CompareOSU(unittest.TestCase):
         for d in ("bin", "osu/collective", "osu/pt2pt", "pb", "state"):
             os.makedirs(os.path.join(t, d))
         write_exe(os.path.join(t, "bin", "mpirun"), FAKE["mpirun"])
-        for exe in ("collective/osu_allreduce", "collective/osu_allgather", "pt2pt/osu_bw", "pt2pt/osu_latency"):
+        for (exe, *_rest) in load_script().OPS.values():
             write_exe(os.path.join(t, "osu", exe), FAKE["osu"])
         for exe in ("coll_sweep", "p2p_sweep"):
             write_exe(os.path.join(t, "pb", exe), FAKE["parabench"])
@@ -139,7 +143,7 @@ class CompareOSU(unittest.TestCase):
         cls.out = os.path.join(t, "out")
         p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench",
                             os.path.join(t, "pb"), "--rounds", "3", "--np", str(NP), "--bind", "none",
-                            "--ops", "allreduce,allgather,bw,latency", "--max", "64", "--out", cls.out],
+                            "--ops", ",".join(RATIOS), "--max", "64", "--out", cls.out],
                            capture_output=True, text=True, env=env, timeout=120)
         cls.proc = p
         if p.returncode != 0:
@@ -155,7 +159,7 @@ class CompareOSU(unittest.TestCase):
         """(op, size) -> the summary row, computed from the stand-ins' values."""
         want = {}
         for op, rs in RATIOS.items():
-            bw = op == "bw"
+            bw = op in BANDWIDTH
             for size in (8, 16, 32, 64):  # --min not given: each op's default smallest size, 8 B
                 v = value(op, size)
                 pb = sorted(v * r for r in rs)
@@ -246,7 +250,7 @@ class CompareOSU(unittest.TestCase):
                 # a launch is slow when it is outside the faster two of three rounds: the highest
                 # time (latency 1.30, allreduce 1.10) or the lowest bandwidth (bw 0.96)
                 rs = RATIOS[r["op"]]
-                slow = rs.index(min(rs) if r["op"] == "bw" else max(rs)) + 1
+                slow = rs.index(min(rs) if r["op"] in BANDWIDTH else max(rs)) + 1
                 self.assertEqual(r["mode"], "slow" if int(r["round"]) == slow else "fast", r)
 
 
