@@ -229,6 +229,12 @@ static void test_cgroup_v2_nested(void **state)
     put_u64(root, "sys/fs/cgroup/user.slice/job/task/memory.current", 600 * MIB);
     pb_mem_cgroup(root, &limit, &room);
     assert_true(room == 0);
+    /* The walk stays inside the hierarchy: a path without its leading '/' names no parent
+     * of it, and a file above the hierarchy's root (sys/fs here) is no cgroup's limit. */
+    put(root, "proc/self/cgroup", "0::job\n");
+    put_u64(root, "sys/fs/memory.max", 64 * MIB);
+    pb_mem_cgroup(root, &limit, &room);
+    assert_true(limit == PB_MEM_HUGE && room == PB_MEM_HUGE);
     drop_root(root);
 }
 
