@@ -238,6 +238,33 @@ if {"tp-inner", "naive"} <= set(rows):
 EOF2
 fold_checks
 
+# --- an axis whose groups differ: 6 ranks round-robin (node 0: 0 2 4, node 1: 1 3 5) and a
+# rank map putting TP group p=0 across the nodes ({0,1}) and the others inside one ({2,4},
+# {3,5}). The row (rank 0's) must say "mixed" for TP, not rank 0's own "inter": an axis
+# is intra or inter only when every group of it is.
+printf '0 0 0 0\n1 1 0 0\n2 0 1 0\n4 1 1 0\n3 0 2 0\n5 1 2 0\n' >"$TMP/mixed.map"
+emu_rr6() {
+    timeout 150 "$EMU" mpirun -np 6 --map-by node "$@" &
+    JOB=$!
+    wait "$JOB"
+    local rc=$?
+    JOB=
+    return "$rc"
+}
+expect_rc 0 "hybrid_3d --rankmap: TP groups inter and intra on one axis" -- \
+    emu_rr6 "$BIN/hybrid_3d" --tp 2 --pp 3 --rankmap "$TMP/mixed.map" --layers 3 --hidden 64 --heads 2 --seq 64 \
+    --micro-batches 3 --attn-scores 0 -n 2 -w 1 --csv "$TMP/mixed.csv"
+python3 - "$TMP/mixed.csv" >"$TMP/check" 2>&1 <<'EOF2'
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+r = rows[0] if rows else {}
+print(("ok: " if r.get("tp_link") == "mixed" else "FAIL: ") +
+      f"TP: one group inter, two intra: mixed (got {r.get('tp_link')})")
+print(("ok: " if r.get("pp_link") == "mixed" else "FAIL: ") +
+      f"PP: each group spans both nodes unevenly: mixed (got {r.get('pp_link')})")
+EOF2
+fold_checks
+
 # --- teardown leaves nothing behind
 expect_rc 0 "emulate-cluster.sh down" -- "$EMU" down
 EMU_UP=0
