@@ -25,7 +25,8 @@ writer, not noise:
   - link classes consistent with the hosts: intra when the ranks share a node,
     inter when each is on its own node, mixed otherwise;
   - meta (in the JSON) has every key docs/METRICS.md promises, and the sweeps their
-    buffer mode, p2p_sweep its iteration policy for each mode it measured; meta.hosts names every node once and puts each rank on one of them;
+    buffer mode, p2p_sweep its iteration policy for each mode it measured;
+    meta.hosts names every node once and puts each rank on one of them;
     meta.topology has a package, a core and no fewer hardware threads than cores;
   - CSV and JSON agree row for row, every number to within cJSON's rounding
     (1e-15 relative), and on completeness ('# complete' and "complete": true);

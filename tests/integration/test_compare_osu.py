@@ -15,8 +15,8 @@ import unittest
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "compare-osu-table.py")
 NP = 2
-# parabench / OSU per round, by parabench's operation: one op inside the band, one outside.
-# Every operation the script compares, by its own name (OSU's, less osu_ and _block).
+# parabench / OSU per round, for every operation the script compares (by the script's name: OSU's,
+# less osu_ and _block), some inside the band, some outside.
 RATIOS = {"allreduce": (1.00, 1.10, 0.96), "allgather": (1.02, 0.98, 1.00), "bw": (1.00, 1.10, 0.96),
           "latency": (1.20, 1.30, 1.25), "reduce_scatter": (0.97, 1.03, 1.08), "bcast": (1.01, 0.90, 1.04),
           "alltoall": (1.06, 0.99, 1.02), "bibw": (0.94, 1.02, 1.05)}

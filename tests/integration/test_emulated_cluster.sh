@@ -205,8 +205,10 @@ fold_checks
 # put tp_bytes through the shaped link each step (a 2-rank ring sends each rank's
 # whole buffer once), so their time has a floor, tp_bytes / link rate; noise only
 # adds time. A placement whose TP stayed inside a node would not need that floor.
-emu_rr() {
-    timeout 150 "$EMU" mpirun -np 4 --map-by node "$@" &
+emu_rr() {  # emu_rr NP PROGRAM...
+    local np=$1
+    shift
+    timeout 150 "$EMU" mpirun -np "$np" --map-by node "$@" &
     JOB=$!
     wait "$JOB"
     local rc=$?
@@ -214,7 +216,7 @@ emu_rr() {
     return "$rc"
 }
 expect_rc 0 "hybrid_3d --compare-placements on 2 nodes" -- \
-    emu_rr "$BIN/hybrid_3d" --tp 2 --pp 2 --layers 4 --hidden 64 --heads 2 --seq 2048 --micro-batches 4 \
+    emu_rr 4 "$BIN/hybrid_3d" --tp 2 --pp 2 --layers 4 --hidden 64 --heads 2 --seq 2048 --micro-batches 4 \
     --attn-scores 0 -n 3 -w 1 --compare-placements --csv "$TMP/hy.csv"
 python3 - "$TMP/hy.csv" "$LINK_GBPS" >"$TMP/check" 2>&1 <<'EOF2'
 import csv, sys
@@ -243,16 +245,8 @@ fold_checks
 # {3,5}). The row (rank 0's) must say "mixed" for TP, not rank 0's own "inter": an axis
 # is intra or inter only when every group of it is.
 printf '0 0 0 0\n1 1 0 0\n2 0 1 0\n4 1 1 0\n3 0 2 0\n5 1 2 0\n' >"$TMP/mixed.map"
-emu_rr6() {
-    timeout 150 "$EMU" mpirun -np 6 --map-by node "$@" &
-    JOB=$!
-    wait "$JOB"
-    local rc=$?
-    JOB=
-    return "$rc"
-}
 expect_rc 0 "hybrid_3d --rankmap: TP groups inter and intra on one axis" -- \
-    emu_rr6 "$BIN/hybrid_3d" --tp 2 --pp 3 --rankmap "$TMP/mixed.map" --layers 3 --hidden 64 --heads 2 --seq 64 \
+    emu_rr 6 "$BIN/hybrid_3d" --tp 2 --pp 3 --rankmap "$TMP/mixed.map" --layers 3 --hidden 64 --heads 2 --seq 64 \
     --micro-batches 3 --attn-scores 0 -n 2 -w 1 --csv "$TMP/mixed.csv"
 python3 - "$TMP/mixed.csv" >"$TMP/check" 2>&1 <<'EOF2'
 import csv, sys

@@ -207,13 +207,14 @@ check_rel_err() {
 }
 check_rel_err "$TMP/fit" "fitted links"
 # A garbled line (a NUL byte) in one sweep file: named with its line, on stdout, once; the rows
-# before it still fit, and nothing but the verdict reaches stderr.
+# before it still fit, and stderr stays empty (the line reader does not speak for --fit).
 cp -r "$R" "$TMP/garbled"
 g=$TMP/garbled/coll_sweep_allreduce.csv
 nul_at=$(($(wc -l <"$g") + 1))
 printf 'x\0y\n' >>"$g"
 expect_rc 0 "--fit with a NUL byte in a sweep file" -- "$PLAN" --fit "$TMP/garbled"
-expect_in "$TMP/out" "coll_sweep_allreduce.csv:$nul_at: line holds a NUL byte" "--fit names the garbled line"
+n=$(grep -c "coll_sweep_allreduce.csv:$nul_at: line holds a NUL byte" "$TMP/out")
+[ "$n" = 1 ] && pass "--fit names the garbled line, once" || fail "--fit names the garbled line $n times"
 if [ -s "$TMP/err" ]; then fail "--fit on a garbled file writes to stderr:"; sed 's/^/  | /' "$TMP/err" >&2
 else pass "--fit on a garbled file: stderr empty (the reader does not speak for it)"; fi
 # --fit with --cluster FILE: the rows predicted from a calibration's links, not this run's fit.
