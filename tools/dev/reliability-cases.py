@@ -63,7 +63,8 @@ def unit_tests(path, functions):
 
 def script_checks(path):
     """Check lines outside the test's own functions, plus, for each call of one of
-    its functions, the check lines in that function's body."""
+    its functions, the checks that call makes: the check lines in that function's
+    body and, in turn, in the functions it calls."""
     lines = open(os.path.join(ROOT, path)).read().splitlines()
     if path.endswith(".py"):
         return sum(1 for line in lines if CHECK_PY.search(line))
@@ -72,22 +73,30 @@ def script_checks(path):
         m = re.match(r"(\w+)\(\)\s*\{", line)
         if m:
             name = m.group(1)
-            bodies[name] = int(bool(CHECK_SH.search(line)))
+            bodies[name] = [line]
             if line.rstrip().endswith("}"):  # a one-line function: its body ends here
                 name = None
         elif name and line.startswith("}"):
             name = None
         elif name:
-            bodies[name] += bool(CHECK_SH.search(line))
+            bodies[name].append(line)
         else:
             top.append(line)
-    n = 0
-    for line in top:
-        n += bool(CHECK_SH.search(line))
-        for f, k in bodies.items():
-            if k and re.search(r"(^|[;&|(]|then|else|do)\s*" + f + r"(\s|$)", line):
-                n += k
-    return n
+
+    def calls(line, f):
+        return re.search(r"(^|[;&|(]|then|else|do)\s*" + f + r"(\s|$)", line)
+
+    def checks(body, seen):
+        """The checks of these lines, a function's calls included (a recursive call counts once)."""
+        n = 0
+        for line in body:
+            n += bool(CHECK_SH.search(line))
+            for f, fbody in bodies.items():
+                if f not in seen and calls(line, f):
+                    n += checks(fbody, seen | {f})
+        return n
+
+    return checks(top, frozenset())
 
 
 def count(source):
