@@ -217,6 +217,8 @@ n=$(grep -c "coll_sweep_allreduce.csv:$nul_at: line holds a NUL byte" "$TMP/out"
 [ "$n" = 1 ] && pass "--fit names the garbled line, once" || fail "--fit names the garbled line $n times"
 if [ -s "$TMP/err" ]; then fail "--fit on a garbled file writes to stderr:"; sed 's/^/  | /' "$TMP/err" >&2
 else pass "--fit on a garbled file: stderr empty (the reader does not speak for it)"; fi
+if grep -q "sure to be read" "$TMP/fit"; then fail "--fit on intact files names a garbled line:"; grep "sure to be read" "$TMP/fit" >&2
+else pass "--fit on intact files names no garbled line"; fi
 # --fit with --cluster FILE: the rows predicted from a calibration's links, not this run's fit.
 printf 'name = truth\nintra_alpha_us = 0.5\nintra_bw_GBps = 8\ninter_alpha_us = 12\ninter_bw_GBps = 0.6\ntflops = 1\n' >"$TMP/truth.txt"
 expect_rc 0 "--fit with --cluster FILE" -- "$PLAN" --fit "$R" --cluster "$TMP/truth.txt" --csv "$TMP/fitc.csv"
