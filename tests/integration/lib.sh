@@ -112,6 +112,17 @@ fake_gpus() {
     chmod +x "$1/nvidia-smi"
 }
 
+# python_unittest FILE WHAT [NAME=VALUE...]: FILE's unittest cases (beside this file), run
+# with those variables set, as one check named WHAT; a failure shows unittest's report.
+python_unittest() {
+    local file=$1 what=$2
+    shift 2
+    command -v python3 >/dev/null || skip_test "python3 not found"
+    if env "$@" timeout 120 python3 -m unittest -q "$TESTS_DIR/$file" 2>"$TMP/unit.err"; then
+        pass "$what ($(grep -o 'Ran [0-9]* tests' "$TMP/unit.err"))"
+    else fail "$what"; sed 's/^/  | /' "$TMP/unit.err" >&2; fi
+}
+
 # expect_in FILE TEXT DESC: FILE contains TEXT (fixed string).
 expect_in() {
     if grep -qF -- "$2" "$1"; then pass "$3"; else fail "$3: '$2' not in $1"; sed 's/^/  | /' "$1" | tail -15 >&2; fi
