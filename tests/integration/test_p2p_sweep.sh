@@ -37,6 +37,8 @@ PY
 
 # A pair that does not include rank 0: the result still reaches rank 0's report.
 expect_rc 0 "pair 2,1 of 4 ranks" -- mpi 4 "$BIN/p2p_sweep" --pair 2,1 --sizes 8,1K -n 10 -w 1 --csv "$TMP/pair.csv"
+grep -qx "# pair: rank 2 ($(hostname)) <-> rank 1 ($(hostname)), intra-node" "$TMP/out" &&
+    pass "the table names the pair it measures" || { fail "pair header"; grep "^# pair" "$TMP/out" >&2; }
 python3 - "$TMP/pair.csv" <<'PY' && pass "pair 2,1 rows" || fail "pair 2,1 rows"
 import csv, sys
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]

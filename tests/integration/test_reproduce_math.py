@@ -102,6 +102,8 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(r.interp_log([(1, 1.0), (100, 3.0)], 10), 2.0)
         self.assertEqual(r.interp_log([(1, 1.0), (100, 3.0)], 1000), 3.0)
         self.assertAlmostEqual(r.interp_log([(10, 1.0), (1000, 3.0)], 100), 2.0)  # log x0 != 0: the span is a difference
+        # at the first size itself: its y, even when a sweep ran that size twice (no 0-wide span)
+        self.assertEqual(r.interp_log([(8, 2.0), (8, 2.5), (64, 5.0)], 8), 2.0)
 
 
 def write_csv(path, header, body):

@@ -4,7 +4,8 @@
  * one rank (MPI_COMM_SELF) through a backend that counts what each all-reduce
  * covers: on one rank the sum changes nothing, so only the count shows that a
  * step all-reduced its whole buffer once. (Sums over real replicas are checked
- * by tests/integration/test_dp_allreduce.sh on 2 and 3 ranks.) */
+ * by tests/integration/test_dp_allreduce.sh on 2 and 3 ranks.) The stream
+ * order of NCCL with cuBLAS runs here too, on hooks that record. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include "backend/gpu.h"
 #include "workload/bucket.h"
 #include "workload/dp.h"
+#include "workload/ordering.h"
 #include "core/error.h"
 #include "plan/model.h"
 #include "plan/presets.h"
@@ -334,6 +336,101 @@ static void test_none_waits_for_finish(void **state)
     free(g);
 }
 
+/* ---- stream order (NCCL with cuBLAS), rehearsed on the CPU: a queued
+ * engine and a stream backend whose hooks record what they are asked, in
+ * one log: 'q' traffic after the compute queue, '(' ')' a span around an
+ * all-reduce 'r', 's' the backend's sync, 't' the span take. ---- */
+
+static struct {
+    char log[128];
+    int n;
+    size_t counts[16]; /* elements of each all-reduce */
+    int spans;         /* ended since the last take */
+} sq;
+static int queue_token;
+static void sq_put(char c) { if (sq.n < (int)sizeof sq.log - 1) sq.log[sq.n++] = c; }
+static void *sq_queue(void) { return &queue_token; }
+static int sq_engine_span(void) { return PB_OK; }
+static int sq_engine_take(double *us, int *count) { (void)us, (void)count; return PB_OK; }
+static int sq_after(pb_comm *c, void *q) { (void)c; sq_put(q == &queue_token ? 'q' : '?'); return PB_OK; }
+static int sq_before(pb_comm *c, void *q) { (void)c, (void)q; sq_put('b'); return PB_OK; }
+static int sq_span_begin(pb_comm *c) { (void)c; sq_put('('); return PB_OK; }
+static int sq_span_end(pb_comm *c) { (void)c; sq_put(')'); sq.spans++; return PB_OK; }
+static int sq_sync(pb_comm *c) { (void)c; sq_put('s'); return PB_OK; }
+static int sq_take(pb_comm *c, double *us, int *count) /* each span took 5 us of "device time" */
+{
+    (void)c;
+    sq_put('t');
+    if (us) *us += 5.0 * sq.spans;
+    if (count) *count += sq.spans;
+    sq.spans = 0;
+    return PB_OK;
+}
+static int sq_allreduce(pb_comm *c, const void *s, void *r, size_t count, pb_dtype t, pb_dtype_redop op)
+{
+    sq_put('r');
+    sq.counts[(rec.n) % 16] = count;
+    return mock_allreduce(c, s, r, count, t, op);
+}
+static pb_comm_backend streamed = {.name = "streamed", .mem = PB_MEM_DEVICE, .allreduce = sq_allreduce, .sync = sq_sync,
+                                   .alloc = mock_alloc, .free = free, .to_host = mock_to_host,
+                                   .from_host = mock_from_host, .after_queue = sq_after, .before_queue = sq_before,
+                                   .span_begin = sq_span_begin, .span_end = sq_span_end, .span_take = sq_take};
+
+/* Buckets are queued from the ready callback of their lowest layer (no
+ * thread), each behind the compute queue and inside a span; finish queues
+ * the rest, syncs once and takes the spans' device time as the busy time. */
+static void test_stream_order(void **state)
+{
+    (void)state;
+    pb_compute queued = *E;
+    queued.mem = PB_MEM_DEVICE; /* the engine's memory is the backend's: no staging */
+    queued.queue = sq_queue;
+    queued.span_begin = queued.span_end = sq_engine_span;
+    queued.span_take = sq_engine_take;
+    assert_int_equal(pb_ordering_plan(&queued, &streamed), PB_ORDERING_STREAM);
+    uint64_t layers[4] = {4000, 4000, 4000, 4000};
+    float *g = calloc(4000, sizeof(float));
+    memset(&rec, 0, sizeof rec);
+    memset(&sq, 0, sizeof sq);
+    rec.base = (char *)g;
+    pb_dp_config c = {.be = &streamed, .comm = (pb_comm *)&rec, .eng = &queued, .grads = g, .bytes = 16000,
+                      .dtype = PB_FLOAT32, .overlap = PB_DP_OVERLAP_BUCKET, .bucket_bytes = 2400,
+                      .layer_bytes = layers, .nlayers = 4, .layer0 = 10};
+    pb_dp *dp = NULL;
+    assert_int_equal(pb_dp_create(&c, &dp), PB_OK);
+    assert_int_equal(pb_dp_begin(dp), PB_OK);
+    for (int64_t i = 3; i >= 0; i--) {
+        __atomic_store_n(&rec.completed, i, __ATOMIC_SEQ_CST);
+        assert_int_equal(pb_dp_grad_ready(dp, 10 + i, 0, 0), PB_OK);
+        int want = 0; /* queued in the callback itself: buckets whose lowest layer, lo / 4000, is done */
+        for (int64_t end = 16000; end > 0; end -= 2400) want += (end > 2400 ? end - 2400 : 0) / 4000 >= i;
+        assert_int_equal(rec.n, want);
+    }
+    assert_int_equal(pb_dp_finish(dp), PB_OK);
+    assert_string_equal(sq.log, "q(r)q(r)q(r)q(r)q(r)q(r)q(r)st");
+    for (int k = 0; k < 7; k++) { /* plan order from the buffer's end; each bucket's own element count */
+        uint64_t end = 16000 - (uint64_t)k * 2400, lo = end > 2400 ? end - 2400 : 0;
+        assert_true(rec.offset[k] == lo);
+        assert_true(sq.counts[k] == (end - lo) / sizeof(float));
+    }
+    for (int i = 0; i < 4000; i++) assert_true(g[i] == 1.0f); /* every element reduced, once */
+    pb_dp_timing t;
+    pb_dp_last_timing(dp, &t);
+    assert_true(t.buckets == 7 && t.busy_us == 35.0); /* the spans' device time, not the host's */
+
+    /* The all-reduce alone: every bucket queued at once, one sync, one take. */
+    memset(&sq, 0, sizeof sq);
+    rec.n = 0;
+    assert_int_equal(pb_dp_reduce_all(dp), PB_OK);
+    assert_string_equal(sq.log, "q(r)q(r)q(r)q(r)q(r)q(r)q(r)st");
+    for (int i = 0; i < 4000; i++) assert_true(g[i] == 2.0f);
+    pb_dp_last_timing(dp, &t);
+    assert_true(t.busy_us == 35.0);
+    pb_dp_destroy(dp);
+    free(g);
+}
+
 /* Device-memory backend with the host engine: buckets go through a staging buffer. */
 static void test_staging(void **state)
 {
@@ -523,6 +620,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_comm_thread_binds_device),
         cmocka_unit_test(test_buckets_posted_when_ready),
         cmocka_unit_test(test_none_waits_for_finish),
+        cmocka_unit_test(test_stream_order),
         cmocka_unit_test(test_staging),
         cmocka_unit_test(test_check_counts_and_corruption),
         cmocka_unit_test(test_steps_none_equals_bucket),

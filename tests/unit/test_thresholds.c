@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "plan/thresholds.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int parse(const char *text, pb_thresholds_set *set, char *err, size_t errlen)
@@ -119,6 +120,25 @@ static void bad_rules(void **state)
     }
 }
 
+/* A value fills its key's text buffer but one byte (the terminator): the
+ * longest accepted is sizeof - 1 characters, and one more is refused by
+ * length, before the value itself is judged. */
+static void value_length_boundary(void **state)
+{
+    (void)state;
+    pb_thresholds_set set;
+    char err[256] = "", rule[160];
+    const int room = (int)sizeof set.rules[0].text[0] - 1; /* 31 */
+    snprintf(rule, sizeof rule, "busbw coll=%.*s size=8 >= 1\n", room, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    assert_int_equal(parse(rule, &set, err, sizeof err), PB_ERR_USAGE);
+    if (!strstr(err, "is not a collective")) fail_msg("a %d-character value: '%s'", room, err);
+    snprintf(rule, sizeof rule, "busbw coll=%.*s size=8 >= 1\n", room + 1, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    assert_int_equal(parse(rule, &set, err, sizeof err), PB_ERR_USAGE);
+    char want[64];
+    snprintf(want, sizeof want, "value of 'coll' is too long (at most %d characters)", room);
+    if (!strstr(err, want)) fail_msg("a %d-character value: '%s', expected '%s'", room + 1, err, want);
+}
+
 static void odd_input(void **state)
 {
     (void)state;
@@ -186,6 +206,7 @@ int main(void)
         cmocka_unit_test(good_rules),
         cmocka_unit_test(exponents),
         cmocka_unit_test(bad_rules),
+        cmocka_unit_test(value_length_boundary),
         cmocka_unit_test(odd_input),
         cmocka_unit_test(line_forms),
         cmocka_unit_test(metric_table),
