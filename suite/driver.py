@@ -6,6 +6,7 @@ step's whole process tree, and what completed is still recorded and reported
 (exit 128 + the signal); a step outlives no driver, even one killed
 (suite/guard.py)."""
 import dataclasses
+import errno
 import os
 import shutil
 import signal
@@ -34,6 +35,15 @@ def cause(rc, step_limited):
     if rc == 4 or (step_limited and rc in (124, 137)):
         return HUNG
     return WRONG
+
+
+def refused_for_test(path):
+    """Fault hook, tests only (docs/reliability.md): PARABENCH_TEST_REFUSE=NAME makes the
+    results directory refuse the driver's write of NAME as a full disk would, so that a stop
+    in the middle of a run, after steps have completed, can be tested."""
+    name = os.environ.get("PARABENCH_TEST_REFUSE")
+    if name and path.endswith(os.sep + name):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
 
 def run_exit(causes):
@@ -154,6 +164,7 @@ class Driver:
             self.say(f"  shape: {manifest.shape(run, step.name)['describe']}")
         cmd = commands.command(step, run, self.machine.launch, self.o.backend)
         self.step, self.step_t0 = step.name, time.monotonic()  # from here a signal records it as interrupted
+        refused_for_test(err)
         rc = processes.run_to_files(cmd, os.path.join(self.out, step.stdout or step.name + ".txt"), err)
         self.step = None
         seconds = self.elapsed(self.step_t0)

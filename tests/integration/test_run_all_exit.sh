@@ -48,4 +48,17 @@ for causes, want in [(set(), 0), ({3}, 3), ({4}, 4), ({3, 4}, 4), ({1, 3}, 1), (
 print(f"{len(cases)} step exits, 7 sets of causes")
 PY
     fail "exit mapping"; sed 's/^/  | /' "$TMP/map" >&2; fi
+# A write the results directory refuses mid-run (the fault hook refuses p2p_sweep's log, as a full
+# disk would): exit 3 at that step, and meta.json written once more, with the steps completed before it.
+PARABENCH_TEST_REFUSE=logs/p2p_sweep.err BUILD="$BUILD" timeout 600 "$ROOT/run_all.sh" --quick --quiet --no-install --np 2 --bind none --steps coll_sweep,p2p_sweep \
+    --out "$TMP/refused" >"$TMP/refused.out" 2>"$TMP/refused.err"
+rc=$?
+[ "$rc" -eq 3 ] && pass "a refused write stops the run: exit 3" || { fail "refused write: exit $rc, expected 3"; tail -5 "$TMP/refused.err" >&2; }
+expect_in "$TMP/refused.err" "cannot write $TMP/refused/logs/p2p_sweep.err" "the message names the file refused"
+python3 - "$TMP/refused/meta.json" <<'PY' && pass "meta.json records the steps before the stop" || fail "meta.json after the stop"
+import json, sys
+steps = {s["name"]: s["status"] for s in json.load(open(sys.argv[1]))["steps"]}
+print(steps)
+assert steps.get("coll_sweep") == "ok" and "p2p_sweep" not in steps, steps
+PY
 finish

@@ -13,6 +13,7 @@ import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, ROOT)
+from suite import manifest  # noqa: E402
 from suite import shapes as S  # noqa: E402
 
 BIN = os.environ.get("PB_BIN", os.path.join(ROOT, "build", "bin"))
@@ -231,6 +232,30 @@ class Binaries(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--validate 3:3: refused", p.stderr)
         self.assertEqual(p.stdout.count("arguments accepted"), 2)
+
+
+class RunPlacement(unittest.TestCase):
+    """The driver reads a run's placement from its first sweep's metadata;
+    before that sweep has run (or when --steps leaves it out) the run is one
+    node holding every rank, so TP spans the run."""
+    def shapes_in(self, d, nranks):
+        run = manifest.with_placement(manifest.Run(profile="quick", nranks=nranks, out=d),
+                                      *manifest.placement_of_run(d))
+        return manifest.shape(run, "tp_layer")["args"], manifest.shape(run, "hybrid_3d")["args"][:6]
+
+    def test_before_the_first_sweep(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(self.shapes_in(d, 4), (["--tp", "4"], ["--tp", "4", "--pp", "1", "--dp", "1"]))
+            # a sweep that stopped before its header (a full disk): still nothing known
+            open(os.path.join(d, "coll_sweep.csv"), "w").close()
+            self.assertEqual(self.shapes_in(d, 4), (["--tp", "4"], ["--tp", "4", "--pp", "1", "--dp", "1"]))
+
+    def test_from_the_first_sweep(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "coll_sweep.csv"), "w") as f:
+                f.write("# nnodes: 2\n# ranks_per_node: 2,2\nbytes\n")  # as coll_sweep writes them
+            self.assertEqual(manifest.placement_of_run(d), (2, 2))
+            self.assertEqual(self.shapes_in(d, 4), (["--tp", "2"], ["--tp", "2", "--pp", "2", "--dp", "1"]))
 
 
 if __name__ == "__main__":
