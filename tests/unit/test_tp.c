@@ -98,6 +98,8 @@ static void test_groups(void **state)
     assert_int_equal(pb_tp_group_of(6, 4, 1, 0, &g, &i), PB_ERR_USAGE);
     assert_int_equal(pb_tp_group_of(4, 2, 3, 0, &g, &i), PB_ERR_USAGE);
     assert_int_equal(pb_tp_group_of(4, 8, 1, 0, &g, &i), PB_ERR_USAGE);
+    assert_int_equal(pb_tp_group_of(4, 2, 0, 0, &g, &i), PB_ERR_USAGE); /* a stride of 0 divides nothing */
+    assert_int_equal(pb_tp_group_of(4, 2, -1, 0, &g, &i), PB_ERR_USAGE);
 }
 
 /* 4 all-reduces of N*h, or 4 all-gathers + 4 reduce-scatters of N*h/t per
