@@ -338,4 +338,22 @@ sys.exit(any(a[k] != b[k] for k in ("cluster", "configurations")))' "$TMP/node.j
 same_plan 8 40 5
 same_plan 4 40 10
 
+# --dtype: the bytes each element takes on the wire. fp16 plans as bf16 (2 bytes); fp32 (4 bytes)
+# doubles the DP and PP traffic: the DP all-reduce time nearly doubles (its alpha term does not).
+for d in bf16 fp16 fp32; do
+    "$PLAN" --model llama-7b --cluster a100 --gpus 8 --dtype $d --json "$TMP/dt-$d.json" >/dev/null ||
+        fail "plan --dtype $d: exit $?"
+done
+python3 - "$TMP"/dt-{bf16,fp16,fp32}.json <<'PY' && pass "--dtype: fp16 plans as bf16; fp32 doubles the DP and PP bytes" ||
+import json, sys
+bf16, fp16, fp32 = ({(c["t"], c["p"], c["d"]): c for c in json.load(open(f))["configurations"]} for f in sys.argv[1:])
+assert bf16 == fp16, "fp16 differs from bf16"
+for k, c in bf16.items():
+    r = fp32[k]["dp_comm_s"] / c["dp_comm_s"] if c["dp_comm_s"] else 2
+    assert 1.5 < r <= 2, (k, r)  # 4/2 bytes, less the alpha terms that do not grow
+    r = fp32[k]["pp_comm_s"] / c["pp_comm_s"] if c["pp_comm_s"] else 2
+    assert 1.5 < r <= 2, (k, r)  # 4/2 bytes, less the alpha terms that do not grow
+PY
+    fail "plan --dtype"
+
 finish
