@@ -27,6 +27,10 @@ if grep -q "DIFFERS (model should" "$TMP/repro"; then fail "reproduce: a must-ma
 # ---- enumeration ----
 expect_rc 0 "plan llama-70b on 256 A100" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --top 5 --json "$TMP/e70.json"
 cp "$TMP/out" "$TMP/e70"
+# --top 1 still shows the documents' own configuration (t 8, p 8, d 4), marked, at its rank below the top
+"$PLAN" --model llama-70b --cluster a100 --gpus 256 --top 1 >"$TMP/top1" || fail "plan --top 1: exit $?"
+[ "$(grep -cE '^[ *] +([0-9]+ +){5}[tdp]-' "$TMP/top1")" = 2 ] && grep -qE '^\* +[0-9]+ +8 +8 +4 ' "$TMP/top1" &&
+    pass "--top 1: the top row and the documented 8/8/4, marked" || { fail "--top 1: rows"; cat "$TMP/top1" >&2; }
 # the presets' nominal sizes, as their papers give them, reach the job exactly
 python3 -c "import json, sys; j = json.load(open(sys.argv[1]))['job']; assert (j['model'], j['params']) == ('llama-70b', 70e9), j" \
     "$TMP/e70.json" && pass "70B: the job's params are the preset's 70e9" || fail "70B: the job's params differ from 70e9"
