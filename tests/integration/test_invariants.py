@@ -81,7 +81,7 @@ class Notes(unittest.TestCase):
     def test_load_shares(self):
         note = "load: other processes used %s%% of the busiest node's CPU time during the run, steal %s%% (x)"
         self.assertEqual(errors(inv.check_notes, [note % (16, 0), note % (100, 100), "wrong values: 0 OK"]), [])
-        for shares in ((16, -100), (-1, 0), (101, 0)):
+        for shares in ((16, -100), (-1, 0), (101, 0), (16, "-0"), ("-0", 0)):
             got = errors(inv.check_notes, ["# note: " + note % shares])
             self.assertTrue(got and "outside 0-100%" in got[0], (shares, got))
 

@@ -61,4 +61,18 @@ steps = {s["name"]: s["status"] for s in json.load(open(sys.argv[1]))["steps"]}
 print(steps)
 assert steps.get("coll_sweep") == "ok" and "p2p_sweep" not in steps, steps
 PY
+# A benchmark that does not link (its object garbled, in a copy of the build): make -k builds the rest,
+# the step is "not built", and both the step and the build are named as failed, exit 3.
+case $BUILD in /*) built=$BUILD ;; *) built=$ROOT/$BUILD ;; esac
+mkdir -p "$TMP/nolink"
+cp -a "$built/bin" "$built/lib" "$built/obj" "$built/.flags" "$TMP/nolink/"
+echo 'not an object' >"$TMP/nolink/obj/benchmarks/p2p_sweep.o"
+rm -f "$TMP/nolink/bin/p2p_sweep"
+BUILD="$TMP/nolink" timeout 600 "$ROOT/run_all.sh" --quick --quiet --no-install --np 2 --bind none --steps p2p_sweep \
+    --out "$TMP/nolink-run" >"$TMP/nolink.out" 2>"$TMP/nolink.err"
+rc=$?
+[ "$rc" -eq 3 ] && pass "a benchmark that does not link: exit 3" || { fail "not linked: exit $rc, expected 3"; tail -5 "$TMP/nolink.err" >&2; }
+expect_in "$TMP/nolink.err" "run_all.sh: failed: p2p_sweep(not built) build" "the failures name the step not built and the build"
+grep -qP '^p2p_sweep\tnot built\t' "$TMP/nolink-run/steps.tsv" && pass "steps.tsv: p2p_sweep not built" ||
+    { fail "steps.tsv lacks p2p_sweep not built"; cat "$TMP/nolink-run/steps.tsv" >&2; }
 finish
