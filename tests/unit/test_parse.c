@@ -301,6 +301,9 @@ static void joined_integers(void **state)
     assert_string_equal(buf, "1,...");
     assert_int_equal(pb_parse_join_ints(three, 0, buf, sizeof buf), 0);
     assert_string_equal(buf, "");
+    buf[0] = 'x';
+    assert_int_equal(pb_parse_join_ints(three, 3, buf, 0), 0); /* no room: nothing written, not even the terminator */
+    assert_int_equal(buf[0], 'x');
     int ranks[128], k;
     for (k = 0; k < 128; k++) ranks[k] = k;
     memset(buf, 'x', sizeof buf);
