@@ -37,13 +37,14 @@ def cause(rc, step_limited):
     return WRONG
 
 
-def refused_for_test(path):
+def refused_for_test(*paths):
     """Fault hook, tests only (docs/reliability.md): PARABENCH_TEST_REFUSE=NAME makes the
-    results directory refuse the driver's write of NAME as a full disk would, so that a stop
-    in the middle of a run, after steps have completed, can be tested."""
+    results directory refuse a step's output or log named NAME as a full disk would, so that
+    a stop in the middle of a run, after steps have completed, can be tested."""
     name = os.environ.get("PARABENCH_TEST_REFUSE")
-    if name and path.endswith(os.sep + name):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    for path in paths:
+        if name and path.endswith(os.sep + name):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
 
 def run_exit(causes):
@@ -163,9 +164,10 @@ class Driver:
         if step.shaped:
             self.say(f"  shape: {manifest.shape(run, step.name)['describe']}")
         cmd = commands.command(step, run, self.machine.launch, self.o.backend)
+        stdout = os.path.join(self.out, step.stdout or step.name + ".txt")
+        refused_for_test(stdout, err)
         self.step, self.step_t0 = step.name, time.monotonic()  # from here a signal records it as interrupted
-        refused_for_test(err)
-        rc = processes.run_to_files(cmd, os.path.join(self.out, step.stdout or step.name + ".txt"), err)
+        rc = processes.run_to_files(cmd, stdout, err)
         self.step = None
         seconds = self.elapsed(self.step_t0)
         if rc == 0:
