@@ -293,6 +293,20 @@ def main():
     check(r.returncode == 3 and "coverage module is missing" in r.stderr,
           f"no coverage module: exit {r.returncode}, {r.stderr.strip()[-200:]!r}")
 
+    # Every stanza of tests/mutations.txt still applies exactly once and names tests that exist:
+    # code that changed under a stanza would otherwise be noticed only by a `make mutate` run.
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    stanzas = S.mutate.parse(os.path.join(root, "tests", "mutations.txt"))
+    for m in stanzas:
+        with open(os.path.join(root, m["file"])) as f:
+            _, err = S.mutate.apply(f.read(), m)
+        check(err is None, f"tests/mutations.txt {m['name']} ({m['file']}): {err}")
+        for t in m["tests"].split():
+            path = os.path.join(root, "tests", "integration", t) if t.endswith(".sh") else \
+                os.path.join(root, "tests", "unit", t + ".c")
+            check(os.path.exists(path), f"tests/mutations.txt {m['name']}: no test {t}")
+    check(len(stanzas) > 100, f"tests/mutations.txt: only {len(stanzas)} stanzas read")
+
     if FAILS:
         print(f"test_mutate_sample: {FAILS} checks failed")
         sys.exit(1)
