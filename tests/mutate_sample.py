@@ -29,7 +29,7 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
    survived. A line no test executes: "not covered", which counts as
    survived. Mutants listed in
    tests/mutants-equivalent.txt (by file, original and mutated line text)
-   are left out of the score.
+   are left out of the score, and their tests are not run.
 
 usage: tests/mutate_sample.py [--n N] [--seed S] [--list-sites] [--keep]
 Exit: 0 the run finished, 2 usage, 3 environment (no coverage map)."""
@@ -638,8 +638,10 @@ def take_down_cluster(tree, log):
         mutate.run(["scripts/emulate-cluster.sh", "down"], tree, log)
 
 
-def judge(tree, logs, m, idx, cov, budget):
+def judge(tree, logs, m, idx, cov, budget, equivalents=frozenset()):
     """The verdict and the killing test of one mutant (already applied)."""
+    if m.key() in equivalents:  # out of the score whatever its tests say: running them would only cost time
+        return "not judged (listed equivalent)", "-"
     tests = covering(cov, m)
     if not tests:
         return "not covered", "-"
@@ -816,7 +818,7 @@ def main():
                 invalid += 1
                 print(f"        does not compile, redrawn: {m.file}:{m.line} `{m.mut_line.strip()}`", flush=True)
                 continue
-            verdict, by = judge(tree, logs, m, idx, cov, a.budget)
+            verdict, by = judge(tree, logs, m, idx, cov, a.budget, equivalents)
         finally:
             with open(path, "w") as f:
                 f.write(orig)

@@ -46,6 +46,21 @@ def main():
     atomic_file.write_text(path, "two\n")
     check(os.stat(path).st_mode & 0o777 == 0o640, "a replaced file keeps its mode")
 
+    # Durable before it is visible: the temporary's data reaches the disk (fsync)
+    # before the rename publishes it, so a power cut after the rename cannot leave
+    # an empty file under the name (ext4's delayed allocation does exactly that).
+    events, real_fsync, real_replace = [], os.fsync, os.replace
+    os.fsync = lambda fd: (events.append(("fsync", os.readlink("/proc/self/fd/%d" % fd))), real_fsync(fd))[1]
+    os.replace = lambda src, dst: (events.append(("replace", os.path.abspath(src))), real_replace(src, dst))[1]
+    try:
+        atomic_file.write_text(os.path.join(d, "synced.txt"), "synced\n")
+    finally:
+        os.fsync, os.replace = real_fsync, real_replace
+    kinds = [k for k, _ in events]
+    check("fsync" in kinds and "replace" in kinds and kinds.index("fsync") < kinds.index("replace")
+          and events[kinds.index("fsync")][1] == events[kinds.index("replace")][1],
+          "the temporary is fsynced before it is renamed over the file (%s)" % kinds)
+
     # A failure inside the write: the old content stays, no temporary.
     try:
         with atomic_file.replace(path) as f:
@@ -54,7 +69,8 @@ def main():
     except OSError:
         pass
     check(open(path).read() == "two\n", "a failed write leaves the previous content")
-    check(leftovers(d, ["meta.json", "meta.json.tmp", ".meta.json.tmp"]) == [], "a failed write leaves no temporary")
+    check(leftovers(d, ["meta.json", "meta.json.tmp", ".meta.json.tmp", "synced.txt"]) == [],
+          "a failed write leaves no temporary")
 
     # Two writers at once: each writes its own temporary, the file is one of theirs, whole.
     text = {k: ("%d" % k) * 200000 + "\n" for k in range(2)}
@@ -64,7 +80,8 @@ def main():
     for t in threads:
         t.join()
     check(open(path).read() in text.values(), "two writers at once: the file is one of them, whole")
-    check(leftovers(d, ["meta.json", "meta.json.tmp", ".meta.json.tmp"]) == [], "two writers leave no temporary")
+    check(leftovers(d, ["meta.json", "meta.json.tmp", ".meta.json.tmp", "synced.txt"]) == [],
+          "two writers leave no temporary")
 
     # A directory that cannot be written: the error reaches the caller.
     ro = os.path.join(d, "ro")

@@ -142,6 +142,18 @@ def main():
     killed, counted, survivors = S.score([(m1, "killed"), (m2, "survived (3 tests)"), (m3, "not covered")], eq)
     check((killed, counted) == (1, 2), f"score {killed}/{counted}, expected 1/2 with one equivalent left out")
     check([m for m, _ in survivors] == [m3], "the survivors are not the uncovered, non-equivalent mutant")
+    # A listed equivalent is out of the score whatever its tests say: none of them is run for it.
+    ran, run_test_real = [], S.mutate.run_test
+    S.mutate.run_test = lambda tree, t, log, timeout: ran.append(t) or 1
+    cov = {S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {m.file: [m.line] for m in (m1, m2)}},
+           "test_x": {"rc": 0, "seconds": 1, "lines": {m.file: [m.line] for m in (m1, m2)}}}
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            got = [S.judge(d, d, m, 1, cov, 60, eq) for m in (m2, m1)]
+    finally:
+        S.mutate.run_test = run_test_real
+    check(got == [("not judged (listed equivalent)", "-"), ("killed", "test_x")] and ran == ["test_x"],
+          f"judge: {got}, tests run {ran}; expected the equivalent not run, the other killed by test_x")
 
     # A report row reads back as the same mutant (--rescore marks equivalents without a rerun).
     for m in (m1, [m for m in cs if m.op == "delete"][0]):

@@ -171,6 +171,10 @@ static void line_forms(void **state)
     assert_int_equal(parse(text, &set, err, sizeof err), PB_OK);
     assert_int_equal(set.n, 1);
     pb_thresholds_free(&set);
+    snprintf(text, sizeof text, "\xEF\xBB\xBF\n%s", rule); /* a BOM alone on the first line, the whole line */
+    assert_int_equal(parse(text, &set, err, sizeof err), PB_OK);
+    assert_int_equal(set.n, 1);
+    pb_thresholds_free(&set);
     assert_int_equal(parse("busbw coll=allreduce size=1M >= 1\r\np2p_latency size=8 <= 5\r\n", &set, err, sizeof err), PB_OK);
     assert_int_equal(set.n, 2); /* CRLF */
     pb_thresholds_free(&set);
