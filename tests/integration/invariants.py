@@ -178,6 +178,9 @@ def check_dp_allreduce(ck, rows, run_nodes):
         if slowest is not None and slowest < comp * (1 - 1e-9) - 1e-6:
             ck.bad(i, f"compute_us_slowest {slowest} < compute_us {comp}: a mean of per-iteration maxima is at least "
                       "the largest mean")
+        if slowest is not None and (r.get("iters") == "1" or r["nranks"] == "1") and not close(slowest, comp, 1e-9):
+            ck.bad(i, f"compute_us_slowest {slowest} != compute_us {comp} with {r['iters']} iteration(s) on "
+                      f"{r['nranks']} rank(s): each iteration's slowest rank is then the slowest rank's mean")
         if "overhead_paired" in r and num(r, "overhead_paired") is None:
             ck.bad(i, f"overhead_paired {r['overhead_paired']!r} is not a number")
         if "overhead_instep" in r:  # each iteration's slowest step minus its slowest compute up to the all-reduce

@@ -68,6 +68,17 @@ class PpPipeline(unittest.TestCase):
         self.assertTrue(any("2 stages never waited on a message" in e for e in got), got)
 
 
+class DpAllreduce(unittest.TestCase):
+    def test_slowest_compute_with_one_iteration_or_one_rank(self):
+        row = {"compute_us": "100", "step_us": "150", "exposed_us": "50", "overhead": "0.5", "nranks": "2",
+               "iters": "1", "link_class": "intra", "compute_us_slowest": "100"}
+        self.assertEqual(errors(inv.check_dp_allreduce, [row], 1), [])
+        self.assertEqual(errors(inv.check_dp_allreduce, [dict(row, iters="5", compute_us_slowest="130")], 1), [])
+        for broken in (dict(row, compute_us_slowest="130"), dict(row, iters="5", nranks="1", compute_us_slowest="130")):
+            got = errors(inv.check_dp_allreduce, [broken], 1)
+            self.assertTrue(any("compute_us_slowest 130.0 != compute_us 100.0" in e for e in got), got)
+
+
 class Metadata(unittest.TestCase):
     def test_p2p_iterations_per_mode(self):
         rows = [{"mode": "latency"}, {"mode": "bw"}]

@@ -47,6 +47,14 @@ assert bucket["verdict"] != "not judged" or ("%d cores for 2 ranks" % cores in b
 scan = [r for r in rows if r["figure"].startswith("DP 20% line scan: comm/compute ")]
 assert len(scan) == 4 and all(r["measured_value"] and r["formula_value"] for r in scan), scan  # repro_dp_scan's 4 sizes
 assert one("DP: comm/compute where measured overhead crosses 20%")["configuration"].count(",") == 4  # 0.112 + the scan
+# The table it prints (repro_write.txt) shows each row's verdict and values, "-" for an empty one.
+printed = [l.rstrip("\n") for l in open(sys.argv[1].replace("reproduce.csv", "repro_write.txt")) if l.strip()]
+printed = printed[-len(rows):]
+for r, l in zip(rows, printed):
+    rest = l[58:].split()
+    assert l.startswith(r["figure"][:58]) and rest[0:1] == r["verdict"].split()[:1], (l, r)
+    shown = l[58:].split(" doc ", 1)[1].split(" measured ", 1)
+    assert shown[0].split()[0] == (r["document_value"] or "-") and shown[1].split()[0] == (r["measured_value"] or "-"), (l, r)
 print("ok %d rows" % len(rows))
 PY
 if grep -q '^ok' "$TMP/check"; then pass "reproduce.csv: columns, verdicts, DP and PP rows measured ($(cat "$TMP/check"))"

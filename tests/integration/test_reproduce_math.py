@@ -85,6 +85,7 @@ class Arithmetic(unittest.TestCase):
             self.assertIsNone(r.load_of(os.path.join(d, "none.csv")))
         self.assertIn("machine busy: other processes used 23%", r.busy_reason((0.23, 0.01)))
         self.assertIn("the hypervisor 6%", r.busy_reason((0.0, 0.06)))
+        self.assertIn("judged only under 10% and 5%", r.busy_reason((0.0, 0.06)))  # docs/reproduce.md's bars
         self.assertIsNone(r.busy_reason((0.10, 0.05)))  # at the bars: quiet enough
         self.assertIsNone(r.busy_reason(None))  # not known: judged as before
 
@@ -104,6 +105,9 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(r.interp_log([(10, 1.0), (1000, 3.0)], 100), 2.0)  # log x0 != 0: the span is a difference
         # at the first size itself: its y, even when a sweep ran that size twice (no 0-wide span)
         self.assertEqual(r.interp_log([(8, 2.0), (8, 2.5), (64, 5.0)], 8), 2.0)
+        # a size of 0 bytes, or one that measured no bandwidth (a failed size), is no point of the curve
+        pts = [(0, 9.0), (1, 1.0), (100, 3.0), (1000, 0.0)]
+        self.assertEqual((r.interp_log(pts, 0.5), r.interp_log(pts, 1000)), (1.0, 3.0))
 
 
 def write_csv(path, header, body):
@@ -385,8 +389,9 @@ class ScanSetup(unittest.TestCase):
             with open(os.path.join(d, "reproduce", "repro_dp_scan.args")) as f:
                 self.assertEqual(f.read().split("\n")[:6], ["--overlap", "none", "--model", "tiny", "--grad-bytes",
                                                             "2,3,4,5"])
-            DPRows.write(None, d, [(10240, "bucket", 0.2, 0.2, 200, 1, 0.112), (10240, "none", 0.1, 0.1024, 100, 1, 0.112)],
-                         [])
+            # the row at the documents' ratio, not one searched for another ratio before it
+            DPRows.write(None, d, [(40960, "none", 0.5, 0.5, 500, 1, 0.5), (10240, "bucket", 0.2, 0.2, 200, 1, 0.112),
+                                   (10240, "none", 0.1, 0.1024, 100, 1, 0.112)], [])
             r.scan_setup(d)
             with open(os.path.join(d, "reproduce", "repro_dp_scan.args")) as f:
                 args = f.read().split("\n")
