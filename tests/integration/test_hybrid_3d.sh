@@ -43,8 +43,16 @@ grad = 4 * 12 * 64 * 64 / 2 * 4
 assert abs(float(r["dp_bytes"]) - grad) < 1e-6 * grad, (r["dp_bytes"], grad)
 PY
 expect_rc 1 "a corrupted replica is detected" -- \
-    mpi 4 -x PARABENCH_TEST_CORRUPT=3 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL
+    mpi 4 -x PARABENCH_TEST_CORRUPT=3 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL --csv "$TMP/c3.csv"
 expect_in "$TMP/out" "FAILED" "the footer says FAILED"
+# #wrong counts ranks: one whose gradient is wrong, and one whose replica no longer matches
+# its DP group's first rank bit for bit. Rank 3 is second in its group {1, 3}: itself only;
+# rank 1 is first: itself, and rank 3, whose right gradient now differs from rank 1's.
+expect_rc 1 "a corrupted first replica is detected" -- \
+    mpi 4 -x PARABENCH_TEST_CORRUPT=1 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL --csv "$TMP/c1.csv"
+got=$(for f in c3 c1; do grep -v '^#' "$TMP/$f.csv" | python3 -c "import csv, sys; print(*[r['wrong'] for r in csv.DictReader(sys.stdin)])"; done | tr '\n' ' ')
+[ "$got" = "1 2 " ] && pass "#wrong: 1 for the second replica corrupted, 2 for the first" ||
+    fail "#wrong for ranks 3 and 1 corrupted: '$got', expected '1 2 '"
 
 expect_rc 0 "1x4x1 with GPipe" -- mpi 4 "$BIN/hybrid_3d" --pp 4 --schedule gpipe --micro-batches 4 $SMALL
 
