@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_LIST 64
 
@@ -135,6 +136,7 @@ typedef struct tp_run {
     pb_comm *comm;
     const char *link; /* of the TP groups: intra, inter, or mixed */
     int skip;         /* test-only: PARABENCH_TEST_SKIP */
+    int slow;         /* test-only: PARABENCH_TEST_SLOW, this rank's group is the slowest */
 } tp_run;
 
 /* One measured point: shape and mode. */
@@ -166,6 +168,7 @@ static int one_iteration(void *arg, int iter)
         return c->run->eng->synchronize();
     }
     if (iter == 0) pb_tp_acct_reset(c->tp); /* account the timed iterations only */
+    if (c->run->slow) nanosleep(&(struct timespec){0, PB_FAULTS_SLOW_US * 1000L}, NULL);
     PB_TRY(pb_tp_forward(c->tp, c->acts, c->x, c->y));
     return pb_tp_backward(c->tp, c->acts, c->dy, c->dx, 0, NULL, NULL);
 }
@@ -474,7 +477,8 @@ int main(int argc, char **argv)
                    "sequence-parallel all-gather + reduce-scatter): compute, communication and step time per\n"
                    "layer, communication fraction, bytes per rank, speed-up over the unsharded layer.",
                    groups, 3);
-    tp_run r = {.b = &b, .o = &o, .group_comm = MPI_COMM_NULL, .skip = pb_faults_skip_rank() == b.w.rank};
+    tp_run r = {.b = &b, .o = &o, .group_comm = MPI_COMM_NULL, .skip = pb_faults_skip_rank() == b.w.rank,
+                .slow = pb_faults_slow_rank() == b.w.rank};
     int status = parse_all(&b, &o, &r);
     if (status != PB_OK) pb_bench_finish(&b, status);
 

@@ -7,8 +7,10 @@
  *                                only (p2p's, after the measured loop, and a
  *                                collective's; RANK in the pair or group);
  *   PARABENCH_TEST_SLOW=RANK     that rank sleeps PB_FAULTS_SLOW_US before each
- *                                p2p iteration it takes part in: its pairs are
- *                                slow, deterministically (the slow-pair verdict);
+ *                                p2p iteration it takes part in, and in each
+ *                                sharded tp_layer iteration: its pairs, and its
+ *                                TP group, are slow, deterministically (the
+ *                                slow-pair verdict, tp_layer's slowest group);
  *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
  *                                the status the real failure has (exit 3 for
  *                                all of these), before the collective that

@@ -83,6 +83,16 @@ expect_in "$TMP/out" "TP group 1: ranks {1,3}, intra" "strided group 1 is {1,3}"
 python3 "$TESTS_DIR/results.py" "$TMP/st.csv" "$TMP/st.json" --columns $COLS --rows 1 --zero-wrong \
     --expect unsharded_us= --expect speedup= && pass "--unsharded 0 leaves the speed-up empty" \
     || fail "--unsharded 0 leaves the speed-up empty"
+# The slowest group is the one holding the rank a fault hook slows down (20 ms per iteration):
+# rank 1 is in group 0 of consecutive groups and in group 1 of strided ones ({1,3}), rank 2 in group 1.
+for c in "1 1 0" "2 1 1" "1 2 1"; do
+    read -r slow stride want <<<"$c"
+    PARABENCH_TEST_SLOW=$slow expect_rc 0 "rank $slow slowed, stride $stride" -- \
+        mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 2 --tp-stride "$stride" --unsharded 0 --csv "$TMP/slow.csv"
+    got=$(grep -v '^#' "$TMP/slow.csv" | python3 -c "import csv, sys; print(*[r['slowest_group'] for r in csv.DictReader(sys.stdin)])")
+    [ "$got" = "$want" ] && pass "slowest group $got: the slowed rank's (rank $slow, stride $stride)" ||
+        fail "slowest group '$got' with rank $slow slowed, stride $stride; expected $want"
+done
 
 # t = 1 on 2 ranks: nothing moves, and the table says so.
 expect_rc 0 "t=1 on 2 ranks" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --tp 1 -c 1 --csv "$TMP/t1.csv" --json "$TMP/t1.json"
