@@ -163,6 +163,18 @@ static void nearest_size(void **state)
     assert_string_equal(o.why, "no matching rows in coll_sweep*.csv");
 }
 
+/* The nearest size is looked for among the rows the rule selects: another
+ * collective's row at the rule's very size is not the rule's. */
+static void nearest_size_own_rows(void **state)
+{
+    (void)state;
+    add_table("b.csv", "coll_sweep",
+              "collective,bytes,link_class,time_us,busbw_GBps,wrong\nallgather,2097152,intra,1,7,0\n"
+              "allreduce,1048576,intra,1,3,0\nallreduce,4194304,intra,1,5,0\n# complete\n");
+    expect("busbw coll=allreduce size=2M >= 1 GB/s", PB_TH_PASS, 3, 0, 1); /* 1M: halfway, the smaller */
+    expect("busbw coll=allgather size=1M >= 1 GB/s", PB_TH_PASS, 7, 0, 0);
+}
+
 /* The smallest sizes: a rule at 1 byte takes the 1-byte row, not the 2-byte
  * one a factor of 2 away, and a 0-byte row is never the nearest. */
 static void nearest_size_smallest(void **state)
@@ -311,6 +323,7 @@ int main(void)
         cmocka_unit_test_teardown(select_by_number, teardown),
         cmocka_unit_test_teardown(signed_unless_absolute, teardown),
         cmocka_unit_test_teardown(nearest_size, teardown),
+        cmocka_unit_test_teardown(nearest_size_own_rows, teardown),
         cmocka_unit_test_teardown(nearest_size_smallest, teardown),
         cmocka_unit_test_teardown(link_class, teardown),
         cmocka_unit_test_teardown(link_class_absent, teardown),
