@@ -101,6 +101,9 @@ cases() {
         elif [ "$ranks" -le 1 ] && [ "$code" = 2 ] && [ -n "${args// /}" ] && [ "$(grep -c . "$out/err")" != 1 ]; then
             # one process, no mpirun noise: a refusal is its one line, not a reader's too
             echo "FAIL: $bin $args: $(grep -c . "$out/err") lines on stderr, one expected"; sed 's/^/  | /' "$out/err" | head -5
+        elif [ "$ranks" -le 1 ] && [ "$code" = 2 ] && [ -n "${args// /}" ] && ! head -1 "$out/err" | grep -q "^${bin}: "; then
+            # the line says which program refused, by its name (as run, the path before it dropped)
+            echo "FAIL: $bin $args: the message does not start '$bin: '"; sed 's/^/  | /' "$out/err" | head -5
         elif [ "$ranks" -le 1 ] && [ "$code" = 1 ] && [ -s "$out/err" ]; then
             # a failed verdict is the verdict on stdout: a file it refused is named there, once
             echo "FAIL: $bin $args: exit 1 with stderr"; sed 's/^/  | /' "$out/err" | head -5
