@@ -12,6 +12,10 @@ assert all(float(r["rate"]) > 0 for r in rows), rows
 assert [r["size"] for r in rows[:2]] == ["64", "1024"], rows
 assert all(r["unit"] == "GFLOP/s" and r["engine"] == "blas" for r in rows[:2]), rows
 assert all(float(r["rate"]) < 1e6 for r in rows), rows          # finite, not a unit slip
+# Real multiplications: one thread's fp32 GEMM cannot beat the core's peak, 2 FMA units x 16
+# lanes x 2 flops x ~4 GHz = 256 GFLOP/s with AVX-512. 2000 is far above it; a GEMM that
+# skipped its work (alpha 0 lets BLAS only scale C) reports tens of thousands at 1024.
+assert all(float(r["rate"]) < 2000 for r in rows[:2]), rows
 assert rows[2]["unit"] == "GB/s" and rows[2]["size"] == str(16 << 20), rows
 assert all(r["iters"] == "3" for r in rows), rows                # -n 3: each rate over 3 timed runs
 PY
