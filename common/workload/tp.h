@@ -177,7 +177,8 @@ int pb_tp_compare(pb_dtype dt, const void *ref, size_t nref, size_t off, const v
  * from pb_tp_reference_config) from the same seeded input and loss gradient,
  * and count elements of y and dx (this rank's rows) that differ by more than
  * pb_tp_tolerance * max|reference|, or are not finite. `corrupt`: falsify one
- * element (PARABENCH_TEST_CORRUPT). *max_err: largest relative error seen.
+ * element of y (bit 1: PARABENCH_TEST_CORRUPT) and of dx (bit 2: tests of the
+ * backward's check). *max_err: largest relative error seen.
  * `all`: every rank validating at once (every TP group), which agrees on the
  * set-up before the step and after it (a rank whose step failed must not leave
  * its group in a collective); MPI_COMM_NULL for one rank without MPI. */

@@ -124,8 +124,8 @@ int pb_tp_validate(pb_tp *tp, pb_layer_stack *ref, MPI_Comm all, int corrupt, lo
     if (all != MPI_COMM_NULL) status = pb_world_agree_at(all, status, "tp validate");
     if (status == PB_OK) status = run_both(&c);
     if (all != MPI_COMM_NULL) status = pb_world_agree_after_step(all, status, PB_STEP_GRACE_S, NULL);
-    if (status == PB_OK) status = compare(&c, c.buf[B_Y], c.buf[B_YREF], corrupt, wrong, max_err);
-    if (status == PB_OK) status = compare(&c, c.buf[B_DX], c.buf[B_DXREF], 0, wrong, max_err);
+    if (status == PB_OK) status = compare(&c, c.buf[B_Y], c.buf[B_YREF], corrupt & 1, wrong, max_err);
+    if (status == PB_OK) status = compare(&c, c.buf[B_DX], c.buf[B_DXREF], corrupt & 2, wrong, max_err);
     teardown(&c);
     return status;
 }

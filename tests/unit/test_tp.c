@@ -202,6 +202,10 @@ static void run_t1(pb_tp_mode mode)
     assert_true(err == 0);
     assert_int_equal(pb_tp_validate(tp, ref, MPI_COMM_NULL, 1, &wrong, &err), PB_OK);
     assert_int_equal(wrong, 1);
+    assert_int_equal(pb_tp_validate(tp, ref, MPI_COMM_NULL, 2, &wrong, &err), PB_OK);
+    assert_int_equal(wrong, 1); /* the input gradient is checked too, on its own */
+    assert_int_equal(pb_tp_validate(tp, ref, MPI_COMM_NULL, 3, &wrong, &err), PB_OK);
+    assert_int_equal(wrong, 2);
 
     pb_tp_acts_free(tp, a[0]);
     pb_layer_saved_free(ref, a[1]);
