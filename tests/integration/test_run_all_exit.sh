@@ -68,11 +68,13 @@ mkdir -p "$TMP/nolink"
 cp -a "$built/bin" "$built/lib" "$built/obj" "$built/.flags" "$TMP/nolink/"
 echo 'not an object' >"$TMP/nolink/obj/benchmarks/p2p_sweep.o"
 rm -f "$TMP/nolink/bin/p2p_sweep"
-BUILD="$TMP/nolink" timeout 600 "$ROOT/run_all.sh" --quick --quiet --no-install --np 2 --bind none --steps p2p_sweep \
+BUILD="$TMP/nolink" timeout 600 "$ROOT/run_all.sh" --quick --no-install --np 2 --bind none --steps p2p_sweep \
     --out "$TMP/nolink-run" >"$TMP/nolink.out" 2>"$TMP/nolink.err"
 rc=$?
 [ "$rc" -eq 3 ] && pass "a benchmark that does not link: exit 3" || { fail "not linked: exit $rc, expected 3"; tail -5 "$TMP/nolink.err" >&2; }
 expect_in "$TMP/nolink.err" "run_all.sh: failed: p2p_sweep(not built) build" "the failures name the step not built and the build"
 grep -qP '^p2p_sweep\tnot built\t' "$TMP/nolink-run/steps.tsv" && pass "steps.tsv: p2p_sweep not built" ||
     { fail "steps.tsv lacks p2p_sweep not built"; cat "$TMP/nolink-run/steps.tsv" >&2; }
+expect_in "$TMP/nolink.err" "run_all:   p2p_sweep: not built" "the progress says the step is not built, as it happens"
+expect_in "$TMP/nolink-run/logs/p2p_sweep.err" "$TMP/nolink/bin/p2p_sweep is not built" "the step's log names the binary missing"
 finish
