@@ -55,6 +55,10 @@ busy = defaultdict(float)
 for e in ev:
     if e["event"] in ("fwd", "bwd"):
         busy[(e["schedule"], e["micro_batches"], e["rank"])] += float(e["end_us"]) - float(e["start_us"])
+wait = defaultdict(float)
+for e in ev:
+    if e["event"] in ("recv_act", "recv_grad", "send_wait"):
+        wait[(e["schedule"], e["micro_batches"], e["rank"])] += float(e["end_us"]) - float(e["start_us"])
 for r in rows:
     ideal = max(v for k, v in busy.items() if k[:2] == (r["schedule"], r["micro_batches"]))
     want = ideal / float(r["step_us"])
@@ -63,6 +67,10 @@ for r in rows:
     # Each stage's busy time as the row gathers it, against its rank's trace (one pipeline: rank = stage).
     got = [float(x) for x in r["stage_busy_us"].split(";")]
     trace = [busy[(r["schedule"], r["micro_batches"], str(s))] for s in range(p)]
+    assert all(abs(g - t) <= 1e-4 * t + 0.1 for g, t in zip(got, trace)), (got, trace)
+    # Each stage's wait, against its trace's waits: receives, and the sends completed at the step's end.
+    got = [float(x) for x in r["stage_wait_us"].split(";")]
+    trace = [wait[(r["schedule"], r["micro_batches"], str(s))] for s in range(p)]
     assert all(abs(g - t) <= 1e-4 * t + 0.1 for g, t in zip(got, trace)), (got, trace)
 PY
 done
