@@ -49,6 +49,14 @@ for (s, m, rank), got in seen.items():
     for k in range(int(m)):
         assert ("fwd", str(k)) in got and ("bwd", str(k)) in got, (s, m, rank, k)
 assert len(seen) == 4 * p, len(seen)
+# Activations flow down the pipeline, gradients back up: the first stage receives no activation,
+# the last no gradient, and every other stage receives one of each per micro-batch.
+for e in ev:
+    assert not (e["event"] == "recv_act" and e["stage"] == "0"), e
+    assert not (e["event"] == "recv_grad" and e["stage"] == str(p - 1)), e
+for (s, m, rank), got in seen.items():
+    if rank not in ("0", str(p - 1)):
+        assert all(("recv_act", str(k)) in got and ("recv_grad", str(k)) in got for k in range(int(m))), (s, m, rank)
 # The measured efficiency, derived independently from the trace: the slowest
 # stage's busy time (its fwd and bwd events) over the step time.
 busy = defaultdict(float)
