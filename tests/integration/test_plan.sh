@@ -258,6 +258,10 @@ printf '# parabench coll_sweep\ncollective,bytes,nranks,link_class\nallreduce,8,
 expect_rc 0 "--calibrate with coll_sweep rows of 8 and 4 ranks in a node, 16 across" -- \
     "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"
 expect_in "$TMP/cal.txt" "gpus_per_node = 8" "GPUs per node from the largest intra-node group"
+# Memory per GPU: the host's memory shared by the node's 8 ranks (there is no GPU to ask).
+awk -F' = ' -v kb="$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" '$1 == "mem_GB" { m = $2 }
+    END { want = kb * 1024 / 8 / 1e9; exit !(m > 0.98 * want && m < 1.02 * want) }' "$TMP/cal.txt" \
+    && pass "mem_GB: the host's memory over 8 ranks" || { fail "mem_GB is not MemTotal / 8"; grep mem_GB "$TMP/cal.txt" >&2; }
 # --fit on sweeps alone: links fitted, no workload row to predict, and it says so.
 expect_rc 0 "--fit on a directory of sweeps only" -- "$PLAN" --fit "$K"
 expect_in "$TMP/out" "(no dp_allreduce, tp_layer, pp_pipeline or hybrid_3d rows to predict)" "nothing to predict: said"
