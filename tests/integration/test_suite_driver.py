@@ -9,7 +9,7 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from suite import driver  # noqa: E402
+from suite import driver, machine  # noqa: E402
 
 
 class ResultsDir(unittest.TestCase):
@@ -43,6 +43,24 @@ class ResultsDir(unittest.TestCase):
     def test_given_out_is_kept(self):
         d = driver.Driver(types.SimpleNamespace(out="mine", quiet=True))
         self.assertEqual(d.results_dir(), "mine")
+
+
+class Launch(unittest.TestCase):
+    """mpirun's line outside Slurm: --oversubscribe only with more ranks than cores (a rank per core
+    is not oversubscribed, and Open MPI refuses more ranks than slots without it)."""
+
+    def launch(self, np, ncores):
+        o = types.SimpleNamespace(np=np, hostfile=None, ranks_per_node=0, bind="none", backend="mpi")
+        with mock.patch.object(machine, "cores", lambda: ncores), mock.patch.dict(os.environ, {}, clear=False):
+            for k in ("SLURM_JOB_ID", "SLURM_NTASKS", "SLURM_JOBID"):
+                os.environ.pop(k, None)
+            return machine.detect(o, "/nonexistent", "/nonexistent/bin")
+
+    def test_oversubscribed_only_past_the_cores(self):
+        for np, ncores, over in ((4, 4, False), (3, 4, False), (5, 4, True)):
+            m = self.launch(np, ncores)
+            self.assertEqual(("--oversubscribe" in m.launch, m.oversubscribed), (over, over), (np, ncores, m.launch))
+            self.assertEqual(m.launch[:3], ["mpirun", "-np", str(np)])
 
 
 if __name__ == "__main__":
