@@ -335,6 +335,12 @@ def check_notes(ck, notes):
 def check_meta(ck, meta, bench=None, rows=()):
     check_hosts(ck, meta)
     check_topology(ck, meta)
+    # One node: oversubscribed says whether its ranks outnumber its cores (hwloc's count).
+    cores = (meta.get("topology") or {}).get("cores")
+    if meta.get("nnodes") == 1 and isinstance(cores, int) and cores > 0 and "oversubscribed" in meta and \
+            meta["oversubscribed"] != (int(meta["nranks"]) > cores):
+        ck.bad(None, f"meta.oversubscribed {meta['oversubscribed']} for {meta['nranks']} ranks on one node of "
+                     f"{cores} cores")
     if "parabench_version" in meta:  # written by a benchmark, not a hand-made fixture
         missing = [k for k in META_KEYS + META_KEYS_OF.get(bench, ()) if k not in meta]
         if missing:

@@ -87,6 +87,14 @@ class Metadata(unittest.TestCase):
         got = errors(inv.check_meta, {"iterations": {"latency": "1000"}}, "p2p_sweep", rows)
         self.assertEqual(got, ["t: meta.iterations says nothing of mode bw, which the rows measure"])
 
+    def test_oversubscribed_on_one_node(self):
+        meta = {"nnodes": 1, "nranks": 2, "topology": {"packages": 1, "cores": 2, "pus": 2}, "oversubscribed": False}
+        self.assertEqual(errors(inv.check_meta, meta), [])
+        self.assertEqual(errors(inv.check_meta, dict(meta, nranks=3, oversubscribed=True)), [])
+        self.assertEqual(errors(inv.check_meta, dict(meta, nnodes=2, oversubscribed=True)), [])  # another node's cores
+        self.assertEqual(errors(inv.check_meta, dict(meta, oversubscribed=True)),
+                         ["t: meta.oversubscribed True for 2 ranks on one node of 2 cores"])
+
 
 class Notes(unittest.TestCase):
     def test_load_shares(self):
