@@ -236,6 +236,10 @@ check_rel_err "$TMP/out" "a wrong calibration, errors of tens of %"
 sed 's/^inter_bw_GBps = 0.6/inter_bw_GBps = 0.15/' "$TMP/truth.txt" >"$TMP/wrong-inter.txt"
 expect_rc 0 "--fit with a wrong inter-node link" -- "$PLAN" --fit "$R" --cluster "$TMP/wrong-inter.txt" --csv "$TMP/fitx.csv"
 within5 "$TMP/fitx.csv" && fail "a 4x slower inter link still predicts every row within 5%" || pass "a wrong inter-node link shows in the errors"
+# The prediction file says how it was made: its first line is the command, every argument of it.
+line=$(head -1 "$TMP/fitx.csv")  # (the binary's path is quoted if it holds a blank: not compared)
+[ "${line#\# command: }" != "$line" ] && [ "${line%" --fit $R --cluster $TMP/wrong-inter.txt --csv $TMP/fitx.csv"}" != "$line" ] &&
+    pass "--fit --csv: the command line heads the file" || { fail "--fit --csv: command line"; head -1 "$TMP/fitx.csv" >&2; }
 # A collective sweep without a wrong column (nothing flagged) is fitted like one whose column says 0.
 C=$TMP/nowrong; mkdir -p "$C"
 awk -F, -v OFS=, '/^#/ { print; next } $NF != "3" { NF--; print }' "$R/coll_sweep_allreduce.csv" >"$C/coll_sweep_allreduce.csv"
