@@ -22,7 +22,8 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
 4. Verdicts. Each mutant is applied to a scratch copy (tests/mutate.py's
    helpers), rebuilt, and the tests that execute its line run until one
    fails: killed. First run those tests/mutations.txt names for the mutant's
-   file, then the rest, each group fastest first; a test that would not fit
+   line (and the sanitized test for a leak or a loop one past the end), then
+   the rest by kills per second (covering()); a test that would not fit
    in what is left of --budget is passed over, and a mutant no test killed
    with some passed over is "survived (budget)". A test that runs past its
    time limit counts as killed (a hang), marked "timeout". No failure:
@@ -34,6 +35,7 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
 usage: tests/mutate_sample.py [--n N] [--seed S] [--list-sites] [--keep]
 Exit: 0 the run finished, 2 usage, 3 environment (no coverage map)."""
 import argparse
+import glob
 import hashlib
 import io
 import json
@@ -572,15 +574,60 @@ def line_killers(path=os.path.join(ROOT, "tests", "mutations.txt")):
     return out
 
 
+RECORDS = os.path.join(ROOT, "docs", "measured")
+
+
+def kill_history(folder=RECORDS):
+    """file -> {test: how many mutants of that file it killed} in the recorded
+    sampler runs (docs/measured/mutate-sample-seed*.txt); a mutant a run's
+    record lists twice (a rescore appended) counts once."""
+    out, seen = {}, set()
+    for path in sorted(glob.glob(os.path.join(folder, "mutate-sample-seed*.txt"))):
+        seed = re.match(r"mutate-sample-seed(\d+)", os.path.basename(path)).group(1)
+        with open(path, errors="replace") as f:
+            for line in f:
+                r = ROW.match(line.rstrip("\n"))
+                if not r or not r.group(7).startswith("killed") or (seed, r.group(0)) in seen:
+                    continue
+                seen.add((seed, r.group(0)))
+                kills = out.setdefault(r.group(2), {})
+                kills[r.group(8)] = kills.get(r.group(8), 0) + 1
+    return out
+
+
+SANITIZED = "test_unit_sanitized.sh"
+RELEASE = re.compile(r"\b(free|fclose|close|\w+_(destroy|free|close))\(")
+
+
+def memory_error(m):
+    """Whether the mutant makes a fault only AddressSanitizer or LeakSanitizer
+    sees: a release call deleted (a leak), or a loop's `<` made `<=` (one
+    element past the end); SANITIZED then runs among the line's own tests."""
+    orig, mut = getattr(m, "orig_line", ""), getattr(m, "mut_line", "")
+    if m.file.endswith(".py"):
+        return False
+    if m.op == "delete":
+        return bool(RELEASE.search(orig))
+    return m.op == "relational" and orig.lstrip().startswith("for (") and orig.count("<=") < mut.count("<=")
+
+
 KNOWN_KILLERS = None
 LINE_KILLERS = None
+KILL_HISTORY = None
+# What a covering test with no record of killing in the file is worth against
+# one kill: enough that a 1 s test runs before a 30 s test with one kill.
+PRIOR_KILLS = 0.2
 
 
 def covering(cov, m):
     """The tests that executed the mutant's line and passed unmutated: first
-    those tests/mutations.txt names for a mutation of that very line, then
-    those it names for a mutation in the same file (the tests written to check
-    that file), then the others, each group fastest first.
+    those tests/mutations.txt names for a mutation of that very line, then the
+    others by kills per second, most first: a test's kills are those it made
+    in the file in the recorded runs, plus one if tests/mutations.txt names it
+    for a mutation in the file (it was written to check that file), plus
+    PRIOR_KILLS; its seconds those of the coverage pass (at least 1). Ordering
+    by chance of a kill over cost finds a killer soonest, so a mutant whose
+    covering tests add up to more than the budget is judged by the likeliest.
     A line coverage has no code for (a static table, the second line of
     a statement) takes every test that executed any line of its file; a
     header's declaration (an enum's values, a macro) takes every test that
@@ -590,14 +637,21 @@ def covering(cov, m):
     files = [m.file] + ([m.file[:-2] + ".c"] if m.file.endswith(".h") and not per_line else [])
     ts = [t for t, r in cov.items() if r["rc"] == 0 and t != CODE_LINES and
           (m.line in set(r["lines"].get(m.file, ())) if per_line else any(r["lines"].get(f) for f in files))]
-    global KNOWN_KILLERS, LINE_KILLERS
+    global KNOWN_KILLERS, LINE_KILLERS, KILL_HISTORY
     if KNOWN_KILLERS is None:
         KNOWN_KILLERS = known_killers()
     if LINE_KILLERS is None:
         LINE_KILLERS = line_killers()
-    mine = KNOWN_KILLERS.get(m.file, set())
+    if KILL_HISTORY is None:
+        KILL_HISTORY = kill_history()
+    mine, history = KNOWN_KILLERS.get(m.file, set()), KILL_HISTORY.get(m.file, {})
     this_line = LINE_KILLERS.get((m.file, getattr(m, "orig_line", "").strip()), set())
-    return sorted(ts, key=lambda t: (t not in this_line, t not in mine, cov[t]["seconds"], t))
+    if memory_error(m):
+        this_line = this_line | {SANITIZED}
+
+    def kills_per_second(t):
+        return (history.get(t, 0) + (t in mine) + PRIOR_KILLS) / max(cov[t]["seconds"], 1)
+    return sorted(ts, key=lambda t: (t not in this_line, -kills_per_second(t), cov[t]["seconds"], t))
 
 
 # ---- the run ----------------------------------------------------------------

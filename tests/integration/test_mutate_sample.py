@@ -191,27 +191,57 @@ def main():
     m.file = "common/core/timing.h"  # a header with no timing.c
     check(S.covering(hcov, m) == [], f"a header without a source of its name took {S.covering(hcov, m)}")
 
-    # The tests mutations.txt names for the mutant's file run first, then the rest;
-    # each group fastest first.
+    # The tests run by kills per second: a test mutations.txt names for the mutant's
+    # file counts one kill, each kill in the file in the recorded runs one more, and
+    # any covering test PRIOR_KILLS; its seconds are at least 1.
     S.KNOWN_KILLERS = {"common/core/parse.c": {"test_slow.sh", "test_named"}}
-    S.LINE_KILLERS = {}
+    S.LINE_KILLERS, S.KILL_HISTORY = {}, {}
     ocov = {"test_fast.sh": {"rc": 0, "seconds": 1, "lines": {"common/core/parse.c": [7]}},
             "test_slow": {"rc": 0, "seconds": 50, "lines": {"common/core/parse.c": [7]}},
             "test_slow.sh": {"rc": 0, "seconds": 40, "lines": {"common/core/parse.c": [7]}},
             "test_named": {"rc": 0, "seconds": 30, "lines": {"common/core/parse.c": [7]}},
             S.CODE_LINES: {"rc": 0, "seconds": 0, "lines": {"common/core/parse.c": [7]}}}
     m.file, m.line = "common/core/parse.c", 7
+    m.op, m.orig_line, m.mut_line = "constant", "    int x = 1;", "    int x = 2;"
     got = S.covering(ocov, m)
-    check(got == ["test_named", "test_slow.sh", "test_fast.sh", "test_slow"],
-          f"covering tests in order {got}: named ones first, each group fastest first")
+    check(got == ["test_fast.sh", "test_named", "test_slow.sh", "test_slow"],
+          f"covering tests in order {got}: by (kills + {S.PRIOR_KILLS}) per second, a named test as one kill")
+    S.KILL_HISTORY = {"common/core/parse.c": {"test_slow": 20, "test_fast.sh": 0}, "common/core/lines.c": {"test_named": 99}}
+    got = S.covering(ocov, m)
+    check(got == ["test_slow", "test_fast.sh", "test_named", "test_slow.sh"],
+          f"covering tests in order {got}: 20 recorded kills in the file put a 50 s test first")
+    S.KILL_HISTORY = {}
+    # The history: each killed mutant of a record once, a rescore's copy of a row not again.
+    with tempfile.TemporaryDirectory() as d:
+        row = "M001  common/core/parse.c:7  constant  `int x = 1;` -> `int x = 2;`  killed  test_parse  (3 s)\n"
+        with open(os.path.join(d, "mutate-sample-seed3.txt"), "w") as f:
+            f.write(row + row + "M002  common/core/parse.c:9  delete  `n++;` -> `(deleted)`  survived (2 tests)  -\n")
+        with open(os.path.join(d, "mutate-sample-seed4.txt"), "w") as f:
+            f.write(row + "M007  tools/plan.c:5  constant  `a = 1;` -> `a = 0;`  killed (timeout)  test_plan.sh  (60 s)\n")
+        got = S.kill_history(d)
+        check(got == {"common/core/parse.c": {"test_parse": 2}, "tools/plan.c": {"test_plan.sh": 1}},
+              f"the kill history of two records: {got}")
+    # A fault only the sanitizers see: the sanitized test runs among the line's own.
+    ocov["test_unit_sanitized.sh"] = {"rc": 0, "seconds": 44, "lines": {"common/core/parse.c": [7]}}
+    for op, orig, mut, first in [("delete", "    free(buf);", "", True), ("delete", "    pb_plan_destroy(p);", "", True),
+                                 ("delete", "    n++;", "", False),
+                                 ("relational", "for (int i = 0; i < n; i++)", "for (int i = 0; i <= n; i++)", True),
+                                 ("relational", "for (int i = 0; i < n; i++)", "for (int i = 0; i > n; i++)", False),
+                                 ("relational", "if (i < n)", "if (i <= n)", False)]:
+        m.op, m.orig_line, m.mut_line = op, orig, mut
+        got = S.covering(ocov, m)
+        check((got[0] == "test_unit_sanitized.sh") == first,
+              f"`{orig}` -> `{mut}`: the sanitized test {'first' if first else 'by its kills per second'} ({got})")
+    del ocov["test_unit_sanitized.sh"]
+    m.op, m.orig_line, m.mut_line = "constant", "    int x = 1;", "    int x = 2;"
     # A test named for a mutation of that very line comes before the file's others,
     # however slow: the budget may not leave room for it after them.
     S.LINE_KILLERS = {("common/core/parse.c", "int x = 1;"): {"test_slow.sh"}}
     saved, m.orig_line = m.orig_line, "    int x = 1;"
     got = S.covering(ocov, m)
-    check(got == ["test_slow.sh", "test_named", "test_fast.sh", "test_slow"],
-          f"covering tests in order {got}: the line's own test first, then the file's, then the rest")
-    S.KNOWN_KILLERS = S.LINE_KILLERS = None
+    check(got == ["test_slow.sh", "test_fast.sh", "test_named", "test_slow"],
+          f"covering tests in order {got}: the line's own test first, then the rest by kills per second")
+    S.KNOWN_KILLERS = S.LINE_KILLERS = S.KILL_HISTORY = None
     m.orig_line = saved
     check("test_parse" in S.known_killers().get("common/core/parse.c", ()),
           "mutations.txt names test_parse for common/core/parse.c")
