@@ -3,7 +3,7 @@
 # with its command, date, commit and machine; make docs-check holds the docs
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   tools/dev/measure-docs.sh [NAME...]   (default: all of them)
-# NAMEs: compute dp_allreduce plan this-machine emulated-cluster (needs root
+# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d plan this-machine emulated-cluster (needs root
 # and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/../.." || exit 3
@@ -19,6 +19,14 @@ compute() {
 }
 dp_allreduce() {
     rec dp_allreduce "${MPI[@]}" $B/dp_allreduce --model tiny --overlap none,bucket --grad-bytes 4M,16M,64M -n 5 -w 1
+}
+# The printed tables docs/pp_pipeline.md and docs/placement.md show (test_docs_tables.sh
+# holds every benchmark's table to the docs' examples).
+pp_pipeline() {
+    rec pp_pipeline "${MPI[@]}" $B/pp_pipeline --model tiny --layers 4 --schedule all --micro-batches 4,8 -n 3 -w 1
+}
+hybrid_3d() {
+    rec hybrid_3d mpirun -np 4 --oversubscribe --bind-to none $B/hybrid_3d --model tiny --tp 2 --pp 2 --compare-placements -n 3 -w 1
 }
 plan() {
     rec plan-reproduce $B/plan --reproduce
@@ -69,10 +77,10 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
-names=${*:-compute dp_allreduce plan this-machine emulated-cluster shapes reproduce}
+names=${*:-compute dp_allreduce pp_pipeline hybrid_3d plan this-machine emulated-cluster shapes reproduce}
 for n in $names; do
     case $n in
-    compute | dp_allreduce | plan | shapes | reproduce) $n ;;
+    compute | dp_allreduce | pp_pipeline | hybrid_3d | plan | shapes | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;
