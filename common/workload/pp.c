@@ -49,8 +49,10 @@ static int trace_add(pb_pp_trace *t, int kind, int chunk, int mb, double start, 
     return PB_OK;
 }
 
-/* Colour of link i (stage i -> i+1): neighbours on the chain or ring differ. */
-static int link_color(int i, int p, int ncolors)
+int pb_pp_link_colors(int p, int ring) { return ring && p % 2 == 1 && p > 1 ? 3 : 2; }
+
+/* Alternating colours; the odd ring's closing link takes the third. */
+int pb_pp_link_color(int i, int p, int ncolors)
 {
     if (ncolors == 3 && i == p - 1) return 2;
     return i % 2;
@@ -88,7 +90,7 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
     MPI_Comm_size(cfg->group, &ex->p);
     MPI_Comm_rank(cfg->group, &ex->stage);
     ex->bytes = cfg->act_count * pb_dtype_size(cfg->act_dtype);
-    ex->ncolors = cfg->ring && ex->p % 2 == 1 && ex->p > 1 ? 3 : 2;
+    ex->ncolors = pb_pp_link_colors(ex->p, cfg->ring);
     /* Created in the same order on every rank: communicator creation is
      * collective, and its status agreed over the group, so all stop at once. */
     for (int k = 0; k < KINDS && status == PB_OK; k++)
@@ -97,10 +99,10 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
     if (status == PB_OK) {
         int p = ex->p, out_link = ex->stage, in_link = (ex->stage - 1 + p) % p;
         /* Activations travel on link stage -> stage+1; gradients come back on the same link index. */
-        ex->send_c[ACT] = ex->comm[ACT][link_color(out_link, p, ex->ncolors)];
-        ex->recv_c[ACT] = ex->comm[ACT][link_color(in_link, p, ex->ncolors)];
-        ex->send_c[GRAD] = ex->comm[GRAD][link_color(in_link, p, ex->ncolors)];
-        ex->recv_c[GRAD] = ex->comm[GRAD][link_color(out_link, p, ex->ncolors)];
+        ex->send_c[ACT] = ex->comm[ACT][pb_pp_link_color(out_link, p, ex->ncolors)];
+        ex->recv_c[ACT] = ex->comm[ACT][pb_pp_link_color(in_link, p, ex->ncolors)];
+        ex->send_c[GRAD] = ex->comm[GRAD][pb_pp_link_color(in_link, p, ex->ncolors)];
+        ex->recv_c[GRAD] = ex->comm[GRAD][pb_pp_link_color(out_link, p, ex->ncolors)];
         status = alloc_buffers(ex);
     }
     if (status != PB_OK) {

@@ -61,6 +61,11 @@ static void test_layout_identity_and_scaling(void **state)
     assert_true(share[0] + share[1] + share[2] + share[3] == 12);
     assert_int_equal(pb_dp_layout(real, 4, 4002, 4, share), PB_ERR_USAGE); /* not whole elements */
     assert_int_equal(pb_dp_layout(real, 0, 4000, 4, share), PB_ERR_USAGE);
+    /* Refused before any arithmetic: an element size of 0 would divide by zero,
+     * a missing array be read. */
+    assert_int_equal(pb_dp_layout(real, 4, 4000, 0, share), PB_ERR_USAGE);
+    assert_int_equal(pb_dp_layout(NULL, 4, 4000, 4, share), PB_ERR_USAGE);
+    assert_int_equal(pb_dp_layout(real, 4, 4000, 4, NULL), PB_ERR_USAGE);
     /* A 7B bf16 gradient over a 64 GiB-sized stack: needs 128-bit products. */
     uint64_t big[2] = {(uint64_t)32 << 30, (uint64_t)32 << 30}, sb[2];
     assert_int_equal(pb_dp_layout(big, 2, (uint64_t)14e9, 2, sb), PB_OK);

@@ -82,6 +82,24 @@ static void communicators_per_colour(void **state)
     assert_int_equal(freed, made);
 }
 
+/* A stage's two links (in from the previous stage, out to the next) never share
+ * a colour, on a chain or a ring of any length, and every colour has its
+ * communicator. */
+static void neighbouring_links_differ(void **state)
+{
+    (void)state;
+    for (int ring = 0; ring <= 1; ring++)
+        for (int p = 2; p <= 9; p++) {
+            int nc = pb_pp_link_colors(p, ring), links = ring ? p : p - 1;
+            assert_int_equal(nc, ring && p % 2 ? 3 : 2);
+            for (int i = 0; i < links; i++) {
+                int c = pb_pp_link_color(i, p, nc), next = (i + 1) % p;
+                assert_true(c >= 0 && c < nc);
+                if (next < links) assert_int_not_equal(c, pb_pp_link_color(next, p, nc));
+            }
+        }
+}
+
 static void stats_are_one_steps(void **state)
 {
     (void)state;
@@ -137,7 +155,7 @@ static void trace_records_the_step(void **state)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(communicators_per_colour), cmocka_unit_test(stats_are_one_steps),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(communicators_per_colour), cmocka_unit_test(neighbouring_links_differ), cmocka_unit_test(stats_are_one_steps),
                                        cmocka_unit_test(trace_records_the_step)};
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     MPI_Finalize();
