@@ -111,6 +111,15 @@ expect_rc 0 "--params 5M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 --params
 grep -q ",20000000," "$TMP/p.csv" && pass "--params 5M is 20000000 gradient bytes" || fail "--params 5M size"
 rows=$(grep -v '^#' "$TMP/p.csv" | tail -n +2 | grep -c .)
 [ "$rows" -eq 1 ] && pass "--params 5M: one row, one size" || fail "--params 5M: $rows rows, expected 1"
+# --params preset: the --model preset's parameter count (as plan counts it) times the element size.
+params=$("$BIN/plan" --model tiny --gpus 2 --json "$TMP/plan.json" >/dev/null && sed -n 's/.*"params":[[:space:]]*\([0-9]*\).*/\1/p' "$TMP/plan.json" | head -1)
+for dt in float:4 bfloat16:2; do
+    expect_rc 0 "--params preset, ${dt%:*} gradients" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --params preset \
+        --grad-dtype "${dt%:*}" --overlap none --csv "$TMP/preset.csv"
+    got=$(grep -v '^#' "$TMP/preset.csv" | python3 -c 'import csv, sys; print(next(csv.DictReader(sys.stdin))["grad_bytes"])')
+    [ -n "$params" ] && [ "$got" = "$((params * ${dt#*:}))" ] && pass "--params preset: $got gradient bytes = tiny's $params params x ${dt#*:}" ||
+        fail "--params preset with ${dt%:*} gradients: $got gradient bytes, expected ${params:-?} x ${dt#*:}"
+done
 
 # Corrupted gradients are counted and exit 1; -c 0 skips the check.
 expect_rc 1 "corrupted gradient on rank 1 exits 1" -- \
