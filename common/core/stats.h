@@ -17,7 +17,7 @@ typedef struct pb_stats {
  * an allocation that can fail after the measurement). n == 0 gives all zeros. */
 void pb_stats_of(double *samples, size_t n, pb_stats *out);
 
-/* Percentile p in [0,100] of sorted data, linear interpolation between ranks. */
+/* Percentile p in [0,100] of sorted data, linear interpolation between ranks; 0 for n == 0. */
 double pb_stats_percentile_sorted(const double *sorted, size_t n, double p);
 
 /* Combine per-rank sample arrays laid out back to back (nranks x per_rank):

@@ -26,6 +26,9 @@ static void one_rank(void **state)
     assert_true(x[0] == 1 && x[4] == 5);     /* sorted in place: no copy to allocate after a measurement */
     pb_stats_of(x, 0, &s);
     assert_true(s.samples == 0 && s.mean == 0);
+    /* A percentile of no data is 0, as every statistic of no samples; of one sample, that sample. */
+    assert_true(pb_stats_percentile_sorted(x, 0, 50) == 0 && pb_stats_percentile_sorted(x, 0, 99) == 0);
+    assert_true(pb_stats_percentile_sorted(x, 1, 50) == 1 && pb_stats_percentile_sorted(x, 1, 99) == 1);
 }
 
 /* Mean of rank means, rankmax, pooled percentiles. */
