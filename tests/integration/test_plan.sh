@@ -92,6 +92,12 @@ expect_rc 0 "custom model and cluster overrides, JSON" -- "$PLAN" --hidden 1024 
     --vocab 1000 --global-batch 64 --cluster h100 --inter-bw 3 --inter-lat 20 --tflops 50 --gpus 16 --json "$TMP/p.json"
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['configurations'][0]['step_s']>0" "$TMP/p.json"; then
     pass "JSON output parses"; else fail "JSON output does not parse"; fi
+# --vocab overrides a preset's vocabulary: the model line shows it, and the layer formula's
+# parameter count, L*12h^2 + V*h, counts it (llama-7b: h 4096, L 32).
+expect_rc 0 "--vocab on a preset" -- "$PLAN" --model llama-7b --vocab 1000 --gpus 8
+want=$(python3 -c 'print("%.2fe9" % ((32 * 12 * 4096**2 + 1000 * 4096) / 1e9))')
+expect_in "$TMP/out" "V=1000 b=1;" "--vocab 1000: the model line's V"
+expect_in "$TMP/out" "L*12h^2+V*h: $want)" "--vocab 1000: the layer formula's $want params"
 
 # ---- bad inputs: exit 2 with a message naming the option ----
 expect_rc 2 "unknown cluster" -- "$PLAN" --model llama-70b --cluster v100 --gpus 8
