@@ -22,7 +22,8 @@ the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
 4. Verdicts. Each mutant is applied to a scratch copy (tests/mutate.py's
    helpers), rebuilt, and the tests that execute its line run until one
    fails: killed. First run those tests/mutations.txt names for the mutant's
-   line (and the sanitized test for a leak or a loop one past the end), then
+   line (and the sanitized test for a leak or a loop one past the end, the
+   fault-injection test for an out-of-memory path), then
    the rest by kills per second (covering()); a test that would not fit
    in what is left of --budget is passed over, and a mutant no test killed
    with some passed over is "survived (budget)". A test that runs past its
@@ -596,6 +597,10 @@ def kill_history(folder=RECORDS):
 
 
 SANITIZED = "test_unit_sanitized.sh"
+# A line that handles an allocation failure runs only when one fails: the
+# fault-injection test makes every allocation of its programs fail in turn.
+FAILMALLOC = "test_failmalloc.sh"
+OUT_OF_MEMORY = re.compile(r"out of (host |device )?memory")
 RELEASE = re.compile(r"\b(free|fclose|close|\w+_(destroy|free|close))\(")
 
 
@@ -648,6 +653,8 @@ def covering(cov, m):
     this_line = LINE_KILLERS.get((m.file, getattr(m, "orig_line", "").strip()), set())
     if memory_error(m):
         this_line = this_line | {SANITIZED}
+    if OUT_OF_MEMORY.search(getattr(m, "orig_line", "")):
+        this_line = this_line | {FAILMALLOC}
 
     def kills_per_second(t):
         return (history.get(t, 0) + (t in mine) + PRIOR_KILLS) / max(cov[t]["seconds"], 1)

@@ -233,6 +233,17 @@ def main():
         check((got[0] == "test_unit_sanitized.sh") == first,
               f"`{orig}` -> `{mut}`: the sanitized test {'first' if first else 'by its kills per second'} ({got})")
     del ocov["test_unit_sanitized.sh"]
+    # An out-of-memory path: the fault-injection test runs among the line's own.
+    ocov["test_failmalloc.sh"] = {"rc": 0, "seconds": 134, "lines": {"common/core/parse.c": [7]}}
+    for op, orig, mut, first in [("delete", '    PB_CHECK(p, PB_ERR_ENV, "out of memory for %s", option);', "", True),
+                                 ("relational", '    if (status == PB_OK && !have) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");',
+                                  '    if (status != PB_OK && !have) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");', True),
+                                 ("delete", '    PB_CHECK(n > 0, PB_ERR_USAGE, "no layers");', "", False)]:
+        m.op, m.orig_line, m.mut_line = op, orig, mut
+        got = S.covering(ocov, m)
+        check((got[0] == "test_failmalloc.sh") == first,
+              f"`{orig.strip()}`: the fault-injection test {'first' if first else 'last, by its kills per second'} ({got})")
+    del ocov["test_failmalloc.sh"]
     m.op, m.orig_line, m.mut_line = "constant", "    int x = 1;", "    int x = 2;"
     # A test named for a mutation of that very line comes before the file's others,
     # however slow: the budget may not leave room for it after them.
