@@ -145,7 +145,7 @@ pb_link_class pb_world_link(const pb_world *w, const int *ranks, int n)
     return nodes == n ? PB_LINK_INTER : PB_LINK_MIXED;
 }
 
-static const char *status_word(int status)
+const char *pb_world_status_word(int status)
 {
     static const char *words[] = {"ok", "wrong data", "usage error", "environment error", "timeout"};
     return status >= 0 && status <= PB_ERR_TIMEOUT ? words[status] : "error";
@@ -173,14 +173,14 @@ static void tell(MPI_Comm comm, int me, int failed, int local_status, int status
         MPI_Comm_rank(MPI_COMM_WORLD, &note.world_rank);
         note.status = status;
         snprintf(note.site, sizeof note.site, "%s", site);
-        snprintf(note.why, sizeof note.why, "%s", *pb_error_last() ? pb_error_last() : status_word(status));
+        snprintf(note.why, sizeof note.why, "%s", *pb_error_last() ? pb_error_last() : pb_world_status_word(status));
     }
     /* Every rank knows the status is not OK, so every rank takes part. */
     MPI_Bcast(&note, sizeof note, MPI_BYTE, failed, comm);
     heard = note;
     if (fresh)
         fprintf(stderr, "%s: rank %d failed at %s (exit %d, %s); every rank stops\n", pb_error_progname(),
-                note.world_rank, note.site, status, status_word(status));
+                note.world_rank, note.site, status, pb_world_status_word(status));
     else if (local_status == PB_OK)
         fprintf(stderr, "%s: rank %d failed at %s: %s\n", pb_error_progname(), note.world_rank, note.site, note.why);
 }
@@ -227,7 +227,7 @@ void pb_world_wait_after_step(MPI_Request *req, int local_status, double grace_s
     fprintf(stderr,
             "%s: rank %d failed inside a step (exit %d, %s: %s); the other ranks did not reach the agreement "
             "after it within %.1f s, so they wait for this rank's messages: ending the job\n",
-            pb_error_progname(), rank, local_status, status_word(local_status), pb_error_last(), grace_s);
+            pb_error_progname(), rank, local_status, pb_world_status_word(local_status), pb_error_last(), grace_s);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, local_status);
     _exit(local_status); /* if MPI_Abort ever returns */

@@ -44,6 +44,8 @@ int pb_world_nodes_spanned(const pb_world *w, const int *ranks, int n);
 /* The hosts of the listed ranks, each once in rank-list order, joined by '+'
  * ("node3" or "node1+node2"), into buf (cut short at len). */
 void pb_world_hosts_text(const pb_world *w, const int *ranks, int n, char *buf, size_t len);
+/* The word the failure messages give an exit status (PB_OK .. PB_ERR_TIMEOUT; "error" for any other). */
+const char *pb_world_status_word(int status);
 
 /* A value every rank gives, reduced over the world: its largest, its sum. */
 double pb_world_max(const pb_world *w, double v);

@@ -113,13 +113,25 @@ static void hosts_of_ranks(void **state)
     free(w.node_of);
 }
 
+/* Each exit status has its own word in the failure messages, a hang's included
+ * (the NCCL backend returns it when a collective times out); others are "error". */
+static void status_words(void **state)
+{
+    (void)state;
+    const char *want[] = {"ok", "wrong data", "usage error", "environment error", "timeout"};
+    int codes[] = {PB_OK, PB_ERR_CHECK, PB_ERR_USAGE, PB_ERR_ENV, PB_ERR_TIMEOUT};
+    for (int i = 0; i < 5; i++) assert_string_equal(pb_world_status_word(codes[i]), want[i]);
+    assert_string_equal(pb_world_status_word(PB_ERR_TIMEOUT + 1), "error");
+    assert_string_equal(pb_world_status_word(-1), "error");
+}
+
 int main(void)
 {
     pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tp_inner_keeps_tp_in_a_node), cmocka_unit_test(naive_ignores_nodes),
         cmocka_unit_test(dp_inner_keeps_dp_in_a_node), cmocka_unit_test(permutations),
-        cmocka_unit_test(rankmaps), cmocka_unit_test(hosts_of_ranks),
+        cmocka_unit_test(rankmaps), cmocka_unit_test(hosts_of_ranks), cmocka_unit_test(status_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
