@@ -90,6 +90,16 @@ static void rankmaps(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(pb_placement_rankmap_parse("m", bad[i], 2, 2, 1, rank_at), PB_ERR_USAGE);
     assert_int_equal(pb_placement_rankmap_read("/nonexistent/map", 2, 2, 1, rank_at), PB_ERR_USAGE);
+    /* Each coordinate at its bound (t = T, p = P, d = D) is outside the grid. The
+     * array has room past the grid, so a bound let through shows as a map accepted,
+     * not as a write out of bounds. */
+    int wide[16];
+    const char *edge[] = {"0 0 0 0\n1 1 0 0\n2 0 1 0\n3 2 1 0\n", "0 0 0 0\n1 1 0 0\n2 0 1 0\n3 1 2 0\n",
+                          "0 0 0 0\n1 1 0 0\n2 0 1 0\n3 1 1 1\n"};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        for (int k = 0; k < 16; k++) wide[k] = -1;
+        assert_int_equal(pb_placement_rankmap_parse("m", edge[i], 2, 2, 1, wide), PB_ERR_USAGE);
+    }
 }
 
 /* The hosts of a set of ranks, each once, in list order: what names the
