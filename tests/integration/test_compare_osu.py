@@ -5,6 +5,8 @@ figure of the summary (medians, ratios, the band, the sizes OSU is asked for)
 is known here. OSU itself is not needed; docs/fidelity.md has the real run."""
 import csv
 import os
+import re
+import socket
 import stat
 import subprocess
 import sys
@@ -140,7 +142,7 @@ class CompareOSU(unittest.TestCase):
             write_exe(os.path.join(t, "pb", exe), FAKE["parabench"])
         env = dict(os.environ, PATH=os.path.join(t, "bin") + os.pathsep + os.environ["PATH"],
                    FAKE_STATE=os.path.join(t, "state"))
-        cls.out = os.path.join(t, "out")
+        cls.out, cls.env = os.path.join(t, "out"), env
         p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench",
                             os.path.join(t, "pb"), "--rounds", "3", "--np", str(NP), "--bind", "none",
                             "--ops", ",".join(RATIOS), "--max", "64", "--out", cls.out],
@@ -174,6 +176,22 @@ class CompareOSU(unittest.TestCase):
                                     "in_band": str(int(0.95 <= ratio <= 1.05)), "osu_fast_median": f"{v:.4g}",
                                     "parabench_fast_median": f"{fast:.4g}", "ratio_fast": f"{fast / v:.3f}"}
         return want
+
+    def test_default_out(self):
+        # Without --out: results/compare-osu-DATE-TIME-HOST under the current directory.
+        t = self.tmp.name
+        with tempfile.TemporaryDirectory() as cwd:
+            os.makedirs(os.path.join(cwd, "state"))  # the stand-ins' round counters, fresh
+            p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench",
+                                os.path.join(t, "pb"), "--rounds", "1", "--np", str(NP), "--bind", "none",
+                                "--ops", "latency", "--max", "8"],
+                               capture_output=True, text=True, cwd=cwd, timeout=120,
+                               env=dict(self.env, FAKE_STATE=os.path.join(cwd, "state")))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            made = os.listdir(os.path.join(cwd, "results"))
+            self.assertEqual(len(made), 1, made)
+            self.assertRegex(made[0], r"^compare-osu-\d{8}-\d{6}-" + re.escape(socket.gethostname()) + "$")
+            self.assertTrue(os.path.exists(os.path.join(cwd, "results", made[0], "compare-osu.csv")))
 
     def test_summary_rows(self):
         want = self.expected()
