@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmarks' printed tables look as the docs show them.
 
-usage: table_format.py OUTPUT DOC.md...
+usage: table_format.py OUTPUT MARKDOWN...
 
 A table is a title line and a units line (both starting with `#`, the units
 all in parentheses), then rows. The docs' fenced examples give, per title,
