@@ -131,9 +131,9 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out);
 void pb_pp_exec_destroy(pb_pp_exec *ex);
 /* Backend memory the executor allocates for a configuration (pb_mem_require). */
 uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg);
-/* Each link (stage i -> i+1, and p-1 -> 0 on a ring) has its own communicator
- * colour, so that the two transfers a stage has in flight never share one
- * (NCCL orders the operations of a communicator): neighbouring links differ.
+/* Each link (stage i -> i+1, and p-1 -> 0 on a ring) gets a communicator
+ * colour, neighbouring links different ones, so that the two links of a stage
+ * never share a communicator (NCCL orders a communicator's operations).
  * pb_pp_link_colors: how many colours p stages need (3 for an odd ring). */
 int pb_pp_link_colors(int p, int ring);
 int pb_pp_link_color(int link, int p, int ncolors);
