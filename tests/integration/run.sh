@@ -28,7 +28,7 @@ weight() {
     case $1 in
     test_failmalloc.sh) echo 165 ;; test_reproduce.sh) echo 130 ;; test_dp_allreduce.sh) echo 115 ;;
     test_slurm_nodes.sh) echo 100 ;; test_bad_input.sh) echo 90 ;; test_unit_sanitized.sh) echo 75 ;; test_slurm.sh) echo 73 ;;
-    test_run_all_exit.sh | test_gpu_check.sh) echo 66 ;; test_fidelity.sh | test_install.sh) echo 60 ;;
+    test_install.sh) echo 120 ;; test_run_all_exit.sh | test_gpu_check.sh) echo 66 ;; test_fidelity.sh) echo 60 ;;
     test_run_all_spaces.sh | test_recipes.sh | test_pp_pipeline.sh | test_coll_sweep.sh | test_run_all_signals.sh) echo 50 ;;
     test_run_all_np8.sh | test_reliability.sh) echo 44 ;;
     test_bounded_workloads.sh | test_tp_layer.sh | test_full_disk.sh) echo 35 ;;
