@@ -22,17 +22,15 @@ JOBS=${PB_TEST_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 LOGS=$(mktemp -d /tmp/parabench-itest.XXXXXX)
 trap 'rm -rf "$LOGS"' EXIT
 
-# The order to start them in: the slow ones first (seconds each took in a
-# `make test` on a 2-core machine, four at a time; a test not listed counts as short).
+# The order to start them in: the slow ones first (seconds measured on a 2-core
+# machine; a test not listed counts as short).
 weight() {
     case $1 in
-    test_failmalloc.sh) echo 165 ;; test_reproduce.sh) echo 130 ;; test_dp_allreduce.sh) echo 115 ;;
-    test_slurm_nodes.sh) echo 100 ;; test_bad_input.sh) echo 90 ;; test_unit_sanitized.sh) echo 75 ;; test_slurm.sh) echo 73 ;;
-    test_install.sh) echo 120 ;; test_run_all_exit.sh | test_gpu_check.sh) echo 66 ;; test_fidelity.sh) echo 60 ;;
-    test_run_all_spaces.sh | test_recipes.sh | test_pp_pipeline.sh | test_coll_sweep.sh | test_run_all_signals.sh) echo 50 ;;
-    test_run_all_np8.sh | test_reliability.sh) echo 44 ;;
-    test_bounded_workloads.sh | test_tp_layer.sh | test_full_disk.sh) echo 35 ;;
-    test_run_all*.sh) echo 28 ;;
+    test_failmalloc.sh) echo 140 ;; test_bad_input.sh) echo 130 ;; test_install.sh) echo 120 ;; test_slurm_nodes.sh) echo 105 ;; test_gpu_check.sh) echo 60 ;;
+    test_slurm.sh) echo 55 ;; test_reproduce.sh) echo 42 ;;
+    test_coll_sweep.sh) echo 40 ;; test_run_all_signals.sh | test_run_all_exit.sh) echo 32 ;;
+    test_bounded_workloads.sh | test_pp_pipeline.sh | test_fidelity.sh | test_dp_allreduce.sh | test_full_disk.sh) echo 30 ;;
+    test_run_all*.sh | test_reliability.sh | test_recipes.sh | test_tp_layer.sh | test_unit_sanitized.sh) echo 24 ;;
     *) echo 10 ;;
     esac
 }
