@@ -221,29 +221,29 @@ def main():
         got = S.kill_history(d)
         check(got == {"common/core/parse.c": {"test_parse": 2}, "tools/plan.c": {"test_plan.sh": 1}},
               f"the kill history of two records: {got}")
+    def routed_first(test, seconds, cases):
+        """Each (op, original, mutated, first): whether `test` runs before the others."""
+        ocov[test] = {"rc": 0, "seconds": seconds, "lines": {"common/core/parse.c": [7]}}
+        for op, orig, mut, first in cases:
+            m.op, m.orig_line, m.mut_line = op, orig, mut
+            got = S.covering(ocov, m)
+            check((got[0] == test) == first,
+                  f"`{orig.strip()}` -> `{mut.strip()}`: {test} {'first' if first else 'by its kills per second'} ({got})")
+        del ocov[test]
+
     # A fault only the sanitizers see: the sanitized test runs among the line's own.
-    ocov["test_unit_sanitized.sh"] = {"rc": 0, "seconds": 44, "lines": {"common/core/parse.c": [7]}}
-    for op, orig, mut, first in [("delete", "    free(buf);", "", True), ("delete", "    pb_plan_destroy(p);", "", True),
-                                 ("delete", "    n++;", "", False),
-                                 ("relational", "for (int i = 0; i < n; i++)", "for (int i = 0; i <= n; i++)", True),
-                                 ("relational", "for (int i = 0; i < n; i++)", "for (int i = 0; i > n; i++)", False),
-                                 ("relational", "if (i < n)", "if (i <= n)", False)]:
-        m.op, m.orig_line, m.mut_line = op, orig, mut
-        got = S.covering(ocov, m)
-        check((got[0] == "test_unit_sanitized.sh") == first,
-              f"`{orig}` -> `{mut}`: the sanitized test {'first' if first else 'by its kills per second'} ({got})")
-    del ocov["test_unit_sanitized.sh"]
+    routed_first("test_unit_sanitized.sh", 44, [
+        ("delete", "    free(buf);", "", True), ("delete", "    pb_plan_destroy(p);", "", True),
+        ("delete", "    n++;", "", False),
+        ("relational", "for (int i = 0; i < n; i++)", "for (int i = 0; i <= n; i++)", True),
+        ("relational", "for (int i = 0; i < n; i++)", "for (int i = 0; i > n; i++)", False),
+        ("relational", "if (i < n)", "if (i <= n)", False)])
     # An out-of-memory path: the fault-injection test runs among the line's own.
-    ocov["test_failmalloc.sh"] = {"rc": 0, "seconds": 134, "lines": {"common/core/parse.c": [7]}}
-    for op, orig, mut, first in [("delete", '    PB_CHECK(p, PB_ERR_ENV, "out of memory for %s", option);', "", True),
-                                 ("relational", '    if (status == PB_OK && !have) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");',
-                                  '    if (status != PB_OK && !have) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");', True),
-                                 ("delete", '    PB_CHECK(n > 0, PB_ERR_USAGE, "no layers");', "", False)]:
-        m.op, m.orig_line, m.mut_line = op, orig, mut
-        got = S.covering(ocov, m)
-        check((got[0] == "test_failmalloc.sh") == first,
-              f"`{orig.strip()}`: the fault-injection test {'first' if first else 'last, by its kills per second'} ({got})")
-    del ocov["test_failmalloc.sh"]
+    oom = '    if (status == PB_OK && !have) status = pb_fail(PB_ERR_ENV, "validation: out of host memory");'
+    routed_first("test_failmalloc.sh", 134, [
+        ("delete", '    PB_CHECK(p, PB_ERR_ENV, "out of memory for %s", option);', "", True),
+        ("relational", oom, oom.replace("status == PB_OK", "status != PB_OK"), True),
+        ("delete", '    PB_CHECK(n > 0, PB_ERR_USAGE, "no layers");', "", False)])
     m.op, m.orig_line, m.mut_line = "constant", "    int x = 1;", "    int x = 2;"
     # A test named for a mutation of that very line comes before the file's others,
     # however slow: the budget may not leave room for it after them.

@@ -59,27 +59,22 @@ for (s, m, rank), got in seen.items():
         assert all(("recv_act", str(k)) in got and ("recv_grad", str(k)) in got for k in range(int(m))), (s, m, rank)
 # The measured efficiency, derived independently from the trace: the slowest
 # stage's busy time (its fwd and bwd events) over the step time.
-busy = defaultdict(float)
+# Each stage's waits likewise: its receives, and the sends completed at the step's end.
+busy, wait = defaultdict(float), defaultdict(float)
+into = {"fwd": busy, "bwd": busy, "recv_act": wait, "recv_grad": wait, "send_wait": wait}
 for e in ev:
-    if e["event"] in ("fwd", "bwd"):
-        busy[(e["schedule"], e["micro_batches"], e["rank"])] += float(e["end_us"]) - float(e["start_us"])
-wait = defaultdict(float)
-for e in ev:
-    if e["event"] in ("recv_act", "recv_grad", "send_wait"):
-        wait[(e["schedule"], e["micro_batches"], e["rank"])] += float(e["end_us"]) - float(e["start_us"])
+    if e["event"] in into:
+        into[e["event"]][(e["schedule"], e["micro_batches"], e["rank"])] += float(e["end_us"]) - float(e["start_us"])
 for r in rows:
     ideal = max(v for k, v in busy.items() if k[:2] == (r["schedule"], r["micro_batches"]))
     want = ideal / float(r["step_us"])
     assert abs(float(r["ideal_us"]) - ideal) <= 1e-4 * ideal + 0.01, (r["ideal_us"], ideal)
     assert abs(float(r["efficiency"]) - want) <= 1e-4 * want + 1e-6, (r["efficiency"], want)
-    # Each stage's busy time as the row gathers it, against its rank's trace (one pipeline: rank = stage).
-    got = [float(x) for x in r["stage_busy_us"].split(";")]
-    trace = [busy[(r["schedule"], r["micro_batches"], str(s))] for s in range(p)]
-    assert all(abs(g - t) <= 1e-4 * t + 0.1 for g, t in zip(got, trace)), (got, trace)
-    # Each stage's wait, against its trace's waits: receives, and the sends completed at the step's end.
-    got = [float(x) for x in r["stage_wait_us"].split(";")]
-    trace = [wait[(r["schedule"], r["micro_batches"], str(s))] for s in range(p)]
-    assert all(abs(g - t) <= 1e-4 * t + 0.1 for g, t in zip(got, trace)), (got, trace)
+    # Each stage's busy time and wait as the row gathers them, against its rank's trace (one pipeline: rank = stage).
+    for column, per_stage in (("stage_busy_us", busy), ("stage_wait_us", wait)):
+        got = [float(x) for x in r[column].split(";")]
+        trace = [per_stage[(r["schedule"], r["micro_batches"], str(s))] for s in range(p)]
+        assert all(abs(g - t) <= 1e-4 * t + 0.1 for g, t in zip(got, trace)), (column, got, trace)
 PY
 done
 
