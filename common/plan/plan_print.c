@@ -158,9 +158,10 @@ static double pts(double x, const pb_model_step *s) { return 100.0 * x / s->comp
 int pb_plan_explain(const pb_model_step *s, int n, const int want[3], char *buf, int len, double *gap)
 {
     int rank = 0, valid = 0;
-    const pb_model_step *doc = NULL;
+    const pb_model_step *b = NULL, *doc = NULL; /* b: the best valid step, the first */
     for (int i = 0; i < n && !doc; i++) {
         if (s[i].reject[0]) continue;
+        if (!b) b = &s[i];
         valid++;
         if (s[i].t == want[0] && s[i].p == want[1] && s[i].d == want[2]) doc = &s[i], rank = valid;
     }
@@ -168,7 +169,6 @@ int pb_plan_explain(const pb_model_step *s, int n, const int want[3], char *buf,
         snprintf(buf, (size_t)len, "(%d,%d,%d) is rejected or not a factorization", want[0], want[1], want[2]);
         return 0;
     }
-    const pb_model_step *b = &s[0];
     *gap = doc->step / b->step - 1.0;
     if (rank == 1) {
         snprintf(buf, (size_t)len, "(%d,%d,%d) ranks first", want[0], want[1], want[2]);

@@ -68,8 +68,9 @@ int pb_pp_trace_gather(MPI_Comm world, const pb_pp_trace *t, int stage, int repl
     int root_ok = rank != 0 || all;
     MPI_Bcast(&root_ok, 1, MPI_INT, 0, world);
     if (!root_ok) {
+        MPI_Bcast(&total, 1, MPI_INT, 0, world); /* for the message: only rank 0 knows it */
         free(all), free(mine), free(counts), free(displs);
-        return pb_fail(PB_ERR_ENV, "trace: out of memory for %d bytes of events", total);
+        return pb_fail(PB_ERR_ENV, "trace: rank 0 is out of memory for %d bytes of events", total);
     }
     MPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, world);
     int status = PB_OK;

@@ -22,9 +22,11 @@
 # --refused-exit CODE[,CODE...] (acceptance fails closed: a rule it could
 # not check fails, exit 1), --timings (exit 0 is "ran", not compared),
 # --every K [--from F] (allocations F, F+K, F+2K...: a sample of a long run,
-# every phase of which spans more than K allocations).
+# every phase of which spans more than K allocations), --in FUNCTION --exe PATH
+# (only the allocations that FUNCTION of executable PATH makes itself, found
+# with addr2line: one phase of a long run, whole).
 set -u
-lib=build/lib/libpb_failmalloc.so rank="" min="" timeout_s=20 compare=() only="" refused_exit=3 timings=0 every=1 from=1
+lib=build/lib/libpb_failmalloc.so rank="" min="" timeout_s=20 compare=() only="" refused_exit=3 timings=0 every=1 from=1 in_fn="" exe=""
 while [ $# -gt 0 ]; do
     case $1 in
     --lib) lib=$2; shift 2 ;;
@@ -37,6 +39,8 @@ while [ $# -gt 0 ]; do
     --timings) timings=1; shift ;;
     --every) every=$2; shift 2 ;;
     --from) from=$2; shift 2 ;;
+    --in) in_fn=$2; shift 2 ;;
+    --exe) exe=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "sweep.sh: unknown option '$1'; see the comment at the top" >&2; exit 2 ;;
     esac
@@ -44,6 +48,9 @@ done
 for v in "$every" "$from"; do
     [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "sweep.sh: --every and --from take a positive whole number, not '$v'" >&2; exit 2; }
 done
+if [ -n "$in_fn" ] && { [ ! -f "$exe" ] || ! command -v addr2line >/dev/null; }; then
+    echo "sweep.sh: --in needs --exe naming the program's executable ('$exe') and addr2line (binutils)" >&2; exit 2
+fi
 [ $# -gt 0 ] && [ -f "$lib" ] || { echo "sweep.sh: usage: sweep.sh [--lib SO] [--rank R] ... -- COMMAND... (injector: '$lib')" >&2; exit 2; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 work=$(mktemp -d /tmp/parabench-sweep.XXXXXX)
@@ -53,6 +60,7 @@ run() { # N OUT COMMAND...: the command with allocation N failing (0: counting o
     local n=$1 out=$2
     shift 2
     env LD_PRELOAD="$lib" PB_FAILMALLOC_NTH="$n" ${rank:+PB_FAILMALLOC_RANK=$rank} ${min:+PB_FAILMALLOC_MIN_BYTES=$min} \
+        ${in_fn:+PB_FAILMALLOC_CALLERS=1} \
         timeout -k 5 "$timeout_s" "$@" >"$out.out" 2>"$out.err" </dev/null
 }
 cmd=("$@")
@@ -61,6 +69,12 @@ rc=$?
 total=$(sed -n 's/^failmalloc: allocations \([0-9]*\) .*/\1/p' "$work/clean.err" | head -1)
 if [ "$rc" -ne 0 ] || [ -z "$total" ]; then
     echo "sweep.sh: the clean run exited $rc, counting '${total:-nothing}':" >&2; head -5 "$work/clean.err" >&2; exit 2
+fi
+if [ -n "$in_fn" ]; then # the allocations whose caller lies in FUNCTION (addr2line -f: function, then file:line)
+    sed -n 's/^failmalloc: caller \([0-9]*\) \(0x[0-9a-f]*\)$/\1 \2/p' "$work/clean.err" >"$work/callers"
+    only=$(cut -d' ' -f2 "$work/callers" | addr2line -f -e "$exe" | sed -n 'p;n' | paste -d' ' <(cut -d' ' -f1 "$work/callers") - |
+        awk -v f="$in_fn" '$2 == f { printf "%s%s", sep, $1; sep = "," }')
+    [ -n "$only" ] || { echo "sweep.sh: no allocation of $exe's $in_fn was counted" >&2; exit 2; }
 fi
 for f in "${compare[@]}"; do cp "$f" "$work/clean.$(basename "$f")"; done
 declare -A count

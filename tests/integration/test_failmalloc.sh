@@ -8,7 +8,7 @@
 # the rule it could not check failed, the reason in its table), or finish with
 # exactly a clean run's output: never crash, hang, or write results the
 # failure changed. An MPI benchmark, pp_pipeline, is swept on a sample of its
-# allocations on each of two ranks (below).
+# allocations on each of two ranks, and its trace gather whole (below).
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 LIB=$ROOT/$BUILD/lib/libpb_failmalloc.so
@@ -58,6 +58,16 @@ grep -qx "0 allocations 1: refused 1 same 0 ran 0 changed 0 signal 0 hang 0 othe
     pass "sweep.sh: refused passes; a hidden failure (changed) and a crash (signal) fail" ||
     { fail "sweep.sh's verdicts on the probes:"; cat "$TMP"/*.verdict | sed 's/^/  | /' >&2; }
 
+# --in: the allocations one function makes itself, named by addr2line; none found is bad usage.
+"$ROOT/tests/fault/sweep.sh" --lib "$LIB" --in main --exe "$TMP/refuses" -- "$TMP/refuses" >"$TMP/in.out" 2>&1
+in_rc=$?
+"$ROOT/tests/fault/sweep.sh" --lib "$LIB" --in no_such_function --exe "$TMP/refuses" -- "$TMP/refuses" >"$TMP/none.out" 2>&1
+none_rc=$?
+[ "$in_rc" = 0 ] && grep -qx "1 3 refused  out of memory" "$TMP/in.out" && [ "$none_rc" = 2 ] &&
+    grep -q "no allocation of .*'s no_such_function was counted" "$TMP/none.out" &&
+    pass "sweep.sh --in: main's one allocation swept; a function with none is refused (exit 2)" ||
+    { fail "sweep.sh --in (exits $in_rc, $none_rc):"; cat "$TMP/in.out" "$TMP/none.out" | sed 's/^/  | /' >&2; }
+
 sweep "plan, a ranking with --json" --compare "$TMP/rank.json" -- \
     "$BIN/plan" --model llama-70b --cluster a100 --gpus 256 --top 5 --json "$TMP/rank.json"
 sweep "plan --reproduce" -- "$BIN/plan" --reproduce
@@ -97,4 +107,12 @@ for sample in "0 3 1" "1 3 3"; do
     grep -q "^allocations .* ran 0 " "$TMP/sweep.out" && pass "rank $rank: every allocation failing is refused" \
         || { fail "rank $rank: an allocation failed and the run went on:"; grep " ran " "$TMP/sweep.out" | sed 's/^/  | /' >&2; }
 done
+# The trace's gather, whole (the sample above reaches one of its allocations):
+# rank 0 short of memory for the gathered events must stop every rank, not
+# gather into nothing.
+sweep "pp_pipeline's trace gather, each of its allocations failing on rank 0" --rank 0 --timings \
+    --in pb_pp_trace_gather --exe "$BIN/pp_pipeline" -- mpirun -np 2 --oversubscribe --bind-to none \
+    --mca btl self,vader,tcp "${PP[@]}"
+grep -q "^allocations .* refused 4 " "$TMP/sweep.out" && pass "the gather's four allocations (events, counts, offsets, the gathered buffer) each refused" ||
+    { fail "the trace gather's allocations:"; sed 's/^/  | /' "$TMP/sweep.out" >&2; }
 finish

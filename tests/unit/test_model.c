@@ -420,7 +420,13 @@ static void test_explain(void **state)
     assert_int_equal(pb_plan_explain(s, 2, (int[]){4, 8, 8}, buf, sizeof buf, &gap), 0);
     assert_non_null(strstr(buf, "rejected or not a factorization"));
     snprintf(s[0].reject, sizeof s[0].reject, "does not fit");
+    /* ranked against the best valid step, not the rejected s[0]; t != p in the name */
+    s[2].compute = 1.0, s[2].m = 1;
+    s[2].c_tp = 0.1, s[2].bubble = 0.3, s[2].c_dp = 0.05, s[2].c_pp = 0.02, s[2].mem.total = 20e9;
     assert_int_equal(pb_plan_explain(s, 3, (int[]){4, 8, 8}, buf, sizeof buf, &gap), 2);
+    CLOSE(gap, 0.2);
+    assert_string_equal(buf, "(4,8,8) ranks 2, 20.00% behind (8,8,4): vs it, TP -20.0, bubble +20.0, DP +0.0, "
+                             "PP +0.0 points of compute; memory 20 vs 30 GB/GPU");
     /* plan --reproduce's verdict on each side of each boundary; a rejected one is never "near the top" */
     assert_string_equal(pb_plan_rank_verdict(1, 0.0), "the model puts it first");
     assert_non_null(strstr(pb_plan_rank_verdict(2, 0.05), "near the top"));
