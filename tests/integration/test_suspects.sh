@@ -73,6 +73,12 @@ expect_in "$P/good-hosts.txt" "n1 slots=2" "a fast replica's hosts stay in good-
 if grep -q "^n[23]" "$P/good-hosts.txt"; then fail "the slow replica's hosts in good-hosts.txt"
 else pass "the slow replica's hosts (n2, n3) left out of good-hosts.txt"; fi
 expect_in "$P/suspects.csv" "slowest pipeline replica (1 of 2) for 1f1b m=2: 1.33x the median step" "the replica's reason"
+python3 - "$P/suspects.csv" <<'PY' && pass "each of the replica's hosts scores 5 x its excess over the median (5 x 1/3)" ||
+import csv, sys
+rows = {r["host"]: r["score"] for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))}
+assert rows["n2"] == rows["n3"] == "%.2f" % (5 / 3) and rows["n0"] == rows["n1"] == "0.00", rows
+PY
+    { fail "the slow replica's scores:"; sed 's/^/  | /' "$P/suspects.csv" >&2; }
 
 # The slowest TP group (on n3), 1.3x the median group at the largest hidden size only: n3 alone,
 # twice (one reason per mode); a smaller size where n1 is slowest adds nothing; a row under the
@@ -113,6 +119,8 @@ r = ranked(slow)
 assert [x["host"] for x in r][0] == "n2", r
 assert float(r[0]["score"]) > 1.0 and all(float(x["score"]) <= 1.0 for x in r[1:]), r
 assert r[0]["evidence"] == "3", r[0]
+# 5 x the shortfall, capped at 2: allreduce 5 x 0.40 = 2.0, allgather 5 x 0.15 = 0.75; the matrix 2 x 12/13
+assert r[0]["score"] == "%.2f" % (2.0 + 0.75 + 2 * 12 / 13), r[0]  # written with 2 decimals
 for why in ("slowest node group for allreduce at 64 MiB: 0.60x the median",
             "slowest node group for allgather at 64 MiB: 0.85x the median", "12 of 13 matrix pairs slow"):
     assert why in r[0]["reasons"], (why, r[0]["reasons"])
