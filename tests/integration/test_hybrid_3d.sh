@@ -41,6 +41,9 @@ assert r["dp"] == "2" and r["tp_mode"] == "sp" and r["wrong"] == "0", r
 # DP: ring all-reduce sends 2(D-1)/D of the stage's gradient: 4 layers * 12h^2/t fp32
 grad = 4 * 12 * 64 * 64 / 2 * 4
 assert abs(float(r["dp_bytes"]) - grad) < 1e-6 * grad, (r["dp_bytes"], grad)
+# the all-reduce takes time, and the step's parts, one after another inside it, sum to at most the step
+parts = [float(r[k]) for k in ("compute_us", "tp_comm_us", "pp_wait_us", "dp_comm_us")]
+assert parts[3] > 0 and sum(parts) <= float(r["step_us"]), (parts, r["step_us"])
 PY
 expect_rc 1 "a corrupted replica is detected" -- \
     mpi 4 -x PARABENCH_TEST_CORRUPT=3 "$BIN/hybrid_3d" --tp 2 --dp 2 $SMALL --csv "$TMP/c3.csv"

@@ -40,6 +40,16 @@ static void test_names(void **state)
     assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 4, 8, 1), PB_ERR_USAGE);
     assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 1, 8, 2), PB_ERR_USAGE);
     assert_int_equal(pb_pp_schedule_valid(PB_PP_INTERLEAVED, 4, 8, 2), PB_OK);
+    /* a stage outside 0..p-1 is refused, each schedule, and the plan is left empty (freeable) */
+    pb_pp_schedule_plan pl;
+    for (pb_pp_sched k = PB_PP_GPIPE; k <= PB_PP_INTERLEAVED; k++)
+        for (int stage = -1; stage <= 4; stage += 5) {
+            assert_int_equal(pb_pp_schedule_plan_build(k, 4, 8, 2, stage, &pl), PB_ERR_USAGE);
+            assert_null(pl.a);
+            assert_int_equal(pl.n, 0);
+        }
+    assert_int_equal(pb_pp_schedule_plan_build(PB_PP_1F1B, 4, 8, 1, 3, &pl), PB_OK); /* the last stage is one */
+    pb_pp_schedule_plan_free(&pl);
 }
 
 /* GPipe: F0..F(m-1) then B0..B(m-1); transfers only between neighbours. */
