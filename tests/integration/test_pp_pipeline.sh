@@ -122,6 +122,11 @@ for rank in 0 1; do
         mpi 2 -x PARABENCH_TEST_CORRUPT=$rank "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 --schedule 1f1b
     expect_in "$TMP/out" "# wrong values: 1 FAILED" "the footer counts the one wrong value (rank $rank)"
 done
+# Two replicas: rank 3's gradient is checked by its own stage 0, rank 2, and
+# the count reaches rank 0's footer only through the sum over ranks.
+expect_rc 1 "one corrupted element on rank 3 of the second replica exits 1" -- \
+    mpi 4 -x PARABENCH_TEST_CORRUPT=3 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --micro-batches 2 --schedule 1f1b
+expect_in "$TMP/out" "# wrong values: 1 FAILED" "the footer counts the other replica's wrong value"
 
 # bf16 requested: the dtype column is the type computed in (fp32 where the
 # CPU or the BLAS lacks bf16, as Debian's OpenBLAS does), and act_bytes and

@@ -100,6 +100,23 @@ python3 "$TESTS_DIR/results.py" "$TMP/t1.csv" "$TMP/t1.json" --columns $COLS --r
     --expect comm_bytes_per_rank=0 --expect expected_bytes_per_rank=0 --expect link_class=none \
     && pass "t=1 sends nothing" || fail "t=1 sends nothing"
 
+# bf16 requested: the rows are in the type the engine computes in (fp32 where
+# the engine line says bf16 runs in fp32, as with Debian's OpenBLAS), and
+# the bytes moved are in that type.
+expect_rc 0 "--compute-dtype bf16" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --compute-dtype bf16 --csv "$TMP/bf.csv"
+python3 - "$TMP/bf.csv" "$TMP/out" <<'PY' && pass "bf16 rows in the engine's type" || fail "bf16 rows in the engine's type"
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+engine = [l for l in open(sys.argv[2]) if l.startswith("# engine: ")]
+assert rows and len(engine) == 1, (rows, engine)
+dtype = "float" if "bf16 runs in fp32" in engine[0] else "bfloat16"
+for r in rows:
+    b, s, h, t = (int(r[k]) for k in ("batch", "seq", "hidden", "tp"))
+    want = 8 * b * s * h * (t - 1) // t * {"float": 4, "bfloat16": 2}[dtype]
+    assert r["dtype"] == dtype and int(r["comm_bytes_per_rank"]) == want == int(r["expected_bytes_per_rank"]), (r, dtype)
+    assert r["wrong"] == "0", r
+PY
+
 # Bad inputs exit 2 naming the option and the constraint; memory exits 3.
 expect_rc 2 "world 4 not divisible by t=3" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 3
 expect_in "$TMP/err" "option --tp: tensor-parallel size 3 does not divide the world size 4" "names --tp and world"
