@@ -139,12 +139,17 @@ class Driver:
         with open(os.path.join(self.out, "steps.tsv"), "a") as f:
             f.write(f"{name}\t{status}\t{rc}\t{seconds}\t{note}\n")
 
-    def run_step(self, k, step):
-        SIGNALS.check()
+    def progress(self, k, step):
+        """Step k's line: the time so far and, once a step is done, the time left at the
+        rate of the step weights done so far."""
         elapsed, eta = self.elapsed(), ""
         if self.done_weight > 0 and elapsed > 0:
             eta = f", about {hms(elapsed * (self.total_weight - self.done_weight) // self.done_weight)} left"
-        self.say(f"[{k}/{len(self.plan)}] {step.name} ({hms(elapsed)} elapsed{eta})")
+        return f"[{k}/{len(self.plan)}] {step.name} ({hms(elapsed)} elapsed{eta})"
+
+    def run_step(self, k, step):
+        SIGNALS.check()
+        self.say(self.progress(k, step))
         run = manifest.with_placement(self.run, *manifest.placement_of_run(self.out))
         why = step.skip(run)
         if why:

@@ -45,6 +45,23 @@ class ResultsDir(unittest.TestCase):
         self.assertEqual(d.results_dir(), "mine")
 
 
+class Progress(unittest.TestCase):
+    """Each step's progress line: no estimate before a step is done, then the time left at the
+    rate of the step weights done so far."""
+
+    def test_time_left_by_weights_done(self):
+        d = driver.Driver(types.SimpleNamespace(out=None, quiet=True, profile="quick"))
+        d.machine = types.SimpleNamespace(nranks=2, device="cpu", launcher="mpirun", bind_applied="none", bind_note="")
+        d.plan = [types.SimpleNamespace(name=n, weight=w, reads_meta=False) for n, w in (("a", 1), ("b", 3), ("c", 2))]
+        d.say, d.start, lines = (lambda line: None), 0.0, []
+        d.run_step = lambda k, step: lines.append(d.progress(k, step))
+        with mock.patch.object(driver.time, "monotonic", lambda: 60.0):
+            d.run_steps()
+        self.assertEqual(lines, ["[1/3] a (1:00 elapsed)",
+                                 "[2/3] b (1:00 elapsed, about 5:00 left)",    # 1 of 6 done in 60 s: 5 more
+                                 "[3/3] c (1:00 elapsed, about 0:30 left)"])   # 4 of 6
+
+
 class Launch(unittest.TestCase):
     """mpirun's line outside Slurm: --oversubscribe only with more ranks than cores (a rank per core
     is not oversubscribed, and Open MPI refuses more ranks than slots without it)."""
