@@ -86,6 +86,14 @@ static void decimal_strict(void **state)
     const char *good[] = {"0", "10", "-3", "0.5", "1e3", "2.5E-2"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) assert_null(pb_parse_decimal_problem(good[i], 1));
     assert_non_null(pb_parse_decimal_problem("1.5", 0));
+    /* each refusal's reason, as the messages print it; infinity and NaN in any spelling strtod reads */
+    const char *why[][3] = {{"", "1", "is empty"}, {"+5", "1", "starts with '+'"}, {" 5", "1", "starts with a blank"},
+                            {"0x10", "1", "is hexadecimal"}, {"infinity", "1", "is not finite"},
+                            {"-Inf", "1", "is not finite"}, {"NaN(1)", "1", "is not finite"},
+                            {"x", "1", "is not a number"}, {"x", "0", "is not an integer"},
+                            {"010", "1", "has a leading zero (octal-looking)"}, {"1.", "1", "has no digits after the '.'"}};
+    for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+        assert_string_equal(pb_parse_decimal_problem(why[i][0], why[i][1][0] == '1'), why[i][2]);
     int r = -1;
     pb_error_set_quiet_usage(1);
     assert_int_equal(pb_parse_rank("--pair", "99999999999999999999", 4, &r), PB_ERR_USAGE);

@@ -168,6 +168,13 @@ static void command_lines(void **state)
     pb_options_group p2p = pb_options_common_group(&o, PB_OPTS_SWEEP);
     char *dtype[] = {"x", "-d", "float", NULL};
     assert_int_equal(pb_options_parse(3, dtype, "usage", &p2p, 1), PB_ERR_USAGE);
+    /* --gpu-offset: 0 (the first GPU, said explicitly) to 65536 */
+    for (int i = 0; i < 4; i++) {
+        char *offset[] = {"x", "--gpu-offset", (char *[]){"0", "65536", "-1", "65537"}[i], NULL};
+        pb_options_defaults(&o);
+        assert_int_equal(pb_options_parse(3, offset, "usage", &g, 1), i < 2 ? PB_OK : PB_ERR_USAGE);
+        if (i < 2) assert_true(o.gpu_offset == (i ? 65536 : 0) && o.gpu_offset_given);
+    }
 }
 
 /* An option table whose short name is not a letter, or a letter taken already
