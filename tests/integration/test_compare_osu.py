@@ -54,7 +54,8 @@ FAKE = {
         print("# OSU MPI stand-in\\n# Size    value")
         s = lo
         while s <= hi:
-            print(f"{s:<10}{value(name, s * NP if per_rank else s):.2f}")
+            zero = str(s) == os.environ.get("FAKE_OSU_ZERO")  # a size OSU printed as 0.00
+            print(f"{s:<10}{0 if zero else value(name, s * NP if per_rank else s):.2f}")
             s *= 2
     """,
     "parabench": """
@@ -192,6 +193,22 @@ class CompareOSU(unittest.TestCase):
             self.assertEqual(len(made), 1, made)
             self.assertRegex(made[0], r"^compare-osu-\d{8}-\d{6}-" + re.escape(socket.gethostname()) + "$")
             self.assertTrue(os.path.exists(os.path.join(cwd, "results", made[0], "compare-osu.csv")))
+
+    def test_size_osu_printed_as_zero(self):
+        # No ratio to a zero: that size has no row, the others do, and the script finishes.
+        t = self.tmp.name
+        with tempfile.TemporaryDirectory() as cwd:
+            os.makedirs(os.path.join(cwd, "state"))
+            out = os.path.join(cwd, "out")
+            p = subprocess.run([sys.executable, SCRIPT, "--osu", os.path.join(t, "osu"), "--parabench",
+                                os.path.join(t, "pb"), "--rounds", "1", "--np", str(NP), "--bind", "none",
+                                "--ops", "bw", "--max", "64", "--out", out],
+                               capture_output=True, text=True, timeout=120,
+                               env=dict(self.env, FAKE_STATE=os.path.join(cwd, "state"), FAKE_OSU_ZERO="16"))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(out, "compare-osu.csv")) as f:
+                sizes = [int(r["bytes"]) for r in csv.DictReader(l for l in f if not l.startswith("#"))]
+            self.assertEqual(sizes, [8, 32, 64])
 
     def test_summary_rows(self):
         want = self.expected()

@@ -162,4 +162,13 @@ expect_in "$TMP/bar-0-1/good-hosts.txt" "n1 slots=1" "score exactly 1.0 (n1): no
 grep -q "^n0 " "$TMP/bar-0-1_0-2/good-hosts.txt" && fail "n0 with 2 of 2 pairs slow (2.0) kept in good-hosts.txt" \
     || pass "score 2.0 (n0): a suspect, left out of good-hosts.txt"
 expect_in "$TMP/bar-0-1_0-2/good-hosts.txt" "n1 slots=1" "n1 at 1.0 beside it: still good"
+# The sizes the reasons name: whole binary units only, else bytes.
+python3 - "$ROOT/scripts" <<'PY' && pass "reason sizes: 0 B, 1536 B, 1 KiB, 64 MiB, 1536 MiB, 1 GiB" || fail "reason sizes"
+import sys
+sys.path.insert(0, sys.argv[1])
+import suspects
+cases = {0: "0 B", 1536: "1536 B", 1024: "1 KiB", 64 << 20: "64 MiB", 3 << 29: "1536 MiB", 1 << 30: "1 GiB"}
+got = {b: suspects._size(b) for b in cases}
+assert got == cases, got
+PY
 finish

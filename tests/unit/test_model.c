@@ -483,6 +483,34 @@ static void test_reject_summary(void **state)
     }
 }
 
+/* A ranking row's percentage columns, each term in points of the step's own compute:
+ * TP m*c_tp, PP m*c_pp, DP c_dp, then the bubble in points of the step, and GB. */
+static void test_ranking_row(void **state)
+{
+    (void)state;
+    pb_model_step s = {.t = 8, .p = 4, .d = 8, .m = 2, .step = 2.5, .compute = 1.0,
+                       .c_tp = 0.15, .c_pp = 0.02, .c_dp = 0.5, .bubble = 0.25};
+    s.mem.total = 40e9;
+    char text[2048] = "";
+    FILE *f = fmemopen(text, sizeof text - 1, "w");
+    assert_non_null(f);
+    pb_plan_print_ranking(&s, 1, 5, (int[]){8, 4, 8}, f);
+    fclose(f);
+    const char *row = strstr(text, "\n*");
+    assert_non_null(row);
+    char tail[5][16];
+    const char *end = strchr(row + 1, '\n'), *p = end;
+    for (int k = 4; k >= 0; k--) { /* the last five fields, right to left */
+        while (p[-1] == ' ') p--;
+        const char *q = p;
+        while (q[-1] != ' ') q--;
+        snprintf(tail[k], sizeof tail[k], "%.*s", (int)(p - q), q);
+        p = q;
+    }
+    const char *want[5] = {"30.0", "4.0", "50.0", "10.0", "40.0"};
+    for (int k = 0; k < 5; k++) assert_string_equal(tail[k], want[k]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,7 +519,7 @@ int main(void)
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_step),       cmocka_unit_test(test_enumerate),
         cmocka_unit_test(test_cluster_presets), cmocka_unit_test(test_compute_and_interleave),
         cmocka_unit_test(test_full_recompute), cmocka_unit_test(test_explain), cmocka_unit_test(test_stage_partition),
-        cmocka_unit_test(test_reject_summary),
+        cmocka_unit_test(test_reject_summary), cmocka_unit_test(test_ranking_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
