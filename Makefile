@@ -117,26 +117,29 @@ $(BUILD)/obj/common/%.cu.o: common/%.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -I$(NCCL_INC) -c $< -o $@
 
+# Libraries and programs are written under a temporary name and renamed into
+# place: a test that starts a program while another make relinks it (a
+# commit changes version.o) runs the old file or the new, never half of one.
 $(LIB): $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	ar rcs $@.tmp$$$$ $^ && mv -f $@.tmp$$$$ $@
 
 # `plan` needs no MPI: linking it with the plain compiler proves it.
 $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_SAN) $< $(LIB) -lcjson -lm -o $@
+	$(CC) $(LDFLAGS_SAN) $< $(LIB) -lcjson -lm -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
 
 $(patsubst %,$(BUILD)/bin/%,$(ENGINE_BINS)): $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@
+	$(CC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
 
 $(filter-out $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS) $(ENGINE_BINS)),$(BINS)): $(BUILD)/bin/%: $(BUILD)/obj/benchmarks/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@
+	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) -lcmocka $(LIBS) -o $@
+	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) -lcmocka $(LIBS) -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
 
 # The out-of-memory fault injector (tests/fault/failmalloc.c): built on demand
 # by the tests that preload it, never installed.
