@@ -496,19 +496,14 @@ static void test_ranking_row(void **state)
     assert_non_null(f);
     pb_plan_print_ranking(&s, 1, 5, (int[]){8, 4, 8}, f);
     fclose(f);
-    const char *row = strstr(text, "\n*");
+    char *row = strstr(text, "\n*"), *save = NULL, *tok[32];
     assert_non_null(row);
-    char tail[5][16];
-    const char *end = strchr(row + 1, '\n'), *p = end;
-    for (int k = 4; k >= 0; k--) { /* the last five fields, right to left */
-        while (p[-1] == ' ') p--;
-        const char *q = p;
-        while (q[-1] != ' ') q--;
-        snprintf(tail[k], sizeof tail[k], "%.*s", (int)(p - q), q);
-        p = q;
-    }
+    *strchr(row + 1, '\n') = '\0';
+    int n = 0; /* the row's fields; the last five are the percentages and the memory */
+    for (char *t = strtok_r(row + 1, " ", &save); t && n < 32; t = strtok_r(NULL, " ", &save)) tok[n++] = t;
+    assert_true(n >= 5);
     const char *want[5] = {"30.0", "4.0", "50.0", "10.0", "40.0"};
-    for (int k = 0; k < 5; k++) assert_string_equal(tail[k], want[k]);
+    for (int k = 0; k < 5; k++) assert_string_equal(tok[n - 5 + k], want[k]);
 }
 
 int main(void)
