@@ -46,7 +46,7 @@ static const pb_options_opt own_opts[] = {
     {"grad-bytes", 0, "LIST", "gradient bytes all-reduced per step, e.g. 1M,4M,16M,64M (default: the layers' "
                               "real gradients); one row per size", O_GRAD},
     {"params", 0, "LIST", "gradient as parameter counts, e.g. 125M,1.3B,7B (x grad dtype size), or 'preset': "
-                          "the --model preset's 12h^2*L + vocab*h", O_PARAMS},
+                          "the parameters of the --model preset or --model-file, counted from its shape", O_PARAMS},
     {"target-ratio", 0, "LIST", "comm/compute sought, e.g. 0.112,0.2: for each, the gradient size is searched in "
                                 "this run by probing the no-overlap step (from --grad-bytes, one start per ratio, "
                                 "else the real gradients); the nearest probe is the overlap=none row", O_TARGET},
@@ -376,8 +376,7 @@ static int step_config(const run_ctx *r, uint64_t grad_bytes, pb_dp_overlap ov, 
     const pb_presets_model *m = &o->work.model;
     *sc = (pb_dp_step_config){
         .eng = r->eng, .be = r->b->be, .comm = r->comm,
-        .shape = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads, .tp_size = 1,
-                  .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype},
+        .shape = pb_workload_opts_layer_shape(&o->work, m->hidden, m->seq, 1, 0),
         .nlayers = m->layers, .seed = o->work.seed, .rank = r->b->w.rank, .grad_dtype = o->work.grad_dtype,
         .grad_bytes = grad_bytes, .overlap = ov, .bucket_bytes = (uint64_t)(o->bucket_mb * 1048576.0),
         .check = o->common.check};
@@ -433,9 +432,7 @@ static size_t grad_list(const dp_opts *o, uint64_t *out)
 {
     int es = (int)pb_dtype_size(o->work.grad_dtype);
     if (o->params_preset) {
-        pb_presets_model preset;
-        pb_presets_preset(o->work.preset, "--model", &preset);
-        out[0] = (uint64_t)pb_model_dp_grad_bytes(pb_presets_params(&preset), es);
+        out[0] = (uint64_t)pb_model_dp_grad_bytes(pb_presets_params(&o->work.declared), es);
         return 1;
     }
     for (size_t i = 0; i < o->nparams; i++) out[i] = (uint64_t)llround(pb_model_dp_grad_bytes(o->params[i], es));

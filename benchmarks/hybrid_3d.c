@@ -180,8 +180,7 @@ static int report(run *r, pb_placement pol, const pb_hybrid_coords *at, const pb
 static pb_hybrid_config config(const hy_opts *o, const pb_bench *b, const pb_compute *eng, const int *rank_at)
 {
     const pb_presets_model *m = &o->work.model;
-    pb_layer_shape sh = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads,
-                         .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype};
+    pb_layer_shape sh = pb_workload_opts_layer_shape(&o->work, m->hidden, m->seq, 0, 0);
     return (pb_hybrid_config){.eng = eng, .be = b->be, .w = &b->w, .T = o->tp, .P = o->pp, .D = o->dp,
                               .rank_at = rank_at, .shape = sh, .layers = m->layers, .tp_mode = o->tp_mode,
                               .sched = o->sched, .micro_batches = o->micro_batches, .seed = o->work.seed,
@@ -235,8 +234,7 @@ static int check_grid(hy_opts *o, const pb_world *w)
     if (o->micro_batches == 0) o->micro_batches = 2 * o->pp;
     if (o->compare && o->placement == PB_PLACE_RANKMAP)
         return pb_error_usage("--compare-placements", "compares the built-in placements; do not combine with --rankmap");
-    pb_layer_shape sh = {.b = o->work.model.micro_batch, .s = o->work.model.seq, .h = o->work.model.hidden,
-                         .heads = o->work.model.heads, .tp_size = o->tp, .dtype = o->work.compute_dtype};
+    pb_layer_shape sh = pb_workload_opts_layer_shape(&o->work, o->work.model.hidden, o->work.model.seq, o->tp, 0);
     PB_TRY(pb_tp_shape_check(&sh, o->tp_mode));
     return pb_pp_schedule_valid(o->sched, o->pp, o->micro_batches, 1);
 }

@@ -216,8 +216,7 @@ static int pp_setup(pp_run *r)
     /* Interleaved places other layers on a rank than gpipe/1f1b do: one stage stack per placement. */
     for (int k = 0; k < 2; k++)
         r->scf[k] = (pb_pp_stack_config){
-            .eng = eng, .shape = {.b = m->micro_batch, .s = m->seq, .h = m->hidden, .heads = m->heads,
-                                  .tp_size = 1, .attn_scores = o->work.attn_scores, .dtype = o->work.compute_dtype},
+            .eng = eng, .shape = pb_workload_opts_layer_shape(&o->work, m->hidden, m->seq, 1, 0),
             .layers = m->layers, .p = r->p, .v = k ? r->v : 1, .stage = r->stage, .seed = o->work.seed,
             .grad_dtype = o->work.grad_dtype, .max_mb = mmax, .capture = o->common.check};
     r->scfg = r->scf[need_kind[0] ? 0 : 1];

@@ -385,9 +385,7 @@ static int run_point(tp_run *r, point *p)
 static point point_of(tp_run *r, int64_t h, int64_t s, pb_tp_mode mode)
 {
     const pb_workload_opts *w = &r->o->work;
-    pb_layer_shape sh = {.b = w->model.micro_batch, .s = s, .h = h, .heads = w->model.heads,
-                         .tp_size = r->o->tp, .tp_rank = r->index, .attn_scores = w->attn_scores,
-                         .dtype = w->compute_dtype};
+    pb_layer_shape sh = pb_workload_opts_layer_shape(w, h, s, r->o->tp, r->index);
     point p = {.cfg = {.eng = r->eng, .be = r->b->be, .comm = r->comm, .shape = sh, .layer0 = 0,
                        .nlayers = w->model.layers, .model_layers = w->model.layers, .seed = w->seed,
                        .mode = mode, .grad_dtype = w->grad_dtype}};

@@ -32,12 +32,13 @@
 
 typedef struct {
     int reproduce;
-    const char *fit_dir, *calibrate_dir, *cluster_out, *pp_sim, *csv, *json, *model_name, *cluster_name;
+    const char *fit_dir, *calibrate_dir, *cluster_out, *pp_sim, *csv, *json, *model_name, *model_file, *cluster_name;
+    char model_file_name[64];
     long long gpus, tp, pp, dp, top;
     pb_model_train job;
     pb_model_cluster cluster;
     /* Overrides of the preset model and cluster; < 0 = not given. */
-    long long hidden, layers, heads, seq, vocab, micro_batch;
+    long long hidden, layers, heads, kv_heads, ffn, seq, vocab, micro_batch, mlp;
     double params, intra_bw, intra_lat, inter_bw, inter_bw_node, inter_lat, tflops, gpu_mem, gpn, hbm_bw;
     long long interleave;
     long long global_batch;
@@ -52,8 +53,9 @@ static void usage(FILE *out)
             "       plan --fit RESULTS_DIR [--cluster FILE] [--csv FILE]\n"
             "       plan --calibrate RESULTS_DIR [-o|--cluster-out FILE]\n"
             "       plan --pp-simulate P,M,T_FWD_US,T_BWD_US,T_MSG_US [--schedule gpipe|1f1b|interleaved [--interleave V]]\n"
-            "model:   --model %s\n"
-            "         --hidden H --layers L --heads A --seq S --vocab V --micro-batch B --params P\n"
+            "model:   --model %s, or --model-file FILE\n"
+            "         --hidden H --layers L --heads A --kv-heads K --ffn F --mlp gelu|swiglu --seq S --vocab V\n"
+            "         --micro-batch B --params P\n"
             "         --dtype bf16|fp16|fp32 (activations and gradients on the wire)\n"
             "cluster: --cluster %s, or a cluster file (plan --calibrate writes one)\n"
             "         --gpus-per-node G --intra-bw GB/s --intra-lat us --inter-bw GB/s --inter-lat us\n"
@@ -68,7 +70,8 @@ static void usage(FILE *out)
 enum {
     O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
     O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
-    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM, O_VERSION, O_PARTITION, O_XBW_NODE
+    O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM, O_VERSION, O_PARTITION, O_XBW_NODE,
+    O_KV_HEADS, O_FFN, O_MLP, O_MODEL_FILE
 };
 
 static const struct option long_opts[] = {
@@ -90,7 +93,9 @@ static const struct option long_opts[] = {
     {"interleave", required_argument, 0, O_VSTAGES}, {"help", no_argument, 0, O_HELP},
     {"calibrate", required_argument, 0, O_CALIBRATE}, {"cluster-out", required_argument, 0, O_CLUSTER_OUT},
     {"pp-simulate", required_argument, 0, O_PP_SIM}, {"version", no_argument, 0, O_VERSION},
-    {"partition", required_argument, 0, O_PARTITION}, {"inter-bw-node", required_argument, 0, O_XBW_NODE}, {0, 0, 0, 0},
+    {"partition", required_argument, 0, O_PARTITION}, {"inter-bw-node", required_argument, 0, O_XBW_NODE},
+    {"kv-heads", required_argument, 0, O_KV_HEADS}, {"ffn", required_argument, 0, O_FFN},
+    {"mlp", required_argument, 0, O_MLP}, {"model-file", required_argument, 0, O_MODEL_FILE}, {0, 0, 0, 0},
 };
 
 static int choice(const char *opt, const char *arg, const char *const *names, int *out)
@@ -117,7 +122,16 @@ static int parse_one(options *o, int c, const char *arg)
     case O_PP_SIM: o->pp_sim = arg; return PB_OK;
     case O_CSV: o->csv = arg; return pb_outpath_add("--csv", arg);
     case O_JSON: o->json = arg; return pb_outpath_add("--json", arg);
-    case O_MODEL: o->model_name = arg; return PB_OK;
+    case O_MODEL: o->model_name = arg; o->model_file = NULL; return PB_OK;
+    case O_MODEL_FILE: o->model_file = arg; o->model_name = NULL; return PB_OK;
+    case O_KV_HEADS: return pb_parse_int("--kv-heads", arg, 1, 1 << 20, &o->kv_heads);
+    case O_FFN: return pb_parse_int("--ffn", arg, 1, BIG, &o->ffn);
+    case O_MLP: {
+        static const char *const mlps[] = {"gelu", "swiglu", NULL};
+        PB_TRY(choice("--mlp", arg, mlps, &k));
+        o->mlp = k;
+        return PB_OK;
+    }
     case O_CLUSTER: o->cluster_name = arg; return PB_OK;
     case O_GPUS: return pb_parse_int("--gpus", arg, 1, 1 << 20, &o->gpus);
     case O_TP: return pb_parse_int("--tp", arg, 1, 1 << 20, &o->tp);
@@ -175,13 +189,23 @@ static int build_job(options *o)
 {
     pb_presets_model *m = &o->job.model;
     if (o->model_name) PB_TRY(pb_presets_preset(o->model_name, "--model", m));
+    else if (o->model_file)
+        PB_TRY(pb_presets_load_file(o->model_file, "--model-file", m, o->model_file_name, sizeof o->model_file_name));
     else if (o->hidden < 0 || o->layers < 0 || o->heads < 0 || o->seq < 0)
-        return pb_error_usage("--model", "missing; give a preset (%s) or all of --hidden --layers --heads --seq",
-                        pb_presets_preset_names());
-    else *m = (pb_presets_model){.name = NULL, .micro_batch = 1};
-    set_if(o->hidden, &m->hidden);
+        return pb_error_usage("--model", "missing; give a preset (%s), --model-file, or all of --hidden --layers "
+                              "--heads --seq", pb_presets_preset_names());
+    else *m = (pb_presets_model){.name = NULL, .mlp = PB_MLP_GELU, .tied = 1, .micro_batch = 1};
+    if (!o->model_name && !o->model_file) { /* a custom shape: GPT's form unless told otherwise */
+        set_if(o->hidden, &m->hidden);
+        set_if(o->heads, &m->heads);
+        m->kv_heads = m->heads;
+        m->ffn = 4 * m->hidden;
+    }
+    pb_presets_resize(m, o->hidden, o->heads);
     set_if(o->layers, &m->layers);
-    set_if(o->heads, &m->heads);
+    set_if(o->kv_heads, &m->kv_heads);
+    set_if(o->ffn, &m->ffn);
+    if (o->mlp >= 0) m->mlp = (pb_presets_mlp)o->mlp;
     set_if(o->seq, &m->seq);
     set_if(o->vocab, &m->vocab);
     set_if(o->micro_batch, &m->micro_batch);
@@ -342,6 +366,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.gpus = o.tp = o.pp = o.dp = o.top = -1;
     o.hidden = o.layers = o.heads = o.seq = o.vocab = o.micro_batch = o.global_batch = -1;
+    o.kv_heads = o.ffn = o.mlp = -1;
     o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_bw_node = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = o.hbm_bw = -1;
     o.job.dtype_bytes = 2;
     o.job.sched = PB_PP_1F1B;

@@ -92,6 +92,12 @@ typedef struct pb_compute {
     int (*gelu_fwd)(pb_dtype t, size_t n, const void *x, void *y);
     /* dx = gelu'(x) * dy, with x the forward INPUT; dx may be dy. */
     int (*gelu_bwd)(pb_dtype t, size_t n, const void *x, const void *dy, void *dx);
+    /* SwiGLU (compute/silu.h): z is rows x 2f, each row the gate's f values
+     * then the up projection's; y (rows x f, dense) = silu(gate) * up. */
+    int (*swiglu_fwd)(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y);
+    /* Its backward, in place: d is rows x 2f and holds dY in the first f
+     * columns of each row; it becomes dZ = (dY * up * silu'(gate), dY * silu(gate)). */
+    int (*swiglu_bwd)(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d);
     /* Row-wise softmax of a rows x cols matrix (dense, leading dimension cols),
      * computed in fp32 with the row maximum subtracted; y may be x. */
     int (*softmax_fwd)(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y);

@@ -5,6 +5,7 @@
  * in fp32 and describe() says so. */
 #include "compute/compute.h"
 #include "compute/gelu.h"
+#include "compute/silu.h"
 
 #include "core/error.h"
 #include "core/mem.h"
@@ -198,6 +199,31 @@ static int blas_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, vo
     return PB_OK;
 }
 
+static int blas_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y)
+{
+    PB_TRY(check_float_type(t, "swiglu"));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < f; j++) {
+            size_t g = (size_t)(r * 2 * f + j);
+            store(t, y, (size_t)(r * f + j), pb_silu(load(t, z, g)) * load(t, z, g + (size_t)f));
+        }
+    return PB_OK;
+}
+
+/* In place: (row, j) reads dY at the gate's position before writing both halves. */
+static int blas_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d)
+{
+    PB_TRY(check_float_type(t, "swiglu backward"));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < f; j++) {
+            size_t g = (size_t)(r * 2 * f + j);
+            float gate = load(t, z, g), up = load(t, z, g + (size_t)f), dy = load(t, d, g);
+            store(t, d, g, dy * up * pb_silu_grad(gate));
+            store(t, d, g + (size_t)f, dy * pb_silu(gate));
+        }
+    return PB_OK;
+}
+
 static int blas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y)
 {
     PB_TRY(check_float_type(t, "softmax"));
@@ -267,6 +293,8 @@ static const pb_compute blas_engine = {
     .from_host = blas_copy,
     .gemm = blas_gemm,
     .gemm_batched = blas_gemm_batched,
+    .swiglu_fwd = blas_swiglu_fwd,
+    .swiglu_bwd = blas_swiglu_bwd,
     .gelu_fwd = blas_gelu_fwd,
     .gelu_bwd = blas_gelu_bwd,
     .softmax_fwd = blas_softmax_fwd,

@@ -286,6 +286,20 @@ static int cublas_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, 
     return launched(pb_cuda_gelu_bwd(t, n, x, dy, dx, cu.stream), "gelu backward kernel launch");
 }
 
+static int cublas_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y)
+{
+    READY("swiglu");
+    PB_TRY(check_float_type(t, "swiglu"));
+    return launched(pb_cuda_swiglu_fwd(t, rows, f, z, y, cu.stream), "swiglu forward kernel launch");
+}
+
+static int cublas_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d)
+{
+    READY("swiglu backward");
+    PB_TRY(check_float_type(t, "swiglu backward"));
+    return launched(pb_cuda_swiglu_bwd(t, rows, f, z, d, cu.stream), "swiglu backward kernel launch");
+}
+
 static int cublas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y)
 {
     READY("softmax");
@@ -361,6 +375,8 @@ static const pb_compute cublas_engine = {
     .from_host = cublas_from_host,
     .gemm = cublas_gemm,
     .gemm_batched = cublas_gemm_batched,
+    .swiglu_fwd = cublas_swiglu_fwd,
+    .swiglu_bwd = cublas_swiglu_bwd,
     .gelu_fwd = cublas_gelu_fwd,
     .gelu_bwd = cublas_gelu_bwd,
     .softmax_fwd = cublas_softmax_fwd,

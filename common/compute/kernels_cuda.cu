@@ -6,6 +6,7 @@
 #include "compute/kernels_cuda.h"
 
 #include "compute/gelu.h"
+#include "compute/silu.h"
 #include "core/rng.h"
 
 #include <cuda_bf16.h>
@@ -40,6 +41,28 @@ template <typename T> __global__ void gelu_bwd_kernel(size_t n, const T *x, cons
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         store(dx, i, pb_gelu_grad(load(x, i)) * load(dy, i));
+}
+
+// Element i of the rows x f output: row i / f, column i % f of the gate;
+// the up value sits f columns further in the same row of z.
+template <typename T> __global__ void swiglu_fwd_kernel(size_t n, size_t f, const T *z, T *y)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t g = i / f * 2 * f + i % f;
+        store(y, i, pb_silu(load(z, g)) * load(z, g + f));
+    }
+}
+
+// In place: the thread of (row, column) reads dY at the gate's position and
+// writes both halves of dZ there, and no other thread touches them.
+template <typename T> __global__ void swiglu_bwd_kernel(size_t n, size_t f, const T *z, T *d)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t g = i / f * 2 * f + i % f;
+        const float gate = load(z, g), up = load(z, g + f), dy = load(d, g);
+        store(d, g, dy * up * pb_silu_grad(gate));
+        store(d, g + f, dy * pb_silu(gate));
+    }
 }
 
 template <typename D, typename S> __global__ void convert_kernel(size_t n, const S *src, D *dst)
@@ -138,6 +161,28 @@ extern "C" cudaError_t pb_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, con
     const unsigned g = (unsigned)blocks_for(n);
     if (t == PB_FLOAT32) gelu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const float *)x, (const float *)dy, (float *)dx);
     else gelu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)x, (const bf16 *)dy, (bf16 *)dx);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_cuda_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || f < 0) return cudaErrorInvalidValue;
+    const size_t n = (size_t)rows * (size_t)f;
+    if (n == 0) return cudaSuccess;
+    const unsigned g = (unsigned)blocks_for(n);
+    if (t == PB_FLOAT32) swiglu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (size_t)f, (const float *)z, (float *)y);
+    else swiglu_fwd_kernel<<<g, kThreads, 0, s>>>(n, (size_t)f, (const bf16 *)z, (bf16 *)y);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_cuda_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || f < 0) return cudaErrorInvalidValue;
+    const size_t n = (size_t)rows * (size_t)f;
+    if (n == 0) return cudaSuccess;
+    const unsigned g = (unsigned)blocks_for(n);
+    if (t == PB_FLOAT32) swiglu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (size_t)f, (const float *)z, (float *)d);
+    else swiglu_bwd_kernel<<<g, kThreads, 0, s>>>(n, (size_t)f, (const bf16 *)z, (bf16 *)d);
     return cudaGetLastError();
 }
 

@@ -24,6 +24,9 @@ extern "C" {
 cudaError_t pb_cuda_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t stream);
 /* dx = gelu'(x) * dy (x the forward input); dx may be dy. */
 cudaError_t pb_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx, cudaStream_t stream);
+/* SwiGLU forward and in-place backward (compute.h's swiglu_fwd, swiglu_bwd). */
+cudaError_t pb_cuda_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y, cudaStream_t stream);
+cudaError_t pb_cuda_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d, cudaStream_t stream);
 /* Row-wise softmax, dense rows x cols; y may be x. */
 cudaError_t pb_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y,
                                 cudaStream_t stream);

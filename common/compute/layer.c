@@ -17,6 +17,21 @@ static void *at(const void *p, int64_t elems, pb_dtype t)
 
 static int64_t tokens(const pb_layer_shape *sh) { return sh->b * sh->s; }
 static int64_t local_hidden(const pb_layer_shape *sh) { return sh->h / sh->tp_size; }
+static int64_t head_dim(const pb_layer_shape *sh) { return sh->h / sh->heads; }
+
+int64_t pb_layer_kv_heads(const pb_layer_shape *sh) { return sh->kv_heads > 0 ? sh->kv_heads : sh->heads; }
+int64_t pb_layer_ffn(const pb_layer_shape *sh) { return sh->ffn > 0 ? sh->ffn : 4 * sh->h; }
+
+/* Local heads, local KV heads, and the query heads that share a KV head. */
+static int64_t local_heads(const pb_layer_shape *sh) { return sh->heads / sh->tp_size; }
+static int64_t local_kv_heads(const pb_layer_shape *sh) { return pb_layer_kv_heads(sh) / sh->tp_size; }
+static int64_t group_size(const pb_layer_shape *sh) { return sh->heads / pb_layer_kv_heads(sh); }
+/* Columns of this rank's K (and of its V). */
+static int64_t local_kv(const pb_layer_shape *sh) { return local_kv_heads(sh) * head_dim(sh); }
+
+int64_t pb_layer_impl_qkv_cols(const pb_layer_shape *sh) { return local_hidden(sh) + 2 * local_kv(sh); }
+int64_t pb_layer_impl_ffn_local(const pb_layer_shape *sh) { return pb_layer_ffn(sh) / sh->tp_size; }
+int64_t pb_layer_impl_up_cols(const pb_layer_shape *sh) { return (sh->gated ? 2 : 1) * pb_layer_impl_ffn_local(sh); }
 
 int pb_layer_shape_check(const pb_layer_shape *sh)
 {
@@ -31,6 +46,16 @@ int pb_layer_shape_check(const pb_layer_shape *sh)
     if (sh->heads % sh->tp_size != 0)
         return pb_error_usage("--tp", "tensor-parallel size %d does not divide the head count %lld", sh->tp_size,
                         (long long)sh->heads);
+    if (sh->kv_heads < 0 || sh->heads % pb_layer_kv_heads(sh) != 0)
+        return pb_error_usage("--kv-heads", "%lld KV heads do not divide the %lld query heads",
+                              (long long)sh->kv_heads, (long long)sh->heads);
+    if (pb_layer_kv_heads(sh) % sh->tp_size != 0)
+        return pb_error_usage("--tp", "tensor-parallel size %d does not divide the %lld KV heads (each rank holds "
+                              "whole KV heads, as Megatron-LM's query groups)", sh->tp_size,
+                              (long long)pb_layer_kv_heads(sh));
+    if (sh->ffn < 0 || pb_layer_ffn(sh) % sh->tp_size != 0)
+        return pb_error_usage("--ffn", "MLP width %lld does not split into %d tensor-parallel shards",
+                              (long long)pb_layer_ffn(sh), sh->tp_size);
     if (sh->tp_rank < 0 || sh->tp_rank >= sh->tp_size)
         return pb_error_usage("--tp", "rank %d is outside the tensor-parallel group of %d", sh->tp_rank, sh->tp_size);
     if (sh->dtype != PB_FLOAT32 && sh->dtype != PB_BFLOAT16)
@@ -41,11 +66,12 @@ int pb_layer_shape_check(const pb_layer_shape *sh)
 
 void pb_layer_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols)
 {
-    int64_t h = sh->h, hl = local_hidden(sh);
-    static const int64_t mult[PB_W_COUNT] = {3, 1, 4, 4};
-    int col_parallel = w == PB_W_QKV || w == PB_W_UP;
-    *rows = col_parallel ? h : mult[w] * hl;
-    *cols = col_parallel ? mult[w] * hl : h;
+    switch (w) {
+    case PB_W_QKV: *rows = sh->h, *cols = pb_layer_impl_qkv_cols(sh); return;
+    case PB_W_O: *rows = local_hidden(sh), *cols = sh->h; return;
+    case PB_W_UP: *rows = sh->h, *cols = pb_layer_impl_up_cols(sh); return;
+    default: *rows = pb_layer_impl_ffn_local(sh), *cols = sh->h; return;
+    }
 }
 
 int64_t pb_layer_weight_offset(const pb_layer_shape *sh, enum pb_weight w)
@@ -63,8 +89,10 @@ int64_t pb_layer_params_local(const pb_layer_shape *sh) { return pb_layer_weight
 double pb_layer_step_flops(const pb_layer_shape *sh)
 {
     double b = (double)sh->b, s = (double)sh->s, h = (double)sh->h;
-    return pb_flops_layer_fwd(b, s, h, sh->tp_size, sh->attn_scores) +
-           pb_flops_layer_bwd(b, s, h, sh->tp_size, sh->attn_scores);
+    double linear = pb_flops_layer_linear_params(h, (double)sh->heads, (double)pb_layer_kv_heads(sh),
+                                                 (double)pb_layer_ffn(sh), sh->gated);
+    return pb_flops_layer_fwd(b, s, h, linear, sh->tp_size, sh->attn_scores) +
+           pb_flops_layer_bwd(b, s, h, linear, sh->tp_size, sh->attn_scores);
 }
 
 /* Rounded up to PB_ACT_ALIGN; a need past 2^64 stays PB_MEM_HUGE. */
@@ -80,13 +108,13 @@ void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
 {
     uint64_t n = pb_mem_mul((uint64_t)sh->b, (uint64_t)sh->s), h = (uint64_t)sh->h, hl = (uint64_t)local_hidden(sh);
     uint64_t es = pb_dtype_size(sh->dtype), sc = sh->attn_scores ? 1 : 0;
-    uint64_t nhl = (uint64_t)(sh->heads / sh->tp_size), s = (uint64_t)sh->s;
+    uint64_t nhl = (uint64_t)local_heads(sh), s = (uint64_t)sh->s;
     sizes[0] = align_up(mul4(n, h, es, 1));                         /* x_attn */
-    sizes[1] = align_up(mul4(n, 3, hl, es));                        /* qkv */
+    sizes[1] = align_up(mul4(n, (uint64_t)pb_layer_impl_qkv_cols(sh), es, 1)); /* qkv */
     sizes[2] = sc * align_up(mul4(pb_mem_mul((uint64_t)sh->b, nhl), s, s, es)); /* scores */
     sizes[3] = sc * align_up(mul4(n, hl, es, 1));                   /* o */
     sizes[4] = align_up(mul4(n, h, es, 1));                         /* x_mlp */
-    sizes[5] = align_up(mul4(n, 4, hl, es));                        /* hmlp */
+    sizes[5] = align_up(mul4(n, (uint64_t)pb_layer_impl_up_cols(sh), es, 1)); /* hmlp */
 }
 
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers)
@@ -113,21 +141,28 @@ static int fill_block(pb_layer *ly, uint64_t seed, enum pb_weight w, int64_t lco
 }
 
 /* U(-1,1) * sqrt(3/fan_in) keeps the variance of a GEMM's output equal to its
- * input's; after gelu, sqrt(6/fan_in) (He, derived for relu, whose second
- * moment gelu's is close to) restores the roughly halved second moment.
+ * input's; after gelu (or silu's gate), sqrt(6/fan_in) (He, derived for relu,
+ * whose second moment gelu's is close to) restores the roughly halved second
+ * moment. Each shard is the block of the full weight at its global position,
+ * so t shards hold exactly the full layer's values.
  * The two projections that feed the residual stream (Wo, W2) are further
  * scaled by 1/sqrt(2L) (GPT-2's residual scaling), so the stream's variance
  * grows by a bounded factor over L layers instead of doubling per block. */
 int pb_layer_impl_init_weights(pb_layer *ly, uint64_t seed)
 {
-    int64_t h = ly->sh.h, hl = local_hidden(&ly->sh), r = ly->sh.tp_rank;
-    float s_h = sqrtf(3.0f / (float)h), s_down = sqrtf(6.0f / (float)(4 * h)), a = ly->resid_scale;
-    /* QKV: each of Q, K, V is column-sharded separately (columns p*h + r*hl ..). */
-    for (int64_t p = 0; p < 3; p++)
-        PB_TRY(fill_block(ly, seed, PB_W_QKV, p * hl, h, hl, 0, p * h + r * hl, s_h));
+    const pb_layer_shape *sh = &ly->sh;
+    int64_t h = sh->h, hl = local_hidden(sh), r = sh->tp_rank, kvl = local_kv(sh);
+    int64_t kv = pb_layer_kv_heads(sh) * head_dim(sh), ffn = pb_layer_ffn(sh), fl = pb_layer_impl_ffn_local(sh);
+    float s_h = sqrtf(3.0f / (float)h), s_down = sqrtf(6.0f / (float)ffn), a = ly->resid_scale;
+    /* QKV: Q, K and V are column-sharded separately; the full weight's columns are Q (h) | K (kv) | V (kv). */
+    PB_TRY(fill_block(ly, seed, PB_W_QKV, 0, h, hl, 0, r * hl, s_h));
+    PB_TRY(fill_block(ly, seed, PB_W_QKV, hl, h, kvl, 0, h + r * kvl, s_h));
+    PB_TRY(fill_block(ly, seed, PB_W_QKV, hl + kvl, h, kvl, 0, h + kv + r * kvl, s_h));
     PB_TRY(fill_block(ly, seed, PB_W_O, 0, hl, h, r * hl, 0, s_h * a));
-    PB_TRY(fill_block(ly, seed, PB_W_UP, 0, h, 4 * hl, 0, r * 4 * hl, s_h));
-    return fill_block(ly, seed, PB_W_DOWN, 0, 4 * hl, h, r * 4 * hl, 0, s_down * a);
+    /* W1: gelu's one block, or SwiGLU's gate then up, each column-sharded (full: gate (ffn) | up (ffn)). */
+    PB_TRY(fill_block(ly, seed, PB_W_UP, 0, h, fl, 0, r * fl, s_h));
+    if (sh->gated) PB_TRY(fill_block(ly, seed, PB_W_UP, fl, h, fl, 0, ffn + r * fl, s_h));
+    return fill_block(ly, seed, PB_W_DOWN, 0, fl, h, r * fl, 0, s_down * a);
 }
 
 /* ---- blocks --------------------------------------------------------------- */
@@ -168,12 +203,12 @@ static int grad_gemm(pb_layer *ly, enum pb_weight w, const void *a, int64_t lda,
  * stack overflows. No causal mask: the GEMMs run on the full s x s. */
 static float score_scale(const pb_layer_shape *sh)
 {
-    int64_t hd = sh->h / sh->heads; /* exact: heads divides h */
-    return 1.0f / sqrtf((float)hd);
+    return 1.0f / sqrtf((float)head_dim(sh)); /* exact: heads divides h */
 }
 
-/* Views of sequence bi's first local head inside the saved activations; the
- * batched GEMMs (head_gemms) reach the other heads by their strides. */
+/* Views of sequence bi's first local head (first KV head for K and V)
+ * inside the saved activations; the batched GEMMs (head_gemms) reach the
+ * other heads by their strides. */
 typedef struct head_view {
     void *q, *k, *v, *s, *o;
 } head_view;
@@ -181,64 +216,93 @@ typedef struct head_view {
 static head_view head(const pb_layer *ly, void *qkv, void *scores, void *o, int64_t bi)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t s = sh->s, hl = local_hidden(sh), nhl = sh->heads / sh->tp_size;
+    int64_t s = sh->s, hl = local_hidden(sh), w = pb_layer_impl_qkv_cols(sh), kvl = local_kv(sh);
     head_view v;
-    v.q = at(qkv, bi * s * 3 * hl, sh->dtype);
+    v.q = at(qkv, bi * s * w, sh->dtype);
     v.k = at(v.q, hl, sh->dtype);
-    v.v = at(v.q, 2 * hl, sh->dtype);
-    v.s = scores ? at(scores, bi * nhl * s * s, sh->dtype) : NULL;
+    v.v = at(v.q, hl + kvl, sh->dtype);
+    v.s = scores ? at(scores, bi * local_heads(sh) * s * s, sh->dtype) : NULL;
     v.o = at(o, bi * s * hl, sh->dtype);
     return v;
 }
 
-/* The GEMM of every local head of one sequence as one strided batch: head
- * j + 1's operands start hd columns (Q, K, V, O: within a row) or s*s elements
- * (scores, dS: one block per head) after head j's. */
+/* One operand of the per-head GEMMs: the first head's matrix, its leading
+ * dimension, the distance to the next head's, and whether it belongs to a
+ * query head (Q, O, scores, dO, dS) or to a KV head (K, V, dK, dV). */
+typedef struct head_operand {
+    void *p;
+    int64_t ld, stride;
+    int per_kv;
+} head_operand;
+
+static head_operand per_head(const void *p, int64_t ld, int64_t stride) { return (head_operand){(void *)p, ld, stride, 0}; }
+static head_operand per_kv(const void *p, int64_t ld, int64_t stride) { return (head_operand){(void *)p, ld, stride, 1}; }
+
+/* Batch `member` takes query head g * group + member of every KV head g: a
+ * query operand starts `member` heads in and steps a group at a time, a KV
+ * operand steps one KV head at a time. */
+static const void *member_start(head_operand x, int64_t member, pb_dtype t)
+{
+    return x.per_kv ? x.p : at(x.p, member * x.stride, t);
+}
+static int64_t member_stride(head_operand x, int64_t group) { return x.per_kv ? x.stride : group * x.stride; }
+
+/* The GEMM of every local query head of one sequence, as one strided batch
+ * over the local KV heads per member of a group (one batch in all without
+ * grouped-query attention). A per-KV result (dK, dV) sums over its group: the
+ * first member writes it, the others add. */
 static int head_gemms(pb_layer *ly, pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k,
-                      float alpha, const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
-                      int64_t stride_b, void *c, int64_t ldc, int64_t stride_c)
+                      float alpha, head_operand a, head_operand b, head_operand c)
 {
     const pb_layer_shape *sh = &ly->sh;
-    pb_compute_gemm_batch g = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = alpha, .beta = 0.0f,
-                               .a = a, .lda = lda, .stride_a = stride_a, .b = b, .ldb = ldb, .stride_b = stride_b,
-                               .c = c, .ldc = ldc, .stride_c = stride_c, .count = sh->heads / sh->tp_size,
-                               .t = sh->dtype};
-    return pb_compute_gemm_batched(ly->eng, &g);
+    int64_t group = group_size(sh);
+    for (int64_t j = 0; j < group; j++) {
+        pb_compute_gemm_batch g = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = alpha,
+                                   .beta = c.per_kv && j > 0 ? 1.0f : 0.0f,
+                                   .a = member_start(a, j, sh->dtype), .lda = a.ld, .stride_a = member_stride(a, group),
+                                   .b = member_start(b, j, sh->dtype), .ldb = b.ld, .stride_b = member_stride(b, group),
+                                   .c = (void *)member_start(c, j, sh->dtype), .ldc = c.ld,
+                                   .stride_c = member_stride(c, group), .count = local_kv_heads(sh), .t = sh->dtype};
+        PB_TRY(pb_compute_gemm_batched(ly->eng, &g));
+    }
+    return PB_OK;
 }
 
-/* Per sequence: S = c Q K^T for all local heads (one batch), softmax over
- * their rows (one call), O = P V (one batch). */
+/* Per sequence: S = c Q K^T for all local heads, softmax over their rows (one
+ * call), O = P V. */
 static int scores_forward(pb_layer *ly, pb_layer_acts *sv)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t s = sh->s, hl = local_hidden(sh), hd = sh->h / sh->heads, nhl = sh->heads / sh->tp_size;
+    int64_t s = sh->s, hl = local_hidden(sh), hd = head_dim(sh), w = pb_layer_impl_qkv_cols(sh);
     float c = score_scale(sh);
     for (int64_t bi = 0; bi < sh->b; bi++) {
         head_view v = head(ly, sv->qkv, sv->scores, sv->o, bi);
-        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, c, v.q, 3 * hl, hd, v.k, 3 * hl, hd, v.s, s, s * s));
-        PB_TRY(ly->eng->softmax_fwd(sh->dtype, nhl * s, s, v.s, v.s)); /* P replaces S in the slot */
-        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, s * s, v.v, 3 * hl, hd, v.o, hl, hd));
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, c, per_head(v.q, w, hd), per_kv(v.k, w, hd),
+                          per_head(v.s, s, s * s)));
+        PB_TRY(ly->eng->softmax_fwd(sh->dtype, local_heads(sh) * s, s, v.s, v.s)); /* P replaces S in the slot */
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, 1.0f, per_head(v.s, s, s * s), per_kv(v.v, w, hd),
+                          per_head(v.o, hl, hd)));
     }
     return PB_OK;
 }
 
 /* dP = dO V^T, dV = P^T dO, dS = softmax'(dP), dQ = c dS K, dK = c dS^T Q,
- * into dqkv's columns; each a batch over the local heads of one sequence
- * (dS of all of them in the d_s scratch). */
+ * into dqkv's columns; dS of all local heads in the d_s scratch. */
 static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t s = sh->s, hl = local_hidden(sh), hd = sh->h / sh->heads, nhl = sh->heads / sh->tp_size;
+    int64_t s = sh->s, hl = local_hidden(sh), hd = head_dim(sh), w = pb_layer_impl_qkv_cols(sh);
     float c = score_scale(sh);
     void *ds = ly->sc->d_s;
     for (int64_t bi = 0; bi < sh->b; bi++) {
         head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi); /* v.o is dO here */
         head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi);
-        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, v.o, hl, hd, v.v, 3 * hl, hd, ds, s, s * s));
-        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, v.s, s, s * s, v.o, hl, hd, d.v, 3 * hl, hd));
-        PB_TRY(ly->eng->softmax_bwd(sh->dtype, nhl * s, s, v.s, ds, ds));
-        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, ds, s, s * s, v.k, 3 * hl, hd, d.q, 3 * hl, hd));
-        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, ds, s, s * s, v.q, 3 * hl, hd, d.k, 3 * hl, hd));
+        head_operand d_o = per_head(v.o, hl, hd), p = per_head(v.s, s, s * s), d_s = per_head(ds, s, s * s);
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, d_o, per_kv(v.v, w, hd), d_s));
+        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, p, d_o, per_kv(d.v, w, hd)));
+        PB_TRY(ly->eng->softmax_bwd(sh->dtype, local_heads(sh) * s, s, v.s, ds, ds));
+        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, d_s, per_kv(v.k, w, hd), per_head(d.q, w, hd)));
+        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, d_s, per_head(v.q, w, hd), per_kv(d.k, w, hd)));
     }
     return PB_OK;
 }
@@ -258,21 +322,19 @@ static int residual_gemm(const pb_layer *ly, pb_compute_trans tb, int64_t m, int
 }
 
 /* The attention output O and its leading dimension: saved O with scores,
- * otherwise the V columns of QKV. */
+ * otherwise the Q columns of QKV (as wide as O whatever the KV heads). */
 static const void *attn_out(const pb_layer *ly, const pb_layer_acts *sv, int64_t *ld)
 {
-    int64_t hl = local_hidden(&ly->sh);
-    *ld = ly->sh.attn_scores ? hl : 3 * hl;
-    return ly->sh.attn_scores ? sv->o : at(sv->qkv, 2 * hl, ly->sh.dtype);
+    *ld = ly->sh.attn_scores ? local_hidden(&ly->sh) : pb_layer_impl_qkv_cols(&ly->sh);
+    return ly->sh.attn_scores ? sv->o : sv->qkv;
 }
 
 int pb_layer_attn_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t n = tokens(sh), h = sh->h, hl = local_hidden(sh), ldo;
+    int64_t n = tokens(sh), h = sh->h, hl = local_hidden(sh), w = pb_layer_impl_qkv_cols(sh), ldo;
     if (x != sv->x_attn) PB_TRY(ly->eng->copy(sv->x_attn, x, (size_t)(n * h) * pb_dtype_size(sh->dtype)));
-    PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, n, 3 * hl, h, 1.0f, sv->x_attn, h, weight(ly, PB_W_QKV), 3 * hl,
-                sv->qkv, 3 * hl));
+    PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, n, w, h, 1.0f, sv->x_attn, h, weight(ly, PB_W_QKV), w, sv->qkv, w));
     if (sh->attn_scores) PB_TRY(scores_forward(ly, sv));
     const void *o = attn_out(ly, sv, &ldo);
     return residual_gemm(ly, PB_NOTRANS, n, h, hl, o, ldo, weight(ly, PB_W_O), h, sv->x_attn, y);
@@ -281,7 +343,7 @@ int pb_layer_attn_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *
 int pb_layer_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t n = tokens(sh), h = sh->h, hl = local_hidden(sh), ldo;
+    int64_t n = tokens(sh), h = sh->h, hl = local_hidden(sh), w = pb_layer_impl_qkv_cols(sh), ldo;
     void *dqkv = ly->sc->big;
     const void *o = attn_out(ly, sv, &ldo);
     PB_TRY(grad_gemm(ly, PB_W_O, o, ldo, dy, h, accumulate));
@@ -289,36 +351,47 @@ int pb_layer_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void
         PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, hl, h, 1.0f, dy, h, weight(ly, PB_W_O), h, ly->sc->d_o, hl));
         PB_TRY(scores_backward(ly, sv, dqkv));
     } else {
-        /* O = V: Q and K do not reach the output, so their gradient is zero. */
-        PB_TRY(ly->eng->memset(dqkv, 0, (size_t)(n * 3 * hl) * pb_dtype_size(sh->dtype)));
-        PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, hl, h, 1.0f, dy, h, weight(ly, PB_W_O), h,
-                    at(dqkv, 2 * hl, sh->dtype), 3 * hl));
+        /* O = Q: K and V do not reach the output, so their gradient is zero. */
+        PB_TRY(ly->eng->memset(dqkv, 0, (size_t)(n * w) * pb_dtype_size(sh->dtype)));
+        PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, hl, h, 1.0f, dy, h, weight(ly, PB_W_O), h, dqkv, w));
     }
-    PB_TRY(grad_gemm(ly, PB_W_QKV, sv->x_attn, h, dqkv, 3 * hl, accumulate));
-    return residual_gemm(ly, PB_TRANS, n, h, 3 * hl, dqkv, 3 * hl, weight(ly, PB_W_QKV), 3 * hl, dy, dx);
+    PB_TRY(grad_gemm(ly, PB_W_QKV, sv->x_attn, h, dqkv, w, accumulate));
+    return residual_gemm(ly, PB_TRANS, n, h, w, dqkv, w, weight(ly, PB_W_QKV), w, dy, dx);
+}
+
+/* H = act(Z) into dense n x ffn/t: gelu(Z), or silu(gate) * up. */
+static int mlp_activation(pb_layer *ly, const void *z, void *act)
+{
+    const pb_layer_shape *sh = &ly->sh;
+    int64_t n = tokens(sh), fl = pb_layer_impl_ffn_local(sh);
+    if (sh->gated) return ly->eng->swiglu_fwd(sh->dtype, n, fl, z, act);
+    return ly->eng->gelu_fwd(sh->dtype, (size_t)(n * fl), z, act);
 }
 
 int pb_layer_mlp_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t n = tokens(sh), h = sh->h, f = 4 * local_hidden(sh);
+    int64_t n = tokens(sh), h = sh->h, fl = pb_layer_impl_ffn_local(sh), u = pb_layer_impl_up_cols(sh);
     if (x != sv->x_mlp) PB_TRY(ly->eng->copy(sv->x_mlp, x, (size_t)(n * h) * pb_dtype_size(sh->dtype)));
-    void *act = ly->sc->big; /* gelu(Z): the saved slot keeps Z for the backward */
-    PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, n, f, h, 1.0f, sv->x_mlp, h, weight(ly, PB_W_UP), f, sv->hmlp, f));
-    PB_TRY(ly->eng->gelu_fwd(sh->dtype, (size_t)(n * f), sv->hmlp, act));
-    return residual_gemm(ly, PB_NOTRANS, n, h, f, act, f, weight(ly, PB_W_DOWN), h, sv->x_mlp, y);
+    void *act = ly->sc->big; /* the saved slot keeps Z for the backward */
+    PB_TRY(gemm(ly, PB_NOTRANS, PB_NOTRANS, n, u, h, 1.0f, sv->x_mlp, h, weight(ly, PB_W_UP), u, sv->hmlp, u));
+    PB_TRY(mlp_activation(ly, sv->hmlp, act));
+    return residual_gemm(ly, PB_NOTRANS, n, h, fl, act, fl, weight(ly, PB_W_DOWN), h, sv->x_mlp, y);
 }
 
+/* dZ from dH (n x ffn/t) in the big scratch: gelu'(Z) * dH in place, or
+ * SwiGLU's backward, which needs dH laid out with W1's row width (u). */
 int pb_layer_mlp_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t n = tokens(sh), h = sh->h, f = 4 * local_hidden(sh);
-    void *dh = ly->sc->big;
-    /* gelu(Z) is recomputed from the saved Z for dW2, then its slot takes dH. */
-    PB_TRY(ly->eng->gelu_fwd(sh->dtype, (size_t)(n * f), sv->hmlp, dh));
-    PB_TRY(grad_gemm(ly, PB_W_DOWN, dh, f, dy, h, accumulate));
-    PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, f, h, 1.0f, dy, h, weight(ly, PB_W_DOWN), h, dh, f));
-    PB_TRY(ly->eng->gelu_bwd(sh->dtype, (size_t)(n * f), sv->hmlp, dh, dh));
-    PB_TRY(grad_gemm(ly, PB_W_UP, sv->x_mlp, h, dh, f, accumulate));
-    return residual_gemm(ly, PB_TRANS, n, h, f, dh, f, weight(ly, PB_W_UP), f, dy, dx);
+    int64_t n = tokens(sh), h = sh->h, fl = pb_layer_impl_ffn_local(sh), u = pb_layer_impl_up_cols(sh);
+    void *d = ly->sc->big;
+    /* H is recomputed from the saved Z for dW2, then its slot takes dH and dZ. */
+    PB_TRY(mlp_activation(ly, sv->hmlp, d));
+    PB_TRY(grad_gemm(ly, PB_W_DOWN, d, fl, dy, h, accumulate));
+    PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, fl, h, 1.0f, dy, h, weight(ly, PB_W_DOWN), h, d, u));
+    if (sh->gated) PB_TRY(ly->eng->swiglu_bwd(sh->dtype, n, fl, sv->hmlp, d));
+    else PB_TRY(ly->eng->gelu_bwd(sh->dtype, (size_t)(n * fl), sv->hmlp, d, d));
+    PB_TRY(grad_gemm(ly, PB_W_UP, sv->x_mlp, h, d, u, accumulate));
+    return residual_gemm(ly, PB_TRANS, n, h, u, d, u, weight(ly, PB_W_UP), u, dy, dx);
 }

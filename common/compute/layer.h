@@ -2,13 +2,16 @@
  * it runs unchanged on BLAS or cuBLAS. See docs/compute.md.
  *
  * A layer is two blocks, the unit between which tensor parallelism talks:
- *   attention: X -> QKV = X Wqkv            (column-parallel, h x 3h/t)
+ *   attention: X -> QKV = X Wqkv            (column-parallel, h x (h + 2 kv)/t,
+ *                 kv = kv_heads * h/heads: grouped-query attention shares
+ *                 each K/V head among heads/kv_heads query heads)
  *              -> per local head O = softmax(Q K^T / sqrt(hd)) V  (only with
- *                 attn_scores; without, O = V)
+ *                 attn_scores; without, O = Q: the head's query passes through)
  *              -> Y = X + O Wo              (row-parallel, (h/t) x h: a PARTIAL sum)
- *   MLP:       X -> H = gelu(X W1)          (column-parallel, h x 4h/t; gelu's
- *                 tanh form, as in GPT-2 and Megatron-LM)
- *              -> Y = X + H W2              (row-parallel, (4h/t) x h: a PARTIAL sum)
+ *   MLP:       X -> H = gelu(X W1)          (column-parallel, h x ffn/t; gelu's
+ *                 tanh form, as in GPT-2 and Megatron-LM), or with `gated`
+ *                 H = silu(X Wg) * (X Wu)   (SwiGLU, LLaMA: W1 = [Wg | Wu], h x 2 ffn/t)
+ *              -> Y = X + H W2              (row-parallel, (ffn/t) x h: a PARTIAL sum)
  * With t > 1 the caller all-reduces (or reduce-scatters) each block's output
  * and the input gradient of each block's backward. The residual X (and dY in
  * backward) is added by TP rank 0 only, so the SUM of the partials is right.
@@ -18,8 +21,8 @@
  *
  * All activations use one row-major [N x width] layout with N = b*s tokens.
  * Per layer the weights and their gradients are stored in this order:
- *   Wqkv [h x 3h/t] (columns: Q heads | K heads | V heads of this rank),
- *   Wo [h/t x h], W1 [h x 4h/t], W2 [4h/t x h]   = 12*h*h/t elements,
+ *   Wqkv [h x (h + 2kv)/t] (columns: Q heads | K heads | V heads of this rank),
+ *   Wo [h/t x h], W1 [h x ffn/t, or 2 ffn/t gated: gate | up], W2 [ffn/t x h],
  * and the gradients of all layers of a stack form ONE flat buffer, layer 0
  * first, so data parallelism can all-reduce any byte range of it. */
 #ifndef PB_LAYER_H
@@ -31,7 +34,10 @@
 #include <stdint.h>
 
 typedef struct pb_layer_shape {
-    int64_t b, s, h, heads; /* micro-batch, sequence, hidden, attention heads */
+    int64_t b, s, h, heads; /* micro-batch, sequence, hidden, attention (query) heads */
+    int64_t kv_heads;       /* key/value heads; 0: heads (multi-head attention) */
+    int64_t ffn;            /* the MLP's inner width; 0: 4h */
+    int gated;              /* 1: SwiGLU MLP (three matrices), 0: GELU (two) */
     int tp_size, tp_rank;   /* tensor-parallel group size t and this rank's index */
     int attn_scores;        /* 1: run the Q K^T and S V GEMMs (4*b*s^2*h/t FLOPs forward) */
     pb_dtype dtype;         /* activations and weights (what the engine really computes in) */
@@ -42,11 +48,15 @@ enum pb_weight { PB_W_QKV, PB_W_O, PB_W_UP, PB_W_DOWN, PB_W_COUNT };
 /* PB_OK, or PB_ERR_USAGE naming the option (--hidden, --heads, --tp, ...). */
 int pb_layer_shape_check(const pb_layer_shape *sh);
 
+/* The shape's KV heads and MLP width with their defaults applied (0: heads, 4h). */
+int64_t pb_layer_kv_heads(const pb_layer_shape *sh);
+int64_t pb_layer_ffn(const pb_layer_shape *sh);
+
 /* Rows and columns of this rank's shard of weight w. */
 void pb_layer_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols);
 /* Elements before weight w inside one layer's block. */
 int64_t pb_layer_weight_offset(const pb_layer_shape *sh, enum pb_weight w);
-/* Parameters of one layer held by this rank: 12*h*h/t. */
+/* Parameters of one layer held by this rank: core/flops.h's count / t. */
 int64_t pb_layer_params_local(const pb_layer_shape *sh);
 
 /* FLOPs one rank executes for one layer's forward and backward of one
@@ -92,7 +102,7 @@ typedef struct pb_layer_acts pb_layer_acts;
 /* Engine memory the stack itself takes (weights, grads unless provided,
  * scratch), for pb_mem_require before pb_layer_stack_create. Activations excluded. */
 uint64_t pb_layer_stack_bytes(const pb_layer_stack_config *cfg);
-/* Flat gradient buffer size: nlayers * 12*h*h/t * sizeof(grad_dtype). */
+/* Flat gradient buffer size: nlayers * pb_layer_params_local * sizeof(grad_dtype). */
 uint64_t pb_layer_stack_grad_bytes(const pb_layer_stack_config *cfg);
 
 int pb_layer_stack_create(const pb_layer_stack_config *cfg, pb_layer_stack **out);

@@ -7,7 +7,7 @@
 
 /* Scratch shared by all layers of a stack (they run one at a time). */
 typedef struct pb_layer_impl_scratch {
-    void *big;   /* N x 4h/t: gelu(Z) and dH of the MLP, dQKV (N x 3h/t) of attention */
+    void *big;   /* N x max(W1's, Wqkv's columns): the MLP's activation and dZ, attention's dQKV */
     void *d_o;   /* N x h/t: dO of attention */
     void *d_s;   /* heads/t x s x s: dS of one sequence's local heads */
     void *gconv; /* largest weight, compute type: dW before conversion to grad type */
@@ -28,12 +28,18 @@ struct pb_layer {
 
 struct pb_layer_acts {
     void *x_attn; /* N x h       attention input */
-    void *qkv;    /* N x 3h/t */
+    void *qkv;    /* N x (h + 2kv)/t */
     void *scores; /* b x heads/t x s x s (attn_scores only) */
-    void *o;      /* N x h/t     (attn_scores only; else O is the V columns of qkv) */
+    void *o;      /* N x h/t     (attn_scores only; else O is the Q columns of qkv) */
     void *x_mlp;  /* N x h       MLP input */
-    void *hmlp;   /* N x 4h/t    Z = X_mlp W1, gelu's input */
+    void *hmlp;   /* N x W1's columns: Z = X_mlp W1, the activation's input */
 };
+
+/* This rank's columns of Wqkv ((h + 2kv)/t) and of W1 (ffn/t, 2 ffn/t gated),
+ * and its rows of W2 (ffn/t). */
+int64_t pb_layer_impl_qkv_cols(const pb_layer_shape *sh);
+int64_t pb_layer_impl_up_cols(const pb_layer_shape *sh);
+int64_t pb_layer_impl_ffn_local(const pb_layer_shape *sh);
 
 /* Byte sizes of the slots above, each rounded up to PB_ACT_ALIGN. */
 #define PB_ACT_ALIGN 256

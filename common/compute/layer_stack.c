@@ -108,16 +108,30 @@ static pb_layer_shape effective_shape(const pb_layer_stack_config *cfg)
     return sh;
 }
 
+/* Elements of the largest weight of the layer: gconv holds any one of them. */
+static uint64_t largest_weight(const pb_layer_shape *sh)
+{
+    uint64_t most = 0;
+    for (int w = 0; w < PB_W_COUNT; w++) {
+        int64_t r, c;
+        pb_layer_weight_dims(sh, (enum pb_weight)w, &r, &c);
+        uint64_t e = pb_mem_mul((uint64_t)r, (uint64_t)c);
+        if (e > most) most = e;
+    }
+    return most;
+}
+
 /* Scratch sizes in bytes: big, d_o, d_s, gconv, mid, pp0, pp1. */
 static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[7])
 {
     pb_layer_shape sh = effective_shape(cfg);
     uint64_t es = pb_dtype_size(sh.dtype), n = pb_mem_mul((uint64_t)sh.b, (uint64_t)sh.s), h = (uint64_t)sh.h;
     uint64_t hl = h / (uint64_t)sh.tp_size, s = (uint64_t)sh.s;
-    sz[0] = pb_mem_mul(pb_mem_mul(n, 4 * hl), es);
+    uint64_t up = (uint64_t)pb_layer_impl_up_cols(&sh), qkv = (uint64_t)pb_layer_impl_qkv_cols(&sh);
+    sz[0] = pb_mem_mul(pb_mem_mul(n, up > qkv ? up : qkv), es);
     sz[1] = sh.attn_scores ? pb_mem_mul(pb_mem_mul(n, hl), es) : 0;
     sz[2] = sh.attn_scores ? pb_mem_mul(pb_mem_mul((uint64_t)(sh.heads / sh.tp_size), s * s), es) : 0;
-    sz[3] = cfg->grad_dtype != sh.dtype ? h * 4 * hl * es : 0;
+    sz[3] = cfg->grad_dtype != sh.dtype ? pb_mem_mul(largest_weight(&sh), es) : 0;
     sz[4] = sz[5] = sz[6] = pb_mem_mul(pb_mem_mul(n, h), es);
 }
 

@@ -62,15 +62,25 @@ double pb_model_dp_grad_bytes(double params, int dtype_bytes) { return params * 
 
 double pb_model_logit_flops_fwd(double b, double s, double h, double vocab) { return 2.0 * b * s * h * vocab; }
 
-double pb_model_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_model_recompute rc)
+double pb_model_act_coefficient(const pb_presets_model *m)
 {
-    double sbh = s * b * h, tt = (double)t;
+    double h = (double)m->hidden, kv = (double)m->kv_heads / (double)m->heads, f = (double)m->ffn / h;
+    double attention = 7.0 + 4.0 * kv;  /* input 2, Q 2, K and V 2 each (times kv), O 2, dropout mask 1 */
+    double mlp = m->mlp == PB_MLP_SWIGLU ? 3.0 + 6.0 * f  /* input 2, Z (gate and up) 4f, silu*up 2f, mask 1 */
+                                         : 3.0 + 4.0 * f; /* input 2, Z 2f, gelu(Z) 2f, mask 1 */
+    return 4.0 + attention + mlp;      /* + the two layer norms' inputs */
+}
+
+double pb_model_act_bytes_per_layer(const pb_presets_model *m, int t, int sp, pb_model_recompute rc)
+{
+    double s = (double)m->seq, h = (double)m->hidden, a = (double)m->heads;
+    double sbh = s * (double)m->micro_batch * h, tt = (double)t, c = pb_model_act_coefficient(m);
     double attn = 5.0 * a * s / h; /* softmax, its dropout mask, attention over values */
     if (t <= 1) sp = 1;            /* with one rank the SP formula is the plain one */
     switch (rc) {
     case PB_RECOMPUTE_FULL: return sp ? 2.0 * sbh / tt : 2.0 * sbh;
-    case PB_RECOMPUTE_SELECTIVE: return sp ? sbh * 34.0 / tt : sbh * (10.0 + 24.0 / tt);
-    default: return sp ? sbh * (34.0 + attn) / tt : sbh * (10.0 + 24.0 / tt + attn / tt);
+    case PB_RECOMPUTE_SELECTIVE: return sp ? sbh * c / tt : sbh * (10.0 + (c - 10.0) / tt);
+    default: return sp ? sbh * (c + attn) / tt : sbh * (10.0 + (c - 10.0) / tt + attn / tt);
     }
 }
 
@@ -84,8 +94,7 @@ pb_model_mem pb_model_memory_per_gpu(double params, const pb_presets_model *m, i
     r.optimizer = local * PB_BYTES_OPTIMIZER;
     /* Layers split evenly; the first stage holds the most micro-batches. */
     double layers = ceil((double)m->layers / (double)p);
-    double per_layer = pb_model_act_bytes_per_layer((double)m->seq, (double)m->micro_batch, (double)m->hidden,
-                                              (double)m->heads, t, sp, rc);
+    double per_layer = pb_model_act_bytes_per_layer(m, t, sp, rc);
     double in_flight = (double)pb_model_pipe_in_flight(sched, micro_batches, p);
     if (sched == PB_PP_INTERLEAVED && v > 1) in_flight *= 1.0 + (double)(p - 1) / ((double)p * v);
     r.activations = in_flight * layers * per_layer;

@@ -94,14 +94,21 @@ double pb_model_logit_flops_fwd(double b, double s, double h, double vocab);
 
 typedef enum { PB_RECOMPUTE_NONE, PB_RECOMPUTE_SELECTIVE, PB_RECOMPUTE_FULL } pb_model_recompute;
 
+/* Korthikanti et al. 2022's 34 (bytes of activations per s*b*h a layer keeps
+ * without recomputation), counted term by term for the model's shape:
+ * 4 (norms) + 7 + 4*kv_heads/heads (attention) + 3 + 4*ffn/h (GELU MLP) or
+ * 3 + 6*ffn/h (SwiGLU: gate and up both saved). 34 for GPT's shape. */
+double pb_model_act_coefficient(const pb_presets_model *m);
+
 /* Activation bytes one layer keeps for one micro-batch (16-bit activations),
- * Korthikanti et al. 2022 table 2, a = attention heads:
- *   none,      t = 1 : s*b*h*(34 + 5*a*s/h)
- *   none,      TP    : s*b*h*(10 + 24/t + 5*a*s/(h*t))
- *   none,      TP+SP : s*b*h*(34 + 5*a*s/h)/t
- *   selective, TP    : s*b*h*(10 + 24/t);  TP+SP: s*b*h*34/t
+ * Korthikanti et al. 2022 table 2 with c = pb_model_act_coefficient (34 for
+ * GPT) and a = attention heads:
+ *   none,      t = 1 : s*b*h*(c + 5*a*s/h)
+ *   none,      TP    : s*b*h*(10 + (c-10)/t + 5*a*s/(h*t))
+ *   none,      TP+SP : s*b*h*(c + 5*a*s/h)/t
+ *   selective, TP    : s*b*h*(10 + (c-10)/t);  TP+SP: s*b*h*c/t
  *   full             : 2*s*b*h (the layer input only);  with SP: /t */
-double pb_model_act_bytes_per_layer(double s, double b, double h, double a, int t, int sp, pb_model_recompute rc);
+double pb_model_act_bytes_per_layer(const pb_presets_model *m, int t, int sp, pb_model_recompute rc);
 
 typedef struct pb_model_mem {
     double weights, grads, optimizer, activations, total; /* bytes per GPU */

@@ -48,11 +48,11 @@ static int virtual_stages(const pb_model_train *job)
 static double elementwise_fwd(const pb_model_train *job, const pb_model_cluster *c, double layers, int t, double *replay)
 {
     const pb_presets_model *md = &job->model;
-    double b = (double)md->micro_batch, sq = (double)md->seq, h = (double)md->hidden, a = (double)md->heads;
+    double b = (double)md->micro_batch, sq = (double)md->seq, a = (double)md->heads;
     *replay = 0.0;
     if (c->mem_bw <= 0) return 0.0;
     double k = PB_MODEL_ELEMENTWISE_TRAFFIC * layers / c->mem_bw;
-    double fwd = k * pb_model_act_bytes_per_layer(sq, b, h, a, t, job->sp, PB_RECOMPUTE_NONE);
+    double fwd = k * pb_model_act_bytes_per_layer(md, t, job->sp, PB_RECOMPUTE_NONE);
     if (job->recompute == PB_RECOMPUTE_FULL) *replay = fwd;
     if (job->recompute == PB_RECOMPUTE_SELECTIVE) *replay = k * 5.0 * a * sq * sq * b / t; /* the attention core */
     return fwd;
@@ -82,7 +82,7 @@ static stage_cost stage_of(const pb_model_train *job, const pb_model_cluster *c,
     stage_cost r;
     /* Compute: this stage's layers split t ways; the logit layer is not
      * recomputed (recomputation replays transformer layers only). */
-    double f_layers = n * pb_flops_layer_fwd(b, sq, h, 1, 1) / s->t;
+    double f_layers = n * pb_flops_layer_fwd(b, sq, h, pb_presets_layer_params(md), 1, 1) / s->t;
     double f_logit = logits ? pb_model_logit_flops_fwd(b, sq, h, (double)md->vocab) / s->t : 0.0;
     double f_extra = 0.0; /* recomputation in backward */
     if (job->recompute == PB_RECOMPUTE_FULL) f_extra = f_layers;

@@ -34,10 +34,11 @@ void pb_plan_print_setup(const pb_model_train *job, const pb_model_cluster *c, F
     const pb_presets_model *m = &job->model;
     char desc[256];
     pb_cluster_describe(c, desc, sizeof desc);
-    fprintf(out, "model   %s: h=%lld L=%lld heads=%lld s=%lld V=%lld b=%lld; %.2fe9 params (layer formula "
-                 "L*12h^2+V*h: %.2fe9); %d-byte activations/gradients\n",
+    fprintf(out, "model   %s: h=%lld L=%lld heads=%lld kv_heads=%lld ffn=%lld (%s) s=%lld V=%lld%s b=%lld; %.2fe9 "
+                 "params (counted from the shape: %.2fe9); %d-byte activations/gradients\n",
             m->name ? m->name : "custom", (long long)m->hidden, (long long)m->layers, (long long)m->heads,
-            (long long)m->seq, (long long)m->vocab, (long long)m->micro_batch, job->params / 1e9,
+            (long long)m->kv_heads, (long long)m->ffn, pb_presets_mlp_name(m->mlp), (long long)m->seq,
+            (long long)m->vocab, m->tied ? "" : " untied", (long long)m->micro_batch, job->params / 1e9,
             pb_presets_params(m) / 1e9, job->dtype_bytes);
     fprintf(out, "job     global batch %lld sequences, schedule %s, sequence parallel %s, recompute %s\n",
             (long long)job->global_batch, pb_pp_sched_name(job->sched), job->sp ? "on" : "off", rc_name(job->recompute));

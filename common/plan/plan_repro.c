@@ -124,8 +124,8 @@ static void pp_figures(tally *ty)
                        "\"each stage holding roughly 9 billion parameters\"", "P/p = 70e9/8",
                        fmt(c2, sizeof c2, "%.2fe9 per stage (x16 B = %.0f GB of weights+grads+Adam per stage, %.1f GB "
                                           "per GPU at t=8)", 70e9 / 8 / 1e9, 70e9 / 8 * 16 / 1e9, 70e9 / 8 * 16 / 8 / 1e9),
-                       fmt(v2, sizeof v2, "8.75e9 rounds to 9e9; by the layer formula L*12h^2+V*h the llama-70b shape "
-                                          "gives %.1fe9 (%.2fe9/stage): LLaMA's SwiGLU MLP is wider than 4h",
+                       fmt(v2, sizeof v2, "8.75e9 rounds to 9e9; counted from the llama-70b shape (grouped-query "
+                                          "attention, SwiGLU MLP, untied embeddings) it is %.1fe9 (%.2fe9/stage)",
                            formula / 1e9, formula / 8 / 1e9),
                        "layers split evenly; embeddings counted in P", near(70e9 / 8, 9e9, 0.05), 1});
 }
@@ -158,8 +158,10 @@ static void tp_figures(tally *ty)
     pb_model_cluster a100, eth;
     pb_cluster_preset("a100", "--cluster", &a100);
     pb_cluster_preset("a100-eth100", "--cluster", &eth);
-    double b = 1, s = 4096, h = 8192, act = b * s * h * 2;
-    double comp = (pb_flops_layer_fwd(b, s, h, 1, 1) + pb_flops_layer_bwd(b, s, h, 1, 1)) / 8 / a100.flops;
+    pb_presets_model l70;
+    pb_presets_preset("llama-70b", "--model", &l70);
+    double b = 1, s = 4096, h = 8192, act = b * s * h * 2, lin = pb_presets_layer_params(&l70);
+    double comp = (pb_flops_layer_fwd(b, s, h, lin, 1, 1) + pb_flops_layer_bwd(b, s, h, lin, 1, 1)) / 8 / a100.flops;
     double nvl = 4 * pb_model_t_ring_allreduce(act, 8, a100.intra), en = 4 * pb_model_t_ring_allreduce(act, 8, eth.inter);
     show(ty, &(figure){"RULE-TP", "rule of thumb: TP inside a node over NVLink, not across 100 Gbit/s Ethernet",
                        "\"600 GB per second aggregate ... across nodes on 100 Gbps Ethernet, tensor parallelism "

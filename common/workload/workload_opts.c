@@ -8,15 +8,20 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { W_MODEL, W_LAYERS, W_HIDDEN, W_HEADS, W_SEQ, W_MB, W_SCORES, W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS,
-       W_SEED };
+enum { W_MODEL, W_MODEL_FILE, W_LAYERS, W_HIDDEN, W_HEADS, W_KV_HEADS, W_FFN, W_MLP, W_SEQ, W_MB, W_SCORES,
+       W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS, W_SEED };
 
 /* --engine's help names the engines of the table (pb_workload_opts_group). */
 static pb_options_opt workload_opts[] = {
-    {"model", 0, "NAME", "model preset: tiny, gpt-1.3b, llama-7b, llama-70b, gpt-175b", W_MODEL},
+    {"model", 0, "NAME", NULL, W_MODEL},
+    {"model-file", 0, "FILE", "the model's shape from a file (docs/models.md): key value lines", W_MODEL_FILE},
     {"layers", 0, "L", "transformer layers (overrides the preset)", W_LAYERS},
-    {"hidden", 0, "H", "hidden size h (overrides the preset)", W_HIDDEN},
+    {"hidden", 0, "H", "hidden size h (overrides the preset; the MLP width scales with it)", W_HIDDEN},
     {"heads", 0, "N", "attention heads (overrides the preset; must divide h)", W_HEADS},
+    {"kv-heads", 0, "N", "key/value heads, grouped-query attention (overrides the preset; must divide the heads)",
+     W_KV_HEADS},
+    {"ffn", 0, "F", "the MLP's inner width (overrides the preset)", W_FFN},
+    {"mlp", 0, "KIND", "the MLP: gelu (two matrices) or swiglu (three) (overrides the preset)", W_MLP},
     {"seq", 0, "S", "sequence length s (overrides the preset)", W_SEQ},
     {"micro-batch", 0, "B", "sequences per micro-batch b (default 1)", W_MB},
     {"attn-scores", 0, "0|1", "also run the attention-score GEMMs, 4*b*s^2*h FLOPs (default 1)", W_SCORES},
@@ -32,6 +37,7 @@ void pb_workload_opts_defaults(pb_workload_opts *o, const char *preset)
 {
     memset(o, 0, sizeof *o);
     o->preset = preset;
+    o->mlp = -1;
     o->attn_scores = 1;
     o->compute_dtype = PB_FLOAT32;
     o->grad_dtype = PB_FLOAT32;
@@ -57,6 +63,17 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
         pb_presets_model m;
         PB_TRY(pb_presets_preset(arg, option, &m));
         o->preset = arg;
+        o->model_file = NULL; /* the last of --model and --model-file wins */
+        return PB_OK;
+    }
+    case W_MODEL_FILE: o->model_file = arg; return PB_OK;
+    case W_KV_HEADS: PB_TRY(pb_parse_int(option, arg, 1, 1 << 16, &v)); o->kv_heads = v; return PB_OK;
+    case W_FFN: PB_TRY(pb_parse_int(option, arg, 1, 1 << 24, &v)); o->ffn = v; return PB_OK;
+    case W_MLP: {
+        static const char *const kinds[] = {"gelu", "swiglu", NULL};
+        int k;
+        PB_TRY(pb_parse_choice(option, arg, kinds, &k));
+        o->mlp = k;
         return PB_OK;
     }
     case W_LAYERS: PB_TRY(pb_parse_int(option, arg, 1, 100000, &v)); o->layers = v; return PB_OK;
@@ -81,24 +98,43 @@ pb_options_group pb_workload_opts_group(pb_workload_opts *o)
 {
     static char engine_help[256];
     char names[128];
+    static char model_help[320];
     snprintf(engine_help, sizeof engine_help, "compute engine: %s (default: %s with host buffers, %s with device "
              "buffers)", pb_parse_join_names(pb_compute_names(), names, sizeof names),
              pb_compute_default(PB_MEM_HOST), pb_compute_default(PB_MEM_DEVICE));
-    for (size_t i = 0; i < sizeof workload_opts / sizeof workload_opts[0]; i++)
+    snprintf(model_help, sizeof model_help, "model preset: %s", pb_presets_preset_names());
+    for (size_t i = 0; i < sizeof workload_opts / sizeof workload_opts[0]; i++) {
         if (workload_opts[i].id == W_ENGINE) workload_opts[i].help = engine_help;
+        if (workload_opts[i].id == W_MODEL) workload_opts[i].help = model_help;
+    }
     return (pb_options_group){"Model and compute options", workload_opts,
                           (int)(sizeof workload_opts / sizeof workload_opts[0]), handle, o};
 }
 
 int pb_workload_opts_resolve(pb_workload_opts *o)
 {
-    PB_TRY(pb_presets_preset(o->preset, "--model", &o->model));
+    if (o->model_file)
+        PB_TRY(pb_presets_load_file(o->model_file, "--model-file", &o->model, o->file_name, sizeof o->file_name));
+    else
+        PB_TRY(pb_presets_preset(o->preset, "--model", &o->model));
+    o->declared = o->model;
+    pb_presets_resize(&o->model, o->hidden, o->heads);
     if (o->layers) o->model.layers = o->layers;
-    if (o->hidden) o->model.hidden = o->hidden;
-    if (o->heads) o->model.heads = o->heads;
     if (o->seq) o->model.seq = o->seq;
     if (o->micro_batch) o->model.micro_batch = o->micro_batch;
+    if (o->mlp >= 0) o->model.mlp = (pb_presets_mlp)o->mlp;
+    if (o->ffn) o->model.ffn = o->ffn;
+    if (o->kv_heads) o->model.kv_heads = o->kv_heads;
     return pb_presets_validate(&o->model);
+}
+
+pb_layer_shape pb_workload_opts_layer_shape(const pb_workload_opts *o, int64_t h, int64_t s, int tp_size, int tp_rank)
+{
+    pb_presets_model m = o->model;
+    pb_presets_resize(&m, h, 0);
+    return (pb_layer_shape){.b = m.micro_batch, .s = s, .h = h, .heads = m.heads, .kv_heads = m.kv_heads,
+                            .ffn = m.ffn, .gated = m.mlp == PB_MLP_SWIGLU, .tp_size = tp_size, .tp_rank = tp_rank,
+                            .attn_scores = o->attn_scores, .dtype = o->compute_dtype};
 }
 
 int pb_workload_opts_engine(const pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,

@@ -7,13 +7,18 @@
 
 #include "backend/comm.h"
 #include "compute/compute.h"
+#include "compute/layer.h"
 #include "core/options.h"
 #include "plan/presets.h"
 
 typedef struct pb_workload_opts {
-    pb_presets_model model;          /* preset (--model) with overrides applied */
+    pb_presets_model model;          /* preset (--model) or --model-file, with overrides applied */
+    pb_presets_model declared;       /* the preset or file as declared, before the overrides */
     const char *preset;      /* preset name as given */
-    int64_t layers, hidden, heads, seq, micro_batch; /* 0 = from the preset */
+    const char *model_file;  /* --model-file FILE, or NULL */
+    char file_name[64];      /* the model file's name (model.name points here) */
+    int64_t layers, hidden, heads, kv_heads, ffn, seq, micro_batch; /* 0 = from the preset */
+    int mlp;                 /* -1 = from the preset, else pb_presets_mlp */
     int attn_scores;         /* --attn-scores 0|1 */
     pb_dtype compute_dtype;  /* --compute-dtype float|bfloat16 */
     pb_dtype grad_dtype;     /* --grad-dtype float|bfloat16 */
@@ -24,13 +29,21 @@ typedef struct pb_workload_opts {
 
 void pb_workload_opts_defaults(pb_workload_opts *o, const char *preset);
 
-/* The option group: --model --layers --hidden --heads --seq --micro-batch
- * --attn-scores --compute-dtype --grad-dtype --engine --threads --seed. */
+/* The option group: --model --model-file --layers --hidden --heads --kv-heads
+ * --ffn --mlp --seq --micro-batch --attn-scores --compute-dtype --grad-dtype
+ * --engine --threads --seed. */
 pb_options_group pb_workload_opts_group(pb_workload_opts *o);
 
-/* Apply the overrides to the preset and check the shape (exit 2 naming the
- * option: zero layers, hidden not divisible by heads, ...). */
+/* Apply the overrides to the preset (or model file) and check the shape
+ * (exit 2 naming the option: zero layers, hidden not divisible by heads, ...).
+ * A --hidden without --ffn scales the model's MLP width with it, and --heads
+ * without --kv-heads keeps the query heads per KV head where it can. */
 int pb_workload_opts_resolve(pb_workload_opts *o);
+
+/* The layer shape of the resolved model at hidden size h and sequence length
+ * s (a sweep point; the model's own: model.hidden, model.seq), for rank
+ * tp_rank of a TP group of tp_size: the MLP width scales with h as above. */
+pb_layer_shape pb_workload_opts_layer_shape(const pb_workload_opts *o, int64_t h, int64_t s, int tp_size, int tp_rank);
 
 /* Engine by name, initialised with the thread count; "" or NULL picks cublas
  * when the backend's buffers are on a GPU and blas otherwise. A cuBLAS engine

@@ -148,9 +148,18 @@ static void test_preset_params_and_grad_bytes(void **state)
     assert_int_equal(pb_presets_preset("tiny", "--model", &m), PB_OK);
     assert_true(pb_presets_params(&m) == 4.0 * 12 * 256 * 256 + 1024.0 * 256); /* 3,407,872 */
     assert_int_equal(pb_presets_preset("llama-7b", "--model", &m), PB_OK);
-    assert_true(pb_presets_params(&m) == 32.0 * 12 * 4096 * 4096 + 32000.0 * 4096); /* 6.57e9 */
+    /* LLaMA-7B: 4 h x h attention matrices, SwiGLU's 3 of h x 11008, untied input and output embeddings */
+    assert_true(pb_presets_params(&m) == 32.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008) + 2 * 32000.0 * 4096);
     assert_int_equal(pb_presets_preset("gpt-175b", "--model", &m), PB_OK);
     assert_true(fabs(pb_presets_params(&m) / 175e9 - 1) < 0.02);
+    /* The counts published for the LLaMA family (Llama 2: 68.98e9; Llama 3: 8.03e9, 70.55e9, 405.85e9). */
+    static const struct { const char *name; double published; } llama[] = {
+        {"llama-7b", 6.74e9}, {"llama-70b", 68.98e9}, {"llama3-8b", 8.03e9}, {"llama3-70b", 70.55e9},
+        {"llama3-405b", 405.85e9}};
+    for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++) {
+        assert_int_equal(pb_presets_preset(llama[i].name, "--model", &m), PB_OK);
+        assert_true(fabs(pb_presets_params(&m) / llama[i].published - 1) < 0.002);
+    }
     assert_true(pb_model_dp_grad_bytes(7e9, 2) == 14e9); /* the documents' 7B at bf16 */
 }
 

@@ -32,10 +32,27 @@ static int setup(void **state)
     return E->init(NULL);
 }
 
+/* The layer's form: GPT's (multi-head, GELU of 4h: all zero) or LLaMA's
+ * (grouped-query attention, SwiGLU); the tests of each form set it. */
+typedef struct layer_form {
+    int64_t kv_heads, ffn;
+    int gated;
+} layer_form;
+static const layer_form gpt_form = {0, 0, 0}, llama_form = {2, 96, 1}; /* 2 query heads a KV head */
+static layer_form form;
+
 static pb_layer_shape shape(int t, int r, int scores)
 {
-    return (pb_layer_shape){.b = B, .s = S, .h = H, .heads = HEADS, .tp_size = t, .tp_rank = r,
-                            .attn_scores = scores, .dtype = PB_FLOAT32};
+    return (pb_layer_shape){.b = B, .s = S, .h = H, .heads = HEADS, .kv_heads = form.kv_heads, .ffn = form.ffn,
+                            .gated = form.gated, .tp_size = t, .tp_rank = r, .attn_scores = scores,
+                            .dtype = PB_FLOAT32};
+}
+
+/* Elements of one layer's weights on rank 0 of t. */
+static size_t params_of(int t)
+{
+    pb_layer_shape sh = shape(t, 0, 0);
+    return (size_t)pb_layer_params_local(&sh);
 }
 
 static pb_layer_stack *make_stack(pb_layer_shape sh, int64_t nlayers, pb_dtype gt)
@@ -76,8 +93,8 @@ static void test_flop_formulas(void **state)
     double lin = 2.0 * 128 * 12 * 256.0 * 256.0;
     /* forward, then backward at twice forward */
     assert_true(pb_layer_step_flops(&sh) == 3 * lin);
-    assert_true(pb_flops_layer_fwd(1, 128, 256, 1, 0) == lin);
-    assert_true(pb_flops_layer_bwd(1, 128, 256, 1, 0) == 2 * lin);
+    assert_true(pb_flops_layer_fwd(1, 128, 256, 12 * 256.0 * 256.0, 1, 0) == lin);
+    assert_true(pb_flops_layer_bwd(1, 128, 256, 12 * 256.0 * 256.0, 1, 0) == 2 * lin);
     sh.attn_scores = 1;
     assert_true(pb_layer_step_flops(&sh) == 3 * (lin + 4.0 * 1 * 128 * 128 * 256));
     sh.tp_size = 4;
@@ -90,7 +107,7 @@ static void test_params_and_shards(void **state)
     (void)state;
     pb_layer_shape sh = shape(1, 0, 0);
     assert_true((double)pb_layer_params_local(&sh) == 12.0 * H * H);
-    assert_true((double)pb_layer_params_local(&sh) == pb_presets_layer_params(H));
+    assert_true((double)pb_layer_params_local(&sh) == pb_flops_layer_linear_params(H, HEADS, HEADS, 4 * H, 0));
     static const int64_t full_rows[4] = {H, H, H, 4 * H}, full_cols[4] = {3 * H, H, 4 * H, H};
     for (int t = 1; t <= 4; t *= 2) {
         for (int w = 0; w < PB_W_COUNT; w++) {
@@ -148,27 +165,30 @@ static void test_shape_check(void **state)
  * shard), in the unsharded layer's weight block, from Megatron's split. */
 static size_t full_index(int w, int t, int r, size_t i)
 {
-    int64_t h = H, hl = H / t, row, col, frow, fcol;
-    static const int64_t full_off[4] = {0, 3 * H * H, 4 * H * H, 8 * H * H};
-    if (w == PB_W_QKV) { /* h x 3h, Q | K | V each split by columns */
-        row = (int64_t)i / (3 * hl), col = (int64_t)i % (3 * hl);
-        frow = row, fcol = (col / hl) * h + r * hl + col % hl;
-        return (size_t)(full_off[w] + frow * 3 * h + fcol);
+    pb_layer_shape full = shape(1, 0, 0);
+    int64_t h = H, hl = H / t, kv = pb_layer_kv_heads(&full) * (H / HEADS), kvl = kv / t;
+    int64_t f = pb_layer_ffn(&full), fl = f / t, off = pb_layer_weight_offset(&full, (enum pb_weight)w), fr, fc;
+    pb_layer_weight_dims(&full, (enum pb_weight)w, &fr, &fc);
+    if (w == PB_W_QKV) { /* h x (h + 2kv): Q | K | V, each split by columns */
+        int64_t wl = hl + 2 * kvl, row = (int64_t)i / wl, col = (int64_t)i % wl;
+        int64_t fcol = col < hl ? r * hl + col : col < hl + kvl ? h + r * kvl + col - hl : h + kv + r * kvl + col - hl - kvl;
+        return (size_t)(off + row * fc + fcol);
     }
-    if (w == PB_W_UP) { /* h x 4h, columns split */
-        row = (int64_t)i / (4 * hl), col = (int64_t)i % (4 * hl);
-        return (size_t)(full_off[w] + row * 4 * h + r * 4 * hl + col);
+    if (w == PB_W_UP) { /* h x ffn, or gate | up of ffn each: columns split */
+        int64_t wl = form.gated ? 2 * fl : fl, row = (int64_t)i / wl, col = (int64_t)i % wl;
+        int64_t fcol = col < fl ? r * fl + col : f + r * fl + col - fl;
+        return (size_t)(off + row * fc + fcol);
     }
-    /* Wo (h x h) and W2 (4h x h): rows split, whole rows contiguous */
-    int64_t rows_per = (w == PB_W_O ? 1 : 4) * hl;
-    return (size_t)(full_off[w] + r * rows_per * h + (int64_t)i);
+    /* Wo (h x h) and W2 (ffn x h): rows split, whole rows contiguous */
+    int64_t rows_per = w == PB_W_O ? hl : fl;
+    return (size_t)(off + r * rows_per * h + (int64_t)i);
 }
 
 /* Each shard's weights and (after backward) gradients are exactly the
  * corresponding slice of the unsharded layer's. */
 static void check_slices(pb_layer_stack *full, pb_layer_stack **shards, int t, int grads, double tol)
 {
-    size_t nfull = 12 * H * H, nloc = nfull / (size_t)t;
+    size_t nfull = params_of(1), nloc = params_of(t);
     pb_layer *fl = pb_layer_stack_layer(full, 0);
     float *f = host_copy(grads ? pb_layer_grads(fl) : pb_layer_weights(fl), nfull);
     double scale = max_abs(f, nfull);
@@ -261,33 +281,36 @@ static void test_attention_scores_direct(void **state)
     pb_layer *ly = pb_layer_stack_layer(st, 0);
     assert_int_equal(pb_layer_attn_forward(ly, pb_layer_saved_layer(a, 0), x, y), PB_OK);
     /* Recompute QKV and O on the host, then Y = X + O Wo, and compare Y. */
-    float *xh = host_copy(x, (size_t)N * H), *w = host_copy(pb_layer_weights(ly), 4 * H * H);
+    /* Q | K | V columns: query head hh reads KV head hh / group (grouped-query attention). */
+    const pb_layer_shape *sh = pb_layer_stack_shape(st);
+    const int hd = H / HEADS, kv = (int)pb_layer_kv_heads(sh) * hd, W = H + 2 * kv, group = HEADS / (kv / hd);
+    float *xh = host_copy(x, (size_t)N * H), *w = host_copy(pb_layer_weights(ly), (size_t)(W + H) * H);
     float *yh = host_copy(y, (size_t)N * H);
-    const int hd = H / HEADS;
     const double c = 1.0 / sqrt((double)hd);
-    double *qkv = calloc((size_t)N * 3 * H, sizeof *qkv), *o = calloc((size_t)N * H, sizeof *o), p[S];
+    double *qkv = calloc((size_t)N * W, sizeof *qkv), *o = calloc((size_t)N * H, sizeof *o), p[S];
     for (int i = 0; i < N; i++)
-        for (int j = 0; j < 3 * H; j++)
-            for (int k = 0; k < H; k++) qkv[i * 3 * H + j] += (double)xh[i * H + k] * w[k * 3 * H + j];
+        for (int j = 0; j < W; j++)
+            for (int k = 0; k < H; k++) qkv[i * W + j] += (double)xh[i * H + k] * w[k * W + j];
     for (int bi = 0; bi < B; bi++)
         for (int hh = 0; hh < HEADS; hh++)
             for (int i = 0; i < S; i++) {
                 double sum = 0; /* softmax over j of c q_i . k_j (values are small: no max needed) */
+                int kh = hh / group;
                 for (int j = 0; j < S; j++) {
-                    const double *q = &qkv[(bi * S + i) * 3 * H + hh * hd], *k = &qkv[(bi * S + j) * 3 * H + H + hh * hd];
+                    const double *q = &qkv[(bi * S + i) * W + hh * hd], *k = &qkv[(bi * S + j) * W + H + kh * hd];
                     double sc = 0;
                     for (int d = 0; d < hd; d++) sc += q[d] * k[d];
                     sum += p[j] = exp(c * sc);
                 }
                 for (int j = 0; j < S; j++)
                     for (int d = 0; d < hd; d++)
-                        o[(bi * S + i) * H + hh * hd + d] += p[j] / sum * qkv[(bi * S + j) * 3 * H + 2 * H + hh * hd + d];
+                        o[(bi * S + i) * H + hh * hd + d] += p[j] / sum * qkv[(bi * S + j) * W + H + kv + kh * hd + d];
             }
     float *yref = calloc((size_t)N * H, sizeof *yref);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < H; j++) {
             double acc = xh[i * H + j]; /* residual */
-            for (int k = 0; k < H; k++) acc += o[i * H + k] * w[3 * H * H + k * H + j];
+            for (int k = 0; k < H; k++) acc += o[i * H + k] * w[W * H + k * H + j];
             yref[i * H + j] = (float)acc;
         }
     assert_close(yh, yref, (size_t)N * H);
@@ -343,7 +366,7 @@ static void run_attention(const pb_compute *eng, int t, float **y_out, float **d
     assert_int_equal(pb_layer_attn_forward(ly, pb_layer_saved_layer(a, 0), x, y), PB_OK);
     assert_int_equal(pb_layer_attn_backward(ly, pb_layer_saved_layer(a, 0), dy, dx, 0), PB_OK);
     *y_out = host_copy(y, nx), *dx_out = host_copy(dx, nx);
-    *g_out = host_copy(pb_layer_grads(ly), 12 * H * H / (size_t)t);
+    *g_out = host_copy(pb_layer_grads(ly), params_of(t));
     pb_layer_saved_free(st, a);
     pb_layer_stack_destroy(st);
     eng->free(x), eng->free(dy), eng->free(y), eng->free(dx);
@@ -355,13 +378,16 @@ static void test_attention_batched_gemms(void **state)
     counting_engine = *E;
     counting_engine.gemm_batched = reversed_batch;
     for (int t = 1; t <= 2; t++) {
-        size_t nx = (size_t)N * H, ng = 12 * H * H / (size_t)t;
+        size_t nx = (size_t)N * H, ng = params_of(t);
+        pb_layer_shape sh = shape(t, 0, 1);
+        int group = HEADS / (int)pb_layer_kv_heads(&sh);
         float *y0, *dx0, *g0, *y1, *dx1, *g1;
         run_attention(E, t, &y0, &dx0, &g0);
         batches = members = 0;
         run_attention(&counting_engine, t, &y1, &dx1, &g1);
-        /* forward: S and O per sequence; backward: dP, dV, dQ, dK per sequence */
-        assert_int_equal(batches, 6 * B);
+        /* forward: S and O per sequence; backward: dP, dV, dQ, dK per sequence; one
+         * batch over the KV heads for each query head sharing them */
+        assert_int_equal(batches, 6 * B * group);
         assert_int_equal(members, 6 * B * (HEADS / t));
         assert_memory_equal(y0, y1, nx * sizeof *y0);
         assert_memory_equal(dx0, dx1, nx * sizeof *dx0);
@@ -425,7 +451,7 @@ static void check_gradients(int scores, fwd_fn fwd, bwd_fn bwd, double e, double
     pb_layer_stack *st = make_stack(shape(1, 0, scores), 1, PB_FLOAT32);
     pb_layer_saved *a;
     assert_int_equal(pb_layer_saved_alloc(st, &a), PB_OK);
-    size_t nx = (size_t)N * H, nw = 12 * H * H;
+    size_t nx = (size_t)N * H, nw = params_of(1);
     probe p = {.ly = pb_layer_stack_layer(st, 0), .sv = pb_layer_saved_layer(a, 0), .fwd = fwd};
     void *dx;
     assert_int_equal(E->alloc(&p.x, nx * 4), PB_OK);
@@ -474,6 +500,37 @@ static void test_gradcheck_mlp(void **state)
 {
     (void)state;
     check_gradients(0, pb_layer_mlp_forward, pb_layer_mlp_backward, 0.05, 1e-4);
+}
+
+/* The LLaMA form: grouped-query attention (2 query heads a KV head) and a
+ * SwiGLU MLP of its own width, through every check above at t = 2 (t must
+ * divide the KV heads). */
+static void test_llama_form(void **state)
+{
+    (void)state;
+    form = llama_form;
+    pb_layer_shape sh = shape(2, 0, 0);
+    assert_int_equal(pb_layer_shape_check(&sh), PB_OK);
+    /* Q, O: h x h; K, V: h x h/2; W1: h x 2*96; W2: 96 x h -- split 2 ways */
+    assert_true((size_t)pb_layer_params_local(&sh) * 2 == 2 * H * H + 2 * H * (H / 2) + 3 * H * 96);
+    assert_true((double)params_of(1) == pb_flops_layer_linear_params(H, HEADS, 2, 96, 1));
+    sh = shape(4, 0, 0); /* 4 ranks cannot share 2 KV heads */
+    assert_int_equal(pb_layer_shape_check(&sh), PB_ERR_USAGE);
+    sh = shape(2, 0, 0);
+    sh.kv_heads = 3; /* does not divide the 4 query heads */
+    assert_int_equal(pb_layer_shape_check(&sh), PB_ERR_USAGE);
+    sh = shape(2, 0, 0);
+    sh.ffn = 97; /* does not split in 2 */
+    assert_int_equal(pb_layer_shape_check(&sh), PB_ERR_USAGE);
+    check_block(2, 0, pb_layer_attn_forward, pb_layer_attn_backward);
+    check_block(2, 1, pb_layer_attn_forward, pb_layer_attn_backward);
+    check_block(2, 0, pb_layer_mlp_forward, pb_layer_mlp_backward);
+    test_attention_scores_direct(state);
+    test_attention_batched_gemms(state);
+    check_gradients(0, pb_layer_attn_forward, pb_layer_attn_backward, 0.05, 1e-4);
+    check_gradients(1, pb_layer_attn_forward, pb_layer_attn_backward, 0.05, 1e-4);
+    check_gradients(0, pb_layer_mlp_forward, pb_layer_mlp_backward, 0.05, 1e-4);
+    form = gpt_form;
 }
 
 /* Inputs come from streams no weight uses: filled with the seed of the weights,
@@ -525,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_attention_scores_direct), cmocka_unit_test(test_attention_batched_gemms),
         cmocka_unit_test(test_gradcheck_attention), cmocka_unit_test(test_gradcheck_mlp),
         cmocka_unit_test(test_inputs_apart_from_weights), cmocka_unit_test(test_layer_accessors_bounded),
+        cmocka_unit_test(test_llama_form),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

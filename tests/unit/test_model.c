@@ -107,8 +107,15 @@ static void test_flops(void **state)
 {
     (void)state;
     double b = 2, s = 1024, h = 4096;
-    CLOSE(pb_flops_layer_fwd(b, s, h, 1, 1), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
-    CLOSE(pb_flops_layer_bwd(b, s, h, 1, 1), 2 * pb_flops_layer_fwd(b, s, h, 1, 1));
+    double gpt = pb_flops_layer_linear_params(h, 32, 32, 4 * h, 0);
+    CLOSE(gpt, 12 * h * h);
+    CLOSE(pb_flops_layer_fwd(b, s, h, gpt, 1, 1), 2 * b * s * 12 * h * h + 4 * b * s * s * h);
+    CLOSE(pb_flops_layer_bwd(b, s, h, gpt, 1, 1), 2 * pb_flops_layer_fwd(b, s, h, gpt, 1, 1));
+    CLOSE(pb_flops_layer_fwd(b, s, h, gpt, 4, 0), 2 * b * s * 12 * h * h / 4);
+    /* Llama-2-70B's layer: Q and O 8192^2 each, K and V 8192 x 1024 each (8 of 64 heads), SwiGLU 3 x 8192 x 28672. */
+    CLOSE(pb_flops_layer_linear_params(8192, 64, 8, 28672, 1), 2.0 * 8192 * 8192 + 2.0 * 8192 * 1024 + 3.0 * 8192 * 28672);
+    /* a GELU MLP of the same width has two matrices */
+    CLOSE(pb_flops_layer_linear_params(8192, 64, 64, 28672, 0), 4.0 * 8192 * 8192 + 2.0 * 8192 * 28672);
     CLOSE(pb_model_logit_flops_fwd(1, 2048, 4096, 32000), 2.0 * 2048 * 4096 * 32000);
 }
 
@@ -124,17 +131,25 @@ static void test_memory(void **state)
     CLOSE(r.grads, 14e9);
     CLOSE(r.optimizer, 84e9);
     double s = 2048, b = 1, h = 4096, a = 32, sbh = s * b * h;
-    double layer = sbh * (34 + 5 * a * s / h);
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 1, 0, PB_RECOMPUTE_NONE), layer);
+    double k = 4 + 11 + 3 + 6 * 11008.0 / 4096; /* norms, attention (MHA), SwiGLU of 11008 */
+    CLOSE(pb_model_act_coefficient(&m), k);
+    double layer = sbh * (k + 5 * a * s / h);
+    CLOSE(pb_model_act_bytes_per_layer(&m, 1, 0, PB_RECOMPUTE_NONE), layer);
     CLOSE(r.activations, 32 * layer);
     CLOSE(r.total, 112e9 + 32 * layer);
     /* Korthikanti table 2 with t = 8. */
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_NONE), sbh * (10 + 24.0 / 8 + 5 * a * s / (h * 8)));
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_NONE), layer / 8);
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_SELECTIVE), sbh * 34 / 8);
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_SELECTIVE), sbh * (10 + 3));
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 0, PB_RECOMPUTE_FULL), 2 * sbh);
-    CLOSE(pb_model_act_bytes_per_layer(s, b, h, a, 8, 1, PB_RECOMPUTE_FULL), 2 * sbh / 8);
+    CLOSE(pb_model_act_bytes_per_layer(&m, 8, 0, PB_RECOMPUTE_NONE), sbh * (10 + (k - 10) / 8 + 5 * a * s / (h * 8)));
+    CLOSE(pb_model_act_bytes_per_layer(&m, 8, 1, PB_RECOMPUTE_NONE), layer / 8);
+    CLOSE(pb_model_act_bytes_per_layer(&m, 8, 1, PB_RECOMPUTE_SELECTIVE), sbh * k / 8);
+    CLOSE(pb_model_act_bytes_per_layer(&m, 8, 0, PB_RECOMPUTE_SELECTIVE), sbh * (10 + (k - 10) / 8));
+    CLOSE(pb_model_act_bytes_per_layer(&m, 8, 0, PB_RECOMPUTE_FULL), 2 * sbh);
+    CLOSE(pb_model_act_bytes_per_layer(&m, 8, 1, PB_RECOMPUTE_FULL), 2 * sbh / 8);
+    /* Korthikanti's 34 for GPT's shape; grouped KV heads keep less, a gated MLP more. */
+    pb_presets_model gpt, l70;
+    assert_int_equal(pb_presets_preset("gpt-1.3b", "--model", &gpt), PB_OK);
+    CLOSE(pb_model_act_coefficient(&gpt), 34.0);
+    assert_int_equal(pb_presets_preset("llama-70b", "--model", &l70), PB_OK);
+    CLOSE(pb_model_act_coefficient(&l70), 4 + 7 + 4 * 8.0 / 64 + 3 + 6 * 28672.0 / 8192);
     /* t=2, p=4, m=16: GPipe holds 16 micro-batches of 8 layers, 1F1B holds 4. */
     pb_model_mem g = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_GPIPE, 1, 1, PB_RECOMPUTE_NONE);
     pb_model_mem f = pb_model_memory_per_gpu(7e9, &m, 2, 4, 16, PB_PP_1F1B, 1, 1, PB_RECOMPUTE_NONE);
@@ -256,8 +271,7 @@ static void test_compute_and_interleave(void **state)
     no_mem.mem_bw = 0;
     pb_model_step_eval(&j, &no_mem, 8, 8, 4, &gemm_only);
     /* 10 layers a stage; without recomputation the backward moves twice the forward's bytes. */
-    double b = 1, sq = 4096, h = 8192, a = 64;
-    double ew = 10 * PB_MODEL_ELEMENTWISE_TRAFFIC * pb_model_act_bytes_per_layer(sq, b, h, a, 8, j.sp, PB_RECOMPUTE_NONE) / c.mem_bw;
+    double ew = 10 * PB_MODEL_ELEMENTWISE_TRAFFIC * pb_model_act_bytes_per_layer(&j.model, 8, j.sp, PB_RECOMPUTE_NONE) / c.mem_bw;
     CLOSE(with_mem.t_fwd - gemm_only.t_fwd, ew);
     CLOSE(with_mem.t_bwd - gemm_only.t_bwd, 2 * ew);
     CLOSE(gemm_only.t_bwd, 2 * gemm_only.t_fwd);
@@ -324,8 +338,8 @@ static void test_stage_partition(void **state)
     CLOSE(c.inter.bw_Bps, 4 * 12.5e9 / 8); /* 4 links a node shared by 8 GPUs */
     pb_model_train j = {.dtype_bytes = 2, .global_batch = 2048, .sched = PB_PP_1F1B, .sp = 0,
                         .recompute = PB_RECOMPUTE_FULL, .partition = PB_PARTITION_UNIFORM};
-    j.model = (pb_presets_model){.hidden = 14336, .layers = 70, .heads = 112, .seq = 2048, .vocab = 250880,
-                                 .micro_batch = 2};
+    j.model = (pb_presets_model){.hidden = 14336, .layers = 70, .heads = 112, .kv_heads = 112, .ffn = 4 * 14336,
+                                 .seq = 2048, .vocab = 250880, .tied = 1, .micro_batch = 2};
     j.params = pb_presets_params(&j.model);
     pb_model_step uniform, balanced, embed;
     pb_model_step_eval(&j, &c, 4, 12, 8, &uniform);
