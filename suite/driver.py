@@ -283,7 +283,8 @@ class Driver:
         out = self.results_dir()
         self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
                                 bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,
-                                dry_run=o.dry_run, steps=o.steps)
+                                dry_run=o.dry_run, steps=o.steps, model_name=o.model, model_file=o.model_file,
+                                gpu_memory=self.machine.gpu_memory)
         self.plan = manifest.plan(self.run)
         if o.dry_run:
             rpn = dry_run.assumed_ranks_per_node(o, self.machine.nranks)

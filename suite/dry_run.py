@@ -4,7 +4,8 @@ import os
 import shlex
 import subprocess
 
-from suite import commands, estimate, manifest
+from suite import commands, estimate, manifest, models
+from suite import shapes as shaping
 from suite.options import hostfile_hosts, in_slurm_job
 
 
@@ -36,10 +37,34 @@ def choices(steps, bin_dir):
     return found
 
 
+def _gib(n):
+    return f"{n / 1073741824:.2f} GiB" if n >= 1 << 30 else f"{n / 1048576:.1f} MiB"
+
+
+def model_lines(run):
+    """The model, its precision and the sizes the workloads would move and hold."""
+    m, es = run.model_spec, run.element_bytes
+    t, p, d = shaping.job_of(run.nranks, run.ranks_per_node or run.nranks, run.gpus, m)
+    sz = models.sizes(m, t, p, es)
+    out = [f"model {models.describe(m)}",
+           f"precision {'bf16' if es == 2 else 'fp32'} GEMMs and gradients; job TP {t} x PP {p} x DP {d}; "
+           f"{models.LAYER_CAP[run.profile]} of a stage's {-(-m['layers'] // p)} layers run",
+           f"bytes: TP call {sz['tp_call']} ({_gib(sz['tp_call'])}, b*s*h*{es}); gradients a rank {sz['grad_per_rank']} "
+           f"({_gib(sz['grad_per_rank'])}, params/(t*p)*{es}); PP message {sz['pp_message']} ({_gib(sz['pp_message'])})"]
+    mem = [f"{s['step']} {_gib(s['sizes']['memory'])}" for s in manifest.shapes_of(run)
+           if s["sizes"].get("memory")]
+    if mem:
+        where = f"a GPU of {_gib(run.gpu_memory)}" if run.gpu_memory else "a GPU" if run.gpus else "a rank"
+        out.append(f"memory {where}: " + ", ".join(mem))
+    return out
+
+
 def show(o, machine, run, steps, backend):
     print(f"run_all.sh --dry-run: {o.profile} profile, {run.nranks} ranks ({machine.device}), {machine.launcher}, "
           f"bound to: {machine.bind_applied}; nothing is installed, built or run")
     print(f"results would go to {run.out}")
+    for line in model_lines(run):
+        print(line)
     for k, step in enumerate(steps, 1):
         why = step.skip(run)
         line = f"skipped: {why}" if why else shlex.join(commands.command(step, run, machine.launch, backend))

@@ -5,7 +5,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
-from suite import processes
+from suite import models, processes
 from suite.options import die_usage, in_slurm_job
 
 
@@ -20,10 +20,14 @@ class Machine:
     launcher: str
     launch: list = field(default_factory=list)
     oversubscribed: bool = False  # more ranks than this machine's cores (mpirun --oversubscribe)
+    gpu_memory: float = 0    # bytes of one GPU (the smallest), 0 without GPUs
+    gpu_name: str = ""
 
     @property
     def device(self):
-        return f"{self.gpus} GPUs" if self.gpus > 0 else f"{self.cores} cores"
+        if self.gpus > 0:
+            return f"{self.gpus} GPUs" + (f" ({self.gpu_name}, {self.gpu_memory / 1e9:.0f} GB each)" if self.gpu_name else "")
+        return f"{self.cores} cores"
 
 
 def cores():
@@ -43,6 +47,17 @@ def gpus(probe_binary, backend):
     return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
 
 
+def gpu_memory():
+    """(bytes, name) of the smallest visible GPU, from nvidia-smi; (0, "") when it cannot say."""
+    _, listing = processes.output(["nvidia-smi", "--query-gpu=memory.total,name", "--format=csv,noheader,nounits"])
+    found = []
+    for line in listing.splitlines():
+        mib, _, name = line.partition(",")
+        if mib.strip().isdigit():
+            found.append((int(mib.strip()) * 1048576.0, name.strip()))
+    return min(found) if found else (0, "")
+
+
 def default_ranks(o, ncores, ngpus):
     tasks = os.environ.get("SLURM_NTASKS", "")
     if tasks:
@@ -56,6 +71,9 @@ def default_ranks(o, ncores, ngpus):
 
 def detect(o, root, probe_binary):
     ncores, ngpus = cores(), gpus(probe_binary, o.backend)
+    memory, name = gpu_memory() if ngpus else (0, "")
+    if o.gpus_per_node:  # --dry-run for a machine this is not: its GPUs, not ours
+        ngpus, memory, name = o.gpus_per_node, models.GPUS[o.gpu or "h100"]["memory"], (o.gpu or "h100").upper()
     nranks = o.np or default_ranks(o, ncores, ngpus)
     # Binding, as OSU's and nccl-tests' guides ask: a rank per core on CPUs, near its GPU with GPUs.
     bind = o.bind or ("gpu" if ngpus > 0 else "core")
@@ -64,7 +82,7 @@ def detect(o, root, probe_binary):
     applied, note = bind, ""
     if bind == "core" and not o.hostfile and not os.environ.get("SLURM_JOB_ID") and nranks > ncores:
         applied, note = "none", f"{nranks} ranks on {ncores} cores cannot have a core each; ranks run unbound"
-    m = Machine(ncores, ngpus, nranks, bind, applied, note, "mpirun")
+    m = Machine(ncores, ngpus, nranks, bind, applied, note, "mpirun", gpu_memory=memory, gpu_name=name)
     if in_slurm_job():
         m.launcher = "srun"
         cpu_bind = {"core": "cores", "numa": "ldoms"}.get(applied, "none")

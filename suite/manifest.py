@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
+from suite import models
 from suite import shapes as shaping
 
 # Step kinds: how a step is started (driver.py) and estimated (estimate.py).
@@ -24,11 +25,14 @@ SCRIPT = "script"  # python3 binary (a script of this repository), no time limit
 @dataclass(frozen=True)
 class Profile:
     """What --quick, the default and --full change: the sweeps' sizes and
-    per-size caps (their iteration counts stay OSU's), the workloads' sizes
-    and their cap per configuration, and the wall-clock limit of every step."""
+    per-size caps (their iteration counts stay OSU's), the workloads'
+    iterations, micro-batch counts and cap per configuration, the largest
+    collective on GPUs, and the wall-clock limit of every step. The workloads'
+    sizes come from the model (suite/shapes.py), the same in every profile;
+    a profile changes only how many of a stage's layers run (models.LAYER_CAP)."""
     sweep: Tuple[str, ...]
     p2p: Tuple[str, ...]
-    model: Tuple[str, ...]
+    gpu_sweep_max: str  # -e of the collective sweeps on GPUs, where memory allows (nccl-tests' figures are 1-8 GiB)
     dp: Tuple[str, ...]
     tp: Tuple[str, ...]
     pp: Tuple[str, ...]
@@ -36,38 +40,20 @@ class Profile:
     step_limit: int
 
 
-def tp_sweep(profile):
-    """tp_layer's hidden sizes and sequence length, from suite/shapes.py: the TP
-    size it chooses must divide them, so they are declared there once."""
-    sweep = shaping.TP_SWEEP[profile]
-    return ("--hidden-list", ",".join(map(str, sweep["hidden"])), "--seq", str(sweep["seq"]))
-
-
-
 PROFILES = {
     "quick": Profile(sweep=("-b", "8", "-e", "1M", "-f", "8", "--max-seconds-per-size", "0.25"),
-                     p2p=("-b", "1", "-e", "1M", "-f", "16", "--max-seconds-per-size", "0.25"),
-                     model=("--model", "tiny", "--layers", "2", "--hidden", "128", "--seq", "64"),
-                     dp=("--grad-bytes", "256K,1M,4M", "-n", "3", "-w", "1"),
-                     tp=(*tp_sweep("quick"), "--layers", "1", "-n", "3", "-w", "1"),
-                     pp=("--micro-batches", "1,2,4,8", "-n", "2", "-w", "1"),
+                     p2p=("-b", "1", "-e", "1M", "-f", "16", "--max-seconds-per-size", "0.25"), gpu_sweep_max="1G",
+                     dp=("-n", "3", "-w", "1"), tp=("-n", "3", "-w", "1"), pp=("1", "2", "4", "8", "-n", "2", "-w", "1"),
                      workload_cap="2", step_limit=90),
     "default": Profile(sweep=("-b", "8", "-e", "64M", "-f", "4", "--max-seconds-per-size", "3"),
-                       p2p=("-b", "1", "-e", "16M", "-f", "4", "--max-seconds-per-size", "3"),
-                       model=("--model", "tiny"),
-                       dp=("--grad-bytes", "1M,4M,16M,64M", "-n", "5", "-w", "1"),
-                       tp=(*tp_sweep("default"), "--layers", "1", "-n", "5", "-w", "1"),
-                       pp=("--micro-batches", "1,2,4,8,16", "-n", "3", "-w", "1"),
-                       workload_cap="10", step_limit=900),
+                       p2p=("-b", "1", "-e", "16M", "-f", "4", "--max-seconds-per-size", "3"), gpu_sweep_max="8G",
+                       dp=("-n", "5", "-w", "1"), tp=("-n", "5", "-w", "1"),
+                       pp=("1", "2", "4", "8", "16", "-n", "3", "-w", "1"), workload_cap="10", step_limit=900),
     "full": Profile(sweep=("-b", "8", "-e", "256M", "-f", "2", "--max-seconds-per-size", "20"),
-                    p2p=("-b", "1", "-e", "64M", "-f", "2", "--max-seconds-per-size", "10"),
-                    model=("--model", "tiny", "--layers", "8", "--hidden", "512", "--seq", "256"),
-                    dp=("--grad-bytes", "1M,4M,16M,64M,256M", "-n", "10", "-w", "2"),
-                    tp=(*tp_sweep("full"), "--layers", "2", "-n", "10", "-w", "2"),
-                    pp=("--micro-batches", "1,2,4,8,16,32", "-n", "5", "-w", "1"),
-                    workload_cap="30", step_limit=3600),
+                    p2p=("-b", "1", "-e", "64M", "-f", "2", "--max-seconds-per-size", "10"), gpu_sweep_max="8G",
+                    dp=("-n", "10", "-w", "2"), tp=("-n", "10", "-w", "2"),
+                    pp=("1", "2", "4", "8", "16", "32", "-n", "5", "-w", "1"), workload_cap="30", step_limit=3600),
 }
-MODEL_GPU = ("--model", "gpt-1.3b", "--layers", "4")  # every profile, when the ranks have GPUs
 
 
 @dataclass(frozen=True)
@@ -85,14 +71,42 @@ class Run:
     dry_run: bool = False        # nothing runs: arguments chosen at run time are not read
     nodes: int = 1               # nodes and ranks per node: from the run's first sweep
     ranks_per_node: int = 0      # (placement_of_run), or --dry-run's assumption
+    model_name: str = ""         # --model (empty: models.default_model chooses)
+    model_file: str = ""         # --model-file
+    gpu_memory: float = 0        # bytes of one GPU (0: CPU ranks, or unknown)
 
     @property
     def limits(self):
         return PROFILES[self.profile]
 
     @property
+    def chosen_model(self):
+        """--model, else the default: models.default_model at the (t, p) this world's shapes give the
+        models trained now (their heads and KV heads all split 8 ways)."""
+        if self.model_name or self.model_file:
+            return self.model_name
+        t, p, _ = shaping.job_of(self.nranks, self.ranks_per_node or self.nranks, self.gpus, models.TRAINED_NOW[-1])
+        return models.default_model(self.gpus, self.gpu_memory, t, p)
+
+    @property
+    def model_spec(self):
+        """The model dict (suite/models.py) the workloads run."""
+        return _model(self.chosen_model, self.model_file)
+
+    @property
     def model(self):
-        return MODEL_GPU if self.gpus > 0 else self.limits.model
+        """The model arguments of every workload step, and its precision: bf16 GEMMs and gradients on GPUs."""
+        spec = ["--model-file", self.model_file] if self.model_file else ["--model", self.chosen_model]
+        return spec + (["--compute-dtype", "bfloat16", "--grad-dtype", "bfloat16"] if self.gpus > 0 else [])
+
+    @property
+    def element_bytes(self):
+        return 2 if self.gpus > 0 else 4
+
+    @property
+    def pp_counts(self):
+        """The profile's micro-batch counts (the numbers before its -n)."""
+        return tuple(int(a) for a in self.limits.pp[:self.limits.pp.index("-n")])
 
     def at(self, name):
         return os.path.join(self.out, name)
@@ -139,13 +153,19 @@ def shape(run, name):
 
 def shapes_of(run):
     # a copy: the cached answer must not change under a caller
-    return copy.deepcopy(_shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.model, run.profile))
+    return copy.deepcopy(_shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.chosen_model,
+                                 run.model_file, run.profile, run.element_bytes, run.pp_counts, run.gpu_memory))
 
 
 @functools.lru_cache(maxsize=16)
-def _shapes(*world):
+def _model(name, path):
+    return models.resolve(name, path)
+
+
+@functools.lru_cache(maxsize=16)
+def _shapes(ranks, rpn, gpus, name, path, profile, es, pp_counts, memory):
     """Asked for by every shaped step's arguments and skip: computed once per world."""
-    return shaping.shapes(*world)
+    return shaping.shapes(ranks, rpn, gpus, _model(name, path), profile, es, pp_counts, memory)
 
 
 def shape_args(run, name):
@@ -168,6 +188,26 @@ def needs_choice(run, name, chooser="repro_setup"):
 
 
 # ---- arguments that are computed, not copied from the profile ----
+def sweep(run):
+    """The profile's collective sweep; on GPUs up to gpu_sweep_max (nccl-tests' sizes), at most an
+    eighth of a GPU's memory (send, receive and an all-gather's whole output)."""
+    args = list(run.limits.sweep)
+    if run.gpus > 0:
+        top = {"1G": 1 << 30, "8G": 8 << 30}[run.limits.gpu_sweep_max]
+        while run.gpu_memory and top > 1 << 20 and top * 8 > run.gpu_memory:
+            top //= 2
+        args[args.index("-e") + 1] = "%dG" % (top >> 30) if top >= 1 << 30 else "%dM" % (top >> 20)
+    return args
+
+
+def probe_args(run):
+    """compute_probe: on GPUs cuBLAS in bf16 at the sizes a large model's GEMMs have; on CPUs the
+    host BLAS in fp32 at sizes it runs in seconds."""
+    if run.gpus > 0:
+        return ["--engine", "cublas", "-d", "bfloat16", "--sizes", "4096,8192,16384"]
+    return ["--sizes", "256,512,1024"]
+
+
 def matrix_cap(run):
     """The all-pairs matrix runs at most NP-1 rounds of 2 sizes: cap each size so
     the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
@@ -215,10 +255,10 @@ COLL_COLUMNS = ("collective", "bytes", "nranks", "link_class", "time_us", "algbw
 with_reproduce = lambda run: run.reproduce  # noqa: E731
 
 STEPS = (
-    Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", "all", *r.limits.sweep], 30, "sweep",
+    Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", "all", *sweep(r)], 30, "sweep",
          "docs/METRICS.md", "tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS)),
     Step("coll_sweep_intra", "coll_sweep", MPI,
-         lambda r: ["--coll", "all", *shape_args(r, "coll_sweep_intra"), *r.limits.sweep], 20,
+         lambda r: ["--coll", "all", *shape_args(r, "coll_sweep_intra"), *sweep(r)], 20,
          "sweep", "docs/emulated-cluster.md", "tests/integration/test_run_all_cluster.sh",
          skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS)),
     Step("p2p_sweep", "p2p_sweep", MPI, lambda r: ["--mode", "all", *r.limits.p2p], 10, "sweep",
@@ -232,19 +272,19 @@ STEPS = (
     # The workloads: shaped by suite/shapes.py (TP inside a node, PP across nodes, DP over the rest),
     # each configuration capped so that --dry-run bounds them at any scale.
     Step("dp_allreduce", "dp_allreduce", MPI,
-         lambda r: ["--overlap", "none,bucket", *r.model, *r.limits.dp, *shape_args(r, "dp_allreduce"), *workload_cap(r)],
+         lambda r: ["--overlap", "none,bucket", *r.model, *shape_args(r, "dp_allreduce"), *r.limits.dp, *workload_cap(r)],
          10, "configs", "docs/dp_allreduce.md", "tests/integration/test_dp_allreduce.sh",
          skip=shaped_skip("dp_allreduce"), shaped=True, axes=(("--grad-bytes", "gradient size"), ("--overlap", "overlap")),
          table=("dp_allreduce", ("nranks", "link_class", "grad_bytes", "overlap", "compute_us", "comm_us", "step_us",
                                  "overhead", "predicted_overhead", "busbw_GBps", "wrong"))),
     Step("tp_layer", "tp_layer", MPI,
-         lambda r: ["--tp-comm", "allreduce,sp", *r.model, *r.limits.tp, *shape_args(r, "tp_layer"), *workload_cap(r)],
+         lambda r: ["--tp-comm", "allreduce,sp", *r.model, *shape_args(r, "tp_layer"), *r.limits.tp, *workload_cap(r)],
          8, "configs", "docs/tp_layer.md", "tests/integration/test_tp_layer.sh",
-         skip=shaped_skip("tp_layer"), shaped=True, axes=(("--hidden-list", "hidden size"), ("--tp-comm", "mode")),
+         skip=shaped_skip("tp_layer"), shaped=True, axes=(("--seq-list", "sequence length"), ("--tp-comm", "mode")),
          table=("tp_layer", ("tp", "link_class", "mode", "hidden", "compute_us", "comm_us", "step_us", "comm_fraction",
                              "comm_bytes_per_rank", "speedup", "wrong"))),
     Step("pp_pipeline", "pp_pipeline", MPI,
-         lambda r: ["--schedule", "gpipe,1f1b", *r.model, *r.limits.pp, *shape_args(r, "pp_pipeline"), *workload_cap(r),
+         lambda r: [*r.model, *shape_args(r, "pp_pipeline"), *r.limits.pp[r.limits.pp.index("-n"):], *workload_cap(r),
                     "--trace", r.at("pp_trace.csv")],
          10, "configs", "docs/pp_pipeline.md", "tests/integration/test_pp_pipeline.sh", outputs=("pp_trace.csv",),
          skip=shaped_skip("pp_pipeline"), shaped=True, axes=(("--schedule", "schedule"), ("--micro-batches", "micro-batch count")),
@@ -257,7 +297,7 @@ STEPS = (
          table=("hybrid_3d", ("placement", "tp", "pp", "dp", "tp_link", "pp_link", "dp_link", "step_us", "compute_us",
                               "tp_comm_us", "pp_wait_us", "dp_comm_us", "wrong"))),
     Step("compute_probe", "compute_probe", TOOL,
-         lambda r: ["--sizes", "256,512,1024", "-n", "5", "--copy-bytes", "0", "--csv", r.at("compute_probe.csv")],
+         lambda r: [*probe_args(r), "-n", "5", "--copy-bytes", "0", "--csv", r.at("compute_probe.csv")],
          2, "allowance", "docs/compute.md", "tests/integration/test_compute_probe.sh", allowance="no MPI",
          outputs=("compute_probe.csv",)),
     Step("plan_fit", "plan", TOOL, lambda r: ["--fit", r.out, "--csv", r.at("plan_fit.csv")], 1, "allowance",

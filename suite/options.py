@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from suite import manifest, version
+from suite import manifest, models, version
 
 USAGE = """\
 parabench main job: install what is missing, build, run the whole suite on this
@@ -16,7 +16,8 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
-               [--steps NAME[,NAME...]]
+               [--steps NAME[,NAME...]] [--model NAME | --model-file FILE]
+               [--gpus-per-node N] [--gpu h100|h200|a100]
   ./run_all.sh --version
 
   --quick        a short pass (well under two minutes on a 2-core machine)
@@ -29,6 +30,13 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
   --reproduce    also set up the documents' figures (DP 11%, PP 82%, TP bytes, 3D placement) scaled to
                  the rates this run measured, measure them and write RESULTS/reproduce.csv (docs/reproduce.md)
+  --model NAME   the model the workloads train (docs/models.md): its own layer, in bf16 on GPUs,
+                 at the sizes it communicates; default: the largest of llama3-405b, llama3-70b,
+                 llama3-8b whose training state fits the GPUs at this world's TP x PP; tiny-gqa on CPUs
+  --model-file FILE  the model's shape from a file of key value lines (docs/models.md)
+  --gpus-per-node N  with --dry-run: the GPUs of each node of the machine the run is planned for
+                 (this machine's are not looked at)
+  --gpu KIND     with --dry-run: that machine's GPU, h100 (default), h200 or a100: its memory
   --steps LIST   run only these steps (comma-separated names, as --dry-run lists them); the
                  acceptance check and the report still run, on what those steps measured
   --no-install   never install packages: say what is missing and exit 3 (dependencies found
@@ -73,6 +81,10 @@ class Options:
     reproduce: bool = False
     steps: tuple = ()        # --steps: the only steps to run (empty: all)
     slots: int = 0           # the hostfile's slots
+    model: str = ""          # --model
+    model_file: str = ""     # --model-file
+    gpus_per_node: int = 0   # --gpus-per-node (dry runs)
+    gpu: str = ""            # --gpu (dry runs)
 
 
 def die_usage(option, why):
@@ -105,7 +117,7 @@ def parse(argv):
             print(version.string(os.environ.get("BUILD", "build")))
             sys.exit(0)
         if opt not in ("--np", "--hostfile", "--ranks-per-node", "--backend", "--bind", "--out", "--acceptance", "--junit",
-                       "--steps"):
+                       "--steps", "--model", "--model-file", "--gpus-per-node", "--gpu"):
             die_usage(opt, "unknown option; see --help")
         if not args:
             die_usage(opt, "needs a value")
@@ -127,10 +139,38 @@ def parse(argv):
             die_usage(opt, "an empty path is not accepted")
         elif opt == "--steps":
             o.steps = step_names(value)
+        elif opt == "--model":
+            known = list(models.presets())
+            if value not in known:
+                die_usage(opt, f"'{value}' is not accepted; expected one of {', '.join(known)}")
+            o.model = value
+        elif opt == "--model-file":
+            if not os.path.isfile(value) or not os.access(value, os.R_OK):
+                die_usage(opt, f"'{value}' is not a readable file")
+            try:
+                models.load_file(value)
+            except ValueError as e:
+                die_usage(opt, str(e))
+            o.model_file = os.path.abspath(value)
+        elif opt == "--gpus-per-node":
+            if not POSITIVE.fullmatch(value) or int(value) > 64:
+                die_usage(opt, f"'{value}' is not accepted; expected an integer from 1 to 64")
+            o.gpus_per_node = int(value)
+        elif opt == "--gpu":
+            if value not in models.GPUS:
+                die_usage(opt, f"'{value}' is not accepted; expected one of {', '.join(models.GPUS)}")
+            o.gpu = value
         else:
             setattr(o, opt[2:], value)
     if len(profiles) > 1:
         die_usage("--quick", "--quick and --full together: choose one")
+    if o.model and o.model_file:
+        die_usage("--model-file", "--model and --model-file together: choose one")
+    for opt, given in (("--gpus-per-node", o.gpus_per_node), ("--gpu", o.gpu)):
+        if given and not o.dry_run:
+            die_usage(opt, "plans a machine this run is not on: only with --dry-run (a real run finds its GPUs)")
+    if o.gpu and not o.gpus_per_node:
+        die_usage("--gpu", "needs --gpus-per-node N")
     # Whether a step is part of a run depends on these options alone (manifest.Step.planned): known before installing.
     shown = manifest.Run(profile=o.profile, nranks=1, acceptance=o.acceptance, reproduce=o.reproduce)
     absent = [s.name for s in manifest.STEPS if s.name in o.steps and not s.planned(shown)]

@@ -17,51 +17,32 @@ default by-slot mapping and srun's block distribution number them):
   R pipelines run side by side (rail-aligned).
 - hybrid_3d --placement tp-inner: grid position t + T*(p + P*d) takes the
   i-th rank in node order, so TP fills a node, stages follow on the next nodes.
+
+The sizes come from the run's model (suite/models.py), never shrunk: tp_layer
+runs the model's own layer at s/2, s and 2s; dp_allreduce all-reduces a
+rank's real gradient at the job's (t, p), and a half and a quarter of it;
+pp_pipeline sends the model's activation between stages with the
+micro-batches the global batch gives each pipeline; a stage runs at most
+models.LAYER_CAP[profile] of its layers, and the steps say so.
 """
 
 import math
 import re
 
-# common/plan/presets.c: hidden, layers, heads, seq (test_shapes checks they agree).
-PRESETS = {
-    "tiny": {"hidden": 256, "layers": 4, "heads": 8, "seq": 128},
-    "gpt-1.3b": {"hidden": 2048, "layers": 24, "heads": 16, "seq": 2048},
-    "llama-7b": {"hidden": 4096, "layers": 32, "heads": 32, "seq": 2048},
-    "llama-70b": {"hidden": 8192, "layers": 80, "heads": 64, "seq": 4096},
-    "gpt-175b": {"hidden": 12288, "layers": 96, "heads": 96, "seq": 2048},
-}
-
-# What tp_layer sweeps in each profile (its own --hidden-list and --seq): t must
-# divide every hidden size and, for sequence parallelism, the sequence length.
-TP_SWEEP = {
-    "quick": {"hidden": [64, 128, 256], "seq": 64},
-    "default": {"hidden": [128, 256, 512, 1024], "seq": 128},
-    "full": {"hidden": [256, 512, 1024, 2048], "seq": 256},
-}
+from suite import models
 
 TP_MAX = 8  # an NVLink domain: the GPUs of one node
 PP_MAX_NODES = 8  # stages across nodes
 PP_MAX_ONE_NODE = 4  # stages on a single node
+MB_CAP = 32  # micro-batches a pipeline runs at most: its step time grows with them (efficiency is near m/(m+p-1) by 32)
+MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
 STEPS = ("coll_sweep_intra", "dp_allreduce", "tp_layer", "pp_pipeline", "hybrid_3d")
 
 
 def model_of(model):
-    """The model a step runs: a preset name, or its arguments as run_all passes
-    them (["--model", "tiny", "--layers", "2", ...]): hidden, layers, heads, seq."""
-    if isinstance(model, str):
-        model = ["--model", model]
-    args = list(model)
-    name = "tiny"
-    if "--model" in args:
-        name = args[args.index("--model") + 1]
-    if name not in PRESETS:
-        raise ValueError("unknown model preset %r; known: %s" % (name, ", ".join(PRESETS)))
-    m = dict(PRESETS[name], name=name)
-    for key in ("hidden", "layers", "heads", "seq"):
-        if "--" + key in args:
-            m[key] = int(args[args.index("--" + key) + 1])
-    return m
+    """The model a step runs: a model dict (suite/models.py) or a preset name."""
+    return model if isinstance(model, dict) else models.resolve(model)
 
 
 def node_sizes(ranks, ranks_per_node):
@@ -70,12 +51,13 @@ def node_sizes(ranks, ranks_per_node):
     return [ranks_per_node] * full + ([rest] if rest else [])
 
 
-def _tp_size(sizes, heads, hiddens, seq, cap):
-    """The largest t <= cap dividing every node's rank count, the heads, every
-    hidden size and seq (sequence parallelism shards it; None: not run)."""
+def _tp_size(sizes, m, seq, cap):
+    """The largest t <= cap dividing every node's rank count, the heads and KV
+    heads (a rank holds whole ones), the MLP width and seq (sequence
+    parallelism shards it; None: not run)."""
     for t in range(min(cap, min(sizes)), 0, -1):
-        if all(n % t == 0 for n in sizes) and heads % t == 0 and all(h % t == 0 for h in hiddens) and \
-                (seq is None or seq % t == 0):
+        if all(n % t == 0 for n in sizes) and m["heads"] % t == 0 and m["kv_heads"] % t == 0 and \
+                m["ffn"] % t == 0 and (seq is None or seq % t == 0):
             return t
     return 1
 
@@ -135,19 +117,42 @@ def hybrid_links(ranks, ranks_per_node, T, P, D):
     return tp, pp, dp
 
 
-def _shape(step, args, describe, note=None):
-    return {"step": step, "args": [str(a) for a in args], "describe": describe, "skip": None, "note": note}
+def _shape(step, args, describe, note=None, sizes=None):
+    return {"step": step, "args": [str(a) for a in args], "describe": describe, "skip": None, "note": note,
+            "sizes": sizes or {}}
 
 
 def _skip(step, reason):
-    return {"step": step, "args": None, "describe": "skipped: " + reason, "skip": reason, "note": None}
+    return {"step": step, "args": None, "describe": "skipped: " + reason, "skip": reason, "note": None, "sizes": {}}
 
 
-def shapes(ranks, ranks_per_node, gpus, model, profile):
+def _mib(n):
+    return "%.1f MiB" % (n / 1048576.0) if n < 1 << 30 else "%.2f GiB" % (n / 1073741824.0)
+
+
+def _too_big(need, memory, what):
+    """Why `need` bytes do not fit a GPU of `memory` (0: unknown, not checked), or ""."""
+    if not memory or need <= MEMORY_USE * memory:
+        return ""
+    return "does not fit: %s needs %s a GPU, more than %d%% of its %s" % (what, _mib(need), 100 * MEMORY_USE,
+                                                                        _mib(memory))
+
+
+def micro_batches(m, d, profile_list):
+    """The micro-batches a pipeline runs: the profile's list for the curve, and
+    the global batch's share of each of the d pipelines (4M tokens, or the
+    planner's own default for the CPU models), m = global / (d * b)."""
+    tokens = 8 * m["seq"] if m["name"] in ("tiny", "tiny-gqa") else 4 << 20
+    real = max(1, tokens // m["seq"] // (d * m["micro_batch"]))
+    return sorted(set(profile_list) | {min(real, MB_CAP)}), real
+
+
+def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 8), memory=0):
     """Every workload step's shape for `ranks` ranks, `ranks_per_node` per node
     (the last node may hold fewer), `gpus` GPUs per node (0 on CPUs), the
-    `model` the steps run (a preset name or its arguments) and the run_all
-    `profile` (quick, default, full).
+    `model` the steps run (a model dict of suite/models.py, or a preset name),
+    the run_all `profile` (quick, default, full), `es` bytes an element (2:
+    bf16 on GPUs) and the profile's micro-batch counts `pp_list`.
 
     Returns a list, in STEPS order, of dicts:
       step      the run_all step name
@@ -155,11 +160,15 @@ def shapes(ranks, ranks_per_node, gpus, model, profile):
       describe  one sentence: what runs where
       skip      None, or why the step cannot run on this world
       note      None, or what the binary cannot express here
+      sizes     what crosses the wire and what a GPU holds: {name: bytes or count}
+
+    With `memory` (a GPU's bytes; 0: not checked) a step whose GPU would hold
+    more than 90% of it is skipped, the skip naming what does not fit.
     """
     if ranks < 1 or ranks_per_node < 1:
         raise ValueError("ranks and ranks_per_node must be positive")
-    if profile not in TP_SWEEP:
-        raise ValueError("unknown profile %r; known: %s" % (profile, ", ".join(TP_SWEEP)))
+    if profile not in models.LAYER_CAP:
+        raise ValueError("unknown profile %r; known: %s" % (profile, ", ".join(models.LAYER_CAP)))
     rpn = min(ranks_per_node, ranks)
     full, rest = divmod(ranks, rpn)
     # The distinct node sizes (every node holds rpn, the last what is left): what is
@@ -168,11 +177,19 @@ def shapes(ranks, ranks_per_node, gpus, model, profile):
     nodes = full + (1 if rest else 0)
     uneven = bool(rest)
     m = model_of(model)
+    cap_layers = models.LAYER_CAP[profile]
     cap = min(TP_MAX, gpus) if gpus else TP_MAX
     where = "%s on %s of %d" % (_n(ranks, "rank"), _n(nodes, "node"), rpn)
     if uneven:
         where += " (the last holds %d)" % rest
     out = []
+
+    # The job's (t, p, d): TP inside the node, PP across nodes, DP over the rest (hybrid_3d runs it).
+    T = _tp_size(sizes, m, None, cap)  # hybrid_3d's TP all-reduces: seq stays whole
+    p_nodes = _largest_divisor(nodes, PP_MAX_NODES) if nodes > 1 and not uneven else 0
+    P = p_nodes if p_nodes else 1
+    D = ranks // (T * P)
+    job = models.sizes(m, T, P, es)
 
     # coll_sweep's intra-node sweep: every node's collective at once.
     if nodes > 1 and min(sizes) >= 2:
@@ -182,78 +199,111 @@ def shapes(ranks, ranks_per_node, gpus, model, profile):
         out.append(_skip("coll_sweep_intra", "one node: coll_sweep is already intra-node" if nodes == 1
                          else "a node holds one rank: no collective inside a node"))
 
-    # Data parallelism over every rank.
-    out.append(_shape("dp_allreduce", [],
-                      "gradient all-reduce over all %s" % where,
-                      note="dp_allreduce all-reduces over the whole world; DP across nodes with TP inside "
-                           "is hybrid_3d's DP axis"))
+    # Data parallelism over every rank: a rank's real gradient at the job's (t, p), and a half and a quarter.
+    g = job["grad_per_rank"] // es * es
+    grads = sorted({max(es, g // 4 // es * es), max(es, g // 2 // es * es), g})
+    dp_mem = models.run_memory(m, 1, cap_layers, 1, g, es)
+    why = _too_big(dp_mem["total"], memory, "the gradient buffer and %s" % _n(cap_layers, "layer"))
+    if why:
+        out.append(_skip("dp_allreduce", why))
+    else:
+        out.append(_shape("dp_allreduce", ["--layers", cap_layers, "--grad-bytes", ",".join(map(str, grads))],
+                          "gradient all-reduce over all %s: %s a rank (params/(t*p) at t %d, p %d) and a half and "
+                          "a quarter, during the backward of %s" % (where, _mib(g), T, P, _n(cap_layers, "layer")),
+                          note="dp_allreduce all-reduces over the whole world; DP across nodes with TP inside "
+                               "is hybrid_3d's DP axis",
+                          sizes={"grad_bytes": g, "memory": dp_mem["total"]}))
 
-    # Tensor parallelism inside a node.
-    sweep = TP_SWEEP[profile]
-    t = _tp_size(sizes, m["heads"], sweep["hidden"], sweep["seq"], cap)
-    split = [h for h in sweep["hidden"] if h % m["heads"]]
-    if split:
-        out.append(_skip("tp_layer", "the %s profile's hidden sizes %s do not split into the %d heads of %s"
-                         % (profile, ",".join(map(str, split)), m["heads"], m["name"])))
+    # Tensor parallelism inside a node: the model's own layer at s/2, s and 2s.
+    seqs = [m["seq"] // 2, m["seq"], 2 * m["seq"]]
+    t = _tp_size(sizes, m, seqs[0], cap)
+    longest = dict(m, seq=seqs[-1])  # the sweep's largest point holds the most
+    tp_sizes = {"tp_call": job["tp_call"], "memory": models.run_memory(longest, max(t, 1), cap_layers, 1, 0, es)["total"]}
+    tp_args = ["--layers", cap_layers, "--seq-list", ",".join(map(str, seqs))]
+    why = _too_big(tp_sizes["memory"], memory, "%s at TP %d" % (_n(cap_layers, "layer"), max(t, 1)))
+    if why:
+        out.append(_skip("tp_layer", why))
     elif ranks == 1:
-        out.append(_shape("tp_layer", ["--tp", 1], "one rank: the layer unsharded, no TP communication"))
+        out.append(_shape("tp_layer", ["--tp", 1, *tp_args], "one rank: the layer unsharded, no TP communication",
+                          sizes=tp_sizes))
     elif rpn == 1:
         out.append(_skip("tp_layer", "a node holds one rank: no TP group fits inside a node"))
     elif t == 1:
         out.append(_skip("tp_layer", "no TP size from 2 to %d divides every node's ranks (%s), the %d heads, "
-                         "the hidden sizes %s and seq %d" % (min(cap, rpn), "/".join(map(str, sorted(set(sizes)))),
-                                                             m["heads"], ",".join(map(str, sweep["hidden"])),
-                                                             sweep["seq"])))
+                         "the %d KV heads, the MLP width %d and seq %d" % (
+                             min(cap, rpn), "/".join(map(str, sorted(set(sizes)))), m["heads"], m["kv_heads"],
+                             m["ffn"], seqs[0])))
     else:
-        out.append(_shape("tp_layer", ["--tp", t],
-                          "TP %d inside each node: %s of %d consecutive ranks at once (%s)"
-                          % (t, _n(ranks // t, "group"), t, where)))
+        out.append(_shape("tp_layer", ["--tp", t, *tp_args],
+                          "TP %d inside each node: %s of %d consecutive ranks at once (%s); %s a call at s %d, "
+                          "%s run" % (t, _n(ranks // t, "group"), t, where, _mib(job["tp_call"]), m["seq"],
+                                      _n(cap_layers, "layer")), sizes=tp_sizes))
 
     # Pipeline stages across nodes: stage k on node k, R pipelines side by side.
-    p_nodes = _largest_divisor(nodes, PP_MAX_NODES) if nodes > 1 and not uneven else 0
     if ranks == 1:
-        out.append(_shape("pp_pipeline", ["--stages", 1, "--layers", m["layers"]],
+        out.append(_shape("pp_pipeline", ["--stages", 1, "--layers", cap_layers],
                           "one rank: one stage, no transfers"))
-    elif p_nodes:
-        layers = _round_up(m["layers"], p_nodes)
-        out.append(_shape("pp_pipeline", ["--stages", p_nodes, "--pp-stride", rpn, "--layers", layers],
-                          "%d stages, one per node (stage k of every pipeline on node k of its block of %d nodes), "
-                          "%s at once, %d layers (%s)" % (p_nodes, p_nodes, _n(ranks // p_nodes, "pipeline"), layers,
-                                                          where)))
     else:
-        # One node, or nodes of unequal size (no stride puts one stage per node):
-        # pipelines inside each node.
-        p = _largest_divisor(math.gcd(*sizes), PP_MAX_ONE_NODE)
-        why = "one node" if nodes == 1 else "uneven nodes cannot hold one stage each" if uneven else \
-              "no stage count from 2 to %d divides the %d nodes" % (PP_MAX_NODES, nodes)
-        if not p:
-            out.append(_skip("pp_pipeline", "%s and no stage count from 2 to %d divides every node's ranks (%s)"
-                             % (why, PP_MAX_ONE_NODE, "/".join(map(str, sorted(set(sizes)))))))
+        if p_nodes:
+            p, stride = p_nodes, ["--pp-stride", rpn]
+            what = "%d stages, one per node (stage k of every pipeline on node k of its block of %d nodes)" % (p, p)
         else:
-            layers = _round_up(m["layers"], p)
-            out.append(_shape("pp_pipeline", ["--stages", p, "--layers", layers],
-                              "%d stages of consecutive ranks inside a node (%s), %s at once, %d layers (%s)"
-                              % (p, why, _n(ranks // p, "pipeline"), layers, where)))
+            # One node, or nodes of unequal size (no stride puts one stage per node):
+            # pipelines inside each node.
+            p, stride = _largest_divisor(math.gcd(*sizes), PP_MAX_ONE_NODE), []
+            why = "one node" if nodes == 1 else "uneven nodes cannot hold one stage each" if uneven else \
+                  "no stage count from 2 to %d divides the %d nodes" % (PP_MAX_NODES, nodes)
+            what = "%d stages of consecutive ranks inside a node (%s)" % (p, why)
+            if not p:
+                out.append(_skip("pp_pipeline", "%s and no stage count from 2 to %d divides every node's ranks (%s)"
+                                 % (why, PP_MAX_ONE_NODE, "/".join(map(str, sorted(set(sizes)))))))
+        if p:
+            out.append(_pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory))
 
     # hybrid_3d: TP inside the node, PP across nodes, DP over the rest.
-    T = _tp_size(sizes, m["heads"], [m["hidden"]], None, cap)  # hybrid_3d's TP all-reduces: seq stays whole
-    P = p_nodes if p_nodes else 1
-    D = ranks // (T * P)
     if T == 1 and P == 1:
         out.append(_skip("hybrid_3d", "TP 1 x PP 1 (%s, %d heads): the grid is DP alone, which dp_allreduce "
                          "measures" % (where, m["heads"])))
     else:
-        layers = _round_up(m["layers"], P)
         lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
-        out.append(_shape("hybrid_3d", ["--tp", T, "--pp", P, "--dp", D, "--layers", layers, "--compare-placements"],
-                          "TP %d x PP %d x DP %d, %d layers; tp-inner puts TP %s, PP %s, DP %s (%s)"
-                          % (T, P, D, layers, lt, lp, ld, where)))
+        hy_mem = models.run_memory(m, T, cap_layers, 2 * P, 0, es)["total"]  # 1F1B's in flight, 2P micro-batches
+        why = _too_big(hy_mem, memory, "%s of TP %d" % (_n(cap_layers, "layer"), T))
+        if why:
+            out.append(_skip("hybrid_3d", why))
+            return out
+        out.append(_shape("hybrid_3d", ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P,
+                                        "--compare-placements"],
+                          "TP %d x PP %d x DP %d, %d layers a stage of %d; tp-inner puts TP %s, PP %s, DP %s (%s)"
+                          % (T, P, D, cap_layers, -(-m["layers"] // P), lt, lp, ld, where),
+                          sizes={"memory": hy_mem}))
     return out
 
 
-def presets_of_c(text):
-    """The presets declared in common/plan/presets.c: name -> hidden, layers, heads, seq."""
-    found = {}
-    for name, h, L, a, s in re.findall(r'\{"([\w.-]+)", (\d+), (\d+), (\d+), (\d+),', text):
-        found[name] = {"hidden": int(h), "layers": int(L), "heads": int(a), "seq": int(s)}
-    return found
+def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory):
+    """pp_pipeline's shape: GPipe holds every micro-batch's activations, 1F1B
+    p of them; a schedule whose stage does not fit the GPU is left out."""
+    mbs, real = micro_batches(m, ranks // p, pp_list)
+    need = {s: models.run_memory(m, 1, cap_layers, n, 0, es)["total"] for s, n in (("gpipe", max(mbs)),
+                                                                                   ("1f1b", min(p, max(mbs))))}
+    scheds = [s for s in ("gpipe", "1f1b") if not _too_big(need[s], memory, "")]
+    if not scheds:
+        return _skip("pp_pipeline", _too_big(need["1f1b"], memory, "a 1F1B stage of %s (t 1)" % _n(cap_layers, "layer")))
+    left = "" if len(scheds) == 2 else "; GPipe left out: %s" % _too_big(need["gpipe"], memory, "its %d micro-batches" % max(mbs))
+    return _shape("pp_pipeline", ["--schedule", ",".join(scheds), "--stages", p, *stride, "--layers", cap_layers * p,
+                                  "--micro-batches", ",".join(map(str, mbs))],
+                  "%s, %s at once, %d of each stage's %d layers; %s a message, %d micro-batches a pipeline from "
+                  "the global batch (run to %d) (%s)%s" % (
+                      what, _n(ranks // p, "pipeline"), cap_layers, -(-m["layers"] // p), _mib(job["pp_message"]),
+                      real, max(mbs), where, left),
+                  sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": need[scheds[-1]]})
+
+
+def job_of(ranks, ranks_per_node, gpus, model):
+    """(t, p, d) of the job shapes() lays out (hybrid_3d's grid)."""
+    rpn = min(ranks_per_node, ranks)
+    full, rest = divmod(ranks, rpn)
+    sizes = [rpn] + ([rest] if rest else [])
+    nodes = full + (1 if rest else 0)
+    T = _tp_size(sizes, model_of(model), None, min(TP_MAX, gpus) if gpus else TP_MAX)
+    P = (_largest_divisor(nodes, PP_MAX_NODES) or 1) if nodes > 1 and not rest else 1
+    return T, P, ranks // (T * P)
