@@ -72,7 +72,7 @@ def default_ranks(o, ncores, ngpus):
 def detect(o, root, probe_binary):
     ncores, ngpus = cores(), gpus(probe_binary, o.backend)
     memory, name = gpu_memory() if ngpus else (0, "")
-    if o.gpus_per_node:  # --dry-run for a machine this is not: its GPUs, not ours
+    if getattr(o, "gpus_per_node", 0):  # --dry-run for a machine this is not: its GPUs, not ours
         ngpus, memory, name = o.gpus_per_node, models.GPUS[o.gpu or "h100"]["memory"], (o.gpu or "h100").upper()
     nranks = o.np or default_ranks(o, ncores, ngpus)
     # Binding, as OSU's and nccl-tests' guides ask: a rank per core on CPUs, near its GPU with GPUs.

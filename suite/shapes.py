@@ -35,6 +35,7 @@ TP_MAX = 8  # an NVLink domain: the GPUs of one node
 PP_MAX_NODES = 8  # stages across nodes
 PP_MAX_ONE_NODE = 4  # stages on a single node
 MB_CAP = 32  # micro-batches a pipeline runs at most: its step time grows with them (efficiency is near m/(m+p-1) by 32)
+GRAD_MAX = 64 << 30  # the largest --grad-bytes dp_allreduce accepts (PB_SIZE_MAX)
 MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
 STEPS = ("coll_sweep_intra", "dp_allreduce", "tp_layer", "pp_pipeline", "hybrid_3d")
@@ -177,7 +178,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     nodes = full + (1 if rest else 0)
     uneven = bool(rest)
     m = model_of(model)
-    cap_layers = models.LAYER_CAP[profile]
+    cap_layers = min(models.LAYER_CAP[profile], m["layers"])
     cap = min(TP_MAX, gpus) if gpus else TP_MAX
     where = "%s on %s of %d" % (_n(ranks, "rank"), _n(nodes, "node"), rpn)
     if uneven:
@@ -203,7 +204,8 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     g = job["grad_per_rank"] // es * es
     grads = sorted({max(es, g // 4 // es * es), max(es, g // 2 // es * es), g})
     dp_mem = models.run_memory(m, 1, cap_layers, 1, g, es)
-    why = _too_big(dp_mem["total"], memory, "the gradient buffer and %s" % _n(cap_layers, "layer"))
+    why = _too_big(dp_mem["total"], memory, "the gradient buffer and %s" % _n(cap_layers, "layer")) or \
+        ("a rank's gradient of %s is more than dp_allreduce's %s" % (_mib(g), _mib(GRAD_MAX)) if g > GRAD_MAX else "")
     if why:
         out.append(_skip("dp_allreduce", why))
     else:
@@ -258,7 +260,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
                 out.append(_skip("pp_pipeline", "%s and no stage count from 2 to %d divides every node's ranks (%s)"
                                  % (why, PP_MAX_ONE_NODE, "/".join(map(str, sorted(set(sizes)))))))
         if p:
-            out.append(_pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory))
+            out.append(_pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, D))
 
     # hybrid_3d: TP inside the node, PP across nodes, DP over the rest.
     if T == 1 and P == 1:
@@ -266,6 +268,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
                          "measures" % (where, m["heads"])))
     else:
         lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
+        cap_layers = min(cap_layers, -(-m["layers"] // P))
         hy_mem = models.run_memory(m, T, cap_layers, 2 * P, 0, es)["total"]  # 1F1B's in flight, 2P micro-batches
         why = _too_big(hy_mem, memory, "%s of TP %d" % (_n(cap_layers, "layer"), T))
         if why:
@@ -279,10 +282,13 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     return out
 
 
-def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory):
+def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, d):
     """pp_pipeline's shape: GPipe holds every micro-batch's activations, 1F1B
-    p of them; a schedule whose stage does not fit the GPU is left out."""
-    mbs, real = micro_batches(m, ranks // p, pp_list)
+    p of them; a schedule whose stage does not fit the GPU is left out. The
+    micro-batches are the global batch's share of each of the job's d
+    pipelines."""
+    mbs, real = micro_batches(m, d, pp_list)
+    cap_layers = min(cap_layers, -(-m["layers"] // p))  # never more than a stage holds
     need = {s: models.run_memory(m, 1, cap_layers, n, 0, es)["total"] for s, n in (("gpipe", max(mbs)),
                                                                                    ("1f1b", min(p, max(mbs))))}
     scheds = [s for s in ("gpipe", "1f1b") if not _too_big(need[s], memory, "")]

@@ -14,6 +14,7 @@ import unittest
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, ROOT)
 from suite import manifest  # noqa: E402
+from suite import models  # noqa: E402
 from suite import shapes as S  # noqa: E402
 
 BIN = os.environ.get("PB_BIN", os.path.join(ROOT, "build", "bin"))
@@ -29,37 +30,84 @@ def worlds():
     return sorted(out)
 
 
-# The model each profile's steps run (run_all's MODEL per profile), and every preset as is.
-MODELS = [(["--model", "tiny", "--layers", "2", "--hidden", "128", "--seq", "64"], "quick"),
-          (["--model", "tiny"], "default"),
-          (["--model", "tiny", "--layers", "8", "--hidden", "512", "--seq", "256"], "full")] + \
-         [(["--model", name], "default") for name in S.PRESETS] + [(["--model", "gpt-1.3b", "--layers", "4"], "default")]
+# The CPU model in every profile, and every preset (their shapes are whole: only layers are capped).
+MODELS = [("tiny-gqa", profile) for profile in ("quick", "default", "full")] + \
+         [(name, "default") for name in models.presets()]
 
-# What run_all passes besides the shape; the shape's own --layers comes after and wins.
+# What run_all passes besides the shape.
 STEP_ARGS = {
-    "tp_layer": ["--tp-comm", "allreduce,sp", "--layers", "1"],
+    "tp_layer": ["--tp-comm", "allreduce,sp"],
     "dp_allreduce": ["--overlap", "none,bucket"],
-    "pp_pipeline": ["--schedule", "gpipe,1f1b"],
+    "pp_pipeline": [],
     "hybrid_3d": [],
 }
 
 
 def command(step, model, profile, shape, ranks, rpn):
-    binary = "tp_layer" if step == "tp_layer" else step
-    args = list(model)
-    if step == "tp_layer":
-        args += ["--hidden-list", ",".join(map(str, S.TP_SWEEP[profile]["hidden"])), "--seq",
-                 str(S.TP_SWEEP[profile]["seq"])]
-    return [os.path.join(BIN, binary)] + args + STEP_ARGS[step] + shape["args"] + ["--validate", "%d:%d" % (ranks, rpn)]
+    return [os.path.join(BIN, step), "--model", model] + STEP_ARGS[step] + shape["args"] + \
+        ["--validate", "%d:%d" % (ranks, rpn)]
 
 
 class Rules(unittest.TestCase):
-    def test_presets_match_c(self):
-        with open(os.path.join(ROOT, "common", "plan", "presets.c")) as f:
-            self.assertEqual(S.presets_of_c(f.read()), S.PRESETS)
+    def test_presets_as_the_binaries_read_them(self):
+        # one table: what suite/models.py reads of presets.def is what plan prints of it
+        for name, m in models.presets().items():
+            out = subprocess.run([os.path.join(BIN, "plan"), "--model", name, "--cluster", "h100", "--gpus", "8"],
+                                 stdout=subprocess.PIPE, text=True).stdout.splitlines()[0]
+            self.assertIn("h=%d L=%d heads=%d kv_heads=%d ffn=%d (%s) s=%d V=%d" % (
+                m["hidden"], m["layers"], m["heads"], m["kv_heads"], m["ffn"], m["mlp"], m["seq"], m["vocab"]), out)
+            self.assertIn("counted from the shape: %.2fe9" % (models.params(m) / 1e9), out)
 
-    def test_tiny_has_heads_for_a_node(self):
-        self.assertEqual(S.PRESETS["tiny"]["heads"] % 8, 0)
+    def test_cpu_model_has_heads_for_a_node(self):
+        m = models.presets()[models.CPU_MODEL]
+        self.assertEqual((m["heads"] % 8, m["kv_heads"] % 8, m["ffn"] % 8), (0, 0, 0))
+        self.assertLess(m["kv_heads"], m["heads"])  # the LLaMA form: grouped-query attention
+        self.assertEqual(m["mlp"], "swiglu")
+
+    def test_70b_at_scale(self):
+        # The sizes a 70B-class model communicates, on nodes of 8 H100s, in bf16:
+        # a TP call is b*s*h*2 = 64 MiB; a rank's gradients params/(t*p)*2; a PP message b*s*h*2.
+        m = models.presets()["llama-70b"]
+        params = 80 * (2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 2 * 32000 * 8192
+        self.assertEqual(models.params(m), params)
+        for ranks, (t, p, d) in ((8, (8, 1, 1)), (64, (8, 8, 1)), (1024, (8, 8, 16))):
+            got = {s["step"]: s for s in S.shapes(ranks, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
+            self.assertEqual(S.job_of(ranks, 8, 8, m), (t, p, d))
+            tp = got["tp_layer"]
+            self.assertEqual(tp["sizes"]["tp_call"], 64 << 20)
+            self.assertEqual(tp["args"], ["--tp", "8", "--layers", "2", "--seq-list", "2048,4096,8192"])
+            g = got["dp_allreduce"]["sizes"]["grad_bytes"]
+            self.assertLessEqual(abs(g / (params / (t * p) * 2) - 1), 0.01)
+            self.assertIn(str(g), got["dp_allreduce"]["args"][3].split(","))
+            pp = got["pp_pipeline"]
+            self.assertEqual(pp["sizes"]["pp_message"], 64 << 20)
+            self.assertIn("1f1b", pp["args"][1])
+            hy = got["hybrid_3d"]["args"]
+            self.assertEqual([int(hy[hy.index(k) + 1]) for k in ("--tp", "--pp", "--dp")], [t, p, d])
+            for s in got.values():  # what runs fits a GPU, with room for NCCL
+                if s["args"] and "memory" in s["sizes"]:
+                    self.assertLess(s["sizes"]["memory"], 0.9 * models.GPUS["h100"]["memory"])
+        # 1024 ranks: 1024 sequences of 4096 tokens over 16 pipelines: 64 micro-batches each, run to 32
+        pp = {s["step"]: s for s in S.shapes(1024, 8, 8, m, "default", es=2)}["pp_pipeline"]
+        self.assertEqual(pp["sizes"]["micro_batches"], 64)
+        self.assertIn("32", pp["args"][pp["args"].index("--micro-batches") + 1].split(","))
+
+    def test_memory_refuses_what_does_not_fit(self):
+        # the 405B's layers at TP 1 (pp_pipeline's stages) cannot fit 80 GB: skipped, naming why
+        m = models.presets()["llama3-405b"]
+        got = {s["step"]: s for s in S.shapes(64, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
+        self.assertIn("does not fit", got["pp_pipeline"]["skip"])
+        self.assertIn("GiB a GPU", got["pp_pipeline"]["skip"])
+        # the same world without a memory figure (a CPU run) checks nothing
+        got = {s["step"]: s for s in S.shapes(64, 8, 8, m, "default", es=2)}
+        self.assertIsNone(got["pp_pipeline"]["skip"])
+
+    def test_default_model(self):
+        h100 = models.GPUS["h100"]["memory"]
+        self.assertEqual(models.default_model(0, 0, 1, 1), "tiny-gqa")
+        self.assertEqual(models.default_model(8, h100, 8, 1), "llama3-8b")   # one node: 70B's 16 B/param do not fit
+        self.assertEqual(models.default_model(8, h100, 8, 8), "llama3-70b")
+        self.assertEqual(models.default_model(8, h100, 8, 64), "llama3-405b")
 
     def test_every_world(self):
         for ranks, rpn in worlds():
@@ -80,7 +128,7 @@ class Rules(unittest.TestCase):
             t = int(tp["args"][1])
             # every group of t consecutive ranks inside one node
             self.assertTrue(2 <= t <= 8 and all(n % t == 0 for n in sizes))
-            self.assertEqual(m["heads"] % t, 0)
+            self.assertEqual((m["heads"] % t, m["kv_heads"] % t, m["ffn"] % t), (0, 0, 0))
         pp = got["pp_pipeline"]
         if pp["args"] and "--pp-stride" in pp["args"]:
             p = int(pp["args"][pp["args"].index("--stages") + 1])
@@ -129,32 +177,34 @@ class Rules(unittest.TestCase):
         import time
         t0 = time.monotonic()
         for rpn in (8, 1000, 10 ** 6):
-            S.shapes(10 ** 6, rpn, 0, "tiny", "default")
-        S.shapes(1 << 20, 8, 8, "tiny", "full")
+            S.shapes(10 ** 6, rpn, 0, "tiny-gqa", "default")
+        S.shapes(1 << 20, 8, 8, "llama3-405b", "full", es=2, memory=models.GPUS["h100"]["memory"])
         self.assertLess(time.monotonic() - t0, 1.0)
 
     def test_cluster_scale(self):
-        got = {s["step"]: s for s in S.shapes(1024, 8, 8, "tiny", "default")}
-        self.assertEqual(got["tp_layer"]["args"], ["--tp", "8"])
-        self.assertEqual(got["pp_pipeline"]["args"], ["--stages", "8", "--pp-stride", "8", "--layers", "8"])
+        got = {s["step"]: s for s in S.shapes(1024, 8, 8, "tiny-gqa", "default")}
+        self.assertEqual(got["tp_layer"]["args"][:2], ["--tp", "8"])
+        self.assertEqual(got["pp_pipeline"]["args"][:7], ["--schedule", "gpipe,1f1b", "--stages", "8", "--pp-stride",
+                                                          "8", "--layers"])
+        self.assertEqual(got["pp_pipeline"]["args"][7], "16")  # 2 layers a stage (the default profile's cap)
         self.assertEqual(got["hybrid_3d"]["args"][:6], ["--tp", "8", "--pp", "8", "--dp", "16"])
         self.assertEqual(got["coll_sweep_intra"]["args"], ["--groups", "node"])
 
     def test_no_stage_count_divides(self):
         # 11 nodes: no count from 2 to 8 divides them, so the stages stay inside each node
-        got = {s["step"]: s for s in S.shapes(88, 8, 0, "tiny", "default")}
-        self.assertEqual(got["pp_pipeline"]["args"], ["--stages", "4", "--layers", "4"])
+        got = {s["step"]: s for s in S.shapes(88, 8, 0, "tiny-gqa", "default")}
+        self.assertEqual(got["pp_pipeline"]["args"][2:6], ["--stages", "4", "--layers", "8"])
         self.assertIn("no stage count from 2 to 8 divides the 11 nodes", got["pp_pipeline"]["describe"])
         # 7 ranks on one node: no count from 2 to 4 divides them, so no pipeline at all
-        got = {s["step"]: s for s in S.shapes(7, 7, 0, "tiny", "default")}
+        got = {s["step"]: s for s in S.shapes(7, 7, 0, "tiny-gqa", "default")}
         self.assertIsNone(got["pp_pipeline"]["args"])
         self.assertIn("no stage count from 2 to 4 divides every node's ranks (7)", got["pp_pipeline"]["skip"])
 
     def test_skips_say_why(self):
-        got = {s["step"]: s for s in S.shapes(3, 4, 0, "tiny", "default")}
+        got = {s["step"]: s for s in S.shapes(3, 4, 0, "tiny-gqa", "default")}
         self.assertIn("heads", got["tp_layer"]["skip"])
         self.assertIn("dp_allreduce", got["hybrid_3d"]["skip"])
-        got = {s["step"]: s for s in S.shapes(16, 1, 0, "tiny", "default")}
+        got = {s["step"]: s for s in S.shapes(16, 1, 0, "tiny-gqa", "default")}
         self.assertIn("one rank", got["tp_layer"]["skip"])
 
 
@@ -241,7 +291,7 @@ class RunPlacement(unittest.TestCase):
     def shapes_in(self, d, nranks):
         run = manifest.with_placement(manifest.Run(profile="quick", nranks=nranks, out=d),
                                       *manifest.placement_of_run(d))
-        return manifest.shape(run, "tp_layer")["args"], manifest.shape(run, "hybrid_3d")["args"][:6]
+        return manifest.shape(run, "tp_layer")["args"][:2], manifest.shape(run, "hybrid_3d")["args"][:6]
 
     def test_before_the_first_sweep(self):
         with tempfile.TemporaryDirectory() as d:
