@@ -41,7 +41,7 @@ FIGURES = [  # name, caption
     ("p2p_matrix", "Every pair of ranks: latency and bandwidth"),
     ("groups", "Concurrent groups (node or rail): the median group and the slowest"),
     ("dp_overhead", "Data-parallel overhead vs gradient size, with the comm/compute prediction"),
-    ("tp_fraction", "Tensor-parallel communication fraction vs hidden size"),
+    ("tp_fraction", "Tensor-parallel communication fraction vs bytes a rank moves a layer"),
     ("pp_efficiency", "Pipeline efficiency vs micro-batches, against m/(m+p-1)"),
     ("pp_timeline", "One pipeline step: the bubble"),
     ("plan_fit", "Predicted (plan --fit) vs measured"),
@@ -216,9 +216,14 @@ def tp_headlines(out):
         return []
     big = max(num(r, "hidden", 0) for r in tp)
     at = [r for r in tp if num(r, "hidden", 0) == big]
-    line = (f"TP communication fraction at h={int(big)} (t={tp[0]['tp']}): "
+    # run_all sweeps the model's own layer at s/2, s and 2s: the headline is at s, the middle one
+    seqs = sorted({num(r, "seq", 0) for r in at})
+    s = seqs[len(seqs) // 2]
+    at = [r for r in at if num(r, "seq", 0) == s]
+    where = f"h={int(big)}" + (f", s={int(s)}" if len(seqs) > 1 else "")
+    line = (f"TP communication fraction at {where} (t={tp[0]['tp']}): "
             + ", ".join(f"{r['mode']} {100 * num(r, 'comm_fraction'):.0f}%" for r in at))
-    return [(line, [figure(f"tensor-parallel communication fraction, h={int(big)}, t={tp[0]['tp']}, {r['mode']}",
+    return [(line, [figure(f"tensor-parallel communication fraction, {where}, t={tp[0]['tp']}, {r['mode']}",
                            num(r, "comm_fraction"), "%") for r in at])]
 
 
