@@ -44,7 +44,8 @@ assert rail == want, rail
 assert len({r["placement"] for r in rows("hybrid_3d.csv")}) >= 2, "hybrid_3d: no placement comparison"
 assert {r["group"] for r in rows("coll_sweep_intra.csv")} == {"node0", "node1", "node2", "node3"}
 # shaped from the run's placement (suite/shapes.py): TP inside each node, one stage per node
-assert meta["shapes"]["pp_pipeline"]["args"][:4] == ["--stages", "4", "--pp-stride", "2"], meta["shapes"]["pp_pipeline"]
+pp_args = meta["shapes"]["pp_pipeline"]["args"]
+assert pp_args[pp_args.index("--stages"):][:4] == ["--stages", "4", "--pp-stride", "2"], meta["shapes"]["pp_pipeline"]
 tp = rows("tp_layer.csv")
 assert {(r["tp"], r["groups"], r["link_class"]) for r in tp} == {("2", "4", "intra")}, tp
 for r in tp:  # the slowest of the 4 TP groups, on its node
