@@ -192,7 +192,7 @@ class Driver:
     def write_meta(self, signal_name="", stopped=""):
         run = manifest.with_placement(self.run, *manifest.placement_of_run(self.out))
         meta.write(self.out, self.o, self.machine, self.plan, manifest.shapes_record(run), version.current(self.build),
-                   signal_name, stopped or "")
+                   signal_name, stopped or "", manifest.model_record(run))
 
     def summary(self):
         print("")

@@ -358,5 +358,15 @@ def shapes_record(run):
             if s["step"] in names}
 
 
+def model_record(run):
+    """For meta.json: the model the workloads ran (its shape and parameters), their precision,
+    the job's (t, p, d) and the bytes it communicates (suite/models.py)."""
+    m, es = run.model_spec, run.element_bytes
+    t, p, d = shaping.job_of(run.nranks, run.ranks_per_node or run.nranks, run.gpus, m)
+    return {"name": m["name"], "file": run.model_file or None, "shape": {k: m[k] for k in models.FIELDS},
+            "params": models.params(m), "precision": "bf16" if es == 2 else "fp32", "job": {"tp": t, "pp": p, "dp": d},
+            "layers_run_per_stage": models.LAYER_CAP[run.profile], "bytes": models.sizes(m, t, p, es)}
+
+
 def with_placement(run, nodes, ranks_per_node):
     return replace(run, nodes=nodes, ranks_per_node=ranks_per_node)

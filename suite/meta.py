@@ -26,10 +26,11 @@ def benchmark_documents(out):
             continue
 
 
-def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopped_step=""):
+def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopped_step="", model=None):
     """planned: the step records of this run, in order; shapes: every shaped
     step's {args, describe, skip, note} (manifest.shapes_record); number_rev:
-    the suite's (version number, git revision) (suite/version.py)."""
+    the suite's (version number, git revision) (suite/version.py); model: the
+    model the workloads ran, its precision and sizes (manifest.model_record)."""
     steps = read_steps(out)
     verdicts = {s.name for s in planned if s.verdict}
     meta = {"version": version.format_version(*number_rev), "parabench_version": number_rev[0],
@@ -40,7 +41,7 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
                         "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},
             "oversubscribed": machine.oversubscribed, "cores": machine.cores,
             "acceptance_file": opts.acceptance or None, "selected_steps": list(opts.steps) or None, "shapes": shapes,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
+            "model": model, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
             "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] not in verdicts],
             "interrupted": signal_name or None, "benchmarks": {}}
     if signal_name:

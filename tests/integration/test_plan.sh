@@ -92,12 +92,25 @@ expect_rc 0 "custom model and cluster overrides, JSON" -- "$PLAN" --hidden 1024 
     --vocab 1000 --global-batch 64 --cluster h100 --inter-bw 3 --inter-lat 20 --tflops 50 --gpus 16 --json "$TMP/p.json"
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['configurations'][0]['step_s']>0" "$TMP/p.json"; then
     pass "JSON output parses"; else fail "JSON output does not parse"; fi
-# --vocab overrides a preset's vocabulary: the model line shows it, and the layer formula's
-# parameter count, L*12h^2 + V*h, counts it (llama-7b: h 4096, L 32).
+# --vocab overrides a preset's vocabulary: the model line shows it, and the parameters counted
+# from the shape count it, twice for LLaMA's untied embeddings (llama-7b: h 4096, L 32, SwiGLU 11008).
 expect_rc 0 "--vocab on a preset" -- "$PLAN" --model llama-7b --vocab 1000 --gpus 8
-want=$(python3 -c 'print("%.2fe9" % ((32 * 12 * 4096**2 + 1000 * 4096) / 1e9))')
-expect_in "$TMP/out" "V=1000 b=1;" "--vocab 1000: the model line's V"
-expect_in "$TMP/out" "L*12h^2+V*h: $want)" "--vocab 1000: the layer formula's $want params"
+want=$(python3 -c 'print("%.2fe9" % ((32 * (4 * 4096**2 + 3 * 4096 * 11008) + 2 * 1000 * 4096) / 1e9))')
+expect_in "$TMP/out" "V=1000 untied b=1;" "--vocab 1000: the model line's V"
+expect_in "$TMP/out" "counted from the shape: $want)" "--vocab 1000: the shape's $want params"
+# A model file: its shape, and a line plan cannot read named with FILE:LINE (exit 2).
+printf 'name my-13b\nhidden = 5120\nlayers 40\nheads 40\nkv_heads 8\nffn 13824\nmlp swiglu\nseq 4096\nvocab 32000\ntied 0\n' >"$TMP/my.model"
+expect_rc 0 "--model-file" -- "$PLAN" --model-file "$TMP/my.model" --cluster h100 --gpus 64
+expect_in "$TMP/out" "my-13b: h=5120 L=40 heads=40 kv_heads=8 ffn=13824 (swiglu) s=4096 V=32000 untied" "--model-file: its shape"
+printf 'hidden 5120\nlayers 40\nheads 40\nseq 4096\nkv_heads 7\n' >"$TMP/bad.model"
+expect_rc 2 "--model-file: KV heads that do not divide the heads" -- "$PLAN" --model-file "$TMP/bad.model" --gpus 8
+expect_in "$TMP/err" "7 KV heads do not divide the 40 query heads" "--model-file: kv_heads refused with its reason"
+printf 'hidden 5120\nlayers 40\nheads 40\nseq 4096\nmlp relu\n' >"$TMP/bad.model"
+expect_rc 2 "--model-file: an unknown MLP" -- "$PLAN" --model-file "$TMP/bad.model" --gpus 8
+expect_in "$TMP/err" "bad.model:5" "--model-file: the bad line named FILE:LINE"
+printf 'hidden 5120\nlayers 40\nseq 4096\n' >"$TMP/bad.model"
+expect_rc 2 "--model-file: no heads" -- "$PLAN" --model-file "$TMP/bad.model" --gpus 8
+expect_in "$TMP/err" "key 'heads' is required" "--model-file: a missing key named"
 
 # ---- bad inputs: exit 2 with a message naming the option ----
 expect_rc 2 "unknown cluster" -- "$PLAN" --model llama-70b --cluster v100 --gpus 8

@@ -26,7 +26,10 @@ assert meta["oversubscribed"] is True and meta["cores"] < 8, (meta["oversubscrib
 # 8 ranks cannot have a core each: the binding asked for is not the one applied, and the note says why.
 b = meta["binding"]
 assert (b["requested"], b["applied"]) == ("core", "none") and "cannot have a core each" in (b["note"] or ""), b
-want = {s["step"]: s for s in shapes.shapes(8, 8, 0, manifest.PROFILES["quick"].model, "quick")}
+quick = manifest.Run(profile="quick", nranks=8)  # the CPU model and the quick profile's micro-batches
+want = {s["step"]: s for s in shapes.shapes(8, 8, 0, quick.model_spec, "quick", 4, quick.pp_counts)}
+# the model the workloads ran, recorded with its precision: the CPU model, in fp32
+assert (meta["model"]["name"], meta["model"]["precision"], meta["model"]["shape"]["kv_heads"]) == ("tiny-gqa", "fp32", 8), meta["model"]
 for step, s in meta["shapes"].items():
     assert s["args"] == want[step]["args"] and s["skip"] == want[step]["skip"], (step, s)
 

@@ -186,14 +186,14 @@ class Rules(unittest.TestCase):
         self.assertEqual(got["tp_layer"]["args"][:2], ["--tp", "8"])
         self.assertEqual(got["pp_pipeline"]["args"][:7], ["--schedule", "gpipe,1f1b", "--stages", "8", "--pp-stride",
                                                           "8", "--layers"])
-        self.assertEqual(got["pp_pipeline"]["args"][7], "16")  # 2 layers a stage (the default profile's cap)
+        self.assertEqual(got["pp_pipeline"]["args"][7], "8")  # tiny-gqa's 4 layers: 1 a stage of 8, never more
         self.assertEqual(got["hybrid_3d"]["args"][:6], ["--tp", "8", "--pp", "8", "--dp", "16"])
         self.assertEqual(got["coll_sweep_intra"]["args"], ["--groups", "node"])
 
     def test_no_stage_count_divides(self):
         # 11 nodes: no count from 2 to 8 divides them, so the stages stay inside each node
         got = {s["step"]: s for s in S.shapes(88, 8, 0, "tiny-gqa", "default")}
-        self.assertEqual(got["pp_pipeline"]["args"][2:6], ["--stages", "4", "--layers", "8"])
+        self.assertEqual(got["pp_pipeline"]["args"][2:6], ["--stages", "4", "--layers", "4"])
         self.assertIn("no stage count from 2 to 8 divides the 11 nodes", got["pp_pipeline"]["describe"])
         # 7 ranks on one node: no count from 2 to 4 divides them, so no pipeline at all
         got = {s["step"]: s for s in S.shapes(7, 7, 0, "tiny-gqa", "default")}
