@@ -55,8 +55,9 @@ for t in "${tools[@]}"; do
         grep -E "^FAIL|ERROR: |runtime error: |SUMMARY: " "$TMP/test_$t.log" | head -8 | sed 's/^/  | /' >&2
     fi
 done
-# Every benchmark once, validated (-c 1), on the main job's small shapes with
-# every mode of its main option, so each workload's validation and free paths run.
+# Every benchmark once, validated (-c 1), on small shapes with every mode of its
+# main option, so each workload's validation and free paths run; and the CPU
+# model's form (grouped-query attention, SwiGLU) through TP and PP.
 model="--model tiny --layers 2 --hidden 128 --seq 64 -n 2 -w 1 -c 1"
 while read -r name args; do
     out=$TMP/$name.${args%% *}
@@ -78,5 +79,7 @@ dp_allreduce --overlap none,bucket --grad-bytes 256K $model
 tp_layer --tp-comm allreduce,sp --tp 2 $model
 pp_pipeline --schedule all --micro-batches 4 $model --layers 4 --trace $TMP/pp-trace.csv
 hybrid_3d --tp 2 --pp 1 --dp 1 --compare-placements $model
+tp_layer --model tiny-gqa --tp 2 --tp-comm allreduce,sp --layers 1 -n 2 -w 1 -c 1
+pp_pipeline --model tiny-gqa --stages 2 --layers 2 --micro-batches 2 -n 2 -w 1 -c 1
 EOF
 finish
