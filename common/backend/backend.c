@@ -32,6 +32,8 @@ static const backend_row rows[] = {
     {"mpi", PB_MEM_HOST, "host memory", 0, pb_comm_backend_mpi},
     {"mpi", PB_MEM_DEVICE, NULL, 0, CUDA_ONLY(pb_backend_mpi_device)},
     {"nccl", PB_MEM_DEVICE, "GPU memory", 1, CUDA_ONLY(pb_backend_nccl)},
+    {"nccl-rehearse", PB_MEM_HOST, "NCCL's ordering rules on the CPU in host memory, for tests only", 0,
+     pb_comm_backend_nccl_rehearse},
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
@@ -63,7 +65,7 @@ int pb_comm_backend_check_name(const char *option, const char *name)
 
 const char *pb_comm_backend_help(void)
 {
-    static char help[256];
+    static char help[512];
     const char *const *names = pb_comm_backend_names();
     const char *gpu = names[0];
     size_t used = 0;
@@ -82,6 +84,15 @@ const char *pb_comm_backend_default(int gpus_on_every_rank)
     for (size_t i = 0; i < NROWS && gpus_on_every_rank; i++)
         if (rows[i].gpu_default && rows[i].get) return rows[i].name;
     return rows[0].name;
+}
+
+int pb_comm_backend_thread_level(const char *name, int wanted)
+{
+    for (size_t i = 0; name && i < NROWS; i++)
+        if (strcmp(name, rows[i].name) == 0 && rows[i].get && rows[i].get()->threads_call_mpi &&
+            wanted < MPI_THREAD_MULTIPLE)
+            return MPI_THREAD_MULTIPLE;
+    return wanted;
 }
 
 int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out)

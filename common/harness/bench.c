@@ -82,6 +82,18 @@ static int validate_world(pb_bench *b, const pb_options_group *groups, int ngrou
     pb_world_exit(&b->w, first);
 }
 
+/* The --backend value on the command line, or NULL: the thread level MPI
+ * starts with depends on it, and MPI starts before the options are parsed. */
+static const char *backend_asked(int argc, char **argv)
+{
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) name = argv[++i];
+        else if (strncmp(argv[i], "--backend=", 10) == 0) name = argv[i] + 10;
+    }
+    return name;
+}
+
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_options_group *groups, int ngroups)
 {
@@ -92,6 +104,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     pb_error_set_progname(name);
     b->validating = asks_for(*argc, *argv, "--validate");
     int no_mpi = b->validating || asks_for(*argc, *argv, "--version");
+    thread_level = pb_comm_backend_thread_level(backend_asked(*argc, *argv), thread_level);
     int status = no_mpi ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
@@ -123,7 +136,12 @@ int pb_bench_select(pb_bench *b, const pb_options *o)
 {
     if (b->be) return PB_OK;
     const char *name = o->backend ? o->backend : default_backend(&b->w);
-    return pb_world_agree(&b->w, pb_comm_backend_select(name, o->mem, &b->be));
+    int status = pb_comm_backend_select(name, o->mem, &b->be);
+    if (status == PB_OK && b->be->threads_call_mpi && b->w.thread_level < MPI_THREAD_MULTIPLE)
+        status = pb_fail(PB_ERR_ENV, "--backend %s calls MPI from threads of its own and needs MPI_THREAD_MULTIPLE; "
+                                     "the MPI library granted only level %d (use an MPI built with thread support)",
+                         name, b->w.thread_level);
+    return pb_world_agree(&b->w, status);
 }
 
 int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta)
