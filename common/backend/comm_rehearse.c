@@ -29,6 +29,7 @@
 #include "backend/rehearse_queue.h"
 #include "core/devsync.h"
 #include "core/error.h"
+#include "core/faults.h"
 #include "core/grow.h"
 #include "core/world.h"
 
@@ -74,6 +75,7 @@ struct pb_comm {
     unsigned magic;
     int destroyed; /* kept as a tombstone, so that a later call is an error, not a crash */
     int rank, size;
+    int miscount;              /* PARABENCH_TEST_MISCOUNT names this rank: its headers lie */
     pb_comm *inner;            /* the MPI backend's communicator: collectives (worker only) */
     MPI_Comm p2p;              /* headers and point-to-point data (worker only) */
     pb_rehearse_queue *stream;
@@ -109,11 +111,11 @@ static void unit_free(void *arg)
     free(u);
 }
 
-static header header_of(const rehearse_op *o)
+static header header_of(const pb_comm *c, const rehearse_op *o)
 {
     int rooted = o->kind == OP_BROADCAST || o->kind == OP_REDUCE;
     int reduces = o->kind == OP_ALLREDUCE || o->kind == OP_REDUCESCATTER || o->kind == OP_REDUCE;
-    return (header){o->kind, (long long)o->count, o->dtype, reduces ? o->redop : 0, rooted ? o->root : 0};
+    return (header){o->kind, (long long)o->count + c->miscount, o->dtype, reduces ? o->redop : 0, rooted ? o->root : 0};
 }
 
 static int is_p2p(const rehearse_op *o) { return o->kind == OP_SEND || o->kind == OP_RECV; }
@@ -139,7 +141,7 @@ static int run_p2p(unit *u, int np)
     for (int i = 0; i < u->n && status == PB_OK; i++) {
         const rehearse_op *o = &u->ops[i];
         if (!is_p2p(o)) continue;
-        mine[k] = header_of(o);
+        mine[k] = header_of(c, o);
         int to_receiver = o->kind == OP_SEND ? 0 : 1; /* which of the two messages is mine to send */
         int n = (int)(sizeof(header) / sizeof(long long));
         MPI_Isend(&mine[k], n, MPI_LONG_LONG, o->root, to_receiver ? TAG_HEADER_TO_SENDER : TAG_HEADER_TO_RECEIVER,
@@ -192,7 +194,7 @@ static int run_p2p(unit *u, int np)
  * type, operation and root. */
 static int check_collective(pb_comm *c, const rehearse_op *o)
 {
-    header mine = header_of(o);
+    header mine = header_of(c, o);
     header *all = calloc((size_t)c->size, sizeof *all);
     PB_CHECK(all, PB_ERR_ENV, "NCCL rehearsal: out of memory for %d headers", c->size);
     int n = (int)(sizeof(header) / sizeof(long long));
@@ -339,6 +341,9 @@ static int create(MPI_Comm group, pb_comm **out)
     c->magic = MAGIC;
     MPI_Comm_rank(group, &c->rank);
     MPI_Comm_size(group, &c->size);
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    c->miscount = pb_faults_miscount_rank() == world_rank;
     status = pb_world_agree_at(group, check_devices(group, c->rank, c->size), "comm");
     if (status == PB_OK) status = mpi()->comm_create(group, &c->inner); /* agreed over group */
     if (status == PB_OK) {
