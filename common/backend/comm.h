@@ -128,10 +128,11 @@ const pb_comm_backend *pb_comm_backend_nccl_rehearse(void);
  * lacks it. */
 int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out);
 
-/* The MPI thread level a backend named `name` needs (MPI_THREAD_MULTIPLE
- * where it calls MPI from threads of its own), `wanted` otherwise, and for
- * an unknown name or one this build lacks: the harness asks before MPI starts. */
-int pb_comm_backend_thread_level(const char *name, int wanted);
+/* The MPI thread level the --backend named in argv needs (MPI_THREAD_MULTIPLE
+ * where it calls MPI from threads of its own), `wanted` otherwise, and for no
+ * --backend, an unknown name or one this build lacks: the harness asks before
+ * MPI starts, so before the options are parsed. */
+int pb_comm_backend_thread_level(int argc, char **argv, int wanted);
 
 /* Every backend name once, in table order, NULL-terminated. */
 const char *const *pb_comm_backend_names(void);

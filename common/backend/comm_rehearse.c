@@ -135,8 +135,12 @@ static int run_p2p(unit *u, int np)
 {
     pb_comm *c = u->c;
     header *mine = calloc((size_t)np, sizeof *mine), *theirs = calloc((size_t)np, sizeof *theirs);
-    MPI_Request *reqs = calloc((size_t)np * 2, sizeof *reqs);
-    int status = mine && theirs && reqs ? PB_OK : pb_fail(PB_ERR_ENV, "NCCL rehearsal: out of memory");
+    MPI_Request *reqs = calloc((size_t)np * 2, sizeof(MPI_Request));
+    if (!mine || !theirs || !reqs) {
+        free(mine), free(theirs), free(reqs);
+        return pb_fail(PB_ERR_ENV, "NCCL rehearsal: out of memory for %d sends and receives", np);
+    }
+    int status = PB_OK;
     int k = 0, nr = 0;
     for (int i = 0; i < u->n && status == PB_OK; i++) {
         const rehearse_op *o = &u->ops[i];
@@ -269,7 +273,7 @@ static int issue(pb_comm *c, rehearse_op o)
         return pb_rehearse_queue_push(c->stream, u);
     }
     if (!c->open) {
-        pb_comm **g = pb_grow(grouped, &capgrouped, ngrouped, sizeof *g, 8);
+        pb_comm **g = pb_grow(grouped, &capgrouped, ngrouped, sizeof(pb_comm *), 8);
         PB_CHECK(g, PB_ERR_ENV, "NCCL rehearsal: out of memory for a group");
         grouped = g;
         grouped[ngrouped++] = c;
@@ -287,8 +291,10 @@ static int device_of_process(void)
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
                                        "SLURM_LOCALID", "PMI_LOCAL_RANK"};
     int device = -1;
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0] && device < 0; i++)
-        if (getenv(vars[i])) device = atoi(getenv(vars[i]));
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0] && device < 0; i++) {
+        const char *v = getenv(vars[i]);
+        if (v) device = atoi(v);
+    }
     if (device < 0) MPI_Comm_rank(MPI_COMM_WORLD, &device); /* unknown: a device per process */
     const char *gpus = getenv("PARABENCH_REHEARSE_GPUS");
     if (gpus && atoi(gpus) > 0) device %= atoi(gpus);
@@ -308,7 +314,7 @@ static int check_devices(MPI_Comm group, int rank, int size)
     if (gethostname(me.host, sizeof me.host - 1) != 0) strcpy(me.host, "unknown");
     device_id *all = calloc((size_t)size, sizeof *all);
     int status = all ? PB_OK : pb_fail(PB_ERR_ENV, "NCCL rehearsal: out of memory for %d device ids", size);
-    if (pb_world_agree_at(group, status, "comm") != PB_OK) {
+    if (pb_world_agree_at(group, status, "comm") != PB_OK || !all) { /* !all implies a failed agreement */
         free(all);
         return PB_ERR_ENV;
     }

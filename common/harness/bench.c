@@ -82,18 +82,6 @@ static int validate_world(pb_bench *b, const pb_options_group *groups, int ngrou
     pb_world_exit(&b->w, first);
 }
 
-/* The --backend value on the command line, or NULL: the thread level MPI
- * starts with depends on it, and MPI starts before the options are parsed. */
-static const char *backend_asked(int argc, char **argv)
-{
-    const char *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) name = argv[++i];
-        else if (strncmp(argv[i], "--backend=", 10) == 0) name = argv[i] + 10;
-    }
-    return name;
-}
-
 void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int thread_level, const char *summary,
                     const pb_options_group *groups, int ngroups)
 {
@@ -104,7 +92,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     pb_error_set_progname(name);
     b->validating = asks_for(*argc, *argv, "--validate");
     int no_mpi = b->validating || asks_for(*argc, *argv, "--version");
-    thread_level = pb_comm_backend_thread_level(backend_asked(*argc, *argv), thread_level);
+    thread_level = pb_comm_backend_thread_level(*argc, *argv, thread_level); /* MPI starts before the parse */
     int status = no_mpi ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
