@@ -22,16 +22,18 @@ const pb_comm_backend *pb_backend_mpi_device(void);
 
 typedef struct backend_row {
     const char *name;  /* --backend NAME */
-    pb_mem_kind mem;   /* --mem; a name's first row is its default memory */
     const char *about; /* the --backend help, on a name's first row */
-    int gpu_default;   /* the default backend where every rank sees a GPU */
     const pb_comm_backend *(*get)(void); /* NULL: not in this build */
+    pb_mem_kind mem;   /* --mem; a name's first row is its default memory */
+    int gpu_default;   /* the default backend where every rank sees a GPU */
 } backend_row;
 
 static const backend_row rows[] = {
-    {"mpi", PB_MEM_HOST, "host memory", 0, pb_comm_backend_mpi},
-    {"mpi", PB_MEM_DEVICE, NULL, 0, CUDA_ONLY(pb_backend_mpi_device)},
-    {"nccl", PB_MEM_DEVICE, "GPU memory", 1, CUDA_ONLY(pb_backend_nccl)},
+    {"mpi", "host memory", pb_comm_backend_mpi, PB_MEM_HOST, 0},
+    {"mpi", NULL, CUDA_ONLY(pb_backend_mpi_device), PB_MEM_DEVICE, 0},
+    {"nccl", "GPU memory", CUDA_ONLY(pb_backend_nccl), PB_MEM_DEVICE, 1},
+    {"nccl-rehearse", "NCCL's ordering rules on the CPU in host memory, for tests only", pb_comm_backend_nccl_rehearse,
+     PB_MEM_HOST, 0},
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
@@ -63,7 +65,7 @@ int pb_comm_backend_check_name(const char *option, const char *name)
 
 const char *pb_comm_backend_help(void)
 {
-    static char help[256];
+    static char help[512];
     const char *const *names = pb_comm_backend_names();
     const char *gpu = names[0];
     size_t used = 0;
@@ -82,6 +84,20 @@ const char *pb_comm_backend_default(int gpus_on_every_rank)
     for (size_t i = 0; i < NROWS && gpus_on_every_rank; i++)
         if (rows[i].gpu_default && rows[i].get) return rows[i].name;
     return rows[0].name;
+}
+
+int pb_comm_backend_thread_level(int argc, char **argv, int wanted)
+{
+    const char *name = NULL; /* the last --backend wins, as in the parse */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) name = argv[++i];
+        else if (strncmp(argv[i], "--backend=", 10) == 0) name = argv[i] + 10;
+    }
+    for (size_t i = 0; name && i < NROWS; i++)
+        if (strcmp(name, rows[i].name) == 0 && rows[i].get && rows[i].get()->threads_call_mpi &&
+            wanted < MPI_THREAD_MULTIPLE)
+            return MPI_THREAD_MULTIPLE;
+    return wanted;
 }
 
 int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out)

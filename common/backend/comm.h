@@ -36,6 +36,10 @@ typedef struct pb_comm_backend {
     /* 1 where the library writes a log beside the results (NCCL_DEBUG_FILE,
      * pb_bench_nccl_log_env). */
     int library_log;
+    /* 1 where the backend calls MPI from threads of its own (the NCCL
+     * rehearsal's streams): MPI must be started with MPI_THREAD_MULTIPLE
+     * (pb_comm_backend_thread_level). */
+    int threads_call_mpi;
 
     /* Collective over `group`: create a communicator for the traffic. The
      * status is agreed over `group` (pb_world_agree_at, site "comm"): every rank of
@@ -110,14 +114,25 @@ typedef struct pb_comm_backend {
 /* The MPI backend (host memory). */
 const pb_comm_backend *pb_comm_backend_mpi(void);
 
+/* NCCL's ordering rules rehearsed on the CPU, in host memory, over MPI:
+ * for tests and rehearsals only (comm_rehearse.c, docs/gpu.md). In every
+ * build. */
+const pb_comm_backend *pb_comm_backend_nccl_rehearse(void);
+
 /* ---- The backend table (backend.c): one row per --backend/--mem pair ---- */
 
 /* Backend by name and memory, as given to --backend and --mem: mpi/host,
  * mpi/device (device buffers staged through host memory, so several ranks
- * can share one GPU), nccl/device; mem NULL: the name's default memory.
+ * can share one GPU), nccl/device, nccl-rehearse/host; mem NULL: the name's default memory.
  * PB_ERR_USAGE for an unknown name or memory, PB_ERR_ENV when the build
  * lacks it. */
 int pb_comm_backend_select(const char *name, const char *mem, const pb_comm_backend **out);
+
+/* The MPI thread level the --backend named in argv needs (MPI_THREAD_MULTIPLE
+ * where it calls MPI from threads of its own), `wanted` otherwise, and for no
+ * --backend, an unknown name or one this build lacks: the harness asks before
+ * MPI starts, so before the options are parsed. */
+int pb_comm_backend_thread_level(int argc, char **argv, int wanted);
 
 /* Every backend name once, in table order, NULL-terminated. */
 const char *const *pb_comm_backend_names(void);

@@ -7,6 +7,7 @@
 #include "compute/gelu.h"
 #include "compute/silu.h"
 
+#include "core/devsync.h"
 #include "core/error.h"
 #include "core/mem.h"
 #include "core/rng.h"
@@ -92,8 +93,11 @@ static int blas_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
     return pb_mem_host(free_bytes, total_bytes);
 }
 
+/* Rehearsing NCCL (core/devsync.h), the host engine stands for the GPU
+ * engine, whose cudaMalloc and cudaFree synchronise the device. */
 static int blas_alloc(void **ptr, size_t bytes)
 {
+    PB_TRY(pb_devsync_wait("the compute engine's allocation (cudaMalloc)"));
     /* 64-byte alignment: whole cache lines, and AVX-512 friendly. */
     size_t rounded = (bytes + 63) & ~(size_t)63;
     *ptr = aligned_alloc(64, rounded ? rounded : 64);
@@ -101,7 +105,11 @@ static int blas_alloc(void **ptr, size_t bytes)
     return PB_OK;
 }
 
-static void blas_free(void *ptr) { free(ptr); }
+static void blas_free(void *ptr)
+{
+    /* After a timeout the job is ending: leak rather than free under a stuck peer. */
+    if (ptr && pb_devsync_wait("the compute engine's free (cudaFree)") != PB_ERR_TIMEOUT) free(ptr);
+}
 
 static int blas_memset(void *ptr, int byte, size_t bytes)
 {

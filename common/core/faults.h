@@ -11,6 +11,10 @@
  *                                sharded tp_layer iteration: its pairs, and its
  *                                TP group, are slow, deterministically (the
  *                                slow-pair verdict, tp_layer's slowest group);
+ *   PARABENCH_TEST_MISCOUNT=RANK  under --backend nccl-rehearse, that rank
+ *                                announces one element more than it moves in
+ *                                every operation, so its peers see mismatched
+ *                                counts (comm_rehearse.c's misuse check);
  *   PARABENCH_TEST_FAIL=SITE:RANK that world rank fails locally at SITE with
  *                                the status the real failure has (exit 3 for
  *                                all of these), before the collective that
@@ -45,6 +49,7 @@ int pb_faults_fail(const char *site);
 static inline int pb_faults_skip_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP"); }
 static inline int pb_faults_slow_rank(void) { return pb_faults_rank("PARABENCH_TEST_SLOW"); }
 #define PB_FAULTS_SLOW_US 20000 /* far above the noise of a loaded, oversubscribed machine (2.6 ms of latency seen) */
+static inline int pb_faults_miscount_rank(void) { return pb_faults_rank("PARABENCH_TEST_MISCOUNT"); }
 static inline int pb_faults_skip_validate_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP_VALIDATE"); }
 
 #endif

@@ -110,7 +110,7 @@ enum { O_MINB, O_MAXB, O_FACTOR, O_STEP, O_SIZES, O_ITERS, O_WARMUP, O_CAP, O_TI
        O_ROTATE, O_CSV, O_JSON, O_BACKEND, O_MEM, O_GPU_OFFSET, O_VALIDATE };
 
 /* Filled from the backend table (pb_options_set_backends). */
-static char backend_help[256] = "the communication backend";
+static char backend_help[512] = "the communication backend";
 static pb_options_name_check backend_check;
 
 void pb_options_set_backends(pb_options_name_check check, const char *help)

@@ -92,6 +92,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     pb_error_set_progname(name);
     b->validating = asks_for(*argc, *argv, "--validate");
     int no_mpi = b->validating || asks_for(*argc, *argv, "--version");
+    thread_level = pb_comm_backend_thread_level(*argc, *argv, thread_level); /* MPI starts before the parse */
     int status = no_mpi ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
     /* Only rank 0 writes to stdout (the table, --help); every rank parses. */
@@ -123,7 +124,12 @@ int pb_bench_select(pb_bench *b, const pb_options *o)
 {
     if (b->be) return PB_OK;
     const char *name = o->backend ? o->backend : default_backend(&b->w);
-    return pb_world_agree(&b->w, pb_comm_backend_select(name, o->mem, &b->be));
+    int status = pb_comm_backend_select(name, o->mem, &b->be);
+    if (status == PB_OK && b->be->threads_call_mpi && b->w.thread_level < MPI_THREAD_MULTIPLE)
+        status = pb_fail(PB_ERR_ENV, "--backend %s calls MPI from threads of its own and needs MPI_THREAD_MULTIPLE; "
+                                     "the MPI library granted only level %d (use an MPI built with thread support)",
+                         name, b->w.thread_level);
+    return pb_world_agree(&b->w, status);
 }
 
 int pb_bench_open(pb_bench *b, const pb_options *o, const pb_report_column *cols, int ncols, cJSON *extra_meta)

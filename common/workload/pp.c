@@ -254,6 +254,22 @@ static int finish_sends(step_state *s)
     return s->nsent[ACT] + s->nsent[GRAD] ? trace_add(s->trace, PB_PP_EV_SEND_WAIT, 0, -1, t0, t1) : PB_OK;
 }
 
+/* Grow the engine's activation pools to the step's peak before any receive
+ * is posted: on a GPU an allocation (cudaMalloc) synchronises the device, so
+ * a pool that grows behind a posted receive whose send comes later waits for
+ * it forever (tests/integration/test_rehearse.sh, --backend nccl-rehearse).
+ * The plan's forwards and backwards walked without compute take and return
+ * exactly the blocks the step will; begin_step then resets the peaks. */
+static int reserve_activations(const pb_pp_schedule_plan *plan, const pb_pp_ops *ops, void *user)
+{
+    for (int i = 0; i < plan->n; i++) {
+        const pb_pp_schedule_action *a = &plan->a[i];
+        if (a->op == PB_PP_FWD) PB_TRY(ops->act_alloc(user, a->chunk, a->mb));
+        else ops->act_free(user, a->chunk, a->mb);
+    }
+    return PB_OK;
+}
+
 int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_schedule_plan *plan, const pb_pp_ops *ops, void *user, pb_pp_stats *stats,
                     pb_pp_trace *trace)
 {
@@ -262,6 +278,7 @@ int pb_pp_exec_step(pb_pp_exec *ex, const pb_pp_schedule_plan *plan, const pb_pp
     PB_CHECK(!(plan->v > 1 && !ex->cfg.ring), PB_ERR_USAGE, "pipeline: interleaved plan needs a ring executor");
     memset(stats, 0, sizeof *stats);
     step_state s = {.ex = ex, .plan = plan, .ops = ops, .user = user, .st = stats, .trace = trace};
+    PB_TRY(reserve_activations(plan, ops, user));
     double t0 = pb_timing_now_us();
     PB_TRY(ops->begin_step(user));
     for (int k = 0; k < KINDS; k++) PB_TRY(post_recv(&s, k, find_recv(plan, 0, k), 0));
