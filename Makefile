@@ -207,6 +207,7 @@ lint:
 # Redraw a run's figures (plots/*.gp, gnuplot) and its report.md / index.html.
 plots:
 	@test -n "$(RESULTS)" && test -d "$(RESULTS)" || { echo "make plots: give RESULTS=<a run_all.sh results directory>" >&2; exit 2; }
+	@for t in python3 gnuplot; do command -v $$t >/dev/null || { echo "make plots: $$t is not installed (scripts/install-deps.sh); nothing was drawn" >&2; exit 3; }; done
 	@python3 scripts/report.py "$(RESULTS)"
 
 clean:

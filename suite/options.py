@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from suite import environment, manifest, version
+from suite import environment, manifest, meta, version
 
 USAGE = """\
 parabench main job: install what is missing, build, run the whole suite on this
@@ -204,7 +204,7 @@ def enclosing_run(path):
     """The results folder of another run (it has meta.json or steps.tsv) that PATH lies in, or ""."""
     d = os.path.dirname(os.path.realpath(path))
     while True:
-        if any(os.path.exists(os.path.join(d, f)) for f in ("meta.json", "steps.tsv")):
+        if meta.is_run(d):
             return d
         up = os.path.dirname(d)
         if up == d:
