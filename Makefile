@@ -220,10 +220,10 @@ clean:
 PREFIX         ?= /usr/local
 MODULEFILESDIR ?= $(PREFIX)/share/modulefiles
 install: all
-	@scripts/install.sh install "$(BUILD)" "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
+	@FORCE=$(FORCE) scripts/install.sh install "$(BUILD)" "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
 
 uninstall:
-	@scripts/install.sh uninstall "$(PREFIX)" "$(DESTDIR)"
+	@scripts/install.sh uninstall "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
