@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 ACC=$BIN/acceptance
 [ -x "$ACC" ] || { echo "FAIL: $ACC not built" >&2; exit 1; }
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
-R=$TMP/run; mkdir -p "$R"
+R=$TMP/run; mark_run "$R"
 cat >"$R/coll_sweep.csv" <<'CSV'
 # parabench coll_sweep
 collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong
@@ -58,13 +58,17 @@ root = ET.parse(sys.argv[1]).getroot()
 cases = root.findall(".//testcase")
 assert root.tag == "testsuites" and root.get("failures") == "6" and len(cases) == 6, root.attrib
 assert all(c.find("failure") is not None for c in cases)
+# The inner <testsuite>'s counts are its elements' (6 failures, 0 skipped: a swap shows).
+suite = root.find("testsuite")
+assert int(suite.get("failures")) == len(suite.findall(".//failure")) == 6, suite.attrib
+assert int(suite.get("skipped")) == len(suite.findall(".//skipped")) == 0, suite.attrib
 assert "line 1: busbw coll=allreduce" in cases[0].get("name")
 PY
 then pass "fail: JUnit XML parses and records 6 failures"; else fail "fail: JUnit XML"; fi
 
 # ---- a rule size halfway between two measured sizes takes the smaller, in either row order ----
 for order in up down; do
-    H=$TMP/tie-$order; mkdir -p "$H"
+    H=$TMP/tie-$order; mark_run "$H"
     { echo "collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong"
       small="allreduce,1048576,262144,2,intra,200,5.0,5.0,0"; large="allreduce,4194304,1048576,2,intra,4000,1.0,1.0,0"
       if [ $order = up ]; then printf '%s\n%s\n' "$small" "$large"; else printf '%s\n%s\n' "$large" "$small"; fi
@@ -132,7 +136,7 @@ done
 # A rule that matches only rows the benchmark marked untrustworthy has no trustworthy data:
 # it fails with that reason, whatever the values (a noisy 269% overhead would pass "<= 5").
 # With a trustworthy row beside them, the rule is judged on that row alone.
-U=$TMP/untrusted; mkdir -p "$U"
+U=$TMP/untrusted; mark_run "$U"
 cat >"$U/dp_allreduce.csv" <<'CSV'
 nranks,link_class,grad_bytes,overlap,overhead,predicted_overhead,wrong
 2,intra,4194304,none,0.27,0.25,0

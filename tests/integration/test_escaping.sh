@@ -32,7 +32,7 @@ PY
 then pass "CSV has exactly the 4 measured rows, one '# complete', one command line; JSON is valid"
 else fail "escaped CSV/JSON"; fi
 # parabench's own reader: acceptance reads the file and trusts it
-mkdir -p "$TMP/r"; cp "$TMP/run.csv" "$TMP/r/coll_sweep.csv"
+mark_run "$TMP/r"; cp "$TMP/run.csv" "$TMP/r/coll_sweep.csv"
 printf 'coll_latency coll=allreduce size=64 <= 1000000 us\n' >"$TMP/t.thr"
 expect_rc 0 "acceptance reads the escaped CSV" -- "$BIN/acceptance" -t "$TMP/t.thr" -r "$TMP/r"
 expect_in "$TMP/out" "1 passed, 0 failed" "acceptance: the escaped CSV passes"
@@ -49,7 +49,7 @@ then pass "plan JSON valid, command one line"; else fail "plan JSON"; fi
 NL="$TMP/res
 name = injected
 x"
-mkdir -p "$NL"
+mark_run "$NL"
 expect_rc 0 "coll_sweep into a directory whose name holds a newline" -- \
     mpi 2 "$BIN/coll_sweep" --coll allreduce -b 8 -e 64K -n 2 -w 0 --csv "$NL/coll_sweep.csv"
 printf 'test,engine,dtype,size,rate,unit\ngemm,blas,float,256,50.0,GFLOP/s\n# complete\n' >"$NL/compute_probe.csv"

@@ -11,7 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 R=$TMP/run
-mkdir -p "$R"
+mark_run "$R"
 cat >"$R/coll_sweep.csv" <<'EOF'
 # command: fabricated
 collective,bytes,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong
