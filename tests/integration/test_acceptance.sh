@@ -98,7 +98,7 @@ expect_rc 2 "missing threshold file" -- "$ACC" -t "$TMP/nope.thr" -r "$R"
 # ---- a results path is taken literally, never as a pattern ----
 # 'a*' holds a good run; 'ab' (which the pattern a*/coll_sweep*.csv would also
 # read) a run cut short: only the literal directory may be read.
-mkdir -p "$TMP/lit/a*" "$TMP/lit/ab"
+mark_run "$TMP/lit/a*" "$TMP/lit/ab"
 cp "$ROOT/tests/acceptance_cases/good/coll_sweep.csv" "$TMP/lit/a*/coll_sweep.csv"
 cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/ab/coll_sweep.csv"
 printf 'busbw coll=allreduce size=64M >= 1 GB/s\n' >"$TMP/lit.thr"
@@ -108,7 +108,7 @@ cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/a*/coll_sweep[1].
 expect_rc 1 "a file name with '[' is read too" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/a*"
 expect_in "$TMP/out" "coll_sweep[1].csv:4: garbled row" "the bracketed file is named"
 # Only regular files are results: a directory and a dangling link named like one are passed over.
-mkdir -p "$TMP/lit/reg" "$TMP/lit/reg/coll_sweep_old.csv"
+mark_run "$TMP/lit/reg"; mkdir -p "$TMP/lit/reg/coll_sweep_old.csv"
 cp "$ROOT/tests/acceptance_cases/good/coll_sweep.csv" "$TMP/lit/reg/coll_sweep.csv"
 ln -s "$TMP/lit/reg/gone" "$TMP/lit/reg/coll_sweep_gone.csv"
 expect_rc 0 "a directory and a dangling link named coll_sweep*.csv are not results" -- \
@@ -116,7 +116,7 @@ expect_rc 0 "a directory and a dangling link named coll_sweep*.csv are not resul
 expect_in "$TMP/out" "1 passed, 0 failed, 0 skipped of 1 rules: PASS" "judged on the one regular file"
 
 # ---- JUnit XML stays well-formed whatever the rules and paths hold ----
-mkdir -p "$TMP/x<&\"'"
+mark_run "$TMP/x<&\"'"
 cp "$ROOT/tests/acceptance_cases/nan/coll_sweep.csv" "$TMP/x<&\"'/coll_sweep.csv"
 printf 'tp_comm_fraction mode=\xff\x01<&"\x1b <= 1 # invalid UTF-8 and control bytes in a selector\nbusbw coll=allreduce size=64M >= 1\n' >"$TMP/odd\xfe.thr"
 expect_rc 1 "odd bytes in rules and paths" -- "$ACC" -t "$TMP/odd\xfe.thr" -r "$TMP/x<&\"'" --junit "$TMP/odd.xml"
