@@ -110,6 +110,7 @@ case_ 2 "results folder of a run" "$R" "plan --json RUN/meta.json" -- "$PLAN" --
 case_ 2 "results folder of a run" "$TMP/other" "coll_sweep --csv OTHER_RUN/summary.txt" -- "$BIN/coll_sweep" -b 8 -e 8 --csv "$TMP/other/summary.txt"
 case_ 2 "results folder of a run" "$R" "PARABENCH_RUN never lets meta.json be replaced" -- env PARABENCH_RUN="$R" "$PLAN" --model llama-70b --cluster a100 --gpus 256 --json "$R/meta.json"
 case_ 2 "results folder of a run" "$R" "PARABENCH_RUN of another run does not open this one" -- env PARABENCH_RUN="$TMP/other" "$PLAN" --fit "$R" --csv "$R/plan_fit.csv"
+case_ 2 "is a file -r/--results" "$R" "the run's own step still never overwrites a file it reads" -- env PARABENCH_RUN="$R" "$A" -t "$THR" -r "$R" --junit "$R/coll_sweep.csv"
 expect_rc 0 "the run's own step (PARABENCH_RUN names it) writes its file there" -- env PARABENCH_RUN="$R" "$A" -t "$THR" -r "$R" --junit "$R/acceptance-junit.xml"
 case_ 1 "no configuration is valid" "$TMP/w" "plan exits 1: no JSON written" -- "$PLAN" --model gpt-175b --cluster a100 --gpus 2 --json "$TMP/w/plan.json"
 
