@@ -131,8 +131,12 @@ class Driver:
         second run into the same --out is refused (exit 2) instead of mixing its results in."""
         while True:
             out = self.results_dir()
+            parent = os.path.dirname(out) or "."
+            try:  # the folder above it: a FileExistsError here (a file of that name) is not a name taken
+                os.makedirs(parent, exist_ok=True)
+            except OSError:
+                options.die_env(f"cannot create {out}: {parent} is not a directory that can hold it; nothing was run")
             try:
-                os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
                 os.mkdir(out)
                 break
             except FileExistsError:
