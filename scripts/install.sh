@@ -19,7 +19,7 @@
 # (without DESTDIR), which uninstall reads backwards: files go, and directories
 # install created go when empty. A directory that was there before stays.
 # uninstall removes nothing when the manifest names a path outside PREFIX and
-# MODULEFILESDIR; install refuses to replace a file it did not put there (and
+# MODULEFILESDIR (a directory above them that install made goes only when empty); install refuses to replace a file it did not put there (and
 # undoes what it did) unless FORCE=1.
 # Exit: 0 done; 2 usage; 3 nothing built, or a path that cannot be written.
 set -euo pipefail
@@ -139,13 +139,20 @@ inside() {
     case $1 in "$PREFIX" | "$PREFIX"/* | "$MODULEFILES" | "$MODULEFILES"/*) return 0 ;; esac
     return 1
 }
+# above PATH: PATH is a folder above PREFIX or MODULEFILESDIR (install makes those that are missing
+# and lists them); uninstall takes it only as a directory, which goes when empty.
+above() {
+    case /$1/ in */../* | */./*) return 1 ;; esac
+    case $PREFIX/ in "$1"/*) ;; *) case $MODULEFILES/ in "$1"/*) ;; *) return 1 ;; esac ;; esac
+    [ -d "$DESTDIR$1" ] && [ ! -L "$DESTDIR$1" ]
+}
 uninstall_all() {
     local manifest=$DESTDIR$PREFIX/$MANIFEST_REL path
     [ -f "$manifest" ] || { echo "uninstall: no parabench install in $DESTDIR$PREFIX ($manifest is missing); nothing removed"; return 0; }
     # The whole list is checked before anything goes: a manifest naming /etc/passwd removes nothing.
     while IFS= read -r path; do
         case $path in /*) ;; *) die "$manifest: '$path' is not an absolute path; nothing removed" ;; esac
-        inside "$path" || die "$manifest: '$path' is outside PREFIX $PREFIX (and MODULEFILESDIR $MODULEFILES); nothing removed"
+        inside "$path" || above "$path" || die "$manifest: '$path' is outside PREFIX $PREFIX (and MODULEFILESDIR $MODULEFILES); nothing removed"
     done <"$manifest"
     echo "uninstalled parabench from $DESTDIR$PREFIX ($(remove_listed "$manifest") entries)"
 }
