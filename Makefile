@@ -207,6 +207,7 @@ lint:
 # Redraw a run's figures (plots/*.gp, gnuplot) and its report.md / index.html.
 plots:
 	@test -n "$(RESULTS)" && test -d "$(RESULTS)" || { echo "make plots: give RESULTS=<a run_all.sh results directory>" >&2; exit 2; }
+	@for t in python3 gnuplot; do command -v $$t >/dev/null || { echo "make plots: $$t is not installed (scripts/install-deps.sh); nothing was drawn" >&2; exit 3; }; done
 	@python3 scripts/report.py "$(RESULTS)"
 
 clean:
@@ -219,10 +220,10 @@ clean:
 PREFIX         ?= /usr/local
 MODULEFILESDIR ?= $(PREFIX)/share/modulefiles
 install: all
-	@scripts/install.sh install "$(BUILD)" "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
+	@FORCE=$(FORCE) scripts/install.sh install "$(BUILD)" "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
 
 uninstall:
-	@scripts/install.sh uninstall "$(PREFIX)" "$(DESTDIR)"
+	@scripts/install.sh uninstall "$(PREFIX)" "$(DESTDIR)" "$(MODULEFILESDIR)"
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

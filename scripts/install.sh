@@ -3,7 +3,7 @@
 # or remove exactly what an earlier install put there.
 #
 #   scripts/install.sh install   BUILD PREFIX [DESTDIR] [MODULEFILESDIR]
-#   scripts/install.sh uninstall PREFIX [DESTDIR]
+#   scripts/install.sh uninstall PREFIX [DESTDIR] [MODULEFILESDIR]
 #
 # PREFIX/bin                         the binaries, and parabench-run-all (a link to run_all.sh)
 # PREFIX/libexec/parabench           what parabench-run-all runs: run_all.sh, suite/, the
@@ -18,12 +18,15 @@
 # and directory created is listed in PREFIX/share/parabench/install-manifest.txt
 # (without DESTDIR), which uninstall reads backwards: files go, and directories
 # install created go when empty. A directory that was there before stays.
+# uninstall removes nothing when the manifest names a path outside PREFIX and
+# MODULEFILESDIR (a directory above them that install made goes only when empty); install refuses to replace a file it did not put there (and
+# undoes what it did) unless FORCE=1.
 # Exit: 0 done; 2 usage; 3 nothing built, or a path that cannot be written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "install.sh: $1" >&2; exit "${2:-3}"; }
-usage() { die "usage: scripts/install.sh install BUILD PREFIX [DESTDIR] [MODULEFILESDIR] | uninstall PREFIX [DESTDIR]" 2; }
+usage() { die "usage: scripts/install.sh install BUILD PREFIX [DESTDIR] [MODULEFILESDIR] | uninstall PREFIX [DESTDIR] [MODULEFILESDIR]" 2; }
 absolute() { case $1 in /*) ;; *) die "$2 '$1' is not an absolute path; expected one such as /usr/local" 2 ;; esac; }
 # A newline would split the manifest's lines; the others are Tcl's in the modulefile.
 plain_path() { case $1 in *$'\n'* | *[\"\{\}\[\]\$\\]*) die "$2 '$1' holds a newline or one of \" { } [ ] \$ \\; expected a plain path" 2 ;; esac; }
@@ -38,8 +41,17 @@ dir() { # dir PATH: create PATH (and its missing parents) under DESTDIR
     while [ "$d" != / ] && [ ! -d "$DESTDIR$d" ]; do missing=("$d" "${missing[@]}"); d=$(dirname "$d"); done
     for d in "${missing[@]}"; do mkdir "$DESTDIR$d" && record "$d"; done
 }
+# not_ours DEST: a file already at DEST was not put there by this install: it is kept (and
+# what this install did so far undone) unless FORCE=1 (make install FORCE=1) says to replace it.
+not_ours() {
+    [ -e "$DESTDIR$1" ] || [ -L "$DESTDIR$1" ] || return 0
+    [ "${FORCE:-0}" = 1 ] && { rm -f "$DESTDIR$1"; return 0; }
+    remove_listed "$LIST" >/dev/null
+    die "$DESTDIR$1 exists and was not installed by parabench; nothing installed (make install FORCE=1 replaces it)"
+}
 file() { # file MODE SOURCE DEST
     dir "$(dirname "$3")"
+    not_ours "$3"
     install -m "$1" "$2" "$DESTDIR$3"
     record "$3"
 }
@@ -74,6 +86,7 @@ install_all() {
     printf '{"version": "%s", "git": "%s", "bin": "../../bin"}\n' "$version" "$rev" >"$LIST.json"
     file 644 "$LIST.json" "$libexec/install.json"
     dir "$bindir"
+    not_ours "$bindir/parabench-run-all"
     ln -s ../libexec/parabench/run_all.sh "$DESTDIR$bindir/parabench-run-all"
     record "$bindir/parabench-run-all"
     for f in acceptance/*.thresholds; do file 644 "$f" "$data/$f"; done
@@ -108,20 +121,41 @@ EOF
 }
 
 # ---- uninstall ----
-uninstall_all() {
-    local manifest=$DESTDIR$PREFIX/$MANIFEST_REL path
-    [ -f "$manifest" ] || { echo "uninstall: no parabench install in $DESTDIR$PREFIX ($manifest is missing); nothing removed"; return 0; }
-    local n=0
+# remove_listed LIST: every path of LIST, last first: files go, directories when empty.
+remove_listed() {
+    local path n=0
     while IFS= read -r path; do
-        case $path in /*) ;; *) die "$manifest: '$path' is not an absolute path; nothing more removed" ;; esac
         if [ -d "$DESTDIR$path" ] && [ ! -L "$DESTDIR$path" ]; then
             rmdir "$DESTDIR$path" 2>/dev/null || true # a directory holding someone else's files stays
         else
             rm -f "$DESTDIR$path"
         fi
         n=$((n + 1))
-    done < <(tac "$manifest")
-    echo "uninstalled parabench from $DESTDIR$PREFIX ($n entries)"
+    done < <(tac "$1")
+    echo "$n"
+}
+# inside PATH: PATH is PREFIX or MODULEFILESDIR or below one, with no '..' to climb out.
+inside() {
+    case /$1/ in */../* | */./*) return 1 ;; esac
+    case $1 in "$PREFIX" | "$PREFIX"/* | "$MODULEFILES" | "$MODULEFILES"/*) return 0 ;; esac
+    return 1
+}
+# above PATH: PATH is a folder above PREFIX or MODULEFILESDIR (install makes those that are missing
+# and lists them); uninstall takes it only as a directory, which goes when empty.
+above() {
+    case /$1/ in */../* | */./*) return 1 ;; esac
+    case $PREFIX/ in "$1"/*) ;; *) case $MODULEFILES/ in "$1"/*) ;; *) return 1 ;; esac ;; esac
+    [ -d "$DESTDIR$1" ] && [ ! -L "$DESTDIR$1" ]
+}
+uninstall_all() {
+    local manifest=$DESTDIR$PREFIX/$MANIFEST_REL path
+    [ -f "$manifest" ] || { echo "uninstall: no parabench install in $DESTDIR$PREFIX ($manifest is missing); nothing removed"; return 0; }
+    # The whole list is checked before anything goes: a manifest naming /etc/passwd removes nothing.
+    while IFS= read -r path; do
+        case $path in /*) ;; *) die "$manifest: '$path' is not an absolute path; nothing removed" ;; esac
+        inside "$path" || above "$path" || die "$manifest: '$path' is outside PREFIX $PREFIX (and MODULEFILESDIR $MODULEFILES); nothing removed"
+    done <"$manifest"
+    echo "uninstalled parabench from $DESTDIR$PREFIX ($(remove_listed "$manifest") entries)"
 }
 
 [ $# -ge 1 ] || usage
@@ -134,10 +168,10 @@ install)
     PREFIX=${PREFIX%/} MODULEFILES=${MODULEFILES%/}
     install_all "$2" ;;
 uninstall)
-    [ $# -ge 2 ] && [ $# -le 3 ] || usage
-    PREFIX=$2 DESTDIR=${3:-}
-    absolute "$PREFIX" PREFIX
-    PREFIX=${PREFIX%/}
+    [ $# -ge 2 ] && [ $# -le 4 ] || usage
+    PREFIX=$2 DESTDIR=${3:-} MODULEFILES=${4:-$2/share/modulefiles}
+    absolute "$PREFIX" PREFIX; absolute "$MODULEFILES" MODULEFILESDIR
+    PREFIX=${PREFIX%/} MODULEFILES=${MODULEFILES%/}
     uninstall_all ;;
 *) usage ;;
 esac

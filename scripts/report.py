@@ -27,6 +27,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from suite import atomic_file  # noqa: E402  (whole files or none)
+from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
+from suite.meta import is_run  # noqa: E402
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
@@ -50,14 +52,7 @@ FIGURES = [  # name, caption
 
 
 def rows(out, name):
-    path = os.path.join(out, name + ".csv")
-    if not os.path.exists(path):
-        return []
-    try:
-        with open(path, newline="") as f:
-            return list(csv.DictReader(l for l in f if l.strip() and not l.startswith("#")))
-    except (OSError, csv.Error):
-        return []
+    return results_csv.rows(os.path.join(out, name + ".csv"), "report")
 
 
 # The benchmarks' "# note: untrustworthy: ..." lines (docs/reliability.md): a figure taken from a
@@ -649,6 +644,10 @@ def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     if len(args) != 1 or not os.path.isdir(args[0]):
         print("report.py: give one results directory (a run_all.sh output)", file=sys.stderr)
+        return 2
+    if not is_run(args[0]):  # a folder of the user's own files is never written into
+        print(f"report.py: '{args[0]}' is not a run's results folder (no meta.json or steps.tsv); "
+              "expected a run_all.sh --out", file=sys.stderr)
         return 2
     out = os.path.abspath(args[0])
     notes = draw(out, quiet) if plots else {}

@@ -32,6 +32,7 @@ Standard library only.
 """
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -39,6 +40,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import atomic_file  # noqa: E402  (whole files or none)
+from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
+from suite.meta import is_run  # noqa: E402
 
 THRESHOLD = 1.0
 GROUP_RATIO = 0.9   # a slowest node group below this x the median is evidence
@@ -53,26 +56,39 @@ class Verdict:
 
 
 def _csv_rows(path):
-    try:
-        with open(path, newline="") as f:
-            return list(csv.DictReader(l for l in f if l.strip() and not l.startswith("#")))
-    except (OSError, csv.Error):
-        return []
+    return results_csv.rows(path, "suspects")
 
 
 def _num(r, key):
+    """A finite number, else nan (nan and inf are never evidence: every comparison with nan fails)."""
     try:
-        return float(r.get(key, ""))
+        x = float(r.get(key, ""))
     except (TypeError, ValueError):
         return float("nan")
+    return x if math.isfinite(x) else float("nan")
+
+
+def _finite(*xs):
+    return all(math.isfinite(x) for x in xs)
+
+
+# A host name as a hostfile takes it: no blank or control character (good-hosts.txt is reused as one).
+HOST_NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")
 
 
 def _parse_hosts(value):
-    """[(name, [ranks])] from meta.hosts ([{name, ranks}]); [] when it is not that."""
+    """[(name, [ranks])] from meta.hosts ([{name, ranks}]); [] when it is not that, or a name is not
+    one a hostfile can hold (said on stderr)."""
     try:
-        return [(str(h["name"]), [int(r) for r in h["ranks"]]) for h in value]
+        hosts = [(str(h["name"]), [int(r) for r in h["ranks"]]) for h in value]
     except (TypeError, KeyError, ValueError):
         return []
+    bad = [h for h, _ in hosts if not HOST_NAME.fullmatch(h)]
+    if bad:
+        print(f"suspects: host name {bad[0]!r} holds a blank or a control character; the run's hosts are "
+              "not used", file=sys.stderr)
+        return []
+    return hosts
 
 
 def hosts_of(out, step):
@@ -117,7 +133,8 @@ def group_evidence(out):
     """[(host, weight, reason)]: the slowest node group per collective at its largest size."""
     found = []
     for step in ("coll_sweep_intra", "coll_sweep"):
-        rs = [r for r in _csv_rows(os.path.join(out, step + ".csv")) if re.fullmatch(r"node\d+", r.get("group", ""))]
+        rs = [r for r in _csv_rows(os.path.join(out, step + ".csv"))
+              if re.fullmatch(r"node\d+", r.get("group", "")) and _finite(_num(r, "bytes"), _num(r, "busbw_GBps"))]
         if len({r["group"] for r in rs}) < 2:
             continue
         hosts = hosts_of(out, step)
@@ -163,6 +180,8 @@ def replica_evidence(out):
             k, rank = int(r["replica"]), int(r["rank"])
         except (KeyError, ValueError):
             continue
+        if not _finite(_num(r, "start_us"), _num(r, "end_us")):
+            continue
         lo, hi, ranks = span.get(k, (float("inf"), float("-inf"), set()))
         span[k] = (min(lo, _num(r, "start_us")), max(hi, _num(r, "end_us")), ranks | {rank})
     if len(span) < 2:
@@ -183,7 +202,7 @@ def replica_evidence(out):
 def tp_evidence(out):
     """[(host, weight, reason)]: the slowest TP group's hosts, per mode at the largest hidden size."""
     rs = [r for r in _csv_rows(os.path.join(out, "tp_layer.csv"))
-          if _num(r, "groups") >= 2 and r.get("slowest_group_hosts")]
+          if _num(r, "groups") >= 2 and r.get("slowest_group_hosts") and _finite(_num(r, "hidden"))]
     if not rs:
         return []
     big = max(_num(r, "hidden") for r in rs)
@@ -202,6 +221,9 @@ def tp_evidence(out):
 
 def judge(out):
     """Rank the run's hosts, write suspects.csv and good-hosts.txt; None when the run names no hosts."""
+    if not is_run(out):  # never writes into a folder that is not a run's (report.py refuses it first)
+        print(f"suspects: '{out}' is not a run's results folder (no meta.json or steps.tsv)", file=sys.stderr)
+        return None
     hosts = run_hosts(out) or hosts_of(out, "coll_sweep_intra") or hosts_of(out, "p2p_matrix")
     if not hosts:
         return None

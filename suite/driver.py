@@ -5,6 +5,7 @@ summary on stdout. SIGINT, SIGTERM, SIGHUP and SIGQUIT stop the running
 step's whole process tree, and what completed is still recorded and reported
 (exit 128 + the signal); a step outlives no driver, even one killed
 (suite/guard.py)."""
+import contextlib
 import dataclasses
 import errno
 import os
@@ -15,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from suite import commands, dry_run, machine as machines, manifest, meta, options, paths, processes, version
+from suite import commands, dry_run, environment, machine as machines, manifest, meta, options, paths, processes, version
 from suite.processes import SIGNALS, Interrupted
 
 
@@ -64,6 +65,7 @@ class Driver:
         self.build_log = ""       # in /tmp until the results directory exists
         self.build_failed = False
         self.out = ""
+        self.claimed = ""         # the results folder this run took (claim_results_dir)
         self.out_ready = False
         self.failed = []          # "name(exit N)", "name(not built)"
         self.causes = set()       # WRONG, HUNG, ENVIRONMENT: the run's exit code (run_exit)
@@ -113,6 +115,8 @@ class Driver:
 
     def results_dir(self):
         """results/<date>-<time>-<host>, or --out; an earlier run is never overwritten."""
+        if self.claimed:
+            return self.claimed
         if not self.o.out:
             base = time.strftime("results/%Y%m%d-%H%M%S-") + socket.gethostname().split(".")[0]
             out, n = base, 1
@@ -121,6 +125,41 @@ class Driver:
             return out
         return self.o.out  # checked by options.parse
 
+    def claim_results_dir(self):
+        """Take the results folder before anything else, once: mkdir (a default name taken by a run
+        started in the same second gets the next suffix), then steps.tsv created exclusively, so a
+        second run into the same --out is refused (exit 2) instead of mixing its results in."""
+        while True:
+            out = self.results_dir()
+            parent = os.path.dirname(out) or "."
+            try:  # the folder above it: a FileExistsError here (a file of that name) is not a name taken
+                os.makedirs(parent, exist_ok=True)
+            except OSError:
+                options.die_env(f"cannot create {out}: {parent} is not a directory that can hold it; nothing was run")
+            try:
+                os.mkdir(out)
+                break
+            except FileExistsError:
+                if self.o.out:
+                    break  # an empty --out that exists (options.parse): steps.tsv decides
+            except OSError as e:
+                options.die_env(f"--out '{out}' cannot be created: {e.strerror}; nothing was run")
+        try:
+            os.close(os.open(os.path.join(out, "steps.tsv"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            options.die_usage("--out", f"'{out}' is taken by another run (it has steps.tsv); results are never "
+                              "mixed: choose another folder")
+        except OSError as e:
+            options.die_env(f"--out '{out}' cannot be written: {e.strerror}; nothing was run")
+        self.claimed = out
+
+    def release_unused_claim(self):
+        """A run that stopped before its results folder was set up leaves nothing behind."""
+        if self.claimed and not self.out_ready:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.claimed, "steps.tsv"))
+                os.rmdir(self.claimed)
+
     def make_results_dir(self, out):
         try:
             os.makedirs(os.path.join(out, "logs"), exist_ok=True)
@@ -128,6 +167,7 @@ class Driver:
             print(f"run_all.sh: cannot create {out}", file=sys.stderr)
             sys.exit(3)
         self.out = os.path.realpath(out)
+        os.environ["PARABENCH_RUN"] = self.out  # the steps may write into this run's folder (docs/reliability.md)
         if self.build_log:  # none when installed: nothing is built
             shutil.move(self.build_log, os.path.join(self.out, "logs", "build.log"))
             self.build_log = ""
@@ -270,6 +310,7 @@ class Driver:
     def main(self):
         o = self.o
         if not o.dry_run:
+            self.claim_results_dir()
             self.install_and_build()
             self.check_acceptance_file()
         # ---- machine: ranks and launcher ----
@@ -323,6 +364,7 @@ def main(argv):
     if not paths.installed():  # installed, results go under the current directory (suite/paths.py)
         os.chdir(paths.HOME)
     opts = options.parse(argv)
+    environment.check()
     options.check_launch(opts)
     driver = Driver(opts)
     try:
@@ -330,6 +372,7 @@ def main(argv):
     except Interrupted as i:
         driver.interrupted(i.signum, i.proc)
     finally:
+        driver.release_unused_claim()
         if driver.build_log and os.path.exists(driver.build_log):
             os.unlink(driver.build_log)
 

@@ -6,6 +6,7 @@ import subprocess
 
 from suite import commands, estimate, manifest, models
 from suite import shapes as shaping
+from suite.environment import slurm_count
 from suite.options import hostfile_hosts, in_slurm_job
 
 
@@ -16,9 +17,9 @@ def assumed_ranks_per_node(o, nranks):
     rpn = o.ranks_per_node
     if not rpn and o.hostfile:
         rpn = -(-nranks // max(hostfile_hosts(o.hostfile), 1))
-    job_nodes = os.environ.get("SLURM_JOB_NUM_NODES", "")
-    if not rpn and in_slurm_job() and job_nodes.isdigit() and int(job_nodes) > 0:
-        rpn = -(-nranks // int(job_nodes))
+    job_nodes = slurm_count("SLURM_JOB_NUM_NODES")
+    if not rpn and in_slurm_job() and job_nodes > 0:
+        rpn = -(-nranks // job_nodes)
     return nranks if not rpn or rpn > nranks else rpn
 
 

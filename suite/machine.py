@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from suite import models, processes
+from suite.environment import slurm_count
 from suite.options import die_usage, in_slurm_job
 
 
@@ -59,9 +60,9 @@ def gpu_memory():
 
 
 def default_ranks(o, ncores, ngpus):
-    tasks = os.environ.get("SLURM_NTASKS", "")
+    tasks = slurm_count("SLURM_NTASKS")
     if tasks:
-        return int(tasks)
+        return tasks
     if o.hostfile:
         return o.slots
     if ngpus > 0:

@@ -7,6 +7,14 @@ import time
 
 from suite import atomic_file, version
 
+# What marks a folder as a run's results: the readers refuse any other folder, and no
+# program writes into one that is not its own run (docs/reliability.md, "A run's records").
+MARKERS = ("meta.json", "steps.tsv")
+
+
+def is_run(folder):
+    return any(os.path.lexists(os.path.join(folder, f)) for f in MARKERS)
+
 
 def read_steps(out):
     with open(os.path.join(out, "steps.tsv")) as f:

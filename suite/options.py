@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from suite import manifest, models, version
+from suite import environment, manifest, meta, models, version
 
 USAGE = """\
 parabench main job: install what is missing, build, run the whole suite on this
@@ -244,7 +244,7 @@ def enclosing_run(path):
     """The results folder of another run (it has meta.json or steps.tsv) that PATH lies in, or ""."""
     d = os.path.dirname(os.path.realpath(path))
     while True:
-        if any(os.path.exists(os.path.join(d, f)) for f in ("meta.json", "steps.tsv")):
+        if meta.is_run(d):
             return d
         up = os.path.dirname(d)
         if up == d:
@@ -259,16 +259,19 @@ def hostfile_slots(path):
     total = 0
     with open(path, errors="replace") as f:
         for n, line in enumerate(f, 1):
-            fields = line.split("#", 1)[0].split()
+            # "slots = 2" is "slots=2" to mpirun too
+            fields = re.sub(r"\s*=\s*", "=", line.split("#", 1)[0]).split()
             if not fields:
                 continue
             slots = 1
             for field in fields[1:]:
                 if field.startswith("slots="):
-                    if not re.fullmatch(r"[0-9]+", field[6:]):
+                    if not re.fullmatch(r"[0-9]{1,7}", field[6:]):
                         return f"line {n}: '{field}' is not a slot count"
                     slots = int(field[6:])
             total += slots
+            if total > MAX_RANKS:
+                return f"line {n}: more than {MAX_RANKS} slots in all"
     return total
 
 
@@ -316,7 +319,7 @@ def check_launch(o):
             die_env(f"--np {o.np} is more than the {slots} slots '{o.hostfile}' lists: mpirun would refuse every step; "
                     f"use --np {slots} or fewer, or add slots")
         o.slots = slots
-    tasks = os.environ.get("SLURM_NTASKS", "")
-    if os.environ.get("SLURM_JOB_ID") and tasks.isdigit() and o.np > int(tasks) and in_slurm_job():
+    tasks = environment.slurm_count("SLURM_NTASKS")
+    if os.environ.get("SLURM_JOB_ID") and tasks and o.np > tasks and in_slurm_job():
         die_env(f"--np {o.np} is more than this Slurm job's {tasks} tasks: srun would refuse every step; "
                 f"use --np {tasks} or fewer")

@@ -267,9 +267,9 @@ static int run_model(options *o, const char *cmdline)
         }
         if (n && !s[0].reject[0]) pb_plan_print_step(&s[0], stdout);
     }
-    int st = o->json ? pb_plan_write_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;
-    /* Nothing runnable is an answer a script must see: exit 1. */
+    /* Nothing runnable is an answer a script must see: exit 1, and no JSON a script could take for a plan. */
     int none = n == 0 || s[0].reject[0];
+    int st = o->json && !none ? pb_plan_write_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;
     free(s);
     if (st == PB_OK && none) {
         fprintf(stderr, "%s: no configuration is valid and fits; see the reasons above\n", pb_error_progname());

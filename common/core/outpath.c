@@ -109,6 +109,47 @@ static int refuse_read(const input_dir *d, const char *option, const char *path)
                                   "file it does not read", path, d->option, d->path);
 }
 
+/* Whether directory `dir` is a run's results folder: it holds meta.json or steps.tsv. */
+static int is_run(const char *dir)
+{
+    char f[PATH_MAX];
+    struct stat st;
+    for (int k = 0; k < 2; k++) {
+        int n = snprintf(f, sizeof f, "%s/%s", dir, k ? "steps.tsv" : "meta.json");
+        if (n > 0 && (size_t)n < sizeof f && lstat(f, &st) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The run folder that `file` (an absolute path) lies in, copied to run; 0 when none. */
+static int enclosing_run(const char *file, char *run, size_t len)
+{
+    snprintf(run, len, "%s", file);
+    for (char *slash = strrchr(run, '/'); slash; slash = strrchr(run, '/')) {
+        slash[slash == run] = '\0'; /* "/a" leaves "/" */
+        if (is_run(run)) return 1;
+        if (slash == run) return 0;
+    }
+    return 0;
+}
+
+/* A run's records are its own: an output inside a run folder is refused unless the
+ * run's driver started this program for it (PARABENCH_RUN names the folder), and
+ * never meta.json or steps.tsv, which only the driver writes. */
+static int refuse_run_record(const char *option, const entry *e)
+{
+    char real[PATH_MAX], run[PATH_MAX], own[PATH_MAX];
+    const char *where = e->exists && realpath(e->path, real) ? real : e->resolved;
+    if (!enclosing_run(where, run, sizeof run)) return PB_OK;
+    const char *base = strrchr(where, '/') + 1;
+    const char *owner = getenv("PARABENCH_RUN");
+    int record = strcmp(base, "meta.json") == 0 || strcmp(base, "steps.tsv") == 0;
+    if (!record && owner && realpath(owner, own) && strcmp(own, run) == 0) return PB_OK;
+    return pb_error_usage(option, "'%s' is inside the results folder of a run, '%s' (it holds meta.json or "
+                                  "steps.tsv); a run's records are never replaced, expected a file outside it",
+                          e->path, run);
+}
+
 static int add(const char *option, const char *path, int input)
 {
     if (!path || !*path) return pb_error_usage(option, "empty file name");
@@ -123,6 +164,11 @@ static int add(const char *option, const char *path, int input)
                .ino = exists ? st.st_ino : 0}; /* path borrowed until stored */
     snprintf(e.option, sizeof e.option, "%s", option);
     PB_TRY(resolve(option, path, input, &e.resolved));
+    int refused = input ? PB_OK : refuse_run_record(option, &e);
+    if (refused != PB_OK) {
+        free(e.resolved);
+        return refused;
+    }
     for (int i = 0; i < npaths; i++) {
         if ((input && paths[i].input) || !same_file(&e, &paths[i])) continue;
         free(e.resolved);
@@ -163,6 +209,9 @@ int pb_outpath_add_input_dir(const char *option, const char *dir, pb_outpath_rea
     struct stat st;
     if (!dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(dir, real))
         return pb_error_usage(option, "'%s' is not a directory; expected a results directory", dir ? dir : "");
+    if (!is_run(real))
+        return pb_error_usage(option, "'%s' is not a run's results folder (no meta.json or steps.tsv); expected "
+                                      "the --out of run_all.sh", dir);
     if (ndirs == MAX_DIRS) return pb_error_usage(option, "too many directories; at most %d per run", MAX_DIRS);
     input_dir d = {.path = strdup(dir), .real = strdup(strcmp(real, "/") == 0 ? "" : real), .reads = reads};
     snprintf(d.option, sizeof d.option, "%s", option);

@@ -11,7 +11,10 @@
  * call for the same option replaces its entry (the last --csv wins, as for
  * any option). Refused with PB_ERR_USAGE: an empty name, a name ending in
  * '/', a directory, the same file as another registered path (the message
- * names both options). PB_ERR_ENV: its directory is missing or not writable. */
+ * names both options), a file inside a run's results folder (one holding
+ * meta.json or steps.tsv) unless PARABENCH_RUN names that folder (the run's own
+ * steps; meta.json and steps.tsv never). PB_ERR_ENV: its directory is missing
+ * or not writable. */
 int pb_outpath_add(const char *option, const char *path);
 
 /* As pb_outpath_add, for a file the run reads: only an output naming the
@@ -24,7 +27,8 @@ typedef int (*pb_outpath_reads_fn)(const char *name);
 /* A directory the run reads files from (acceptance --results, plan --fit and
  * --calibrate): an output in it whose base name `reads` accepts is refused
  * with PB_ERR_USAGE naming both options, whichever was registered first.
- * PB_ERR_USAGE when `dir` is not a directory. */
+ * PB_ERR_USAGE when `dir` is not a directory, or not a run's results folder
+ * (it holds neither meta.json nor steps.tsv). */
 int pb_outpath_add_input_dir(const char *option, const char *dir, pb_outpath_reads_fn reads);
 
 /* Forget every registration (each parse of a command line starts empty). */

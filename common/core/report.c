@@ -169,7 +169,7 @@ static int csv_flush(pb_report *r)
     int err = errno;
     r->csv_failed = 1;
     __fpurge(r->csv);
-    if (ftruncate(fileno(r->csv), r->csv_good) != 0) err = errno;
+    if (r->csv_tmp[0] && ftruncate(fileno(r->csv), r->csv_good) != 0) err = errno; /* a device is not cut */
     return pb_fail(PB_ERR_ENV, "--csv %s: cannot write: %s", r->csv_path ? r->csv_path : r->csv_tmp, strerror(err));
 }
 
@@ -181,7 +181,7 @@ static int publish(pb_report *r)
 {
     if (r->published) return PB_OK;
     PB_TRY(csv_flush(r)); /* the header on disk first: a full disk keeps the old file, not an empty one */
-    if (r->csv && rename(r->csv_tmp, r->csv_path) != 0)
+    if (r->csv && pb_atomic_rename(r->csv_tmp, r->csv_path) != 0)
         return pb_fail(PB_ERR_ENV, "--csv %s: cannot write: %m", r->csv_path);
     r->published = 1;
     return PB_OK;
@@ -327,7 +327,7 @@ int pb_report_close(pb_report *r, int complete)
     if (status == PB_OK) status = csv_flush(r); /* "# complete" only whole, never cut */
     if (status == PB_OK && r->published && r->json_path) status = pb_report_json_write_atomic(r->json_path, r->root);
     if (r->csv && fclose(r->csv) != 0 && status == PB_OK) status = pb_fail(PB_ERR_ENV, "closing the CSV file failed");
-    if (r->csv && !r->published) unlink(r->csv_tmp); /* refused before any row: the old file stays */
+    if (r->csv && !r->published && r->csv_tmp[0]) unlink(r->csv_tmp); /* refused before any row: the old file stays */
     if (r->table) fflush(r->table);
     cJSON_Delete(r->root);
     free(r->json_path);

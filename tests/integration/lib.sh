@@ -220,3 +220,7 @@ emu_cleanup() {
     rm -rf "$TMP"
     exit "$rc"
 }
+
+# mark_run DIR...: make each DIR a run's results folder, as the readers require (a steps.tsv;
+# docs/reliability.md, "A run's records").
+mark_run() { local d; for d in "$@"; do mkdir -p "$d" && : >>"$d/steps.tsv"; done; }

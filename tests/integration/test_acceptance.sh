@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 ACC=$BIN/acceptance
 [ -x "$ACC" ] || { echo "FAIL: $ACC not built" >&2; exit 1; }
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
-R=$TMP/run; mkdir -p "$R"
+R=$TMP/run; mark_run "$R"
 cat >"$R/coll_sweep.csv" <<'CSV'
 # parabench coll_sweep
 collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong
@@ -58,13 +58,17 @@ root = ET.parse(sys.argv[1]).getroot()
 cases = root.findall(".//testcase")
 assert root.tag == "testsuites" and root.get("failures") == "6" and len(cases) == 6, root.attrib
 assert all(c.find("failure") is not None for c in cases)
+# The inner <testsuite>'s counts are its elements' (6 failures, 0 skipped: a swap shows).
+suite = root.find("testsuite")
+assert int(suite.get("failures")) == len(suite.findall(".//failure")) == 6, suite.attrib
+assert int(suite.get("skipped")) == len(suite.findall(".//skipped")) == 0, suite.attrib
 assert "line 1: busbw coll=allreduce" in cases[0].get("name")
 PY
 then pass "fail: JUnit XML parses and records 6 failures"; else fail "fail: JUnit XML"; fi
 
 # ---- a rule size halfway between two measured sizes takes the smaller, in either row order ----
 for order in up down; do
-    H=$TMP/tie-$order; mkdir -p "$H"
+    H=$TMP/tie-$order; mark_run "$H"
     { echo "collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong"
       small="allreduce,1048576,262144,2,intra,200,5.0,5.0,0"; large="allreduce,4194304,1048576,2,intra,4000,1.0,1.0,0"
       if [ $order = up ]; then printf '%s\n%s\n' "$small" "$large"; else printf '%s\n%s\n' "$large" "$small"; fi
@@ -94,7 +98,7 @@ expect_rc 2 "missing threshold file" -- "$ACC" -t "$TMP/nope.thr" -r "$R"
 # ---- a results path is taken literally, never as a pattern ----
 # 'a*' holds a good run; 'ab' (which the pattern a*/coll_sweep*.csv would also
 # read) a run cut short: only the literal directory may be read.
-mkdir -p "$TMP/lit/a*" "$TMP/lit/ab"
+mark_run "$TMP/lit/a*" "$TMP/lit/ab"
 cp "$ROOT/tests/acceptance_cases/good/coll_sweep.csv" "$TMP/lit/a*/coll_sweep.csv"
 cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/ab/coll_sweep.csv"
 printf 'busbw coll=allreduce size=64M >= 1 GB/s\n' >"$TMP/lit.thr"
@@ -104,7 +108,7 @@ cp "$ROOT/tests/acceptance_cases/cut/coll_sweep.csv" "$TMP/lit/a*/coll_sweep[1].
 expect_rc 1 "a file name with '[' is read too" -- "$ACC" -t "$TMP/lit.thr" -r "$TMP/lit/a*"
 expect_in "$TMP/out" "coll_sweep[1].csv:4: garbled row" "the bracketed file is named"
 # Only regular files are results: a directory and a dangling link named like one are passed over.
-mkdir -p "$TMP/lit/reg" "$TMP/lit/reg/coll_sweep_old.csv"
+mark_run "$TMP/lit/reg"; mkdir -p "$TMP/lit/reg/coll_sweep_old.csv"
 cp "$ROOT/tests/acceptance_cases/good/coll_sweep.csv" "$TMP/lit/reg/coll_sweep.csv"
 ln -s "$TMP/lit/reg/gone" "$TMP/lit/reg/coll_sweep_gone.csv"
 expect_rc 0 "a directory and a dangling link named coll_sweep*.csv are not results" -- \
@@ -112,7 +116,7 @@ expect_rc 0 "a directory and a dangling link named coll_sweep*.csv are not resul
 expect_in "$TMP/out" "1 passed, 0 failed, 0 skipped of 1 rules: PASS" "judged on the one regular file"
 
 # ---- JUnit XML stays well-formed whatever the rules and paths hold ----
-mkdir -p "$TMP/x<&\"'"
+mark_run "$TMP/x<&\"'"
 cp "$ROOT/tests/acceptance_cases/nan/coll_sweep.csv" "$TMP/x<&\"'/coll_sweep.csv"
 printf 'tp_comm_fraction mode=\xff\x01<&"\x1b <= 1 # invalid UTF-8 and control bytes in a selector\nbusbw coll=allreduce size=64M >= 1\n' >"$TMP/odd\xfe.thr"
 expect_rc 1 "odd bytes in rules and paths" -- "$ACC" -t "$TMP/odd\xfe.thr" -r "$TMP/x<&\"'" --junit "$TMP/odd.xml"
@@ -132,7 +136,7 @@ done
 # A rule that matches only rows the benchmark marked untrustworthy has no trustworthy data:
 # it fails with that reason, whatever the values (a noisy 269% overhead would pass "<= 5").
 # With a trustworthy row beside them, the rule is judged on that row alone.
-U=$TMP/untrusted; mkdir -p "$U"
+U=$TMP/untrusted; mark_run "$U"
 cat >"$U/dp_allreduce.csv" <<'CSV'
 nranks,link_class,grad_bytes,overlap,overhead,predicted_overhead,wrong
 2,intra,4194304,none,0.27,0.25,0

@@ -53,8 +53,8 @@ thr bommid "$rule\n\xef\xbb\xbf$rule\n"
 thr long "# $long\n$rule\n"
 thr nul "$rule\n\0\n"
 thr crlf "$rule\r\n"
-# results(NAME, PRINTF-TEXT): a results directory whose coll_sweep.csv is the text.
-results() { mkdir -p "$TMP/in/res-$1"; printf "$2" >"$TMP/in/res-$1/coll_sweep.csv"; }
+# results(NAME, PRINTF-TEXT): a run's results directory whose coll_sweep.csv is the text.
+results() { mark_run "$TMP/in/res-$1"; printf "$2" >"$TMP/in/res-$1/coll_sweep.csv"; }
 head='# parabench coll_sweep\ncollective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong\n'
 row='allreduce,67108864,16777216,2,intra,30000,2.2,3.0'
 results completemid "$head$row,0\n# complete\n$row,0\n"
@@ -69,7 +69,7 @@ results bommid "$head\xef\xbb\xbf$row,0\n# complete\n"
 results long "# $long$long\n$head$row,0\n# complete\n"
 results headeronly "$head# complete\n"
 results twocomplete "$head$row,0\n# complete\n# complete\n"
-mkdir -p "$TMP/in/empty" "$TMP/in/oldrun"
+mkdir -p "$TMP/in/empty" "$TMP/in/oldrun"; mark_run "$TMP/in/emptyrun"
 touch "$TMP/in/oldrun/steps.tsv" "$TMP/in/oldrun/meta.json"
 # case WORKER: every case of the table whose index is WORKER modulo WORKERS, one after
 # another, each with its own out/err files; prints ok:/FAIL: lines (its own counters

@@ -32,7 +32,7 @@ PY
 then pass "CSV has exactly the 4 measured rows, one '# complete', one command line; JSON is valid"
 else fail "escaped CSV/JSON"; fi
 # parabench's own reader: acceptance reads the file and trusts it
-mkdir -p "$TMP/r"; cp "$TMP/run.csv" "$TMP/r/coll_sweep.csv"
+mark_run "$TMP/r"; cp "$TMP/run.csv" "$TMP/r/coll_sweep.csv"
 printf 'coll_latency coll=allreduce size=64 <= 1000000 us\n' >"$TMP/t.thr"
 expect_rc 0 "acceptance reads the escaped CSV" -- "$BIN/acceptance" -t "$TMP/t.thr" -r "$TMP/r"
 expect_in "$TMP/out" "1 passed, 0 failed" "acceptance: the escaped CSV passes"
@@ -49,11 +49,13 @@ then pass "plan JSON valid, command one line"; else fail "plan JSON"; fi
 NL="$TMP/res
 name = injected
 x"
-mkdir -p "$NL"
+mark_run "$NL"
+export PARABENCH_RUN=$NL # these steps are the run's own, as run_all starts them
 expect_rc 0 "coll_sweep into a directory whose name holds a newline" -- \
     mpi 2 "$BIN/coll_sweep" --coll allreduce -b 8 -e 64K -n 2 -w 0 --csv "$NL/coll_sweep.csv"
 printf 'test,engine,dtype,size,rate,unit\ngemm,blas,float,256,50.0,GFLOP/s\n# complete\n' >"$NL/compute_probe.csv"
 expect_rc 0 "plan --calibrate a directory whose name holds a newline" -- "$BIN/plan" --calibrate "$NL" -o "$NL/cluster.txt"
+unset PARABENCH_RUN
 [ "$(grep -c '^#' "$NL/cluster.txt")" -eq 1 ] && ! grep -q '^x:' "$NL/cluster.txt" \
     && pass "cluster.txt: the directory stays in its one comment line" || fail "cluster.txt: the newline split the comment"
 expect_rc 0 "plan --cluster reads the cluster.txt back" -- "$BIN/plan" --model tiny --cluster "$NL/cluster.txt" --gpus 2

@@ -73,7 +73,7 @@ sweep "plan, a ranking with --json" --compare "$TMP/rank.json" -- \
 sweep "plan --reproduce" -- "$BIN/plan" --reproduce
 
 R=$TMP/run
-mkdir -p "$R"
+mark_run "$R"
 cat >"$R/coll_sweep.csv" <<'CSV'
 # parabench coll_sweep
 collective,bytes,count,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong

@@ -87,7 +87,7 @@ else fail "the heat map at scale"; sed 's/^/  | /' "$TMP/out" >&2; fi
 # Three node groups on hosts pbnode7, pbnode3, pbnode5. At 16 MiB the slowest allreduce group is
 # node2 (pbnode5) and the slowest allgather group node1 (pbnode3); at 1 MiB node0 is the slowest.
 G=$TMP/groups
-mkdir -p "$G"
+mark_run "$G"
 {
     echo '# hosts [{"name":"pbnode7","ranks":[0,1]},{"name":"pbnode3","ranks":[2,3]},{"name":"pbnode5","ranks":[4,5]}]'
     echo "collective,bytes,nranks,nnodes,link_class,time_us,algbw_GBps,busbw_GBps,wrong,group"

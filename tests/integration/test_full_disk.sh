@@ -126,7 +126,7 @@ ranks "hybrid_3d" 2 "$BIN/hybrid_3d" --model tiny --layers 2 --hidden 128 --seq 
 on_disk "hybrid_3d"
 
 # plan: its sweeps read from elsewhere, its outputs written to the full disk.
-mkdir "$TMP/sweeps"
+mark_run "$TMP/sweeps"
 # sizes to 1 MiB: under load, 8 B to 64 KiB once gave a slope the fit refused (no data, not the disk)
 mpi 2 "$BIN/coll_sweep" --coll allreduce -b 8 -e 1M -n 10 -w 1 --csv "$TMP/sweeps/coll_sweep.csv" >/dev/null 2>&1 \
     || fail "coll_sweep for plan --fit's input"

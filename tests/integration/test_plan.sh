@@ -130,13 +130,13 @@ expect_rc 2 "no mode" -- "$PLAN"
 expect_rc 2 "two modes" -- "$PLAN" --reproduce --fit /tmp
 expect_rc 2 "unknown option" -- "$PLAN" --frobnicate
 expect_rc 2 "--fit on a missing directory" -- "$PLAN" --fit "$TMP/nope"
-mkdir -p "$TMP/empty"
+mark_run "$TMP/empty"
 expect_rc 3 "--fit with no sweep data" -- "$PLAN" --fit "$TMP/empty"
 expect_in "$TMP/err" "no sweep data to fit" "--fit empty: message"
 
 # ---- --fit on synthetic data from known alpha and B ----
 # intra: a = 0.5 us, B = 8 GB/s; inter: a = 12 us, B = 0.6 GB/s; +-2% noise.
-R=$TMP/run; mkdir -p "$R"
+R=$TMP/run; mark_run "$R"
 awk -v seed=42 '
 function nz() { return 1 + 0.04 * (rand() - 0.5) }
 BEGIN {
@@ -260,12 +260,12 @@ line=$(head -1 "$TMP/fitx.csv")  # (the binary's path is quoted if it holds a bl
 [ "${line#\# command: }" != "$line" ] && [ "${line%" --fit $R --cluster $TMP/wrong-inter.txt --csv $TMP/fitx.csv"}" != "$line" ] &&
     pass "--fit --csv: the command line heads the file" || { fail "--fit --csv: command line"; head -1 "$TMP/fitx.csv" >&2; }
 # A collective sweep without a wrong column (nothing flagged) is fitted like one whose column says 0.
-C=$TMP/nowrong; mkdir -p "$C"
+C=$TMP/nowrong; mark_run "$C"
 awk -F, -v OFS=, '/^#/ { print; next } $NF != "3" { NF--; print }' "$R/coll_sweep_allreduce.csv" >"$C/coll_sweep_allreduce.csv"
 expect_rc 0 "--fit without a wrong column" -- "$PLAN" --fit "$C"
 expect_in "$TMP/out" "coll_sweep_allreduce.csv: 72 rows, 0 not used for the fit" "every row fitted when no row is flagged wrong"
 # --calibrate takes each link from the coll fit, else from the p2p fit.
-K=$TMP/cal; mkdir -p "$K"
+K=$TMP/cal; mark_run "$K"
 printf 'test,rate\ngemm,2000\n# complete\n' >"$K/compute_probe.csv"
 cp "$R/p2p_sweep.csv" "$K/"
 expect_rc 0 "--calibrate from p2p rows only" -- "$PLAN" --calibrate "$K" -o "$TMP/cal.txt"

@@ -11,7 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 R=$TMP/run
-mkdir -p "$R"
+mark_run "$R"
 cat >"$R/coll_sweep.csv" <<'EOF'
 # command: fabricated
 collective,bytes,nranks,link_class,time_us,algbw_GBps,busbw_GBps,wrong
@@ -104,7 +104,7 @@ expect_in "$R/summary.txt" "PP efficiency at m=8, p=2: 1f1b 0.80 vs theory 0.89 
 # with bw below bibw, and every other headline source. The expected lines and cells are computed
 # here from the CSVs; run_all.sh prints summary.txt as its end-of-run summary.
 H=$TMP/headlines
-mkdir -p "$H"
+mark_run "$H"
 cat >"$H/coll_sweep.csv" <<'EOF'
 # command: fabricated, 9 ranks on 3 nodes
 collective,bytes,nranks,nnodes,link_class,time_us,algbw_GBps,busbw_GBps,wrong,group

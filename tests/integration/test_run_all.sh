@@ -97,6 +97,15 @@ if grep -q '<failure' "$RUN/acceptance-junit.xml"; then fail "passing run: its J
     pass "passing run: its JUnit holds no failure"; fi
 if ! grep -q 'run_all.sh: failed:' "$TMP/stderr"; then pass "missed threshold: no benchmark step counted as failed"; else
     fail "missed threshold: a step failed besides the acceptance"; grep 'run_all.sh: failed:' "$TMP/stderr" >&2; fi
+# meta.json: a missed threshold is the acceptance step's verdict, not a failed step.
+python3 - "$TMP/run-fail/meta.json" <<'PY' && pass "missed threshold: meta.json's failed list is empty, the acceptance step's status is failed" ||
+import json, sys
+m = json.load(open(sys.argv[1]))
+status = {s["name"]: s["status"] for s in m["steps"]}
+assert m["failed"] == [], m["failed"]
+assert status["acceptance"] == "failed", status
+PY
+    fail "missed threshold: meta.json's failed list or the acceptance step's status"
 ran=$(cut -f1 "$TMP/run-fail/steps.tsv" 2>/dev/null | tr '\n' ' ')
 [ "$ran" = "coll_sweep p2p_sweep pp_pipeline acceptance report " ] &&
     pass "--steps: the named steps in the manifest's order, then acceptance and the report" ||

@@ -51,7 +51,7 @@ printf 'coll_sweep_intra\tok\t0\t1\t\n' >"$S/steps.tsv"
 expect_rc 0 "report.py on a run where node 2 is slow" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$S"
 
 U=$TMP/uniform
-mkdir -p "$U"
+mark_run "$U"
 sweep "$U" 10 10.2 9.8 10.1   10 10 9.9 10
 pairs "$U" ""
 cat >"$U/pp_trace.csv" <<'EOF'

@@ -115,8 +115,24 @@ static void decimal_strict(void **state)
 
 static int reads_csv(const char *name) { return strcmp(name, "in.csv") == 0; }
 
+/* Make `d` a run's results folder (it holds steps.tsv), or no longer one. */
+static void mark_run(const char *d, int on)
+{
+    char f[160];
+    snprintf(f, sizeof f, "%s/steps.tsv", d);
+    if (!on) {
+        assert_int_equal(remove(f), 0);
+        return;
+    }
+    FILE *fp = fopen(f, "w");
+    assert_non_null(fp);
+    fclose(fp);
+}
+
 /* A file an input directory's reader takes is refused as an output there,
- * whichever is registered first; other names in the directory are not. */
+ * whichever is registered first; other names in the directory are not (the
+ * run's own step: PARABENCH_RUN names it). A folder that is not a run is
+ * refused as an input directory. */
 static void input_dir_files_refused(void **state)
 {
     char in[128], other[128], sub[128];
@@ -125,6 +141,9 @@ static void input_dir_files_refused(void **state)
     snprintf(sub, sizeof sub, "%s/in", dir);
     pb_error_set_quiet_usage(1);
     pb_outpath_reset();
+    assert_int_equal(pb_outpath_add_input_dir("--fit", dir, reads_csv), PB_ERR_USAGE); /* not a run */
+    mark_run(dir, 1);
+    setenv("PARABENCH_RUN", dir, 1);
     assert_int_equal(pb_outpath_add_input_dir("--fit", dir, reads_csv), PB_OK);
     assert_int_equal(pb_outpath_add("--csv", in), PB_ERR_USAGE);
     assert_int_equal(pb_outpath_add("--csv", other), PB_OK);
@@ -138,6 +157,8 @@ static void input_dir_files_refused(void **state)
     assert_int_equal(pb_outpath_add_input_dir("--fit", other, reads_csv), PB_ERR_USAGE);
     remove(other);
     pb_outpath_reset();
+    unsetenv("PARABENCH_RUN");
+    mark_run(dir, 0);
 }
 
 /* What the registry holds. */
@@ -160,6 +181,9 @@ static void reset_frees_everything(void **state)
     char sub[128];
     snprintf(sub, sizeof sub, "%s/d", dir);
     assert_int_equal(mkdir(sub, 0700), 0);
+    mark_run(dir, 1); /* both input directories are runs; o.csv is the run's own output */
+    mark_run(sub, 1);
+    setenv("PARABENCH_RUN", dir, 1);
     pb_outpath_reset();
     register_some(sub);
     pb_outpath_reset();
@@ -167,6 +191,9 @@ static void reset_frees_everything(void **state)
     register_some(sub);
     pb_outpath_reset();
     assert_int_equal(mallinfo2().uordblks, before);
+    unsetenv("PARABENCH_RUN");
+    mark_run(sub, 0);
+    mark_run(dir, 0);
     rmdir(sub);
 }
 

@@ -39,6 +39,7 @@ CLASSES = [
     ("escaping", [("script", "tests/integration/test_escaping.sh"), ("unit", "tests/unit/test_escape.c", None)]),
     ("full disk", [("script", "tests/integration/test_full_disk.sh")]),
     ("acceptance inputs", [("table", "acceptance: untrustworthy results")]),
+    ("run records (issue 53)", [("script", "tests/integration/test_run_records.sh")]),
 ]
 
 CHECK_SH = re.compile(r"(^|[;&|]|then|else|do)\s*(expect_rc|expect_in|pass)\s")
