@@ -27,7 +27,7 @@ class Machine:
     @property
     def device(self):
         if self.gpus > 0:
-            return f"{self.gpus} GPUs" + (f" ({self.gpu_name}, {self.gpu_memory / 1e9:.0f} GB each)" if self.gpu_name else "")
+            return f"{self.gpus} GPUs" + (f" ({self.gpu_name}, {self.gpu_memory / 2**30:.0f} GiB each)" if self.gpu_name else "")
         return f"{self.cores} cores"
 
 
