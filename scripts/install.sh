@@ -78,7 +78,7 @@ install_all() {
     file 755 run_all.sh "$libexec/run_all.sh"
     for f in suite/*.py; do file 644 "$f" "$libexec/$f"; done
     file 644 common/plan/presets.def "$libexec/common/plan/presets.def" # the model table (suite/models.py)
-    for f in scripts/report.py scripts/suspects.py scripts/figure_data.py scripts/reproduce.py; do file 644 "$f" "$libexec/$f"; done
+    for f in scripts/report.py scripts/suspects.py scripts/figure_data.py scripts/reproduce.py scripts/training_step.py; do file 644 "$f" "$libexec/$f"; done
     file 755 scripts/bind-near-gpu.sh "$libexec/scripts/bind-near-gpu.sh"
     for f in plots/*.gp; do file 644 "$f" "$libexec/$f"; done
     # install.json marks the tree as installed: the binaries' folder relative to it, and the

@@ -26,13 +26,14 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from suite import atomic_file  # noqa: E402  (whole files or none)
+from suite import atomic_file, paths  # noqa: E402  (whole files or none; where the binaries are)
 from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
 from suite.meta import is_run  # noqa: E402
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
 import figure_data  # noqa: E402  (the figures' data that needs the hosts: the node-level matrix, group hosts)
+import training_step  # noqa: E402  (the model's step from the measured parts)
 
 FIGURES = [  # name, caption
     ("busbw", "Bus bandwidth vs message size, every collective"),
@@ -256,8 +257,22 @@ def fit_headlines(out):
 def headline_figures(out):
     """[(summary line, [figure rows])]: bus bandwidth per link class, p2p, DP overhead against its
     prediction, TP fraction, PP efficiency against theory, plan --fit's error."""
-    return (coll_headlines(out) + p2p_headlines(out) + dp_headlines(out) + tp_headlines(out) + pp_headlines(out)
-            + fit_headlines(out))
+    return (coll_headlines(out) + p2p_headlines(out) + step_headlines(out) + dp_headlines(out) + tp_headlines(out)
+            + pp_headlines(out) + fit_headlines(out))
+
+
+def step_headlines(out):
+    """The run's model's training step assembled from the measured parts (scripts/training_step.py),
+    beside the planner's prediction from the run's calibrated cluster file."""
+    s = training_step.assemble(out)
+    if not s:
+        return []
+    predicted = training_step.plan_step(out, s, os.path.join(paths.bin_dir(os.environ.get("BUILD", "build")), "plan"))
+    line = training_step.line(s)
+    if predicted:
+        line += f"; plan predicts {predicted:.3f} s from cluster.txt ({100 * (s['step_us'] / 1e6 / predicted - 1):+.0f}%)"
+    return [(line, [figure(f"training step of {s['model']} (TP {s['t']} x PP {s['p']} x DP {s['d']}), from measured "
+                           "parts", s["step_us"] / 1e6, "s", predicted, "plan --cluster cluster.txt" if predicted else "")])]
 
 
 def headlines(out):

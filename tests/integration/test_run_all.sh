@@ -24,6 +24,10 @@ if grep -Eq '^parabench quick run: 2 ranks \(.*\), [0-9]+:[0-5][0-9]$' "$TMP/std
 else fail "summary: no header ending in M:SS: $(grep '^parabench quick run' "$TMP/stdout")"; fi
 expect_in "$TMP/stdout" "allreduce busbw, intra-node:" "summary: headline bus bandwidth"
 expect_in "$TMP/stdout" "PP efficiency" "summary: pipeline efficiency against theory"
+expect_in "$TMP/stdout" "training step of tiny-gqa at TP 2 x PP 1 x DP 1" "summary: the CPU model's step from measured parts"
+grep -Eq "training step of .* s from measured parts, MFU [0-9.]+% of the best GEMM rate compute_probe measured .*; plan predicts [0-9.]+ s from cluster.txt" \
+    "$TMP/stdout" && pass "summary: the step's MFU and the planner's prediction beside it" \
+    || fail "summary: the step line lacks MFU or plan's prediction: $(grep 'training step' "$TMP/stdout")"
 expect_in "$TMP/stdout" "report: $RUN/report.md" "summary: where the report is"
 expect_in "$TMP/stdout" "acceptance: 3 passed, 0 failed" "summary: acceptance verdict"
 if [ -s "$TMP/stderr" ] && grep -q '^run_all: \[' "$TMP/stderr"; then fail "--quiet still prints progress"; else pass "--quiet: no progress lines"; fi
