@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from suite import commands, dry_run, environment, machine as machines, manifest, meta, options, paths, processes, version
+from suite import shapes as shaping
 from suite.processes import SIGNALS, Interrupted
 
 
@@ -195,6 +196,9 @@ class Driver:
         if why:
             self.record(step.name, "skipped", "-", 0, why)
             self.say(f"  skipped: {why}")
+            if why.startswith(shaping.DOES_NOT_FIT):  # the GPU is too small for the model: an environment error
+                self.failed.append(f"{step.name}(does not fit the GPU)")
+                self.causes.add(ENVIRONMENT)
             return
         err = os.path.join(self.out, "logs", step.name + ".err")
         if step.kind != manifest.SCRIPT and not os.access(os.path.join(self.bin, step.binary), os.X_OK):

@@ -36,6 +36,7 @@ PP_MAX_NODES = 8  # stages across nodes
 PP_MAX_ONE_NODE = 4  # stages on a single node
 MB_CAP = 32  # micro-batches a pipeline runs at most: its step time grows with them (efficiency is near m/(m+p-1) by 32)
 GRAD_MAX = 64 << 30  # the largest --grad-bytes dp_allreduce accepts (PB_SIZE_MAX)
+DOES_NOT_FIT = "does not fit"  # how a memory skip begins: run_all ends such a run with exit 3
 MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
 STEPS = ("coll_sweep_intra", "dp_allreduce", "tp_layer", "pp_pipeline", "hybrid_3d")
@@ -135,7 +136,7 @@ def _too_big(need, memory, what):
     """Why `need` bytes do not fit a GPU of `memory` (0: unknown, not checked), or ""."""
     if not memory or need <= MEMORY_USE * memory:
         return ""
-    return "does not fit: %s needs %s a GPU, more than %d%% of its %s" % (what, _mib(need), 100 * MEMORY_USE,
+    return DOES_NOT_FIT + ": %s needs %s a GPU, more than %d%% of its %s" % (what, _mib(need), 100 * MEMORY_USE,
                                                                         _mib(memory))
 
 
@@ -205,7 +206,8 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     grads = sorted({max(es, g // 4 // es * es), max(es, g // 2 // es * es), g})
     dp_mem = models.run_memory(m, 1, cap_layers, 1, g, es)
     why = _too_big(dp_mem["total"], memory, "the gradient buffer and %s" % _n(cap_layers, "layer")) or \
-        ("a rank's gradient of %s is more than dp_allreduce's %s" % (_mib(g), _mib(GRAD_MAX)) if g > GRAD_MAX else "")
+        (DOES_NOT_FIT + ": a rank's gradient of %s is more than dp_allreduce's %s" % (_mib(g), _mib(GRAD_MAX))
+         if g > GRAD_MAX else "")
     if why:
         out.append(_skip("dp_allreduce", why))
     else:
