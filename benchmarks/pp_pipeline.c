@@ -129,7 +129,7 @@ _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index
 /* Everything one rank needs to run steps. */
 typedef struct pp_run {
     pb_bench *b;
-    const pp_opts *o;
+    pp_opts *o; /* the engine sets the default precision (pb_workload_opts_precision) */
     MPI_Comm pipe;            /* this rank's pipeline (rank = stage) */
     int p, v, stage, replica, replicas;
     pb_pp_exec *ex;
@@ -200,7 +200,7 @@ static int max_in(const int64_t *v, size_t n)
 static int pp_setup(pp_run *r)
 {
     pb_bench *b = r->b;
-    const pp_opts *o = r->o;
+    pp_opts *o = r->o;
     const pb_compute *eng = NULL;
     int status = pb_workload_opts_engine(&o->work, b->be, b->w.local_rank, o->common.gpu_offset, &eng);
     if (status == PB_OK && b->be->mem != eng->mem)

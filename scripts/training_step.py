@@ -137,7 +137,8 @@ def line(s):
     share = ", ".join(f"{k.replace('_', ' ')} {100 * v / s['step_us']:.0f}%" for k, v in parts.items())
     mfu = f", MFU {100 * s['mfu']:.1f}% of {s['peak_what']}" if s["mfu"] is not None else ""
     return (f"training step of {s['model']} at TP {s['t']} x PP {s['p']} x DP {s['d']}, {s['m']} micro-batches: "
-            f"{s['step_us'] / 1e6:.3f} s from measured parts{mfu} ({share})")
+            f"{s['step_us'] / 1e6:.3f} s from measured parts{mfu} ({share}); per-layer times scaled to a stage's "
+            f"{s['layers_per_stage']} layers")
 
 
 def plan_step(out, s, plan_bin):

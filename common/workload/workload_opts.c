@@ -25,9 +25,9 @@ static pb_options_opt workload_opts[] = {
     {"seq", 0, "S", "sequence length s (overrides the preset)", W_SEQ},
     {"micro-batch", 0, "B", "sequences per micro-batch b (default 1)", W_MB},
     {"attn-scores", 0, "0|1", "also run the attention-score GEMMs, 4*b*s^2*h FLOPs (default 1)", W_SCORES},
-    {"compute-dtype", 0, "TYPE", "GEMM storage type: float or bfloat16 (bf16 runs in fp32 where the CPU lacks it)",
-     W_CDTYPE},
-    {"grad-dtype", 0, "TYPE", "gradient type: float or bfloat16", W_GDTYPE},
+    {"compute-dtype", 0, "TYPE", "GEMM storage type: float or bfloat16 (default bfloat16 on a GPU engine, float on the "
+     "host; bf16 runs in fp32 where the CPU lacks it)", W_CDTYPE},
+    {"grad-dtype", 0, "TYPE", "gradient type: float or bfloat16 (default as --compute-dtype's)", W_GDTYPE},
     {"engine", 0, "NAME", NULL, W_ENGINE},
     {"threads", 0, "N", "BLAS threads per rank (default 1: ranks do not fight over cores)", W_THREADS},
     {"seed", 0, "N", "seed of the weights and inputs", W_SEED},
@@ -82,8 +82,8 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case W_SEQ: PB_TRY(pb_parse_int(option, arg, 1, 1 << 24, &v)); o->seq = v; return PB_OK;
     case W_MB: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->micro_batch = v; return PB_OK;
     case W_SCORES: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->attn_scores = (int)v; return PB_OK;
-    case W_CDTYPE: return float_or_bf16(option, arg, &o->compute_dtype);
-    case W_GDTYPE: return float_or_bf16(option, arg, &o->grad_dtype);
+    case W_CDTYPE: o->compute_dtype_given = 1; return float_or_bf16(option, arg, &o->compute_dtype);
+    case W_GDTYPE: o->grad_dtype_given = 1; return float_or_bf16(option, arg, &o->grad_dtype);
     case W_ENGINE:
         PB_TRY(pb_compute_check_name(option, arg));
         o->engine = arg;
@@ -137,13 +137,21 @@ pb_layer_shape pb_workload_opts_layer_shape(const pb_workload_opts *o, int64_t h
                             .attn_scores = o->attn_scores, .dtype = o->compute_dtype};
 }
 
-int pb_workload_opts_engine(const pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
+void pb_workload_opts_precision(pb_workload_opts *o, pb_mem_kind engine_mem)
+{
+    pb_dtype t = engine_mem == PB_MEM_DEVICE ? PB_BFLOAT16 : PB_FLOAT32;
+    if (!o->compute_dtype_given) o->compute_dtype = t;
+    if (!o->grad_dtype_given) o->grad_dtype = t;
+}
+
+int pb_workload_opts_engine(pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out)
 {
     int device_backend = be && be->mem == PB_MEM_DEVICE;
     const char *name = o->engine;
     if (!name || !*name) name = pb_compute_default(device_backend ? PB_MEM_DEVICE : PB_MEM_HOST);
     PB_TRY(pb_compute_select("--engine", name, out));
+    pb_workload_opts_precision(o, (*out)->mem);
     if (pb_faults_fail("engine")) return pb_fail(PB_ERR_ENV, "engine %s: initialisation failed", name);
     if ((*out)->mem == PB_MEM_DEVICE && !device_backend) {
         char gpu[160];

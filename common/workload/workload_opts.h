@@ -22,6 +22,7 @@ typedef struct pb_workload_opts {
     int attn_scores;         /* --attn-scores 0|1 */
     pb_dtype compute_dtype;  /* --compute-dtype float|bfloat16 */
     pb_dtype grad_dtype;     /* --grad-dtype float|bfloat16 */
+    int compute_dtype_given, grad_dtype_given; /* else the engine's memory decides (pb_workload_opts_precision) */
     const char *engine;      /* --engine NAME of the engine table (default: follows --backend's memory) */
     int threads;             /* --threads: BLAS threads per rank */
     uint64_t seed;           /* --seed */
@@ -45,11 +46,15 @@ int pb_workload_opts_resolve(pb_workload_opts *o);
  * tp_rank of a TP group of tp_size: the MLP width scales with h as above. */
 pb_layer_shape pb_workload_opts_layer_shape(const pb_workload_opts *o, int64_t h, int64_t s, int tp_size, int tp_rank);
 
-/* Engine by name, initialised with the thread count; "" or NULL picks cublas
+/* The precision training uses where the user gave none: bf16 GEMMs and
+ * gradients on a GPU engine (mem PB_MEM_DEVICE), fp32 on the host. */
+void pb_workload_opts_precision(pb_workload_opts *o, pb_mem_kind engine_mem);
+
+/* Engine by name, initialised with the thread count (and the precision above); "" or NULL picks cublas
  * when the backend's buffers are on a GPU and blas otherwise. A cuBLAS engine
  * next to a host-memory backend binds this rank's GPU itself (local rank +
  * gpu_offset), since the backend did not. */
-int pb_workload_opts_engine(const pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
+int pb_workload_opts_engine(pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out);
 
 #endif

@@ -16,6 +16,7 @@
 #include "workload/bucket.h"
 #include "workload/dp.h"
 #include "workload/ordering.h"
+#include "workload/workload_opts.h"
 #include "core/error.h"
 #include "plan/model.h"
 #include "plan/presets.h"
@@ -615,6 +616,42 @@ static void test_layer_shares_must_cover_the_buffer(void **state)
     pb_dp_destroy(dp);
 }
 
+/* The model options: a preset resized by --hidden and --heads keeps its form (the MLP's width
+ * per h, the query heads per KV head), explicit --ffn and --kv-heads win, and the precision
+ * is bf16 on a GPU engine unless given. */
+static void test_workload_model_options(void **state)
+{
+    (void)state;
+    pb_workload_opts o;
+    pb_workload_opts_defaults(&o, "llama-70b");
+    o.hidden = 4096;
+    o.heads = 32;
+    assert_int_equal(pb_workload_opts_resolve(&o), PB_OK);
+    assert_int_equal(o.model.ffn, 28672 / 2);   /* 3.5h */
+    assert_int_equal(o.model.kv_heads, 4);      /* 8 query heads a KV head */
+    assert_int_equal(o.declared.hidden, 8192);  /* --params preset counts the model as declared */
+    pb_layer_shape sh = pb_workload_opts_layer_shape(&o, 2048, 512, 2, 1);
+    assert_int_equal(sh.ffn, 7168);             /* a swept hidden size keeps 3.5h */
+    assert_true(sh.gated && sh.kv_heads == 4 && sh.s == 512 && sh.tp_rank == 1);
+    pb_workload_opts_defaults(&o, "llama-70b");
+    o.ffn = 1000;
+    o.kv_heads = 16;
+    assert_int_equal(pb_workload_opts_resolve(&o), PB_OK);
+    assert_true(o.model.ffn == 1000 && o.model.kv_heads == 16);
+    o.kv_heads = 3; /* does not divide 64 */
+    assert_int_equal(pb_workload_opts_resolve(&o), PB_ERR_USAGE);
+
+    pb_workload_opts_defaults(&o, "tiny");
+    pb_workload_opts_precision(&o, PB_MEM_DEVICE);
+    assert_true(o.compute_dtype == PB_BFLOAT16 && o.grad_dtype == PB_BFLOAT16);
+    pb_workload_opts_defaults(&o, "tiny");
+    pb_workload_opts_precision(&o, PB_MEM_HOST);
+    assert_true(o.compute_dtype == PB_FLOAT32 && o.grad_dtype == PB_FLOAT32);
+    o.grad_dtype = PB_FLOAT32, o.grad_dtype_given = 1; /* what the user asked for stays */
+    pb_workload_opts_precision(&o, PB_MEM_DEVICE);
+    assert_true(o.compute_dtype == PB_BFLOAT16 && o.grad_dtype == PB_FLOAT32);
+}
+
 int main(int argc, char **argv)
 {
     int level = 0;
@@ -623,6 +660,7 @@ int main(int argc, char **argv)
     E->init(NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_identity_and_scaling),
+        cmocka_unit_test(test_workload_model_options),
         cmocka_unit_test(test_layer_shares_must_cover_the_buffer),
         cmocka_unit_test(test_finish_reduces_what_was_not_posted),
         cmocka_unit_test(test_layout_random),
