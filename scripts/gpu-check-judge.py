@@ -5,8 +5,9 @@
   gpu-check-judge.py expected GPU_NAME              the node's expected busbw ceiling
   gpu-check-judge.py busbw CSV GPU_NAME RANKS       allreduce busbw vs that expectation
   gpu-check-judge.py devtime BATCHED.csv SINGLE.csv devtime of a batch vs one event pair per operation
-  gpu-check-judge.py tp-vs-gemm TP.csv PROBE.csv    tp_layer compute time vs GEMM FLOPs / GEMM rate
-                                                    (the probe of tp_layer's dtype: fp32 by default)
+  gpu-check-judge.py tp-vs-gemm TP.csv PROBE.csv... tp_layer compute time vs GEMM FLOPs / GEMM rate
+                                                    (the probe of tp_layer's dtype, from whichever file has it:
+                                                    bf16 on a GPU engine by default)
   gpu-check-judge.py torch-ref OUT.csv N            time torch.matmul (N x N) and copy_ (needs PyTorch and a GPU)
   gpu-check-judge.py vs-torch TORCH.csv PROBE.csv.. compute_probe vs the PyTorch figures
   gpu-check-judge.py summary DIR                    write DIR/gpu-check.md from DIR/summary.txt
@@ -152,17 +153,17 @@ def cmd_devtime(batched_csv, single_csv):
             f"at {hi} B batch/pair = {agree:.3f}")
 
 
-def cmd_tp_vs_gemm(tp_csv, probe_csv):
+def cmd_tp_vs_gemm(tp_csv, *probe_csvs):
     tp = [x for x in rows(tp_csv) if num(x.get("compute_us")) and num(x.get("gflops")) and num(x.get("step_us"))]
     if not tp:
         return "FAIL: no tp_layer row with compute_us, gflops and step_us"
     x = tp[0]
     flops = num(x["gflops"]) * num(x["step_us"]) * 1e3   # per layer: gflops = flops / step_us
     hidden, dtype = int(num(x["hidden"])), x.get("dtype", "")
-    probe = [p for p in rows(probe_csv) if p.get("test") == "gemm" and num(p.get("rate"))]
+    probe = [p for f in probe_csvs for p in rows(f) if p.get("test") == "gemm" and num(p.get("rate"))]
     same = [p for p in probe if p.get("dtype") == dtype]
     if not same:
-        return (f"FAIL: no {dtype} GEMM rate in {os.path.basename(probe_csv)} (it has "
+        return (f"FAIL: no {dtype} GEMM rate in {', '.join(map(os.path.basename, probe_csvs))} (they have "
                 f"{', '.join(sorted({p.get('dtype', '?') for p in probe})) or 'none'}): tp_layer ran in {dtype}")
     near = min(same, key=lambda p: abs(num(p["size"]) - hidden))
     rate = num(near["rate"]) * 1e9   # GFLOP/s
@@ -311,6 +312,9 @@ def main(argv):
             "tp-vs-gemm": (cmd_tp_vs_gemm, 2), "torch-ref": (cmd_torch_ref, 2), "summary": (cmd_summary, 1)}
     if len(argv) >= 2 and argv[1] == "vs-torch" and len(argv) >= 4:
         print(cmd_vs_torch(*argv[2:]))
+        return 0
+    if len(argv) >= 2 and argv[1] == "tp-vs-gemm" and len(argv) >= 4:  # TP.csv and one probe file or more
+        print(cmd_tp_vs_gemm(*argv[2:]))
         return 0
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
         print(__doc__, file=sys.stderr)

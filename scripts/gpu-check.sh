@@ -525,6 +525,7 @@ standin() {
       --sizes) if [ "$prog" = compute_probe ] && [ "$REH_CAP" -gt 0 ]; then printf '%s\n' "$a" "$(cap_list "$REH_GEMM" "$1")"
                else printf '%s\n' "$a" "$(cap_list "$REH_CAP" "$1")"; fi; shift; continue ;;
       --model) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' --model tiny --seq 32; shift; continue; } ;;
+      --seq-list) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' --seq-list 32; shift; continue; } ;;
       torch-ref) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' "$a" "$1" "$(cap_list "$REH_GEMM" "$2")"; shift 2; continue; } ;;
     esac
     case "${a##*/}" in coll_sweep|p2p_sweep|compute_probe|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d) prog=${a##*/} ;; esac
@@ -620,9 +621,13 @@ for n in $NS; do
   tpn=1; [ "$n" = "$NP" ] && tpn=$T
   step dp-nccl-$n "$n" "$TO" h_dp -- $(launch "$n" dp_allreduce --backend nccl --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 5 -w 2 $Q --csv dp-nccl-$n.csv --json dp-nccl-$n.json)
   step tp-nccl-$n "$n" "$TO" h_tp -- $(launch "$n" tp_layer --backend nccl --engine cublas --tp "$tpn" $M -n 5 -w 2 $Q --csv tp-nccl-$n.csv --json tp-nccl-$n.json)
-  [ "$n" = 1 ] && py_step tp-vs-gemm-rate 1 tp-vs-gemm tp-nccl-1.csv probe-fp32.csv   # tp_layer computes in fp32 by default
+  [ "$n" = 1 ] && py_step tp-vs-gemm-rate 1 tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv   # bf16 on cuBLAS by default
   step pp-nccl-$n "$n" "$TO" h_pp -- $(launch "$n" pp_pipeline --backend nccl --engine cublas --stages "$n" --layers $((2 * n)) --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-nccl-$n.csv --json pp-nccl-$n.json)
 done
+# The model a user trains, at its real size on one GPU: one Llama-3-8B layer (grouped-query
+# attention, SwiGLU, bf16) at its 8192 tokens, its compute against the bf16 GEMM rate.
+step model-tp-1 1 "$TO" h_tp -- $(launch 1 tp_layer --backend nccl --engine cublas --tp 1 --model llama3-8b --layers 1 --seq-list 8192 -n 5 -w 2 $Q --csv model-tp-1.csv --json model-tp-1.json)
+py_step model-tp-vs-gemm-rate 1 tp-vs-gemm model-tp-1.csv probe-bf16.csv probe-fp32.csv
 if [ "$NP" -ge 2 ] && [ $((NP % 2)) = 0 ]; then
   step hybrid-nccl-$NP "$NP" "$TO" h_hy -- $(launch "$NP" hybrid_3d --backend nccl --engine cublas --tp 2 --pp $((NP / 2)) $M --layers "$NP" -n 3 -w 1 $Q --csv hybrid-nccl-$NP.csv --json hybrid-nccl-$NP.json)
 else

@@ -323,8 +323,13 @@ big = max(int(r["bytes"]) for r in rows)
 t = max(float(r["time_us"]) for r in rows if int(r["bytes"]) == big)
 assert int(m.group(1)) == big and abs(float(m.group(2)) - t) <= 1e-3 * t + 1e-6, (m.groups(), big, t)
 PY
-# tp_layer computes in fp32: judged against the fp32 probe alone
-grep -q '^rehearsed as: .*gpu-check-judge.py tp-vs-gemm tp-nccl-1.csv probe-fp32.csv$' "$TMP/reh/check.log" && pass "tp-vs-gemm: tp_layer against the fp32 probe" || fail "tp-vs-gemm arguments: $(grep 'tp-vs-gemm tp-nccl' "$TMP/reh/check.log" | head -1)"
+# tp_layer computes in bf16 on cuBLAS (fp32 on the BLAS stand-in): judged against the probe of its type
+grep -q '^rehearsed as: .*gpu-check-judge.py tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv$' "$TMP/reh/check.log" && pass "tp-vs-gemm: tp_layer against the probes of both types" || fail "tp-vs-gemm arguments: $(grep 'tp-vs-gemm tp-nccl' "$TMP/reh/check.log" | head -1)"
+# the model a user trains at its real size: one Llama-3-8B layer at 8192 tokens (rehearsed at 32)
+grep -q '^rehearsed as: .* tp_layer --backend mpi --mem host --engine blas --tp 1 --model tiny --seq 32 --layers 1 --seq-list 32 ' "$TMP/reh/check.log" \
+    && pass "model-tp-1: the 8B layer's step, rehearsed small" || fail "model-tp-1: $(grep 'model-tp-1' "$TMP/reh/check.log" | head -2)"
+grep -q -- '--model llama3-8b --layers 1 --seq-list 8192' "$TMP/plan" 2>/dev/null || grep -rq -- '--model llama3-8b --layers 1 --seq-list 8192' "$TMP/reh/" \
+    && pass "model-tp-1: planned at the 8B shape" || fail "model-tp-1: the GPU command does not run llama3-8b at 8192"
 # PyTorch runs with the LD_LIBRARY_PATH the check started with, not a bundle's
 grep -q '^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$' "$TMP/reh/check.log" && pass "torch-ref: the LD_LIBRARY_PATH from before the bundle" || fail "torch-ref command: $(grep 'torch-ref torch-ref' "$TMP/reh/check.log" | head -1)"
 # compute_probe warms the GPU up (clocks ramp from idle) before it times
@@ -373,7 +378,7 @@ PY
   [ $? = 1 ] && grep -q '^FAIL' "$TMP/bad-$name/summary.txt" && pass "rehearsal fails: $name ($(grep -m1 '^FAIL' "$TMP/bad-$name/summary.txt" | cut -c41-120))" \
       || fail "rehearsal did not fail: $name"
 }
-bad judge-arguments probe-fp32,probe-bf16,tp-nccl-1,tp-vs-gemm-rate "tp-vs-gemm tp-nccl-1.csv probe-fp32.csv" "tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv"
+bad judge-arguments probe-fp32,probe-bf16,tp-nccl-1,tp-vs-gemm-rate "tp-vs-gemm tp-nccl-1.csv probe-bf16.csv probe-fp32.csv" "tp-vs-gemm tp-nccl-1.csv"
 bad filter-never-matches coll-nccl-1 'peak=$(csvagg "$c" busbw_GBps max)' 'peak=$(csvagg "$c" busbw_GBs max)'
 bad missing-file devtime-pair-1,devtime-batch-1,devtime-vs-pair "devtime devtime-batch-1.csv devtime-pair-1.csv" "devtime devtime-batch-1.csv devtime-pair.csv"
 bad sweep-short-of-e devtime-pair-1 "-b 16 -e 256M -f 16 -n 50 -w 5 \$Q --csv devtime-pair-1.csv" "-b 8 -e 256M -f 16 -n 50 -w 5 \$Q --csv devtime-pair-1.csv"
