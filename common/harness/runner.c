@@ -168,7 +168,10 @@ static double whole_loop(run_state *s, const pb_runner_op *op, int n, double per
     double t0 = pb_timing_now_us();
     pb_watchdog_arm_at(0, "operation", t0);
     for (int i = 0; i < n && status == PB_OK; i++) {
-        if (--until_rearm == 0) pb_watchdog_arm(i, "operation"), until_rearm = stride;
+        if (--until_rearm == 0) {
+            pb_watchdog_arm(i, "operation");
+            until_rearm = stride;
+        }
         status = op->issue(op->ctx, i);
     }
     if (status == PB_OK) {
