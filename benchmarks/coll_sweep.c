@@ -2,7 +2,9 @@
  * report them: time, algbw, busbw and #wrong per size.
  *
  * Two clocks, as nccl-tests has: `time` (and algbw, busbw from it) is the host
- * clock around issue + stream synchronization of each iteration; `devtime` is
+ * clock around a whole loop of back-to-back iterations and one stream
+ * synchronization, divided by the count (min, median, p99 and max come from a
+ * shorter pass timed iteration by iteration after it); `devtime` is
  * the device time per operation of a batch of back-to-back operations between
  * two CUDA events on the communication stream, as nccl-tests times a batch
  * (stream-ordered backends only; coll_exec.h). -G replays a CUDA graph of the
@@ -97,6 +99,8 @@ enum {
     COL_BUSBW_GBPS,
     COL_WRONG,
     COL_GROUP,
+    COL_SAMPLE_ITERS,
+    COL_TIME_US_SAMPLE_MEAN,
     NCOLS
 };
 
@@ -122,6 +126,9 @@ static const pb_report_column cols[] = {
     [COL_BUSBW_GBPS] = {"busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3, "GB/s"},
     [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 7, 0, ""},
     [COL_GROUP] = {"group", "group", "", PB_COL_STR, 8, 0, ""}, /* "world", or the node / rail (--groups) */
+    /* The sample pass (docs/METRICS.md "Time"): its iterations and their mean; last, so no reader's column moves. */
+    [COL_SAMPLE_ITERS] = {"sample_iters", NULL, NULL, PB_COL_INT, 0, 0, ""},
+    [COL_TIME_US_SAMPLE_MEAN] = {"time_us_sample_mean", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -134,9 +141,10 @@ typedef struct iter_ctx {
 
 /* One size's result in one group, as its leader has it. */
 typedef struct group_row {
-    pb_stats st;
+    double time_us, rankmax_us; /* the whole loop's: mean and max over the ranks */
+    pb_stats st;                /* the sample pass's */
     double dev_us;
-    int done, nranks, nnodes;
+    int done, samples, nranks, nnodes;
     long long wrong;
     size_t bytes, count; /* the group's shape: groups of other sizes split the buffer otherwise */
     char name[32], link[8];
@@ -144,12 +152,12 @@ typedef struct group_row {
 
 static double busbw_of(const iter_ctx *x, const group_row *r)
 {
-    return r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 * pb_busbw_factor(x->op.coll, r->nranks) : 0;
+    return r->time_us > 0 ? (double)r->bytes / r->time_us / 1e3 * pb_busbw_factor(x->op.coll, r->nranks) : 0;
 }
 
 static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
 {
-    double algbw = r->st.mean > 0 ? (double)r->bytes / r->st.mean / 1e3 : 0;
+    double algbw = r->time_us > 0 ? (double)r->bytes / r->time_us / 1e3 : 0;
     const pb_coll_desc *d = pb_coll_desc_of(x->op.coll);
     pb_report_value v[NCOLS] = {
         [COL_COLLECTIVE] = PB_S(d->name),
@@ -162,17 +170,19 @@ static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
         [COL_NNODES] = PB_I(r->nnodes),
         [COL_LINK_CLASS] = PB_S(r->link),
         [COL_ITERS] = PB_I(r->done),
-        [COL_TIME_US] = PB_F(r->st.mean),
+        [COL_TIME_US] = PB_F(r->time_us),
         [COL_TIME_US_MIN] = PB_F(r->st.min),
         [COL_TIME_US_MAX] = PB_F(r->st.max),
         [COL_TIME_US_MEDIAN] = PB_F(r->st.median),
         [COL_TIME_US_P99] = PB_F(r->st.p99),
-        [COL_TIME_US_RANKMAX] = PB_F(r->st.rankmax),
+        [COL_TIME_US_RANKMAX] = PB_F(r->rankmax_us),
         [COL_TIME_US_DEVICE] = PB_F(r->dev_us),
         [COL_ALGBW_GBPS] = PB_F(algbw),
         [COL_BUSBW_GBPS] = PB_F(busbw_of(x, r)),
         [COL_WRONG] = PB_I(x->o->check ? r->wrong : -1),
         [COL_GROUP] = PB_S(r->name),
+        [COL_SAMPLE_ITERS] = PB_I(r->samples),
+        [COL_TIME_US_SAMPLE_MEAN] = PB_F(r->st.mean),
     };
     return pb_report_row(b->rep, v);
 }
@@ -211,6 +221,19 @@ static int warm_up_sweep(pb_bench *b, pb_coll_op *x, int nranks, uint64_t larges
     return pb_world_agree(&b->w, status);
 }
 
+/* Time one size on the group: the whole loop gives time and rankmax, the
+ * sample pass the statistics (docs/METRICS.md "Time"). */
+static int time_size(iter_ctx *x, const pb_runner_cfg *loop, double *samples, group_row *r)
+{
+    pb_runner_op timed = {pb_coll_op_start, pb_coll_op_wait, &x->op};
+    pb_runner_whole whole;
+    PB_TRY(pb_runner_time_whole(x->g->comm, loop, &timed, samples, &whole));
+    r->done = whole.iters;
+    r->samples = whole.samples;
+    pb_runner_whole_across(x->g->comm, whole.loop_us, &r->time_us, &r->rankmax_us);
+    return pb_runner_gather_stats(x->g->comm, samples, whole.samples, &r->st);
+}
+
 /* One collective over the whole sweep. Adds to the busbw sum and wrong count. */
 static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,
                             int *rows, long long *wrong_sum)
@@ -247,8 +270,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         snprintf(r.name, sizeof r.name, "%s", x->g->name);
         snprintf(r.link, sizeof r.link, "%s", x->g->link);
         if (op->graph) status = pb_world_agree(&b->w, pb_coll_op_capture(op));
-        if (status == PB_OK) status = pb_runner_time_loop(x->g->comm, &loop, pb_coll_op_iteration, op, samples, &r.done);
-        if (status == PB_OK) status = pb_runner_gather_stats(x->g->comm, samples, r.done, &r.st);
+        if (status == PB_OK) status = time_size(x, &loop, samples, &r);
         if (status == PB_OK) status = pb_coll_op_device_time(op, pb_coll_exec_devtime_ops(r.done), &r.dev_us);
         if (status == PB_OK && o->check) status = pb_coll_op_validate(op, &r.wrong);
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
@@ -334,14 +356,19 @@ int main(int argc, char **argv)
     size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     iter_ctx x = {.g = &g, .o = &o.common,
                   .op = {.be = b.be, .group = g.comm, .dtype = o.common.dtype, .op = o.common.op, .root = o.common.root,
-                         .in_place = o.in_place, .graph = o.graph, .skip = pb_faults_skip_rank() == b.w.rank}};
+                         .in_place = o.in_place, .graph = o.graph, .skip = pb_faults_skip_rank() == b.w.rank,
+                         .slow = pb_faults_slow_rank() == b.w.rank}};
     int events = b.be->span_begin != NULL;
     cJSON *meta = cJSON_CreateObject();
-    cJSON_AddStringToObject(meta, "timer", events ? "time: host clock, issue to stream synchronization; "
-                                                      "devtime: CUDA events around a batch of back-to-back operations "
-                                                      "on the communication stream, per operation"
-                                                    : "time: host clock, issue to completion; devtime: not measured "
-                                                      "(host backend)");
+    cJSON_AddStringToObject(meta, "timer", events ? "time: host clock around the timed iterations issued back to "
+                                                      "back and one stream synchronization, per operation; min, median, "
+                                                      "p99, max: a sample pass timed one by one after it; devtime: "
+                                                      "CUDA events around a batch of back-to-back operations on the "
+                                                      "communication stream, per operation"
+                                                    : "time: host clock around the timed iterations issued back to "
+                                                      "back and one completion wait, per operation; min, median, p99, "
+                                                      "max: a sample pass timed one by one after it; devtime: not "
+                                                      "measured (host backend)");
     cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
     cJSON_AddBoolToObject(meta, "in_place", o.in_place);
     cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_coll_check_where(b.be) : "off");

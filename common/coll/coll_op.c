@@ -6,6 +6,7 @@
 #include "core/watchdog.h"
 
 #include <math.h>
+#include <time.h>
 
 void pb_coll_op_slots(const pb_coll_op *x, int iter, void **send, void **recv)
 {
@@ -24,12 +25,24 @@ int pb_coll_op_issue(pb_coll_op *x, int iter)
     return pb_coll_exec_issue(x->be, x->comm, x->coll, &x->shape, send, recv, x->dtype, x->op, x->root);
 }
 
-int pb_coll_op_iteration(void *arg, int iter)
+int pb_coll_op_start(void *arg, int iter)
 {
     pb_coll_op *x = arg;
     if (x->skip) return PB_OK;
-    PB_TRY(x->graph ? x->be->replay(x->comm) : pb_coll_op_issue(x, iter));
-    return x->be->sync(x->comm);
+    return x->graph ? x->be->replay(x->comm) : pb_coll_op_issue(x, iter);
+}
+
+int pb_coll_op_wait(void *arg)
+{
+    pb_coll_op *x = arg;
+    if (x->slow) nanosleep(&(struct timespec){0, PB_FAULTS_SLOW_US * 1000L}, NULL);
+    return x->skip ? PB_OK : x->be->sync(x->comm);
+}
+
+int pb_coll_op_iteration(void *arg, int iter)
+{
+    PB_TRY(pb_coll_op_start(arg, iter));
+    return pb_coll_op_wait(arg);
 }
 
 int pb_coll_op_capture(pb_coll_op *x)
@@ -41,20 +54,13 @@ int pb_coll_op_capture(pb_coll_op *x)
     return status != PB_OK ? status : end;
 }
 
-/* Operation i of a device-time batch: issued, or with a graph replayed. */
-static int batch_op(void *arg, int i)
-{
-    pb_coll_op *x = arg;
-    return x->graph ? x->be->replay(x->comm) : pb_coll_op_issue(x, i);
-}
-
 int pb_coll_op_device_time(pb_coll_op *x, int n, double *mean_us)
 {
     double mine = NAN;
     int status = PB_OK, size = 1;
     if (x->be->span_begin && !x->skip) {
         pb_watchdog_arm(0, "devtime batch");
-        status = pb_coll_exec_device_time(x->be, x->comm, n, batch_op, x, &mine);
+        status = pb_coll_exec_device_time(x->be, x->comm, n, pb_coll_op_start, x, &mine);
         pb_watchdog_disarm();
     }
     MPI_Allreduce(&mine, mean_us, 1, MPI_DOUBLE, MPI_SUM, x->group);

@@ -21,6 +21,7 @@ typedef struct pb_coll_op {
     int in_place; /* send and receive inside one buffer (pb_coll_exec_in_place) */
     int graph;    /* replay the graph pb_coll_op_capture recorded instead of issuing */
     int skip;     /* test-only: this rank does nothing, its peers wait (PARABENCH_TEST_SKIP) */
+    int slow;     /* test-only: each wait sleeps PB_FAULTS_SLOW_US longer (PARABENCH_TEST_SLOW) */
 } pb_coll_op;
 
 /* The send and receive pointers of iteration `iter`: the slots of the
@@ -34,6 +35,12 @@ int pb_coll_op_issue(pb_coll_op *x, int iter);
 /* One timed iteration, a pb_runner_time_loop callback (arg: a pb_coll_op):
  * issue (or replay) and wait for completion. */
 int pb_coll_op_iteration(void *arg, int iter);
+
+/* The same in two halves, for a whole loop of back-to-back iterations
+ * (pb_runner_op, arg: a pb_coll_op): issue (or replay) without waiting, and
+ * wait for everything issued (the backend's sync). */
+int pb_coll_op_start(void *arg, int iter);
+int pb_coll_op_wait(void *arg);
 
 /* Record this size's operation on slot 0 (a graph keeps its pointers) into
  * the communicator's graph; nothing runs. */

@@ -7,10 +7,12 @@
  *                                only (p2p's, after the measured loop, and a
  *                                collective's; RANK in the pair or group);
  *   PARABENCH_TEST_SLOW=RANK     that rank sleeps PB_FAULTS_SLOW_US before each
- *                                p2p iteration it takes part in, and in each
- *                                sharded tp_layer iteration: its pairs, and its
- *                                TP group, are slow, deterministically (the
- *                                slow-pair verdict, tp_layer's slowest group);
+ *                                p2p iteration it takes part in, in each
+ *                                sharded tp_layer iteration, and in each wait
+ *                                for coll_sweep's collectives: its pairs, its
+ *                                TP group, its waits are slow, deterministically
+ *                                (the slow-pair verdict, tp_layer's slowest
+ *                                group, coll_sweep's one wait per whole loop);
  *   PARABENCH_TEST_MISCOUNT=RANK  under --backend nccl-rehearse, that rank
  *                                announces one element more than it moves in
  *                                every operation, so its peers see mismatched

@@ -69,44 +69,153 @@ static int past_cap(const pb_runner_cfg *cfg, int warming, double elapsed_us, in
     return elapsed_us + timed_sum_us / done > cap_us;
 }
 
-int pb_runner_time_loop(MPI_Comm group, const pb_runner_cfg *cfg, pb_runner_iter_fn fn, void *ctx, double *samples_us, int *done)
+/* One size's timing, carried across its phases (warm-up, timed, samples). */
+typedef struct run_state {
+    MPI_Comm align;
+    const pb_runner_cfg *cfg;
+    double start_us;   /* the size's start: the cap counts from here */
+    double slowest_us; /* the slowest iteration so far: the grace of a failure */
+    int status;        /* this rank's, until an agreement makes it everyone's */
+    int inject_step;   /* the test fault "step" fails the phase's iteration 0 */
+} run_state;
+
+/* Aligned iterations first .. first + count - 1 (negative: warm-up), each
+ * started by an agreement that carries the cap decision and any failure, so
+ * every rank runs as many. Returns how many succeeded; samples_us (NULL: not
+ * kept) gets their times and *sum_us their sum. */
+static int aligned_phase(run_state *s, int warming, int first, int count, pb_runner_iter_fn fn, void *ctx,
+                         double *samples_us, double *sum_us)
 {
-    MPI_Comm align = align_comm(group);
-    double start = pb_timing_now_us(), timed_sum = 0, slowest_us = 0;
-    int status = PB_OK, timed = 0, warm_done = 0;
-    for (int i = -cfg->warmup; i < cfg->iters; i++) {
-        int warming = i < 0;
-        int over = past_cap(cfg, warming, pb_timing_now_us() - start, warming ? warm_done : timed, timed_sum);
+    int done = 0;
+    for (int i = first; i < first + count; i++) {
+        int over = past_cap(s->cfg, warming, pb_timing_now_us() - s->start_us, done, *sum_us);
         pb_watchdog_arm(i, "align");
-        int decision = agree(align, status, over, step_grace_s(slowest_us));
-        if (decision >= 2) {
-            status = decision - 2;
-            break;
-        }
-        if (decision == 1 && i >= 0) break;
-        if (decision == 1) { /* warm-up has had its share of the cap: go on with the timed iterations */
-            i = -1;
-            continue;
-        }
-        int injected = i == 0 && pb_faults_fail("step");
+        int decision = agree(s->align, s->status, over, step_grace_s(s->slowest_us));
+        if (decision >= 2) s->status = decision - 2;
+        if (decision != 0) break;
+        int injected = s->inject_step && i == 0 && pb_faults_fail("step");
         pb_watchdog_arm(i, "operation");
         double t0 = pb_timing_now_us();
-        status = injected ? pb_fail(PB_ERR_ENV, "out of memory inside the step (test fault)") : fn(ctx, i);
+        s->status = injected ? pb_fail(PB_ERR_ENV, "out of memory inside the step (test fault)") : fn(ctx, i);
         double t1 = pb_timing_now_us();
-        if (t1 - t0 > slowest_us) slowest_us = t1 - t0;
-        if (i < 0) warm_done++;
-        else if (status == PB_OK) {
-            samples_us[timed++] = t1 - t0;
-            timed_sum += t1 - t0;
-        }
+        if (t1 - t0 > s->slowest_us) s->slowest_us = t1 - t0;
+        if (s->status != PB_OK) continue; /* the next agreement ends the phase */
+        if (samples_us) samples_us[done] = t1 - t0;
+        *sum_us += t1 - t0;
+        done++;
     }
-    /* A last alignment: no rank runs ahead, and a failure in the last iteration reaches everyone. */
-    pb_watchdog_arm(cfg->iters, "align");
-    int last = agree(align, status, 0, step_grace_s(slowest_us));
+    return done;
+}
+
+/* A last alignment: no rank runs ahead, and a failure in the last iteration reaches everyone. */
+static int finish_phases(run_state *s, int iter)
+{
+    pb_watchdog_arm(iter, "align");
+    int last = agree(s->align, s->status, 0, step_grace_s(s->slowest_us));
     pb_watchdog_disarm();
-    if (last >= 2) status = last - 2;
-    *done = timed;
-    return status;
+    if (last >= 2) s->status = last - 2;
+    return s->status;
+}
+
+int pb_runner_time_loop(MPI_Comm group, const pb_runner_cfg *cfg, pb_runner_iter_fn fn, void *ctx, double *samples_us, int *done)
+{
+    run_state s = {align_comm(group), cfg, pb_timing_now_us(), 0, PB_OK, 1};
+    double warm_sum = 0, timed_sum = 0;
+    aligned_phase(&s, 1, -cfg->warmup, cfg->warmup, fn, ctx, NULL, &warm_sum);
+    *done = aligned_phase(&s, 0, 0, cfg->iters, fn, ctx, samples_us, &timed_sum);
+    return finish_phases(&s, cfg->iters);
+}
+
+int pb_runner_sample_iters(int iters)
+{
+    int least = iters < PB_RUNNER_MIN_SAMPLES ? iters : PB_RUNNER_MIN_SAMPLES;
+    return iters / 4 > least ? iters / 4 : least;
+}
+
+int pb_runner_whole_iters(double cap_us, double spent_us, double per_us, int iters)
+{
+    if (cap_us <= 0 || per_us <= 0) return iters;
+    double fit = (cap_us - spent_us) / per_us / 1.25; /* the sample pass takes a quarter more */
+    return fit < 1 ? 1 : fit > iters ? iters : (int)fit;
+}
+
+/* The whole loop's count, agreed with any failure in one allreduce: each rank
+ * offers its count, or minus its failed status; the minimum is the smallest
+ * count, or the worst failure (as agree's maximum). Aligns the ranks. */
+static int agree_count(run_state *s, int mine)
+{
+    int offer = s->status != PB_OK ? -s->status : mine;
+    MPI_Request req;
+    pb_watchdog_arm(0, "align");
+    MPI_Iallreduce(MPI_IN_PLACE, &offer, 1, MPI_INT, MPI_MIN, s->align, &req);
+    pb_world_wait_after_step(&req, s->status, step_grace_s(s->slowest_us));
+    if (offer < 0) s->status = -offer;
+    return offer;
+}
+
+/* Iterations between two re-arms of the watchdog inside the whole loop: about
+ * one clock read per millisecond, next to nothing in the measured time. */
+static int rearm_every(double per_us)
+{
+    return per_us > 0 && per_us < 1000 ? (int)(1000 / per_us) : 1;
+}
+
+/* The whole loop: n issues back to back, one wait. Returns this rank's time per iteration. */
+static double whole_loop(run_state *s, const pb_runner_op *op, int n, double per_us)
+{
+    int status = pb_faults_fail("step") ? pb_fail(PB_ERR_ENV, "out of memory inside the step (test fault)") : PB_OK;
+    int stride = rearm_every(per_us), until_rearm = stride;
+    double t0 = pb_timing_now_us();
+    pb_watchdog_arm_at(0, "operation", t0);
+    for (int i = 0; i < n && status == PB_OK; i++) {
+        if (--until_rearm == 0) {
+            pb_watchdog_arm(i, "operation");
+            until_rearm = stride;
+        }
+        status = op->issue(op->ctx, i);
+    }
+    if (status == PB_OK) {
+        pb_watchdog_arm(n, "wait");
+        status = op->wait(op->ctx);
+    }
+    double t1 = pb_timing_now_us();
+    s->status = status;
+    return (t1 - t0) / n;
+}
+
+/* One aligned sample: issue and wait (pb_runner_iter_fn over a pb_runner_op). */
+static int issue_and_wait(void *arg, int iter)
+{
+    const pb_runner_op *op = arg;
+    PB_TRY(op->issue(op->ctx, iter));
+    return op->wait(op->ctx);
+}
+
+int pb_runner_time_whole(MPI_Comm group, const pb_runner_cfg *cfg, const pb_runner_op *op, double *samples_us,
+                         pb_runner_whole *out)
+{
+    run_state s = {align_comm(group), cfg, pb_timing_now_us(), 0, PB_OK, 0};
+    double warm_sum = 0, sample_sum = 0, cap_us = cfg->max_seconds * 1e6;
+    int warmup = cfg->warmup > 0 || cap_us <= 0 ? cfg->warmup : 1; /* a cap needs a rate to choose the count */
+    void *fn_ctx = (void *)op;
+    int warm = aligned_phase(&s, 1, -warmup, warmup, issue_and_wait, fn_ctx, NULL, &warm_sum);
+    double per_us = warm > 0 ? warm_sum / warm : 0;
+    int n = pb_runner_whole_iters(cap_us, pb_timing_now_us() - s.start_us, per_us, cfg->iters);
+    *out = (pb_runner_whole){0, 0, 0};
+    n = agree_count(&s, n);
+    if (s.status == PB_OK) out->loop_us = whole_loop(&s, op, n, per_us), out->iters = n;
+    out->samples = aligned_phase(&s, 0, 0, pb_runner_sample_iters(out->iters), issue_and_wait, fn_ctx, samples_us,
+                                 &sample_sum);
+    return finish_phases(&s, out->iters);
+}
+
+void pb_runner_whole_across(MPI_Comm group, double loop_us, double *mean_us, double *max_us)
+{
+    int size;
+    MPI_Comm_size(group, &size);
+    MPI_Reduce(&loop_us, mean_us, 1, MPI_DOUBLE, MPI_SUM, 0, group);
+    MPI_Reduce(&loop_us, max_us, 1, MPI_DOUBLE, MPI_MAX, 0, group);
+    *mean_us /= size;
 }
 
 int pb_runner_gather_stats(MPI_Comm group, const double *samples_us, int n, pb_stats *out)

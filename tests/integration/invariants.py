@@ -8,7 +8,10 @@ metadata) is checked against itself and, where the JSON document of the same run
 sits beside it, against that document; a JSON document written alone is checked
 on its rows. The rules hold for any correct run, so a failure is a bug in the
 writer, not noise:
-  - statistics in order: min <= median <= p99 <= max, the mean within [min, max];
+  - statistics in order: min <= median <= p99 <= max, the mean within [min, max]
+    (coll_sweep: the sample pass's mean, time_us_sample_mean, whose samples min and
+    max are; its time_us is the whole loop's, which may fall outside them), and a
+    coll_sweep row's sample pass of 1 to iters iterations;
     over a file of 3+ rows of 3+ samples, p99 below max somewhere and median !=
     mean somewhere (a column holding the wrong statistic would equal its
     neighbour in every row);
@@ -110,7 +113,8 @@ def check_stats(ck, rows):
         distinct_p99 = distinct_median = qualifying = 0
         for i, r in enumerate(rows):
             lo, hi = num(r, p + "_min"), num(r, p + "_max")
-            med, p99, mean = num(r, p + "_median"), num(r, p + "_p99"), num(r, p)
+            mean_key = p + "_sample_mean" if p + "_sample_mean" in r else p
+            med, p99, mean = num(r, p + "_median"), num(r, p + "_p99"), num(r, mean_key)
             if lo is None or hi is None:
                 continue
             tol = REL * max(abs(hi), 1e-9)
@@ -124,11 +128,11 @@ def check_stats(ck, rows):
                 ck.bad(i, f"{p}_p99 {p99} outside [median {med}, max {hi}]")
             # p99 interpolates between the two largest samples, so it equals the max only
             # when they tie; a median of 3+ samples equals their mean only by coincidence.
-            iters = num(r, "iters") or 0
+            iters = num(r, "sample_iters" if "sample_iters" in r else "iters") or 0
             if hi > lo and iters >= 3:
                 qualifying += 1
                 distinct_p99 += p99 is not None and p99 < hi
-                distinct_median += med is not None and mean is not None and r[p + "_median"] != r[p]
+                distinct_median += med is not None and mean is not None and r[p + "_median"] != r[mean_key]
         if qualifying >= 3 and f"{p}_p99" in rows[0] and distinct_p99 == 0:
             ck.bad(None, f"{p}_p99 equals {p}_max in all {qualifying} rows of 3+ samples: not a percentile")
         if qualifying >= 3 and f"{p}_median" in rows[0] and p in rows[0] and distinct_median == 0:
@@ -147,6 +151,9 @@ def check_coll_sweep(ck, rows, run_nodes):
             ck.bad(i, f"algbw {algbw} GB/s != bytes {b} / time {t} us = {b / (t * 1e3)}")
         if f is not None and algbw is not None and busbw is not None and not close(busbw, algbw * f):
             ck.bad(i, f"busbw {busbw} != algbw {algbw} x {f:.6g} ({r['collective']}, n={n})")
+        samples, iters = num(r, "sample_iters"), num(r, "iters")
+        if samples is not None and iters is not None and not 1 <= samples <= iters:
+            ck.bad(i, f"sample_iters {samples} outside 1..iters {iters}: no sample pass, or one longer than the loop")
         rankmax = num(r, "time_us_rankmax")
         if t is not None and rankmax is not None and rankmax < t * (1 - REL):
             ck.bad(i, f"time_us_rankmax {rankmax} < the mean over ranks {t}")

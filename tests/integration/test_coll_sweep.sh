@@ -2,7 +2,7 @@
 # coll_sweep under mpirun with 2, 3 and 4 ranks: validated results, CSV/JSON
 # contents, exit codes for bad options and for deliberately corrupted data.
 source "$(dirname "$0")/lib.sh"
-COLS=collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,time_us_device,algbw_GBps,busbw_GBps,wrong,group
+COLS=collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,time_us_device,algbw_GBps,busbw_GBps,wrong,group,sample_iters,time_us_sample_mean
 
 for np in 2 3 4; do
     expect_rc 0 "coll_sweep all collectives, $np ranks" -- \
@@ -82,6 +82,48 @@ python3 -c "import json, sys; d = json.load(open(sys.argv[1])); del d['meta']['b
 expect_rc 1 "invariants.py on a coll_sweep.json without meta.buffers" -- python3 "$TESTS_DIR/invariants.py" "$TMP/nometa"
 expect_in "$TMP/err" "meta lacks buffers" "the checker names the missing metadata key"
 INVARIANTS_EXEMPT="$TMP/nometa/coll_sweep.json"
+
+# time_us is a whole loop (docs/METRICS.md "Time"): the timed iterations back to back, one wait,
+# divided by their count; min, median, p99 and max come from a sample pass after it, timed one by
+# one. Rank 0 sleeps 20 ms in every wait (PARABENCH_TEST_SLOW): once in the loop of 40 (0.5 ms per
+# iteration, 0.25 ms over the two ranks) and in every sample, so the samples' max is 20 ms or more and
+# their mean over the ranks 10 ms or more; a time taken per iteration would be as high. On a loaded
+# machine every operation may take milliseconds more, in both passes: the whole loop's time must stay
+# below half the samples' mean, and three tries absorb the rest of the noise.
+slow_row_ok() {
+    mpi 2 -x PARABENCH_TEST_SLOW=0 "$BIN/coll_sweep" --sizes 8,64K -n 40 -w 1 --csv "$TMP/slow.csv" >/dev/null || return 1
+    python3 - "$TMP/slow.csv" <<'PY'
+import csv, sys
+ok = True
+for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")):
+    t, mean, top = float(r["time_us"]), float(r["time_us_sample_mean"]), float(r["time_us_max"])
+    print(f"{r['bytes']} B: time_us {t:.1f}, sample mean {mean:.1f}, sample max {top:.1f}, iters {r['iters']}, "
+          f"sample_iters {r['sample_iters']}")
+    assert top >= 20000 and mean >= 10000, "no sample waited: the sample pass is gone or not timed one by one"
+    assert (r["iters"], r["sample_iters"]) == ("40", "16"), "40 iterations, a sample pass of 16 (a quarter, at least 16)"
+    ok = ok and t < mean / 2
+sys.exit(0 if ok else 3)
+PY
+}
+ok=0
+for _ in 1 2 3; do
+    slow_row_ok; rc=$?
+    [ "$rc" = 0 ] && { ok=1; break; }
+    [ "$rc" = 3 ] || break # a broken sample pass fails at once
+done
+[ "$ok" = 1 ] && pass "time_us is the whole loop over its count; every sample waits" ||
+    fail "time_us or the sample pass (rank 0 slowed in every wait; 3 tries)"
+# With the default counts, the sample pass is a quarter of the loop: 250 of 1000, 25 of 100.
+expect_rc 0 "coll_sweep with the default counts" -- mpi 2 "$BIN/coll_sweep" --sizes 8,64K --max-seconds-per-size 0 \
+    --json "$TMP/passes.json"
+python3 - "$TMP/passes.json" <<'PY' && pass "sample passes of 250 and 25 after loops of 1000 and 100" || fail "sample pass counts"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+got = [(r["iters"], r["sample_iters"]) for r in rows]
+print(f"(iters, sample_iters): {got}")
+assert got == [(1000, 250), (100, 25)], got
+assert all(r["time_us"] != r["time_us_sample_mean"] for r in rows), "time_us is the sample pass's mean"
+PY
 
 expect_rc 0 "--help exits 0" -- mpi 2 "$BIN/coll_sweep" --help
 expect_in "$TMP/out" "--maxbytes" "help lists the options"

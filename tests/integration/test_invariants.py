@@ -43,6 +43,29 @@ class Signs(unittest.TestCase):
             self.assertTrue(got and f"{k} {v} is negative" in got[0], (k, got))
 
 
+def coll_row(**kw):
+    r = {"collective": "allreduce", "bytes": "8", "nranks": "2", "nnodes": "1", "link_class": "intra", "iters": "100",
+         "time_us": "0.30", "time_us_min": "0.35", "time_us_max": "0.90", "time_us_median": "0.40",
+         "time_us_p99": "0.80", "time_us_rankmax": "0.31", "algbw_GBps": str(8 / 0.30 / 1e3),
+         "busbw_GBps": str(8 / 0.30 / 1e3), "sample_iters": "25", "time_us_sample_mean": "0.45"}
+    r.update(kw)
+    return r
+
+
+class CollSweep(unittest.TestCase):
+    def test_whole_loop_time_outside_the_samples(self):
+        # the whole loop's time (0.30) below the sample pass's min: the sample mean is the one in [min, max]
+        self.assertEqual(errors(inv.check_stats, [coll_row()]), [])
+        got = errors(inv.check_stats, [coll_row(time_us_sample_mean="0.95")])
+        self.assertTrue(any("mean time_us 0.95 outside [0.35, 0.9]" in e for e in got), got)
+
+    def test_sample_pass_within_the_loop(self):
+        self.assertEqual(errors(inv.check_coll_sweep, [coll_row()], 1), [])
+        for bad in ("0", "101"):
+            got = errors(inv.check_coll_sweep, [coll_row(sample_iters=bad)], 1)
+            self.assertTrue(any(f"sample_iters {float(bad)} outside 1..iters 100.0" in e for e in got), got)
+
+
 class TpLayer(unittest.TestCase):
     def test_comm_time_where_bytes_move(self):
         self.assertEqual(errors(inv.check_tp_layer, [tp_row()], 1), [])
