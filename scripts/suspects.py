@@ -221,7 +221,7 @@ def tp_evidence(out):
 
 def judge(out):
     """Rank the run's hosts, write suspects.csv and good-hosts.txt; None when the run names no hosts."""
-    if not is_run(out):  # never writes into a folder that is not a run's (report.py refuses it first)
+    if not is_run(out):  # never writes into a folder that is not a run's (the page writer refuses it first)
         print(f"suspects: '{out}' is not a run's results folder (no meta.json or steps.tsv)", file=sys.stderr)
         return None
     hosts = run_hosts(out) or hosts_of(out, "coll_sweep_intra") or hosts_of(out, "p2p_matrix")

@@ -204,6 +204,15 @@ int pb_runner_time_whole(MPI_Comm group, const pb_runner_cfg *cfg, const pb_runn
     *out = (pb_runner_whole){0, 0, 0};
     n = agree_count(&s, n);
     if (s.status == PB_OK) out->loop_us = whole_loop(&s, op, n, per_us), out->iters = n;
+    /* A warm-up slower than the steady state (a first call's set-up, one warm-up iteration) gives
+     * too small a count: that loop then counts as warm-up, and the loop runs again at its own
+     * rate. The condition is the same on every rank; agree_count agrees the count and failures. */
+    if (n < cfg->iters && cap_us > 0) {
+        int again = pb_runner_whole_iters(cap_us, pb_timing_now_us() - s.start_us, out->loop_us, cfg->iters);
+        again = agree_count(&s, again);
+        if (s.status == PB_OK && again > 2 * n)
+            out->loop_us = whole_loop(&s, op, again, out->loop_us), out->iters = again;
+    }
     out->samples = aligned_phase(&s, 0, 0, pb_runner_sample_iters(out->iters), issue_and_wait, fn_ctx, samples_us,
                                  &sample_sum);
     return finish_phases(&s, out->iters);

@@ -126,10 +126,11 @@ ranks "hybrid_3d" 2 "$BIN/hybrid_3d" --model tiny --layers 2 --hidden 128 --seq 
 on_disk "hybrid_3d"
 
 # plan: its sweeps read from elsewhere, its outputs written to the full disk.
-mark_run "$TMP/sweeps"
 # sizes to 1 MiB: under load, 8 B to 64 KiB once gave a slope the fit refused (no data, not the disk)
+mkdir -p "$TMP/sweeps"
 mpi 2 "$BIN/coll_sweep" --coll allreduce -b 8 -e 1M -n 10 -w 1 --csv "$TMP/sweeps/coll_sweep.csv" >/dev/null 2>&1 \
     || fail "coll_sweep for plan --fit's input"
+mark_run "$TMP/sweeps"  # a run's folder once its sweep is written: what plan --fit reads
 fill 0
 single "plan --fit" "$BIN/plan" --fit "$TMP/sweeps" --csv "$DISK/f.csv"
 on_disk "plan --fit"

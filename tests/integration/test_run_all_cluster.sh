@@ -79,6 +79,7 @@ mkdir -p "$S"
 expect_rc 0 "p2p_sweep --matrix, 4 nodes x 1, node 2 slowed" -- timeout 200 mpirun --hostfile "$PB_EMU_HOSTFILE" \
     -np 4 --npernode 1 "$BIN/p2p_sweep" --matrix --sizes 1M --max-seconds-per-size 1 \
     --matrix-csv "$S/p2p_matrix" --json "$S/p2p_matrix.json"
+mark_run "$S"  # what report.py reads is a run's folder (the matrix written, it is one)
 expect_rc 0 "report.py on the slowed matrix" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$S"
 python3 - "$S" <<'PY' && pass "the slowed node ranked first: all its pairs slow, in the report's suspects section" || fail "suspects after slowing node 2"
 import csv, os, re, sys
