@@ -22,17 +22,17 @@ const pb_comm_backend *pb_backend_mpi_device(void);
 
 typedef struct backend_row {
     const char *name;  /* --backend NAME */
-    pb_mem_kind mem;   /* --mem; a name's first row is its default memory */
     const char *about; /* the --backend help, on a name's first row */
-    int gpu_default;   /* the default backend where every rank sees a GPU */
     const pb_comm_backend *(*get)(void); /* NULL: not in this build */
-} backend_row;
+    pb_mem_kind mem;   /* --mem; a name's first row is its default memory */
+    int gpu_default;   /* the default backend where every rank sees a GPU */
+} backend_row;         /* pointers first: no padding between the fields */
 
 static const backend_row rows[] = {
-    {"mpi", PB_MEM_HOST, "host memory", 0, pb_comm_backend_mpi},
-    {"mpi", PB_MEM_DEVICE, NULL, 0, CUDA_ONLY(pb_backend_mpi_device)},
-    {"nccl", PB_MEM_DEVICE, "GPU memory", 1, CUDA_ONLY(pb_backend_nccl)},
-    {"nccl-rehearse", PB_MEM_HOST, "NCCL's ordering rules on the CPU, tests only", 0, pb_comm_backend_nccl_rehearse},
+    {"mpi", "host memory", pb_comm_backend_mpi, PB_MEM_HOST, 0},
+    {"mpi", NULL, CUDA_ONLY(pb_backend_mpi_device), PB_MEM_DEVICE, 0},
+    {"nccl", "GPU memory", CUDA_ONLY(pb_backend_nccl), PB_MEM_DEVICE, 1},
+    {"nccl-rehearse", "NCCL's ordering rules on the CPU, tests only", pb_comm_backend_nccl_rehearse, PB_MEM_HOST, 0},
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
