@@ -65,6 +65,16 @@ static const struct {
                    {"collective", PB_TH_KEY_COLL}, {"micro_batches", PB_TH_KEY_M}};
 static const char *const collectives[] = {"allreduce", "allgather", "reducescatter", "broadcast",
                                           "reduce", "alltoall", "sendrecv", NULL};
+/* The values the mode key can take, per metric: the benchmark's own modes (a rule for a mode
+ * it never writes could only ever fail as "no matching rows"). */
+static const struct {
+    const char *metric;
+    const char *const values[4];
+    const char *accepted;
+} mode_values[] = {{"dp_overhead", {"none", "bucket", NULL}, "none or bucket"},
+                   {"tp_comm_fraction", {"allreduce", "sp", NULL}, "allreduce or sp"},
+                   {"pp_efficiency", {"gpipe", "1f1b", "interleaved", NULL}, "gpipe, 1f1b or interleaved"}};
+
 
 const pb_thresholds_metric *pb_thresholds_metrics(void) { return metrics; }
 
@@ -120,6 +130,15 @@ static int in_list(const char *s, const char *const *list)
     return 0;
 }
 
+/* Why `val` cannot be metric m's mode, or NULL (also for a metric whose modes are open). */
+static const char *mode_refusal(const pb_thresholds_metric *m, const char *val)
+{
+    for (size_t i = 0; i < sizeof mode_values / sizeof mode_values[0]; i++)
+        if (strcmp(mode_values[i].metric, m->name) == 0)
+            return in_list(val, mode_values[i].values) ? NULL : mode_values[i].accepted;
+    return NULL;
+}
+
 /* "coll, size, link" for the keys a metric accepts. */
 static void accepted_keys(const pb_thresholds_metric *m, char *buf, size_t len)
 {
@@ -150,6 +169,8 @@ static int parse_key_value(const ctx *c, pb_thresholds_rule *r, const char *tok)
     if (strlen(val) >= sizeof r->text[k]) return bad(c, "value of '%s' is too long (at most %zu characters)", key, sizeof r->text[k] - 1);
     if (k == PB_TH_KEY_COLL && !in_list(val, collectives))
         return bad(c, "coll '%s' is not a collective; accepted: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv", val);
+    const char *modes = k == PB_TH_KEY_MODE ? mode_refusal(r->metric, val) : NULL;
+    if (modes) return bad(c, "%s '%s' is not accepted for %s; expected %s", key, val, r->metric->name, modes);
     if (k == PB_TH_KEY_LINK && pb_link_parse(val) < 0)
         return bad(c, "link '%s' is not accepted; expected intra, inter or mixed", val);
     if (k == PB_TH_KEY_SIZE && pb_parse_size("size", val, PB_SIZE_MAX, &r->size) != PB_OK)

@@ -118,7 +118,7 @@ expect_in "$TMP/out" "1 passed, 0 failed, 0 skipped of 1 rules: PASS" "judged on
 # ---- JUnit XML stays well-formed whatever the rules and paths hold ----
 mark_run "$TMP/x<&\"'"
 cp "$ROOT/tests/acceptance_cases/nan/coll_sweep.csv" "$TMP/x<&\"'/coll_sweep.csv"
-printf 'tp_comm_fraction mode=\xff\x01<&"\x1b <= 1 # invalid UTF-8 and control bytes in a selector\nbusbw coll=allreduce size=64M >= 1\n' >"$TMP/odd\xfe.thr"
+printf 'fit_error benchmark=\xff\x01<&"\x1b <= 1 # invalid UTF-8 and control bytes in a selector\nbusbw coll=allreduce size=64M >= 1\n' >"$TMP/odd\xfe.thr"
 expect_rc 1 "odd bytes in rules and paths" -- "$ACC" -t "$TMP/odd\xfe.thr" -r "$TMP/x<&\"'" --junit "$TMP/odd.xml"
 if python3 - "$TMP/odd.xml" <<'PY'
 import sys, xml.dom.minidom

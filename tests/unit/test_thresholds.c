@@ -27,7 +27,7 @@ static void good_rules(void **state)
                        "p2p_latency size=8 link=inter <= 12.5\r\n"
                        "dp_overhead overlap=bucket size=16M <= 20 %\n"
                        "pp_efficiency schedule=1f1b m=8 stages=2 >= 0.9\n"
-                       "tp_comm_fraction hidden=1024 mode=ar <= 0.5\n"
+                       "tp_comm_fraction hidden=1024 mode=allreduce <= 0.5\n"
                        "fit_error benchmark=coll_sweep <= 0.25";
     pb_thresholds_set set;
     char err[256];
@@ -76,6 +76,28 @@ static void exponents(void **state)
                          "busbw coll=allreduce size=8 >= 1e+-1 GB/s"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(parse(bad[i], &set, err, sizeof err), PB_ERR_USAGE);
+}
+
+/* A mode the benchmark never writes is refused when the file is read, naming the accepted ones,
+ * instead of failing later as "no matching rows". */
+static void unknown_modes(void **state)
+{
+    (void)state;
+    static const struct { const char *rule, *why; } cases[] = {
+        {"dp_overhead overlap=buckt <= 0.2", "overlap 'buckt' is not accepted for dp_overhead; expected none or bucket"},
+        {"pp_efficiency schedule=1F1B >= 0.9", "expected gpipe, 1f1b or interleaved"},
+        {"tp_comm_fraction mode=ar <= 0.5", "mode 'ar' is not accepted for tp_comm_fraction; expected allreduce or sp"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pb_thresholds_set set;
+        char err[256] = "";
+        assert_int_equal(parse(cases[i].rule, &set, err, sizeof err), PB_ERR_USAGE);
+        assert_non_null(strstr(err, cases[i].why));
+    }
+    pb_thresholds_set set;
+    char err[256];
+    assert_int_equal(parse("dp_overhead overlap=none <= 1\nfit_error benchmark=anything <= 1", &set, err, sizeof err), PB_OK);
+    pb_thresholds_free(&set);
 }
 
 static void bad_rules(void **state)
@@ -208,6 +230,7 @@ int main(void)
     pb_error_set_quiet_usage(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_rules),
+        cmocka_unit_test(unknown_modes),
         cmocka_unit_test(exponents),
         cmocka_unit_test(bad_rules),
         cmocka_unit_test(value_length_boundary),
