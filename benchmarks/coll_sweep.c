@@ -235,6 +235,24 @@ static int time_size(iter_ctx *x, const pb_runner_cfg *loop, double *samples, gr
 }
 
 /* One collective over the whole sweep. Adds to the busbw sum and wrong count. */
+/* Requested sizes the collective could not take as asked (whole elements, at least one a rank,
+ * as nccl-tests rounds): one note a collective on stderr by the reporting rank, naming the
+ * sizes measured above their request and those skipped for rounding to the size just measured. */
+typedef struct rounding {
+    int above, again;
+    uint64_t first_asked;
+    size_t first_got;
+} rounding;
+
+static void note_rounding(const pb_bench *b, pb_coll c, const rounding *r, int nranks, pb_dtype t)
+{
+    if (!b->rep || (!r->above && !r->again)) return;
+    fprintf(stderr, "coll_sweep: note: %s on %d ranks in %s: %d requested size(s) round up (whole elements, at "
+            "least one a rank; e.g. %llu B to %zu B); %d not measured again (the same size as the one before)\n",
+            pb_coll_name(c), nranks, pb_dtype_name(t), r->above, (unsigned long long)r->first_asked, r->first_got,
+            r->again);
+}
+
 static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,
                             int *rows, long long *wrong_sum)
 {
@@ -258,8 +276,16 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         printf("#\n# %s\n", pb_coll_name(op->coll));
         pb_report_header(b->rep);
     }
+    size_t last = 0; /* bytes of the last size measured: a request that rounds to it is not measured again */
+    rounding rnd = {0, 0, 0, 0};
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
         pb_coll_exec_shape_of(op->coll, sizes[i], o->dtype, x->g->size, &op->shape);
+        if (op->shape.bytes > sizes[i] && !rnd.above++) rnd.first_asked = sizes[i], rnd.first_got = op->shape.bytes;
+        if (op->shape.bytes == last) {
+            rnd.again++;
+            continue;
+        }
+        last = op->shape.bytes;
         pb_buffers_fit(&op->send, op->shape.send_count * ts);
         pb_buffers_fit(&op->recv, op->shape.recv_count * ts);
         pb_watchdog_what(pb_coll_name(op->coll), op->shape.bytes);
@@ -276,6 +302,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         status = pb_world_agree(&b->w, status); /* every group stops when one fails */
         if (status == PB_OK) status = pb_world_agree(&b->w, report_groups(b, x, &r, busbw_sum, rows, wrong_sum));
     }
+    note_rounding(b, op->coll, &rnd, x->g->size, o->dtype);
     free(samples);
     pb_buffers_free(&op->send);
     pb_buffers_free(&op->recv);

@@ -16,4 +16,12 @@ for np in 2 3 4; do
         done
     done
 done
+# Sizes a collective cannot take as asked: 1, 2 and 4 B of int32 reduce-scatter on 2 ranks all round
+# up to one element a rank (8 B, as nccl-tests rounds): measured once, and said.
+expect_rc 0 "reducescatter int32 -b 1 -e 7" -- mpi 2 "$BIN/coll_sweep" --coll reducescatter -d int32 -b 1 -e 7 -n 2 -w 1 \
+    --csv "$TMP/round.csv"
+[ "$(grep -v '^#' "$TMP/round.csv" | tail -n +2 | wc -l)" = 1 ] && pass "the rounded sizes measured once" \
+    || fail "rounded sizes: $(grep -v '^#' "$TMP/round.csv" | tail -n +2 | cut -d, -f1-3 | tr '\n' ' ')"
+expect_in "$TMP/err" "3 requested size(s) round up (whole elements, at least one a rank; e.g. 1 B to 8 B); 2 not measured again" \
+    "the rounding is said, once"
 finish
