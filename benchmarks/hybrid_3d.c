@@ -223,6 +223,16 @@ static int run_placement(pb_bench *b, hy_opts *o, const pb_compute *eng, pb_plac
     return status;
 }
 
+/* The rank map read once before anything starts, so --validate judges it as the run would. */
+static int check_rankmap(const hy_opts *o, int world)
+{
+    int *rank_at = malloc(sizeof(int) * (size_t)world);
+    PB_CHECK(rank_at, PB_ERR_ENV, "out of memory");
+    int status = pb_placement_rankmap_read(o->rankmap, o->tp, o->pp, o->dp, rank_at);
+    free(rank_at);
+    return status;
+}
+
 static int check_grid(hy_opts *o, const pb_world *w)
 {
     if (o->dp == 0) o->dp = w->size % (o->tp * o->pp) == 0 ? w->size / (o->tp * o->pp) : 0;
@@ -236,7 +246,8 @@ static int check_grid(hy_opts *o, const pb_world *w)
         return pb_error_usage("--compare-placements", "compares the built-in placements; do not combine with --rankmap");
     pb_layer_shape sh = pb_workload_opts_layer_shape(&o->work, o->work.model.hidden, o->work.model.seq, o->tp, 0);
     PB_TRY(pb_tp_shape_check(&sh, o->tp_mode));
-    return pb_pp_schedule_valid(o->sched, o->pp, o->micro_batches, 1);
+    PB_TRY(pb_pp_schedule_valid(o->sched, o->pp, o->micro_batches, 1));
+    return o->rankmap ? check_rankmap(o, w->size) : PB_OK;
 }
 
 /* One placement: --placement, --rankmap or --compare-placements, never two

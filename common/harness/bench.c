@@ -109,7 +109,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     if (status == PB_OK && no_mpi && !b->validating) /* "--version" was another option's value: MPI is not started */
         status = pb_error_usage("--version", "is an option, not a value; give the other option its value");
     if (status == PB_OK && b->validating) status = validate_world(b, groups, ngroups);
-    if (status != PB_OK) pb_world_exit(&b->w, status);
+    if (status != PB_OK) pb_world_exit(&b->w, b->validating ? PB_ERR_USAGE : status); /* --validate: 0 or 2 */
 }
 
 /* The default backend is NCCL when this build has it and every rank sees a GPU. */
@@ -248,6 +248,8 @@ _Noreturn void pb_bench_finish(pb_bench *b, int status)
         b->rep = NULL;
     }
     cJSON_Delete(b->meta);
+    /* --validate answers "would these arguments be accepted": 0 or 2, whatever made them fail */
+    if (b->validating && status != PB_OK) status = PB_ERR_USAGE;
     if (!b->validating) status = pb_world_agree(&b->w, status);
     pb_watchdog_stop();
     pb_world_exit(&b->w, status);
