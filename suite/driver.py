@@ -214,6 +214,8 @@ class Driver:
             return
         if step.shaped:
             self.say(f"  shape: {manifest.shape(run, step.name)['describe']}")
+        if step.pair(run):
+            self.say(f"  {step.pair(run)}")
         cmd = commands.command(step, run, self.machine.launch, self.o.backend)
         stdout = os.path.join(self.out, step.stdout or step.name + ".txt")
         refused_for_test(stdout, err)
