@@ -18,6 +18,7 @@ typedef struct p2p_opts {
     pb_options common;
     int modes[PB_P2P_MODES], nmodes, modes_given;
     int pair[2];
+    int rail;               /* the pair's rail (pb_p2p_matrix_rail), -1 when it is on none */
     const char *pair_text;  /* --pair, checked once the world size is known */
     int window, window_given;
     int matrix;             /* --matrix: every pair, latency at the smallest size, bw at the largest */
@@ -29,7 +30,8 @@ enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_SERIAL, OPT_MATRIX
 
 static const pb_options_opt own_opts[] = {
     {"mode", 0, "LIST", "latency, bw, bibw or all (comma-separated; default latency)", OPT_MODE},
-    {"pair", 0, "A,B", "the two ranks to measure (default 0 and the last rank)", OPT_PAIR},
+    {"pair", 0, "A,B", "the two ranks to measure (default: on several nodes rank 0 and the first rank of the next "
+                       "node, rail 0; on one node 0 and the last rank)", OPT_PAIR},
     {"window", 0, "N", "messages in flight per iteration in bw/bibw modes (default 64, as OSU)", OPT_WINDOW},
     {"matrix", 0, NULL, "measure every pair: latency at the smallest size, bw at the largest; disjoint pairs run "
                         "concurrently in about N rounds (nodes paired whole, rank k with rank k + s; then inside "
@@ -109,6 +111,7 @@ enum {
     COL_BW_GBPS,
     COL_WRONG,
     COL_ROUND,
+    COL_RAIL,
     NCOLS
 };
 
@@ -130,11 +133,12 @@ static const pb_report_column cols[] = {
     [COL_BW_GBPS] = {"bw_GBps", "bw", "(GB/s)", PB_COL_FLOAT, 9, 3, "GB/s"},
     [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 7, 0, ""},
     [COL_ROUND] = {"round", NULL, NULL, PB_COL_INT, 0, 0, ""}, /* --matrix: the round the pair ran in; -1 otherwise */
+    [COL_RAIL] = {"rail", NULL, NULL, PB_COL_INT, 0, 0, ""},   /* both ranks local rank k on two nodes: k; else -1 */
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
 static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_mode mode, size_t bytes,
-                      const pb_p2p_result *r, int round)
+                      const pb_p2p_result *r, int round, int rail)
 {
     const pb_world *w = &b->w;
     int window = mode == PB_P2P_LATENCY ? 1 : o->window;
@@ -156,6 +160,7 @@ static int report_row(pb_bench *b, const p2p_opts *o, const int pair[2], pb_p2p_
         [COL_BW_GBPS] = PB_F(r->bw_GBps),
         [COL_WRONG] = PB_I(r->wrong),
         [COL_ROUND] = PB_I(round),
+        [COL_RAIL] = PB_I(rail),
     };
     return pb_report_row(b->rep, v);
 }
@@ -203,7 +208,7 @@ static int one_size(pb_bench *b, const p2p_opts *o, pb_comm *comm, MPI_Comm rows
     int status = measure_on_pair(b, o->pair, comm, cfg, bytes, s, r, &res);
     if (b->w.rank == 0) {
         if (res.wrong > 0) *wrong += res.wrong;
-        if (status == PB_OK) status = report_row(b, o, o->pair, cfg->mode, bytes, &res, -1);
+        if (status == PB_OK) status = report_row(b, o, o->pair, cfg->mode, bytes, &res, -1, o->rail);
     }
     return rows == MPI_COMM_NULL ? status : pb_world_agree_at(rows, status, NULL);
 }
@@ -275,8 +280,9 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2
             pr[k] = (pb_p2p_matrix_pair_result){pair[0], pair[1], pb_link_name(pb_world_link(&b->w, pair, 2)), m[k].lat.st.mean,
                                      m[k].bw.bw_GBps, 0, pb_p2p_matrix_rail(b->w.node_of, local, pair[0], pair[1])};
             *wrong += (m[k].lat.wrong > 0 ? m[k].lat.wrong : 0) + (m[k].bw.wrong > 0 ? m[k].bw.wrong : 0);
-            status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round);
-            if (status == PB_OK) status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &m[k].bw, round);
+            status = report_row(b, o, pair, PB_P2P_LATENCY, sizes[0], &m[k].lat, round, pr[k].rail);
+            if (status == PB_OK)
+                status = report_row(b, o, pair, PB_P2P_BW, sizes[nsizes - 1], &m[k].bw, round, pr[k].rail);
         }
         status = pb_world_agree(&b->w, status); /* a row rank 0 could not write stops every rank */
         first += count;
@@ -286,6 +292,17 @@ static int run_matrix(pb_bench *b, const p2p_opts *o, pb_comm *comm, const pb_p2
     free(pr);
     free(m);
     return status;
+}
+
+/* The rail of --pair (or the default pair), for its rows and its "# pair" line. */
+static int pair_rail(const pb_world *w, p2p_opts *o)
+{
+    int *local = calloc((size_t)w->size, sizeof *local);
+    if (!local) return pb_fail(PB_ERR_ENV, "out of memory for %d ranks", w->size);
+    pb_p2p_matrix_local_ranks(w->node_of, w->size, local);
+    o->rail = pb_p2p_matrix_rail(w->node_of, local, o->pair[0], o->pair[1]);
+    free(local);
+    return PB_OK;
 }
 
 /* Options that would be ignored in the combination given are refused. */
@@ -326,8 +343,9 @@ int main(int argc, char **argv)
     int status = pb_options_validate(&o.common);
     if (status == PB_OK && b.w.size < 2) status = pb_fail(PB_ERR_ENV, "p2p_sweep needs at least 2 ranks, got 1");
     if (status == PB_OK) status = check_combinations(&o);
-    o.pair[0] = 0, o.pair[1] = b.w.size - 1;
+    pb_p2p_matrix_default_pair(b.w.node_of, b.w.size, o.pair);
     if (status == PB_OK && o.pair_text) status = parse_pair(&o, "--pair", o.pair_text, b.w.size);
+    if (status == PB_OK) status = pair_rail(&b.w, &o);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
     uint64_t sizes[PB_MAX_SIZES];
@@ -364,9 +382,13 @@ int main(int argc, char **argv)
     if (status == PB_OK && in_pair) status = pb_buffers_alloc(b.be, sizes[nsizes - 1], o.common.rotate, &rbuf);
     status = pb_world_agree_at(b.w.comm, status, "buffers");
     long long wrong = 0;
-    if (b.rep && status == PB_OK && !o.matrix)
-        printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node\n", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
-               b.w.host[o.pair[1]], pb_link_name(pb_world_link(&b.w, o.pair, 2)));
+    if (b.rep && status == PB_OK && !o.matrix) {
+        char rail[64];
+        printf("# pair: rank %d (%s) <-> rank %d (%s), %s-node%s", o.pair[0], b.w.host[o.pair[0]], o.pair[1],
+               b.w.host[o.pair[1]], pb_link_name(pb_world_link(&b.w, o.pair, 2)), rail_words(o.rail, rail, sizeof rail));
+        if (o.rail >= 0) printf(" of nodes %d and %d", b.w.node_of[o.pair[0]], b.w.node_of[o.pair[1]]);
+        printf("\n");
+    }
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
     MPI_Comm rows = MPI_COMM_NULL; /* rank 0 and the pair (one_size) */
     if (!o.matrix && status == PB_OK)

@@ -169,6 +169,8 @@ class Driver:
             sys.exit(3)
         self.out = os.path.realpath(out)
         os.environ["PARABENCH_RUN"] = self.out  # the steps may write into this run's folder (docs/reliability.md)
+        if self.machine.bind_applied == "gpu":  # where bind-near-gpu.sh notes a rank it could not bind (meta.py)
+            os.environ["PARABENCH_BIND_NOTE"] = os.path.join(self.out, "logs", meta.BIND_NOTE)
         if self.build_log:  # none when installed: nothing is built
             shutil.move(self.build_log, os.path.join(self.out, "logs", "build.log"))
             self.build_log = ""
@@ -212,6 +214,8 @@ class Driver:
             return
         if step.shaped:
             self.say(f"  shape: {manifest.shape(run, step.name)['describe']}")
+        if step.pair(run):
+            self.say(f"  {step.pair(run)}")
         cmd = commands.command(step, run, self.machine.launch, self.o.backend)
         stdout = os.path.join(self.out, step.stdout or step.name + ".txt")
         refused_for_test(stdout, err)

@@ -73,6 +73,8 @@ def show(o, machine, run, steps, backend):
         print(f"[{k}/{len(steps)}] {step.name}: {line}{later}")
         if step.shaped and not why:
             print(f"    shape: {manifest.shape(run, step.name)['describe']}")
+        if step.pair(run) and not why:
+            print(f"    {step.pair(run)}")
     print("")
     names = choices(steps, run.bin)
     if isinstance(names, str):

@@ -111,6 +111,8 @@ def detect(o, root, probe_binary):
             m.oversubscribed = True
         if o.hostfile:
             m.launch += ["--hostfile", o.hostfile]
+            if applied == "gpu":  # ranks on other hosts get only the variables mpirun is told to pass
+                m.launch += ["-x", "PARABENCH_BIND_NOTE"]
         if o.ranks_per_node:
             m.launch += ["--npernode", str(o.ranks_per_node)]
     if applied == "gpu":

@@ -130,6 +130,7 @@ class Step:
     axes: Tuple[Tuple[str, str], ...] = ()  # cost "configs": (option, word) whose lists multiply to its configurations
     shaped: bool = False         # its shape (arguments or skip) comes from suite/shapes.py
     chosen_by: str = ""          # a step that writes this one's arguments at run time
+    pair: Callable[[Run], str] = lambda run: ""  # the ranks it measures, a line for --dry-run and progress
     verdict: bool = False        # exit 1 is its verdict (thresholds missed), not a failure
     reads_meta: bool = False     # meta.json is written before it runs
     always: bool = False         # runs even when --steps leaves it out: it judges or reports the others' results
@@ -263,7 +264,8 @@ STEPS = (
          skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS)),
     Step("p2p_sweep", "p2p_sweep", MPI, lambda r: ["--mode", "all", *r.limits.p2p], 10, "sweep",
          "docs/METRICS.md", "tests/integration/test_p2p_sweep.sh", skip=needs_peer,
-         table=("p2p_sweep", ("mode", "bytes", "rank_a", "rank_b", "link_class", "time_us", "bw_GBps", "wrong"))),
+         table=("p2p_sweep", ("mode", "bytes", "rank_a", "rank_b", "link_class", "time_us", "bw_GBps", "wrong")),
+         pair=lambda r: shaping.p2p_pair(r.nranks, r.ranks_per_node or r.nranks)),
     Step("p2p_matrix", "p2p_sweep", MPI,
          lambda r: ["--matrix", "--sizes", "8,1M", "--max-seconds-per-size", matrix_cap(r), "--matrix-csv", r.at("p2p_matrix")],
          4, "matrix", "docs/placement.md", "tests/integration/test_run_all.sh", skip=needs_peer,

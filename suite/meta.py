@@ -16,6 +16,21 @@ def is_run(folder):
     return any(os.path.lexists(os.path.join(folder, f)) for f in MARKERS)
 
 
+# scripts/bind-near-gpu.sh appends a line here (PARABENCH_BIND_NOTE) for each rank it ran
+# unbound because hwloc could not place its GPU: meta.json's binding.fallback.
+BIND_NOTE = "bind-fallback.txt"
+
+
+def bind_fallback(out):
+    """The distinct lines of logs/bind-fallback.txt, in order; None when no rank fell back."""
+    try:
+        with open(os.path.join(out, "logs", BIND_NOTE), errors="replace") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except OSError:
+        return None
+    return list(dict.fromkeys(lines)) or None
+
+
 def read_steps(out):
     with open(os.path.join(out, "steps.tsv")) as f:
         return [dict(zip(("name", "status", "rc", "seconds", "note"), line.rstrip("\n").split("\t")))
@@ -46,6 +61,7 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
             "profile": opts.profile, "launcher": machine.launcher, "nranks": machine.nranks, "devices": machine.device,
             "launch": " ".join(machine.launch), "backend": opts.backend or "default", "host": socket.gethostname(),
             "binding": {"requested": machine.bind, "applied": machine.bind_applied, "note": machine.bind_note or None,
+                        "fallback": bind_fallback(out),
                         "per_rank": "meta.binding in each benchmark's JSON (one entry per rank)"},
             "oversubscribed": machine.oversubscribed, "cores": machine.cores,
             "acceptance_file": opts.acceptance or None, "selected_steps": list(opts.steps) or None, "shapes": shapes,

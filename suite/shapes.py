@@ -306,6 +306,15 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
                   sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": need[scheds[-1]]})
 
 
+def p2p_pair(ranks, ranks_per_node):
+    """p2p_sweep's default pair (pb_p2p_matrix_default_pair), ranks numbered node by node: on several
+    nodes rank 0 and the first rank of the next node (both local rank 0: rail 0); on one node
+    rank 0 and the last rank, as OSU."""
+    if ranks > ranks_per_node:
+        return f"p2p pair: ranks 0 and {ranks_per_node} (rail 0, nodes 0 and 1)"
+    return f"p2p pair: ranks 0 and {ranks - 1} (node 0)"
+
+
 def job_of(ranks, ranks_per_node, gpus, model):
     """(t, p, d) of the job shapes() lays out (hybrid_3d's grid)."""
     rpn = min(ranks_per_node, ranks)

@@ -136,6 +136,17 @@ int pb_p2p_matrix_rail(const int *node_of, const int *local, int a, int b)
     return node_of[a] != node_of[b] && local[a] == local[b] ? local[a] : -1;
 }
 
+void pb_p2p_matrix_default_pair(const int *node_of, int nranks, int pair[2])
+{
+    pair[0] = 0, pair[1] = nranks - 1;
+    /* the first rank off rank 0's node is the first of its own node: local rank 0 there */
+    for (int r = 1; r < nranks; r++)
+        if (node_of[r] != node_of[0]) {
+            pair[1] = r;
+            return;
+        }
+}
+
 const char *pb_p2p_matrix_slow_name(int slow)
 {
     static const char *names[] = {"", "class", "rail", "class+rail"};

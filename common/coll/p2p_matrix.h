@@ -51,6 +51,12 @@ void pb_p2p_matrix_local_ranks(const int *node_of, int nranks, int *local);
  * switch); -1 for intra-node and cross-rail pairs. */
 int pb_p2p_matrix_rail(const int *node_of, const int *local, int a, int b);
 
+/* p2p_sweep's pair without --pair: rank 0 and the first rank of another node
+ * (both local rank 0: rail 0 of two nodes, the pair a rail-optimised fabric
+ * keeps on one switch) when the world spans several nodes; on one node rank 0
+ * and the last rank, OSU's pair (0 and 1 at 2 ranks). */
+void pb_p2p_matrix_default_pair(const int *node_of, int nranks, int pair[2]);
+
 /* "class", "rail", "class+rail" or "" for a pair's slow bits. */
 const char *pb_p2p_matrix_slow_name(int slow);
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # p2p_sweep under mpirun with 2, 3 and 4 ranks: all modes, chosen pairs, output files, bad options.
 source "$(dirname "$0")/lib.sh"
-COLS=mode,bytes,rank_a,rank_b,host_a,host_b,link_class,iters,window,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,bw_GBps,wrong,round
+COLS=mode,bytes,rank_a,rank_b,host_a,host_b,link_class,iters,window,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,bw_GBps,wrong,round,rail
 
 for np in 2 3 4; do
     expect_rc 0 "p2p_sweep all modes, $np ranks" -- \
         mpi $np "$BIN/p2p_sweep" --mode all -b 1 -e 64K -f 16 -n 20 -w 2 --csv "$TMP/p$np.csv" --json "$TMP/p$np.json"
     # 3 modes x sizes 1, 16, 256, 4K, 64K; default pair 0 and the last rank.
     python3 "$TESTS_DIR/results.py" "$TMP/p$np.csv" "$TMP/p$np.json" --columns $COLS --rows 15 --zero-wrong \
-        --complete --expect rank_a=0 --expect rank_b=$((np - 1)) --expect link_class=intra \
+        --complete --expect rank_a=0 --expect rank_b=$((np - 1)) --expect link_class=intra --expect rail=-1 \
         && pass "CSV/JSON of $np ranks" || fail "CSV/JSON of $np ranks"
     python3 - "$TMP/p$np.csv" <<'PY' && pass "bandwidth = messages x size / time per mode ($np ranks)" || fail "bandwidth formula ($np ranks)"
 import csv, sys

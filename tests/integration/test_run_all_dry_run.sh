@@ -15,6 +15,7 @@ expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8" -- \
 expect_in "$TMP/out" "nothing is installed, built or run" "says it runs nothing"
 expect_in "$TMP/out" "[4/12] p2p_matrix: timeout -k 10 900 mpirun -np 1024" "the matrix step's launch line"
 expect_in "$TMP/out" "--npernode 8" "the launch line places 8 ranks per node"
+expect_in "$TMP/out" "    p2p pair: ranks 0 and 8 (rail 0, nodes 0 and 1)" "the p2p step's pair: one rail, two nodes"
 expect_in "$TMP/out" "1024 ranks on 128 node(s) of 8" "the estimate's world"
 expect_in "$TMP/out" "1023 rounds x 2 sizes x 0.22 s cap" "the matrix's rounds, from the schedule"
 expect_in "$TMP/out" "7 collectives x 12 sizes x 3 s cap" "the default profile's sweep caps"

@@ -178,6 +178,33 @@ static void rail_median_of_sorted_latencies(void **state)
         if (i != 1) assert_int_equal(r[i].slow, 0);
 }
 
+/* The default pair (issue 52): between nodes, rank 0 and the first rank of the
+ * next node, both local rank 0 (rail 0), not the last rank (another rail); on
+ * one node rank 0 and the last rank, as OSU (0 and 1 at 2 ranks). */
+static void default_pair(void **state)
+{
+    (void)state;
+    struct {
+        int nranks, node_of[16], a, b;
+    } cases[] = {
+        {16, {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 8}, /* 2 nodes of 8 GPUs */
+        {12, {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}, 0, 4},              /* 3 nodes: the next one */
+        {8, {0, 0, 0, 0, 0, 0, 0, 0}, 0, 7},                           /* one node: today's pair */
+        {2, {0, 0}, 0, 1},                                             /* OSU's two ranks */
+        {2, {0, 1}, 0, 1},                                             /* two nodes of one rank */
+        {4, {0, 1, 0, 1}, 0, 1},                                       /* ranks dealt round robin */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int pair[2] = {-1, -1}, local[16];
+        pb_p2p_matrix_default_pair(cases[i].node_of, cases[i].nranks, pair);
+        assert_int_equal(pair[0], cases[i].a);
+        assert_int_equal(pair[1], cases[i].b);
+        pb_p2p_matrix_local_ranks(cases[i].node_of, cases[i].nranks, local);
+        int multi = cases[i].node_of[cases[i].nranks - 1] != 0 || cases[i].node_of[1] != 0;
+        assert_int_equal(pb_p2p_matrix_rail(cases[i].node_of, local, pair[0], pair[1]), multi ? 0 : -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +215,7 @@ int main(void)
         cmocka_unit_test(slow_against_rail), cmocka_unit_test(rail_median_of_sorted_latencies),
         cmocka_unit_test(pairs_file),
         cmocka_unit_test(matrix_file),
+        cmocka_unit_test(default_pair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
