@@ -3,7 +3,10 @@
  * checks NCCL's asynchronous errors. MPI only hands out the unique id.
  * The GPU is the current device, chosen once per process by pb_gpu_bind.
  * The stream-ordered hooks of comm.h (queue ordering, event spans, CUDA
- * graphs) are all here. */
+ * graphs) are all here. Every call that can block (communicator creation,
+ * group end, stream syncs, cudaMalloc/cudaFree and blocking copies) runs
+ * with the watchdog armed, naming its phase; when it fires, the watchdog's
+ * thread calls neither MPI nor NCCL (on_timeout). */
 #include "backend/comm.h"
 
 #include "backend/cuda_status.h"
@@ -19,7 +22,9 @@
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +45,30 @@ struct pb_comm {
  * graph's kernels point into the buffers it captured. */
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static pb_comm *live;
+
+/* ncclCommAbort calls under way on their owners' threads (sync_stream). */
+static atomic_int aborting;
+
+/* The watchdog's last act before it ends the process (core/watchdog.h), on
+ * its own thread: NCCL's communicators are not thread-safe, so it touches
+ * none. A thread that polls a communicator aborts it itself once the
+ * watchdog has fired; this waits (up to 5 s) for those aborts to finish, so
+ * that the process does not end inside one. A communicator stuck in a
+ * blocking call (ncclCommInitRank, ncclGroupEnd) goes with the process. */
+static void on_timeout(void)
+{
+    struct timespec nap = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 500 && atomic_load(&aborting) > 0; i++) nanosleep(&nap, NULL);
+}
+
+/* Abort on the owner's thread (the one polling the communicator). */
+static void abort_comm(pb_comm *c)
+{
+    atomic_fetch_add(&aborting, 1);
+    ncclCommAbort(c->nccl);
+    c->aborted = 1;
+    atomic_fetch_sub(&aborting, 1);
+}
 
 /* ncclAlltoAll exists only from NCCL 2.28.3 on. It is looked up with dlsym
  * rather than called by name: the binary then has no reference to it, so it
@@ -86,7 +115,7 @@ static ncclDataType_t nccl_type(pb_dtype t)
 
 static ncclRedOp_t nccl_op(pb_dtype_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
 
-static int create(MPI_Comm group, pb_comm **out)
+static int create_armed(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
     int status = pb_world_agree_at(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
@@ -129,6 +158,17 @@ static int create(MPI_Comm group, pb_comm **out)
     return PB_OK;
 }
 
+/* ncclCommInitRank waits for every rank of the group (and for the network):
+ * armed, so that a rank that never comes is reported (phase "comm init"). */
+static int create(MPI_Comm group, pb_comm **out)
+{
+    pb_watchdog_on_timeout(on_timeout); /* no MPI_Abort from the watchdog's thread from now on */
+    int entered = pb_watchdog_enter("comm init");
+    int status = create_armed(group, out);
+    pb_watchdog_leave(entered);
+    return status;
+}
+
 static void destroy(pb_comm *c)
 {
     if (!c) return;
@@ -139,9 +179,11 @@ static void destroy(pb_comm *c)
             break;
         }
     pthread_mutex_unlock(&live_mu);
+    int entered = pb_watchdog_enter("comm destroy");
     if (!c->aborted) cudaStreamSynchronize(c->stream);
     if (c->graph) cudaGraphExecDestroy(c->graph); /* its kernels use the communicator */
     if (!c->aborted) ncclCommDestroy(c->nccl);
+    pb_watchdog_leave(entered);
     pb_spans_cuda_free(&c->spans);
     cudaEventDestroy(c->order);
     cudaStreamDestroy(c->stream);
@@ -153,7 +195,9 @@ static int size_of(const pb_comm *c) { return c->size; }
 
 static int dev_alloc(size_t bytes, void **out)
 {
+    int entered = pb_watchdog_enter("cudaMalloc"); /* may synchronise the device */
     cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    pb_watchdog_leave(entered);
     if (e != cudaSuccess)
         return pb_fail(PB_ERR_ENV, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
     return PB_OK;
@@ -164,6 +208,7 @@ static int dev_alloc(size_t bytes, void **out)
 static void dev_free(void *p)
 {
     if (!p) return;
+    int entered = pb_watchdog_enter("cudaFree"); /* graphs' stream syncs, and cudaFree's device sync */
     pthread_mutex_lock(&live_mu);
     for (pb_comm *c = live; c; c = c->next)
         if (c->graph) {
@@ -173,18 +218,28 @@ static void dev_free(void *p)
         }
     pthread_mutex_unlock(&live_mu);
     cudaFree(p);
+    pb_watchdog_leave(entered);
 }
 
 static int to_host(void *host, const void *dev, size_t bytes)
 {
-    PB_CUDA_TRY(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
+    int entered = pb_watchdog_enter("cudaMemcpy to the host");
+    cudaError_t e = cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+    pb_watchdog_leave(entered);
+    PB_CUDA_TRY(e, "cudaMemcpy (device to host)");
     return PB_OK;
 }
 
 /* Complete on return (pb_gpu_from_host): the communication stream is
  * non-blocking, so a plain cudaMemcpy from pageable memory would race with
  * the collective issued next. */
-static int from_host(void *dev, const void *host, size_t bytes) { return pb_gpu_from_host(dev, host, bytes); }
+static int from_host(void *dev, const void *host, size_t bytes)
+{
+    int entered = pb_watchdog_enter("cudaMemcpy from the host");
+    int status = pb_gpu_from_host(dev, host, bytes);
+    pb_watchdog_leave(entered);
+    return status;
+}
 
 static int allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op)
 {
@@ -227,12 +282,21 @@ static int alltoall(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t)
             status = nccl_check(ncclRecv((char *)r + (size_t)p * b, n, nccl_type(t), p, c->nccl, c->stream), c,
                                 "ncclRecv (alltoall)");
     }
+    int entered = pb_watchdog_enter("group end");
     int end = nccl_check(ncclGroupEnd(), c, "ncclGroupEnd (alltoall)"); /* always close the group */
+    pb_watchdog_leave(entered);
     return status != PB_OK ? status : end;
 }
 
 static int group_start(pb_comm *c) { return nccl_check(ncclGroupStart(), c, "ncclGroupStart"); }
-static int group_end(pb_comm *c) { return nccl_check(ncclGroupEnd(), c, "ncclGroupEnd"); }
+/* ncclGroupEnd may block (connection set-up with the group's peers on first use). */
+static int group_end(pb_comm *c)
+{
+    int entered = pb_watchdog_enter("group end");
+    int status = nccl_check(ncclGroupEnd(), c, "ncclGroupEnd");
+    pb_watchdog_leave(entered);
+    return status;
+}
 
 static int send(pb_comm *c, const void *buf, size_t n, pb_dtype t, int peer)
 {
@@ -253,8 +317,7 @@ static int recv(pb_comm *c, void *buf, size_t n, pb_dtype t, int peer)
 static int sync_stream(pb_comm *c)
 {
     PB_CHECK(!c->aborted, PB_ERR_ENV, "NCCL: the communicator was aborted after an earlier error");
-    int own = !pb_watchdog_armed();
-    if (own) pb_watchdog_arm(0, "NCCL stream sync");
+    int entered = pb_watchdog_enter("stream sync");
     int status = PB_OK;
     for (;;) {
         cudaError_t e = cudaStreamQuery(c->stream);
@@ -266,8 +329,7 @@ static int sync_stream(pb_comm *c)
         if (pb_watchdog_fired()) { /* stuck past --timeout: abort here, on the thread that uses the communicator */
             status = pb_fail(PB_ERR_TIMEOUT,
                              "NCCL: the operation did not complete within --timeout (communicator aborted)");
-            ncclCommAbort(c->nccl);
-            c->aborted = 1;
+            abort_comm(c);
             break;
         }
         ncclResult_t async = ncclSuccess;
@@ -275,8 +337,7 @@ static int sync_stream(pb_comm *c)
         if (r != ncclSuccess) async = r;
         if (async != ncclSuccess && async != ncclInProgress) {
             status = nccl_check(async, c, "NCCL asynchronous error (communicator aborted)");
-            ncclCommAbort(c->nccl);
-            c->aborted = 1;
+            abort_comm(c);
             break;
         }
     }
@@ -285,7 +346,7 @@ static int sync_stream(pb_comm *c)
         ncclCommGetAsyncError(c->nccl, &async);
         status = nccl_check(async, c, "NCCL asynchronous error");
     }
-    if (own) pb_watchdog_disarm();
+    pb_watchdog_leave(entered);
     return status;
 }
 
@@ -312,7 +373,10 @@ static int span_take(pb_comm *c, double *us, int *count) { return pb_spans_cuda_
 static int capture_begin(pb_comm *c)
 {
     PB_CHECK(!c->capturing, PB_ERR_USAGE, "CUDA graph: a capture is already open");
-    PB_CUDA_TRY(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+    int entered = pb_watchdog_enter("stream sync");
+    cudaError_t e = cudaStreamSynchronize(c->stream);
+    pb_watchdog_leave(entered);
+    PB_CUDA_TRY(e, "cudaStreamSynchronize");
     if (c->graph) cudaGraphExecDestroy(c->graph);
     c->graph = NULL;
     PB_CUDA_TRY(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");

@@ -13,6 +13,9 @@
  *  - alloc, free, to_host and from_host first wait for every stream of the
  *    process, as cudaMalloc, cudaFree and a blocking cudaMemcpy synchronise
  *    the device; so does the host engine's allocation (core/devsync.h);
+ *    an allocation or free while a receive is posted and not yet matched,
+ *    or inside the runner's timed iterations, is refused (it would wait for
+ *    the receive's send, or stall the measured step);
  *  - misuse is an error, with NCCL's words: two ranks of a communicator on
  *    one "device" (a rank's device is its local rank on the node, modulo
  *    PARABENCH_REHEARSE_GPUS when set), counts that differ between the
@@ -31,10 +34,12 @@
 #include "core/error.h"
 #include "core/faults.h"
 #include "core/grow.h"
+#include "core/watchdog.h"
 #include "core/world.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +81,7 @@ struct pb_comm {
     int destroyed; /* kept as a tombstone, so that a later call is an error, not a crash */
     int rank, size;
     int miscount;              /* PARABENCH_TEST_MISCOUNT names this rank: its headers lie */
+    int hang;                  /* PARABENCH_TEST_HANG=sync names this rank: its first operation never ends */
     pb_comm *inner;            /* the MPI backend's communicator: collectives (worker only) */
     MPI_Comm p2p;              /* headers and point-to-point data (worker only) */
     pb_rehearse_queue *stream;
@@ -86,6 +92,12 @@ struct pb_comm {
 /* Destroyed communicators stay reachable until the process ends. */
 static pthread_mutex_t dead_mu = PTHREAD_MUTEX_INITIALIZER;
 static pb_comm *dead;
+
+/* Receives issued on any communicator of the process and not yet run to
+ * their end (matched by their send), and the first allocation or free
+ * refused for it (a free cannot return it: the next sync does). */
+static atomic_int posted_recvs;
+static atomic_int refused;
 
 /* NCCL's groups are per thread and span communicators. */
 static _Thread_local int group_depth;
@@ -107,6 +119,8 @@ static void unit_free(void *arg)
 {
     unit *u = arg;
     if (!u) return;
+    for (int i = 0; i < u->n; i++)
+        if (u->ops[i].kind == OP_RECV) atomic_fetch_sub(&posted_recvs, 1); /* run, or dropped unrun */
     free(u->ops);
     free(u);
 }
@@ -236,6 +250,8 @@ static int run_collective(pb_comm *c, const rehearse_op *o)
 static int run_unit(void *arg)
 {
     unit *u = arg;
+    if (u->c->hang) /* the test fault: a kernel that never ends; the watchdog ends the process */
+        for (;;) sleep(60);
     int np = 0;
     for (int i = 0; i < u->n; i++) np += is_p2p(&u->ops[i]);
     int status = np ? run_p2p(u, np) : PB_OK;
@@ -256,6 +272,7 @@ static int unit_add(unit **u, pb_comm *c, const rehearse_op *o)
     PB_CHECK(ops, PB_ERR_ENV, "NCCL rehearsal: out of memory for %d grouped operations", (*u)->n + 1);
     (*u)->ops = ops;
     ops[(*u)->n++] = *o;
+    if (o->kind == OP_RECV) atomic_fetch_add(&posted_recvs, 1);
     return PB_OK;
 }
 
@@ -282,6 +299,44 @@ static int issue(pb_comm *c, rehearse_op o)
 }
 
 static int device_wide_sync(const char *why) { return pb_rehearse_queue_drain_all(why); }
+
+/* An allocation or free (`call`: cudaMalloc, cudaFree, or the engine's)
+ * synchronises the device. Between a posted receive and its send it waits
+ * for that receive, whose send may wait for this rank: a deadlock on a GPU,
+ * refused here before it can hang. Inside the runner's timed iterations it
+ * stalls the measured step: refused too. The first refusal sticks. */
+static int may_synchronise(const char *call)
+{
+    if (pb_watchdog_fired()) return PB_OK; /* the job is ending: the wait says so */
+    int posted = atomic_load(&posted_recvs), status = PB_OK;
+    if (posted > 0)
+        status = pb_fail(PB_ERR_ENV,
+                         "%s between a posted receive and its send: it synchronises the device, so it waits for "
+                         "the receive, whose send may wait for this rank (a deadlock on a GPU); %d receive%s posted "
+                         "and not yet matched (NCCL rehearsal). Allocate before posting receives",
+                         call, posted, posted == 1 ? "" : "s");
+    else if (pb_devsync_in_timed())
+        status = pb_fail(PB_ERR_ENV,
+                         "%s inside a timed iteration: it synchronises the device inside the measured step (NCCL "
+                         "rehearsal). Allocate before the timed loop (set-up or warm-up)",
+                         call);
+    if (status != PB_OK) {
+        int none = PB_OK;
+        atomic_compare_exchange_strong(&refused, &none, status);
+    }
+    return status;
+}
+
+/* The host engine's allocations (core/devsync.h), standing for cuBLAS's. */
+static int engine_sync(const char *why)
+{
+    PB_TRY(may_synchronise(why));
+    return device_wide_sync(why);
+}
+
+/* The watchdog's last act before it ends the process (core/watchdog.h): the
+ * streams are threads of this process and end with it; nothing to abort. */
+static void on_timeout(void) {}
 
 /* The "GPU" of this process: its local rank on the node, as pb_gpu_bind
  * picks it, read from the launcher (the communicator's group may be any
@@ -330,7 +385,7 @@ static int check_devices(MPI_Comm group, int rank, int size)
     return status;
 }
 
-static int create(MPI_Comm group, pb_comm **out)
+static int create_armed(MPI_Comm group, pb_comm **out)
 {
     int level = MPI_THREAD_SINGLE, status = PB_OK;
     MPI_Query_thread(&level);
@@ -350,6 +405,7 @@ static int create(MPI_Comm group, pb_comm **out)
     int world_rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     c->miscount = pb_faults_miscount_rank() == world_rank;
+    c->hang = pb_faults_hang("sync");
     status = pb_world_agree_at(group, check_devices(group, c->rank, c->size), "comm");
     if (status == PB_OK) status = mpi()->comm_create(group, &c->inner); /* agreed over group */
     if (status == PB_OK) {
@@ -363,9 +419,22 @@ static int create(MPI_Comm group, pb_comm **out)
         free(c);
         return status;
     }
-    pb_devsync_install(device_wide_sync);
+    pb_devsync_install(engine_sync);
     *out = c;
     return PB_OK;
+}
+
+/* ncclCommInitRank waits for every rank of the group: armed, so that a rank
+ * that never comes is reported (phase "comm init") instead of waited for. */
+static int create(MPI_Comm group, pb_comm **out)
+{
+    pb_watchdog_on_timeout(on_timeout); /* no MPI_Abort from the watchdog's thread from now on */
+    int entered = pb_watchdog_enter("comm init");
+    if (pb_faults_hang("comm")) /* the test fault: this rank's creation never returns */
+        for (;;) sleep(60);
+    int status = create_armed(group, out);
+    pb_watchdog_leave(entered);
+    return status;
 }
 
 static void destroy(pb_comm *c)
@@ -391,6 +460,7 @@ static int size_of(const pb_comm *c) { return c->size; }
 
 static int host_alloc(size_t bytes, void **out)
 {
+    PB_TRY(may_synchronise("cudaMalloc"));
     PB_TRY(device_wide_sync("cudaMalloc (a device synchronisation)"));
     void *p = NULL;
     if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
@@ -401,8 +471,9 @@ static int host_alloc(size_t bytes, void **out)
 
 static void host_free(void *p)
 {
-    /* After a timeout a stuck stream may still touch the buffer: leak it. */
-    if (p && device_wide_sync("cudaFree (a device synchronisation)") != PB_ERR_TIMEOUT) free(p);
+    /* Refused (may_synchronise), or after a timeout, a stream may still
+     * touch the buffer: leak it. */
+    if (p && may_synchronise("cudaFree") == PB_OK && device_wide_sync("cudaFree (a device synchronisation)") != PB_ERR_TIMEOUT) free(p);
 }
 
 static int to_host(void *host, const void *src, size_t bytes)
@@ -489,6 +560,8 @@ static int sync_stream(pb_comm *c)
     PB_TRY(alive(c, "cudaStreamSynchronize"));
     PB_CHECK(!c->open, PB_ERR_ENV, "cudaStreamSynchronize: invalid usage: a group is open on this thread and its "
                                    "operations start only at ncclGroupEnd, so this wait never ends on a GPU");
+    int refusal = atomic_load(&refused);
+    if (refusal != PB_OK) return refusal; /* said where it happened (may_synchronise) */
     return pb_rehearse_queue_drain(c->stream, "cudaStreamSynchronize of a communicator's stream");
 }
 

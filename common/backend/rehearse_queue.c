@@ -129,19 +129,17 @@ static int wait_locked(pb_rehearse_queue *q, const char *what)
 
 int pb_rehearse_queue_drain(pb_rehearse_queue *q, const char *what)
 {
-    int own = !pb_watchdog_armed();
-    if (own) pb_watchdog_arm(0, what);
+    int entered = pb_watchdog_enter(what);
     pthread_mutex_lock(&q->mu);
     int status = wait_locked(q, what);
     pthread_mutex_unlock(&q->mu);
-    if (own) pb_watchdog_disarm();
+    pb_watchdog_leave(entered);
     return status;
 }
 
 int pb_rehearse_queue_drain_all(const char *what)
 {
-    int own = !pb_watchdog_armed();
-    if (own) pb_watchdog_arm(0, what);
+    int entered = pb_watchdog_enter(what);
     int status = PB_OK;
     pthread_mutex_lock(&live_mu);
     for (pb_rehearse_queue *q = live; q && status != PB_ERR_TIMEOUT; q = q->next_live) {
@@ -151,7 +149,7 @@ int pb_rehearse_queue_drain_all(const char *what)
         if (s == PB_ERR_TIMEOUT) status = s; /* a queue's own error is its sync's to report */
     }
     pthread_mutex_unlock(&live_mu);
-    if (own) pb_watchdog_disarm();
+    pb_watchdog_leave(entered);
     return status;
 }
 

@@ -13,3 +13,9 @@ int pb_devsync_wait(const char *why)
     pb_devsync_fn wait = atomic_load(&installed);
     return wait ? wait(why) : PB_OK;
 }
+
+static atomic_int timed;
+
+void pb_devsync_timed(int on) { atomic_store_explicit(&timed, on, memory_order_relaxed); }
+
+int pb_devsync_in_timed(void) { return atomic_load_explicit(&timed, memory_order_relaxed); }

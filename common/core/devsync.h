@@ -17,4 +17,10 @@ void pb_devsync_install(pb_devsync_fn wait);
 /* PB_OK at once when nothing is installed. */
 int pb_devsync_wait(const char *why);
 
+/* Set by the runner (harness/runner.c) around its timed iterations: an
+ * allocation or free there synchronises the device inside the measured step.
+ * The NCCL rehearsal refuses one; other backends only keep the flag. */
+void pb_devsync_timed(int on);
+int pb_devsync_in_timed(void);
+
 #endif

@@ -37,7 +37,15 @@
  *     engine        a workload's compute engine creation (workload_opts.c)
  *     report        opening the CSV/JSON output on rank 0 (bench.c)
  *     nccl-stream   stream and event creation before ncclCommInitRank
- *                   (comm_nccl.c; GPU only) */
+ *                   (comm_nccl.c; GPU only)
+ *   PARABENCH_TEST_HANG=SITE:RANK under --backend nccl-rehearse, that world
+ *                                rank hangs for good at SITE, as a GPU can,
+ *                                so that the watchdog must end the job
+ *                                (exit 4, naming the phase). Sites:
+ *     sync          its stream never completes its first operation (a kernel
+ *                   that never ends): its syncs wait, and its peers
+ *     comm          its communicator creation never returns (ncclCommInitRank
+ *                   waiting for a peer): its peers wait in theirs */
 #ifndef PB_FAULTS_H
 #define PB_FAULTS_H
 
@@ -47,6 +55,8 @@ int pb_faults_rank(const char *variable);
 static inline int pb_faults_corrupt_rank(void) { return pb_faults_rank("PARABENCH_TEST_CORRUPT"); }
 /* 1 when PARABENCH_TEST_FAIL names `site` and this process's world rank. */
 int pb_faults_fail(const char *site);
+/* 1 when PARABENCH_TEST_HANG names `site` and this process's world rank. */
+int pb_faults_hang(const char *site);
 
 static inline int pb_faults_skip_rank(void) { return pb_faults_rank("PARABENCH_TEST_SKIP"); }
 static inline int pb_faults_slow_rank(void) { return pb_faults_rank("PARABENCH_TEST_SLOW"); }

@@ -24,6 +24,7 @@ static struct {
     atomic_int iter;
     _Atomic(const char *) phase;
     atomic_int fired; /* set first when the timeout passes: owners of communicators abort them */
+    _Atomic(pb_watchdog_abort_fn) abort_fn; /* a stream-ordered backend's: no MPI_Abort from this thread */
 } wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t now_ns(void)
@@ -51,6 +52,20 @@ void pb_watchdog_arm(int iter, const char *phase) { pb_watchdog_arm_at(iter, pha
 
 void pb_watchdog_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
 
+int pb_watchdog_enter(const char *phase)
+{
+    if (pb_watchdog_armed()) return 0;
+    pb_watchdog_arm(0, phase);
+    return 1;
+}
+
+void pb_watchdog_leave(int entered)
+{
+    if (entered) pb_watchdog_disarm();
+}
+
+void pb_watchdog_on_timeout(pb_watchdog_abort_fn abort_fn) { atomic_store(&wd.abort_fn, abort_fn); }
+
 int pb_watchdog_armed(void) { return atomic_load_explicit(&wd.armed_ns, memory_order_relaxed) != 0; }
 
 int pb_watchdog_fired(void) { return atomic_load_explicit(&wd.fired, memory_order_acquire); }
@@ -75,6 +90,13 @@ static void fire(double waited_s)
      * (pb_watchdog_fired) aborts it on its own thread: a communicator is never
      * aborted here, under a thread that may be using it. */
     sleep(2);
+    pb_watchdog_abort_fn abort_fn = atomic_load(&wd.abort_fn);
+    if (abort_fn) { /* NCCL or its rehearsal: the rank's own thread may be inside MPI or NCCL */
+        abort_fn();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(PB_ERR_TIMEOUT);
+    }
     MPI_Abort(MPI_COMM_WORLD, PB_ERR_TIMEOUT);
     _exit(PB_ERR_TIMEOUT); /* if MPI_Abort ever returns */
 }

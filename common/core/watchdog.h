@@ -2,9 +2,15 @@
  * is in; when one has not completed within the timeout it prints what is
  * stuck (benchmark, operation, size, iteration, phase, rank, host), waits a
  * moment so the other stuck ranks print too and the threads polling a
- * communicator abort it (pb_watchdog_fired), then aborts the job (MPI_Abort
- * with exit code 4). Ranks that print nothing are not inside a watched
- * operation: they are the ones the others wait for.
+ * communicator abort it (pb_watchdog_fired), then ends the job with exit
+ * code 4: under the MPI backends by MPI_Abort; once a stream-ordered backend
+ * (NCCL, its rehearsal) has registered its abort hook, never by an MPI call
+ * from the watchdog's thread (the rank's own thread may be inside MPI or
+ * NCCL): the hook runs, stdout and stderr are flushed and the process ends
+ * itself (_exit(4)); the launcher then ends the others. Rows already written
+ * stay on disk (the CSV is flushed per row; the JSON keeps its last
+ * rewrite, marked incomplete). Ranks that print nothing are not inside a
+ * watched operation: they are the ones the others wait for.
  *
  * Arming costs two relaxed atomic stores, so it may sit next to timed code. */
 #ifndef PB_WATCHDOG_H
@@ -30,6 +36,19 @@ void pb_watchdog_arm(int iter, const char *phase);
  * re-arms without a second read inside its measured interval. */
 void pb_watchdog_arm_at(int iter, const char *phase, double now_us);
 void pb_watchdog_disarm(void);
+
+/* A blocking wait in `phase` (ncclCommInitRank, a stream sync, a group end):
+ * arms unless the caller has armed already (whose iteration and phase then
+ * stand); pass what it returns to pb_watchdog_leave. */
+int pb_watchdog_enter(const char *phase);
+void pb_watchdog_leave(int entered);
+
+/* What ends the job instead of MPI_Abort, registered by a stream-ordered
+ * backend when it creates a communicator: called on the watchdog's thread
+ * after the grace, just before _exit(4). It must call neither MPI nor a
+ * communicator another thread may be using. */
+typedef void (*pb_watchdog_abort_fn)(void);
+void pb_watchdog_on_timeout(pb_watchdog_abort_fn abort_fn);
 
 /* 1 while armed (a wait that arms only when its caller has not). */
 int pb_watchdog_armed(void);

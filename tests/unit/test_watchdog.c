@@ -17,6 +17,7 @@
 #include "core/watchdog.h"
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,6 +148,71 @@ static void sleeps_between_looks(void **state)
     assert_true(cpu < 0.2);
 }
 
+/* Child: a stream-ordered backend's hook registered, as its comm_create does.
+ * Prints a line without a newline to a pipe standing for stdout (to be
+ * flushed), sends stderr to another, arms and waits: the watchdog must call
+ * the hook and end the process with _exit(4), never MPI_Abort (which says
+ * so on stderr). */
+static int hook_fd = -1;
+static void hook(void) { dprintf(hook_fd, "hook called\n"); }
+
+static void hooked_child(int fd, int err_fd)
+{
+    MPI_Init(NULL, NULL);
+    hook_fd = fd;
+    if (dup2(err_fd, STDERR_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(11);
+    pb_watchdog_on_timeout(hook);
+    if (pb_watchdog_start(0.3, 0, "localhost", "test_watchdog") != PB_OK) _exit(10);
+    printf("a row already measured");
+    pb_watchdog_arm(0, "stream sync");
+    for (;;) pause(); /* the watchdog ends the process */
+}
+
+static void hook_then_exit_without_mpi_abort(void **state)
+{
+    (void)state;
+    int out[2], err[2];
+    assert_int_equal(pipe(out), 0);
+    assert_int_equal(pipe(err), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(out[0]), close(err[0]);
+        hooked_child(out[1], err[1]);
+    }
+    close(out[1]), close(err[1]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    char text[4096] = "", errs[8192] = "";
+    ssize_t n = read(out[0], text, sizeof text - 1), m = 0, k;
+    while (m < (ssize_t)sizeof errs - 1 && (k = read(err[0], errs + m, sizeof errs - 1 - (size_t)m)) > 0) m += k;
+    close(out[0]), close(err[0]);
+    text[n > 0 ? n : 0] = '\0';
+    errs[m] = '\0';
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), PB_ERR_TIMEOUT);
+    assert_non_null(strstr(errs, "TIMEOUT: rank 0"));
+    assert_non_null(strstr(errs, "phase stream sync"));
+    assert_null(strstr(errs, "MPI_ABORT")); /* no MPI call from the watchdog's thread */
+    assert_non_null(strstr(text, "hook called"));
+    assert_non_null(strstr(text, "a row already measured")); /* stdout flushed before _exit */
+}
+
+static void enter_keeps_the_callers_arming(void **state)
+{
+    (void)state;
+    assert_int_equal(pb_watchdog_armed(), 0);
+    int outer = pb_watchdog_enter("comm init");
+    assert_int_equal(outer, 1);
+    int inner = pb_watchdog_enter("stream sync"); /* already armed: the caller's phase stands */
+    assert_int_equal(inner, 0);
+    pb_watchdog_leave(inner);
+    assert_int_equal(pb_watchdog_armed(), 1);
+    pb_watchdog_leave(outer);
+    assert_int_equal(pb_watchdog_armed(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +220,8 @@ int main(void)
         cmocka_unit_test(stopped_never_fires),
         cmocka_unit_test(disarmed_never_fires),
         cmocka_unit_test(sleeps_between_looks),
+        cmocka_unit_test(hook_then_exit_without_mpi_abort),
+        cmocka_unit_test(enter_keeps_the_callers_arming),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
