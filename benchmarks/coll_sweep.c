@@ -276,16 +276,19 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         printf("#\n# %s\n", pb_coll_name(op->coll));
         pb_report_header(b->rep);
     }
-    size_t last = 0; /* bytes of the last size measured: a request that rounds to it is not measured again */
+    /* The last size measured and its request: another request that rounds to it is not measured
+     * again (the same request twice, as --sizes 8,8 asks, is). */
+    size_t last = 0;
+    uint64_t last_asked = 0;
     rounding rnd = {0, 0, 0, 0};
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
         pb_coll_exec_shape_of(op->coll, sizes[i], o->dtype, x->g->size, &op->shape);
         if (op->shape.bytes > sizes[i] && !rnd.above++) rnd.first_asked = sizes[i], rnd.first_got = op->shape.bytes;
-        if (op->shape.bytes == last) {
+        if (op->shape.bytes == last && sizes[i] != last_asked) {
             rnd.again++;
             continue;
         }
-        last = op->shape.bytes;
+        last = op->shape.bytes, last_asked = sizes[i];
         pb_buffers_fit(&op->send, op->shape.send_count * ts);
         pb_buffers_fit(&op->recv, op->shape.recv_count * ts);
         pb_watchdog_what(pb_coll_name(op->coll), op->shape.bytes);

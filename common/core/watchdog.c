@@ -3,6 +3,7 @@
 #include "core/error.h"
 
 #include <mpi.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,6 +52,8 @@ void pb_watchdog_arm_at(int iter, const char *phase, double now_us)
 void pb_watchdog_arm(int iter, const char *phase) { pb_watchdog_arm_at(iter, phase, (double)now_ns() * 1e-3); }
 
 void pb_watchdog_disarm(void) { atomic_store_explicit(&wd.armed_ns, 0, memory_order_release); }
+
+void pb_watchdog_progress(int iter) { atomic_store_explicit(&wd.iter, iter, memory_order_relaxed); }
 
 int pb_watchdog_enter(const char *phase)
 {
@@ -105,11 +108,17 @@ static void *watch(void *unused)
 {
     (void)unused;
     struct timespec nap = {0, 50 * 1000 * 1000};
+    uint64_t progress_ns = 0; /* when this thread last saw the iteration move (pb_watchdog_progress) */
+    int seen = INT_MIN;
     while (!atomic_load(&wd.stop)) {
         nanosleep(&nap, NULL);
         uint64_t armed = atomic_load_explicit(&wd.armed_ns, memory_order_acquire);
         if (armed == 0) continue;
-        double waited = (double)(now_ns() - armed) * 1e-9;
+        int iter = atomic_load_explicit(&wd.iter, memory_order_relaxed);
+        uint64_t now = now_ns();
+        if (iter != seen) seen = iter, progress_ns = now;
+        uint64_t since = progress_ns > armed ? progress_ns : armed;
+        double waited = (double)(now - since) * 1e-9;
         if (waited > wd.timeout_s) fire(waited);
     }
     return NULL;

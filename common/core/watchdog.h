@@ -37,6 +37,11 @@ void pb_watchdog_arm(int iter, const char *phase);
 void pb_watchdog_arm_at(int iter, const char *phase, double now_us);
 void pb_watchdog_disarm(void);
 
+/* Progress inside an armed loop without reading the clock (a store): the
+ * watchdog counts time from the last moment it saw `iter` change, so a loop of
+ * back-to-back operations stays armed however slow its operations turn out. */
+void pb_watchdog_progress(int iter);
+
 /* A blocking wait in `phase` (ncclCommInitRank, a stream sync, a group end):
  * arms unless the caller has armed already (whose iteration and phase then
  * stand); pass what it returns to pb_watchdog_leave. */

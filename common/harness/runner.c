@@ -156,26 +156,20 @@ static int agree_count(run_state *s, int mine)
     return offer;
 }
 
-/* Iterations between two re-arms of the watchdog inside the whole loop: about
- * one clock read per millisecond, next to nothing in the measured time. */
-static int rearm_every(double per_us)
-{
-    return per_us > 0 && per_us < 1000 ? (int)(1000 / per_us) : 1;
-}
+enum { WHOLE_LOOP_TRIES = 3 }; /* loops that may follow the first, each at the rate of the one before */
 
 /* The whole loop: n issues back to back, one wait. Returns this rank's time per iteration. */
-static double whole_loop(run_state *s, const pb_runner_op *op, int n, double per_us)
+static double whole_loop(run_state *s, const pb_runner_op *op, int n)
 {
     int status = pb_faults_fail("step") ? pb_fail(PB_ERR_ENV, "out of memory inside the step (test fault)") : PB_OK;
-    int stride = rearm_every(per_us), until_rearm = stride;
     pb_devsync_timed(1);
     double t0 = pb_timing_now_us();
     pb_watchdog_arm_at(0, "operation", t0);
+    /* progress is a store, not a clock read: the loop stays armed however slow its operations are
+     * (a count of iterations between re-arms, from the warm-up's rate, once let a loaded machine's
+     * slow stretch pass --timeout while every operation completed) */
     for (int i = 0; i < n && status == PB_OK; i++) {
-        if (--until_rearm == 0) {
-            pb_watchdog_arm(i, "operation");
-            until_rearm = stride;
-        }
+        pb_watchdog_progress(i);
         status = op->issue(op->ctx, i);
     }
     if (status == PB_OK) {
@@ -208,15 +202,16 @@ int pb_runner_time_whole(MPI_Comm group, const pb_runner_cfg *cfg, const pb_runn
     int n = pb_runner_whole_iters(cap_us, pb_timing_now_us() - s.start_us, per_us, cfg->iters);
     *out = (pb_runner_whole){0, 0, 0};
     n = agree_count(&s, n);
-    if (s.status == PB_OK) out->loop_us = whole_loop(&s, op, n, per_us), out->iters = n;
-    /* A warm-up slower than the steady state (a first call's set-up, one warm-up iteration) gives
-     * too small a count: that loop then counts as warm-up, and the loop runs again at its own
-     * rate. The condition is the same on every rank; agree_count agrees the count and failures. */
-    if (n < cfg->iters && cap_us > 0) {
+    if (s.status == PB_OK) out->loop_us = whole_loop(&s, op, n), out->iters = n;
+    /* A warm-up slower than the steady state (a first call's set-up, one warm-up iteration, a rank
+     * descheduled on a loaded machine) gives too small a count: that loop then counts as warm-up,
+     * and the loop runs again at its own rate, a few times at most while the count grows. The
+     * counts are agreed (agree_count), so every rank takes the same branch. */
+    for (int tries = 0; tries < WHOLE_LOOP_TRIES && n < cfg->iters && cap_us > 0; tries++) {
         int again = pb_runner_whole_iters(cap_us, pb_timing_now_us() - s.start_us, out->loop_us, cfg->iters);
         again = agree_count(&s, again);
-        if (s.status == PB_OK && again > 2 * n)
-            out->loop_us = whole_loop(&s, op, again, out->loop_us), out->iters = again;
+        if (s.status != PB_OK || again <= 2 * n) break;
+        out->loop_us = whole_loop(&s, op, again), out->iters = n = again;
     }
     out->samples = aligned_phase(&s, 0, 0, pb_runner_sample_iters(out->iters), issue_and_wait, fn_ctx, samples_us,
                                  &sample_sum);

@@ -30,7 +30,7 @@ static double now_s(void)
 }
 
 /* What a child does after starting the watchdog with a 0.3 s timeout. */
-enum { ARM, ARM_DISARM, STOP_ARM };
+enum { ARM, ARM_DISARM, STOP_ARM, ARM_PROGRESS };
 
 /* Child: arm (ARM), arm and disarm (ARM_DISARM), or stop the watchdog and then
  * arm (STOP_ARM: a stopped watchdog has no thread left to fire), then poll
@@ -48,8 +48,9 @@ static void child(int fd, int mode)
     pb_watchdog_arm(0, "operation");
     if (mode == ARM_DISARM) pb_watchdog_disarm();
     double seen = -1;
-    while (now_s() - t0 < 2 && seen < 0) {
+    for (int i = 1; now_s() - t0 < 2 && seen < 0; i++) {
         if (pb_watchdog_fired()) seen = now_s() - t0;
+        if (mode == ARM_PROGRESS) pb_watchdog_progress(i); /* an operation completes every millisecond */
         usleep(1000);
     }
     dprintf(fd, "%.3f\n", seen);
@@ -104,6 +105,16 @@ static void disarmed_never_fires(void **state)
     (void)state;
     double seen, grace;
     assert_int_equal(run_child(child, ARM_DISARM, &seen, &grace), 0);
+    assert_true(seen == -1);
+}
+
+/* A loop of back-to-back operations that reports progress without re-arming stays armed past
+ * the 0.3 s timeout for as long as its iteration moves (the whole loop of runner.c). */
+static void progress_keeps_it_armed(void **state)
+{
+    (void)state;
+    double seen, grace;
+    assert_int_equal(run_child(child, ARM_PROGRESS, &seen, &grace), 0);
     assert_true(seen == -1);
 }
 
@@ -219,6 +230,7 @@ int main(void)
         cmocka_unit_test(fired_before_the_job_ends),
         cmocka_unit_test(stopped_never_fires),
         cmocka_unit_test(disarmed_never_fires),
+        cmocka_unit_test(progress_keeps_it_armed),
         cmocka_unit_test(sleeps_between_looks),
         cmocka_unit_test(hook_then_exit_without_mpi_abort),
         cmocka_unit_test(enter_keeps_the_callers_arming),
