@@ -303,7 +303,7 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
                   "the global batch (run to %d) (%s)%s" % (
                       what, _n(ranks // p, "pipeline"), cap_layers, -(-m["layers"] // p), _mib(job["pp_message"]),
                       real, max(mbs), where, left),
-                  sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": need[scheds[-1]]})
+                  sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": max(need[s] for s in scheds)})
 
 
 def p2p_pair(ranks, ranks_per_node):
