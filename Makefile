@@ -163,18 +163,18 @@ deps:
 
 # Not part of `make test`: each mutation of tests/mutations.txt, applied by
 # pattern to a scratch copy, must make one of its named tests fail
-# (docs/mutations.md). MUTATIONS=name,... runs a subset.
+# (dev/mutations.md). MUTATIONS=name,... runs a subset.
 mutate:
 	@python3 tests/mutate.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 # Not part of `make test` either: N mutants drawn at random (SEED) over
 # common/, benchmarks/, tools/, scripts/*.py and suite/*.py, each judged by the tests
-# that execute its line (docs/mutations.md, "Sampled mutants"). RECORD=1
-# keeps the output as docs/measured/mutate-sample.txt.
+# that execute its line (dev/mutations.md, "Sampled mutants"). RECORD=1
+# keeps the output as dev/records/mutate-sample.txt.
 N    ?= 100
 SEED ?= 1
 mutate-sample:
-	@$(if $(filter 1,$(RECORD)),tools/dev/record.sh mutate-sample) python3 tests/mutate_sample.py --n $(N) --seed $(SEED)
+	@$(if $(filter 1,$(RECORD)),PB_RECORD_DIR=dev/records tools/dev/record.sh mutate-sample) python3 tests/mutate_sample.py --n $(N) --seed $(SEED)
 
 # Every performance figure in README.md and docs/ must appear in a recorded
 # output under docs/measured/ (docs/measured/README.md), and every file the

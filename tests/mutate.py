@@ -7,7 +7,7 @@ A mutation is found by pattern, never by line number: `find` (a literal; \\n
 and \\t are escapes) or `find-re` (a Python regex) must match exactly once in
 its file, so the list survives refactoring and says when it no longer fits.
 Tests: tests/integration/test_X.sh scripts and tests/unit/test_X binaries
-(by name). See docs/mutations.md.
+(by name). See dev/mutations.md.
 
 usage: tests/mutate.py [--list FILE] [--only NAME,...] [--keep]
 Exit: 0 every mutation killed, 1 one survived or failed to apply/build,

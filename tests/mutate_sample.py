@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make mutate-sample`: mutants drawn at random, not by hand, as a measure of
-the tests (docs/mutations.md, "Sampled mutants"). Not part of `make test`.
+the tests (dev/mutations.md, "Sampled mutants"). Not part of `make test`.
 
 1. Sites. Every place in common/, benchmarks/, tools/ (C), scripts/*.py and
    suite/*.py (run_all's driver)
@@ -580,7 +580,7 @@ RECORDS = os.path.join(ROOT, "docs", "measured")
 
 def kill_history(folder=RECORDS):
     """file -> {test: how many mutants of that file it killed} in the recorded
-    sampler runs (docs/measured/mutate-sample-seed*.txt); a mutant a run's
+    sampler runs (dev/records/mutate-sample-seed*.txt); a mutant a run's
     record lists twice (a rescore appended) counts once."""
     out, seen = {}, set()
     for path in sorted(glob.glob(os.path.join(folder, "mutate-sample-seed*.txt"))):

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""`make docs-check`: every performance figure in README.md and docs/ must come
-from a recorded run in docs/measured/ (docs/measured/README.md).
+"""`make docs-check`: every performance figure in README.md, docs/ and dev/ must
+come from a recorded run in docs/measured/ (docs/measured/README.md) or, for
+development runs, dev/records/.
 
 A figure is a number followed by a unit of time, rate or share: us, µs, ms, s,
 minutes, GB/s, MB/s, TB/s, GFLOP/s, TFLOP/s or %; in a block marked measured
@@ -27,6 +28,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURED = os.path.join(ROOT, "docs", "measured")
+RECORDS = os.path.join(ROOT, "dev", "records")  # development runs (mutation testing), apart from the user docs
 NUM = r"\d+(?:\.\d+)?"
 UNIT = r"(?:us|µs|μs|ms|s|minutes?|GB/s|MB/s|TB/s|GFLOP/s|TFLOP/s|%)"
 # "18-30 µs", "0.116-0.123 GB/s", "12%": every number of a range is a figure.
@@ -82,7 +84,7 @@ def blocks(lines):
 def main():
     errors, pending_hits = [], []
     recorded = {}
-    for path in sorted(glob.glob(os.path.join(MEASURED, "*"))):
+    for path in sorted(glob.glob(os.path.join(MEASURED, "*")) + glob.glob(os.path.join(RECORDS, "*"))):
         name = os.path.relpath(path, ROOT)
         if os.path.basename(path) in ("README.md", "pending.txt"):
             continue
@@ -102,7 +104,7 @@ def main():
                 pending.append((f.strip(), re.compile(rx.strip())))
     docs = [os.path.join(ROOT, "README.md")] + sorted(
         p for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
-        if not p.startswith(MEASURED + os.sep))
+        if not p.startswith(MEASURED + os.sep)) + sorted(glob.glob(os.path.join(ROOT, "dev", "*.md")))
     nfig = 0
     for path in docs:
         rel = os.path.relpath(path, ROOT)
