@@ -10,7 +10,7 @@
  *    exchange a header first, then the data with MPI_Issend);
  *  - between group_start and group_end the operations of each communicator
  *    are queued as one unit that starts together (ncclGroupStart/End);
- *  - alloc, free, to_host and from_host first wait for every stream of the
+ *  - alloc, free, to_host and from_host (rehearse_device.c) first wait for every stream of the
  *    process, as cudaMalloc, cudaFree and a blocking cudaMemcpy synchronise
  *    the device; so does the host engine's allocation (core/devsync.h);
  *    an allocation or free while a receive is posted and not yet matched,
@@ -29,6 +29,7 @@
  * least as much as the stream ordering would. */
 #include "backend/comm.h"
 
+#include "backend/rehearse_device.h"
 #include "backend/rehearse_queue.h"
 #include "core/devsync.h"
 #include "core/error.h"
@@ -39,7 +40,6 @@
 
 #include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +93,6 @@ struct pb_comm {
 static pthread_mutex_t dead_mu = PTHREAD_MUTEX_INITIALIZER;
 static pb_comm *dead;
 
-/* Receives issued on any communicator of the process and not yet run to
- * their end (matched by their send), and the first allocation or free
- * refused for it (a free cannot return it: the next sync does). */
-static atomic_int posted_recvs;
-static atomic_int refused;
-
 /* NCCL's groups are per thread and span communicators. */
 static _Thread_local int group_depth;
 static _Thread_local pb_comm **grouped; /* communicators with an open unit */
@@ -120,7 +114,7 @@ static void unit_free(void *arg)
     unit *u = arg;
     if (!u) return;
     for (int i = 0; i < u->n; i++)
-        if (u->ops[i].kind == OP_RECV) atomic_fetch_sub(&posted_recvs, 1); /* run, or dropped unrun */
+        if (u->ops[i].kind == OP_RECV) pb_rehearse_device_posted(-1); /* run, or dropped unrun */
     free(u->ops);
     free(u);
 }
@@ -272,7 +266,7 @@ static int unit_add(unit **u, pb_comm *c, const rehearse_op *o)
     PB_CHECK(ops, PB_ERR_ENV, "NCCL rehearsal: out of memory for %d grouped operations", (*u)->n + 1);
     (*u)->ops = ops;
     ops[(*u)->n++] = *o;
-    if (o->kind == OP_RECV) atomic_fetch_add(&posted_recvs, 1);
+    if (o->kind == OP_RECV) pb_rehearse_device_posted(1);
     return PB_OK;
 }
 
@@ -298,92 +292,9 @@ static int issue(pb_comm *c, rehearse_op o)
     return unit_add(&c->open, c, &o);
 }
 
-static int device_wide_sync(const char *why) { return pb_rehearse_queue_drain_all(why); }
-
-/* An allocation or free (`call`: cudaMalloc, cudaFree, or the engine's)
- * synchronises the device. Between a posted receive and its send it waits
- * for that receive, whose send may wait for this rank: a deadlock on a GPU,
- * refused here before it can hang. Inside the runner's timed iterations it
- * stalls the measured step: refused too. The first refusal sticks. */
-static int may_synchronise(const char *call)
-{
-    if (pb_watchdog_fired()) return PB_OK; /* the job is ending: the wait says so */
-    int posted = atomic_load(&posted_recvs), status = PB_OK;
-    if (posted > 0)
-        status = pb_fail(PB_ERR_ENV,
-                         "%s between a posted receive and its send: it synchronises the device, so it waits for "
-                         "the receive, whose send may wait for this rank (a deadlock on a GPU); %d receive%s posted "
-                         "and not yet matched (NCCL rehearsal). Allocate before posting receives",
-                         call, posted, posted == 1 ? "" : "s");
-    else if (pb_devsync_in_timed())
-        status = pb_fail(PB_ERR_ENV,
-                         "%s inside a timed iteration: it synchronises the device inside the measured step (NCCL "
-                         "rehearsal). Allocate before the timed loop (set-up or warm-up)",
-                         call);
-    if (status != PB_OK) {
-        int none = PB_OK;
-        atomic_compare_exchange_strong(&refused, &none, status);
-    }
-    return status;
-}
-
-/* The host engine's allocations (core/devsync.h), standing for cuBLAS's. */
-static int engine_sync(const char *why)
-{
-    PB_TRY(may_synchronise(why));
-    return device_wide_sync(why);
-}
-
 /* The watchdog's last act before it ends the process (core/watchdog.h): the
  * streams are threads of this process and end with it; nothing to abort. */
 static void on_timeout(void) {}
-
-/* The "GPU" of this process: its local rank on the node, as pb_gpu_bind
- * picks it, read from the launcher (the communicator's group may be any
- * subset of the node); PARABENCH_REHEARSE_GPUS=N folds it onto N devices. */
-static int device_of_process(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-                                       "SLURM_LOCALID", "PMI_LOCAL_RANK"};
-    int device = -1;
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0] && device < 0; i++) {
-        const char *v = getenv(vars[i]);
-        if (v) device = atoi(v);
-    }
-    if (device < 0) MPI_Comm_rank(MPI_COMM_WORLD, &device); /* unknown: a device per process */
-    const char *gpus = getenv("PARABENCH_REHEARSE_GPUS");
-    if (gpus && atoi(gpus) > 0) device %= atoi(gpus);
-    return device;
-}
-
-typedef struct device_id {
-    char host[PB_HOST_MAX];
-    int device;
-} device_id;
-
-/* Collective over group: NCCL refuses two ranks of one communicator on one
- * GPU at ncclCommInitRank. The later rank of the first pair fails. */
-static int check_devices(MPI_Comm group, int rank, int size)
-{
-    device_id me = {.device = device_of_process()};
-    if (gethostname(me.host, sizeof me.host - 1) != 0) strcpy(me.host, "unknown");
-    device_id *all = calloc((size_t)size, sizeof *all);
-    int status = all ? PB_OK : pb_fail(PB_ERR_ENV, "NCCL rehearsal: out of memory for %d device ids", size);
-    if (pb_world_agree_at(group, status, "comm") != PB_OK || !all) { /* !all implies a failed agreement */
-        free(all);
-        return PB_ERR_ENV;
-    }
-    MPI_Allgather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, group);
-    for (int r = 0; r < rank && status == PB_OK; r++)
-        if (all[r].device == me.device && strcmp(all[r].host, me.host) == 0)
-            status = pb_fail(PB_ERR_ENV,
-                             "ncclCommInitRank: invalid usage: Duplicate GPU detected : rank %d and rank %d both on "
-                             "CUDA device %d of %s (NCCL rehearsal: a rank's device is its local rank%s)",
-                             r, rank, me.device, me.host,
-                             getenv("PARABENCH_REHEARSE_GPUS") ? " modulo PARABENCH_REHEARSE_GPUS" : "");
-    free(all);
-    return status;
-}
 
 static int create_armed(MPI_Comm group, pb_comm **out)
 {
@@ -406,7 +317,7 @@ static int create_armed(MPI_Comm group, pb_comm **out)
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     c->miscount = pb_faults_miscount_rank() == world_rank;
     c->hang = pb_faults_hang("sync");
-    status = pb_world_agree_at(group, check_devices(group, c->rank, c->size), "comm");
+    status = pb_world_agree_at(group, pb_rehearse_device_check(group, c->rank, c->size), "comm");
     if (status == PB_OK) status = mpi()->comm_create(group, &c->inner); /* agreed over group */
     if (status == PB_OK) {
         MPI_Comm_dup(group, &c->p2p);
@@ -419,7 +330,7 @@ static int create_armed(MPI_Comm group, pb_comm **out)
         free(c);
         return status;
     }
-    pb_devsync_install(engine_sync);
+    pb_devsync_install(pb_rehearse_device_engine_sync);
     *out = c;
     return PB_OK;
 }
@@ -457,38 +368,6 @@ static void destroy(pb_comm *c)
 
 static int rank_of(const pb_comm *c) { return c->rank; }
 static int size_of(const pb_comm *c) { return c->size; }
-
-static int host_alloc(size_t bytes, void **out)
-{
-    PB_TRY(may_synchronise("cudaMalloc"));
-    PB_TRY(device_wide_sync("cudaMalloc (a device synchronisation)"));
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
-        return pb_fail(PB_ERR_ENV, "out of host memory allocating %zu bytes", bytes);
-    *out = p;
-    return PB_OK;
-}
-
-static void host_free(void *p)
-{
-    /* Refused (may_synchronise), or after a timeout, a stream may still
-     * touch the buffer: leak it. */
-    if (p && may_synchronise("cudaFree") == PB_OK && device_wide_sync("cudaFree (a device synchronisation)") != PB_ERR_TIMEOUT) free(p);
-}
-
-static int to_host(void *host, const void *src, size_t bytes)
-{
-    PB_TRY(device_wide_sync("cudaMemcpy to the host (a device synchronisation)"));
-    memmove(host, src, bytes);
-    return PB_OK;
-}
-
-static int from_host(void *dst, const void *host, size_t bytes)
-{
-    PB_TRY(device_wide_sync("cudaMemcpy from the host (a device synchronisation)"));
-    memmove(dst, host, bytes);
-    return PB_OK;
-}
 
 static int allreduce(pb_comm *c, const void *s, void *r, size_t n, pb_dtype t, pb_dtype_redop op)
 {
@@ -560,7 +439,7 @@ static int sync_stream(pb_comm *c)
     PB_TRY(alive(c, "cudaStreamSynchronize"));
     PB_CHECK(!c->open, PB_ERR_ENV, "cudaStreamSynchronize: invalid usage: a group is open on this thread and its "
                                    "operations start only at ncclGroupEnd, so this wait never ends on a GPU");
-    int refusal = atomic_load(&refused);
+    int refusal = pb_rehearse_device_refusal();
     if (refusal != PB_OK) return refusal; /* said where it happened (may_synchronise) */
     return pb_rehearse_queue_drain(c->stream, "cudaStreamSynchronize of a communicator's stream");
 }
@@ -575,7 +454,8 @@ static void version(char *buf, size_t len)
 static const pb_comm_backend rehearse_backend = {
     .name = "nccl-rehearse", .mem = PB_MEM_HOST, .threads_call_mpi = 1,
     .comm_create = create, .comm_destroy = destroy, .rank = rank_of, .size = size_of,
-    .alloc = host_alloc, .free = host_free, .to_host = to_host, .from_host = from_host,
+    .alloc = pb_rehearse_device_alloc, .free = pb_rehearse_device_free, .to_host = pb_rehearse_device_to_host,
+    .from_host = pb_rehearse_device_from_host,
     .allreduce = allreduce, .allgather = allgather, .reducescatter = reducescatter,
     .broadcast = broadcast, .reduce = reduce, .alltoall = alltoall,
     .group_start = group_start, .group_end = group_end, .send = send, .recv = recv,

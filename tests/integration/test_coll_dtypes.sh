@@ -24,4 +24,6 @@ expect_rc 0 "reducescatter int32 -b 1 -e 7" -- mpi 2 "$BIN/coll_sweep" --coll re
     || fail "rounded sizes: $(grep -v '^#' "$TMP/round.csv" | tail -n +2 | cut -d, -f1-3 | tr '\n' ' ')"
 expect_in "$TMP/err" "3 requested size(s) round up (whole elements, at least one a rank; e.g. 1 B to 8 B); 2 not measured again" \
     "the rounding is said, once"
+expect_rc 0 "reducescatter int32 -b 8 -e 32" -- mpi 2 "$BIN/coll_sweep" --coll reducescatter -d int32 -b 8 -e 32 -n 2 -w 1
+grep -q "round up" "$TMP/err" && fail "sizes that need no rounding got a rounding note" || pass "no note where nothing rounds"
 finish
