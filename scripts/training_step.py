@@ -88,9 +88,9 @@ def _dp_allreduce_us(out):
 def _peak(out, meta):
     """(FLOP/s, what it is): the GPU's bf16 peak on GPUs (meta.json's devices name them), else
     compute_probe's best measured rate."""
-    gpu = (meta.get("devices") or "").lower() if "gpu" in (meta.get("devices") or "").lower() else ""
+    devices = (meta.get("devices") or "").lower()  # "8 GPUs (NVIDIA H100 80GB HBM3, 80 GiB each)", "2 cores"
     for kind, spec in models.GPUS.items():
-        if kind in gpu:
+        if kind in devices:
             return spec["bf16_tflops"] * 1e12, f"{kind.upper()} bf16 peak"
     rates = [_num(r, "rate") for r in _rows(out, "compute_probe") if r.get("test") == "gemm"]
     rates = [r for r in rates if math.isfinite(r) and r > 0]

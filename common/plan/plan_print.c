@@ -24,7 +24,7 @@ int64_t pb_plan_default_global_batch(const pb_presets_model *m)
     const char *name = m->name ? m->name : "";
     if (strcmp(name, "gpt-175b") == 0) return 1536;
     if (strcmp(name, "gpt-1.3b") == 0) return 512;
-    if (strcmp(name, "tiny") == 0) return 8;
+    if (strcmp(name, "tiny") == 0 || strcmp(name, "tiny-gqa") == 0) return 8; /* the CPU models (suite/shapes.py) */
     int64_t gb = ((int64_t)4 << 20) / m->seq;
     return gb > 0 ? gb : 1;
 }
