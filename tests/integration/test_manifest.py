@@ -18,7 +18,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, ROOT)
 from suite import manifest  # noqa: E402
 
-ALLOWED = ("suite/", "docs/", "tests/", "README.md")
+ALLOWED = ("suite/", "docs/", "dev/", "tests/", "README.md")  # docs and records quote steps
 LIST_WINDOW = 8
 
 
