@@ -95,17 +95,26 @@ all: $(BINS)
 # The compile flags of this build folder (less the git revision): objects are
 # rebuilt when they change, so `make CUDA=0` and `make CUDA=1` into one folder
 # never mix objects built with and without CUDA.
+# Only a make that may compile writes these stamps: `make plots` or
+# `make uninstall` (perhaps run with a PATH that lacks git) must leave the
+# build's recorded version as it is.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_TEXT  := $(filter-out -DPB_GIT_REV%,$(CFLAGS)) | $(NVCCFLAGS)
+NO_BUILD_GOALS := plots clean uninstall docs-check deps lint mutate mutate-sample
+WRITES_STAMPS  := $(if $(MAKECMDGOALS),$(filter-out $(NO_BUILD_GOALS),$(MAKECMDGOALS)),all)
+ifneq ($(WRITES_STAMPS),)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' >$(FLAGS_STAMP)))
+endif
 
 # The version (VERSION, and the git revision when built from git) is compiled
 # into version.o alone, rebuilt whenever either changes: every binary then
 # prints what run_all.sh prints (suite/version.py reads the same file), and
 # a commit relinks the binaries without recompiling the rest.
-PB_VERSION    := $(shell cat VERSION 2>/dev/null || echo unknown)
+PB_VERSION    := $(or $(strip $(file <VERSION)),unknown)
 VERSION_STAMP := $(BUILD)/version.txt
+ifneq ($(WRITES_STAMPS),)
 $(shell echo '$(PB_VERSION) $(GIT_REV)' | cmp -s - $(VERSION_STAMP) || echo '$(PB_VERSION) $(GIT_REV)' >$(VERSION_STAMP))
+endif
 $(BUILD)/obj/common/core/version.o: $(VERSION_STAMP)
 $(BUILD)/obj/common/core/version.o: CFLAGS += -DPB_VERSION='"$(PB_VERSION)"'
 

@@ -163,4 +163,9 @@ make -s -C "$ROOT" uninstall PREFIX="$P" >/dev/null
 # ---- make plots without its tools ----
 NT=$TMP/notools; mkdir -p "$NT"; for t in make find sh bash env python3 mkdir cmp; do ln -s "$(command -v $t)" "$NT/$t"; done
 case_ 2 "gnuplot is not installed" "$R" "make plots without gnuplot (the recipe exits 3)" -- env PATH="$NT" make -s -C "$ROOT" plots RESULTS="$R"
+# Without git on PATH the Makefile's revision is "unknown": a make that compiles nothing must not record it as a build's.
+VB=$TMP/vbuild; mkdir -p "$VB"; echo "0.9.0 feedbee" >"$VB/version.txt"
+env PATH="$NT" make -s -C "$ROOT" plots BUILD="$VB" RESULTS="$R" >/dev/null 2>&1
+[ "$(cat "$VB/version.txt")" = "0.9.0 feedbee" ] && pass "make plots without git leaves a build's version.txt as it was" ||
+    fail "make plots without git rewrote BUILD/version.txt: '$(cat "$VB/version.txt")', was '0.9.0 feedbee'"
 finish
