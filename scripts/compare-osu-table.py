@@ -113,10 +113,25 @@ def write_summary(path, rows, header):
         w.writerows(rows)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--osu", required=True, help="OSU's libexec/osu-micro-benchmarks/mpi directory")
-    ap.add_argument("--parabench", required=True, help="parabench's bin directory")
+USAGE = ("scripts/compare-osu.sh OSU_PREFIX|OSU_TARBALL [--rounds N] [--np N] [--bind core|none] [--ops LIST] "
+         "[--min BYTES] [--max BYTES] [--out DIR] [--fixed-malloc]")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error on one line, as every parabench tool reports one: what is wrong, then where the usage is."""
+
+    def error(self, message):
+        print(f"compare-osu.sh: {message}; see scripts/compare-osu.sh --help", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    """compare-osu.sh's options: the script checks them (--check-only) before it looks for
+    or builds OSU, so a usage error costs nothing and names compare-osu.sh's own options."""
+    ap = OneLineParser(prog="compare-osu.sh", usage=USAGE, description=__doc__)
+    ap.add_argument("--osu", help=argparse.SUPPRESS)
+    ap.add_argument("--parabench", help=argparse.SUPPRESS)
+    ap.add_argument("--check-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--bind", choices=("core", "none"), default="core")
@@ -128,11 +143,30 @@ def main():
                     help="run both tools with glibc's mmap and trim thresholds fixed (MALLOC_MMAP_THRESHOLD_, "
                          "MALLOC_TRIM_THRESHOLD_), so that Open MPI's per-call temporaries do not depend on what "
                          "the process freed before (docs/fidelity.md, reduce_scatter)")
-    a = ap.parse_args()
-    ops = [o for o in a.ops.split(",") if o]
+    a = ap.parse_args(argv)
+    ops = a.ops.split(",")
     bad = [o for o in ops if o not in OPS]
-    if bad or a.rounds < 1 or a.np < 2:
-        ap.error(f"--ops: unknown {bad}; expected {', '.join(OPS)}" if bad else "--rounds must be >= 1 and --np >= 2")
+    if bad:
+        ap.error(f"--ops: {', '.join(repr(o) for o in bad)} not accepted; expected a comma-separated list of "
+                 f"{', '.join(OPS)}")
+    if len(set(ops)) != len(ops):
+        ap.error("--ops: an operation is named twice; name each once")
+    if a.rounds < 1:
+        ap.error(f"--rounds: {a.rounds} is not accepted; expected 1 or more")
+    if a.np < 2:
+        ap.error(f"--np: {a.np} is not accepted; expected 2 or more")
+    if a.min < 0 or a.max < 0 or (a.max and a.min > a.max):
+        ap.error(f"--min {a.min} --max {a.max}: expected sizes of 0 or more, --min at most --max")
+    if not a.check_only and not (a.osu and a.parabench):
+        ap.error("--osu and --parabench are given by scripts/compare-osu.sh; run that script")
+    return a
+
+
+def main():
+    a = parse_args(sys.argv[1:])
+    if a.check_only:
+        return
+    ops = a.ops.split(",")
     host = socket.gethostname()
     out = a.out or os.path.join("results", datetime.datetime.now().strftime("compare-osu-%Y%m%d-%H%M%S-") + host)
     os.makedirs(out, exist_ok=True)

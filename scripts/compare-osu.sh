@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-check parabench against the OSU Micro-Benchmarks on this machine.
 #
-#   scripts/compare-osu.sh OSU [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR] [--fixed-malloc]
+#   scripts/compare-osu.sh OSU [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--min BYTES] [--max BYTES]
+#                          [--out DIR] [--fixed-malloc]
 #
 # OSU is an OSU Micro-Benchmarks install prefix (the one `make install` made,
 # holding libexec/osu-micro-benchmarks/mpi/) or a source tarball
@@ -23,9 +24,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "compare-osu.sh: $2" >&2; exit "$1"; }
-[ $# -ge 1 ] || die 2 "usage: scripts/compare-osu.sh OSU_PREFIX|OSU_TARBALL [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--out DIR] [--fixed-malloc]"
+[ $# -ge 1 ] || die 2 "usage: scripts/compare-osu.sh OSU_PREFIX|OSU_TARBALL [--rounds N] [--np N] [--bind core|none] [--ops LIST] [--min BYTES] [--max BYTES] [--out DIR] [--fixed-malloc]"
 case "$1" in -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 OSU=$1; shift
+# The options first: a usage error names this script's options and costs no build.
+python3 "$ROOT/scripts/compare-osu-table.py" --check-only "$@" || exit 2
 
 osu_bin_dir() { echo "$1/libexec/osu-micro-benchmarks/mpi"; }
 if [ -f "$OSU" ]; then

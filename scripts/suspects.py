@@ -72,8 +72,9 @@ def _finite(*xs):
     return all(math.isfinite(x) for x in xs)
 
 
-# A host name as a hostfile takes it: no blank or control character (good-hosts.txt is reused as one).
-HOST_NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")
+# A host name as a hostfile takes it: no blank or control character (good-hosts.txt is reused as one),
+# and not starting as a spreadsheet formula does (=, +, -, @: suspects.csv is opened in one).
+HOST_NAME = re.compile(r"[^\s\x00-\x1f\x7f=+@-][^\s\x00-\x1f\x7f]*")
 
 
 def _parse_hosts(value):
@@ -85,8 +86,8 @@ def _parse_hosts(value):
         return []
     bad = [h for h, _ in hosts if not HOST_NAME.fullmatch(h)]
     if bad:
-        print(f"suspects: host name {bad[0]!r} holds a blank or a control character; the run's hosts are "
-              "not used", file=sys.stderr)
+        print(f"suspects: host name {bad[0]!r} holds a blank or a control character, or starts with =, +, - "
+              "or @; the run's hosts are not used", file=sys.stderr)
         return []
     return hosts
 
@@ -164,6 +165,8 @@ def matrix_evidence(out):
             a, b = node[int(p["a"])], node[int(p["b"])]
         except (KeyError, ValueError):
             continue
+        if not _finite(_num(p, "latency_us"), _num(p, "bw_GBps")):
+            continue  # a garbled row is no evidence, whatever its slow column says
         for h in {a, b}:
             total[h] = total.get(h, 0) + 1
             slow[h] = slow.get(h, 0) + (p.get("slow", "0").strip() not in ("", "0"))

@@ -104,6 +104,16 @@ class Driver:
                 with open(self.build_log, errors="replace") as f:
                     sys.stderr.writelines([line for line in f if "error" in line][:5])
 
+    def check_launcher(self):
+        """One empty launch of the run's ranks before the first step: ranks that mpirun or srun
+        cannot place (a hostfile it cannot read, more ranks per node than the hosts give) would
+        fail every step as exit 1, "wrong data"; here they are exit 3, with the launcher's words."""
+        rc, text = processes.output(["timeout", "-k", "5", "60", *self.machine.launch, "true"])
+        if rc != 0:
+            said = " | ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("---"))
+            options.die_env(f"the launcher refused this run's {self.machine.nranks} ranks (exit {rc}): "
+                            f"{said[:600] or 'no message'}; nothing was run")
+
     def check_acceptance_file(self):
         """A bad threshold file is a usage error: say so before spending time on the suite."""
         if self.o.acceptance:
@@ -329,6 +339,8 @@ class Driver:
             # A GPU is visible (options.check_launch) but this build has no NCCL: every step would exit 3.
             options.die_env(f"--backend nccl needs a CUDA build with NCCL; {self.build}/bin does not link libnccl "
                             "(make CUDA=1); nothing was run")
+        if not o.dry_run:
+            self.check_launcher()
         out = self.results_dir()
         self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
                                 bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,

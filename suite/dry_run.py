@@ -6,21 +6,7 @@ import subprocess
 
 from suite import commands, estimate, manifest, models
 from suite import shapes as shaping
-from suite.environment import slurm_count
-from suite.options import hostfile_hosts, in_slurm_job
-
-
-def assumed_ranks_per_node(o, nranks):
-    """--ranks-per-node, else the hostfile's slots spread over its hosts, else the
-    ranks spread over a Slurm job's nodes (SLURM_JOB_NUM_NODES, as srun spreads
-    them), else one node."""
-    rpn = o.ranks_per_node
-    if not rpn and o.hostfile:
-        rpn = -(-nranks // max(hostfile_hosts(o.hostfile), 1))
-    job_nodes = slurm_count("SLURM_JOB_NUM_NODES")
-    if not rpn and in_slurm_job() and job_nodes > 0:
-        rpn = -(-nranks // job_nodes)
-    return nranks if not rpn or rpn > nranks else rpn
+from suite.machine import assumed_ranks_per_node
 
 
 def choices(steps, bin_dir):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from suite import models, processes
 from suite.environment import slurm_count
-from suite.options import die_usage, in_slurm_job
+from suite.options import die_usage, hostfile_hosts, in_slurm_job
 
 
 @dataclass
@@ -59,6 +59,19 @@ def gpu_memory():
     return min(found) if found else (0, "")
 
 
+def assumed_ranks_per_node(o, nranks):
+    """--ranks-per-node, else the hostfile's slots spread over its hosts, else the
+    ranks spread over a Slurm job's nodes (SLURM_JOB_NUM_NODES, as srun spreads
+    them), else one node."""
+    rpn = o.ranks_per_node
+    if not rpn and o.hostfile:
+        rpn = -(-nranks // max(hostfile_hosts(o.hostfile), 1))
+    job_nodes = slurm_count("SLURM_JOB_NUM_NODES")
+    if not rpn and in_slurm_job() and job_nodes > 0:
+        rpn = -(-nranks // job_nodes)
+    return nranks if not rpn or rpn > nranks else rpn
+
+
 def default_ranks(o, ncores, ngpus):
     tasks = slurm_count("SLURM_NTASKS")
     if tasks:
@@ -81,8 +94,12 @@ def detect(o, root, probe_binary):
     if bind == "gpu" and ngpus == 0:
         die_usage("--bind", "gpu needs visible GPUs and a CUDA build; expected none, core or numa")
     applied, note = bind, ""
-    if bind == "core" and not o.hostfile and not os.environ.get("SLURM_JOB_ID") and nranks > ncores:
-        applied, note = "none", f"{nranks} ranks on {ncores} cores cannot have a core each; ranks run unbound"
+    # From the ranks each node gets, whatever gave the count (--np, a hostfile, Slurm): nodes
+    # are taken to have this one's cores, and mpirun or srun refuse to bind more ranks than that.
+    per_node = assumed_ranks_per_node(o, nranks)
+    if bind == "core" and per_node > ncores:
+        applied, note = "none", (f"{per_node} ranks on a node of {ncores} cores cannot have a core each; "
+                                 "ranks run unbound")
     m = Machine(ncores, ngpus, nranks, bind, applied, note, "mpirun", gpu_memory=memory, gpu_name=name)
     if in_slurm_job():
         m.launcher = "srun"

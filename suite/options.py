@@ -103,8 +103,12 @@ def parse(argv):
              "--no-install": ("install", False), "--dry-run": ("dry_run", True), "--reproduce": ("reproduce", True)}
     args = list(argv)
     profiles = set()  # --quick and --full together would leave the run to whichever came last
+    seen = set()  # an option given twice is refused, as the binaries refuse theirs
     while args:
         opt = args.pop(0)
+        if opt in seen and opt not in ("-h", "--help", "--version"):
+            die_usage(opt, "is given twice; give it once")
+        seen.add(opt)
         if opt in flags:
             setattr(o, *flags[opt])
             if opt in ("--quick", "--full"):

@@ -11,6 +11,8 @@
 #include "core/csv.h"
 #include "core/atomic.h"
 #include "core/error.h"
+#include "core/input.h"
+#include "core/options.h"
 #include "core/escape.h"
 #include "core/grow.h"
 #include "core/outpath.h"
@@ -51,8 +53,8 @@ static int read_file(const char *option, const char *path, char **text, size_t *
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return pb_error_usage(option, "'%s' is a directory; expected a threshold file", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pb_error_usage(option, "cannot open '%s': %s", path, strerror(errno));
+    FILE *f = pb_input_open(path); /* a FIFO with no writer: refused after a wait, not waited on forever */
+    if (!f) return pb_error_usage(option, "cannot open '%s': %s", path, pb_input_why(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
@@ -301,7 +303,12 @@ int main(int argc, char **argv)
     const char *tfile = NULL, *dir = NULL, *junit = NULL, *check = NULL;
     int c;
     opterr = 0; /* one message of ours, naming the option, instead of getopt's and ours */
+    unsigned char seen[128] = {0};
     while ((c = getopt_long(argc, argv, ":t:r:h", opts, NULL)) != -1) {
+        if (c > 0 && c != '?' && c != ':') {
+            int st = pb_options_once(opts, seen, sizeof seen, c);
+            if (st != PB_OK) return st;
+        }
         if (c == 't') tfile = optarg;
         else if (c == 'r') dir = optarg;
         else if (c == 'j') {

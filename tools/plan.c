@@ -12,6 +12,7 @@
  * and fits; 2 usage; 3 no sweep data to fit (or no results directory to calibrate from). */
 #include "plan/cluster.h"
 #include "core/error.h"
+#include "core/options.h"
 #include "core/escape.h"
 #include "core/outpath.h"
 #include "plan/model.h"
@@ -376,6 +377,7 @@ int main(int argc, char **argv)
     PB_TRY(join_args(argc, argv, cmdline, sizeof cmdline));
     opterr = 0;
     int c;
+    unsigned char seen[1024] = {0};
     while ((c = getopt_long(argc, argv, "ho:", long_opts, NULL)) != -1) {
         if (c == 'h' || c == O_HELP) { usage(stdout); return PB_OK; }
         if (c == O_VERSION) { printf("%s\n", pb_version_string()); return PB_OK; }
@@ -385,7 +387,8 @@ int main(int argc, char **argv)
             if (optopt) return pb_error_usage(bad, "needs a value or is unknown; see plan --help");
             return pb_error_usage(bad, "unknown option; see plan --help");
         }
-        int st = parse_one(&o, c, optarg);
+        int st = pb_options_once(long_opts, seen, sizeof seen, c);
+        if (st == PB_OK) st = parse_one(&o, c, optarg);
         if (st != PB_OK) return st;
     }
     if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; see plan --help");

@@ -1,6 +1,7 @@
 #include "core/lines.h"
 
 #include "core/error.h"
+#include "core/input.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,8 +14,8 @@ int pb_lines_open(pb_lines *r, const char *path, const char *option)
     memset(r, 0, sizeof *r);
     r->path = path;
     r->option = option;
-    r->fp = fopen(path, "r");
-    if (!r->fp) return pb_fail(PB_ERR_ENV, "%s '%s': cannot open: %s", option, path, strerror(errno));
+    r->fp = pb_input_open(path); /* a FIFO with no writer is refused after a wait, never waited on forever */
+    if (!r->fp) return pb_fail(PB_ERR_ENV, "%s '%s': cannot open: %s", option, path, pb_input_why(errno));
     r->owns = 1;
     r->max = PB_LINES_MAX;
     return PB_OK;

@@ -76,6 +76,7 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
     opterr = 0;
     optind = 0; /* 0, not 1: glibc then also resets its internal state from an earlier parse */
     int c, longindex;
+    unsigned char given[MAX_OPTS] = {0};
     while ((c = getopt_long(argc, argv, shorts, longs, &longindex)) != -1) {
         if (c == 'h') {
             print_help(summary, groups, ngroups);
@@ -98,10 +99,31 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
         if (k < 0) return pb_error_usage(argv[optind - 1], "unknown option; see --help");
         char label[64];
         option_label(by_index[k], label, sizeof label);
+        /* One way everywhere: a second value would silently override or merge with the first. */
+        if (given[k]) return pb_error_usage(label, "is given twice; give it once");
+        given[k] = 1;
         PB_TRY(group_of[k]->handle(group_of[k]->ctx, by_index[k]->id, label, optarg));
     }
     if (optind < argc) return pb_error_usage(argv[optind], "unexpected argument; options start with '-', see --help");
     return PB_OK;
+}
+
+int pb_options_once(const struct option *opts, unsigned char *seen, size_t nseen, int value)
+{
+    if (value < 0 || (size_t)value >= nseen) return PB_OK;
+    if (!seen[value]) {
+        seen[value] = 1;
+        return PB_OK;
+    }
+    const char *name = "?";
+    for (const struct option *o = opts; o->name; o++)
+        if (o->val == value) {
+            name = o->name;
+            break;
+        }
+    char label[80];
+    snprintf(label, sizeof label, "--%s", name);
+    return pb_error_usage(label, "is given twice; give it once");
 }
 
 /* ---- common options ---- */

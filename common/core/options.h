@@ -35,6 +35,13 @@ typedef struct pb_options_group {
  * is the first lines of --help. */
 int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups);
 
+/* For the tools that call getopt_long themselves (plan, acceptance): refuse an option
+ * given twice, as pb_options_parse does. `value` is getopt_long's return, `seen` one
+ * flag per value (nseen of them, zeroed by the caller); the message names the long
+ * option of `opts` whose val it is. */
+struct option;
+int pb_options_once(const struct option *opts, unsigned char *seen, size_t nseen, int value);
+
 /* ---- the common group shared by the sweeps and the workload benchmarks ---- */
 
 /* --backend's names live in the backend table (backend/comm.h), a layer

@@ -273,6 +273,7 @@ struct choice_list {
     const char *option;
     const char *const *names;
     int allow_all, *out, n;
+    uint64_t named; /* the names written out so far (choice tables hold fewer than 64) */
 };
 
 static void add_once(struct choice_list *l, int k)
@@ -291,6 +292,11 @@ static int choice_item(void *ctx, const char *tok)
     }
     int k = 0;
     PB_TRY(pb_parse_choice(l->option, tok, l->names, &k));
+    /* A name written twice is a typo, refused as a repeated option is; "all" with names
+     * ("1f1b,all") only widens the set. */
+    uint64_t bit = k < 64 ? 1ull << k : 0;
+    if (l->named & bit) return pb_error_usage(l->option, "'%s' is named twice; name each once", tok);
+    l->named |= bit;
     add_once(l, k);
     return PB_OK;
 }
@@ -298,7 +304,7 @@ static int choice_item(void *ctx, const char *tok)
 int pb_parse_choice_list(const char *option, const char *text, const char *const *names, int allow_all, int *out,
                          int *count)
 {
-    struct choice_list l = {option, names, allow_all, out, 0};
+    struct choice_list l = {option, names, allow_all, out, 0, 0};
     PB_TRY(for_each_item(option, text, LIST_OF_VALUES, choice_item, &l));
     *count = l.n;
     return PB_OK;

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/parse.h"
 
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,10 @@ int pb_placement_rankmap_parse(const char *path, const char *text, int T, int P,
 
 int pb_placement_rankmap_read(const char *path, int T, int P, int D, int *rank_at)
 {
+    /* Every rank reads the map: a FIFO would feed one rank and leave the others waiting forever. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return pb_error_usage("--rankmap", "'%s' is not a regular file; every rank reads the map, so give a file", path);
     FILE *f = fopen(path, "r");
     if (!f) return pb_error_usage("--rankmap", "cannot read '%s': %m", path);
     char *text = NULL;

@@ -70,6 +70,9 @@ results long "# $long$long\n$head$row,0\n# complete\n"
 results headeronly "$head# complete\n"
 results twocomplete "$head$row,0\n# complete\n# complete\n"
 mkdir -p "$TMP/in/empty" "$TMP/in/oldrun"; mark_run "$TMP/in/emptyrun"
+# FIFOs with no writer: an input read by one process is refused after the wait, one read by every rank at once
+mkfifo "$TMP/in/fifo"; export PARABENCH_INPUT_WAIT_S=1
+printf 'localhost slots=2 bogus=\n' >"$TMP/in/unparsable.hosts" # a token mpirun cannot parse
 touch "$TMP/in/oldrun/steps.tsv" "$TMP/in/oldrun/meta.json"
 # case WORKER: every case of the table whose index is WORKER modulo WORKERS, one after
 # another, each with its own out/err files; prints ok:/FAIL: lines (its own counters
@@ -87,6 +90,7 @@ cases() {
         eval "argv=($args)"    # '' stands for an empty argument
         path=$BIN/$bin
         [ "$bin" = run_all.sh ] && path=$ROOT/run_all.sh # the driver's own options: no MPI, nothing built
+        [ "$bin" = compare-osu.sh ] && path=$ROOT/scripts/compare-osu.sh # checked before OSU is looked for
         [ -x "$path" ] || { echo "FAIL: $bin is not built"; continue; }
         if [ "$ranks" -le 1 ]; then  # 0: no MPI at all; 1: MPI singleton, no mpirun
             BUILD=$BUILD timeout 60 "$path" "${argv[@]}" >"$out/out" 2>"$out/err" </dev/null

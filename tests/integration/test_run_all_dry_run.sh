@@ -82,6 +82,20 @@ printf '# the racks\nn1 slots=4 # first\n\n  # spare\nn2 slots=4\n' >"$TMP/two-n
 expect_rc 0 "--dry-run --hostfile (2 hosts of 4 slots, comments) --np 8" -- \
     env BUILD="$BUILD" "$RA" --dry-run --quick --no-install --hostfile "$TMP/two-nodes.hosts" --np 8
 expect_in "$TMP/out" "8 ranks on 2 node(s) of 4" "a hostfile's comment lines are not nodes"
+# Binding is decided from the ranks each node gets, whatever gave the count: 4 slots of one
+# host on a machine of 2 cores (a fake nproc) run unbound, as --np 4 does; mpirun would refuse
+# --bind-to core, and srun --cpu-bind=cores, for every step.
+mkdir -p "$TMP/nproc2"; printf '#!/bin/sh\necho 2\n' >"$TMP/nproc2/nproc"; chmod +x "$TMP/nproc2/nproc"
+printf 'localhost slots=4\n' >"$TMP/four.hosts"
+mkdir -p "$TMP/slurmbin"; printf '#!/bin/sh\necho "MPI plugin types are..."; echo "        pmix"\n' >"$TMP/slurmbin/srun"; chmod +x "$TMP/slurmbin/srun"
+for how in "--hostfile $TMP/four.hosts" "--np 4" "SLURM_NTASKS=4"; do
+    case $how in SLURM*) args=(); envs=(SLURM_JOB_ID=1 "$how") ;; *) read -r -a args <<<"$how"; envs=() ;; esac
+    expect_rc 0 "--dry-run, 4 ranks on 2 cores from $how" -- \
+        env "${envs[@]}" PATH="$TMP/nproc2:$TMP/slurmbin:$PATH" BUILD="$BUILD" "$RA" --dry-run --quick --no-install "${args[@]}"
+    expect_in "$TMP/out" "4 ranks (2 cores)" "4 ranks from $how"
+    expect_in "$TMP/out" "bound to: none" "4 ranks on 2 cores from $how: unbound"
+    grep -q -- "--bind-to core\|--cpu-bind=cores" "$TMP/out" && fail "4 ranks on 2 cores from $how: a step binds to cores"
+done
 
 # GPUs (a CUDA build and nvidia-smi listing devices): a rank per GPU by default, bound near it,
 # whatever the cores. On PATH, a fake nvidia-smi lists 1, then 3 GPUs, and a fake ldd says the

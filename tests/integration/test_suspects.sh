@@ -162,6 +162,20 @@ expect_in "$TMP/bar-0-1/good-hosts.txt" "n1 slots=1" "score exactly 1.0 (n1): no
 grep -q "^n0 " "$TMP/bar-0-1_0-2/good-hosts.txt" && fail "n0 with 2 of 2 pairs slow (2.0) kept in good-hosts.txt" \
     || pass "score 2.0 (n0): a suspect, left out of good-hosts.txt"
 expect_in "$TMP/bar-0-1_0-2/good-hosts.txt" "n1 slots=1" "n1 at 1.0 beside it: still good"
+# A garbled matrix row (latency nan, bandwidth inf) is no evidence, whatever its slow column says;
+# a host named as a spreadsheet formula is not taken as a host.
+B=$TMP/garbled; mkdir -p "$B"
+printf '{"machine": {"hosts": [{"name":"n0","ranks":[0]},{"name":"n1","ranks":[1]},{"name":"n2","ranks":[2]}]}}\n' >"$B/meta.json"
+printf 'a,b,link_class,latency_us,bw_GBps,slow,rail,slow_against\n0,1,inter,nan,inf,1,-1,class\n0,2,inter,nan,2,1,-1,class\n1,2,inter,3,10,0,-1,\n' >"$B/p2p_matrix-pairs.csv"
+expect_rc 0 "report.py with garbled matrix rows marked slow" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$B"
+expect_in "$B/good-hosts.txt" "n0 slots=1" "garbled rows (nan, inf) marked slow score nothing: n0 stays good"
+F=$TMP/formula; mkdir -p "$F"; cp "$B/p2p_matrix-pairs.csv" "$F/"
+printf '{"machine": {"hosts": [{"name":"=HYPERLINK(1)","ranks":[0]},{"name":"n1","ranks":[1]},{"name":"n2","ranks":[2]}]}}\n' >"$F/meta.json"
+python3 "$ROOT/scripts/report.py" --quiet --no-plots "$F" >/dev/null 2>"$TMP/err"
+expect_in "$TMP/err" "starts with =, +, - or @" "a host named '=HYPERLINK(1)' is refused, said on stderr"
+grep -qs "HYPERLINK" "$F/suspects.csv" "$F/good-hosts.txt" && fail "'=HYPERLINK(1)' reached suspects.csv or good-hosts.txt" ||
+    pass "'=HYPERLINK(1)' reaches neither suspects.csv nor good-hosts.txt"
+
 # The sizes the reasons name: whole binary units only, else bytes.
 python3 - "$ROOT/scripts" <<'PY' && pass "reason sizes: 0 B, 1536 B, 1 KiB, 64 MiB, 1536 MiB, 1 GiB" || fail "reason sizes"
 import sys

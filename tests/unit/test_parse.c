@@ -86,8 +86,12 @@ static void lists(void **state)
         assert_int_equal(pb_parse_int_list("--micro-batches", bad[i], 1, 64, v, 4, &n), PB_ERR_USAGE);
     static const char *const names[] = {"gpipe", "1f1b", "interleaved", NULL};
     int k[3], m = 0;
-    assert_int_equal(pb_parse_choice_list("--schedule", "1f1b,gpipe,1f1b", names, 1, k, &m), PB_OK);
-    assert_true(m == 2 && k[0] == 1 && k[1] == 0); /* order kept, duplicates dropped */
+    assert_int_equal(pb_parse_choice_list("--schedule", "1f1b,gpipe", names, 1, k, &m), PB_OK);
+    assert_true(m == 2 && k[0] == 1 && k[1] == 0); /* order kept */
+    /* a name written twice is refused, as a repeated option is; "all" beside a name only widens the set */
+    assert_int_equal(pb_parse_choice_list("--schedule", "1f1b,gpipe,1f1b", names, 1, k, &m), PB_ERR_USAGE);
+    assert_int_equal(pb_parse_choice_list("--schedule", "all,gpipe", names, 1, k, &m), PB_OK);
+    assert_true(m == 3 && k[0] == 0 && k[1] == 1 && k[2] == 2);
     assert_int_equal(pb_parse_choice_list("--schedule", "1f1b,all", names, 1, k, &m), PB_OK);
     assert_true(m == 3 && k[0] == 1 && k[1] == 0 && k[2] == 2);
     assert_int_equal(pb_parse_choice_list("--schedule", "all", names, 0, k, &m), PB_ERR_USAGE);
