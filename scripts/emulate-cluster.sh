@@ -3,7 +3,7 @@
 # Emulate a small multi-node cluster on this one machine, so that parabench can be
 # checked to tell intra-node from inter-node placement.
 #
-#   emulate-cluster.sh up --nodes N --rate RATE [--slots S] [--burst BYTES] [--mtu M]
+#   emulate-cluster.sh up --nodes N --rate RATE [--slots S] [--burst BYTES] [--mtu M] [--force]
 #   emulate-cluster.sh down [--force]
 #   emulate-cluster.sh status
 #   emulate-cluster.sh slow NODE RATE
@@ -26,6 +26,8 @@
 #
 # What `up` made is recorded in $STATE_DIR/state; `down` removes exactly that. `up` with
 # the configuration already up is a no-op; with another one it re-creates the cluster.
+# With PB_EMU_OWNER set, `up` records it as the cluster's owner: another owner's cluster
+# is not re-created, reshaped (`slow`) or taken down without --force.
 # Needs root (exit 3 otherwise). Exit codes: 0 ok, 2 usage, 3 environment/setup error;
 # `mpirun` returns mpirun's own status.
 set -euo pipefail
@@ -63,10 +65,11 @@ usage:
       (default: this machine's cores, $(nproc 2>/dev/null || echo 1)). BYTES: tbf burst, with optional
       K/M suffix (1024^n); default the larger of 64K and 0.5 ms at RATE. M: MTU of the
       emulated links, 1280..65000 (default $DEFAULT_MTU).
-      Re-running with the same configuration does nothing; another one re-creates.
+      Re-running with the same configuration does nothing; another one re-creates,
+      unless the cluster belongs to another PB_EMU_OWNER (--force: re-create anyway).
   $ME down [--force]
       Remove everything 'up' made (recorded in $STATE), killing processes left in the
-      nodes. --force also removes objects with this script's names (${NS_PREFIX}N
+      nodes; refused when the cluster belongs to another PB_EMU_OWNER. --force also removes objects with this script's names (${NS_PREFIX}N
       namespaces, ${VETH_PREFIX}N links, $BRIDGE) that no state file records.
   $ME status
       Say whether the cluster is up, its configuration and per-uplink traffic.
@@ -135,6 +138,17 @@ human_rate() {
 # ---------------------------------------------------------------- state
 
 record() { echo "$*" >>"$STATE"; }
+
+# The cluster has an owner: PB_EMU_OWNER when it was brought up (empty: anyone's). Another
+# owner's cluster is neither rebuilt, reshaped nor taken down, unless --force says so.
+OWNER=${PB_EMU_OWNER:-}
+[[ $OWNER =~ ^[A-Za-z0-9._:@-]{0,128}$ ]] || { echo "$ME: variable PB_EMU_OWNER: '$OWNER' is not accepted; expected up to 128 letters, digits or ._:@-" >&2; exit 2; }
+state_owner() { [ -f "$STATE" ] && sed -n 's/^owner //p' "$STATE" | head -1; }
+check_owner() {
+    local owner; owner=$(state_owner)
+    [ -z "$owner" ] || [ "$owner" = "$OWNER" ] ||
+        die 3 "$1: the emulated cluster up now belongs to '$owner' (PB_EMU_OWNER when it was brought up); not touching it: run with PB_EMU_OWNER=$owner$([ "$1" = slow ] || echo ", or add --force")"
+}
 
 state_config() { [ -f "$STATE" ] && sed -n 's/^config //p' "$STATE" | head -1; }
 
@@ -241,7 +255,7 @@ shape() {   # shape NETNS|"" DEV
 }
 
 cmd_up() {
-    local nodes="" rate="" slots="" burst="" mtu=$DEFAULT_MTU
+    local nodes="" rate="" slots="" burst="" mtu=$DEFAULT_MTU force=0
     while [ $# -gt 0 ]; do
         case $1 in
             --nodes|-n) [ $# -ge 2 ] || usage_error "--nodes needs a value"; nodes=$2; shift 2 ;;
@@ -254,8 +268,9 @@ cmd_up() {
             --burst=*)  burst=${1#*=}; shift ;;
             --mtu)      [ $# -ge 2 ] || usage_error "--mtu needs a value"; mtu=$2; shift 2 ;;
             --mtu=*)    mtu=${1#*=}; shift ;;
+            --force)    force=1; shift ;;
             -h|--help)  usage; exit 0 ;;
-            *) usage_error "up: unknown option '$1'; accepted: --nodes N --rate RATE [--slots S] [--burst BYTES] [--mtu M]" ;;
+            *) usage_error "up: unknown option '$1'; accepted: --nodes N --rate RATE [--slots S] [--burst BYTES] [--mtu M] [--force]" ;;
         esac
     done
     [ -n "$nodes" ] || usage_error "up: --nodes N is required (N = 1..$MAX_NODES)"
@@ -297,6 +312,7 @@ cmd_up() {
             info "already up: $nodes node(s), $(human_rate "$RATE_BPS") (nothing to do)"
             return 0
         fi
+        [ "$force" -eq 1 ] || check_owner "up"
         if [ "$(state_config)" = "$config" ]; then
             info "up: the cluster in $STATE is incomplete or damaged; re-creating it"
         else
@@ -361,6 +377,7 @@ remove them with '$ME down --force' (they can only have come from an earlier run
     # The config line goes last but one: a state without it (or without "complete") is
     # an interrupted `up`, which the next `up` re-creates.
     record "config $config"
+    [ -z "$OWNER" ] || record "owner $OWNER"
     record "complete"
     info "up: $nodes node(s) ${NS_PREFIX}0..$NS_PREFIX$((nodes - 1)) on $SUBNET via $BRIDGE, MTU $mtu, uplinks $(human_rate "$RATE_BPS")$([ "$RATE_BPS" -gt 0 ] && echo " (tbf burst $BURST B)")"
 }
@@ -383,6 +400,7 @@ cmd_down() {
     flock -w 30 9 || die 3 "down: another $ME is running (lock $LOCK held for 30 s)"
     local had=0
     [ -f "$STATE" ] && had=1
+    [ "$force" -eq 1 ] || check_owner "down"
     teardown_from_state
     local left
     left=$(existing_ours)
@@ -450,6 +468,7 @@ cmd_status() {
 cmd_slow() {
     [ $# -eq 2 ] || usage_error "slow: expected NODE RATE, e.g. 'slow 2 250mbit'"
     [ -f "$STATE" ] && [ -n "$(state_config)" ] || die 3 "slow: the emulated cluster is not up (run '$ME up' first)"
+    check_owner "slow"
     local node=$1 nodes
     nodes=$(sed -n 's/.*nodes=\([0-9]*\).*/\1/p' <<<"$(state_config)")
     if ! [[ $node =~ ^[0-9]{1,3}$ ]] || [ $((10#$node)) -ge "$nodes" ]; then

@@ -694,7 +694,9 @@ def cluster_up():
 
 
 def take_down_cluster(tree, log):
-    """Remove a cluster a stopped test left up (the run refuses to start beside another's)."""
+    """Remove a cluster a stopped test of this run left up (the run refuses to start beside
+    another's). Its tests bring clusters up as this run's owner (PB_EMU_OWNER, set in main):
+    emulate-cluster.sh refuses to take down anyone else's."""
     if cluster_up():
         mutate.run(["scripts/emulate-cluster.sh", "down"], tree, log)
 
@@ -800,6 +802,7 @@ def main():
     # No bytecode in the scratch copy: a restored .py of the same size, rewritten within the
     # same second as its mutant, could otherwise run the mutant's cached .pyc (tests inherit this).
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    os.environ["PB_EMU_OWNER"] = f"mutate-sample-{os.getpid()}"  # the clusters its tests bring up are its own
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100, help="mutants to judge")
     ap.add_argument("--seed", type=int, default=1)

@@ -185,6 +185,8 @@ emu_up() {
         finish
     fi
     EMU_UP=1
+    # The cluster is this test's (or its caller's, e.g. a mutation run's): no one else's down removes it.
+    export PB_EMU_OWNER=${PB_EMU_OWNER:-test-$(basename "$0" .sh)-$$}
     trap emu_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM

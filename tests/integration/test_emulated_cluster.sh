@@ -259,6 +259,17 @@ print(("ok: " if r.get("pp_link") == "mixed" else "FAIL: ") +
 EOF2
 fold_checks
 
+# --- the cluster has an owner: another PB_EMU_OWNER neither rebuilds, reshapes nor removes it
+before=$("$EMU" status 2>&1 | grep -m1 'nodes:')
+expect_rc 3 "up with another configuration by another owner is refused" -- env PB_EMU_OWNER=someone-else "$EMU" up --nodes 3 --rate 1gbit
+expect_in "$TMP/err" "belongs to '$PB_EMU_OWNER'" "the refusal names the owner"
+expect_rc 3 "slow by another owner is refused" -- env PB_EMU_OWNER=someone-else "$EMU" slow 1 100mbit
+expect_rc 3 "down by another owner is refused" -- env PB_EMU_OWNER=someone-else "$EMU" down
+expect_rc 2 "PB_EMU_OWNER with a blank is refused" -- env PB_EMU_OWNER="two words" "$EMU" down
+after=$("$EMU" status 2>&1 | grep -m1 'nodes:')
+[ -n "$before" ] && [ "$before" = "$after" ] && pass "the cluster is still up as it was ($after)" ||
+    fail "the cluster changed under another owner: '$before' -> '$after'"
+
 # --- teardown leaves nothing behind
 expect_rc 0 "emulate-cluster.sh down" -- "$EMU" down
 EMU_UP=0
