@@ -5,7 +5,7 @@ import os
 import re
 import sys
 
-from suite import options  # its MAX_RANKS, read at call time (options imports this module)
+from suite import options, paths  # its MAX_RANKS, read at call time (options imports this module)
 
 # Slurm's counts: N, or N(xM) for N on each of M nodes, comma-separated (SLURM_TASKS_PER_NODE's form).
 SLURM_ITEM = re.compile(r"([1-9][0-9]{0,6})(?:\(x([1-9][0-9]{0,6})\))?")
@@ -44,13 +44,20 @@ def check_tmpdir():
 def check_build():
     """BUILD names the build folder (make BUILD=...): one word, a directory when it exists."""
     value = os.environ.get("BUILD")
-    if value is None:
+    if value is None or paths.installed():  # installed, the binaries are the prefix's: BUILD is not read
         return
     if not value or re.search(r"[\s=\x00-\x1f\x7f]", value):
         die_variable("BUILD", f"'{value}' is not accepted; expected a folder name without blanks, '=' or "
                               "control characters (default: build)")
     if os.path.lexists(value) and not os.path.isdir(value):
         die_variable("BUILD", f"'{value}' is not a directory; expected the build folder (default: build)")
+    # A folder outside the checkout is one the user made: make would otherwise create it
+    # anywhere (BUILD=/nonexistent built at the root of the file system).
+    home = os.path.realpath(paths.HOME)
+    inside = os.path.realpath(os.path.join(home, value)).startswith(home + os.sep)
+    if not inside and not os.path.isdir(value):
+        die_variable("BUILD", f"'{value}' is outside the checkout and does not exist; expected a folder of the "
+                              "checkout (default: build) or an existing directory")
 
 
 def check():

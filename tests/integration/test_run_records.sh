@@ -72,6 +72,7 @@ done
 case_ 2 "variable TMPDIR" "$E" "run_all with TMPDIR set to a file" -- env TMPDIR="$E/afile" "$RA" --dry-run --quick
 case_ 2 "variable BUILD" "$E" "run_all with BUILD set to a file" -- env BUILD="$E/afile" "$RA" --dry-run --quick
 case_ 2 "variable BUILD" "$E" "run_all with BUILD empty" -- env BUILD= "$RA" --dry-run --quick
+case_ 2 "is outside the checkout and does not exist" "$E" "run_all with BUILD a missing folder outside the checkout" -- env BUILD="$E/no-such-build" "$RA" --dry-run --quick
 case_ 0 "8 ranks" "$E" "SLURM_NTASKS=4(x2) is 8 ranks" -- env SLURM_NTASKS='4(x2)' "$RA" --dry-run --quick
 printf 'localhost  slots = 2\n' >"$TMP/spaced.hosts"
 case_ 0 "2 ranks" "$E" "a hostfile line 'localhost  slots = 2' counts 2" -- "$RA" --dry-run --quick --hostfile "$TMP/spaced.hosts"
