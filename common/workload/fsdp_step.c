@@ -72,7 +72,10 @@ static int run_op(pb_fsdp *f, const pb_fsdp_impl_op *op)
     int staged = sb[0] != NULL;
     if (op->kind == PB_FSDP_IMPL_GATHER) {
         void *src = at(f->pshard, (uint64_t)op->layer * S, f->pes), *dst = f->full[op->buf];
-        if (!staged) return be->allgather(c, src, dst, (size_t)S, f->eff.dtype);
+        if (!staged) {
+            PB_TRY(be->allgather(c, src, dst, (size_t)S, f->eff.dtype));
+            return f->order == PB_ORDERING_STREAM ? PB_OK : be->sync(c);
+        }
         PB_TRY(pb_staging_in(&f->stage, 0, src, (size_t)(S * f->pes)));
         PB_TRY(be->allgather(c, sb[0], sb[1], (size_t)S, f->eff.dtype));
         PB_TRY(be->sync(c));
