@@ -51,6 +51,7 @@ struct pb_fsdp {
     int64_t *pending;     /* stream order: layers whose replica all-reduce waits */
     size_t npending;
 
+    int slow;             /* test hook: every collective of this rank starts PB_FAULTS_SLOW_US late */
     pb_fsdp_timing timing;
     pb_fsdp_impl_check_fn check;
     long long wrong_params;

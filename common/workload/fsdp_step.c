@@ -5,11 +5,13 @@
 
 #include "backend/gpu.h"
 #include "core/error.h"
+#include "core/faults.h"
 #include "core/mem.h"
 #include "core/timing.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void *at(void *p, uint64_t elems, size_t es) { return (char *)p + elems * es; }
 
@@ -101,6 +103,7 @@ static int run_op(pb_fsdp *f, const pb_fsdp_impl_op *op)
 /* run_op, timed where it completes on return (host order). */
 static int exec_op(pb_fsdp *f, const pb_fsdp_impl_op *op)
 {
+    if (f->slow) nanosleep(&(struct timespec){0, PB_FAULTS_SLOW_US * 1000L}, NULL); /* the tests' slow link */
     if (f->order == PB_ORDERING_STREAM) return run_op(f, op);
     double t0 = pb_timing_now_us();
     int status = run_op(f, op);
@@ -430,6 +433,7 @@ int pb_fsdp_create(const pb_fsdp_config *cfg, pb_fsdp **out)
     f->ges = pb_dtype_size(cfg->grad_dtype);
     f->index = cfg->be->rank(cfg->shard_comm);
     f->order = pb_ordering_plan(cfg->eng, cfg->be);
+    f->slow = pb_faults_slow_rank() == cfg->rank;
     pb_fsdp_layer_shard(cfg, &f->sh);
     int status = build(f);
     if (status != PB_OK) {
