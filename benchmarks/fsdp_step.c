@@ -57,8 +57,9 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case O_GROUP:
         if (strcmp(arg, "world") == 0) return o->group = GROUP_WORLD, PB_OK;
         if (strcmp(arg, "node") == 0) return o->group = GROUP_NODE, PB_OK;
-        if (pb_parse_int(option, arg, 1, 1 << 20, &v) != PB_OK)
+        if (*arg < '0' || *arg > '9')
             return pb_error_usage(option, "'%s' is not a shard group; expected world, node, or a rank count", arg);
+        PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v));
         o->group = (int)v;
         return PB_OK;
     case O_DP: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->dp = (int)v; return PB_OK;
