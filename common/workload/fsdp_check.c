@@ -58,9 +58,10 @@ static int check_grads(pb_fsdp *f, MPI_Comm world, int corrupt, long long *wrong
     uint64_t S = f->sh.per_rank;
     char *shard = malloc((size_t)(S * f->ges) + 1), *local = malloc((size_t)CHUNK * f->ges);
     double *sums = malloc(sizeof(double) * 2 * (size_t)CHUNK);
-    int status = shard && local && sums ? PB_OK : pb_fail(PB_ERR_ENV, "fsdp validation: out of host memory");
+    int have = shard && local && sums;
+    int status = have ? PB_OK : pb_fail(PB_ERR_ENV, "fsdp validation: out of host memory");
     MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, world); /* before the chunks' collectives */
-    for (int64_t i = 0; i < f->cfg.nlayers && status == PB_OK; i++) {
+    for (int64_t i = 0; i < f->cfg.nlayers && status == PB_OK && have; i++) {
         int s = f->cfg.eng->to_host(shard, (char *)f->gshard + (uint64_t)i * S * f->ges, (size_t)(S * f->ges));
         for (uint64_t c = 0; c < f->sh.params; c += CHUNK) {
             size_t n = (size_t)(f->sh.params - c < CHUNK ? f->sh.params - c : CHUNK);
