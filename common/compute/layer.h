@@ -116,6 +116,10 @@ pb_layer_act_pool *pb_layer_stack_pool(pb_layer_stack *st);
 /* Weights of one layer (engine memory, layout above); for validation. */
 const void *pb_layer_weights(const pb_layer *ly);
 const void *pb_layer_grads(const pb_layer *ly);
+/* Point layer ly at weights held elsewhere (its layout, the effective
+ * compute type): sharded data parallelism gathers each layer's weights into
+ * a buffer of its own before the layer runs. */
+void pb_layer_bind_weights(pb_layer *ly, const void *w);
 
 /* Fill a tokens x h input deterministically from (seed, micro-batch index),
  * values ~U(-sqrt3, sqrt3) (unit variance). */

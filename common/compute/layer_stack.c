@@ -245,6 +245,7 @@ void *pb_layer_stack_grads(pb_layer_stack *st) { return st->grads; }
 pb_layer_act_pool *pb_layer_stack_pool(pb_layer_stack *st) { return st->pool; }
 const void *pb_layer_weights(const pb_layer *ly) { return ly->w; }
 const void *pb_layer_grads(const pb_layer *ly) { return ly->g; }
+void pb_layer_bind_weights(pb_layer *ly, const void *w) { ly->w = (void *)w; }
 
 uint64_t pb_layer_stack_grad_offset(const pb_layer_stack *st, int64_t i)
 {

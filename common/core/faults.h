@@ -9,10 +9,12 @@
  *   PARABENCH_TEST_SLOW=RANK     that rank sleeps PB_FAULTS_SLOW_US before each
  *                                p2p iteration it takes part in, in each
  *                                sharded tp_layer iteration, and in each wait
- *                                for coll_sweep's collectives: its pairs, its
- *                                TP group, its waits are slow, deterministically
- *                                (the slow-pair verdict, tp_layer's slowest
- *                                group, coll_sweep's one wait per whole loop);
+ *                                for coll_sweep's collectives, and before each of
+ *                                fsdp_step's collectives: its pairs, its TP group,
+ *                                its waits, its FSDP collectives are slow,
+ *                                deterministically (the slow-pair verdict,
+ *                                tp_layer's slowest group, coll_sweep's one wait
+ *                                per whole loop, what fsdp_step's prefetch hides);
  *   PARABENCH_TEST_MISCOUNT=RANK  under --backend nccl-rehearse, that rank
  *                                announces one element more than it moves in
  *                                every operation, so its peers see mismatched

@@ -77,6 +77,35 @@ double pb_model_tp_elems_per_rank_layer(double b, double s, double h, int t);
 /* Gradient bytes a data-parallel allreduce carries: params * dtype size. */
 double pb_model_dp_grad_bytes(double params, int dtype_bytes);
 
+/* ---- sharded data parallelism (ZeRO-3, PyTorch FSDP; model_fsdp.c) ---- */
+
+/* One layer's terms, seconds: forward and backward compute, one all-gather
+ * of its parameters, and its gradient's reduce-scatter (with hybrid
+ * sharding, plus the all-reduce of the shard over the replicas). */
+typedef struct pb_model_fsdp_layer {
+    double fwd, bwd, gather, scatter;
+} pb_model_fsdp_layer;
+
+/* The step of L such layers under fsdp.h's schedule. Every layer's compute
+ * starts once the collectives issued before it are complete, so a layer
+ * takes the longer of its compute and what was issued during it:
+ *   prefetch off: L (g + f) + L (g + b + s)      (nothing overlapped)
+ *   prefetch on:  g + L max(f, g)                 (forward: the next gather
+ *                                                  runs under each layer)
+ *                 + max(b, g) + (L-2) max(b, g + s) + max(b, s) + s
+ *                 (backward: layer j+1's reduce-scatter and layer j-1's
+ *                 gather under layer j; the first gather and the last
+ *                 reduce-scatter exposed); L = 1: g + max(f, g) + b + s. */
+double pb_model_fsdp_step(int64_t layers, const pb_model_fsdp_layer *l, int prefetch);
+/* The step's compute, L (f + b): what step - compute exposes is communication. */
+double pb_model_fsdp_compute(int64_t layers, const pb_model_fsdp_layer *l);
+/* A layer's collectives on a shard group of n ranks (`link`) and r replicas
+ * (`across`): ring all-gather of the padded parameters (param_bytes = n*S
+ * elements), ring reduce-scatter of the padded gradient, and the ring
+ * all-reduce of one S-element shard over r replicas. */
+void pb_model_fsdp_comm(double param_bytes, double grad_bytes, int n, int r, pb_model_link link,
+                        pb_model_link across, pb_model_fsdp_layer *out);
+
 /* ---- compute (Narayanan et al. 2021, appendix) ---- */
 
 /* A layer's forward and backward: core/flops.h (t = 1, with scores). */

@@ -30,6 +30,7 @@ weight() {
     test_slurm.sh) echo 55 ;; test_reproduce.sh) echo 42 ;;
     test_coll_sweep.sh) echo 40 ;; test_run_all_signals.sh | test_run_all_exit.sh) echo 32 ;;
     test_bounded_workloads.sh | test_pp_pipeline.sh | test_fidelity.sh | test_dp_allreduce.sh | test_full_disk.sh) echo 30 ;;
+    test_fsdp_step.sh) echo 30 ;;
     test_run_all*.sh | test_reliability.sh | test_recipes.sh | test_tp_layer.sh | test_unit_sanitized.sh) echo 24 ;;
     *) echo 10 ;;
     esac

@@ -28,6 +28,7 @@ dp_allreduce --overlap none,bucket --grad-bytes 256K $model
 tp_layer --tp-comm allreduce,sp $model
 pp_pipeline --schedule all --micro-batches 4 $model --layers 4
 hybrid_3d --tp 2 --compare-placements $model
+fsdp_step --prefetch off,on $model
 EOF2
 
 # The checker's other side: a table whose column lost a decimal, one one column

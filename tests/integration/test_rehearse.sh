@@ -46,6 +46,12 @@ for np in 8 16; do
     expect_rc 0 "hybrid_3d --compare-placements, $np ranks" -- \
         rehearse $np "$BIN/hybrid_3d" $R --model tiny --layers 4 $T --tp 2 --pp 2 --compare-placements
     expect_in "$TMP/out" "# wrong values: 0 OK" "hybrid_3d validates ($np ranks)"
+    expect_rc 0 "fsdp_step prefetch off and on, world sharding, $np ranks" -- \
+        rehearse $np "$BIN/fsdp_step" $R --model tiny --layers 3 $T --shard-group world
+    expect_in "$TMP/out" "# wrong values: 0 OK" "fsdp_step validates ($np ranks, world)"
+    expect_rc 0 "fsdp_step, shard groups of 4, $np ranks" -- \
+        rehearse $np "$BIN/fsdp_step" $R --model tiny --layers 3 $T --shard-group 4
+    expect_in "$TMP/out" "# wrong values: 0 OK" "fsdp_step validates ($np ranks, $((np / 4)) replicas)"
 done
 
 # Misuse is NCCL's error, not a hang or wrong data.
