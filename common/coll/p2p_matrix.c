@@ -5,6 +5,7 @@
 #include "core/link.h"
 #include "core/stats.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,15 @@ void pb_p2p_matrix_default_pair(const int *node_of, int nranks, int pair[2])
         }
 }
 
+uint64_t pb_p2p_matrix_peer_bytes(void)
+{
+    const char *v = getenv("NCCL_BUFFSIZE");
+    char *end = NULL;
+    unsigned long long buff = v && *v ? strtoull(v, &end, 0) : 0;
+    if (!v || !*v || *end || buff == 0) buff = PB_P2P_MATRIX_NCCL_BUFFSIZE;
+    return (uint64_t)buff * PB_P2P_MATRIX_CHANNELS_PER_PEER * 2;
+}
+
 const char *pb_p2p_matrix_slow_name(int slow)
 {
     static const char *names[] = {"", "class", "rail", "class+rail"};
@@ -181,11 +191,12 @@ int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pa
     char tmp[4096];
     FILE *f = start_file(path, tmp, sizeof tmp);
     if (!f) return PB_ERR_ENV;
-    double *m = calloc((size_t)nranks * (size_t)nranks, sizeof(double));
+    double *m = malloc(sizeof(double) * (size_t)nranks * (size_t)nranks);
     if (!m) {
         fclose(f);
         return pb_fail(PB_ERR_ENV, "out of memory for a %d x %d matrix", nranks, nranks);
     }
+    for (size_t k = 0; k < (size_t)nranks * (size_t)nranks; k++) m[k] = NAN; /* a pair not measured (sampled): empty */
     for (int i = 0; i < n; i++) {
         double v = which ? r[i].bw_GBps : r[i].lat_us;
         m[r[i].a * nranks + r[i].b] = m[r[i].b * nranks + r[i].a] = v;
@@ -196,7 +207,7 @@ int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pa
     for (int i = 0; i < nranks; i++) {
         fprintf(f, "%d", i);
         for (int j = 0; j < nranks; j++) {
-            if (i == j) fputs(",", f);
+            if (i == j || isnan(m[i * nranks + j])) fputs(",", f);
             else fprintf(f, ",%.6g", m[i * nranks + j]);
         }
         fputc('\n', f);
