@@ -5,7 +5,6 @@
 #include "core/link.h"
 #include "core/stats.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,15 +190,18 @@ int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pa
     char tmp[4096];
     FILE *f = start_file(path, tmp, sizeof tmp);
     if (!f) return PB_ERR_ENV;
-    double *m = malloc(sizeof(double) * (size_t)nranks * (size_t)nranks);
-    if (!m) {
+    double *m = calloc((size_t)nranks * (size_t)nranks, sizeof(double));
+    unsigned char *have = calloc((size_t)nranks * (size_t)nranks, 1); /* a pair not measured (sampled): empty */
+    if (!m || !have) {
+        free(m);
+        free(have);
         fclose(f);
         return pb_fail(PB_ERR_ENV, "out of memory for a %d x %d matrix", nranks, nranks);
     }
-    for (size_t k = 0; k < (size_t)nranks * (size_t)nranks; k++) m[k] = NAN; /* a pair not measured (sampled): empty */
     for (int i = 0; i < n; i++) {
         double v = which ? r[i].bw_GBps : r[i].lat_us;
         m[r[i].a * nranks + r[i].b] = m[r[i].b * nranks + r[i].a] = v;
+        have[r[i].a * nranks + r[i].b] = have[r[i].b * nranks + r[i].a] = 1;
     }
     fprintf(f, "# %s between every pair of ranks (rows and columns are ranks)\nrank", which ? "bw_GBps" : "latency_us");
     for (int j = 0; j < nranks; j++) fprintf(f, ",%d", j);
@@ -207,11 +209,12 @@ int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pa
     for (int i = 0; i < nranks; i++) {
         fprintf(f, "%d", i);
         for (int j = 0; j < nranks; j++) {
-            if (i == j || isnan(m[i * nranks + j])) fputs(",", f);
+            if (!have[i * nranks + j]) fputs(",", f); /* the diagonal too */
             else fprintf(f, ",%.6g", m[i * nranks + j]);
         }
         fputc('\n', f);
     }
     free(m);
+    free(have);
     return finish_file(f, tmp, path);
 }
