@@ -4,7 +4,8 @@ the step's wall-clock limit.
  - sweeps: --max-seconds-per-size (warm-up included) x sizes x collectives
    (or modes): every size at its cap;
  - the all-pairs matrix: its rounds (the concurrent schedule p2p_sweep
-   --matrix runs, common/coll/p2p_schedule.c) x its sizes x the cap;
+   --matrix runs, common/coll/p2p_schedule.c, sampled above 64 ranks) x its
+   sizes x the cap;
  - workloads (dp, tp, pp, hybrid): their configurations (the product of
    the lists their axes options hold, e.g. gradient sizes x overlap modes)
    x --max-seconds-per-size, which caps each configuration, warm-up included;
@@ -15,6 +16,7 @@ before its cap unless messages are large or links slow."""
 import re
 
 from suite.manifest import MPI
+from suite.shapes import matrix_rounds, matrix_sampled, tournament_rounds  # noqa: F401  (tournament_rounds: the tests')
 
 TOOL_SECONDS = 10  # the allowance of a step that is not launched on the ranks
 # An axis given by a flag: how many configurations it stands for (hybrid_3d
@@ -38,25 +40,6 @@ def sweep_sizes(first, last, factor):
     while b <= last:
         n, b = n + 1, b * factor
     return n
-
-
-def tournament_rounds(m):
-    """Rounds of a round-robin among m players: m - 1 for even m, m for odd m (a bye each round)."""
-    return 0 if m < 2 else m if m % 2 else m - 1
-
-
-def matrix_rounds(nranks, ranks_per_node):
-    """Rounds of p2p_sweep --matrix's concurrent schedule, ranks placed by
-    blocks of ranks_per_node: a tournament of nodes, each node pair taking as
-    many sub-rounds as its larger node has ranks, then a tournament inside
-    every node at once. In closed form, so that --dry-run answers at once for
-    any world: only the last node may be smaller, so every round of the node
-    tournament has a pair with a full node (ranks_per_node sub-rounds), and the
-    largest node's own tournament is the longest."""
-    rpn = min(ranks_per_node, nranks)
-    if rpn < 1:
-        return 0
-    return tournament_rounds(-(-nranks // rpn)) * rpn + tournament_rounds(rpn)
 
 
 def nodes_of(nranks, ranks_per_node):
@@ -118,7 +101,8 @@ class Estimate:
         return self.launched(items * sizes * cap, f"{count(items, word)} x {sizes} sizes x {cap:g} s cap")
 
     def matrix(self, args):
-        rounds = matrix_rounds(self.run.nranks, self.run.ranks_per_node)
+        sampled = matrix_sampled(self.run.nranks) and option(args, "--matrix-pairs") != "all"
+        rounds = matrix_rounds(self.run.nranks, self.run.ranks_per_node, sampled)
         sizes, cap = len(option(args, "--sizes").split(",")), float(option(args, "--max-seconds-per-size"))
         return self.launched(rounds * sizes * cap, f"{rounds} rounds x {sizes} sizes x {cap:g} s cap")
 

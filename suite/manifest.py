@@ -210,9 +210,10 @@ def probe_args(run):
 
 
 def matrix_cap(run):
-    """The all-pairs matrix runs at most NP-1 rounds of 2 sizes: cap each size so
-    the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
-    c = run.limits.step_limit / 2 / (2 * (run.nranks - 1 if run.nranks > 1 else 1))
+    """The all-pairs matrix runs its rounds (at most NP-1; fewer sampled above 64 ranks) of 2 sizes: cap
+    each size so the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
+    rounds = shaping.matrix_rounds(run.nranks, run.ranks_per_node or run.nranks, shaping.matrix_sampled(run.nranks))
+    c = run.limits.step_limit / 2 / (2 * max(rounds, 1))
     return "%.3g" % min(1.0, max(0.01, c))
 
 
@@ -270,7 +271,8 @@ STEPS = (
          lambda r: ["--matrix", "--sizes", "8,1M", "--max-seconds-per-size", matrix_cap(r), "--matrix-csv", r.at("p2p_matrix")],
          4, "matrix", "docs/placement.md", "tests/integration/test_run_all.sh", skip=needs_peer,
          outputs=("p2p_matrix-latency.csv", "p2p_matrix-bw.csv", "p2p_matrix-pairs.csv"),
-         table=("p2p_matrix-pairs", ("a", "b", "link_class", "latency_us", "bw_GBps", "slow"))),
+         table=("p2p_matrix-pairs", ("a", "b", "link_class", "latency_us", "bw_GBps", "slow")),
+         pair=lambda r: shaping.matrix_line(r.nranks, r.ranks_per_node or r.nranks)),
     # The workloads: shaped by suite/shapes.py (TP inside a node, PP across nodes, DP over the rest),
     # each configuration capped so that --dry-run bounds them at any scale.
     Step("dp_allreduce", "dp_allreduce", MPI,

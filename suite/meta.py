@@ -67,13 +67,18 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
             "acceptance_file": opts.acceptance or None, "selected_steps": list(opts.steps) or None, "shapes": shapes,
             "model": model, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
             "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] not in verdicts],
-            "interrupted": signal_name or None, "benchmarks": {}}
+            "interrupted": signal_name or None, "benchmarks": {},
+            # NVLS takes NVSwitch multicast objects per communicator (docs/gpu.md, "Communicators")
+            "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE", "unset")}
     if signal_name:
         done = {s["name"] for s in steps}
         meta["interrupted_step"] = stopped_step or None
         meta["not_run"] = [s.name for s in planned if s.name not in done and not s.reads_meta]
     for name, doc in benchmark_documents(out):
         meta["benchmarks"][name] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
+        counted = doc.get("meta", {}).get("communicators_measured")
+        if counted:  # what the backend counted, and the GPU memory NCCL took at set-up (null: not measured)
+            meta["benchmarks"][name]["communicators"] = counted
         meta.setdefault("machine", doc.get("meta", {}))
     with atomic_file.replace(os.path.join(out, "meta.json")) as f:
         json.dump(meta, f, indent=2)

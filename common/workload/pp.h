@@ -137,6 +137,10 @@ uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg);
  * pb_pp_link_colors: how many colours p stages need (3 for an odd ring). */
 int pb_pp_link_colors(int p, int ring);
 int pb_pp_link_color(int link, int p, int ncolors);
+/* Communicators an executor of p stages creates on every rank, once for all
+ * the steps it runs: activations and gradients, one per colour some link has
+ * (4; 6 on an odd ring; 2 for two stages without a ring; none for one stage). */
+int pb_pp_exec_comms(int p, int ring);
 
 /* Run `plan` (this stage's actions) once. `trace` may be NULL; events are
  * appended to it. Returns a status; stats are this stage's. */

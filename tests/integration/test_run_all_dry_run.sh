@@ -3,7 +3,7 @@
 # on its duration, exits 0, and installs, builds and runs nothing (no results
 # folder, no build folder). The estimate's arithmetic is tested by
 # test_suite_estimate.py; here, that run_all.sh gives it the world and the
-# profile: 1024 ranks, 8 per node, the matrix's 1023 rounds.
+# profile: 1024 ranks, 8 per node, the sampled matrix's 141 rounds.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 RA=$ROOT/run_all.sh
@@ -17,10 +17,19 @@ expect_in "$TMP/out" "[4/12] p2p_matrix: timeout -k 10 900 mpirun -np 1024" "the
 expect_in "$TMP/out" "--npernode 8" "the launch line places 8 ranks per node"
 expect_in "$TMP/out" "    p2p pair: ranks 0 and 8 (rail 0, nodes 0 and 1)" "the p2p step's pair: one rail, two nodes"
 expect_in "$TMP/out" "1024 ranks on 128 node(s) of 8" "the estimate's world"
-expect_in "$TMP/out" "1023 rounds x 2 sizes x 0.22 s cap" "the matrix's rounds, from the schedule"
+expect_in "$TMP/out" "141 rounds x 2 sizes x 1 s cap" "the matrix's rounds, from the sampled schedule"
 expect_in "$TMP/out" "7 collectives x 12 sizes x 3 s cap" "the default profile's sweep caps"
 expect_in "$TMP/out" "upper bound" "says it is an upper bound"
 grep -q '^total .* at most' "$TMP/out" && pass "a total" || fail "no total line"
+
+# The matrix at 1,024 GPUs (docs/placement.md, "The matrix at scale"): sampled pairs, said with
+# the rounds and the NCCL connection memory a rank is expected to hold.
+expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --backend nccl" -- \
+    env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --backend nccl
+expect_in "$TMP/out" "    p2p matrix: sampled pairs above 64 ranks (--matrix-pairs all for every pair): 141 rounds instead of 1023: every node pair's rails, a cross-rail shift in each of the first 7 node rounds, every pair inside a node; up to 141 peers a rank: NCCL connection buffers expected 2.20 GiB a rank (16 MiB a peer; an expectation, not measured)" \
+    "the matrix's line: sampled, its rounds and the NCCL memory a rank"
+expect_rc 0 "--dry-run --np 64 --ranks-per-node 8" -- env BUILD="$BUILD" "$RA" --dry-run --quick --np 64 --ranks-per-node 8
+expect_in "$TMP/out" "    p2p matrix: every pair, 63 rounds; up to 63 peers a rank" "64 ranks: every pair"
 
 # At cluster scale (docs/run_all.md, "Shapes at scale"): TP inside a node, one stage per node,
 # and a bound the default profile keeps within 30 min, --quick within 5.
@@ -56,7 +65,7 @@ for rpn in 8 1000000; do
 done
 expect_in "$TMP/out" "p2p_matrix: timeout" "10^6 ranks: the matrix step is launched"
 expect_rc 0 "--dry-run --np 1048576 (the maximum)" -- env BUILD="$BUILD" "$RA" --dry-run --np 1048576 --ranks-per-node 8
-expect_in "$TMP/out" "1048575 rounds" "2^20 ranks: the matrix's rounds, N - 1"
+expect_in "$TMP/out" "131085 rounds" "2^20 ranks: the sampled matrix's rounds, (nodes - 1) + 7 + 7"
 for bad in 0 -1 2000000 99999999999999999999; do
     expect_rc 2 "--dry-run --np $bad" -- env BUILD="$BUILD" "$RA" --dry-run --np "$bad"
     expect_in "$TMP/err" "option --np: '$bad' is not accepted; expected an integer from 1 to 1048576" "--dry-run --np $bad: names --np and the range"

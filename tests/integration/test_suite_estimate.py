@@ -65,6 +65,25 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(estimate.matrix_rounds(10 ** 6 + 1, 10 ** 6 + 1), 10 ** 6 + 1)
         self.assertLess(time.monotonic() - t0, 0.5)
 
+    def test_matrix_rounds_sampled(self):
+        # Above 64 ranks p2p_sweep --matrix samples: every node pair's rails (1 sub-round), a cross-rail
+        # shift in each of the first rpn - 1 node rounds (a second), every pair inside a node; the closed
+        # form against the schedule played round by round, and test_p2p_schedule's counts (141 at 1024/8).
+        def played(nranks, rpn):
+            sizes = [min(rpn, nranks - k) for k in range(0, nranks, rpn)]
+            m, rounds = len(sizes) + len(sizes) % 2, 0
+            for t in range(estimate.tournament_rounds(len(sizes))):
+                meet = [(0 if i == 0 else 1 + (i - 1 + t) % (m - 1), 1 + (m - 2 - i + t) % (m - 1)) for i in range(m // 2)]
+                rounds += max(1 + (t + 1 < max(sizes[x], sizes[y])) for x, y in meet if x < len(sizes) and y < len(sizes))
+            return rounds + max(estimate.tournament_rounds(k) for k in sizes)
+        for n in range(1, 41):
+            for rpn in range(1, n + 1):
+                self.assertEqual(estimate.matrix_rounds(n, rpn, True), played(n, rpn), (n, rpn))
+        for n, rpn, rounds in [(1024, 8, 141), (16, 4, 9), (24, 8, 13), (1 << 20, 8, (1 << 17) - 1 + 14)]:
+            self.assertEqual(estimate.matrix_rounds(n, rpn, True), rounds, (n, rpn))
+        self.assertFalse(estimate.matrix_sampled(64))
+        self.assertTrue(estimate.matrix_sampled(65))
+
     def test_choices_from_help(self):
         text = "  --coll LIST   collectives: allreduce, allgather, or all (comma-separated; default allreduce)\n" \
                "  --mode LIST   latency, bw, bibw or all (comma-separated; default latency)\n"
@@ -131,7 +150,7 @@ class Steps(unittest.TestCase):
     def test_total_line(self):
         lines = estimate.Estimate(world(1024, 8, profile="default"), ALL).lines(manifest.plan(world(1024, 8, "default")))
         self.assertIn("1024 ranks on 128 node(s) of 8", lines[0])
-        self.assertEqual(lines[-1].split()[:3], ["total", "1428", "s"])  # the model's 3 gradients and 3 sequence lengths
+        self.assertEqual(lines[-1].split()[:3], ["total", "1260", "s"])  # the model's 3 gradients and 3 sequence lengths; the sampled matrix's 141 rounds
 
     def test_cluster_scale_bounds(self):
         # The goals of docs/run_all.md's "Shapes at scale": 1,024 ranks, 8 a node, within
