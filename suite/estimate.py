@@ -94,9 +94,13 @@ def configurations(args, axes):
     return n, " x ".join(what)
 
 
+# The options whose "all" stands for a binary's table, and the table (`BINARY --list WHAT`, tables.py).
+ALL_OF = {"--coll": "collectives", "--mode": "modes"}
+
+
 class Estimate:
     """Bounds for the steps of one run. choices: the names "all" stands for,
-    per option (--coll, --mode), as the binaries list them."""
+    per option (ALL_OF), as the binaries list them."""
 
     def __init__(self, run, choices):
         self.run, self.choices = run, choices
@@ -110,12 +114,18 @@ class Estimate:
         return t, f"{what} + {self.launch:.1f} s launch"
 
     def sweep(self, args):
-        what, word = ("--coll", "collective") if "--coll" in args else ("--mode", "mode")
-        chosen = option(args, what).split(",")
-        items = len(self.choices[what]) if chosen == ["all"] else len(chosen)
+        """Sizes x cap, times the collectives (--coll) or modes (--mode) it runs: "all" stands for
+        every name the binary lists. A sweep of one operation (neither option) counts once."""
         cap = float(option(args, "--max-seconds-per-size"))
         sizes = sweep_sizes(size(option(args, "-b")), size(option(args, "-e")), int(option(args, "-f")))
-        return self.launched(items * sizes * cap, f"{count(items, word)} x {sizes} sizes x {cap:g} s cap")
+        what = f"{sizes} sizes x {cap:g} s cap"
+        items = 1
+        for name, word in (("--coll", "collective"), ("--mode", "mode")):
+            if name in args:
+                chosen = option(args, name).split(",")
+                items = len(self.choices[name]) if chosen == ["all"] else len(chosen)
+                what = f"{count(items, word)} x {what}"
+        return self.launched(items * sizes * cap, what)
 
     def matrix(self, args):
         rounds = matrix_rounds(self.run.nranks, self.run.ranks_per_node)
@@ -161,13 +171,6 @@ class Estimate:
         return out
 
 
-def binary_choices(help_text, option_name):
-    """The names an option's "all" stands for, from a binary's --help
-    ("--coll LIST  collectives: a, b, ..., or all")."""
-    m = re.search(rf"^\s*{re.escape(option_name)} LIST\s+(?:[a-z ]+:\s*)?(.*?),? or all\b", help_text, re.M)
-    return [n.strip() for n in m.group(1).split(",")] if m else []
-
-
 def sweeps_need(steps):
-    """The MPI binaries whose --help lists what "all" means in these steps."""
+    """The MPI binaries that list what "all" means in these steps."""
     return {s.binary for s in steps if s.kind == MPI and s.cost == "sweep"}
