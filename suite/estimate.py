@@ -12,22 +12,13 @@ the step's wall-clock limit.
  - tools, scripts and the report: a fixed allowance.
 Real runs are usually much shorter: a size stops at its iteration count long
 before its cap unless messages are large or links slow."""
-import re
-
 from suite.manifest import MPI
+from suite.units import size  # noqa: F401  (estimate.size: a size as the options read it)
 
 TOOL_SECONDS = 10  # the allowance of a step that is not launched on the ranks
 # An axis given by a flag: how many configurations it stands for (hybrid_3d
 # --compare-placements runs tp-inner, dp-inner and naive).
 FLAG_AXES = {"--compare-placements": 3}
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def size(text):
-    m = re.fullmatch(r"([0-9]+)([KMGT]?)", text.upper())
-    if not m:
-        raise ValueError(f"'{text}' is not a size")
-    return int(m.group(1)) * UNITS[m.group(2)]
 
 
 def sweep_sizes(first, last, factor):

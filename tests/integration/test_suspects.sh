@@ -163,12 +163,14 @@ grep -q "^n0 " "$TMP/bar-0-1_0-2/good-hosts.txt" && fail "n0 with 2 of 2 pairs s
     || pass "score 2.0 (n0): a suspect, left out of good-hosts.txt"
 expect_in "$TMP/bar-0-1_0-2/good-hosts.txt" "n1 slots=1" "n1 at 1.0 beside it: still good"
 # The sizes the reasons name: whole binary units only, else bytes.
-python3 - "$ROOT/scripts" <<'PY' && pass "reason sizes: 0 B, 1536 B, 1 KiB, 64 MiB, 1536 MiB, 1 GiB" || fail "reason sizes"
+# suite/units.py writes them for the report too, compact in its tables' cells.
+python3 - "$ROOT" <<'PY' && pass "reason sizes: 0 B, 1536 B, 1 KiB, 64 MiB, 1536 MiB, 1 GiB; cells 0, 1536, 1K, 64M, 1536M, 1G" || fail "reason sizes"
 import sys
 sys.path.insert(0, sys.argv[1])
-import suspects
-cases = {0: "0 B", 1536: "1536 B", 1024: "1 KiB", 64 << 20: "64 MiB", 3 << 29: "1536 MiB", 1 << 30: "1 GiB"}
-got = {b: suspects._size(b) for b in cases}
+from suite.units import size_text
+cases = {0: ("0 B", "0"), 1536: ("1536 B", "1536"), 1024: ("1 KiB", "1K"), 64 << 20: ("64 MiB", "64M"),
+         3 << 29: ("1536 MiB", "1536M"), 1 << 30: ("1 GiB", "1G")}
+got = {b: (size_text(b), size_text(b, compact=True)) for b in cases}
 assert got == cases, got
 PY
 finish
