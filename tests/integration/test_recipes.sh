@@ -94,7 +94,7 @@ expect_in "$TMP/out" "8 collectives x " "over every collective, the new one too"
 RUN=$TREE/results/mpi2
 expect_rc 0 "run_all.sh --backend mpi2 --steps coll_sweep in the copy" -- \
     nice "$TREE/run_all.sh" --quick --no-install --np 2 --steps coll_sweep --backend mpi2 --out "$RUN"
-python3 "$TESTS_DIR/results.py" "$RUN/coll_sweep.csv" "$RUN/coll_sweep.json" --columns collective,bytes,busbw_GBps,wrong \
+python3 "$TREE/tests/integration/results.py" "$RUN/coll_sweep.csv" "$RUN/coll_sweep.json" --columns collective,bytes,busbw_GBps,wrong \
     --zero-wrong --complete --expect nranks=2 && pass "its sweep is complete, nothing wrong" ||
     fail "run_all.sh --backend mpi2's coll_sweep"
 grep -q '^# backend: mpi2' "$RUN/coll_sweep.csv" && pass "on the new backend" || fail "coll_sweep.csv names no backend mpi2"
