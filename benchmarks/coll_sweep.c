@@ -354,6 +354,7 @@ int main(int argc, char **argv)
     sweep_opts o = {.ncolls = 0};
     pb_options_defaults(&o.common);
     own_opts[0].help = coll_help(); /* --coll */
+    pb_options_add_list("collectives", pb_coll_names());
     pb_options_group groups[] = {
         {"coll_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_options_common_group(&o.common, PB_OPTS_ALL),

@@ -391,6 +391,7 @@ int main(int argc, char **argv)
         {"p2p_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_options_common_group(&o.common, PB_OPTS_SWEEP | PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
+    pb_options_add_list("modes", pb_p2p_mode_names());
     pb_bench b;
     pb_bench_start(&b, "p2p_sweep", &argc, &argv, MPI_THREAD_SINGLE,
                    "Usage: mpirun -np N p2p_sweep [options]\n"

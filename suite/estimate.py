@@ -13,23 +13,14 @@ the step's wall-clock limit.
  - tools, scripts and the report: a fixed allowance.
 Real runs are usually much shorter: a size stops at its iteration count long
 before its cap unless messages are large or links slow."""
-import re
-
 from suite.manifest import MPI
 from suite.shapes import matrix_rounds, matrix_sampled, tournament_rounds  # noqa: F401  (tournament_rounds: the tests')
+from suite.units import size  # noqa: F401  (estimate.size: a size as the options read it)
 
 TOOL_SECONDS = 10  # the allowance of a step that is not launched on the ranks
 # An axis given by a flag: how many configurations it stands for (hybrid_3d
 # --compare-placements runs tp-inner, dp-inner and naive).
 FLAG_AXES = {"--compare-placements": 3}
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def size(text):
-    m = re.fullmatch(r"([0-9]+)([KMGT]?)", text.upper())
-    if not m:
-        raise ValueError(f"'{text}' is not a size")
-    return int(m.group(1)) * UNITS[m.group(2)]
 
 
 def sweep_sizes(first, last, factor):
@@ -77,9 +68,13 @@ def configurations(args, axes):
     return n, " x ".join(what)
 
 
+# The options whose "all" stands for a binary's table, and the table (`BINARY --list WHAT`, tables.py).
+ALL_OF = {"--coll": "collectives", "--mode": "modes"}
+
+
 class Estimate:
     """Bounds for the steps of one run. choices: the names "all" stands for,
-    per option (--coll, --mode), as the binaries list them."""
+    per option (ALL_OF), as the binaries list them."""
 
     def __init__(self, run, choices):
         self.run, self.choices = run, choices
@@ -93,12 +88,18 @@ class Estimate:
         return t, f"{what} + {self.launch:.1f} s launch"
 
     def sweep(self, args):
-        what, word = ("--coll", "collective") if "--coll" in args else ("--mode", "mode")
-        chosen = option(args, what).split(",")
-        items = len(self.choices[what]) if chosen == ["all"] else len(chosen)
+        """Sizes x cap, times the collectives (--coll) or modes (--mode) it runs: "all" stands for
+        every name the binary lists. A sweep of one operation (neither option) counts once."""
         cap = float(option(args, "--max-seconds-per-size"))
         sizes = sweep_sizes(size(option(args, "-b")), size(option(args, "-e")), int(option(args, "-f")))
-        return self.launched(items * sizes * cap, f"{count(items, word)} x {sizes} sizes x {cap:g} s cap")
+        what = f"{sizes} sizes x {cap:g} s cap"
+        items = 1
+        for name, word in (("--coll", "collective"), ("--mode", "mode")):
+            if name in args:
+                chosen = option(args, name).split(",")
+                items = len(self.choices[name]) if chosen == ["all"] else len(chosen)
+                what = f"{count(items, word)} x {what}"
+        return self.launched(items * sizes * cap, what)
 
     def matrix(self, args):
         sampled = matrix_sampled(self.run.nranks) and option(args, "--matrix-pairs") != "all"
@@ -145,13 +146,6 @@ class Estimate:
         return out
 
 
-def binary_choices(help_text, option_name):
-    """The names an option's "all" stands for, from a binary's --help
-    ("--coll LIST  collectives: a, b, ..., or all")."""
-    m = re.search(rf"^\s*{re.escape(option_name)} LIST\s+(?:[a-z ]+:\s*)?(.*?),? or all\b", help_text, re.M)
-    return [n.strip() for n in m.group(1).split(",")] if m else []
-
-
 def sweeps_need(steps):
-    """The MPI binaries whose --help lists what "all" means in these steps."""
+    """The MPI binaries that list what "all" means in these steps."""
     return {s.binary for s in steps if s.kind == MPI and s.cost == "sweep"}

@@ -31,10 +31,16 @@ def bind_fallback(out):
     return list(dict.fromkeys(lines)) or None
 
 
+STEP_FIELDS = ("name", "status", "rc", "seconds", "note")  # a line of steps.tsv, tab-separated (driver.record)
+
+
 def read_steps(out):
-    with open(os.path.join(out, "steps.tsv")) as f:
-        return [dict(zip(("name", "status", "rc", "seconds", "note"), line.rstrip("\n").split("\t")))
-                for line in f if line.strip()]
+    """steps.tsv: a dict of STEP_FIELDS per step recorded, in order; [] before the run made it."""
+    try:
+        with open(os.path.join(out, "steps.tsv")) as f:
+            return [dict(zip(STEP_FIELDS, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def benchmark_documents(out):

@@ -42,11 +42,11 @@ if command -v srun >/dev/null 2>&1; then
     # under srun"), unless the user chose the fence.
     expect_rc 0 "--dry-run under Slurm" -- env -u SLURM_PMIX_FENCE SLURM_JOB_ID=1 SLURM_NTASKS=2 BUILD="$BUILD" \
         "$RA" --dry-run --quick --no-install --np 2
-    expect_in "$TMP/out" "[1/12] coll_sweep: timeout -k 10 90 env SLURM_PMIX_FENCE=ring srun -n 2 " \
+    expect_in "$TMP/out" "] coll_sweep: timeout -k 10 90 env SLURM_PMIX_FENCE=ring srun -n 2 " \
         "--dry-run under Slurm: srun runs with SLURM_PMIX_FENCE=ring"
     expect_rc 0 "--dry-run under Slurm, SLURM_PMIX_FENCE=tree" -- env SLURM_PMIX_FENCE=tree SLURM_JOB_ID=1 SLURM_NTASKS=2 \
         BUILD="$BUILD" "$RA" --dry-run --quick --no-install --np 2
-    expect_in "$TMP/out" "[1/12] coll_sweep: timeout -k 10 90 srun -n 2 " "--dry-run under Slurm: the user's SLURM_PMIX_FENCE is left alone"
+    expect_in "$TMP/out" "] coll_sweep: timeout -k 10 90 srun -n 2 " "--dry-run under Slurm: the user's SLURM_PMIX_FENCE is left alone"
     if grep -qF "SLURM_PMIX_FENCE=ring" "$TMP/out"; then fail "--dry-run under Slurm, SLURM_PMIX_FENCE=tree: a step sets ring"; else
         pass "--dry-run under Slurm, SLURM_PMIX_FENCE=tree: no step sets ring"; fi
 fi
