@@ -72,9 +72,12 @@ for rule in "busbw coll=allreduce size=256K link=intra >=" "coll_latency coll=al
     "gemm_rate size=1K >="; do
     expect_in "$TMP/golden.thr" "$rule" "a rule for each headline figure: $rule"
 done
-# DP's overhead is a difference of two times: a loaded machine makes it untrustworthy, a comment.
-grep -Eq "^(# untrustworthy, no rule: )?dp_overhead size=7M link=intra overlap=none" "$TMP/golden.thr" &&
-    pass "DP's overhead: a rule, or a comment saying why the run cannot give one" || fail "no DP overhead line"
+# DP's overhead and PP's efficiency come from differences of times: a loaded machine makes them
+# untrustworthy (by the benchmarks' own notes), and then they are comments.
+for fig in "dp_overhead size=7M link=intra overlap=none" "pp_efficiency link=intra schedule=1f1b m=8 stages=2"; do
+    grep -Eq "^(# untrustworthy, no rule: )?$fig" "$TMP/golden.thr" &&
+        pass "${fig%% *}: a rule, or a comment saying why the run cannot give one" || fail "no line for $fig"
+done
 # Each rule sits at the measured value less 10% (rates) or plus 10% (times), and says so.
 if python3 - "$TMP/golden.thr" "$G" >"$TMP/check.out" 2>&1 <<'PY'
 import re, sys
