@@ -565,6 +565,7 @@ img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}figcaption{font-wei
 .banner{padding:.6em 1em;margin:1em 0 .4em;border-radius:4px;font-size:1.1em}
 .banner.pass{background:#e6f4e6;border:1px solid #7b7}.banner.fail{background:#fbe9e9;border:1px solid #d77}
 .ok,.reproduced{color:#080}.failed,.interrupted,.differs{color:#b00;font-weight:bold}
+.worse{color:#b00;font-weight:bold}.better{color:#080}
 .skipped,.simulated{color:#777}.note{color:#777;font-style:italic}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em}"""
 
