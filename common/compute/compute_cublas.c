@@ -331,8 +331,9 @@ static int cublas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_
     PB_TRY(check_float_type(t, "fill"));
     PB_CHECK(rows >= 0 && cols >= 0 && ld >= cols, PB_ERR_USAGE, "fill: shape %lldx%lld with ld %lld",
              (long long)rows, (long long)cols, (long long)ld);
-    return launched(pb_kernels_cuda_fill(ptr, t, rows, cols, ld, s->seed, s->stream, s->row0, s->col0, s->scale, cu.stream),
-                    "fill kernel launch");
+    return launched(
+        pb_kernels_cuda_fill(ptr, t, rows, cols, ld, s->seed, s->stream, s->row0, s->col0, s->scale, cu.stream),
+        "fill kernel launch");
 }
 
 /* Where asynchronous failures (a bad kernel, a bad address) surface. */

@@ -152,7 +152,7 @@ static cJSON *step_json(const pb_model_step *s)
 }
 
 int pb_plan_print_json(const char *path, const char *cmdline, const pb_model_train *job, const pb_model_cluster *c,
-                        const pb_model_step *s, int n)
+                       const pb_model_step *s, int n)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");

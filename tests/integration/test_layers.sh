@@ -83,7 +83,11 @@ expect_rc 1 "a comparison with a backend or engine name outside their tables is 
 expect_in "$TMP/err" 'common/harness/bench.c:' "the literal name is found"
 expect_in "$TMP/err" 'compares with "nccl", a name of the backend or engine table' "the name is quoted"
 expect_in "$TMP/err" "common/workload/dp.c:" "a comparison of an engine's name is found"
-expect_rc 0 "every file the repository names is in it" -- python3 "$ROOT/tools/dev/check-refs.py" "$ROOT"
+# check-refs reads the tracked files from git: a copy without git (tests/mutate.py's
+# scratch tree) has none to check, the scratch repository below still does.
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    expect_rc 0 "every file the repository names is in it" -- python3 "$ROOT/tools/dev/check-refs.py" "$ROOT"
+fi
 mkdir -p "$TMP/refs/docs" && git -C "$TMP/refs" init -q
 printf 'See docs/here.md and docs/gone.md, and DESIGN.md.\n' >"$TMP/refs/docs/here.md" # refs: example
 git -C "$TMP/refs" add docs/here.md # refs: example
