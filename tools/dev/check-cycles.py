@@ -12,7 +12,7 @@ The graph is read from the sources, so no build is needed: a definition is a
 non-static pb_* function body or initialised variable at file scope (inside
 `extern "C"` too), a use any other pb_* name outside comments and strings,
 in the file or in the macros and inline functions of the headers it
-includes (PB_TRY's pb_fail is a use of error.c). Names pasted together by
+includes (PB_CHECK's pb_error_fail_at is a use of error.c). Names pasted by
 macros (##) are not seen.
 
 usage: check-cycles.py [ROOT]   (ROOT: the repository, default: this one)
