@@ -8,7 +8,8 @@
 #   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 # The layers of common/ and the order they may include each other in are in
 # docs/ARCHITECTURE.md; `make lint` checks it (tools/dev/check-layers.py), and
-# that a header x.h exports only pb_x and pb_x_* (tools/dev/check-names.py), and
+# that a header x.h exports only pb_x and pb_x_* (tools/dev/check-names.py), that
+# no two files of common/ use each other (tools/dev/check-cycles.py), and
 # that only the backend and engine tables compare their names (tools/dev/check-registries.py).
 
 BUILD   ?= build
@@ -208,6 +209,7 @@ lint:
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks tools
 	python3 tools/dev/check-layers.py
 	python3 tools/dev/check-names.py
+	python3 tools/dev/check-cycles.py
 	python3 tools/dev/check-registries.py
 	printf '%s\n' $(COMMON_C) $(BENCH_SRCS) $(TOOL_SRCS) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \

@@ -152,7 +152,7 @@ typedef struct group_row {
 
 static double busbw_of(const iter_ctx *x, const group_row *r)
 {
-    return r->time_us > 0 ? (double)r->bytes / r->time_us / 1e3 * pb_busbw_factor(x->op.coll, r->nranks) : 0;
+    return r->time_us > 0 ? (double)r->bytes / r->time_us / 1e3 * pb_coll_busbw_factor(x->op.coll, r->nranks) : 0;
 }
 
 static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)

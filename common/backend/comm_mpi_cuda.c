@@ -26,8 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const pb_comm_backend *pb_backend_mpi_device(void);
-
 typedef struct staging {
     void *host; /* pinned */
     size_t cap;
@@ -368,4 +366,4 @@ static const pb_comm_backend mpi_device_backend = {
     .sync = sync_all, .version = version,
 };
 
-const pb_comm_backend *pb_backend_mpi_device(void) { return &mpi_device_backend; }
+const pb_comm_backend *pb_comm_backend_mpi_device(void) { return &mpi_device_backend; }

@@ -454,4 +454,4 @@ static const pb_comm_backend nccl_backend = {
     .capture_begin = capture_begin, .capture_end = capture_end, .replay = replay,
 };
 
-const pb_comm_backend *pb_backend_nccl(void) { return &nccl_backend; }
+const pb_comm_backend *pb_comm_backend_nccl(void) { return &nccl_backend; }

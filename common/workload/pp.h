@@ -181,6 +181,10 @@ const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb);
 /* Engine memory of chunk c's weight gradients, and their size (every chunk). */
 const void *pb_pp_stack_chunk_grads(pb_pp_stack *st, int chunk);
 uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg);
+/* Host bytes of one piece of weight gradients as validation (pb_pp_validate_step)
+ * moves them: a chunk's, at most 16 MiB, so the host buffers stay small
+ * whatever the model. The stack counts one piece in its memory. */
+uint64_t pb_pp_stack_grad_piece_bytes(const pb_pp_stack_config *cfg);
 /* Copy outputs / input gradients to the capture buffers during the next
  * steps (only with cfg.capture; off by default, so timed steps do not copy). */
 void pb_pp_stack_set_capture(pb_pp_stack *st, int on);
@@ -195,8 +199,6 @@ int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t to
 /* Bytes of engine memory the reference run of pb_pp_validate_step takes on
  * stage 0 (the whole model, its activations and buffers, one gradient piece). */
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
-/* Host bytes of one piece of weight gradients as validation moves them. */
-uint64_t pb_pp_grad_piece_bytes(const pb_pp_stack_config *cfg);
 /* One validated step on the pipeline `pipe` (rank = stage): a step with
  * capture on, then stage 0 runs the whole L-layer model as one stack on the
  * same seeded inputs and loss gradients and compares (|a-b| <= tol (1 + |b|)):
