@@ -32,7 +32,7 @@ must share one).
 
 Writes into DIR (default history, in the current directory): history.txt
 (the table, also printed), history.csv, history.json (the same fields per
-row, with the runs and the named nodes) and plots/history.png (gnuplot; when
+row, with the runs and the named nodes) and DIR/plots/history.png (gnuplot; when
 gnuplot is missing it says so and writes the rest).
 
 Exit: 0 no node drifts; 1 a node drifts; 2 usage or runs that cannot be
@@ -285,7 +285,7 @@ def plot_script(out, runs, rows, named):
 
 
 def draw(out, runs, rows, named, quiet):
-    """plots/history.png; False when gnuplot is missing or fails (said on stderr)."""
+    """DIR/plots/history.png; False when gnuplot is missing or fails (said on stderr)."""
     try:
         p = subprocess.run(["gnuplot"], input=plot_script(out, runs, rows, named), capture_output=True, text=True,
                            timeout=60)

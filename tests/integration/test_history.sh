@@ -98,7 +98,7 @@ PY
 then pass "$(cat "$TMP/check.out")"; else fail "history's files:"; sed 's/^/  | /' "$TMP/check.out" >&2; fi
 if command -v gnuplot >/dev/null; then
     [ "$(head -c 4 "$TMP/h/plots/history.png" | tail -c 3)" = PNG ] && ! grep -q gnuplot "$TMP/err" &&
-        pass "plots/history.png drawn, gnuplot silent" || { fail "no plots/history.png"; cat "$TMP/err" >&2; }
+        pass "the figure history.png drawn, gnuplot silent" || { fail "no figure history.png"; cat "$TMP/err" >&2; }
 fi
 # Without gnuplot: said so, and the CSV and JSON written all the same.
 mkdir -p "$TMP/nognu" && ln -s "$(python3 -c 'import sys; print(sys.executable)')" "$TMP/nognu/python3"
