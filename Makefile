@@ -90,7 +90,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots compare clean deps valgrind mutate mutate-sample docs-check install uninstall
+.PHONY: all test unit integration sanitize lint fuzz plots compare history clean deps valgrind mutate mutate-sample docs-check install uninstall
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -101,7 +101,7 @@ all: $(BINS)
 # build's recorded version as it is.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_TEXT  := $(filter-out -DPB_GIT_REV%,$(CFLAGS)) | $(NVCCFLAGS)
-NO_BUILD_GOALS := plots compare clean uninstall docs-check deps lint mutate mutate-sample
+NO_BUILD_GOALS := plots compare history clean uninstall docs-check deps lint mutate mutate-sample
 WRITES_STAMPS  := $(if $(MAKECMDGOALS),$(filter-out $(NO_BUILD_GOALS),$(MAKECMDGOALS)),all)
 ifneq ($(WRITES_STAMPS),)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' >$(FLAGS_STAMP)))
@@ -226,6 +226,12 @@ plots:
 compare:
 	@test -n "$(A)" && test -n "$(B)" || { echo "make compare: give A=<reference run> B=<run to judge> [OUT=DIR]" >&2; exit 2; }
 	@python3 scripts/compare-runs.py $(if $(OUT),--out "$(OUT)") "$(A)" "$(B)"
+
+# Each node's evidence over several runs (docs/acceptance.md): RUNS the runs, in any order (they
+# are put in order of date); OUT where the history goes (default history). Exit 1 when a node drifts.
+history:
+	@test -n "$(RUNS)" || { echo "make history: give RUNS=\"<run> <run>...\" [OUT=DIR]" >&2; exit 2; }
+	@python3 scripts/history.py $(if $(OUT),-o "$(OUT)") $(RUNS)
 
 clean:
 	rm -rf build build-san build-fuzz build-vg build-cov

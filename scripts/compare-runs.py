@@ -275,18 +275,19 @@ def inside(path, folder):
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def check_out(out, runs):
-    """DIR is no input: not a run, not inside one (except the run's own folder when run_all writes it)."""
+def check_out(out, runs, option="--out"):
+    """DIR is no input: not a run, not inside one (except the run's own folder when run_all writes it).
+    OPTION: how the command line named DIR, for the message (scripts/history.py's -o)."""
     own = os.environ.get("PARABENCH_RUN")
     for run in runs:
         if inside(out, run) and not (own and os.path.realpath(own) == os.path.realpath(run) and
                                      os.path.realpath(out) != os.path.realpath(run)):
-            raise Refusal(f"--out '{out}' is {'the run' if os.path.realpath(out) == os.path.realpath(run) else 'inside the run'} "
+            raise Refusal(f"{option} '{out}' is {'the run' if os.path.realpath(out) == os.path.realpath(run) else 'inside the run'} "
                           f"'{run}', an input; a run's records are never written into. Give another folder")
     if os.path.exists(out) and not os.path.isdir(out):
-        raise Refusal(f"--out '{out}' exists and is not a folder")
+        raise Refusal(f"{option} '{out}' exists and is not a folder")
     if os.path.isdir(out) and is_run(out):
-        raise Refusal(f"--out '{out}' is a run's results folder; give another folder")
+        raise Refusal(f"{option} '{out}' is a run's results folder; give another folder")
 
 
 # ---- what it writes ----

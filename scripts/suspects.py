@@ -215,11 +215,9 @@ def tp_evidence(out):
     return found
 
 
-def judge(out):
-    """Rank the run's hosts, write suspects.csv and good-hosts.txt; None when the run names no hosts."""
-    if not is_run(out):  # never writes into a folder that is not a run's (the page writer refuses it first)
-        print(f"suspects: '{out}' is not a run's results folder (no meta.json or steps.tsv)", file=sys.stderr)
-        return None
+def rank(out):
+    """The run's hosts ranked by the evidence against them, writing nothing (scripts/history.py reads
+    finished runs); None when the run names no hosts."""
     hosts = run_hosts(out) or hosts_of(out, "coll_sweep_intra") or hosts_of(out, "p2p_matrix")
     if not hosts:
         return None
@@ -229,7 +227,18 @@ def judge(out):
         score[h] = score.get(h, 0.0) + weight
         reasons.setdefault(h, []).append(why)
     ranked = sorted(((h, score[h], reasons[h]) for h in score), key=lambda t: (-t[1], t[0]))
-    v = Verdict(hosts, ranked)
+    return Verdict(hosts, ranked)
+
+
+def judge(out):
+    """Rank the run's hosts, write suspects.csv and good-hosts.txt; None when the run names no hosts."""
+    if not is_run(out):  # never writes into a folder that is not a run's (the page writer refuses it first)
+        print(f"suspects: '{out}' is not a run's results folder (no meta.json or steps.tsv)", file=sys.stderr)
+        return None
+    v = rank(out)
+    if v is None:
+        return None
+    hosts, ranked = v.hosts, v.ranked
     with atomic_file.replace(os.path.join(out, "suspects.csv"), newline="") as f:
         f.write(f"# a host is a suspect when its score is above {THRESHOLD} (scripts/suspects.py)\n")
         w = csv.writer(f, lineterminator="\n")

@@ -41,7 +41,7 @@ rm -rf "$SRC"
 [ -e "$SRC" ] && fail "the scratch tree is still there"
 
 # ---- what went where ----
-for f in bin/coll_sweep bin/plan bin/acceptance bin/parabench-run-all bin/parabench-compare libexec/parabench/suite/driver.py \
+for f in bin/coll_sweep bin/plan bin/acceptance bin/parabench-run-all bin/parabench-compare bin/parabench-history libexec/parabench/suite/driver.py \
     libexec/parabench/scripts/report.py libexec/parabench/plots/busbw.gp share/parabench/acceptance/this-machine.thresholds \
     share/doc/parabench/README.md share/doc/parabench/CHANGELOG.md share/doc/parabench/docs/install.md \
     "share/modulefiles/parabench/$NUMBER" share/parabench/install-manifest.txt; do
@@ -112,6 +112,16 @@ rc=$?
 [ "$rc" -eq 0 ] && [ -s "$WORK/cmp/compare.json" ] && grep -q "no figure worse beyond the noise" "$TMP/cmp.out" &&
     pass "the installed parabench-compare: the run against itself, exit 0, compare.json written" ||
     { fail "installed parabench-compare: exit $rc"; sed 's/^/  | /' "$TMP/cmp.out" | tail -5 >&2; }
+# parabench-history, installed, refuses a history of one run (exit 2) and follows the run twice over:
+# a copy with a later date, no node drifting (exit 0), history.json written.
+cp -r "$WORK/out" "$WORK/out2" && sed -i 's/"date": "[0-9-]*T/"date": "2099-01-01T/' "$WORK/out2/meta.json"
+(cd "$WORK" && "$P/bin/parabench-history" --quiet -o hist out >"$TMP/hist.out" 2>&1)
+rc1=$?
+(cd "$WORK" && "$P/bin/parabench-history" --quiet -o hist out out2 >>"$TMP/hist.out" 2>&1)
+rc=$?
+[ "$rc1" -eq 2 ] && [ "$rc" -eq 0 ] && [ -s "$WORK/hist/history.json" ] && grep -q "no node drifts" "$TMP/hist.out" &&
+    pass "the installed parabench-history: one run refused, two runs followed, history.json written" ||
+    { fail "installed parabench-history: exit $rc1 then $rc"; sed 's/^/  | /' "$TMP/hist.out" | tail -5 >&2; }
 (cd "$P" && find . | sort) | diff "$TMP/before" - >"$TMP/changed" && [ -z "$(find "$P" -newer "$TMP/installed")" ] &&
     pass "nothing was written into the prefix" ||
     { fail "the run changed the prefix:"; { cat "$TMP/changed"; find "$P" -newer "$TMP/installed"; } | head -10 | sed 's/^/  | /' >&2; }
