@@ -301,12 +301,12 @@ expect_in "$TMP/out" "Against the baseline: not compared: the runs did not measu
 grep -q '^report	ok' "$R2/steps.tsv" && pass "the report was written" || fail "no report"
 
 # Bad --baseline: refused before anything runs, naming the option.
-expect_rc 2 "--baseline of a folder that is not a run" -- run_all --baseline "$TMP/notrun" --out "$TMP/r3"
+expect_rc 2 "--baseline of a folder that is not a run" -- run_all --steps p2p_sweep --baseline "$TMP/notrun" --out "$TMP/r3"
 expect_in "$TMP/err" "option --baseline: '$TMP/notrun' is not a run's results folder" "the message names --baseline"
 mark_run "$TMP/unfinished"
-expect_rc 2 "--baseline of a run that did not finish (no meta.json)" -- run_all --baseline "$TMP/unfinished" --out "$TMP/r3"
+expect_rc 2 "--baseline of a run that did not finish (no meta.json)" -- run_all --steps p2p_sweep --baseline "$TMP/unfinished" --out "$TMP/r3"
 expect_in "$TMP/err" "option --baseline: '$TMP/unfinished' has no meta.json" "the message says why"
-expect_rc 2 "--baseline equal to --out" -- run_all --baseline "$F" --out "$F"
+expect_rc 2 "--baseline equal to --out" -- run_all --steps p2p_sweep --baseline "$F" --out "$F"
 expect_in "$TMP/err" "option --baseline: '$(realpath "$F")' is this run's --out" "the message names --baseline"
 expect_rc 2 "--steps compare without --baseline" -- run_all --steps compare
 expect_in "$TMP/err" "'compare' is not part of this run" "the comparison needs --baseline"
