@@ -17,8 +17,8 @@
 #    the golden run's p2p_sweep made 100 times as fast, the report's verdict
 #    section says WORSE and lists the slowed figures, compare/ holds the
 #    comparison, and the run still exits 0; against a baseline that measured
-#    another step, the comparison is refused, the report says why and the run
-#    exits 0; a baseline that is not a finished run, or is the run's own --out,
+#    another step, or of another shape, the comparison is refused, the report
+#    says why and the run exits 0; a baseline that is not a finished run, or is the run's own --out,
 #    is refused up front (exit 2, naming --baseline).
 # One link slowed for real needs the emulated cluster (root, network namespaces,
 # one user at a time: test_emulated_cluster.sh); here the slowed run is a copy of
@@ -299,6 +299,25 @@ expect_in "$R2/report.md" "> **Against the baseline: not compared**: the runs di
 expect_in "$TMP/out" "Against the baseline: not compared: the runs did not measure the same steps" "so does the final summary"
 [ -e "$R2/compare/compare.json" ] && fail "a comparison written after a refusal" || pass "no comparison written"
 grep -q '^report	ok' "$R2/steps.tsv" && pass "the report was written" || fail "no report"
+
+# A baseline of another shape (4 ranks on 2 nodes): refused by parabench-compare, named in the report.
+F4=$TMP/fast-4-ranks
+cp -r "$F" "$F4"
+INVARIANTS_EXEMPT="${INVARIANTS_EXEMPT:-} $F4/p2p_sweep.csv $F4/p2p_sweep.json"
+python3 - "$F4/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["nranks"] = 4
+m["machine"]["hosts"] = [{"name": "n0", "ranks": [0, 1]}, {"name": "n1", "ranks": [2, 3]}]
+json.dump(m, open(sys.argv[1], "w"))
+PY
+R3=$TMP/against-4-ranks
+expect_rc 0 "run_all --baseline of a run of another shape: the run still completes, exit 0" -- \
+    run_all --steps p2p_sweep --baseline "$F4" --out "$R3"
+grep -qxF $'compare\trefused\t2' <(cut -f1-3 "$R3/steps.tsv") && pass "steps.tsv: compare refused" ||
+    { fail "steps.tsv:"; sed 's/^/  | /' "$R3/steps.tsv" >&2; }
+expect_in "$R3/report.md" "> **Against the baseline: not compared**: the runs have different shapes, so their figures are not the same quantities: ranks: 4 in A, 2 in B; nodes: 2 in A, 1 in B" \
+    "the report's verdict names each difference"
+grep -q "Against the baseline" "$R3/index.html" && pass "and so does index.html" || fail "index.html has no verdict against the baseline"
 
 # Bad --baseline: refused before anything runs, naming the option.
 expect_rc 2 "--baseline of a folder that is not a run" -- run_all --steps p2p_sweep --baseline "$TMP/notrun" --out "$TMP/r3"
