@@ -402,7 +402,7 @@ COMPARISON = "comparison with the baseline"  # the step's role (--baseline RUN)
 
 
 def comparison(out, st):
-    """This run against its --baseline (compare/compare.json): {doc, baseline, status, rc, why}; None
+    """This run against its --baseline (compare/compare.json): {doc, status, rc, why}; None
     when the run had no baseline. Without compare.json, WHY is the last line the step wrote on stderr
     (runs of another shape, or steps that differ: parabench-compare's refusal)."""
     step = manifest.by_role(COMPARISON)
