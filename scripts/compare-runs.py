@@ -40,7 +40,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # realpath: bin/parabench-compare is a link
 sys.path.insert(0, ROOT)
-from suite import atomic_file, version  # noqa: E402
+from suite import atomic_file, manifest, version  # noqa: E402
 from suite.meta import is_run, read_steps  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import report  # noqa: E402  (the run's rows, untrustworthy notes, sizes, the page's HTML)
@@ -245,9 +245,14 @@ def shape(meta):
             "model": (meta.get("model") or {}).get("name")}
 
 
+# The steps that judge or report what the others measured (acceptance, this comparison, the report):
+# a run checked against thresholds, or compared, measured nothing more than one that was not.
+NOT_MEASURING = {s.name for s in manifest.STEPS if s.always}
+
+
 def measured_steps(run):
     try:
-        return {s["name"]: s.get("status", "") for s in read_steps(run)}
+        return {s["name"]: s.get("status", "") for s in read_steps(run) if s["name"] not in NOT_MEASURING}
     except OSError:
         return {}
 

@@ -31,6 +31,7 @@ from suite import results_csv  # noqa: E402  (a garbled row is left out, named F
 from suite.meta import is_run, read_steps  # noqa: E402  (steps.tsv, as the driver wrote it)
 from suite.units import size_text  # noqa: E402  (bytes in words, or compact for a cell)
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
+from suite import manifest  # noqa: E402  (a step's files, found by its role)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
 import figure_data  # noqa: E402  (the figures' data that needs the hosts: the node-level matrix, group hosts)
@@ -397,8 +398,62 @@ def group_summary(out):
 #   ("figure", caption, path)          a PNG of the run
 #   ("toc", [(anchor, text)])          HTML only
 
-def verdict_blocks(acc, st):
-    """What a cluster operator needs first: the acceptance verdict and its failing rules, failed steps."""
+COMPARISON = "comparison with the baseline"  # the step's role (--baseline RUN)
+
+
+def comparison(out, st):
+    """This run against its --baseline (compare/compare.json): {doc, status, rc, why}; None
+    when the run had no baseline. Without compare.json, WHY is the last line the step wrote on stderr
+    (runs of another shape, or steps that differ: parabench-compare's refusal)."""
+    step = manifest.by_role(COMPARISON)
+    rec = next((s for s in st if s["name"] == step.name), None)
+    if rec is None:
+        return None
+    res = {"doc": None, "status": rec.get("status", ""), "rc": rec.get("rc", ""), "why": ""}
+    try:
+        with open(manifest.output(out, COMPARISON, os.sep + "compare.json")) as f:
+            res["doc"] = json.load(f)
+    except (OSError, ValueError):
+        try:
+            with open(os.path.join(out, "logs", step.name + ".err"), errors="replace") as f:
+                said = [line.strip() for line in f if line.strip()]
+        except OSError:
+            said = []
+        res["why"] = said[-1].removeprefix("parabench-compare: ") if said else ""
+    return res
+
+
+def compare_value(v, unit):
+    return "-" if v is None else f"{v:.4g} {unit}".rstrip()
+
+
+def comparison_blocks(c):
+    """The verdict against the baseline, and the figures that moved beyond the noise (worse first)."""
+    if c is None:
+        return []
+    doc = c["doc"]
+    if doc is None:
+        title = "not compared" if c["status"] == "refused" else "no comparison"
+        why = c["why"] or f"the comparison step {c['status']} (exit {c['rc']})"
+        return [("banner", False, f"Against the baseline: {title}", f"{why} (see logs/)")]
+    baseline = doc.get("a", {}).get("run", "?")
+    b = [("banner", not doc.get("worse"), "Against the baseline: " + ("WORSE" if doc.get("worse") else "no regression"),
+          f"{doc.get('summary', '').removeprefix('WORSE: ')}; baseline {baseline}")]
+    moved = sorted((f for f in doc.get("figures", []) if f.get("verdict") in ("worse", "better")),
+                   key=lambda f: f["verdict"] != "worse")
+    if moved:
+        b += [("h", 3, "Figures that moved against the baseline", None, "compare/index.html"),
+              ("table", ["figure", "baseline", "this run", "this / baseline", "noise", "verdict"],
+               [[f["figure"], compare_value(f.get("a"), f["unit"]), compare_value(f.get("b"), f["unit"]),
+                 "-" if f.get("ratio") is None else f"{f['ratio']:.3f}",
+                 "-" if f.get("noise") is None else "±" + compare_value(f["noise"], f["unit"]), f["verdict"]]
+                for f in moved], 5)]
+    return b
+
+
+def verdict_blocks(acc, st, compared=None):
+    """What a cluster operator needs first: the acceptance verdict and its failing rules, what moved
+    against the baseline, failed steps."""
     b = []
     if acc:
         if acc["verdict"]:
@@ -408,6 +463,7 @@ def verdict_blocks(acc, st):
                       "acceptance.txt has no verdict line; see logs/acceptance.err"))
         if acc["failed"]:
             b.append(("table", ["line", "failing rule", "measured", "threshold", "why"], acc["failed"], None))
+    b += comparison_blocks(compared)
     bad = failed_steps(st)
     if bad:
         b.append(("banner", False, "Steps that did not complete", ", ".join(bad) + " (see Steps and logs/)"))
@@ -504,7 +560,7 @@ def version_of(meta):
     return suite if not binaries or binaries == suite else f"{suite} (benchmarks: {binaries})"
 
 
-def report_blocks(out, meta, groups, lines, notes, st, acc, verdict=None):
+def report_blocks(out, meta, groups, lines, notes, st, acc, verdict=None, compared=None):
     """The whole report in reading order: verdict, headline figures, the documents' figures, details."""
     mach = meta.get("machine", {})
     about = (f"{version_of(meta)} · {meta.get('date', '?')} · host {meta.get('host', '?')} · "
@@ -518,7 +574,7 @@ def report_blocks(out, meta, groups, lines, notes, st, acc, verdict=None):
     toc += ([("steps", "Steps")] if st else []) + ([("acceptance", "Acceptance")] if acc else [])
     toc += [("figures", "Figures"), ("tables", "Tables")]
     return ([("h", 1, f"parabench run {os.path.basename(out)}", None, None), ("about", about), ("toc", toc)]
-            + verdict_blocks(acc, st) + headline_blocks(groups, lines) + suspect_blocks(verdict)
+            + verdict_blocks(acc, st, compared) + headline_blocks(groups, lines) + suspect_blocks(verdict)
             + reproduce_blocks(repro)
             + detail_blocks(out, notes, st, acc))
 
@@ -651,8 +707,11 @@ def main(argv):
     lines = headlines(out) + group_summary(out)
     acc = acceptance(out)
     st = read_steps(out)
-    atomic_file.write_text(os.path.join(out, "summary.txt"), "\n".join(lines) + "\n")
-    blocks = report_blocks(out, meta, groups, lines, notes, st, acc, suspects.judge(out))
+    compared = comparison(out, st)
+    # summary.txt (what run_all.sh prints at the end) ends with the verdict against the baseline
+    against = [f"{b[2]}: {b[3]}" for b in comparison_blocks(compared)[:1]]
+    atomic_file.write_text(os.path.join(out, "summary.txt"), "\n".join(lines + against) + "\n")
+    blocks = report_blocks(out, meta, groups, lines, notes, st, acc, suspects.judge(out), compared)
     write_md(out, blocks)
     write_html(out, blocks)
     if not quiet:

@@ -239,6 +239,12 @@ class Driver:
             self.verdict_failed = True
             self.causes.add(WRONG)
             self.record(step.name, "failed", 1, seconds, "thresholds missed")
+        elif step.advisory and rc in (1, 2):
+            # A verdict to report (figures worse), or inputs it refused (runs of other shapes): the report
+            # says which; the run's exit stays the measurements' (docs/run_all.md, exit status).
+            status = "worse" if rc == 1 else "refused"
+            self.record(step.name, status, rc, seconds, f"see {step.stdout if rc == 1 else 'logs/' + step.name + '.err'}")
+            self.say(f"  {step.name}: {status}; see the report")
         else:
             note = f"stopped after the step limit of {run.limits.step_limit} s" if rc == 124 and step.kind != manifest.SCRIPT \
                 else f"see logs/{step.name}.err"
@@ -297,7 +303,7 @@ class Driver:
         if step:
             self.record(step, "interrupted", "-", self.elapsed(self.step_t0), f"stopped by {name}")
         self.write_meta(name, step)
-        report = [s for s in self.plan if s.reads_meta]
+        report = [s for s in self.plan if s.role == "report"]
         if step != report[0].name:
             try:  # a second signal stops the report and ends the run at once
                 cmd = commands.command(report[0], self.run, self.machine.launch, self.o.backend)
@@ -347,6 +353,7 @@ class Driver:
         out = self.results_dir()
         self.run = manifest.Run(profile=o.profile, nranks=self.machine.nranks, gpus=self.machine.gpus, out=out,
                                 bin=self.bin, acceptance=o.acceptance, junit=o.junit, reproduce=o.reproduce,
+                                baseline=o.baseline,
                                 dry_run=o.dry_run, steps=o.steps, model_name=o.model, model_file=o.model_file,
                                 gpu_memory=self.machine.gpu_memory)
         self.plan = manifest.plan(self.run)

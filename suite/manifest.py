@@ -68,6 +68,7 @@ class Run:
     acceptance: str = ""         # --acceptance FILE
     junit: str = ""              # --junit FILE
     reproduce: bool = False      # --reproduce
+    baseline: str = ""           # --baseline RUN: the run this one is compared with
     steps: Tuple[str, ...] = ()  # --steps: the only measuring steps to run (empty: all)
     dry_run: bool = False        # nothing runs: arguments chosen at run time are not read
     nodes: int = 1               # nodes and ranks per node: from the run's first sweep
@@ -134,6 +135,7 @@ class Step:
     chosen_by: str = ""          # a step that writes this one's arguments at run time
     pair: Callable[[Run], str] = lambda run: ""  # the ranks it measures, a line for --dry-run and progress
     verdict: bool = False        # exit 1 is its verdict (thresholds missed), not a failure
+    advisory: bool = False       # its verdict (exit 1) and its refusal of its inputs (exit 2) are reported, never the run's exit
     reads_meta: bool = False     # meta.json is written before it runs
     always: bool = False         # runs even when --steps leaves it out: it judges or reports the others' results
     stdout: str = ""             # where stdout goes, when not NAME.txt
@@ -370,6 +372,13 @@ STEPS = (
          planned=lambda r: bool(r.acceptance),
          allowance="no MPI", verdict=True, always=True, outputs=("acceptance.txt", "acceptance-junit.xml"),
          role="acceptance verdict"),
+    # --baseline: this run against an earlier one (parabench-compare), for the report's verdict. Figures
+    # worse than the baseline's, or a baseline of another shape, are reported, not a failure of the run.
+    Step(name="compare", binary="scripts/compare-runs.py", kind=SCRIPT,
+         args=lambda r: ["--quiet", "--out", r.at("compare"), r.baseline, r.out], weight=2, cost="allowance",
+         doc="docs/acceptance.md", test="tests/integration/test_golden_loop.sh", planned=lambda r: bool(r.baseline),
+         allowance="compare-runs.py", advisory=True, always=True, reads_meta=True, stdout="logs/compare.out",
+         outputs=("compare/",), role="comparison with the baseline"),
     Step(name="report", binary="scripts/report.py", kind=SCRIPT, args=lambda r: ["--quiet", r.out], weight=5,
          cost="allowance", doc="docs/run_all.md",
          test="tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True, always=True,

@@ -15,8 +15,8 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
 
   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
                [--backend NAME] [--bind none|core|numa|gpu] [--out DIR]
-               [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
-               [--steps NAME[,NAME...]] [--model NAME | --model-file FILE]
+               [--acceptance FILE] [--junit FILE] [--baseline RUN] [--no-install] [--quiet] [--dry-run]
+               [--reproduce] [--steps NAME[,NAME...]] [--model NAME | --model-file FILE]
                [--gpus-per-node N] [--gpu h100|h200|a100]
   ./run_all.sh --version
 
@@ -31,6 +31,9 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
                  domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
   --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
   --junit FILE   where the JUnit XML goes (default: RESULTS/acceptance-junit.xml)
+  --baseline RUN compare this run with RUN, an earlier run's results folder (a golden run): RESULTS/compare/
+                 (parabench-compare) and the report's verdict say which figures moved beyond the noise; a worse
+                 figure or runs of another shape are reported, and do not change the exit (docs/acceptance.md)
   --reproduce    also set up the documents' figures (DP 11%, PP 82%, TP bytes, 3D placement) scaled to
                  the rates this run measured, measure them and write RESULTS/reproduce.csv (docs/reproduce.md)
   --model NAME   the model the workloads train (docs/models.md): its own layer, in bf16 on GPUs,
@@ -78,6 +81,7 @@ class Options:
     out: str = ""
     acceptance: str = ""
     junit: str = ""
+    baseline: str = ""       # --baseline: a finished run's results folder, absolute
     quiet: bool = False
     install: bool = True
     dry_run: bool = False
@@ -124,7 +128,7 @@ def parse(argv):
             print(version.string(os.environ.get("BUILD", "build")))
             sys.exit(0)
         if opt not in ("--np", "--hostfile", "--ranks-per-node", "--backend", "--bind", "--out", "--acceptance", "--junit",
-                       "--steps", "--model", "--model-file", "--gpus-per-node", "--gpu"):
+                       "--baseline", "--steps", "--model", "--model-file", "--gpus-per-node", "--gpu"):
             die_usage(opt, "unknown option; see --help")
         if not args:
             die_usage(opt, "needs a value")
@@ -144,6 +148,8 @@ def parse(argv):
             die_usage(opt, f"'{value}' is not accepted; expected none, core, numa or gpu")
         elif opt in ("--out", "--junit") and not value:
             die_usage(opt, "an empty path is not accepted")
+        elif opt == "--baseline":
+            o.baseline = baseline_run(value)
         elif opt == "--steps":
             o.steps = step_names(value)
         elif opt == "--model":
@@ -179,11 +185,12 @@ def parse(argv):
     if o.gpu and not o.gpus_per_node:
         die_usage("--gpu", "needs --gpus-per-node N")
     # Whether a step is part of a run depends on these options alone (manifest.Step.planned): known before installing.
-    shown = manifest.Run(profile=o.profile, nranks=1, acceptance=o.acceptance, reproduce=o.reproduce)
+    shown = manifest.Run(profile=o.profile, nranks=1, acceptance=o.acceptance, reproduce=o.reproduce,
+                         baseline=o.baseline)
     absent = [s.name for s in manifest.STEPS if s.name in o.steps and not s.planned(shown)]
     if absent:
         die_usage("--steps", f"'{absent[0]}' is not part of this run: it needs an option this run lacks "
-                             "(--reproduce, --acceptance)")
+                             "(--reproduce, --acceptance, --baseline)")
     if o.junit and not o.acceptance:
         die_usage("--junit", "needs --acceptance FILE")
     if o.junit:
@@ -199,6 +206,8 @@ def parse(argv):
             if path and same_file(o.junit, path):
                 die_usage("--junit", f"'{o.junit}' is the same file as {opt} '{path}'; writing it would destroy "
                           "an input, expected a file the run does not read")
+    if o.baseline and o.out and os.path.realpath(o.out) == o.baseline:
+        die_usage("--baseline", f"'{o.baseline}' is this run's --out; expected an earlier run to compare with")
     if o.out:
         if os.path.exists(o.out) and (not os.path.isdir(o.out) or os.listdir(o.out)):
             die_usage("--out", f"'{o.out}' exists and is not empty; results are never overwritten")
@@ -219,6 +228,18 @@ def step_names(value):
     if len(set(names)) < len(names):
         die_usage("--steps", f"'{value}' names a step twice")
     return tuple(names)
+
+
+def baseline_run(value):
+    """--baseline's run: a finished run's results folder (meta.json), absolute (the driver works in the checkout)."""
+    if not value:
+        die_usage("--baseline", "an empty path is not accepted")
+    if not os.path.isdir(value) or not meta.is_run(value):
+        die_usage("--baseline", f"'{value}' is not a run's results folder (no meta.json or steps.tsv); "
+                  "expected an earlier run_all.sh --out")
+    if not os.path.isfile(os.path.join(value, "meta.json")):
+        die_usage("--baseline", f"'{value}' has no meta.json: that run did not finish; expected a finished run")
+    return os.path.realpath(value)
 
 
 def unwritable(path):

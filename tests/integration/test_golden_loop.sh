@@ -12,7 +12,14 @@
 #    bandwidth and "same" for every other figure, exit 1, with its CSV, JSON (the
 #    same fields), HTML page and overlay figures; runs of another shape, a run
 #    missing a step, a folder that is not a run, an output that is an input:
-#    exit 2, nothing written.
+#    exit 2, nothing written;
+#  - run_all.sh --baseline RUN (two short runs, one step each): against a copy of
+#    the golden run's p2p_sweep made 100 times as fast, the report's verdict
+#    section says WORSE and lists the slowed figures, compare/ holds the
+#    comparison, and the run still exits 0; against a baseline that measured
+#    another step, or of another shape, the comparison is refused, the report
+#    says why and the run exits 0; a baseline that is not a finished run, or is the run's own --out,
+#    is refused up front (exit 2, naming --baseline).
 # One link slowed for real needs the emulated cluster (root, network namespaces,
 # one user at a time: test_emulated_cluster.sh); here the slowed run is a copy of
 # the real one whose p2p_sweep.csv and p2p_matrix.csv (the one pair's link) are
@@ -34,14 +41,15 @@ rc=$?
 [ "$rc" -eq 0 ] && pass "the golden run (run_all.sh --quick --np 2, 7 steps)" ||
     { fail "the golden run: exit $rc"; tail -15 "$TMP/run.err" | sed 's/^/  | /' >&2; finish; }
 
-# slowed SRC DST: a copy of run SRC whose p2p_sweep.csv and p2p_matrix.csv say the link is 100 times as slow.
+# slowed SRC DST [FACTOR]: a copy of run SRC whose p2p_sweep.csv and p2p_matrix.csv say the link is
+# FACTOR (default 100) times as slow.
 slowed() {
     cp -r "$1" "$2"
     local f
     for f in p2p_sweep p2p_matrix; do
-        python3 - "$2/$f.csv" <<'PY'
+        python3 - "$2/$f.csv" "${3:-100}" <<'PY'
 import csv, io, sys
-path = sys.argv[1]
+path, factor = sys.argv[1], float(sys.argv[2])
 lines = open(path).read().splitlines(keepends=True)
 out, header = [], None
 for l in lines:
@@ -53,8 +61,8 @@ for l in lines:
     r = dict(zip(header, row))
     for k in header:
         if k.startswith("time_us"):
-            r[k] = repr(100 * float(r[k]))
-    r["bw_GBps"] = repr(float(r["bw_GBps"]) / 100)
+            r[k] = repr(factor * float(r[k]))
+    r["bw_GBps"] = repr(float(r["bw_GBps"]) / factor)
     s = io.StringIO(); csv.writer(s, lineterminator="\n").writerow([r[k] for k in header]); out.append(s.getvalue())
 open(path, "w").write("".join(out))
 PY
@@ -68,7 +76,7 @@ slowed "$G" "$S"
 expect_rc 0 "acceptance --derive the golden run" -- "$ACC" --derive "$G" -o "$TMP/golden.thr"
 expect_in "$TMP/err" "rules derived from $G with a 10% margin" "it says how many rules, from where, at which margin"
 for rule in "busbw coll=allreduce size=256K link=intra >=" "coll_latency coll=allreduce size=8 link=intra <=" \
-    "p2p_latency size=1 link=intra <=" "p2p_bw size=1M link=intra >=" "tp_comm_fraction link=intra mode=allreduce hidden=256 <=" "pp_efficiency link=intra schedule=1f1b m=8 stages=2 >=" \
+    "p2p_latency size=1 link=intra <=" "p2p_bw size=1M link=intra >=" "tp_comm_fraction link=intra mode=allreduce hidden=256 <=" \
     "gemm_rate size=1K >="; do
     expect_in "$TMP/golden.thr" "$rule" "a rule for each headline figure: $rule"
 done
@@ -237,4 +245,92 @@ expect_in "$TMP/err" "is the run" "the refusal says why"
 expect_rc 2 "an output inside an input" -- python3 "$CMP" --out "$S/cmp" "$G" "$S"
 for d in c1 c2 c3; do [ -e "$TMP/$d" ] && fail "$d written after a refusal"; done
 [ -e "$S/cmp" ] || [ -e "$G/index.html.cmp" ] && fail "written into a run" || pass "nothing written after a refusal"
+
+# ---- run_all.sh --baseline ----
+BASELINE_T0=$SECONDS
+# F: the golden run cut to its p2p_sweep step, that link 10,000 times as fast (far beyond what load on a
+# shared machine moves a latency): a run of p2p_sweep alone is worse on each of its figures.
+F=$TMP/fast
+slowed "$G" "$F" 0.0001
+( cd "$F" && rm -f coll_sweep.* p2p_matrix* dp_allreduce.* tp_layer.* pp_pipeline.* pp_trace.csv compute_probe.* )
+grep -E $'^(p2p_sweep|report)\t' "$G/steps.tsv" >"$F/steps.tsv"
+cp "$F/steps.tsv" "$TMP/fast-steps.tsv"
+# run_all ARGS...: a quick 2-rank run, its output in $TMP/out and $TMP/err
+run_all() { BUILD=$BUILD timeout 120 "$ROOT/run_all.sh" --quick --np 2 --no-install --quiet "$@" >"$TMP/out" 2>"$TMP/err"; }
+R=$TMP/against-fast
+expect_rc 0 "run_all --baseline: figures worse than the baseline's do not make the run fail" -- \
+    run_all --steps p2p_sweep --baseline "$F" --out "$R"
+grep -qxF $'compare\tworse\t1' <(cut -f1-3 "$R/steps.tsv") && pass "steps.tsv: compare worse, exit 1 recorded" ||
+    { fail "steps.tsv:"; sed 's/^/  | /' "$R/steps.tsv" >&2; }
+expect_in "$TMP/out" "Against the baseline: WORSE: p2p latency, intra, 1 B; p2p bw, intra, 1 MiB; p2p bibw, intra, 1 MiB (3 worse)" \
+    "the final summary names the worse figures"
+if python3 - "$R" "$F" >"$TMP/check.out" 2>&1 <<'PY'
+import json, os, sys
+r, f = sys.argv[1], os.path.realpath(sys.argv[2])
+doc = json.load(open(os.path.join(r, "compare", "compare.json")))
+assert doc["worse"] is True and doc["a"]["run"] == f and os.path.realpath(doc["b"]["run"]) == os.path.realpath(r), doc["a"]
+worse = [x["figure"] for x in doc["figures"] if x["verdict"] == "worse"]
+assert worse == ["p2p latency, intra, 1 B", "p2p bw, intra, 1 MiB", "p2p bibw, intra, 1 MiB"], worse
+for name in ("compare.csv", "compare.txt", "index.html"):
+    assert os.path.getsize(os.path.join(r, "compare", name)) > 0, name
+md = open(os.path.join(r, "report.md")).read()
+verdict = md.split("## Headline figures")[0]  # the verdict section, before the headlines
+assert "> **Against the baseline: WORSE**: p2p latency, intra, 1 B; p2p bw, intra, 1 MiB; p2p bibw" in verdict, verdict
+assert f"baseline {f}" in verdict, verdict
+rows = [l for l in verdict.splitlines() if l.startswith("| p2p ")]
+assert len(rows) == len(worse) and all(l.endswith("| worse |") for l in rows), rows
+bw = next(l for l in rows if l.startswith("| p2p bw"))
+assert float(bw.split("|")[4]) < 0.01, bw  # this / baseline: the baseline's link made 10,000 times as fast
+page = open(os.path.join(r, "index.html")).read()
+assert "<b>Against the baseline: WORSE</b>" in page and "<td class='worse'>worse</td>" in page
+assert "href='compare/index.html'" in page
+print(f"compare/ and the report's verdict: {len(worse)} figures worse, each in the table")
+PY
+then pass "$(cat "$TMP/check.out")"; else fail "the report against the baseline:"; sed 's/^/  | /' "$TMP/check.out" >&2; fi
+
+# A baseline that measured another step: the comparison is refused, the report says why, the run completes.
+R2=$TMP/against-other-steps
+expect_rc 0 "run_all --baseline of a run of other steps: the run still completes, exit 0" -- \
+    run_all --steps p2p_matrix --baseline "$F" --out "$R2"
+grep -qxF $'compare\trefused\t2' <(cut -f1-3 "$R2/steps.tsv") && pass "steps.tsv: compare refused, exit 2 recorded" ||
+    { fail "steps.tsv:"; sed 's/^/  | /' "$R2/steps.tsv" >&2; }
+expect_in "$R2/report.md" "> **Against the baseline: not compared**: the runs did not measure the same steps: p2p_matrix (not run in A, ok in B), p2p_sweep (ok in A, not run in B)" \
+    "the report's verdict says why, naming the steps"
+expect_in "$TMP/out" "Against the baseline: not compared: the runs did not measure the same steps" "so does the final summary"
+[ -e "$R2/compare/compare.json" ] && fail "a comparison written after a refusal" || pass "no comparison written"
+grep -q '^report	ok' "$R2/steps.tsv" && pass "the report was written" || fail "no report"
+
+# A baseline of another shape (4 ranks on 2 nodes): refused by parabench-compare, named in the report.
+F4=$TMP/fast-4-ranks
+cp -r "$F" "$F4"
+INVARIANTS_EXEMPT="${INVARIANTS_EXEMPT:-} $F4/p2p_sweep.csv $F4/p2p_sweep.json"
+python3 - "$F4/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["nranks"] = 4
+m["machine"]["hosts"] = [{"name": "n0", "ranks": [0, 1]}, {"name": "n1", "ranks": [2, 3]}]
+json.dump(m, open(sys.argv[1], "w"))
+PY
+R3=$TMP/against-4-ranks
+expect_rc 0 "run_all --baseline of a run of another shape: the run still completes, exit 0" -- \
+    run_all --steps p2p_sweep --baseline "$F4" --out "$R3"
+grep -qxF $'compare\trefused\t2' <(cut -f1-3 "$R3/steps.tsv") && pass "steps.tsv: compare refused" ||
+    { fail "steps.tsv:"; sed 's/^/  | /' "$R3/steps.tsv" >&2; }
+expect_in "$R3/report.md" "> **Against the baseline: not compared**: the runs have different shapes, so their figures are not the same quantities: ranks: 4 in A, 2 in B; nodes: 2 in A, 1 in B" \
+    "the report's verdict names each difference"
+grep -q "Against the baseline" "$R3/index.html" && pass "and so does index.html" || fail "index.html has no verdict against the baseline"
+
+# Bad --baseline: refused before anything runs, naming the option.
+expect_rc 2 "--baseline of a folder that is not a run" -- run_all --steps p2p_sweep --baseline "$TMP/notrun" --out "$TMP/r3"
+expect_in "$TMP/err" "option --baseline: '$TMP/notrun' is not a run's results folder" "the message names --baseline"
+mark_run "$TMP/unfinished"
+expect_rc 2 "--baseline of a run that did not finish (no meta.json)" -- run_all --steps p2p_sweep --baseline "$TMP/unfinished" --out "$TMP/r3"
+expect_in "$TMP/err" "option --baseline: '$TMP/unfinished' has no meta.json" "the message says why"
+expect_rc 2 "--baseline equal to --out" -- run_all --steps p2p_sweep --baseline "$F" --out "$F"
+expect_in "$TMP/err" "option --baseline: '$(realpath "$F")' is this run's --out" "the message names --baseline"
+expect_rc 2 "--steps compare without --baseline" -- run_all --steps compare
+expect_in "$TMP/err" "'compare' is not part of this run" "the comparison needs --baseline"
+[ -e "$TMP/r3" ] && fail "a results folder made after a refusal" || pass "nothing made after a refusal"
+[ ! -e "$F/compare" ] && cmp -s "$F/steps.tsv" "$TMP/fast-steps.tsv" && pass "the baseline is untouched" ||
+    fail "the baseline changed"
+echo "run_all --baseline checks: $((SECONDS - BASELINE_T0)) s" >&2
 finish
