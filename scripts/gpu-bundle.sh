@@ -60,7 +60,7 @@ cd "$ROOT"
 BUNDLE=$ROOT/.gpu-bundle
 BUILD=build-gpu
 MAX_MIB=${PB_BUNDLE_MAX_MIB:-0}   # fail above this many MiB (0: no limit)
-TARGET_MIB=48                     # warn above this: the bundle travels with a checkout, under 64 MiB together
+TARGET_MIB=48                     # warn above this: small enough to carry beside a checkout
 PACK_MIB=4                        # files above this many MiB in lib/ and nccl-tests/ travel xz-packed
 
 mode=bundle
@@ -461,7 +461,7 @@ in_namespace() {
   # shadow the files first (their paths go through the directories below)
   local files=()
   for p in /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/orterun /usr/bin/orted /usr/bin/ompi_info \
-           /usr/bin/ssh /usr/bin/rsh; do files+=("$p"); done
+           /usr/bin/ssh /usr/bin/rsh /usr/bin/gnuplot /usr/bin/hwloc-bind; do files+=("$p"); done
   for p in /lib/x86_64-linux-gnu/{libmpi,libopen-,libpmix,libhwloc,libopenblas,libcjson,libevent,libmunge,libgfortran,libquadmath,libcmocka,liboshmem,libblas,liblapack}*.so*; do
     files+=("$p")
   done
@@ -541,6 +541,12 @@ in_namespace() {
   fi
   step "plan --reproduce" bash -c 'plan --reproduce | tail -2'
   step "compute_probe (BLAS)" compute_probe --sizes 256 -n 2 --copy-bytes 16M
+  # The run_all a user runs, installed in the bundle: it builds nothing, runs the bundle's binaries
+  # with the bundle's mpirun, and without gnuplot (hidden here, as on a GPU node) says so and finishes.
+  step "installed run_all from the bundle (MPI, 2 ranks, no gnuplot)" bash -o pipefail -c \
+       "$BUNDLE/libexec/parabench/run_all.sh --quick --np 2 --backend mpi --steps coll_sweep --out $tmp/run/run-all \
+        | grep -q 'figures: not drawn: gnuplot is not installed' && grep -q '^coll_sweep[[:space:]]ok' $tmp/run/run-all/steps.tsv \
+        && [ ! -e $tmp/run/run-all/logs/build.log ] && tail -3 $tmp/run/run-all/steps.tsv"
   step "test_gpu_nogpu (no GPU: GPU tests skip)" bash -o pipefail -c 'test_gpu_nogpu 2>&1 | tail -4'
   step "test_coll_check (no GPU: device path refuses)" bash -o pipefail -c 'test_coll_check 2>&1 | tail -4'
 

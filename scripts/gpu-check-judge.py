@@ -37,8 +37,6 @@ import os
 import re
 import sys
 
-import nccl_tests_table  # noqa: E402  (beside this file, in the repository and in a bundle)
-
 # Expected all-reduce busbw ceiling of one node, per GPU model: the GPU-to-GPU
 # bandwidth of one direction, i.e. half the bidirectional per-GPU figure of the
 # NVIDIA datasheet (NVLink total, or the PCIe generation's x16 figure). An
@@ -273,10 +271,16 @@ def cmd_vs_torch(torch_csv, *probe_csvs):
     return miss("FINDING", f"{text} (below {TORCH_WITHIN:.2f}: {', '.join(missed)})") if missed else text
 
 
+def nccl_tests_table():
+    """scripts/nccl_tests_table.py, beside this file in the repository and in a bundle (--node only)."""
+    import nccl_tests_table as nt  # imported here: the other commands need no copy of it
+    return nt
+
+
 def cmd_nccl_tests(path):
     if not os.path.isfile(path):
         die(3, f"no such file: {path}")
-    return nccl_tests_table.headline(path)
+    return nccl_tests_table().headline(path)
 
 
 def cmd_vs_nccl_tests(pb_csv, table_txt, *pairs):
@@ -292,13 +296,14 @@ def cmd_vs_nccl_tests(pb_csv, table_txt, *pairs):
     for path in [pb_csv] + [w[1] for w in which]:
         if not os.path.isfile(path):
             die(3, f"no such file: {path}")
+    nt = nccl_tests_table()
     try:
-        head, findings = nccl_tests_table.compare(pb_csv, which, table_txt)
+        head, findings = nt.compare(pb_csv, which, table_txt)
     except ValueError as e:
         return f"FAIL: {e}"
     print(open(table_txt).read(), end="")
     if findings:
-        return miss("FINDING", f"{head} (more than {nccl_tests_table.WITHIN:.0%} off: {', '.join(findings)})")
+        return miss("FINDING", f"{head} (more than {nt.WITHIN:.0%} off: {', '.join(findings)})")
     return head
 
 

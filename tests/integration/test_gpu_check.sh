@@ -100,7 +100,7 @@ chmod +x "$NT"/*
 export NCCL_TESTS_DIR=$TMP/nccl-tests
 expect_rc 0 "dry run --node, 8 fake H100" -- dry "$TMP/dn" 8 "NVIDIA H100 80GB HBM3" 81000 --node
 unset NCCL_TESTS_DIR
-plan "$TMP/dn" nccltests-allreduce-8 | grep -q -- "-np 8 $NT/all_reduce_perf -g 1 -b 8 -e 512M -f 4 -n 20 -w 5 -c 1$" \
+plan "$TMP/dn" nccltests-allreduce-8 | grep -q -- "-np 8 .*$NT/all_reduce_perf -g 1 -b 8 -e 512M -f 4 -n 20 -w 5 -c 1$" \
     && pass "--node: all_reduce_perf (MPI=1), a process per GPU" || fail "--node: $(plan "$TMP/dn" nccltests-allreduce-8)"
 plan "$TMP/dn" nccltests-sendrecv-8 | grep -q -- " $NT/sendrecv_perf -g 8 -b 8 -e 512M -f 4 -n 20 -w 5 -c 1$" \
     && ! plan "$TMP/dn" nccltests-sendrecv-8 | grep -q -- "-np " && pass "--node: sendrecv_perf (MPI=0), one process, -g 8" || fail "--node: $(plan "$TMP/dn" nccltests-sendrecv-8)"
@@ -211,6 +211,27 @@ python3 "$PYC" summary "$F/run" >/dev/null
 expect_in "$MD" "# parabench GPU check: INCOMPLETE" "one page: a check that did not finish says so"
 expect_rc 2 "gpu-check-judge.py: unknown command" -- python3 "$PYC" frobnicate
 expect_rc 3 "gpu-check-judge.py: missing file" -- python3 "$PYC" devtime "$F/nope.csv" "$F/pair.csv"
+
+# the judge of run_all's folder on what a GPU run may leave
+RJ=$TMP/ra-judge
+mkdir -p "$RJ"
+printf 'coll_sweep\tok\t0\t3\t\np2p_sweep\tfailed\t3\t2\tsee logs/p2p_sweep.err\nreport\tok\t0\t1\t\n' > "$RJ/steps.tsv"
+echo 'allreduce busbw, intra-node: 301.7 GB/s peak at 128 MiB (4 ranks); 20.5 us at 8 B' > "$RJ/summary.txt"
+echo '{"backend": "nccl", "nranks": 4, "devices": "4 GPUs", "binding": {"applied": "gpu", "fallback": ["bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2"]}}' > "$RJ/meta.json"
+expect_judge FAIL "run-all: a failed step fails" -- run-all "$RJ" nccl
+judge run-all "$RJ" nccl | grep -q "failed: p2p_sweep (failed, exit 3: see logs/p2p_sweep.err)" && pass "run-all: the failed step named" || fail "run-all: $(judge run-all "$RJ" nccl)"
+sed -i '2d' "$RJ/steps.tsv"
+expect_judge ok "run-all: every step ok" -- run-all "$RJ" nccl
+judge run-all "$RJ" nccl | grep -q "bound: gpu (1 ranks unbound: bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2)" \
+    && pass "run-all: a rank hwloc could not place is said" || fail "run-all binding: $(judge run-all "$RJ" nccl)"
+expect_judge FAIL "run-all: the wrong backend" -- run-all "$RJ" mpi
+PB_REHEARSE=1 expect_judge REHEARSED "run-all: the wrong backend, rehearsed" -- run-all "$RJ" mpi
+sed -i 's/"gpu"/"core"/' "$RJ/meta.json"
+expect_judge FAIL "run-all: ranks not bound near their GPU" -- run-all "$RJ" nccl
+rm "$RJ/summary.txt"
+expect_judge FAIL "run-all: no summary.txt" -- run-all "$RJ" nccl
+rm "$RJ/steps.tsv"
+expect_judge FAIL "run-all: no steps.tsv" -- run-all "$RJ" nccl
 
 # ---- a fake node (nvidia-smi, mpirun, ompi_info and the sweeps faked; the sweeps copy fabricated
 # CSVs): the key figures gpu-check.sh extracts into summary.txt and gpu-check.md, against what this
@@ -416,36 +437,23 @@ expect_in "$TMP/rehb/check.log" "figures: not drawn: gnuplot is not installed (n
 grep -q '"bin": "../../bin"' "$FB/libexec/parabench/install.json" && [ ! -e "$TMP/rehb/run-all-nccl-2/logs/build.log" ] \
     && pass "bundle: run_all ran the bundle's binaries and built nothing" || fail "bundle: run_all built or looked elsewhere"
 
-# the judge of run_all's folder on what a GPU run may leave
-RJ=$TMP/ra-judge
-mkdir -p "$RJ"
-printf 'coll_sweep\tok\t0\t3\t\np2p_sweep\tfailed\t3\t2\tsee logs/p2p_sweep.err\nreport\tok\t0\t1\t\n' > "$RJ/steps.tsv"
-echo 'allreduce busbw, intra-node: 301.7 GB/s peak at 128 MiB (4 ranks); 20.5 us at 8 B' > "$RJ/summary.txt"
-echo '{"backend": "nccl", "nranks": 4, "devices": "4 GPUs", "binding": {"applied": "gpu", "fallback": ["bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2"]}}' > "$RJ/meta.json"
-expect_judge FAIL "run-all: a failed step fails" -- run-all "$RJ" nccl
-judge run-all "$RJ" nccl | grep -q "failed: p2p_sweep (failed, exit 3: see logs/p2p_sweep.err)" && pass "run-all: the failed step named" || fail "run-all: $(judge run-all "$RJ" nccl)"
-sed -i '2d' "$RJ/steps.tsv"
-expect_judge ok "run-all: every step ok" -- run-all "$RJ" nccl
-judge run-all "$RJ" nccl | grep -q "bound: gpu (1 ranks unbound: bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2)" \
-    && pass "run-all: a rank hwloc could not place is said" || fail "run-all binding: $(judge run-all "$RJ" nccl)"
-expect_judge FAIL "run-all: the wrong backend" -- run-all "$RJ" mpi
-PB_REHEARSE=1 expect_judge REHEARSED "run-all: the wrong backend, rehearsed" -- run-all "$RJ" mpi
-sed -i 's/"gpu"/"core"/' "$RJ/meta.json"
-expect_judge FAIL "run-all: ranks not bound near their GPU" -- run-all "$RJ" nccl
-rm "$RJ/summary.txt"
-expect_judge FAIL "run-all: no summary.txt" -- run-all "$RJ" nccl
-rm "$RJ/steps.tsv"
-expect_judge FAIL "run-all: no steps.tsv" -- run-all "$RJ" nccl
 # --pack: at most 8 files, the three pages and a tarball of every other file
 P=$TMP/pack
 np=$(find "$P" -type f | wc -l)
 [ "$np" -le 8 ] && pass "pack: $np files" || fail "pack: $np files (at most 8 come back)"
 for f in gpu-check.md summary.txt check.log rest.tar.gz; do [ -s "$P/$f" ] && pass "pack: $f" || fail "pack: no $f"; done
-(cd "$TMP/reh" && find . -type f ! -name gpu-check.md ! -name summary.txt ! -name check.log | sed 's|^\./||' | sort) > "$TMP/want"
+(cd "$TMP/reh" && find . -type f ! -path ./gpu-check.md ! -path ./summary.txt ! -path ./check.log | sed 's|^\./||' | sort) > "$TMP/want"
 tar -tzf "$P/rest.tar.gz" | sed 's|^\./||' | grep -v -e '/$' -e '^$' | sort > "$TMP/got"
 [ "$(wc -l < "$TMP/want")" -ge 30 ] && cmp -s "$TMP/want" "$TMP/got" && pass "pack: rest.tar.gz holds the other $(wc -l < "$TMP/got") files" || fail "pack: rest.tar.gz: $(diff "$TMP/want" "$TMP/got" | head -5 | tr '\n' ' ')"
 cmp -s "$P/summary.txt" "$R" && pass "pack: summary.txt as written" || fail "pack: summary.txt differs"
 expect_rc 2 "--pack inside the output folder" -- bash "$CHECK" --rehearse --out "$TMP/reh2" --pack "$TMP/reh2/p"
+# --node's table comes back as a file of its own and on gpu-check.md's page (a table left in the folder)
+mkdir -p "$TMP/pk"; printf '## allreduce: fabricated\n    8M  86.40  90.00  169.91  163.11  0.960\n' > "$TMP/pk/vs-nccl-tests-2.txt"
+PB_REHEARSE_GPUS=2 timeout 120 bash "$CHECK" --rehearse --launcher mpirun --no-build --build "$BIN/.." --only mpi-host \
+    --out "$TMP/pk" --pack "$TMP/pk-pack" > /dev/null 2>&1
+cmp -s "$TMP/pk/vs-nccl-tests-2.txt" "$TMP/pk-pack/vs-nccl-tests-2.txt" && pass "pack: the nccl-tests table as a file" || fail "pack: no vs-nccl-tests-2.txt: $(ls "$TMP/pk-pack")"
+grep -q '^## parabench against nccl-tests (vs-nccl-tests-2.txt)' "$TMP/pk/gpu-check.md" && grep -qF '    8M  86.40  90.00  169.91  163.11  0.960' "$TMP/pk/gpu-check.md" \
+    && pass "gpu-check.md: the nccl-tests table" || fail "gpu-check.md lacks the table"
 
 # the sanitizer phase rehearsed: every program's command line without the sanitizer in front
 rehearse "$TMP/rehs" --sanitize; rc=$?
@@ -454,7 +462,7 @@ rehearse "$TMP/rehs" --sanitize; rc=$?
 
 # what the rehearsal is for: a judge called wrongly, a filter matching nothing, a missing file fail
 mkdir -p "$TMP/bad"
-cp "$CHECK" "$TESTS_DIR/../../scripts/gpu-check-judge.py" "$TMP/bad/"
+cp "$CHECK" "$TESTS_DIR/../../scripts/gpu-check-judge.py" "$TESTS_DIR/../../scripts/nccl_tests_table.py" "$TMP/bad/"
 bad() {   # bad NAME STEPS FIND REPLACE: the rehearsal of STEPS fails once FIND becomes REPLACE
   local name=$1 steps=$2
   python3 - "$CHECK" "$TMP/bad/gpu-check.sh" "$3" "$4" <<'PY'
