@@ -342,13 +342,14 @@ fi
 
 # ---- --rehearse: every step's own command line on CPU stand-ins, every judge on their files, the
 # summary, gpu-check.md and --pack. 2 GPUs played, so that the multi-rank steps run too.
-[ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
 # The rehearsal plays the CUDA build's steps, its GPU unit cases included: a CPU-only build
-# (CUDA=0, as `make sanitize` makes) has none to play. Everything above has run and must hold.
+# (CUDA=0, as `make sanitize` and tests/mutate.py make) has none to play. Everything above has
+# run and must hold.
 if ! grep -q -- '-DPB_HAVE_CUDA=1' "$BIN/../.flags" 2>/dev/null; then
   [ "$FAILS" -eq 0 ] || finish
   skip_test "$BIN is a CPU-only build (CUDA=0): the rehearsal needs the CUDA build's binaries (make CUDA=1)"
 fi
+[ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
 rehearse() {   # rehearse OUT [options]
   local out=$1; shift
   PB_REHEARSE_GPUS=2 PB_MPIRUN_ARGS=--oversubscribe timeout 600 bash "$CHECK" --rehearse --launcher mpirun --no-build \
