@@ -307,15 +307,16 @@ def cmd_vs_nccl_tests(pb_csv, table_txt, *pairs):
     return head
 
 
-def run_steps(folder):
-    """steps.tsv of a run_all results folder: (name, status, rc, note) per step."""
-    out = []
-    with open(os.path.join(folder, "steps.tsv"), errors="replace") as f:
-        for line in f:
-            cells = line.rstrip("\n").split("\t")
-            if len(cells) >= 5:
-                out.append((cells[0], cells[1], cells[2], cells[4]))
-    return out
+def suite_meta():
+    """suite/meta.py (its steps.tsv reader): beside scripts/ in a checkout, in the parabench
+    installed in a bundle (libexec/parabench) beside this copy there."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for home in (os.path.dirname(here), os.path.join(here, "libexec", "parabench")):
+        if os.path.isfile(os.path.join(home, "suite", "meta.py")):
+            sys.path.insert(0, home)
+            from suite import meta  # imported here: only run-all needs the suite
+            return meta
+    die(3, f"no suite/meta.py beside {here} (a bundle without an installed parabench?)")
 
 
 def figures_line(folder):
@@ -338,7 +339,7 @@ def cmd_run_all(folder, backend):
     (rehearsed with CPU stand-ins); a rank that ran unbound is said, not failed."""
     if not os.path.isfile(os.path.join(folder, "steps.tsv")):
         return f"FAIL: no steps.tsv in {os.path.basename(folder)}: run_all did not start its steps"
-    steps = run_steps(folder)
+    steps = [(r.get("name"), r.get("status"), r.get("rc"), r.get("note", "")) for r in suite_meta().read_steps(folder)]
     bad = [s for s in steps if s[1] not in ("ok", "skipped")]
     counts = (f"{sum(s[1] == 'ok' for s in steps)} steps ok, {len(bad)} failed, "
               f"{sum(s[1] == 'skipped' for s in steps)} skipped")
@@ -353,7 +354,8 @@ def cmd_run_all(folder, backend):
     binding = meta.get("binding") or {}
     fallback = binding.get("fallback") or []
     where = (f"backend {meta.get('backend', '?')}, {meta.get('nranks', '?')} ranks ({meta.get('devices', '?')}), "
-             f"bound: {binding.get('applied', '?')}" + (f" ({len(fallback)} ranks unbound: {fallback[0]})" if fallback else ""))
+             f"bound: {binding.get('applied', '?')}" + (f" ({len(fallback)} ranks unbound: {fallback[0]})" if fallback else "")
+             + f", NCCL_NVLS_ENABLE {meta.get('nccl_nvls_enable', '?')}")
     text = f"{counts}; {where}; {figures_line(folder)}; headline: {head or 'none'}"
     if bad:
         return "FAIL: " + text + "; failed: " + ", ".join(f"{n} ({st}, exit {rc}: {note})" for n, st, rc, note in bad)

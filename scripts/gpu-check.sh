@@ -479,14 +479,19 @@ h_hy() {
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   echo "step $(csvagg "$c" step_us min) us, tp $(csvagg "$c" tp_comm_us min) us, pp wait $(csvagg "$c" pp_wait_us min) us, dp $(csvagg "$c" dp_comm_us min) us; 0 wrong"
 }
-h_matrix() {   # every pair measured (or the rounds the matrix sampled, said in its CSV), 0 wrong; a slow pair is a finding
-  local c=$OUTDIR/$2.csv p=$OUTDIR/$2-pairs.csv f n=${2##*-} got want slow text
+h_matrix() {   # every pair measured (or the pairs the matrix sampled, said in its CSV), 0 wrong; a slow pair is a finding
+  local c=$OUTDIR/$2.csv p=$OUTDIR/$2-pairs.csv f n=${2##*-} got want slow text mem
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   [ -f "$p" ] || { echo "FAIL: no $2-pairs.csv written"; return; }
   got=$(grep -c '^[0-9]' "$p") want=$((n * (n - 1) / 2))
-  [ "$got" -lt "$want" ] && ! grep -qi '^# .*sampl' "$c" && { echo "FAIL: $got of the $want pairs of $n ranks measured, and no sampling said"; return; }
+  if grep -q '^# matrix_pairs: sampled' "$c"; then   # above 64 ranks: the pairs it says it measured
+    want=$(sed -n 's/^# matrix_pairs_measured: *//p' "$c")
+    [ "$got" = "$want" ] || { echo "FAIL: $got pairs in $2-pairs.csv, the sampled matrix says ${want:-none} measured"; return; }
+  fi
+  [ "$got" -lt "$want" ] && { echo "FAIL: $got of the $want pairs of $n ranks measured"; return; }
   slow=$(csvagg "$p" slow sum)
-  text="$got pairs: latency $(csvagg "$p" latency_us min)-$(csvagg "$p" latency_us max) us, bw $(csvagg "$p" bw_GBps min)-$(csvagg "$p" bw_GBps max) GB/s, $slow slow; 0 wrong"
+  mem=$(sed -n 's/^# matrix_nccl_bytes_expected: *//p' "$c")
+  text="$got pairs: latency $(csvagg "$p" latency_us min)-$(csvagg "$p" latency_us max) us, bw $(csvagg "$p" bw_GBps min)-$(csvagg "$p" bw_GBps max) GB/s, $slow slow${mem:+, NCCL connections expected $((mem >> 20)) MiB a rank}; 0 wrong"
   key "$2: $text"
   if [ "$slow" != 0 ]; then
     if [ "$REHEARSE" = 1 ]; then echo "REHEARSED: $text"; else echo "FINDING: $text (slow pairs: $(grep -m3 '^# note: SLOW' "$c" | cut -c9- | tr '\n' ';'))"; fi

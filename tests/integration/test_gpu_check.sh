@@ -217,13 +217,14 @@ RJ=$TMP/ra-judge
 mkdir -p "$RJ"
 printf 'coll_sweep\tok\t0\t3\t\np2p_sweep\tfailed\t3\t2\tsee logs/p2p_sweep.err\nreport\tok\t0\t1\t\n' > "$RJ/steps.tsv"
 echo 'allreduce busbw, intra-node: 301.7 GB/s peak at 128 MiB (4 ranks); 20.5 us at 8 B' > "$RJ/summary.txt"
-echo '{"backend": "nccl", "nranks": 4, "devices": "4 GPUs", "binding": {"applied": "gpu", "fallback": ["bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2"]}}' > "$RJ/meta.json"
+echo '{"backend": "nccl", "nranks": 4, "devices": "4 GPUs", "nccl_nvls_enable": "0", "binding": {"applied": "gpu", "fallback": ["bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2"]}}' > "$RJ/meta.json"
 expect_judge FAIL "run-all: a failed step fails" -- run-all "$RJ" nccl
 judge run-all "$RJ" nccl | grep -q "failed: p2p_sweep (failed, exit 3: see logs/p2p_sweep.err)" && pass "run-all: the failed step named" || fail "run-all: $(judge run-all "$RJ" nccl)"
 sed -i '2d' "$RJ/steps.tsv"
 expect_judge ok "run-all: every step ok" -- run-all "$RJ" nccl
 judge run-all "$RJ" nccl | grep -q "bound: gpu (1 ranks unbound: bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2)" \
     && pass "run-all: a rank hwloc could not place is said" || fail "run-all binding: $(judge run-all "$RJ" nccl)"
+judge run-all "$RJ" nccl | grep -q ", NCCL_NVLS_ENABLE 0; " && pass "run-all: NCCL_NVLS_ENABLE as run_all recorded it" || fail "run-all NVLS: $(judge run-all "$RJ" nccl)"
 expect_judge FAIL "run-all: the wrong backend" -- run-all "$RJ" mpi
 PB_REHEARSE=1 expect_judge REHEARSED "run-all: the wrong backend, rehearsed" -- run-all "$RJ" mpi
 sed -i 's/"gpu"/"core"/' "$RJ/meta.json"
