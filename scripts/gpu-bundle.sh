@@ -325,6 +325,7 @@ add_nccl_tests() {
     want_deps_of "$f"
   done
   for f in "$top/LICENSE.txt" "$top/../LICENSE.txt"; do [ -f "$f" ] && { cp "$f" "$BUNDLE/nccl-tests/LICENSE.txt"; break; }; done
+  [ -f "$BUNDLE/nccl-tests/LICENSE.txt" ] || say "nccl-tests: no LICENSE.txt in $top or above it: add nccl-tests' licence beside its binaries before passing the bundle on"
   [ -n "$tmp" ] && rm -rf "$tmp"
   say "nccl-tests: $NT_ORIGIN"
 }
