@@ -10,11 +10,27 @@
 #   scripts/gpu-bundle.sh --selftest   build + bundle + prove it runs with the
 #                                      system Open MPI hidden (mount namespace)
 #   scripts/gpu-bundle.sh --selftest-only   the namespace test on the bundle as it is
+#   NCCL_TESTS_SRC=nccl-tests.tar.gz scripts/gpu-bundle.sh
+#                                      also build nccl-tests' all_reduce_perf and
+#                                      sendrecv_perf (MPI=1, parabench's GPU
+#                                      architectures) into nccl-tests/, for
+#                                      gpu-check.sh --node; NCCL_TESTS_DIR=TREE
+#                                      copies them from a built tree instead
 #
 # The bundle holds:
-#   bin/            every benchmark (build-gpu/bin); tests/: test_gpu_nogpu, test_coll_check
+#   bin/, libexec/parabench/, share/
+#                   parabench installed into the bundle (make install
+#                   PREFIX=.gpu-bundle, docs/install.md): every benchmark in
+#                   bin/ (debug sections stripped), and the installed run_all.sh
+#                   (libexec/parabench/run_all.sh, bin/parabench-run-all), which
+#                   builds and installs nothing and runs bin/'s binaries; bin/
+#                   also holds hwloc-bind, which scripts/bind-near-gpu.sh uses
+#   tests/          test_gpu_nogpu, test_coll_check
+#   nccl-tests/     all_reduce_perf, sendrecv_perf and nccl-tests' LICENSE.txt,
+#                   when NCCL_TESTS_SRC or NCCL_TESTS_DIR was given
 #   gpu-check.sh    a copy of scripts/gpu-check.sh: run from here, it uses this bundle
-#   gpu-check-judge.py    a copy of scripts/gpu-check-judge.py: its judging helpers and one-page summary
+#   gpu-check-judge.py, nccl_tests_table.py
+#                   copies of the scripts: the check's judging helpers and one-page summary
 #   lib/            the closure of their shared libraries, and of Open MPI's and
 #                   PMIx's, under their sonames, minus glibc and minus CUDA,
 #                   cuBLAS and NCCL (found on the GPU node by gpu-check.sh)
@@ -26,8 +42,13 @@
 #                   etc/openmpi-mca-params.conf; relocated by OPAL_* variables
 #   pmix/           PMIx's components (lib/pmix), help files, an empty conf;
 #                   relocated by PMIX_* variables
-#   env.sh          source it: sets PATH, LD_LIBRARY_PATH, OPAL_*, PMIX_*, OMPI_MCA_*
+#   env.sh          source it: sets PATH, LD_LIBRARY_PATH, OPAL_*, PMIX_*, OMPI_MCA_*;
+#                   unpacks the packed files once
 #   MANIFEST        what came from where, the git revision, sizes
+# Files over 4 MiB in lib/ and nccl-tests/ (libopenblas, nccl-tests' binaries)
+# travel packed with xz as FILE.xz, a quarter of their size or less; env.sh
+# unpacks each beside itself the first time it is sourced (xz, or python3's
+# lzma module).
 #
 # Components whose libraries are not worth carrying (UCX, libfabric, verbs,
 # PSM, OpenSHMEM) are left out, and env.sh selects btl self,vader,tcp and pml
@@ -39,7 +60,8 @@ cd "$ROOT"
 BUNDLE=$ROOT/.gpu-bundle
 BUILD=build-gpu
 MAX_MIB=${PB_BUNDLE_MAX_MIB:-0}   # fail above this many MiB (0: no limit)
-TARGET_MIB=100                    # warn above this
+TARGET_MIB=48                     # warn above this: small enough to carry beside a checkout
+PACK_MIB=4                        # files above this many MiB in lib/ and nccl-tests/ travel xz-packed
 
 mode=bundle
 case "${1:-}" in
@@ -47,7 +69,7 @@ case "${1:-}" in
   --selftest) mode=selftest ;;
   --selftest-only) mode=selftest-only ;;
   --in-namespace) mode=in-namespace ;;   # internal: run by --selftest under unshare -m
-  -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
   *) echo "gpu-bundle.sh: unknown option '$1' (--selftest, --selftest-only, --help)" >&2; exit 2 ;;
 esac
 
@@ -140,23 +162,36 @@ make_bundle() {
   say "Open MPI components: $pkglibdir; help: $pkgdatadir; PMIx: $pmix_root"
 
   rm -rf "$BUNDLE"
-  mkdir -p "$BUNDLE"/{bin,tests,lib,lib-fallback,ompi/bin,ompi/lib/openmpi3,ompi/share,ompi/etc,pmix/lib/pmix,pmix/share,pmix/etc}
+  mkdir -p "$BUNDLE"/{tests,lib,lib-fallback,ompi/bin,ompi/lib/openmpi3,ompi/share,ompi/etc,pmix/lib/pmix,pmix/share,pmix/etc}
 
-  # binaries
+  # parabench installed into the bundle: the binaries in bin/, and the run_all.sh a user runs
+  # (libexec/parabench), which finds them through install.json and builds nothing
   local f
-  for f in "$BUILD"/bin/*; do
-    [ -x "$f" ] || continue
-    cp -p "$f" "$BUNDLE/bin/"
-    want_deps_of "$f"
+  say "installing parabench into the bundle: make CUDA=1 BUILD=$BUILD install PREFIX=$BUNDLE"
+  make -s CUDA=1 BUILD="$BUILD" install PREFIX="$BUNDLE" >&2 || die "make install into the bundle failed"
+  for f in "$BUNDLE"/bin/*; do
+    [ -L "$f" ] || want_deps_of "$f"   # parabench-run-all is a link to the installed run_all.sh
   done
+  # bind-near-gpu.sh binds each rank near its GPU with hwloc-bind, which a GPU node may lack
+  if command -v hwloc-bind >/dev/null; then
+    cp -p "$(readlink -f "$(command -v hwloc-bind)")" "$BUNDLE/bin/hwloc-bind"
+    want_deps_of "$BUNDLE/bin/hwloc-bind"
+  else
+    say "no hwloc-bind here: on the GPU node bind-near-gpu.sh runs every rank unbound"
+  fi
   for f in test_gpu_nogpu test_coll_check; do   # the unit tests with GPU cases
     cp -p "$BUILD/tests/$f" "$BUNDLE/tests/"
     want_deps_of "$BUILD/tests/$f"
   done
+  add_nccl_tests
   # Debug sections off (about half their size); symbols stay for backtraces.
-  strip --strip-debug "$BUNDLE"/bin/* "$BUNDLE"/tests/* 2>/dev/null || say "strip failed: binaries keep their debug sections"
+  for f in "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/nccl-tests/*; do
+    [ -f "$f" ] && [ ! -L "$f" ] && [ "$(head -c 4 "$f" | tr -d '\177')" = ELF ] || continue
+    strip --strip-debug "$f" 2>/dev/null || say "strip failed: $f keeps its debug sections"
+  done
   cp -p "$ROOT/scripts/gpu-check.sh" "$BUNDLE/gpu-check.sh"
   cp -p "$ROOT/scripts/gpu-check-judge.py" "$BUNDLE/gpu-check-judge.py"   # its judging helpers and one-page summary
+  cp -p "$ROOT/scripts/nccl_tests_table.py" "$BUNDLE/nccl_tests_table.py" # which the judge imports (--node)
 
   # Open MPI runtime
   cp -p "$orterun" "$BUNDLE/ompi/bin/orterun"
@@ -214,6 +249,7 @@ EOF
 EOF
 
   write_env_sh
+  pack_big
 
   # manifest
   {
@@ -223,6 +259,8 @@ EOF
     echo "open_mpi     $(ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p') from $pkglibdir, $pkgdatadir"
     echo "pmix         $libpmix"
     echo "cuda_build   $(/usr/local/cuda/bin/nvcc --version 2>/dev/null | tail -1)"
+    echo "parabench    installed: bin/, libexec/parabench/ (run_all.sh), share/ (make install PREFIX=the bundle)"
+    echo "nccl_tests   ${NT_ORIGIN:-not bundled (NCCL_TESTS_SRC or NCCL_TESTS_DIR not given)}"
     echo "glibc_needed $(for b in "$BUNDLE"/bin/* "$BUNDLE"/lib/*; do objdump -T "$b" 2>/dev/null; done | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
     echo "components   $kept kept; skipped: ${#skipped[@]}"
     for f in "${skipped[@]}"; do echo "  skipped $f"; done
@@ -232,6 +270,8 @@ EOF
       printf '  %-32s %-13s <- %s\n' "$name" "$dest" "$(readlink -f "${LIBS_WANTED[$name]}")"
     done
     echo "not carried (found on the GPU node): CUDA runtime, cuBLAS, cuBLASLt, NCCL, libcuda; glibc"
+    echo "packed (xz; env.sh unpacks each beside itself once):"
+    for f in "${PACKED[@]}"; do echo "  $f"; done
     echo "files:"
     (cd "$BUNDLE" && find . -type f -printf '%s %p\n' | sort -k2 | awk '{printf "  %10d %s\n", $1, $2}')
   } > "$BUNDLE/MANIFEST"
@@ -240,9 +280,66 @@ EOF
   bytes=$(du -sb "$BUNDLE" | cut -f1)
   mib=$(( (bytes + 1048575) / 1048576 ))
   echo "size         $bytes bytes ($mib MiB)" >> "$BUNDLE/MANIFEST"
-  say "bundle: $BUNDLE: $bytes bytes ($mib MiB), $(find "$BUNDLE" -type f | wc -l) files, $kept MCA components (${#skipped[@]} skipped), ${#LIBS_WANTED[@]} libraries"
+  say "bundle: $BUNDLE: $bytes bytes ($mib MiB), $(find "$BUNDLE" -type f | wc -l) files, $kept MCA components (${#skipped[@]} skipped), ${#LIBS_WANTED[@]} libraries, ${#PACKED[@]} packed"
   [ "$MAX_MIB" = 0 ] || [ "$mib" -le "$MAX_MIB" ] || die "bundle is $mib MiB, over PB_BUNDLE_MAX_MIB=$MAX_MIB"
   [ "$mib" -le "$TARGET_MIB" ] || say "WARNING: bundle is $mib MiB, over the $TARGET_MIB MiB target"
+}
+
+# nccl-tests' all_reduce_perf and sendrecv_perf for gpu-check.sh --node: built from the
+# source tarball NCCL_TESTS_SRC (MPI=1 against this Open MPI, the CUDA toolkit and NCCL the
+# parabench build uses, parabench's GPU architectures), or copied from the built tree
+# NCCL_TESTS_DIR. Its licence travels with its binaries.
+NT_ORIGIN=""
+add_nccl_tests() {
+  local src=${NCCL_TESTS_SRC:-} dir=${NCCL_TESTS_DIR:-} tmp="" top="" t f
+  if [ -z "$src$dir" ]; then
+    say "nccl-tests: not bundled (NCCL_TESTS_SRC=TARBALL builds it, NCCL_TESTS_DIR=TREE copies a built one); gpu-check.sh --node skips its comparison"
+    return 0
+  fi
+  if [ -n "$src" ]; then
+    [ -f "$src" ] || die "NCCL_TESTS_SRC=$src: no such file"
+    tmp=$(mktemp -d /tmp/pb-nccl-tests.XXXXXX)
+    tar -xf "$src" -C "$tmp" || die "NCCL_TESTS_SRC=$src: not a tar archive"
+    top=$(find "$tmp" -maxdepth 3 -path '*/src/common.mk' | head -1)
+    [ -n "$top" ] || die "NCCL_TESTS_SRC=$src holds no nccl-tests tree (no src/common.mk)"
+    top=$(dirname "$(dirname "$top")")
+    local cuda=${CUDA_HOME:-/usr/local/cuda} inc mpi_home
+    inc=$(mpicc --showme:incdirs 2>/dev/null | awk '{ print $1 }')
+    mpi_home=${MPI_HOME:-${inc%/include}}
+    local gencode=${NVCC_GENCODE:-"-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90"}
+    say "building nccl-tests from $src: MPI=1 MPI_HOME=$mpi_home CUDA_HOME=$cuda NCCL_HOME=${NCCL_HOME:-$cuda}"
+    make -C "$top/src" -j"$(nproc 2>/dev/null || echo 2)" MPI=1 MPI_HOME="$mpi_home" CUDA_HOME="$cuda" \
+         NCCL_HOME="${NCCL_HOME:-$cuda}" NVCC_GENCODE="$gencode" BUILDDIR="$tmp/build" \
+         "$tmp/build/all_reduce_perf" "$tmp/build/sendrecv_perf" >&2 || { rm -rf "$tmp"; die "nccl-tests did not build"; }
+    dir=$tmp/build
+    NT_ORIGIN="built from $(basename "$src") (sha256 $(sha256sum "$src" | cut -c1-16)), MPI=1, $gencode"
+  else
+    NT_ORIGIN="copied from $dir"
+    top=$dir
+  fi
+  mkdir -p "$BUNDLE/nccl-tests"
+  for t in all_reduce_perf sendrecv_perf; do
+    f=$dir/$t; [ -x "$f" ] || f=$dir/build/$t
+    [ -x "$f" ] || die "no $t in ${src:-$dir} (nor in its build/)"
+    cp -p "$f" "$BUNDLE/nccl-tests/$t"
+    want_deps_of "$f"
+  done
+  for f in "$top/LICENSE.txt" "$top/../LICENSE.txt"; do [ -f "$f" ] && { cp "$f" "$BUNDLE/nccl-tests/LICENSE.txt"; break; }; done
+  [ -f "$BUNDLE/nccl-tests/LICENSE.txt" ] || say "nccl-tests: no LICENSE.txt in $top or above it: add nccl-tests' licence beside its binaries before passing the bundle on"
+  [ -n "$tmp" ] && rm -rf "$tmp"
+  say "nccl-tests: $NT_ORIGIN"
+}
+
+# Large files travel packed: each file over PACK_MIB MiB in lib/ and nccl-tests/ becomes
+# FILE.xz (xz keeps its mode); env.sh unpacks it beside itself once.
+PACKED=()
+pack_big() {
+  command -v xz >/dev/null || { say "no xz here: the large files travel unpacked"; return 0; }
+  local f
+  while IFS= read -r -d '' f; do
+    xz -6 -T0 "$f" || die "xz $f failed"
+    PACKED+=("${f#"$BUNDLE"/}.xz ($(du -k "$f.xz" | cut -f1) KiB)")
+  done < <(find "$BUNDLE/lib" "$BUNDLE/nccl-tests" -maxdepth 1 -type f -size +"${PACK_MIB}M" -print0 2>/dev/null | sort -z)
 }
 
 write_env_sh() {
@@ -251,6 +348,22 @@ write_env_sh() {
 # its Open MPI without any system Open MPI. Written by scripts/gpu-bundle.sh.
 PB_BUNDLE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PB_BUNDLE
+
+# Large files travel xz-packed (FILE.xz): unpacked here beside themselves, once, with xz or
+# python3's lzma module; a bundle that cannot be written to says so and leaves them packed.
+for _pb_x in "$PB_BUNDLE"/lib/*.xz "$PB_BUNDLE"/nccl-tests/*.xz; do
+  [ -e "$_pb_x" ] || continue
+  _pb_f=${_pb_x%.xz}
+  [ -s "$_pb_f" ] && continue
+  if { if command -v xz >/dev/null 2>&1; then xz -dc "$_pb_x"
+       else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$_pb_x"; fi
+     } > "$_pb_f.part" 2>/dev/null && chmod 755 "$_pb_f.part" && mv -f "$_pb_f.part" "$_pb_f"; then :
+  else
+    rm -f "$_pb_f.part" 2>/dev/null
+    echo "env.sh: cannot unpack $_pb_x (no xz and no python3 lzma, or the bundle is read-only)" >&2
+  fi
+done
+unset _pb_x _pb_f
 
 # Open MPI 4.1: opal's installdirs "env" component reads these (OPAL_PREFIX
 # alone would not move sysconfdir, configured as the absolute /etc/openmpi).
@@ -349,7 +462,7 @@ in_namespace() {
   # shadow the files first (their paths go through the directories below)
   local files=()
   for p in /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/orterun /usr/bin/orted /usr/bin/ompi_info \
-           /usr/bin/ssh /usr/bin/rsh; do files+=("$p"); done
+           /usr/bin/ssh /usr/bin/rsh /usr/bin/gnuplot /usr/bin/hwloc-bind; do files+=("$p"); done
   for p in /lib/x86_64-linux-gnu/{libmpi,libopen-,libpmix,libhwloc,libopenblas,libcjson,libevent,libmunge,libgfortran,libquadmath,libcmocka,liboshmem,libblas,liblapack}*.so*; do
     files+=("$p")
   done
@@ -399,7 +512,8 @@ in_namespace() {
   echo
   echo "== ldd: where every library comes from"
   local b bad=0
-  for b in "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/ompi/bin/* "$BUNDLE"/ompi/lib/openmpi3/*.so "$BUNDLE"/pmix/lib/pmix/*.so; do
+  for b in "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/nccl-tests/*_perf "$BUNDLE"/ompi/bin/* "$BUNDLE"/ompi/lib/openmpi3/*.so "$BUNDLE"/pmix/lib/pmix/*.so; do
+    [ -L "$b" ] && continue   # parabench-run-all: a link to a shell script
     while read -r n _ p _; do
       case "$p" in
         "$BUNDLE"/*|/usr/local/cuda*) ;;
@@ -428,6 +542,12 @@ in_namespace() {
   fi
   step "plan --reproduce" bash -c 'plan --reproduce | tail -2'
   step "compute_probe (BLAS)" compute_probe --sizes 256 -n 2 --copy-bytes 16M
+  # The run_all a user runs, installed in the bundle: it builds nothing, runs the bundle's binaries
+  # with the bundle's mpirun, and without gnuplot (hidden here, as on a GPU node) says so and finishes.
+  step "installed run_all from the bundle (MPI, 2 ranks, no gnuplot)" bash -o pipefail -c \
+       "$BUNDLE/libexec/parabench/run_all.sh --quick --np 2 --backend mpi --steps coll_sweep --out $tmp/run/run-all \
+        | grep -q 'figures: not drawn: gnuplot is not installed' && grep -q '^coll_sweep[[:space:]]ok' $tmp/run/run-all/steps.tsv \
+        && [ ! -e $tmp/run/run-all/logs/build.log ] && tail -3 $tmp/run/run-all/steps.tsv"
   step "test_gpu_nogpu (no GPU: GPU tests skip)" bash -o pipefail -c 'test_gpu_nogpu 2>&1 | tail -4'
   step "test_coll_check (no GPU: device path refuses)" bash -o pipefail -c 'test_coll_check 2>&1 | tail -4'
 

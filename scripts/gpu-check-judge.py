@@ -10,6 +10,12 @@
                                                     bf16 on a GPU engine by default)
   gpu-check-judge.py torch-ref OUT.csv N            time torch.matmul (N x N) and copy_ (needs PyTorch and a GPU)
   gpu-check-judge.py vs-torch TORCH.csv PROBE.csv.. compute_probe vs the PyTorch figures
+  gpu-check-judge.py nccl-tests OUT.txt              nccl-tests' output (all_reduce_perf, ...): sizes, busbw, #wrong
+  gpu-check-judge.py vs-nccl-tests PB.csv TABLE.txt COLL=OUT.txt...
+                                                    coll_sweep's rows beside nccl-tests' per size (COLL: allreduce,
+                                                    sendrecv), the table written to TABLE.txt and printed
+  gpu-check-judge.py run-all DIR BACKEND            a run_all.sh results folder: steps passed and failed, its
+                                                    headline, backend, binding, figures drawn or not
   gpu-check-judge.py summary DIR                    write DIR/gpu-check.md from DIR/summary.txt
 
 Judging commands print one headline; it starts with "FAIL: " when the check
@@ -25,6 +31,8 @@ stand-in figures (0.001 GFLOP/s, 0.001 GB/s: below any machine's, however loaded
 there is no PyTorch or no GPU.
 """
 import csv
+import glob
+import json
 import os
 import re
 import sys
@@ -263,6 +271,104 @@ def cmd_vs_torch(torch_csv, *probe_csvs):
     return miss("FINDING", f"{text} (below {TORCH_WITHIN:.2f}: {', '.join(missed)})") if missed else text
 
 
+def nccl_tests_table():
+    """scripts/nccl_tests_table.py, beside this file in the repository and in a bundle (--node only)."""
+    import nccl_tests_table as nt  # imported here: the other commands need no copy of it
+    return nt
+
+
+def cmd_nccl_tests(path):
+    if not os.path.isfile(path):
+        die(3, f"no such file: {path}")
+    return nccl_tests_table().headline(path)
+
+
+def cmd_vs_nccl_tests(pb_csv, table_txt, *pairs):
+    """The table of coll_sweep's rows beside nccl-tests' (printed, and written to TABLE_TXT);
+    the last line is the headline, a FINDING where parabench is more than 10 % off at the
+    largest size both measured."""
+    which = []
+    for p in pairs:
+        coll, _, path = p.partition("=")
+        if not path:
+            die(2, f"'{p}': expected COLLECTIVE=NCCL_TESTS_OUTPUT")
+        which.append((coll, path))
+    for path in [pb_csv] + [w[1] for w in which]:
+        if not os.path.isfile(path):
+            die(3, f"no such file: {path}")
+    nt = nccl_tests_table()
+    try:
+        head, findings = nt.compare(pb_csv, which, table_txt)
+    except ValueError as e:
+        return f"FAIL: {e}"
+    print(open(table_txt).read(), end="")
+    if findings:
+        return miss("FINDING", f"{head} (more than {nt.WITHIN:.0%} off: {', '.join(findings)})")
+    return head
+
+
+def suite_meta():
+    """suite/meta.py (its steps.tsv reader): beside scripts/ in a checkout, in the parabench
+    installed in a bundle (libexec/parabench) beside this copy there."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for home in (os.path.dirname(here), os.path.join(here, "libexec", "parabench")):
+        if os.path.isfile(os.path.join(home, "suite", "meta.py")):
+            sys.path.insert(0, home)
+            from suite import meta  # imported here: only run-all needs the suite
+            return meta
+    die(3, f"no suite/meta.py beside {here} (a bundle without an installed parabench?)")
+
+
+def figures_line(folder):
+    """How many figures run_all's report drew, and why the others were not."""
+    drawn = len(glob.glob(os.path.join(folder, "plots", "*.png")))
+    try:
+        report = open(os.path.join(folder, "report.md"), errors="replace").read()
+    except OSError:
+        return f"{drawn} figures drawn, no report.md"
+    why = [w.replace("\\|", "|") for w in re.findall(r"^_not drawn: (.*)_$", report, re.M)]  # markdown's escapes out
+    if not why:
+        return f"{drawn} figures drawn"
+    common = max(set(why), key=why.count)
+    return f"{drawn} figures drawn, {len(why)} not ({common.strip()})"
+
+
+def cmd_run_all(folder, backend):
+    """A run_all.sh results folder: FAIL on a step failed, not built or interrupted, or no
+    steps.tsv or summary.txt; the backend it ran on and the GPU binding are GPU figures
+    (rehearsed with CPU stand-ins); a rank that ran unbound is said, not failed."""
+    if not os.path.isfile(os.path.join(folder, "steps.tsv")):
+        return f"FAIL: no steps.tsv in {os.path.basename(folder)}: run_all did not start its steps"
+    steps = [(r.get("name"), r.get("status"), r.get("rc"), r.get("note", "")) for r in suite_meta().read_steps(folder)]
+    bad = [s for s in steps if s[1] not in ("ok", "skipped")]
+    counts = (f"{sum(s[1] == 'ok' for s in steps)} steps ok, {len(bad)} failed, "
+              f"{sum(s[1] == 'skipped' for s in steps)} skipped")
+    try:
+        head = open(os.path.join(folder, "summary.txt"), errors="replace").readline().strip()
+    except OSError:
+        head = ""
+    try:
+        meta = json.load(open(os.path.join(folder, "meta.json")))
+    except (OSError, ValueError):
+        meta = {}
+    binding = meta.get("binding") or {}
+    fallback = binding.get("fallback") or []
+    where = (f"backend {meta.get('backend', '?')}, {meta.get('nranks', '?')} ranks ({meta.get('devices', '?')}), "
+             f"bound: {binding.get('applied', '?')}" + (f" ({len(fallback)} ranks unbound: {fallback[0]})" if fallback else "")
+             + f", NCCL_NVLS_ENABLE {meta.get('nccl_nvls_enable', '?')}")
+    text = f"{counts}; {where}; {figures_line(folder)}; headline: {head or 'none'}"
+    if bad:
+        return "FAIL: " + text + "; failed: " + ", ".join(f"{n} ({st}, exit {rc}: {note})" for n, st, rc, note in bad)
+    if not head:
+        return f"FAIL: {text}: no summary.txt headline (the report did not run)"
+    gpu = []
+    if meta.get("backend") != backend:
+        gpu.append(f"ran on backend {meta.get('backend')}, not {backend}")
+    if backend == "nccl" and binding.get("applied") != "gpu":
+        gpu.append(f"ranks bound '{binding.get('applied')}', not near their GPU (bind-near-gpu.sh)")
+    return miss("FAIL", "; ".join(gpu) + "; " + text) if gpu else text
+
+
 STEP = re.compile(r"^(PASS|FAIL|SKIP|FIND|PLAN|REH)\s+(\S+)\s+(\S+)\s+(\S+)\s*(.*)$")
 
 
@@ -306,6 +412,9 @@ def cmd_summary(folder):
     out += ["## Steps", "", "| verdict | step | ranks | time | headline or reason |", "| --- | --- | --- | --- | --- |"]
     out += [f"| {s[0]} | {s[1]} | {s[2]} | {s[3]} | {s[4].replace('|', '/')} |" for s in steps]
     out += ["", "## Key figures", ""] + ([f"- {k}" for k in keys] or ["- none"]) + [""]
+    for table in sorted(glob.glob(os.path.join(folder, "vs-nccl-tests-*.txt"))):   # --node's comparison
+        out += [f"## parabench against nccl-tests ({os.path.basename(table)})", "", "```"]
+        out += open(table, errors="replace").read().splitlines() + ["```", ""]
     out += ["Details: check.log (every command and its output), summary.txt, and the CSV/JSON files of each step.", ""]
     dst = os.path.join(folder, "gpu-check.md")
     with open(dst, "w") as f:
@@ -315,9 +424,13 @@ def cmd_summary(folder):
 
 def main(argv):
     cmds = {"expected": (cmd_expected, 1), "busbw": (cmd_busbw, 3), "devtime": (cmd_devtime, 2),
-            "tp-vs-gemm": (cmd_tp_vs_gemm, 2), "torch-ref": (cmd_torch_ref, 2), "summary": (cmd_summary, 1)}
+            "tp-vs-gemm": (cmd_tp_vs_gemm, 2), "torch-ref": (cmd_torch_ref, 2), "summary": (cmd_summary, 1),
+            "nccl-tests": (cmd_nccl_tests, 1), "run-all": (cmd_run_all, 2)}
     if len(argv) >= 2 and argv[1] == "vs-torch" and len(argv) >= 4:
         print(cmd_vs_torch(*argv[2:]))
+        return 0
+    if len(argv) >= 2 and argv[1] == "vs-nccl-tests" and len(argv) >= 5:  # PB.csv TABLE.txt and COLL=FILE...
+        print(cmd_vs_nccl_tests(*argv[2:]))
         return 0
     if len(argv) >= 2 and argv[1] == "tp-vs-gemm" and len(argv) >= 4:  # TP.csv and one probe file or more
         print(cmd_tp_vs_gemm(*argv[2:]))

@@ -3,7 +3,9 @@
 # node: the GPU unit tests, the cuBLAS compute probe, coll_sweep and p2p_sweep
 # on NCCL, coll_sweep and p2p_sweep on the MPI backend with device buffers,
 # dp_allreduce / tp_layer / pp_pipeline / hybrid_3d with the cuBLAS engine,
-# with 1 rank and with one rank per GPU (up to 8). See docs/gpu/README.md.
+# with 1 rank and with one rank per GPU (up to 8); then what users run:
+# p2p_sweep --matrix on NCCL and run_all.sh --backend nccl --quick (one rank per
+# GPU, through scripts/bind-near-gpu.sh), judged. See docs/gpu/README.md.
 #
 #   bash scripts/gpu-check.sh [--out DIR] [options]
 #
@@ -35,6 +37,16 @@
 #                        the build has its own (1800)
 #   --dry-run            print every step's command line (as PLAN lines) and run
 #                        nothing; works without a GPU when nvidia-smi is faked
+#   --node               the first node's check: the main steps, then nccl-tests'
+#                        all_reduce_perf and sendrecv_perf beside parabench's
+#                        coll_sweep allreduce and sendrecv at the same sizes, a
+#                        table per size (nccl-tests busbw, parabench busbw,
+#                        ratio) in vs-nccl-tests-R.txt, printed and in
+#                        gpu-check.md. nccl-tests from NCCL_TESTS_DIR (a built
+#                        tree: all_reduce_perf in it or in its build/), else
+#                        the bundle's nccl-tests/ (NCCL_TESTS_SRC=TARBALL
+#                        scripts/gpu-bundle.sh); without either those steps
+#                        are skipped, with the reason
 #   --sanitize           the compute-sanitizer phase instead of the main steps:
 #                        memcheck, racecheck and synccheck on the GPU unit tests,
 #                        memcheck on one small run of each program (a call of
@@ -52,16 +64,20 @@
 #                        judged" (verdict REH); a missing file, a judge called
 #                        wrongly or a figure whose filter matches nothing
 #                        fails. It counts the launches (PB_REHEARSE_GPUS: the
-#                        GPUs it plays, default 1, an H200)
+#                        GPUs it plays, default 1, an H200). run_all runs
+#                        with --backend mpi (and, capped, --steps
+#                        coll_sweep,p2p_matrix); nccl-tests is not run (it
+#                        needs a GPU): its steps are skipped, with the reason
 #   --only LIST          run only these steps (comma-separated names, as in the
 #                        summary; a judge needs the steps whose files it reads)
 #   --pack DIR           at the end, DIR gets at most 8 files: gpu-check.md,
-#                        summary.txt, check.log and rest.tar.gz (every other
-#                        file of the output folder); DIR outside the output
-#                        folder
+#                        summary.txt, check.log, vs-nccl-tests-R.txt (--node)
+#                        and rest.tar.gz (every other file of the output
+#                        folder); DIR outside the output folder
 # Environment: PB_MPIRUN_ARGS (extra mpirun arguments), PB_SRUN_ARGS (extra srun
 # arguments, e.g. --gpus-per-task=1), PB_SRUN_MPI, PB_CUDA_LIB_DIRS (bundle case:
-# colon-separated folders holding libcudart, libcublas, libnccl).
+# colon-separated folders holding libcudart, libcublas, libnccl), NCCL_TESTS_DIR
+# (--node).
 #
 # Writes to the output folder (printed at the start and at the end):
 #   summary.txt   one line per step: PASS/FAIL/SKIP/FIND, ranks, seconds, headline
@@ -91,7 +107,7 @@ SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GC_PY=$SELF_DIR/gpu-check-judge.py   # the judging helpers and the one-page summary (a bundle carries a copy)
 ROOT=$(cd "$SELF_DIR/.." && pwd)
 BUNDLE="" LAUNCHER="" OUTDIR=${GPU_CHECK_OUT:-} BUILD=build-gpu DO_BUILD=1
-MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0 REHEARSE=0 SANITIZE=0 PACK="" ONLY=""
+MAX_RANKS=8 BUDGET='' STEP_TO=180 BUILD_TO=1800 DRY=0 REHEARSE=0 SANITIZE=0 NODE=0 PACK="" ONLY=""
 LD_LIBRARY_PATH_AT_START=${LD_LIBRARY_PATH-}   # before a bundle's env.sh: PyTorch brings its own cuBLAS
 # Every benchmark runs with --timeout $WD_S (its hang watchdog). A step is
 # killed only WD_MARGIN_S later, so a hang is reported by the watchdog (what,
@@ -113,6 +129,7 @@ while [ $# -gt 0 ]; do
     --dry-run) DRY=1; shift ;;
     --rehearse) REHEARSE=1; shift ;;
     --sanitize) SANITIZE=1; shift ;;
+    --node) NODE=1; shift ;;
     --only) [ $# -ge 2 ] || die_usage "--only needs step names"; ONLY=$2; shift 2 ;;
     --pack) [ $# -ge 2 ] || die_usage "--pack needs a folder"; PACK=$2; shift 2 ;;
     --max-ranks) { is_uint "${2:-}" && [ "$2" -ge 1 ]; } || die_usage "--max-ranks needs a positive integer"; MAX_RANKS=$2; shift 2 ;;
@@ -122,6 +139,8 @@ while [ $# -gt 0 ]; do
     *) die_usage "unknown option '$1'" ;;
   esac
 done
+
+[ "$NODE" = 1 ] && [ "$SANITIZE" = 1 ] && die_usage "--node and --sanitize together: the sanitizer phase is a call of its own"
 
 # ---------------------------------------------------------------- which case
 [ -z "$BUNDLE" ] && [ -n "${PB_BUNDLE_DIR:-}" ] && BUNDLE=$PB_BUNDLE_DIR
@@ -194,6 +213,7 @@ pack() {
   local dir=$1 f
   mkdir -p "$dir" || { echo "gpu-check.sh: --pack: cannot create $dir" >&2; return 1; }
   for f in gpu-check.md summary.txt check.log; do [ -f "$OUTDIR/$f" ] && cp "$OUTDIR/$f" "$dir/"; done
+  for f in "$OUTDIR"/vs-nccl-tests-*.txt; do [ -f "$f" ] && cp "$f" "$dir/"; done   # --node's table, also in rest.tar.gz
   tar -C "$OUTDIR" -czf "$dir/rest.tar.gz" --exclude=./gpu-check.md --exclude=./summary.txt --exclude=./check.log . \
     || { echo "gpu-check.sh: --pack: tar failed" >&2; return 1; }
   say "packed into $dir: $(find "$dir" -maxdepth 1 -type f | wc -l) files (rest.tar.gz: $(tar -tzf "$dir/rest.tar.gz" | grep -vc '/$') files)"
@@ -288,6 +308,8 @@ step() {
       REHEARSED:*) verdict=REH head="rehearsed, not judged: ${head#REHEARSED: }" ;; esac
   else
     verdict=FAIL head="exit $rc ($(meaning $rc)): $(reason_of "$out")"
+    # JUDGE_ALWAYS=1 step ...: the headline reads what a failed step wrote too (run_all's steps)
+    [ -n "${JUDGE_ALWAYS:-}" ] && [ "$hfn" != - ] && head="$head; $("$hfn" "$out" "$name" 2>/dev/null | sed 's/^[A-Z]*: //')"
   fi
   if [ -s "$NOMATCH" ]; then   # a figure of the headline read nothing: a wrong column, filter or file name
     log "filters that matched no row: $(tr '\n' ';' < "$NOMATCH")"
@@ -315,7 +337,7 @@ reason_of() {   # the program's own message, a loader error, or the last line
   local r
   r=$(grep -m1 -E 'error while loading shared libraries|cannot open shared object|version .GLIBC|not found \(required by' "$1")
   [ -n "$r" ] && { echo "library: ${r:0:180}"; return; }
-  r=$(grep -m1 -E '^(coll_sweep|p2p_sweep|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d|compute_probe|make)[^ ]*: ' "$1" | grep -v ': warning')
+  r=$(grep -m1 -E '^(coll_sweep|p2p_sweep|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d|compute_probe|make|run_all\.sh: failed)[^ ]*: ' "$1" | grep -v ': warning')
   [ -z "$r" ] && r=$(grep -m1 -iE 'error|NCCL WARN' "$1")
   [ -z "$r" ] && r=$(grep -v '^[-[:space:]]*$' "$1" | tail -1)
   echo "${r:0:200}"
@@ -457,6 +479,38 @@ h_hy() {
   f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
   echo "step $(csvagg "$c" step_us min) us, tp $(csvagg "$c" tp_comm_us min) us, pp wait $(csvagg "$c" pp_wait_us min) us, dp $(csvagg "$c" dp_comm_us min) us; 0 wrong"
 }
+h_matrix() {   # every pair measured (or the pairs the matrix sampled, said in its CSV), 0 wrong; a slow pair is a finding
+  local c=$OUTDIR/$2.csv p=$OUTDIR/$2-pairs.csv f n=${2##*-} got want slow text mem
+  f=$(wrong_fail "$c"); [ -n "$f" ] && { echo "$f"; return; }
+  [ -f "$p" ] || { echo "FAIL: no $2-pairs.csv written"; return; }
+  got=$(grep -c '^[0-9]' "$p") want=$((n * (n - 1) / 2))
+  if grep -q '^# matrix_pairs: sampled' "$c"; then   # above 64 ranks: the pairs it says it measured
+    want=$(sed -n 's/^# matrix_pairs_measured: *//p' "$c")
+    [ "$got" = "$want" ] || { echo "FAIL: $got pairs in $2-pairs.csv, the sampled matrix says ${want:-none} measured"; return; }
+  fi
+  [ "$got" -lt "$want" ] && { echo "FAIL: $got of the $want pairs of $n ranks measured"; return; }
+  slow=$(csvagg "$p" slow sum)
+  mem=$(sed -n 's/^# matrix_nccl_bytes_expected: *//p' "$c")
+  text="$got pairs: latency $(csvagg "$p" latency_us min)-$(csvagg "$p" latency_us max) us, bw $(csvagg "$p" bw_GBps min)-$(csvagg "$p" bw_GBps max) GB/s, $slow slow${mem:+, NCCL connections expected $((mem >> 20)) MiB a rank}; 0 wrong"
+  key "$2: $text"
+  if [ "$slow" != 0 ]; then
+    if [ "$REHEARSE" = 1 ]; then echo "REHEARSED: $text"; else echo "FINDING: $text (slow pairs: $(grep -m3 '^# note: SLOW' "$c" | cut -c9- | tr '\n' ';'))"; fi
+  else echo "$text"; fi
+}
+h_runall() {   # run_all's own record: its steps, its headline, the backend and the binding it ran with (gpu-check-judge.py run-all)
+  local d=$OUTDIR/$2 h
+  [ -n "$PY" ] || { echo "run_all exited 0 (no python3 here to read $2/)"; return; }
+  h=$("$PY" "$GC_PY" run-all "$d" nccl 2>&1 | tail -1)
+  [ -s "$d/summary.txt" ] && key "$2: $(head -1 "$d/summary.txt")"
+  echo "$h"
+}
+h_nccltests() {   # nccl-tests prints its table on stdout: kept as NAME.txt, read by gpu-check-judge.py
+  cp "$1" "$OUTDIR/$2.txt"
+  [ -n "$PY" ] || { echo "nccl-tests exited 0 (no python3 here to read $2.txt)"; return; }
+  local h; h=$("$PY" "$GC_PY" nccl-tests "$OUTDIR/$2.txt" 2>&1 | tail -1)
+  case "$h" in FAIL:*) ;; *) key "$2: $h" ;; esac
+  echo "$h"
+}
 h_san() {   # exit 0 under --error-exitcode 1 means no error; a nonzero count in a summary line is one anyway
   local bad n
   bad=$(grep -m1 -E '(ERROR SUMMARY: [1-9][0-9]* error|SUMMARY: .*\([1-9][0-9]* error)' "$1")
@@ -516,7 +570,8 @@ standin() {
     a=$1; shift
     case "$a" in
       compute-sanitizer|*/compute-sanitizer) while [ $# -ge 2 ]; do case "$1" in --*) shift 2 ;; *) break ;; esac; done; continue ;;
-      --backend) [ "$1" = nccl ] && { printf '%s\n' --backend mpi --mem host; shift; continue; } ;;
+      --backend) [ "$1" = nccl ] && { if [ "$prog" = run_all ]; then printf '%s\n' --backend mpi; else printf '%s\n' --backend mpi --mem host; fi
+                                      shift; continue; } ;;
       --mem) [ "$1" = device ] && { printf '%s\n' --mem host; shift; continue; } ;;
       --engine) [ "$1" = cublas ] && { printf '%s\n' --engine blas; shift; continue; } ;;
       -G|--in-place) continue ;;   # no CUDA graph on MPI; MPI's host buffers cannot alias
@@ -528,9 +583,13 @@ standin() {
       --seq-list) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' --seq-list 32; shift; continue; } ;;
       torch-ref) [ "$REH_CAP" -gt 0 ] && { printf '%s\n' "$a" "$1" "$(cap_list "$REH_GEMM" "$2")"; shift 2; continue; } ;;
     esac
-    case "${a##*/}" in coll_sweep|p2p_sweep|compute_probe|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d) prog=${a##*/} ;; esac
+    case "${a##*/}" in coll_sweep|p2p_sweep|compute_probe|dp_allreduce|tp_layer|pp_pipeline|hybrid_3d) prog=${a##*/} ;;
+      run_all.sh|parabench-run-all) prog=run_all ;; esac
     printf '%s\n' "$a"
   done
+  # run_all's whole quick profile takes minutes on a loaded CPU: capped, its first sweep and the matrix
+  [ "$prog" = run_all ] && [ "$REH_CAP" -gt 0 ] && printf '%s\n' --steps coll_sweep,p2p_matrix
+  return 0
 }
 ENGINE_NAME=cuBLAS
 [ "$REHEARSE" = 1 ] && { ENGINE_NAME="BLAS stand-in"; export PB_REHEARSE=1; }
@@ -541,6 +600,7 @@ ENGINE_NAME=cuBLAS
 # lines) without building or running anything.
 UNIT_GPU_CASES="test_gpu_gemm test_gpu_gemm_batched test_gpu_elementwise test_gpu_convert_fill device_path_matches_host_path"
 TO=$STEP_TO
+RUNALL_TO=420   # run_all --quick: about ten steps, each under its own 90 s limit
 Q="--timeout $WD_S --max-seconds-per-size 10"   # no operation hangs, no size runs long
 M="--model gpt-1.3b"
 SM="--model tiny -n 1 -w 0 $Q"                  # one small run under compute-sanitizer
@@ -561,7 +621,7 @@ py_step() {
   else skip_gpu "$name" "$np" "no python3: not judged (the CSV files are there)"; fi
 }
 
-run_steps() { if [ "$SANITIZE" = 1 ]; then sanitize_steps; else main_steps; fi; }
+run_steps() { if [ "$SANITIZE" = 1 ]; then sanitize_steps; else main_steps; [ "$NODE" = 1 ] && node_steps; fi; return 0; }
 main_steps() {
 # shellcheck disable=SC2046  # launch prints a command line to split
 {
@@ -636,6 +696,82 @@ fi
 step dp-mpidev-$R "$R" "$TO" h_dp -- $(launch "$R" dp_allreduce --backend mpi --mem device --engine cublas $M --layers 2 --grad-bytes 256M --overlap none,bucket -n 3 -w 1 $Q --csv dp-mpidev-$R.csv)
 step tp-mpidev-2 2 "$TO" h_tp -- $(launch 2 tp_layer --backend mpi --mem device --engine cublas --tp 2 $M -n 3 -w 1 $Q --csv tp-mpidev-2.csv)
 step pp-mpidev-2 2 "$TO" h_pp -- $(launch 2 pp_pipeline --backend mpi --mem device --engine cublas --stages 2 --layers 4 --micro-batches 4 $M -n 3 -w 1 $Q --csv pp-mpidev-2.csv)
+
+# What users run: the all-pairs matrix on NCCL (a lazy connection to every peer), and run_all itself
+if [ "$NP" -ge 2 ]; then
+  step p2p-matrix-nccl-$NP "$NP" "$TO" h_matrix -- $(launch "$NP" p2p_sweep --backend nccl --matrix --sizes 8,64M -n 20 -w 5 --window 16 $Q --matrix-csv p2p-matrix-nccl-$NP --csv p2p-matrix-nccl-$NP.csv)
+else
+  skip_gpu p2p-matrix-nccl 1 "one GPU: the matrix needs two ranks and NCCL refuses two ranks on one GPU"
+fi
+run_all_step
+}
+}
+
+# build_in_root: the build folder as run_all.sh takes it (BUILD=, relative to the checkout it works in)
+build_in_root() {
+  local b; case "$BUILD" in /*) b=$BUILD ;; *) b=$ROOT/$BUILD ;; esac
+  b=$(realpath -m "$b"); case "$b" in "$ROOT"/*) echo "${b#"$ROOT"/}" ;; *) echo "$b" ;; esac
+}
+# run_all.sh --backend nccl --quick as a user runs it: one rank per GPU (its default), each bound
+# near its GPU by scripts/bind-near-gpu.sh (its default with GPUs), judged by its own record. From
+# a bundle, its installed copy (libexec/parabench: builds and installs nothing, runs the bundle's
+# binaries); in a checkout, the checkout's, on the build made above (--no-install).
+run_all_step() {
+  local cmd
+  if [ "$LAUNCHER" = bundle ]; then
+    if [ "$DRY" = 0 ] && [ "$NO_GPU" = 0 ] && [ ! -f "$BUNDLE/libexec/parabench/run_all.sh" ]; then
+      skip_gpu run-all-nccl-$NP "$NP" "this bundle has no installed parabench (libexec/parabench/run_all.sh): make it again with scripts/gpu-bundle.sh"
+      return
+    fi
+    cmd=("$BUNDLE/libexec/parabench/run_all.sh")
+  else
+    cmd=(env "BUILD=$(build_in_root)" "$ROOT/run_all.sh" --no-install)
+  fi
+  JUDGE_ALWAYS=1 step run-all-nccl-$NP "$NP" "$RUNALL_TO" h_runall -- "${cmd[@]}" --backend nccl --quick --np "$NP" --out "$OUTDIR/run-all-nccl-$NP"
+}
+
+# --node: nccl-tests' all_reduce_perf and sendrecv_perf beside coll_sweep's allreduce and sendrecv
+# (nccl-tests' definitions) at the same sizes, iterations and ranks; the table per size.
+NT_ARGS="-b 8 -e 512M -f 4 -n 20 -w 5"
+nt_mpi() {   # nt_mpi BINARY: built with MPI=1 (it links libmpi); the bundle's, still packed, is (gpu-bundle.sh)
+  if [ -f "$1" ]; then grep -qa 'libmpi\.so' "$1"; else [ -f "$1.xz" ]; fi
+}
+nt_launch() {   # nt_launch BINARY NP ARGS...: MPI=1, a process per GPU under the launcher; MPI=0, one process drives NP GPUs
+  local bin=$1 np=$2; shift 2
+  if nt_mpi "$bin"; then launch "$np" "$bin" -g 1 "$@"; else run1 "$bin" -g "$np" "$@"; fi
+}
+node_steps() {
+# shellcheck disable=SC2046  # launch prints a command line to split
+{
+local nt_dir="" why="" t coll d have=()
+if [ -n "${NCCL_TESTS_DIR:-}" ]; then
+  for d in "$NCCL_TESTS_DIR/build" "$NCCL_TESTS_DIR"; do [ -e "$d/all_reduce_perf" ] && { nt_dir=$d; break; }; done
+  why="NCCL_TESTS_DIR=$NCCL_TESTS_DIR holds no all_reduce_perf (in it or in its build/)"
+elif [ -n "$BUNDLE" ] && { [ -e "$BUNDLE/nccl-tests/all_reduce_perf" ] || [ -e "$BUNDLE/nccl-tests/all_reduce_perf.xz" ]; }; then
+  nt_dir=$BUNDLE/nccl-tests
+else
+  why="no nccl-tests: set NCCL_TESTS_DIR to a built nccl-tests tree, or make the bundle with NCCL_TESTS_SRC=nccl-tests.tar.gz scripts/gpu-bundle.sh"
+fi
+step pb-nccltests-$NP "$NP" "$TO" h_coll -- $(launch "$NP" coll_sweep --backend nccl --coll allreduce,sendrecv $NT_ARGS $Q --csv pb-nccltests-$NP.csv)
+for t in all_reduce:allreduce sendrecv:sendrecv; do
+  coll=${t#*:}
+  if [ "$REHEARSE" = 1 ]; then
+    skip_gpu nccltests-$coll-$NP "$NP" "rehearsal: nccl-tests needs a GPU and NCCL, not run here (its output and the table are tested on recorded outputs: test_nccl_tests_table.sh)"
+  elif [ -z "$nt_dir" ]; then
+    skip_gpu nccltests-$coll-$NP "$NP" "$why"
+  else
+    step nccltests-$coll-$NP "$NP" "$TO" h_nccltests -- $(nt_launch "$nt_dir/${t%%:*}_perf" "$NP" $NT_ARGS -c 1)
+  fi
+  [ -f "$OUTDIR/nccltests-$coll-$NP.txt" ] && have+=("$coll=nccltests-$coll-$NP.txt")
+done
+if [ "$DRY" = 1 ] || [ "$NO_GPU" = 1 ]; then
+  py_step vs-nccl-tests-$NP "$NP" vs-nccl-tests pb-nccltests-$NP.csv vs-nccl-tests-$NP.txt allreduce=nccltests-allreduce-$NP.txt sendrecv=nccltests-sendrecv-$NP.txt
+elif [ ${#have[@]} = 0 ]; then
+  skip_gpu vs-nccl-tests-$NP "$NP" "no nccl-tests output to compare with: its steps did not run (above)"
+else
+  py_step vs-nccl-tests-$NP "$NP" vs-nccl-tests pb-nccltests-$NP.csv vs-nccl-tests-$NP.txt "${have[@]}"
+  [ -f "$OUTDIR/vs-nccl-tests-$NP.txt" ] && cat "$OUTDIR/vs-nccl-tests-$NP.txt"
+fi
 }
 }
 
@@ -673,6 +809,7 @@ gpu_lines() {
     else sum "# rehearsal sizes: the real ones (PB_REHEARSE_CAP=0)"; fi
   fi
   if [ "$SANITIZE" = 1 ]; then sum "# phase: compute-sanitizer (--sanitize)"
+  elif [ "$NODE" = 1 ]; then sum "# phase: main steps, then nccl-tests beside parabench per size (--node; compute-sanitizer is a call of its own: --sanitize)"
   else sum "# phase: main steps (compute-sanitizer is a call of its own: --sanitize)"; fi
   sum "# GPUs: $NGPU visible (${GPU_NAME:-name unknown}); multi-rank steps: $NP ranks ($NP_WHY); budget $BUDGET s"
   [ -n "$PY" ] && [ "$NGPU" -gt 0 ] && sum "# expected: $("$PY" "$GC_PY" expected "${GPU_NAME:-unknown}")"
@@ -703,7 +840,8 @@ case "$LAUNCHER" in
       finish 3
     fi
     chmod -R u+rwX "$BUNDLE" 2>/dev/null
-    chmod +x "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/ompi/bin/* 2>/dev/null
+    chmod +x "$BUNDLE"/bin/* "$BUNDLE"/tests/* "$BUNDLE"/ompi/bin/* "$BUNDLE"/nccl-tests/* \
+             "$BUNDLE"/libexec/parabench/run_all.sh "$BUNDLE"/libexec/parabench/scripts/*.sh 2>/dev/null
     BIN=$BUNDLE/bin TESTS=$BUNDLE/tests
     log "bundle: $BUNDLE; $(sed -n '2,4p' "$BUNDLE/MANIFEST" 2>/dev/null | tr -s ' \n' ' ')" ;;
   *)

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -107,14 +108,25 @@ def num(r, key, default=float("nan")):
         return default
 
 
+NO_GNUPLOT = "gnuplot is not installed (not on PATH)"
+
+
 def draw(out, quiet):
     """Run every plots/*.gp; return {figure: note} for the ones skipped or failed."""
     notes = {}
     figure_data.write(out)
     log = open(os.path.join(out, "plots", "gnuplot.log"), "w")
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:   # one reason for every figure (a GPU node or container often has no gnuplot)
+        log.write(NO_GNUPLOT + "\n")
+        if not quiet:
+            print(f"report: {NO_GNUPLOT}: no figure drawn; the tables are in report.md", file=sys.stderr)
     for script in sorted(glob.glob(os.path.join(ROOT, "plots", "*.gp"))):
         name = os.path.basename(script)[:-3]
         if name == "common":
+            continue
+        if not gnuplot:
+            notes[name] = NO_GNUPLOT
             continue
         try:
             p = subprocess.run(["gnuplot", "-c", script, out], capture_output=True, text=True, timeout=60)

@@ -271,6 +271,8 @@ class Driver:
             lines += text if name == "summary.txt" else text[-1:]
         lines += [f"{s['name']}: {s['status']} ({s['note']})" for s in meta.read_steps(self.out)
                   if s["status"] in ("failed", "not built", "interrupted")]
+        if not shutil.which("gnuplot"):  # the report ran without it (an installed run checks no dependency)
+            lines.append("figures: not drawn: gnuplot is not installed (not on PATH); report.md has the tables")
         for line in lines:
             print(f"  {line}")
         print(f"  report: {self.out}/report.md")

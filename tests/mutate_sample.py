@@ -59,7 +59,7 @@ COV_BUILD = "build-cov"
 CODE_LINES = "(lines with code)"  # the map's entry listing every line gcov has code for
 EQUIV = os.path.join(ROOT, "tests", "mutants-equivalent.txt")
 # GPU-only sources: not compiled without CUDA, so no test here can run them.
-GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl|cublas|gpu-check-judge\.py$")
+GPU_FILE = re.compile(r"_cuda\.[ch]$|\.cu$|nccl(?!_tests_table\.py$)|cublas|gpu-check-judge\.py$")  # nccl-tests' reader runs anywhere
 # Python code mutants are drawn from (each folder's own *.py, not below it).
 PY_DIRS = ("scripts", "suite")
 # Tests that judge this tool, not the code.

@@ -7,8 +7,11 @@
 # building, GPU counting, the expected busbw of the model); the judging and
 # summary helpers (scripts/gpu-check-judge.py) run on fabricated step results. On a
 # fake node (nvidia-smi, mpirun and the sweeps faked) the key figures it writes
-# match what the test recomputes from the sweeps' CSVs. The GPU path itself
-# needs a GPU node (docs/gpu/README.md).
+# match what the test recomputes from the sweeps' CSVs. --rehearse runs every
+# step here with CPU stand-ins, --node and run_all.sh --backend nccl --quick
+# included (from the checkout, and from a bundle's installed parabench with no
+# gnuplot on PATH); the judge of run_all's folder fails what it should. The
+# GPU path itself needs a GPU node (docs/gpu/README.md).
 source "$(dirname "$0")/lib.sh"
 CHECK=$TESTS_DIR/../../scripts/gpu-check.sh
 start=$SECONDS
@@ -26,7 +29,7 @@ expect_in "$TMP/out" "77  skipped: no GPU" "--help documents exit 77"
 # ---- without a GPU every GPU step is listed as needing one; one page written
 n=$(grep -c '^SKIP .*needs a GPU' "$TMP/out77/summary.txt")
 [ "$n" -ge 25 ] && pass "$n steps listed as needing a GPU" || fail "only $n steps say they need a GPU"
-for s in unit-gpu devtime-batch-1 nccl-bfloat16-inplace-1 nccl-2g-elements-1 tp-vs-gemm-rate; do
+for s in unit-gpu devtime-batch-1 nccl-bfloat16-inplace-1 nccl-2g-elements-1 tp-vs-gemm-rate p2p-matrix-nccl run-all-nccl-1; do
   grep -q "^SKIP  $s .*needs a GPU" "$TMP/out77/summary.txt" && pass "no GPU: $s listed" || fail "no GPU: $s not listed"
 done
 expect_in "$TMP/out77/gpu-check.md" "SKIPPED (no GPU)" "gpu-check.md: verdict without a GPU"
@@ -77,6 +80,39 @@ for b in coll dp tp pp hybrid; do
 done
 ! plan "$TMP/d8s" unit-gpu >/dev/null && pass "the sanitizer phase runs only the sanitizer" || fail "main steps in the sanitizer phase"
 [ ! -e "$TMP/d8/check.log" ] || ! grep -q '^=== ' "$TMP/d8/check.log" && pass "dry run ran nothing" || fail "dry run ran steps"
+# what users run: the all-pairs matrix on NCCL, and run_all itself, one rank per GPU
+plan "$TMP/d8" p2p-matrix-nccl-8 | grep -q -- "-np 8 .*p2p_sweep --backend nccl --matrix --sizes 8,64M .*--matrix-csv p2p-matrix-nccl-8 " \
+    && pass "p2p-matrix-nccl-8: the matrix on NCCL" || fail "p2p-matrix-nccl-8: $(plan "$TMP/d8" p2p-matrix-nccl-8)"
+plan "$TMP/d8" run-all-nccl-8 | grep -q -- "run_all.sh --no-install --backend nccl --quick --np 8 --out $TMP/d8/run-all-nccl-8$" \
+    && pass "run-all-nccl-8: run_all --backend nccl --quick, 8 ranks" || fail "run-all-nccl-8: $(plan "$TMP/d8" run-all-nccl-8)"
+! plan "$TMP/d8" nccltests-allreduce-8 >/dev/null && pass "nccl-tests only with --node" || fail "nccl-tests steps without --node"
+# --node: nccl-tests beside parabench at the same sizes; an MPI=1 build (it links libmpi) runs a
+# process per GPU, an MPI=0 build one process driving every GPU
+NT=$TMP/nccl-tests/build
+mkdir -p "$NT"
+printf '#!/bin/sh
+# a stand-in linked with libmpi.so.40
+' > "$NT/all_reduce_perf"
+printf '#!/bin/sh
+# a stand-in built with MPI=0
+' > "$NT/sendrecv_perf"
+chmod +x "$NT"/*
+export NCCL_TESTS_DIR=$TMP/nccl-tests
+expect_rc 0 "dry run --node, 8 fake H100" -- dry "$TMP/dn" 8 "NVIDIA H100 80GB HBM3" 81000 --node
+unset NCCL_TESTS_DIR
+plan "$TMP/dn" nccltests-allreduce-8 | grep -q -- "-np 8 .*$NT/all_reduce_perf -g 1 -b 8 -e 512M -f 4 -n 20 -w 5 -c 1$" \
+    && pass "--node: all_reduce_perf (MPI=1), a process per GPU" || fail "--node: $(plan "$TMP/dn" nccltests-allreduce-8)"
+plan "$TMP/dn" nccltests-sendrecv-8 | grep -q -- " $NT/sendrecv_perf -g 8 -b 8 -e 512M -f 4 -n 20 -w 5 -c 1$" \
+    && ! plan "$TMP/dn" nccltests-sendrecv-8 | grep -q -- "-np " && pass "--node: sendrecv_perf (MPI=0), one process, -g 8" || fail "--node: $(plan "$TMP/dn" nccltests-sendrecv-8)"
+plan "$TMP/dn" pb-nccltests-8 | grep -q -- "-np 8 .*coll_sweep --backend nccl --coll allreduce,sendrecv -b 8 -e 512M -f 4 -n 20 -w 5 " \
+    && pass "--node: parabench at nccl-tests' sizes and iterations" || fail "--node: $(plan "$TMP/dn" pb-nccltests-8)"
+plan "$TMP/dn" vs-nccl-tests-8 | grep -q "vs-nccl-tests pb-nccltests-8.csv vs-nccl-tests-8.txt allreduce=nccltests-allreduce-8.txt sendrecv=nccltests-sendrecv-8.txt" \
+    && pass "--node: the table per size" || fail "--node: $(plan "$TMP/dn" vs-nccl-tests-8)"
+expect_in "$TMP/dn/summary.txt" "# phase: main steps, then nccl-tests beside parabench" "--node: the summary names the phase"
+expect_rc 0 "dry run --node without nccl-tests" -- dry "$TMP/dn0" 2 "NVIDIA H100 80GB HBM3" 81000 --node
+grep -q "^PLAN  nccltests-allreduce-2 .*not run here: no nccl-tests: set NCCL_TESTS_DIR" "$TMP/dn0/summary.txt" \
+    && pass "--node without nccl-tests: skipped, with what to do" || fail "--node without nccl-tests: $(grep nccltests-allreduce "$TMP/dn0/summary.txt")"
+expect_rc 2 "--node and --sanitize together" -- bash "$CHECK" --node --sanitize --dry-run
 
 expect_rc 0 "dry run, 8 fake GPUs, 2 visible, little memory" -- env CUDA_VISIBLE_DEVICES=0,1 PATH="$FAKE:$PATH" FAKE_GPUS=8 \
     FAKE_GPU_NAME="NVIDIA A100-SXM4-80GB" FAKE_FREE_MIB=4000 timeout 60 bash "$CHECK" --dry-run --out "$TMP/d2"
@@ -88,6 +124,8 @@ grep -q "^PLAN  nccl-2g-elements-1 .*not run here: .*needs 12292 MiB free on GPU
     && pass ">2^31 step skipped for lack of memory" || fail ">2^31 step with 4000 MiB: $(grep nccl-2g "$S2")"
 expect_rc 0 "dry run, 1 fake L40S" -- dry "$TMP/d1" 1 "NVIDIA L40S" 40000
 grep -q "^PLAN  coll-nccl-N .*not run here: one GPU" "$TMP/d1/summary.txt" && pass "one GPU: no multi-rank NCCL" || fail "one GPU plan"
+grep -q "^PLAN  p2p-matrix-nccl .*not run here: one GPU" "$TMP/d1/summary.txt" && pass "one GPU: no NCCL matrix" || fail "one GPU: $(grep p2p-matrix "$TMP/d1/summary.txt")"
+grep -q "^PLAN  run-all-nccl-1 .* --np 1 " "$TMP/d1/summary.txt" && pass "one GPU: run_all on its one rank" || fail "one GPU: $(grep run-all "$TMP/d1/summary.txt")"
 [ "$(grep -c '^PLAN  tp-nccl-1 ' "$TMP/d1/summary.txt")" = 1 ] && pass "one GPU: each 1-rank workload once" || fail "1-rank workloads listed twice"
 expect_in "$TMP/d1/summary.txt" "PCIe 4: expected busbw ceiling 32 GB/s" "L40S: PCIe 4"
 expect_rc 0 "dry run, unknown GPU" -- dry "$TMP/dx" 2 "Fancy GPU 9000" 40000
@@ -174,6 +212,28 @@ expect_in "$MD" "# parabench GPU check: INCOMPLETE" "one page: a check that did 
 expect_rc 2 "gpu-check-judge.py: unknown command" -- python3 "$PYC" frobnicate
 expect_rc 3 "gpu-check-judge.py: missing file" -- python3 "$PYC" devtime "$F/nope.csv" "$F/pair.csv"
 
+# the judge of run_all's folder on what a GPU run may leave
+RJ=$TMP/ra-judge
+mkdir -p "$RJ"
+printf 'coll_sweep\tok\t0\t3\t\np2p_sweep\tfailed\t3\t2\tsee logs/p2p_sweep.err\nreport\tok\t0\t1\t\n' > "$RJ/steps.tsv"
+echo 'allreduce busbw, intra-node: 301.7 GB/s peak at 128 MiB (4 ranks); 20.5 us at 8 B' > "$RJ/summary.txt"
+echo '{"backend": "nccl", "nranks": 4, "devices": "4 GPUs", "nccl_nvls_enable": "0", "binding": {"applied": "gpu", "fallback": ["bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2"]}}' > "$RJ/meta.json"
+expect_judge FAIL "run-all: a failed step fails" -- run-all "$RJ" nccl
+judge run-all "$RJ" nccl | grep -q "failed: p2p_sweep (failed, exit 3: see logs/p2p_sweep.err)" && pass "run-all: the failed step named" || fail "run-all: $(judge run-all "$RJ" nccl)"
+sed -i '2d' "$RJ/steps.tsv"
+expect_judge ok "run-all: every step ok" -- run-all "$RJ" nccl
+judge run-all "$RJ" nccl | grep -q "bound: gpu (1 ranks unbound: bind-near-gpu.sh: unbound: n1 local rank 2: hwloc cannot place GPU 2)" \
+    && pass "run-all: a rank hwloc could not place is said" || fail "run-all binding: $(judge run-all "$RJ" nccl)"
+judge run-all "$RJ" nccl | grep -q ", NCCL_NVLS_ENABLE 0; " && pass "run-all: NCCL_NVLS_ENABLE as run_all recorded it" || fail "run-all NVLS: $(judge run-all "$RJ" nccl)"
+expect_judge FAIL "run-all: the wrong backend" -- run-all "$RJ" mpi
+PB_REHEARSE=1 expect_judge REHEARSED "run-all: the wrong backend, rehearsed" -- run-all "$RJ" mpi
+sed -i 's/"gpu"/"core"/' "$RJ/meta.json"
+expect_judge FAIL "run-all: ranks not bound near their GPU" -- run-all "$RJ" nccl
+rm "$RJ/summary.txt"
+expect_judge FAIL "run-all: no summary.txt" -- run-all "$RJ" nccl
+rm "$RJ/steps.tsv"
+expect_judge FAIL "run-all: no steps.tsv" -- run-all "$RJ" nccl
+
 # ---- a fake node (nvidia-smi, mpirun, ompi_info and the sweeps faked; the sweeps copy fabricated
 # CSVs): the key figures gpu-check.sh extracts into summary.txt and gpu-check.md, against what this
 # test recomputes from those CSVs. 4 ranks, so algbw != busbw; the largest size (128 MiB) must reach
@@ -211,7 +271,8 @@ bw,67108864,371.8,180.5,0
 bibw,67108864,383.2,350.2,0
 CSV
 env -u CUDA_VISIBLE_DEVICES PATH="$FAKE:$PATH" FAKE_GPUS=4 FAKE_GPU_NAME="NVIDIA H100 80GB HBM3" FAKE_FREE_MIB=81000 \
-    timeout 120 bash "$CHECK" --launcher mpirun --no-build --build "$NODE" --out "$TMP/fake" >"$TMP/fake.out" 2>&1
+    timeout 120 bash "$CHECK" --launcher mpirun --no-build --build "$NODE" --out "$TMP/fake" \
+    --only coll-nccl-4,busbw-vs-expected,p2p-nccl-4 >"$TMP/fake.out" 2>&1
 if python3 - "$NODE/data" "$TMP/fake" >"$TMP/keys" 2>&1 <<'PY'
 import csv, os, re, sys
 data, out = sys.argv[1:]
@@ -282,31 +343,49 @@ fi
 
 # ---- --rehearse: every step's own command line on CPU stand-ins, every judge on their files, the
 # summary, gpu-check.md and --pack. 2 GPUs played, so that the multi-rank steps run too.
-[ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
 # The rehearsal plays the CUDA build's steps, its GPU unit cases included: a CPU-only build
-# (CUDA=0, as `make sanitize` makes) has none to play. Everything above has run and must hold.
+# (CUDA=0, as `make sanitize` and tests/mutate.py make) has none to play. Everything above has
+# run and must hold.
 if ! grep -q -- '-DPB_HAVE_CUDA=1' "$BIN/../.flags" 2>/dev/null; then
   [ "$FAILS" -eq 0 ] || finish
   skip_test "$BIN is a CPU-only build (CUDA=0): the rehearsal needs the CUDA build's binaries (make CUDA=1)"
 fi
+[ -x "$BIN/coll_sweep" ] && [ -x "$BIN/../tests/test_gpu_nogpu" ] || { fail "no $BIN/coll_sweep or test_gpu_nogpu: build first"; finish; }
 rehearse() {   # rehearse OUT [options]
   local out=$1; shift
   PB_REHEARSE_GPUS=2 PB_MPIRUN_ARGS=--oversubscribe timeout 600 bash "$CHECK" --rehearse --launcher mpirun --no-build \
       --build "$BIN/.." --out "$out" "$@" > "$out.stdout" 2>&1
 }
-LD_LIBRARY_PATH=/before/the/bundle rehearse "$TMP/reh" --pack "$TMP/pack"; rc=$?
+LD_LIBRARY_PATH=/before/the/bundle rehearse "$TMP/reh" --node --pack "$TMP/pack"; rc=$?
 R=$TMP/reh/summary.txt
 [ "$rc" = 0 ] && pass "rehearsal: exit 0" || { fail "rehearsal: exit $rc"; grep '^FAIL' "$R" | sed 's/^/  | /' >&2; }
 ! grep -q '^FAIL' "$R" && pass "rehearsal: no step failed" || fail "rehearsal: $(grep -c '^FAIL' "$R") steps failed"
 for s in mpi-host probe-bf16 probe-fp32 torch-ref probe-vs-torch coll-nccl-1 coll-nccl-graph-1 devtime-pair-1 devtime-batch-1 \
          devtime-vs-pair nccl-bfloat16-inplace-2 nccl-2g-elements-1 coll-nccl-2 busbw-vs-expected p2p-nccl-2 coll-mpidev-2 \
-         p2p-mpidev-2 dp-nccl-1 tp-nccl-1 tp-vs-gemm-rate pp-nccl-2 hybrid-nccl-2 dp-mpidev-2 tp-mpidev-2 pp-mpidev-2; do
+         p2p-mpidev-2 dp-nccl-1 tp-nccl-1 tp-vs-gemm-rate pp-nccl-2 hybrid-nccl-2 dp-mpidev-2 tp-mpidev-2 pp-mpidev-2 \
+         p2p-matrix-nccl-2 run-all-nccl-2 pb-nccltests-2; do
   grep -qE "^(PASS|REH) +$s " "$R" && pass "rehearsed: $s" || fail "rehearsal: $s: $(grep -E "^[A-Z]+ +$s " "$R" || echo 'not run')"
 done
 grep -q '^REH   busbw-vs-expected .*rehearsed, not judged: .* of the expected 450 GB/s' "$R" && pass "rehearsal: busbw against the H200 not judged" || fail "busbw-vs-expected: $(grep busbw-vs-expected "$R")"
 grep -q '^REH   devtime-vs-pair .*rehearsed, not judged' "$R" || grep -q '^PASS  devtime-vs-pair ' "$R" && pass "rehearsal: devtime judged on the stand-in's host times" || fail "devtime-vs-pair"
 grep -q '^REH   unit-gpu .*GPU cases did not run' "$R" && pass "rehearsal: the GPU unit cases not judged" || fail "unit-gpu: $(grep unit-gpu "$R")"
 expect_in "$R" "# rehearsal sizes: capped at PB_REHEARSE_CAP=1M" "rehearsal: the summary names the size cap"
+# run_all as users run it, rehearsed on MPI (capped to two of its steps), judged from its own record
+RA=$TMP/reh/run-all-nccl-2
+grep -q "^rehearsed as: \$ env BUILD=[^ ]* [^ ]*/run_all.sh --no-install --backend mpi --quick --np 2 --out $RA --steps coll_sweep,p2p_matrix$" "$TMP/reh/check.log" \
+    && pass "run-all: the checkout's run_all, --backend mpi for nccl" || fail "run-all command: $(grep -m1 'run_all.sh' "$TMP/reh/check.log")"
+[ "$(cut -f1,2 "$RA/steps.tsv" | tr '\t\n' ': ')" = "coll_sweep:ok p2p_matrix:ok report:ok " ] \
+    && pass "run-all: its steps ran" || fail "run-all steps: $(cat "$RA/steps.tsv" 2>/dev/null)"
+grep -q "^REH   run-all-nccl-2 .*rehearsed, not judged: ran on backend mpi, not nccl; ranks bound 'core', not near their GPU .*; 3 steps ok, 0 failed, 0 skipped; backend mpi, 2 ranks " "$R" \
+    && pass "run-all: judged, the GPU figures rehearsed" || fail "run-all verdict: $(grep run-all-nccl-2 "$R")"
+grep -qF "#   run-all-nccl-2: $(head -1 "$RA/summary.txt")" "$R" && grep -qF "headline: $(head -1 "$RA/summary.txt")" "$R" \
+    && pass "run-all: its summary.txt headline in the key figures" || fail "run-all key figure: $(grep 'run-all-nccl-2:' "$R")"
+grep -q "^PASS  p2p-matrix-nccl-2 .*1 pairs: latency .*; 0 wrong" "$R" && grep -q "^#   p2p-matrix-nccl-2: 1 pairs" "$R" \
+    && pass "p2p-matrix: every pair of 2 ranks" || fail "p2p-matrix: $(grep p2p-matrix-nccl-2 "$R")"
+for s in nccltests-allreduce-2 nccltests-sendrecv-2; do
+  grep -q "^SKIP  $s .*rehearsal: nccl-tests needs a GPU and NCCL, not run here" "$R" && pass "--node: $s not run, said why" || fail "--node: $(grep "$s" "$R")"
+done
+grep -q "^SKIP  vs-nccl-tests-2 .*no nccl-tests output" "$R" && pass "--node: no table without nccl-tests" || fail "vs-nccl-tests-2: $(grep vs-nccl "$R")"
 grep -qE '^# launches: [0-9]+ through mpirun/srun, [0-9]+ single processes; [0-9]+ s in steps' "$R" && pass "rehearsal: $(grep '^# launches' "$R" | cut -c3-)" || fail "rehearsal: no launch count"
 grep -qE '^# total: .* [0-9]+ rehearsed in ' "$R" && pass "rehearsal: rehearsed steps counted" || fail "no rehearsed count"
 expect_in "$TMP/reh/gpu-check.md" "# parabench GPU check: REHEARSAL PASS" "rehearsal: one page says rehearsal"
@@ -336,25 +415,47 @@ grep -q '^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torc
 [ "$(grep -c '^# warm-up [0-9]* GEMMs of 256 in [0-9]* ms (at least 500 ms)' "$TMP/reh/check.log")" = 2 ] && pass "probes: half a second of GEMMs before timing" || fail "probes: no warm-up line"
 # the same in a bundle (case a), whose env.sh puts the bundle's libraries first: PyTorch still gets
 # the LD_LIBRARY_PATH from before it (a fake bundle: the build's binaries and such an env.sh)
+# (a fake bundle: parabench installed into it as scripts/gpu-bundle.sh does, its tests, such an env.sh).
+# Its run_all is the installed one, which builds nothing: run here with no gnuplot on PATH, as on a
+# GPU node, it still finishes and says the figures were not drawn.
 FB=$TMP/fake-bundle
 mkdir -p "$FB/lib"
-ln -s "$BIN" "$FB/bin"; ln -s "$BIN/../tests" "$FB/tests"
+"$TESTS_DIR/../../scripts/install.sh" install "$BIN/.." "$FB" > "$TMP/fb-install.out" 2>&1 || fail "install into the fake bundle: $(tail -2 "$TMP/fb-install.out")"
+ln -s "$BIN/../tests" "$FB/tests"
 printf '# a bundle env.sh in brief\nexport LD_LIBRARY_PATH=%s/lib${PB_EXTRA_LD_LIBRARY_PATH:+:$PB_EXTRA_LD_LIBRARY_PATH}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$FB" > "$FB/env.sh"
-LD_LIBRARY_PATH=/before/the/bundle PB_REHEARSE_GPUS=2 timeout 300 bash "$CHECK" --rehearse --bundle "$FB" --out "$TMP/rehb" \
-    --only probe-bf16,probe-fp32,torch-ref,probe-vs-torch > "$TMP/rehb.stdout" 2>&1
+NOGNU=$TMP/no-gnuplot; mkdir -p "$NOGNU"   # every command of PATH but gnuplot
+IFS=: read -r -a dirs <<< "$PATH"
+for d in "${dirs[@]}"; do for f in "$d"/*; do n=${f##*/}; [ "$n" = gnuplot ] || [ -e "$NOGNU/$n" ] || ln -s "$f" "$NOGNU/$n" 2>/dev/null; done; done
+PATH=$NOGNU LD_LIBRARY_PATH=/before/the/bundle PB_REHEARSE_GPUS=2 timeout 300 bash "$CHECK" --rehearse --bundle "$FB" --out "$TMP/rehb" \
+    --only probe-bf16,probe-fp32,torch-ref,probe-vs-torch,run-all-nccl-2 > "$TMP/rehb.stdout" 2>&1
 grep -q "^rehearsed as: \$ env LD_LIBRARY_PATH=/before/the/bundle python3 .*torch-ref torch-ref.csv 256$" "$TMP/rehb/check.log" \
     && grep -q "^LD_LIBRARY_PATH=$FB/lib" "$TMP/rehb/check.log" && grep -q '^PASS  probe-vs-torch ' "$TMP/rehb/summary.txt" \
     && pass "bundle: torch-ref without the bundle's LD_LIBRARY_PATH" || fail "bundle: torch-ref: $(grep -m1 'torch-ref torch-ref' "$TMP/rehb/check.log"; grep -m1 '^LD_LIBRARY_PATH' "$TMP/rehb/check.log")"
+grep -q "^rehearsed as: \$ $FB/libexec/parabench/run_all.sh --backend mpi --quick --np 2 --out $TMP/rehb/run-all-nccl-2 " "$TMP/rehb/check.log" \
+    && pass "bundle: the installed run_all" || fail "bundle: run_all command: $(grep -m1 'run_all.sh' "$TMP/rehb/check.log")"
+grep -q "^REH   run-all-nccl-2 .* 3 steps ok, 0 failed, 0 skipped; backend mpi, 2 ranks .*; 0 figures drawn, [0-9]* not (gnuplot is not installed (not on PATH)); headline: allreduce busbw" "$TMP/rehb/summary.txt" \
+    && pass "bundle: run_all without gnuplot finishes, its figures said not drawn" || fail "bundle: run-all: $(grep run-all "$TMP/rehb/summary.txt")"
+expect_in "$TMP/rehb/check.log" "figures: not drawn: gnuplot is not installed (not on PATH); report.md has the tables" "bundle: run_all's own summary says the figures were not drawn"
+grep -q '"bin": "../../bin"' "$FB/libexec/parabench/install.json" && [ ! -e "$TMP/rehb/run-all-nccl-2/logs/build.log" ] \
+    && pass "bundle: run_all ran the bundle's binaries and built nothing" || fail "bundle: run_all built or looked elsewhere"
+
 # --pack: at most 8 files, the three pages and a tarball of every other file
 P=$TMP/pack
 np=$(find "$P" -type f | wc -l)
 [ "$np" -le 8 ] && pass "pack: $np files" || fail "pack: $np files (at most 8 come back)"
 for f in gpu-check.md summary.txt check.log rest.tar.gz; do [ -s "$P/$f" ] && pass "pack: $f" || fail "pack: no $f"; done
-(cd "$TMP/reh" && find . -type f ! -name gpu-check.md ! -name summary.txt ! -name check.log | sed 's|^\./||' | sort) > "$TMP/want"
+(cd "$TMP/reh" && find . -type f ! -path ./gpu-check.md ! -path ./summary.txt ! -path ./check.log | sed 's|^\./||' | sort) > "$TMP/want"
 tar -tzf "$P/rest.tar.gz" | sed 's|^\./||' | grep -v -e '/$' -e '^$' | sort > "$TMP/got"
 [ "$(wc -l < "$TMP/want")" -ge 30 ] && cmp -s "$TMP/want" "$TMP/got" && pass "pack: rest.tar.gz holds the other $(wc -l < "$TMP/got") files" || fail "pack: rest.tar.gz: $(diff "$TMP/want" "$TMP/got" | head -5 | tr '\n' ' ')"
 cmp -s "$P/summary.txt" "$R" && pass "pack: summary.txt as written" || fail "pack: summary.txt differs"
 expect_rc 2 "--pack inside the output folder" -- bash "$CHECK" --rehearse --out "$TMP/reh2" --pack "$TMP/reh2/p"
+# --node's table comes back as a file of its own and on gpu-check.md's page (a table left in the folder)
+mkdir -p "$TMP/pk"; printf '## allreduce: fabricated\n    8M  86.40  90.00  169.91  163.11  0.960\n' > "$TMP/pk/vs-nccl-tests-2.txt"
+PB_REHEARSE_GPUS=2 timeout 120 bash "$CHECK" --rehearse --launcher mpirun --no-build --build "$BIN/.." --only mpi-host \
+    --out "$TMP/pk" --pack "$TMP/pk-pack" > /dev/null 2>&1
+cmp -s "$TMP/pk/vs-nccl-tests-2.txt" "$TMP/pk-pack/vs-nccl-tests-2.txt" && pass "pack: the nccl-tests table as a file" || fail "pack: no vs-nccl-tests-2.txt: $(ls "$TMP/pk-pack")"
+grep -q '^## parabench against nccl-tests (vs-nccl-tests-2.txt)' "$TMP/pk/gpu-check.md" && grep -qF '    8M  86.40  90.00  169.91  163.11  0.960' "$TMP/pk/gpu-check.md" \
+    && pass "gpu-check.md: the nccl-tests table" || fail "gpu-check.md lacks the table"
 
 # the sanitizer phase rehearsed: every program's command line without the sanitizer in front
 rehearse "$TMP/rehs" --sanitize; rc=$?
@@ -363,7 +464,7 @@ rehearse "$TMP/rehs" --sanitize; rc=$?
 
 # what the rehearsal is for: a judge called wrongly, a filter matching nothing, a missing file fail
 mkdir -p "$TMP/bad"
-cp "$CHECK" "$TESTS_DIR/../../scripts/gpu-check-judge.py" "$TMP/bad/"
+cp "$CHECK" "$TESTS_DIR/../../scripts/gpu-check-judge.py" "$TESTS_DIR/../../scripts/nccl_tests_table.py" "$TMP/bad/"
 bad() {   # bad NAME STEPS FIND REPLACE: the rehearsal of STEPS fails once FIND becomes REPLACE
   local name=$1 steps=$2
   python3 - "$CHECK" "$TMP/bad/gpu-check.sh" "$3" "$4" <<'PY'

@@ -278,6 +278,17 @@ expect_in "$TMP/drawn/report.md" "not drawn: gnuplot failed (exit 0); see plots/
 expect_in "$TMP/drawn/report.md" "/busbw.png" "a drawn figure is shown"
 expect_in "$TMP/drawn/plots/gnuplot.log" "stand-in: dp_overhead fails" "gnuplot.log keeps the failing script's output"
 expect_in "$TMP/drawn/plots/gnuplot.log" "== dp_overhead (exit 3)" "gnuplot.log names the script and its exit"
+# No gnuplot at all (a GPU node, a container): every figure says so in one sentence, and the report
+# is written all the same. A PATH of links to every command but gnuplot.
+NG=$TMP/no-gnuplot; mkdir -p "$NG"; cp -r "$R" "$TMP/nognu"; rm -rf "$TMP/nognu/plots"
+IFS=: read -r -a dirs <<<"$PATH"
+for d in "${dirs[@]}"; do for f in "$d"/*; do
+    n=${f##*/}; [ -e "$f" ] && [ "$n" != gnuplot ] && [ ! -e "$NG/$n" ] && ln -s "$f" "$NG/$n"; done; done
+PATH="$NG" expect_rc 0 "report.py without gnuplot" -- python3 "$ROOT/scripts/report.py" "$TMP/nognu"
+n=$(grep -c '^_not drawn: gnuplot is not installed (not on PATH)_$' "$TMP/nognu/report.md")
+[ "$n" -ge 8 ] && ! grep -q 'Errno' "$TMP/nognu/report.md" && pass "no gnuplot: $n figures say so, once each" ||
+    fail "no gnuplot: $n figures say 'gnuplot is not installed': $(grep -m2 'not drawn' "$TMP/nognu/report.md")"
+expect_in "$TMP/err" "report: gnuplot is not installed (not on PATH): no figure drawn; the tables are in report.md" "no gnuplot: said once on stderr"
 # A figure its benchmark marks untrustworthy ("# note: untrustworthy: ...") is shown as such in
 # summary.txt and the headline table, never as a finding; the trustworthy one beside it is not.
 U=$TMP/untrusted
