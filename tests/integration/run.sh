@@ -26,7 +26,7 @@ trap 'rm -rf "$LOGS"' EXIT
 # machine; a test not listed counts as short).
 weight() {
     case $1 in
-    test_failmalloc.sh) echo 140 ;; test_bad_input.sh) echo 130 ;; test_install.sh) echo 120 ;; test_slurm_nodes.sh) echo 105 ;; test_gpu_check.sh) echo 60 ;;
+    test_failmalloc.sh) echo 140 ;; test_bad_input.sh) echo 130 ;; test_install.sh) echo 120 ;; test_slurm_nodes.sh) echo 105 ;; test_gpu_check.sh) echo 100 ;;
     test_slurm.sh) echo 55 ;; test_reproduce.sh) echo 42 ;;
     test_coll_sweep.sh) echo 40 ;; test_run_all_signals.sh | test_run_all_exit.sh) echo 32 ;;
     test_bounded_workloads.sh | test_pp_pipeline.sh | test_fidelity.sh | test_dp_allreduce.sh | test_full_disk.sh) echo 30 ;;
