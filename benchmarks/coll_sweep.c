@@ -53,7 +53,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     }
     if (id == OPT_SKEW) {
         o->skew_text = arg;
-        return pb_parse_double(option, arg, 1.0, 1e9, &o->skew);
+        return pb_parse_double(option, arg, 1.0, 65536.0, &o->skew); /* the ranks of a group bound it later */
     }
     if (id == OPT_GROUPS) {
         int n = 0;
