@@ -183,6 +183,7 @@ static const char *called;
 static size_t called_count;
 static int called_peer[2];
 static size_t sent_to[4], received_from[4]; /* elements per peer, for alltoallv */
+static const char *sent_at[4], *received_at[4]; /* where each peer's block starts */
 
 static int rec(const char *what, size_t count)
 {
@@ -208,12 +209,14 @@ static int f_send(pb_comm *c, const void *b, size_t n, pb_dtype t, int peer)
 {
     called_peer[0] = peer;
     sent_to[peer] += n;
+    sent_at[peer] = b;
     return rec("sendrecv", n);
 }
 static int f_recv(pb_comm *c, void *b, size_t n, pb_dtype t, int peer)
 {
     called_peer[1] = peer;
     received_from[peer] += n;
+    received_at[peer] = b;
     return PB_OK;
 }
 static int f_rank(const pb_comm *c) { return 2; }
@@ -233,12 +236,17 @@ static void test_alltoallv_issue(void **state)
     pb_coll_exec_shape_skewed(PB_COLL_ALLTOALLV, 48 * 10 * 4, PB_FLOAT32, 4, 2, 2.5, &sh);
     assert_int_equal(sh.count, 480);
     for (int p = 0; p < 4; p++) sent_to[p] = received_from[p] = 0;
-    assert_int_equal(pb_coll_exec_issue(&rec_be, NULL, PB_COLL_ALLTOALLV, &sh, NULL, NULL, PB_FLOAT32, PB_SUM, 0), PB_OK);
-    /* 10 units a destination on average: 25 to rank 0, 15 shared by 3 */
+    static float send[480], recv[4 * 480];
+    assert_int_equal(pb_coll_exec_issue(&rec_be, NULL, PB_COLL_ALLTOALLV, &sh, send, recv, PB_FLOAT32, PB_SUM, 0), PB_OK);
+    /* 10 units a destination on average: 25 to rank 0, 15 shared by 3; blocks in rank order */
     const size_t want[4] = {25 * 12, 5 * 12, 5 * 12, 5 * 12};
+    size_t at = 0;
     for (int p = 0; p < 4; p++) {
         assert_int_equal(sent_to[p], want[p]);
         assert_int_equal(received_from[p], want[2]);
+        assert_ptr_equal(sent_at[p], (const char *)(send + at));
+        assert_ptr_equal(received_at[p], (const char *)(recv + (size_t)p * want[2]));
+        at += want[p];
     }
     assert_int_equal(sh.recv_count, 4 * want[2]);
 }
