@@ -281,9 +281,9 @@ static void note_rounding(const pb_bench *b, pb_coll c, const rounding *r, int n
 {
     if (!b->rep || (!r->above && !r->again)) return;
     fprintf(stderr, "coll_sweep: note: %s on %d ranks in %s: %d requested size(s) round up (whole elements, at "
-            "least one a rank; e.g. %llu B to %zu B); %d not measured again (the same size as the one before)\n",
-            pb_coll_name(c), nranks, pb_dtype_name(t), r->above, (unsigned long long)r->first_asked, r->first_got,
-            r->again);
+            "least %s a rank; e.g. %llu B to %zu B); %d not measured again (the same size as the one before)\n",
+            pb_coll_name(c), nranks, pb_dtype_name(t), r->above, pb_coll_skewed(c) ? "12" : "one",
+            (unsigned long long)r->first_asked, r->first_got, r->again);
 }
 
 static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,

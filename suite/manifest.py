@@ -252,14 +252,17 @@ def placement_of_run(out):
     return nodes, rpn
 
 
+# The collectives of the sweep steps: coll_sweep's "all" but alltoallv, whose skew is a question of
+# its own (docs/METRICS.md) and whose sweep would lengthen the default run by about a collective's.
+SWEEP_COLLS = "allreduce,allgather,reducescatter,broadcast,reduce,alltoall,sendrecv"
 COLL_COLUMNS = ("collective", "bytes", "nranks", "link_class", "time_us", "algbw_GBps", "busbw_GBps", "wrong")
 with_reproduce = lambda run: run.reproduce  # noqa: E731
 
 STEPS = (
-    Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", "all", *sweep(r)], 30, "sweep",
+    Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", SWEEP_COLLS, *sweep(r)], 30, "sweep",
          "docs/METRICS.md", "tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS)),
     Step("coll_sweep_intra", "coll_sweep", MPI,
-         lambda r: ["--coll", "all", *shape_args(r, "coll_sweep_intra"), *sweep(r)], 20,
+         lambda r: ["--coll", SWEEP_COLLS, *shape_args(r, "coll_sweep_intra"), *sweep(r)], 20,
          "sweep", "docs/emulated-cluster.md", "tests/integration/test_run_all_cluster.sh",
          skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS)),
     Step("p2p_sweep", "p2p_sweep", MPI, lambda r: ["--mode", "all", *r.limits.p2p], 10, "sweep",
