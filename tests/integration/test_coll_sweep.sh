@@ -102,6 +102,7 @@ done <<'CASES'
 --coll allsum|--coll
 --coll broadcast -r 5|expected a rank in 0..1
 --coll alltoallv --skew 3|expected 1 <= F <= 2
+--skew 2|expected --coll alltoallv or no --skew
 -c 2|-c/--check
 -f 1|-f/--stepfactor
 --backend tcp|--backend
