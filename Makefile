@@ -8,7 +8,8 @@
 #   tests/integration/test_*.sh -> run by `make test` against build/bin (exit 77: skipped)
 # The layers of common/ and the order they may include each other in are in
 # docs/ARCHITECTURE.md; `make lint` checks it (tools/dev/check-layers.py), and
-# that a header x.h exports only pb_x and pb_x_* (tools/dev/check-names.py), and
+# that a header x.h exports only pb_x and pb_x_* (tools/dev/check-names.py), that
+# no two files of common/ use each other (tools/dev/check-cycles.py), and
 # that only the backend and engine tables compare their names (tools/dev/check-registries.py).
 
 BUILD   ?= build
@@ -89,7 +90,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots clean deps valgrind mutate mutate-sample docs-check install uninstall
+.PHONY: all test unit integration sanitize lint fuzz plots compare clean deps valgrind mutate mutate-sample docs-check install uninstall
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -100,7 +101,7 @@ all: $(BINS)
 # build's recorded version as it is.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_TEXT  := $(filter-out -DPB_GIT_REV%,$(CFLAGS)) | $(NVCCFLAGS)
-NO_BUILD_GOALS := plots clean uninstall docs-check deps lint mutate mutate-sample
+NO_BUILD_GOALS := plots compare clean uninstall docs-check deps lint mutate mutate-sample
 WRITES_STAMPS  := $(if $(MAKECMDGOALS),$(filter-out $(NO_BUILD_GOALS),$(MAKECMDGOALS)),all)
 ifneq ($(WRITES_STAMPS),)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' >$(FLAGS_STAMP)))
@@ -208,6 +209,7 @@ lint:
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Icommon common benchmarks tools
 	python3 tools/dev/check-layers.py
 	python3 tools/dev/check-names.py
+	python3 tools/dev/check-cycles.py
 	python3 tools/dev/check-registries.py
 	printf '%s\n' $(COMMON_C) $(BENCH_SRCS) $(TOOL_SRCS) | \
 	  xargs -P2 -n4 sh -c 'clang-tidy --quiet "$$@" -- $(filter-out -MMD -MP -DPB_GIT_REV%,$(CFLAGS)) \
@@ -218,6 +220,12 @@ plots:
 	@test -n "$(RESULTS)" && test -d "$(RESULTS)" || { echo "make plots: give RESULTS=<a run_all.sh results directory>" >&2; exit 2; }
 	@for t in python3 gnuplot; do command -v $$t >/dev/null || { echo "make plots: $$t is not installed (scripts/install-deps.sh); nothing was drawn" >&2; exit 3; }; done
 	@python3 scripts/report.py "$(RESULTS)"
+
+# One run against another (docs/acceptance.md): A the reference, B the run judged; OUT where
+# the comparison goes (default compare-A-vs-B). Exit 1 when a figure of B is worse beyond the noise.
+compare:
+	@test -n "$(A)" && test -n "$(B)" || { echo "make compare: give A=<reference run> B=<run to judge> [OUT=DIR]" >&2; exit 2; }
+	@python3 scripts/compare-runs.py $(if $(OUT),--out "$(OUT)") "$(A)" "$(B)"
 
 clean:
 	rm -rf build build-san build-fuzz build-vg build-cov

@@ -3,7 +3,7 @@
 # machine (or a cluster), and write everything under results/<date>-<time>-<host>/.
 #
 #   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
-#                [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
+#                [--backend NAME] [--bind none|core|numa|gpu] [--out DIR]
 #                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
 #
 # ./run_all.sh --help says more (docs/run_all.md). The steps are declared in

@@ -178,7 +178,7 @@ static double algbw_of(const iter_ctx *x, const group_row *r)
 
 static double busbw_of(const iter_ctx *x, const group_row *r)
 {
-    return algbw_of(x, r) * pb_busbw_factor(x->op.coll, r->nranks);
+    return algbw_of(x, r) * pb_coll_busbw_factor(x->op.coll, r->nranks);
 }
 
 static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
@@ -394,6 +394,7 @@ int main(int argc, char **argv)
     sweep_opts o = {.ncolls = 0, .skew = 1.0};
     pb_options_defaults(&o.common);
     own_opts[0].help = coll_help(); /* --coll */
+    pb_options_add_list("collectives", pb_coll_names());
     pb_options_group groups[] = {
         {"coll_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_options_common_group(&o.common, PB_OPTS_ALL),

@@ -288,8 +288,9 @@ static int report(run_ctx *r, const row *w)
     int n = r->b->w.size;
     pb_dp_metrics mt;
     pb_dp_metrics_of(w->compute.rankmax, w->comm.rankmax, w->step.rankmax, &mt);
-    double busbw = w->comm.rankmax > 0 ? (double)w->grad_bytes / w->comm.rankmax / 1e3 *
-                                             pb_busbw_factor(PB_COLL_ALLREDUCE, n) : 0;
+    double busbw = w->comm.rankmax > 0
+                       ? (double)w->grad_bytes / w->comm.rankmax / 1e3 * pb_coll_busbw_factor(PB_COLL_ALLREDUCE, n)
+                       : 0;
     double gflops = w->compute.rankmax > 0 ? w->flops / w->compute.rankmax / 1e3 : 0;
     char hash[24];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->hash);

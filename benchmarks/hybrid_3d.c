@@ -2,6 +2,8 @@
  * placement policy: per-axis time, bytes and link class, and the same step
  * under the other placements with --compare-placements. See docs/placement.md. */
 #include "harness/bench.h"
+#include "backend/comm_count.h"
+#include "harness/comm_report.h"
 #include "core/error.h"
 #include "core/outpath.h"
 #include "workload/hybrid.h"
@@ -115,6 +117,8 @@ static const pb_report_column cols[] = {
     [COL_WRONG] = {"wrong", "#wrong", "", PB_COL_INT, 6, 0, ""},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
+
+#define LIFETIME "created for each placement and freed before the next"
 
 /* The per-axis sums: compute, TP comm, PP wait, DP comm (us), TP, PP, DP bytes. */
 enum { NSUMS = 7 };
@@ -285,14 +289,22 @@ int main(int argc, char **argv)
     int status = check_combinations(&o);
     if (status == PB_OK) status = pb_workload_opts_resolve(&o.work);
     if (status == PB_OK) status = check_grid(&o, &b.w);
+    /* TP, DP and the pipeline's: created for each placement, freed before the next */
+    int comms = pb_hybrid_comms(o.pp);
+    char what[96];
+    snprintf(what, sizeof what, "hybrid_3d's grid of %d x %d x %d", o.tp, o.pp, o.dp);
+    if (status == PB_OK) status = pb_comm_count_fits(comms, what);
     if (status != PB_OK) pb_bench_finish(&b, status);
-    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddItemToObject(meta, "communicators", pb_comm_report_design(comms, LIFETIME));
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     const pb_compute *eng = NULL;
     if (status == PB_OK)
         status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &eng),
                           "engine");
     if (b.rep && status == PB_OK) {
         printf("# engine: %s\n", eng->describe());
+        pb_comm_report_line(b.rep, comms, "TP group, DP group, and the pipeline's activations and gradients", LIFETIME);
         pb_report_header(b.rep);
     }
     pb_placement list[3] = {o.placement};
@@ -303,6 +315,7 @@ int main(int argc, char **argv)
     }
     long long wrong = 0;
     for (int i = 0; i < n && status == PB_OK; i++) status = run_placement(&b, &o, eng, list[i], &wrong);
+    if (status == PB_OK) status = pb_comm_report_measured(&b.w, b.be, b.rep); /* agreed by run_placement */
     if (o.common.check) pb_bench_note_wrong(b.rep, wrong, NULL);
     if (eng) eng->finalize();
     if (status == PB_OK && wrong > 0) status = PB_ERR_CHECK;

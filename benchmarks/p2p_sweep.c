@@ -24,9 +24,12 @@ typedef struct p2p_opts {
     int matrix;             /* --matrix: every pair, latency at the smallest size, bw at the largest */
     int matrix_serial;      /* --matrix-serial: one pair at a time instead of concurrent rounds */
     const char *matrix_csv; /* --matrix-csv PREFIX: the matrices and the flagged pair list */
+    int matrix_pairs;       /* --matrix-pairs: MP_AUTO (sampled above PB_P2P_SCHEDULE_SAMPLE_ABOVE ranks), all, sampled */
 } p2p_opts;
 
-enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_SERIAL, OPT_MATRIX_CSV };
+enum { OPT_MODE, OPT_PAIR, OPT_WINDOW, OPT_MATRIX, OPT_MATRIX_SERIAL, OPT_MATRIX_CSV, OPT_MATRIX_PAIRS };
+enum { MP_ALL, MP_SAMPLED, MP_AUTO };
+static const char *const matrix_pairs_names[] = {"all", "sampled", NULL};
 
 static const pb_options_opt own_opts[] = {
     {"mode", 0, "LIST", "latency, bw, bibw or all (comma-separated; default latency)", OPT_MODE},
@@ -40,6 +43,8 @@ static const pb_options_opt own_opts[] = {
      OPT_MATRIX_SERIAL},
     {"matrix-csv", 0, "PREFIX", "with --matrix, write PREFIX-latency.csv, PREFIX-bw.csv (N x N) and PREFIX-pairs.csv",
      OPT_MATRIX_CSV},
+    {"matrix-pairs", 0, "WHICH", "with --matrix: all, or sampled (every node pair's rails, a few cross-rail pairs, "
+                                 "every pair inside a node; default above 64 ranks, all below)", OPT_MATRIX_PAIRS},
 };
 
 /* --pair A,B: ranks of a world of `nranks`. */
@@ -89,6 +94,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case OPT_MATRIX: o->matrix = 1; return PB_OK;
     case OPT_MATRIX_SERIAL: o->matrix = o->matrix_serial = 1; return PB_OK;
     case OPT_MATRIX_CSV: o->matrix_csv = arg; return matrix_paths(option, arg);
+    case OPT_MATRIX_PAIRS: return pb_parse_choice(option, arg, matrix_pairs_names, &o->matrix_pairs);
     default: return pb_error_usage(option, "not handled");
     }
 }
@@ -305,6 +311,53 @@ static int pair_rail(const pb_world *w, p2p_opts *o)
     return PB_OK;
 }
 
+/* The matrix's plan: which pairs, how many peers a rank meets, and the NCCL
+ * connection memory that is expected to hold (pb_p2p_matrix_peer_bytes). */
+typedef struct matrix_plan {
+    long long pairs, every;   /* measured, and all N(N-1)/2 */
+    int peers;                /* most distinct peers of a rank */
+    uint64_t peer_bytes, bytes;
+} matrix_plan;
+
+static matrix_plan plan_of(const pb_world *w, const pb_p2p_schedule *sch)
+{
+    matrix_plan m = {sch->npairs, (long long)w->size * (w->size - 1) / 2, pb_p2p_schedule_peers(sch, w->size),
+                     pb_p2p_matrix_peer_bytes(), 0};
+    m.bytes = m.peer_bytes * (uint64_t)m.peers;
+    return m;
+}
+
+static void matrix_meta(cJSON *meta, const p2p_opts *o, const pb_world *w, const pb_p2p_schedule *sch)
+{
+    matrix_plan m = plan_of(w, sch);
+    cJSON_AddStringToObject(meta, "matrix_mode", o->matrix_serial ? "serial" : "concurrent");
+    cJSON_AddNumberToObject(meta, "matrix_rounds", sch->nrounds);
+    cJSON_AddStringToObject(meta, "matrix_pairs", matrix_pairs_names[o->matrix_pairs]);
+    cJSON_AddNumberToObject(meta, "matrix_pairs_measured", (double)m.pairs);
+    cJSON_AddNumberToObject(meta, "matrix_pairs_every", (double)m.every);
+    cJSON_AddNumberToObject(meta, "matrix_peers_per_rank", m.peers);
+    cJSON_AddNumberToObject(meta, "matrix_nccl_peer_bytes_expected", (double)m.peer_bytes);
+    cJSON_AddNumberToObject(meta, "matrix_nccl_bytes_expected", (double)m.bytes);
+}
+
+/* Rank 0, above the table: what the matrix measures, and what it costs a rank in NCCL connections. */
+static void matrix_lines(const p2p_opts *o, const pb_world *w, const pb_p2p_schedule *sch)
+{
+    matrix_plan m = plan_of(w, sch);
+    if (o->matrix_pairs == MP_SAMPLED)
+        printf("# matrix: sampled pairs (the default above %d ranks; --matrix-pairs all for every pair): %lld of the "
+               "%lld pairs in %d rounds: every node pair's rails (local rank k with k), one cross-rail shift (k with "
+               "k + s) in each of the first r - 1 node rounds (s = 1, 2, ...), every pair inside a node\n",
+               PB_P2P_SCHEDULE_SAMPLE_ABOVE, m.pairs, m.every, sch->nrounds);
+    else
+        printf("# matrix: every pair, %lld in %d rounds\n", m.pairs, sch->nrounds);
+    double gib = (double)m.bytes / 1073741824.0;
+    printf("# matrix: up to %d peers a rank; NCCL connection buffers expected %.*f %s a rank (%.0f MiB a peer: "
+           "NCCL_BUFFSIZE x %d channels x 2 directions; an expectation, not measured)\n", m.peers, gib < 1 ? 0 : 2,
+           gib < 1 ? gib * 1024 : gib, gib < 1 ? "MiB" : "GiB", (double)m.peer_bytes / 1048576.0,
+           PB_P2P_MATRIX_CHANNELS_PER_PEER);
+}
+
 /* Options that would be ignored in the combination given are refused. */
 static int check_combinations(const p2p_opts *o)
 {
@@ -314,6 +367,11 @@ static int check_combinations(const p2p_opts *o)
     if (o->matrix_csv && !o->matrix)
         return pb_error_usage("--matrix-csv", "does not apply without --matrix (or --matrix-serial); expected both "
                                               "or neither");
+    if (o->matrix_pairs != MP_AUTO && !o->matrix)
+        return pb_error_usage("--matrix-pairs", "does not apply without --matrix; expected both or neither");
+    if (o->matrix_pairs == MP_SAMPLED && o->matrix_serial)
+        return pb_error_usage("--matrix-pairs", "sampled does not apply to --matrix-serial, which measures every "
+                                                "pair one at a time; expected --matrix, or --matrix-pairs all");
     int windowed = o->matrix; /* the matrix measures bw */
     for (int m = 0; m < o->nmodes; m++) windowed |= o->modes[m] != PB_P2P_LATENCY;
     if (o->window_given && !windowed)
@@ -324,7 +382,7 @@ static int check_combinations(const p2p_opts *o)
 
 int main(int argc, char **argv)
 {
-    p2p_opts o = {.modes = {PB_P2P_LATENCY}, .nmodes = 1, .window = 64};
+    p2p_opts o = {.modes = {PB_P2P_LATENCY}, .nmodes = 1, .window = 64, .matrix_pairs = MP_AUTO};
     pb_options_defaults(&o.common);
     o.common.minbytes = 1;
     o.common.maxbytes = 4u << 20;
@@ -333,6 +391,7 @@ int main(int argc, char **argv)
         {"p2p_sweep options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_options_common_group(&o.common, PB_OPTS_SWEEP | PB_OPTS_ITERS | PB_OPTS_DATA | PB_OPTS_OUTPUT),
     };
+    pb_options_add_list("modes", pb_p2p_mode_names());
     pb_bench b;
     pb_bench_start(&b, "p2p_sweep", &argc, &argv, MPI_THREAD_SINGLE,
                    "Usage: mpirun -np N p2p_sweep [options]\n"
@@ -352,14 +411,14 @@ int main(int argc, char **argv)
     size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     status = pb_bench_select(&b, &o.common);
     pb_p2p_schedule sch = {0};
+    if (o.matrix_pairs == MP_AUTO)
+        o.matrix_pairs = !o.matrix_serial && b.w.size > PB_P2P_SCHEDULE_SAMPLE_ABOVE ? MP_SAMPLED : MP_ALL;
     if (status == PB_OK && o.matrix)
-        status = pb_world_agree(&b.w, o.matrix_serial ? pb_p2p_schedule_serial(b.w.size, &sch)
-                                                      : pb_p2p_schedule_concurrent(b.w.node_of, b.w.size, &sch));
+        status = pb_world_agree(&b.w, o.matrix_serial                ? pb_p2p_schedule_serial(b.w.size, &sch)
+                                      : o.matrix_pairs == MP_SAMPLED ? pb_p2p_schedule_sampled(b.w.node_of, b.w.size, &sch)
+                                                                     : pb_p2p_schedule_concurrent(b.w.node_of, b.w.size, &sch));
     cJSON *meta = cJSON_CreateObject();
-    if (o.matrix) {
-        cJSON_AddStringToObject(meta, "matrix_mode", o.matrix_serial ? "serial" : "concurrent");
-        cJSON_AddNumberToObject(meta, "matrix_rounds", sch.nrounds);
-    }
+    if (o.matrix) matrix_meta(meta, &o, &b.w, &sch);
     if (status == PB_OK) cJSON_AddItemToObject(meta, "buffers", pb_buffers_mode_meta(b.be, o.common.rotate));
     cJSON *iters = cJSON_AddObjectToObject(meta, "iterations");
     for (int m = 0; m < PB_P2P_MODES; m++) {
@@ -389,6 +448,7 @@ int main(int argc, char **argv)
         if (o.rail >= 0) printf(" of nodes %d and %d", b.w.node_of[o.pair[0]], b.w.node_of[o.pair[1]]);
         printf("\n");
     }
+    if (b.rep && status == PB_OK && o.matrix) matrix_lines(&o, &b.w, &sch);
     if (o.matrix && status == PB_OK) status = run_matrix(&b, &o, comm, &sch, sizes, nsizes, &sbuf, &rbuf, &wrong);
     MPI_Comm rows = MPI_COMM_NULL; /* rank 0 and the pair (one_size) */
     if (!o.matrix && status == PB_OK)

@@ -3,6 +3,8 @@
  * point-to-point. Reports step time, measured efficiency next to m/(m+p-1),
  * p2p wait, and the measured peak activation memory per stage. docs/pp_pipeline.md. */
 #include "harness/bench.h"
+#include "backend/comm_count.h"
+#include "harness/comm_report.h"
 #include "core/error.h"
 #include "core/outpath.h"
 #include "core/mem.h"
@@ -132,6 +134,7 @@ typedef struct pp_run {
     pp_opts *o; /* the engine sets the default precision (pb_workload_opts_precision) */
     MPI_Comm pipe;            /* this rank's pipeline (rank = stage) */
     int p, v, stage, replica, replicas;
+    int comms;                /* communicators per rank: the executor's, once for every configuration */
     pb_pp_exec *ex;
     pb_pp_stack *stk[2];          /* [0] gpipe/1f1b placement, [1] interleaved (NULL if unused) */
     pb_pp_stack_config scf[2];
@@ -162,6 +165,8 @@ static int one_step(void *ctx, int iter)
     return PB_OK;
 }
 
+#define LIFETIME "created once and kept for every schedule and micro-batch count"
+
 /* Metadata of the whole run (merged into the report's). */
 static cJSON *pp_meta(const pp_run *r)
 {
@@ -178,6 +183,7 @@ static cJSON *pp_meta(const pp_run *r)
                                                                 : "in each block of S*P ranks, pipeline j holds ranks "
                                                                   "j, j+S, ..., j+(P-1)S; stage = (rank mod S*P) / S");
     cJSON_AddStringToObject(pp, "model", r->o->work.preset);
+    cJSON_AddItemToObject(j, "communicators", pb_comm_report_design(r->comms, LIFETIME));
     return j;
 }
 
@@ -258,6 +264,7 @@ static int pp_setup(pp_run *r)
                            b->info.min_cores_per_node);
         printf("# pipeline: %d stages x %d replicas, %lld layers (%lld per stage), %s link, engine %s\n", r->p,
                r->replicas, (long long)m->layers, (long long)(m->layers / r->p), pipe_link(r), eng->describe());
+        pb_comm_report_line(b->rep, r->comms, "activations and gradients, a communicator per link colour", LIFETIME);
         pb_report_header(b->rep);
     }
     if (status == PB_OK && b->rep && r->traced) r->trace_file = pb_pp_trace_open(o->trace, r->tmp, sizeof r->tmp);
@@ -270,9 +277,11 @@ static int pp_teardown(pp_run *r, int status)
     pb_bench *b = r->b;
     if (status == PB_OK && r->o->common.check) pb_bench_note_wrong(b->rep, r->wrong, NULL);
     if (status == PB_OK && r->wrong) status = PB_ERR_CHECK;
+    pb_pp_exec_destroy(r->ex);
+    /* the status is agreed here (rank 0's trace file comes after): every rank counts */
+    if (status == PB_OK) status = pb_comm_report_measured(&b->w, b->be, b->rep);
     int s = pb_pp_trace_close(r->trace_file, r->tmp, r->o->trace ? r->o->trace : "", status == PB_OK);
     if (status == PB_OK) status = s;
-    pb_pp_exec_destroy(r->ex);
     pb_pp_stack_destroy(r->stk[0]);
     pb_pp_stack_destroy(r->stk[1]);
     pb_pp_trace_free(&r->trace);
@@ -469,7 +478,11 @@ int main(int argc, char **argv)
     /* Stage and replica as tp_layer places its groups (--tp-stride): blocks of S*P ranks. */
     int block = b.w.rank / (o.stride * p), within = b.w.rank % (o.stride * p);
     pp_run r = {.b = &b, .o = &o, .p = p, .stage = within / o.stride, .replica = block * o.stride + within % o.stride,
-                .replicas = b.w.size / p};
+                .replicas = b.w.size / p, .comms = pb_pp_exec_comms(p, interleaved)};
+    char what[96];
+    snprintf(what, sizeof what, "pp_pipeline's %d-stage pipeline%s", p, interleaved ? " (a ring: interleaved)" : "");
+    status = pb_comm_count_fits(r.comms, what);
+    if (status != PB_OK) pb_bench_finish(&b, status);
     status = pb_bench_open(&b, &o.common, cols, NCOLS, pp_meta(&r));
     if (status == PB_OK) status = pp_setup(&r);
     for (int s = 0; s < o.nscheds && status == PB_OK; s++)

@@ -5,7 +5,8 @@
 #   scripts/install.sh install   BUILD PREFIX [DESTDIR] [MODULEFILESDIR]
 #   scripts/install.sh uninstall PREFIX [DESTDIR] [MODULEFILESDIR]
 #
-# PREFIX/bin                         the binaries, and parabench-run-all (a link to run_all.sh)
+# PREFIX/bin                         the binaries, parabench-run-all (a link to run_all.sh) and
+#                                    parabench-compare (a link to scripts/compare-runs.py)
 # PREFIX/libexec/parabench           what parabench-run-all runs: run_all.sh, suite/, the
 #                                    scripts it starts, plots/, install.json
 # PREFIX/share/parabench             acceptance/ (threshold examples), install-manifest.txt
@@ -80,6 +81,7 @@ install_all() {
     file 644 common/plan/presets.def "$libexec/common/plan/presets.def" # the model table (suite/models.py)
     for f in scripts/report.py scripts/suspects.py scripts/figure_data.py scripts/reproduce.py scripts/training_step.py; do file 644 "$f" "$libexec/$f"; done
     file 755 scripts/bind-near-gpu.sh "$libexec/scripts/bind-near-gpu.sh"
+    file 755 scripts/compare-runs.py "$libexec/scripts/compare-runs.py"
     for f in plots/*.gp; do file 644 "$f" "$libexec/$f"; done
     # install.json marks the tree as installed: the binaries' folder relative to it, and the
     # version they were built as (suite/version.py; what --version prints).
@@ -89,6 +91,9 @@ install_all() {
     not_ours "$bindir/parabench-run-all"
     ln -s ../libexec/parabench/run_all.sh "$DESTDIR$bindir/parabench-run-all"
     record "$bindir/parabench-run-all"
+    not_ours "$bindir/parabench-compare"
+    ln -s ../libexec/parabench/scripts/compare-runs.py "$DESTDIR$bindir/parabench-compare"
+    record "$bindir/parabench-compare"
     for f in acceptance/*.thresholds; do file 644 "$f" "$data/$f"; done
     file 644 README.md "$doc/README.md"
     file 644 CHANGELOG.md "$doc/CHANGELOG.md"

@@ -28,7 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from suite import atomic_file, paths  # noqa: E402  (whole files or none; where the binaries are)
 from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
-from suite.meta import is_run  # noqa: E402
+from suite.meta import is_run, read_steps  # noqa: E402  (steps.tsv, as the driver wrote it)
+from suite.units import size_text  # noqa: E402  (bytes in words, or compact for a cell)
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (the hosts the evidence points at: suspects.csv, good-hosts.txt)
@@ -105,14 +106,6 @@ def num(r, key, default=float("nan")):
         return default
 
 
-def human_bytes(b):
-    b = int(b)
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift}{unit}"
-    return str(b)
-
-
 def draw(out, quiet):
     """Run every plots/*.gp; return {figure: note} for the ones skipped or failed."""
     notes = {}
@@ -138,15 +131,6 @@ def draw(out, quiet):
             print(f"report: {name}: {notes[name]}", file=sys.stderr)
     log.close()
     return notes
-
-
-def size_text(b):
-    """Bytes for a sentence: '8 B', '256 KiB', '4 MiB'."""
-    b = int(b)
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
 
 
 def figure(name, value, unit, expected=None, basis="", why=""):
@@ -345,18 +329,10 @@ def verdict_counts(rs):
     return ", ".join(f"{n[v]} {v}" for v in VERDICTS) + (f", {other} other" if other else "")
 
 
-def steps(out):
-    path = os.path.join(out, "steps.tsv")
-    if not os.path.exists(path):
-        return []
-    keys = ("name", "status", "rc", "seconds", "note")
-    return [dict(zip(keys, l.rstrip("\n").split("\t"))) for l in open(path) if l.strip()]
-
-
 def fmt_cell(v, unit):
     if unit == "B":
         try:
-            return human_bytes(v)
+            return size_text(v, compact=True)
         except ValueError:
             return v
     try:
@@ -589,6 +565,7 @@ img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}figcaption{font-wei
 .banner{padding:.6em 1em;margin:1em 0 .4em;border-radius:4px;font-size:1.1em}
 .banner.pass{background:#e6f4e6;border:1px solid #7b7}.banner.fail{background:#fbe9e9;border:1px solid #d77}
 .ok,.reproduced{color:#080}.failed,.interrupted,.differs{color:#b00;font-weight:bold}
+.worse{color:#b00;font-weight:bold}.better{color:#080}
 .skipped,.simulated{color:#777}.note{color:#777;font-style:italic}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em}"""
 
@@ -673,7 +650,7 @@ def main(argv):
     groups = headline_figures(out)
     lines = headlines(out) + group_summary(out)
     acc = acceptance(out)
-    st = steps(out)
+    st = read_steps(out)
     atomic_file.write_text(os.path.join(out, "summary.txt"), "\n".join(lines) + "\n")
     blocks = report_blocks(out, meta, groups, lines, notes, st, acc, suspects.judge(out))
     write_md(out, blocks)

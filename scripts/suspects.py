@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import atomic_file  # noqa: E402  (whole files or none)
 from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
 from suite.meta import is_run  # noqa: E402
+from suite.units import size_text  # noqa: E402  (bytes in words)
 
 THRESHOLD = 1.0
 GROUP_RATIO = 0.9   # a slowest node group below this x the median is evidence
@@ -122,14 +123,6 @@ def run_hosts(out):
         return []
 
 
-def _size(b):
-    b = int(b)
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
-
-
 def group_evidence(out):
     """[(host, weight, reason)]: the slowest node group per collective at its largest size."""
     found = []
@@ -149,7 +142,7 @@ def group_evidence(out):
             if med > 0 and at[slow] < GROUP_RATIO * med and node < len(hosts):
                 ratio = at[slow] / med
                 found.append((hosts[node][0], min(2.0, 5 * (1 - ratio)),
-                              f"slowest node group for {coll} at {_size(big)}: {ratio:.2f}x the median ({step})"))
+                              f"slowest node group for {coll} at {size_text(big)}: {ratio:.2f}x the median ({step})"))
         break  # one sweep on node groups is enough; the second would count the same links twice
     return found
 

@@ -327,9 +327,12 @@ class Driver:
 
     def main(self):
         o = self.o
+        backend_checked = options.check_backend(o, self.bin)  # before anything is installed, where already built
         if not o.dry_run:
             self.claim_results_dir()
             self.install_and_build()
+            if not backend_checked:
+                options.check_backend(o, self.bin)
             self.check_acceptance_file()
         # ---- machine: ranks and launcher ----
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",

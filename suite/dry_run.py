@@ -2,25 +2,22 @@
 time (estimate.py); nothing is installed, built or run."""
 import os
 import shlex
-import subprocess
 
-from suite import commands, estimate, manifest, models
+from suite import commands, estimate, manifest, models, tables
 from suite import shapes as shaping
 from suite.machine import assumed_ranks_per_node
 
 
 def choices(steps, bin_dir):
-    """{option: names} that "all" stands for, from the sweep binaries' --help;
+    """{option: names} that "all" stands for, as the sweep binaries list them (tables.py);
     a string saying what is missing when one is not built."""
     found = {}
     for binary in sorted(estimate.sweeps_need(steps)):
         path = os.path.join(bin_dir, binary)
         if not os.access(path, os.X_OK):
             return f"no estimate: {path} is not built (make); it lists the collectives and modes that 'all' runs"
-        text = subprocess.run([path, "--help"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True).stdout
-        for opt in ("--coll", "--mode"):
-            found[opt] = found.get(opt) or estimate.binary_choices(text, opt)
+        for opt, what in estimate.ALL_OF.items():
+            found[opt] = found.get(opt) or tables.names(path, what) or []
     return found
 
 

@@ -4,7 +4,8 @@ the step's wall-clock limit.
  - sweeps: --max-seconds-per-size (warm-up included) x sizes x collectives
    (or modes): every size at its cap;
  - the all-pairs matrix: its rounds (the concurrent schedule p2p_sweep
-   --matrix runs, common/coll/p2p_schedule.c) x its sizes x the cap;
+   --matrix runs, common/coll/p2p_schedule.c, sampled above 64 ranks) x its
+   sizes x the cap;
  - workloads (dp, tp, pp, hybrid): their configurations (the product of
    the lists their axes options hold, e.g. gradient sizes x overlap modes)
    x --max-seconds-per-size, which caps each configuration, warm-up included;
@@ -12,22 +13,14 @@ the step's wall-clock limit.
  - tools, scripts and the report: a fixed allowance.
 Real runs are usually much shorter: a size stops at its iteration count long
 before its cap unless messages are large or links slow."""
-import re
-
 from suite.manifest import MPI
+from suite.shapes import matrix_rounds, matrix_sampled, tournament_rounds  # noqa: F401  (tournament_rounds: the tests')
+from suite.units import size  # noqa: F401  (estimate.size: a size as the options read it)
 
 TOOL_SECONDS = 10  # the allowance of a step that is not launched on the ranks
 # An axis given by a flag: how many configurations it stands for (hybrid_3d
 # --compare-placements runs tp-inner, dp-inner and naive).
 FLAG_AXES = {"--compare-placements": 3}
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def size(text):
-    m = re.fullmatch(r"([0-9]+)([KMGT]?)", text.upper())
-    if not m:
-        raise ValueError(f"'{text}' is not a size")
-    return int(m.group(1)) * UNITS[m.group(2)]
 
 
 def sweep_sizes(first, last, factor):
@@ -38,25 +31,6 @@ def sweep_sizes(first, last, factor):
     while b <= last:
         n, b = n + 1, b * factor
     return n
-
-
-def tournament_rounds(m):
-    """Rounds of a round-robin among m players: m - 1 for even m, m for odd m (a bye each round)."""
-    return 0 if m < 2 else m if m % 2 else m - 1
-
-
-def matrix_rounds(nranks, ranks_per_node):
-    """Rounds of p2p_sweep --matrix's concurrent schedule, ranks placed by
-    blocks of ranks_per_node: a tournament of nodes, each node pair taking as
-    many sub-rounds as its larger node has ranks, then a tournament inside
-    every node at once. In closed form, so that --dry-run answers at once for
-    any world: only the last node may be smaller, so every round of the node
-    tournament has a pair with a full node (ranks_per_node sub-rounds), and the
-    largest node's own tournament is the longest."""
-    rpn = min(ranks_per_node, nranks)
-    if rpn < 1:
-        return 0
-    return tournament_rounds(-(-nranks // rpn)) * rpn + tournament_rounds(rpn)
 
 
 def nodes_of(nranks, ranks_per_node):
@@ -94,9 +68,13 @@ def configurations(args, axes):
     return n, " x ".join(what)
 
 
+# The options whose "all" stands for a binary's table, and the table (`BINARY --list WHAT`, tables.py).
+ALL_OF = {"--coll": "collectives", "--mode": "modes"}
+
+
 class Estimate:
     """Bounds for the steps of one run. choices: the names "all" stands for,
-    per option (--coll, --mode), as the binaries list them."""
+    per option (ALL_OF), as the binaries list them."""
 
     def __init__(self, run, choices):
         self.run, self.choices = run, choices
@@ -110,15 +88,22 @@ class Estimate:
         return t, f"{what} + {self.launch:.1f} s launch"
 
     def sweep(self, args):
-        what, word = ("--coll", "collective") if "--coll" in args else ("--mode", "mode")
-        chosen = option(args, what).split(",")
-        items = len(self.choices[what]) if chosen == ["all"] else len(chosen)
+        """Sizes x cap, times the collectives (--coll) or modes (--mode) it runs: "all" stands for
+        every name the binary lists. A sweep of one operation (neither option) counts once."""
         cap = float(option(args, "--max-seconds-per-size"))
         sizes = sweep_sizes(size(option(args, "-b")), size(option(args, "-e")), int(option(args, "-f")))
-        return self.launched(items * sizes * cap, f"{count(items, word)} x {sizes} sizes x {cap:g} s cap")
+        what = f"{sizes} sizes x {cap:g} s cap"
+        items = 1
+        for name, word in (("--coll", "collective"), ("--mode", "mode")):
+            if name in args:
+                chosen = option(args, name).split(",")
+                items = len(self.choices[name]) if chosen == ["all"] else len(chosen)
+                what = f"{count(items, word)} x {what}"
+        return self.launched(items * sizes * cap, what)
 
     def matrix(self, args):
-        rounds = matrix_rounds(self.run.nranks, self.run.ranks_per_node)
+        sampled = matrix_sampled(self.run.nranks) and option(args, "--matrix-pairs") != "all"
+        rounds = matrix_rounds(self.run.nranks, self.run.ranks_per_node, sampled)
         sizes, cap = len(option(args, "--sizes").split(",")), float(option(args, "--max-seconds-per-size"))
         return self.launched(rounds * sizes * cap, f"{rounds} rounds x {sizes} sizes x {cap:g} s cap")
 
@@ -161,13 +146,6 @@ class Estimate:
         return out
 
 
-def binary_choices(help_text, option_name):
-    """The names an option's "all" stands for, from a binary's --help
-    ("--coll LIST  collectives: a, b, ..., or all")."""
-    m = re.search(rf"^\s*{re.escape(option_name)} LIST\s+(?:[a-z ]+:\s*)?(.*?),? or all\b", help_text, re.M)
-    return [n.strip() for n in m.group(1).split(",")] if m else []
-
-
 def sweeps_need(steps):
-    """The MPI binaries whose --help lists what "all" means in these steps."""
+    """The MPI binaries that list what "all" means in these steps."""
     return {s.binary for s in steps if s.kind == MPI and s.cost == "sweep"}

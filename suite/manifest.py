@@ -10,6 +10,7 @@ steps (tests/integration/test_manifest.sh checks it).
 import copy
 import functools
 import os
+import sys
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
@@ -112,7 +113,8 @@ class Run:
         return os.path.join(self.out, name)
 
 
-@dataclass(frozen=True)
+# Steps are declared by keyword (kw_only where Python has it, 3.10 on): a record reads as what it declares.
+@dataclass(frozen=True, **({"kw_only": True} if sys.version_info >= (3, 10) else {}))
 class Step:
     name: str
     binary: str                  # MPI, TOOL: BUILD/bin/<binary>; SCRIPT: the script's path
@@ -135,6 +137,7 @@ class Step:
     reads_meta: bool = False     # meta.json is written before it runs
     always: bool = False         # runs even when --steps leaves it out: it judges or reports the others' results
     stdout: str = ""             # where stdout goes, when not NAME.txt
+    role: str = ""               # what it measures or writes, as its readers ask for it (by_role): never its name
 
 
 # ---- preconditions, with the reason a step is skipped ----
@@ -210,9 +213,10 @@ def probe_args(run):
 
 
 def matrix_cap(run):
-    """The all-pairs matrix runs at most NP-1 rounds of 2 sizes: cap each size so
-    the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
-    c = run.limits.step_limit / 2 / (2 * (run.nranks - 1 if run.nranks > 1 else 1))
+    """The all-pairs matrix runs its rounds (at most NP-1; fewer sampled above 64 ranks) of 2 sizes: cap
+    each size so the whole matrix takes at most half the step limit (1 s a size on small worlds)."""
+    rounds = shaping.matrix_rounds(run.nranks, run.ranks_per_node or run.nranks, shaping.matrix_sampled(run.nranks))
+    c = run.limits.step_limit / 2 / (2 * max(rounds, 1))
     return "%.3g" % min(1.0, max(0.01, c))
 
 
@@ -259,92 +263,135 @@ COLL_COLUMNS = ("collective", "bytes", "nranks", "link_class", "time_us", "algbw
 with_reproduce = lambda run: run.reproduce  # noqa: E731
 
 STEPS = (
-    Step("coll_sweep", "coll_sweep", MPI, lambda r: ["--coll", SWEEP_COLLS, *sweep(r)], 30, "sweep",
-         "docs/METRICS.md", "tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS)),
-    Step("coll_sweep_intra", "coll_sweep", MPI,
-         lambda r: ["--coll", SWEEP_COLLS, *shape_args(r, "coll_sweep_intra"), *sweep(r)], 20,
-         "sweep", "docs/emulated-cluster.md", "tests/integration/test_run_all_cluster.sh",
-         skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS)),
-    Step("p2p_sweep", "p2p_sweep", MPI, lambda r: ["--mode", "all", *r.limits.p2p], 10, "sweep",
-         "docs/METRICS.md", "tests/integration/test_p2p_sweep.sh", skip=needs_peer,
+    Step(name="coll_sweep", binary="coll_sweep", kind=MPI, args=lambda r: ["--coll", SWEEP_COLLS, *sweep(r)], weight=30,
+         cost="sweep",
+         doc="docs/METRICS.md", test="tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS),
+         role="collectives over all ranks"),
+    Step(name="coll_sweep_intra", binary="coll_sweep", kind=MPI,
+         args=lambda r: ["--coll", SWEEP_COLLS, *shape_args(r, "coll_sweep_intra"), *sweep(r)], weight=20,
+         cost="sweep", doc="docs/emulated-cluster.md", test="tests/integration/test_run_all_cluster.sh",
+         skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS),
+         role="collectives inside each node"),
+    Step(name="p2p_sweep", binary="p2p_sweep", kind=MPI, args=lambda r: ["--mode", "all", *r.limits.p2p], weight=10,
+         cost="sweep",
+         doc="docs/METRICS.md", test="tests/integration/test_p2p_sweep.sh", skip=needs_peer,
          table=("p2p_sweep", ("mode", "bytes", "rank_a", "rank_b", "link_class", "time_us", "bw_GBps", "wrong")),
-         pair=lambda r: shaping.p2p_pair(r.nranks, r.ranks_per_node or r.nranks)),
-    Step("p2p_matrix", "p2p_sweep", MPI,
-         lambda r: ["--matrix", "--sizes", "8,1M", "--max-seconds-per-size", matrix_cap(r), "--matrix-csv", r.at("p2p_matrix")],
-         4, "matrix", "docs/placement.md", "tests/integration/test_run_all.sh", skip=needs_peer,
+         pair=lambda r: shaping.p2p_pair(r.nranks, r.ranks_per_node or r.nranks), role="point-to-point"),
+    Step(name="p2p_matrix", binary="p2p_sweep", kind=MPI,
+         args=lambda r: ["--matrix", "--sizes", "8,1M", "--max-seconds-per-size", matrix_cap(r), "--matrix-csv", r.at("p2p_matrix")],
+         weight=4, cost="matrix", doc="docs/placement.md", test="tests/integration/test_run_all.sh", skip=needs_peer,
          outputs=("p2p_matrix-latency.csv", "p2p_matrix-bw.csv", "p2p_matrix-pairs.csv"),
-         table=("p2p_matrix-pairs", ("a", "b", "link_class", "latency_us", "bw_GBps", "slow"))),
+         table=("p2p_matrix-pairs", ("a", "b", "link_class", "latency_us", "bw_GBps", "slow")),
+         pair=lambda r: shaping.matrix_line(r.nranks, r.ranks_per_node or r.nranks),
+         role="every pair of ranks"),
     # The workloads: shaped by suite/shapes.py (TP inside a node, PP across nodes, DP over the rest),
     # each configuration capped so that --dry-run bounds them at any scale.
-    Step("dp_allreduce", "dp_allreduce", MPI,
-         lambda r: ["--overlap", "none,bucket", *r.model, *shape_args(r, "dp_allreduce"), *r.limits.dp, *workload_cap(r)],
-         10, "configs", "docs/dp_allreduce.md", "tests/integration/test_dp_allreduce.sh",
-         skip=shaped_skip("dp_allreduce"), shaped=True, axes=(("--grad-bytes", "gradient size"), ("--overlap", "overlap")),
+    Step(name="dp_allreduce", binary="dp_allreduce", kind=MPI,
+         args=lambda r: ["--overlap", "none,bucket", *r.model, *shape_args(r, "dp_allreduce"), *r.limits.dp, *workload_cap(r)],
+         weight=10, cost="configs", doc="docs/dp_allreduce.md", test="tests/integration/test_dp_allreduce.sh",
+         skip=shaped_skip("dp_allreduce"), shaped=True,
+         axes=(("--grad-bytes", "gradient size"), ("--overlap", "overlap")),
          table=("dp_allreduce", ("nranks", "link_class", "grad_bytes", "overlap", "compute_us", "comm_us", "step_us",
-                                 "overhead", "predicted_overhead", "busbw_GBps", "wrong"))),
-    Step("tp_layer", "tp_layer", MPI,
-         lambda r: ["--tp-comm", "allreduce,sp", *r.model, *shape_args(r, "tp_layer"), *r.limits.tp, *workload_cap(r)],
-         8, "configs", "docs/tp_layer.md", "tests/integration/test_tp_layer.sh",
+                                 "overhead", "predicted_overhead", "busbw_GBps", "wrong")), role="data parallel"),
+    Step(name="tp_layer", binary="tp_layer", kind=MPI,
+         args=lambda r: ["--tp-comm", "allreduce,sp", *r.model, *shape_args(r, "tp_layer"), *r.limits.tp, *workload_cap(r)],
+         weight=8, cost="configs", doc="docs/tp_layer.md", test="tests/integration/test_tp_layer.sh",
          skip=shaped_skip("tp_layer"), shaped=True, axes=(("--seq-list", "sequence length"), ("--tp-comm", "mode")),
          table=("tp_layer", ("tp", "link_class", "mode", "hidden", "compute_us", "comm_us", "step_us", "comm_fraction",
-                             "comm_bytes_per_rank", "speedup", "wrong"))),
-    Step("pp_pipeline", "pp_pipeline", MPI,
-         lambda r: [*r.model, *shape_args(r, "pp_pipeline"), *r.limits.pp[r.limits.pp.index("-n"):], *workload_cap(r),
+                             "comm_bytes_per_rank", "speedup", "wrong")), role="tensor parallel"),
+    Step(name="pp_pipeline", binary="pp_pipeline", kind=MPI,
+         args=lambda r: [*r.model, *shape_args(r, "pp_pipeline"), *r.limits.pp[r.limits.pp.index("-n"):], *workload_cap(r),
                     "--trace", r.at("pp_trace.csv")],
-         10, "configs", "docs/pp_pipeline.md", "tests/integration/test_pp_pipeline.sh", outputs=("pp_trace.csv",),
-         skip=shaped_skip("pp_pipeline"), shaped=True, axes=(("--schedule", "schedule"), ("--micro-batches", "micro-batch count")),
+         weight=10, cost="configs", doc="docs/pp_pipeline.md", test="tests/integration/test_pp_pipeline.sh",
+         outputs=("pp_trace.csv",),
+         skip=shaped_skip("pp_pipeline"), shaped=True,
+         axes=(("--schedule", "schedule"), ("--micro-batches", "micro-batch count")),
          table=("pp_pipeline", ("schedule", "stages", "micro_batches", "link_class", "step_us", "efficiency",
-                                "efficiency_theory", "bubble_fraction", "peak_act_bytes", "wrong"))),
-    Step("hybrid_3d", "hybrid_3d", MPI,
-         lambda r: [*r.model, *shape_args(r, "hybrid_3d"), "-n", "2", "-w", "1", *workload_cap(r)],
-         8, "configs", "docs/placement.md", "tests/integration/test_hybrid_3d.sh",
+                                "efficiency_theory", "bubble_fraction", "peak_act_bytes",
+         "wrong")), role="pipeline parallel"),
+    Step(name="hybrid_3d", binary="hybrid_3d", kind=MPI,
+         args=lambda r: [*r.model, *shape_args(r, "hybrid_3d"), "-n", "2", "-w", "1", *workload_cap(r)],
+         weight=8, cost="configs", doc="docs/placement.md", test="tests/integration/test_hybrid_3d.sh",
          skip=shaped_skip("hybrid_3d"), shaped=True, axes=(("--compare-placements", "placement"),),
          table=("hybrid_3d", ("placement", "tp", "pp", "dp", "tp_link", "pp_link", "dp_link", "step_us", "compute_us",
-                              "tp_comm_us", "pp_wait_us", "dp_comm_us", "wrong"))),
-    Step("compute_probe", "compute_probe", TOOL,
-         lambda r: [*probe_args(r), "-n", "5", "--copy-bytes", "0", "--csv", r.at("compute_probe.csv")],
-         2, "allowance", "docs/compute.md", "tests/integration/test_compute_probe.sh", allowance="no MPI",
-         outputs=("compute_probe.csv",)),
-    Step("plan_fit", "plan", TOOL, lambda r: ["--fit", r.out, "--csv", r.at("plan_fit.csv")], 1, "allowance",
-         "docs/plan.md", "tests/integration/test_run_all.sh", skip=needs_peer, allowance="no MPI", outputs=("plan_fit.csv",),
-         table=("plan_fit", ("benchmark", "row", "predicted_us", "measured_us", "rel_error"))),
-    Step("calibrate", "plan", TOOL, lambda r: ["--calibrate", r.out, "-o", r.at("cluster.txt")], 1, "allowance",
-         "docs/plan.md", "tests/integration/test_reproduce.sh", skip=needs_peer, allowance="no MPI",
-         outputs=("cluster.txt",)),
+                              "tp_comm_us", "pp_wait_us", "dp_comm_us", "wrong")), role="3D parallel"),
+    Step(name="compute_probe", binary="compute_probe", kind=TOOL,
+         args=lambda r: [*probe_args(r), "-n", "5", "--copy-bytes", "0", "--csv", r.at("compute_probe.csv")],
+         weight=2, cost="allowance", doc="docs/compute.md", test="tests/integration/test_compute_probe.sh",
+         allowance="no MPI",
+         outputs=("compute_probe.csv",), role="compute rate"),
+    Step(name="plan_fit", binary="plan", kind=TOOL, args=lambda r: ["--fit", r.out, "--csv", r.at("plan_fit.csv")],
+         weight=1, cost="allowance",
+         doc="docs/plan.md", test="tests/integration/test_run_all.sh", skip=needs_peer, allowance="no MPI",
+         outputs=("plan_fit.csv",),
+         table=("plan_fit", ("benchmark", "row", "predicted_us", "measured_us", "rel_error")), role="model fit"),
+    Step(name="calibrate", binary="plan", kind=TOOL,
+         args=lambda r: ["--calibrate", r.out, "-o", r.at("cluster.txt")], weight=1, cost="allowance",
+         doc="docs/plan.md", test="tests/integration/test_reproduce.sh", skip=needs_peer, allowance="no MPI",
+         outputs=("cluster.txt",), role="cluster file"),
     # --reproduce: the documents' figures, each set up from the rates measured above (docs/reproduce.md).
-    Step("repro_busbw", "coll_sweep", MPI,  # the sizes repro_dp will use
+    Step(name="repro_busbw", binary="coll_sweep", kind=MPI,  args=# the sizes repro_dp will use
          lambda r: ["--coll", "allreduce", "-b", "1M", "-e", "64M", "-f", "2", "--max-seconds-per-size", "0.5"],
-         6, "sweep", "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce),
-    Step("repro_setup", "scripts/reproduce.py", SCRIPT, lambda r: ["setup", r.out, str(r.nranks)], 1, "allowance",
-         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
-         outputs=("reproduce/",)),
-    Step("repro_dp", "dp_allreduce", MPI, lambda r: [*chosen_args(r, "repro_dp"), *search_cap(r)], 10, "limit",
-         "docs/reproduce.md",
-         "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
-         skip=lambda r: needs_choice(r, "repro_dp")),
-    Step("repro_scan_setup", "scripts/reproduce.py", SCRIPT, lambda r: ["scan-setup", r.out], 1, "allowance",
-         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
-         skip=lambda r: needs_choice(r, "repro_dp")),
-    Step("repro_dp_scan", "dp_allreduce", MPI, lambda r: chosen_args(r, "repro_dp_scan"), 5, "limit",
-         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce,
-         chosen_by="repro_scan_setup", skip=lambda r: needs_choice(r, "repro_dp_scan", "repro_scan_setup")),
-    Step("repro_pp", "pp_pipeline", MPI, lambda r: chosen_args(r, "repro_pp"), 10, "limit", "docs/reproduce.md",
-         "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
-         skip=lambda r: needs_choice(r, "repro_pp")),
-    Step("repro_tp", "tp_layer", MPI, lambda r: chosen_args(r, "repro_tp"), 4, "limit", "docs/reproduce.md",
-         "tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
-         skip=lambda r: needs_choice(r, "repro_tp")),
-    Step("repro_write", "scripts/reproduce.py", SCRIPT, lambda r: ["write", r.out, r.bin], 2, "allowance",
-         "docs/reproduce.md", "tests/integration/test_reproduce.sh", planned=with_reproduce, allowance="reproduce.py",
-         outputs=("reproduce.csv",)),
-    Step("acceptance", "acceptance", TOOL,
-         lambda r: ["--thresholds", r.acceptance, "--results", r.out, "--junit", r.junit or r.at("acceptance-junit.xml")],
-         1, "allowance", "docs/acceptance.md", "tests/integration/test_run_all.sh", planned=lambda r: bool(r.acceptance),
-         allowance="no MPI", verdict=True, always=True, outputs=("acceptance.txt", "acceptance-junit.xml")),
-    Step("report", "scripts/report.py", SCRIPT, lambda r: ["--quiet", r.out], 5, "allowance", "docs/run_all.md",
-         "tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True, always=True,
-         stdout="logs/report.out", outputs=("plots/", "summary.txt", "report.md", "index.html")),
+         weight=6, cost="sweep", doc="docs/reproduce.md", test="tests/integration/test_reproduce.sh",
+         planned=with_reproduce, role="documents' all-reduce sweep"),
+    Step(name="repro_setup", binary="scripts/reproduce.py", kind=SCRIPT,
+         args=lambda r: ["setup", r.out, str(r.nranks)], weight=1, cost="allowance",
+         doc="docs/reproduce.md", test="tests/integration/test_reproduce.sh", planned=with_reproduce,
+         allowance="reproduce.py",
+         outputs=("reproduce/",), role="documents' setup"),
+    Step(name="repro_dp", binary="dp_allreduce", kind=MPI,
+         args=lambda r: [*chosen_args(r, "repro_dp"), *search_cap(r)], weight=10, cost="limit",
+         doc="docs/reproduce.md",
+         test="tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
+         skip=lambda r: needs_choice(r, "repro_dp"), role="documents' DP"),
+    Step(name="repro_scan_setup", binary="scripts/reproduce.py", kind=SCRIPT, args=lambda r: ["scan-setup", r.out],
+         weight=1, cost="allowance",
+         doc="docs/reproduce.md", test="tests/integration/test_reproduce.sh", planned=with_reproduce,
+         allowance="reproduce.py",
+         skip=lambda r: needs_choice(r, "repro_dp"), role="documents' DP scan setup"),
+    Step(name="repro_dp_scan", binary="dp_allreduce", kind=MPI, args=lambda r: chosen_args(r, "repro_dp_scan"),
+         weight=5, cost="limit",
+         doc="docs/reproduce.md", test="tests/integration/test_reproduce.sh", planned=with_reproduce,
+         chosen_by="repro_scan_setup", skip=lambda r: needs_choice(r, "repro_dp_scan", "repro_scan_setup"),
+         role="documents' DP scan"),
+    Step(name="repro_pp", binary="pp_pipeline", kind=MPI, args=lambda r: chosen_args(r, "repro_pp"), weight=10,
+         cost="limit", doc="docs/reproduce.md",
+         test="tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
+         skip=lambda r: needs_choice(r, "repro_pp"), role="documents' PP"),
+    Step(name="repro_tp", binary="tp_layer", kind=MPI, args=lambda r: chosen_args(r, "repro_tp"), weight=4,
+         cost="limit", doc="docs/reproduce.md",
+         test="tests/integration/test_reproduce.sh", planned=with_reproduce, chosen_by="repro_setup",
+         skip=lambda r: needs_choice(r, "repro_tp"), role="documents' TP"),
+    Step(name="repro_write", binary="scripts/reproduce.py", kind=SCRIPT, args=lambda r: ["write", r.out, r.bin],
+         weight=2, cost="allowance",
+         doc="docs/reproduce.md", test="tests/integration/test_reproduce.sh", planned=with_reproduce,
+         allowance="reproduce.py",
+         outputs=("reproduce.csv",), role="documents' figures"),
+    Step(name="acceptance", binary="acceptance", kind=TOOL,
+         args=lambda r: ["--thresholds", r.acceptance, "--results", r.out, "--junit", r.junit or r.at("acceptance-junit.xml")],
+         weight=1, cost="allowance", doc="docs/acceptance.md", test="tests/integration/test_run_all.sh",
+         planned=lambda r: bool(r.acceptance),
+         allowance="no MPI", verdict=True, always=True, outputs=("acceptance.txt", "acceptance-junit.xml"),
+         role="acceptance verdict"),
+    Step(name="report", binary="scripts/report.py", kind=SCRIPT, args=lambda r: ["--quiet", r.out], weight=5,
+         cost="allowance", doc="docs/run_all.md",
+         test="tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True, always=True,
+         stdout="logs/report.out", outputs=("plots/", "summary.txt", "report.md", "index.html"), role="report"),
 )
+
+def by_role(role):
+    """The step that plays ROLE ("collectives inside each node"): the report, the figures and the
+    suspects find a step's output by what it is, so a step is named here only."""
+    for s in STEPS:
+        if s.role == role:
+            return s
+    raise KeyError(f"no step has the role {role!r} (suite/manifest.py)")
+
+
+def output(out, role, suffix=".csv"):
+    """The file of run OUT that the step playing ROLE writes: NAME + SUFFIX ("-pairs.csv", ".json")."""
+    return os.path.join(out, by_role(role).name + suffix)
+
 
 # The report's tables, in the order of the steps: CSV name -> columns shown.
 TABLES = {s.table[0]: list(s.table[1]) for s in STEPS if s.table}

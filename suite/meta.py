@@ -31,10 +31,16 @@ def bind_fallback(out):
     return list(dict.fromkeys(lines)) or None
 
 
+STEP_FIELDS = ("name", "status", "rc", "seconds", "note")  # a line of steps.tsv, tab-separated (driver.record)
+
+
 def read_steps(out):
-    with open(os.path.join(out, "steps.tsv")) as f:
-        return [dict(zip(("name", "status", "rc", "seconds", "note"), line.rstrip("\n").split("\t")))
-                for line in f if line.strip()]
+    """steps.tsv: a dict of STEP_FIELDS per step recorded, in order; [] before the run made it."""
+    try:
+        with open(os.path.join(out, "steps.tsv")) as f:
+            return [dict(zip(STEP_FIELDS, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def benchmark_documents(out):
@@ -67,13 +73,18 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
             "acceptance_file": opts.acceptance or None, "selected_steps": list(opts.steps) or None, "shapes": shapes,
             "model": model, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps,
             "failed": [s["name"] for s in steps if s["status"] in ("failed", "not built") and s["name"] not in verdicts],
-            "interrupted": signal_name or None, "benchmarks": {}}
+            "interrupted": signal_name or None, "benchmarks": {},
+            # NVLS takes NVSwitch multicast objects per communicator (docs/gpu.md, "Communicators")
+            "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE", "unset")}
     if signal_name:
         done = {s["name"] for s in steps}
         meta["interrupted_step"] = stopped_step or None
         meta["not_run"] = [s.name for s in planned if s.name not in done and not s.reads_meta]
     for name, doc in benchmark_documents(out):
         meta["benchmarks"][name] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
+        counted = doc.get("meta", {}).get("communicators_measured")
+        if counted:  # what the backend counted, and the GPU memory NCCL took at set-up (null: not measured)
+            meta["benchmarks"][name]["communicators"] = counted
         meta.setdefault("machine", doc.get("meta", {}))
     with atomic_file.replace(os.path.join(out, "meta.json")) as f:
         json.dump(meta, f, indent=2)

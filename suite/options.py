@@ -7,14 +7,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from suite import environment, manifest, meta, models, version
+from suite import environment, manifest, meta, models, tables, version
 
 USAGE = """\
 parabench main job: install what is missing, build, run the whole suite on this
 machine (or a cluster), and write everything under results/<date>-<time>-<host>/.
 
   ./run_all.sh [--quick|--full] [--np N] [--hostfile FILE] [--ranks-per-node N]
-               [--backend mpi|nccl] [--bind none|core|numa|gpu] [--out DIR]
+               [--backend NAME] [--bind none|core|numa|gpu] [--out DIR]
                [--acceptance FILE] [--junit FILE] [--no-install] [--quiet] [--dry-run] [--reproduce]
                [--steps NAME[,NAME...]] [--model NAME | --model-file FILE]
                [--gpus-per-node N] [--gpu h100|h200|a100]
@@ -24,6 +24,9 @@ machine (or a cluster), and write everything under results/<date>-<time>-<host>/
   --full         long sweeps (to 256 MB) and bigger workloads
   --np N         ranks, 1 to 1048576 (default: GPUs when the CUDA build finds devices, else cores, at least 2;
                  under Slurm the job's tasks; with --hostfile the slots it lists)
+  --backend NAME the communication backend of every step: mpi (host memory) or nccl (GPU memory), or
+                 another of the backend table (build/bin/coll_sweep --list backends); default nccl
+                 where the CUDA build finds GPUs, else mpi
   --bind WHAT    where each rank runs: core (default on CPUs: one core per rank), numa (one NUMA
                  domain), gpu (default with GPUs: the cores nearest the rank's GPU, via hwloc) or none
   --acceptance FILE  evaluate thresholds (docs/acceptance.md): PASS/FAIL table, JUnit XML, exit 1 on a miss
@@ -135,8 +138,8 @@ def parse(argv):
             if not os.path.isfile(value) or not os.access(value, os.R_OK):
                 die_usage(opt, f"'{value}' is not a readable file")
             setattr(o, opt[2:], value)
-        elif opt == "--backend" and value not in ("mpi", "nccl"):
-            die_usage(opt, f"'{value}' is not accepted; expected mpi or nccl")
+        elif opt == "--backend" and not value:
+            die_usage(opt, "an empty name is not accepted")
         elif opt == "--bind" and value not in ("none", "core", "numa", "gpu"):
             die_usage(opt, f"'{value}' is not accepted; expected none, core, numa or gpu")
         elif opt in ("--out", "--junit") and not value:
@@ -297,6 +300,26 @@ def visible_gpus():
     except (OSError, subprocess.TimeoutExpired):
         return 0
     return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+
+
+def check_backend(o, bin_dir):
+    """--backend must be a name of the backend table, as the built binaries list it (tables.py); before
+    the first build nothing can say, and the check waits for it (the driver asks again after the build).
+    Returns whether the name could be checked."""
+    if not o.backend:
+        return True
+    known = tables.names(os.path.join(bin_dir, manifest.STEPS[0].binary), "backends")
+    if known is None:
+        return False
+    if o.backend not in known:
+        die_usage("--backend", f"'{o.backend}' is not accepted; expected {or_list(known)} "
+                               f"(the backends {bin_dir} lists)")
+    return True
+
+
+def or_list(names):
+    """["a", "b", "c"] as "a, b or c"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def check_launch(o):

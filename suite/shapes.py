@@ -27,6 +27,7 @@ models.LAYER_CAP[profile] of its layers, and the steps say so.
 """
 
 import math
+import os
 import re
 
 from suite import models
@@ -304,6 +305,69 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
                       what, _n(ranks // p, "pipeline"), cap_layers, -(-m["layers"] // p), _mib(job["pp_message"]),
                       real, max(mbs), where, left),
                   sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": max(need[s] for s in scheds)})
+
+
+# p2p_sweep --matrix samples the pairs between nodes above this many ranks (PB_P2P_SCHEDULE_SAMPLE_ABOVE).
+MATRIX_SAMPLE_ABOVE = 64
+# The GPU memory NCCL is expected to hold a rank for each peer (pb_p2p_matrix_peer_bytes): NCCL_BUFFSIZE
+# (4 MiB unless set) x 2 channels x 2 directions. An expectation, not a measurement.
+NCCL_BUFFSIZE = 4 << 20
+
+
+def tournament_rounds(m):
+    """Rounds of a round-robin among m players: m - 1 for even m, m for odd m (a bye each round)."""
+    return 0 if m < 2 else m if m % 2 else m - 1
+
+
+def matrix_sampled(nranks):
+    """Whether p2p_sweep --matrix samples (without --matrix-pairs): above MATRIX_SAMPLE_ABOVE ranks."""
+    return nranks > MATRIX_SAMPLE_ABOVE
+
+
+def matrix_rounds(nranks, ranks_per_node, sampled=False):
+    """Rounds of p2p_sweep --matrix's concurrent schedule, ranks placed by
+    blocks of ranks_per_node: a tournament of nodes, each node pair taking as
+    many sub-rounds as its larger node has ranks (sampled: 1, its rails, and
+    a second, one cross-rail shift, in the first ranks_per_node - 1 node
+    rounds), then a tournament inside every node at once. In closed form, so
+    that --dry-run answers at once for any world: only the last node may be
+    smaller, so every round of the node tournament has a pair with a full node
+    (ranks_per_node sub-rounds), and the largest node's own tournament is the
+    longest."""
+    rpn = min(ranks_per_node, nranks)
+    if rpn < 1:
+        return 0
+    node_rounds = tournament_rounds(-(-nranks // rpn))
+    if sampled:
+        return node_rounds + min(node_rounds, rpn - 1) + tournament_rounds(rpn)
+    return node_rounds * rpn + tournament_rounds(rpn)
+
+
+def nccl_peer_bytes(env=None):
+    """pb_p2p_matrix_peer_bytes: NCCL_BUFFSIZE (the environment's when it is a size) x 2 channels x 2 directions."""
+    text = (os.environ if env is None else env).get("NCCL_BUFFSIZE", "")
+    try:
+        buff = int(text, 0)
+    except ValueError:
+        buff = 0
+    return (buff if buff > 0 else NCCL_BUFFSIZE) * 2 * 2
+
+
+def matrix_line(ranks, ranks_per_node):
+    """What p2p_sweep --matrix would measure in this world, and the NCCL connection memory a rank is expected to hold."""
+    sampled, rpn = matrix_sampled(ranks), max(1, min(ranks_per_node, ranks))
+    rounds, every = matrix_rounds(ranks, rpn, sampled), matrix_rounds(ranks, rpn)
+    peers, peer = min(rounds, ranks - 1), nccl_peer_bytes()
+    gib = peers * peer / (1 << 30)
+    memory = (f"up to {peers} peers a rank: NCCL connection buffers expected "
+              f"{f'{gib:.2f} GiB' if gib >= 1 else f'{gib * 1024:.0f} MiB'} a rank "
+              f"({peer >> 20} MiB a peer; an expectation, not measured)")
+    if not sampled:
+        return f"p2p matrix: every pair, {rounds} rounds; {memory}"
+    shifts = min(tournament_rounds(-(-ranks // rpn)), rpn - 1)
+    return (f"p2p matrix: sampled pairs above {MATRIX_SAMPLE_ABOVE} ranks (--matrix-pairs all for every pair): "
+            f"{rounds} rounds instead of {every}: every node pair's rails, a cross-rail shift in each of the first "
+            f"{shifts} node rounds, every pair inside a node; {memory}")
 
 
 def p2p_pair(ranks, ranks_per_node):

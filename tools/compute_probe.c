@@ -179,6 +179,7 @@ int main(int argc, char **argv)
     snprintf(engine_help, sizeof engine_help, "%s (default %s)",
              pb_parse_join_names(pb_compute_names(), names, sizeof names), o.engine);
     opts[O_ENGINE].help = engine_help;
+    pb_options_add_list("engines", pb_compute_names());
     pb_options_group g = {"compute_probe options", opts, (int)(sizeof opts / sizeof opts[0]), handle, &o};
     int status = pb_options_parse(argc, argv,
                               "Usage: compute_probe [options]\nGEMM rate and engine-memory copy bandwidth of one "

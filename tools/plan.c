@@ -18,8 +18,11 @@
 #include "plan/model.h"
 #include "core/parse.h"
 #include "core/version.h"
-#include "plan/plan.h"
+#include "plan/plan_explain.h"
+#include "plan/plan_print.h"
+#include "plan/plan_reproduce.h"
 #include "plan/plan_fit.h"
+#include "plan/plan_predict.h"
 #include "plan/presets.h"
 #include "workload/pp_schedule.h"
 
@@ -213,7 +216,7 @@ static int build_job(options *o)
     PB_TRY(pb_presets_validate(m));
     PB_TRY(chunks_per_stage(o, &o->job.interleave));
     o->job.params = o->params > 0 ? o->params : m->nominal_params > 0 ? m->nominal_params : pb_presets_params(m);
-    o->job.global_batch = o->global_batch > 0 ? o->global_batch : pb_plan_default_global_batch(m);
+    o->job.global_batch = o->global_batch > 0 ? o->global_batch : pb_presets_default_global_batch(m);
     return PB_OK;
 }
 
@@ -258,7 +261,7 @@ static int run_model(options *o, const char *cmdline)
         n = pb_model_step_enumerate(&o->job, &o->cluster, (int)o->gpus, s, MAX_CONFIGS);
         if (n == MAX_CONFIGS) fprintf(stderr, "%s: note: only the first %d factorizations were evaluated\n",
                                       pb_error_progname(), MAX_CONFIGS);
-        int want[3], doc = pb_plan_documented(o->job.model.name, (int)o->gpus, want);
+        int want[3], doc = pb_plan_explain_documented(o->job.model.name, (int)o->gpus, want);
         pb_plan_print_ranking(s, n, (int)o->top, doc ? want : NULL, stdout);
         if (doc) {
             char why[512];
@@ -270,7 +273,7 @@ static int run_model(options *o, const char *cmdline)
     }
     /* Nothing runnable is an answer a script must see: exit 1, and no JSON a script could take for a plan. */
     int none = n == 0 || s[0].reject[0];
-    int st = o->json && !none ? pb_plan_write_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;
+    int st = o->json && !none ? pb_plan_print_json(o->json, cmdline, &o->job, &o->cluster, s, n) : PB_OK;
     free(s);
     if (st == PB_OK && none) {
         fprintf(stderr, "%s: no configuration is valid and fits; see the reasons above\n", pb_error_progname());
@@ -294,6 +297,21 @@ static int parse_pp_simulate(const char *text, double v[5])
         v[3] <= 0)
         return pb_error_usage(option, "'%s' is out of range; %s", text, expected);
     return PB_OK;
+}
+
+/* plan --fit DIR: fit the links from DIR's sweeps, or take a calibration's (or
+ * preset's) with --cluster, then predict DIR's workload rows with them. */
+static int run_fit(const options *o, const char *cmdline)
+{
+    pb_plan_fit_fitted f;
+    if (o->cluster_name) {
+        pb_model_cluster calibrated;
+        PB_TRY(pb_cluster_lookup(o->cluster_name, "--cluster", &calibrated));
+        PB_TRY(pb_plan_fit_from_cluster(o->fit_dir, &calibrated, &f, stdout));
+    } else {
+        PB_TRY(pb_plan_fit_links(o->fit_dir, "--fit", &f, stdout));
+    }
+    return pb_plan_predict(o->fit_dir, &f, o->csv, cmdline, stdout);
 }
 
 #define PP_SIMULATE_MAX 1e7 /* stages x micro-batches x chunks */
@@ -413,11 +431,6 @@ int main(int argc, char **argv)
         return pb_error_usage("--json", "does not apply to %s, which writes no JSON; expected --model ... --json FILE",
                               o.reproduce ? "--reproduce" : "--fit");
     if (o.reproduce) return pb_plan_reproduce(stdout);
-    if (o.fit_dir && o.cluster_name) { /* a calibration (or preset) instead of this run's own fit */
-        pb_model_cluster calibrated;
-        PB_TRY(pb_cluster_lookup(o.cluster_name, "--cluster", &calibrated));
-        return pb_plan_fit_with_cluster(o.fit_dir, &calibrated, o.csv, cmdline, stdout);
-    }
-    if (o.fit_dir) return pb_plan_fit(o.fit_dir, o.csv, cmdline, stdout);
+    if (o.fit_dir) return run_fit(&o, cmdline);
     return run_model(&o, cmdline);
 }

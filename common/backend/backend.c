@@ -10,11 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The getters of the backends' own files. Files ending in _nccl.c or _cuda.c
- * exist only in CUDA builds: their rows hold NULL elsewhere. */
+/* Files ending in _nccl.c or _cuda.c exist only in CUDA builds: their rows
+ * hold NULL elsewhere. */
 #ifdef PB_HAVE_CUDA
-const pb_comm_backend *pb_backend_nccl(void);
-const pb_comm_backend *pb_backend_mpi_device(void);
 #define CUDA_ONLY(getter) getter
 #else
 #define CUDA_ONLY(getter) NULL
@@ -30,8 +28,8 @@ typedef struct backend_row {
 
 static const backend_row rows[] = {
     {"mpi", "host memory", pb_comm_backend_mpi, PB_MEM_HOST, 0},
-    {"mpi", NULL, CUDA_ONLY(pb_backend_mpi_device), PB_MEM_DEVICE, 0},
-    {"nccl", "GPU memory", CUDA_ONLY(pb_backend_nccl), PB_MEM_DEVICE, 1},
+    {"mpi", NULL, CUDA_ONLY(pb_comm_backend_mpi_device), PB_MEM_DEVICE, 0},
+    {"nccl", "GPU memory", CUDA_ONLY(pb_comm_backend_nccl), PB_MEM_DEVICE, 1},
     {"nccl-rehearse", "NCCL's ordering rules on the CPU, tests only", pb_comm_backend_nccl_rehearse, PB_MEM_HOST, 0},
 };
 #define NROWS (sizeof rows / sizeof rows[0])

@@ -111,6 +111,9 @@ typedef struct pb_comm_backend {
     int (*replay)(pb_comm *c);
 } pb_comm_backend;
 
+/* The backends' tables, one getter each, named pb_comm_backend_<--backend>
+ * with the memory when it is not the name's default. */
+
 /* The MPI backend (host memory). */
 const pb_comm_backend *pb_comm_backend_mpi(void);
 
@@ -118,6 +121,14 @@ const pb_comm_backend *pb_comm_backend_mpi(void);
  * for tests and rehearsals only (comm_rehearse.c, docs/gpu.md). In every
  * build. */
 const pb_comm_backend *pb_comm_backend_nccl_rehearse(void);
+
+#ifdef PB_HAVE_CUDA
+/* CUDA builds only (files ending in _nccl.c or _cuda.c): the MPI backend on
+ * device buffers staged through host memory (comm_mpi_cuda.c), and NCCL
+ * (comm_nccl.c). */
+const pb_comm_backend *pb_comm_backend_mpi_device(void);
+const pb_comm_backend *pb_comm_backend_nccl(void);
+#endif
 
 /* ---- The backend table (backend.c): one row per --backend/--mem pair ---- */
 

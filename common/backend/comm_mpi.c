@@ -3,6 +3,7 @@
  * in fp32 and round once (pb_dtype_reduce_local), as NCCL does. */
 #include "backend/comm.h"
 
+#include "backend/comm_count.h"
 #include "core/error.h"
 #include "core/faults.h"
 #include "core/grow.h"
@@ -78,7 +79,7 @@ static int check(int rc, const char *what)
 static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = pb_faults_fail("comm") ? NULL : calloc(1, sizeof *c);
-    int status = c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator");
+    int status = c ? pb_comm_count_admit() : pb_fail(PB_ERR_ENV, "out of memory for a communicator");
     status = pb_world_agree_at(group, status, "comm");
     if (status != PB_OK || !c) { /* !c implies a failed agreement; said for the analyzer */
         free(c);
@@ -87,6 +88,7 @@ static int create(MPI_Comm group, pb_comm **out)
     MPI_Comm_dup(group, &c->comm);
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);
+    pb_comm_count_add(0, 0);
     *out = c;
     return PB_OK;
 }
@@ -94,6 +96,7 @@ static int create(MPI_Comm group, pb_comm **out)
 static void destroy(pb_comm *c)
 {
     if (!c) return;
+    pb_comm_count_remove(0);
     MPI_Comm_free(&c->comm);
     free(c->reqs);
     free(c);

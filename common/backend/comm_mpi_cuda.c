@@ -26,8 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const pb_comm_backend *pb_backend_mpi_device(void);
-
 typedef struct staging {
     void *host; /* pinned */
     size_t cap;
@@ -114,7 +112,7 @@ static int create(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
     int status = pb_world_agree_at(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
-    if (status == PB_OK && c) status = H()->comm_create(group, &c->host); /* agrees itself */
+    if (status == PB_OK && c) status = H()->comm_create(group, &c->host); /* agrees itself, and counts this one (comm_count.h) */
     if (status != PB_OK || !c) { /* !c implies a failed agreement; said for the analyzer */
         free(c);
         return status;
@@ -368,4 +366,4 @@ static const pb_comm_backend mpi_device_backend = {
     .sync = sync_all, .version = version,
 };
 
-const pb_comm_backend *pb_backend_mpi_device(void) { return &mpi_device_backend; }
+const pb_comm_backend *pb_comm_backend_mpi_device(void) { return &mpi_device_backend; }

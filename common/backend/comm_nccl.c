@@ -9,6 +9,7 @@
  * thread calls neither MPI nor NCCL (on_timeout). */
 #include "backend/comm.h"
 
+#include "backend/comm_count.h"
 #include "backend/cuda_status.h"
 #include "backend/gpu.h"
 #include "backend/nccl_version.h"
@@ -38,6 +39,7 @@ struct pb_comm {
     int capturing;
     int device;             /* the GPU the communicator was created on */
     int aborted;            /* ncclCommAbort was called: only the CUDA objects are left to free */
+    uint64_t held;          /* GPU memory ncclCommInitRank took (cudaMemGetInfo before and after) */
     pb_comm *next;          /* live communicators (graphs), under `live_mu` */
 };
 
@@ -115,10 +117,22 @@ static ncclDataType_t nccl_type(pb_dtype t)
 
 static ncclRedOp_t nccl_op(pb_dtype_redop op) { return op == PB_SUM ? ncclSum : op == PB_MAX ? ncclMax : ncclMin; }
 
+/* ncclCommInitRank, and the device memory it took: the free memory before
+ * and after (*measured 0 where cudaMemGetInfo fails). */
+static ncclResult_t init_measured(pb_comm *c, ncclUniqueId id, int *measured)
+{
+    size_t before = 0, after = 0, total = 0;
+    *measured = cudaMemGetInfo(&before, &total) == cudaSuccess;
+    ncclResult_t r = ncclCommInitRank(&c->nccl, c->size, id, c->rank);
+    if (*measured && r == ncclSuccess) *measured = cudaMemGetInfo(&after, &total) == cudaSuccess;
+    c->held = *measured && before > after ? (uint64_t)(before - after) : 0;
+    return r;
+}
+
 static int create_armed(MPI_Comm group, pb_comm **out)
 {
     pb_comm *c = calloc(1, sizeof *c);
-    int status = pb_world_agree_at(group, c ? PB_OK : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
+    int status = pb_world_agree_at(group, c ? pb_comm_count_admit() : pb_fail(PB_ERR_ENV, "out of memory for a communicator"), "comm");
     if (status != PB_OK || !c) { /* !c implies a failed agreement; said for the analyzer */
         free(c);
         return status;
@@ -143,7 +157,8 @@ static int create_armed(MPI_Comm group, pb_comm **out)
         status = pb_fail(PB_ERR_ENV, "cudaStreamCreate: out of memory");
     /* ncclCommInitRank is collective: a rank without a stream must not leave the others in it. */
     status = pb_world_agree_at(group, status, "nccl-stream");
-    if (status == PB_OK) status = nccl_check(ncclCommInitRank(&c->nccl, c->size, id, c->rank), NULL, "ncclCommInitRank");
+    int measured = 0;
+    if (status == PB_OK) status = nccl_check(init_measured(c, id, &measured), NULL, "ncclCommInitRank");
     if (status != PB_OK) {
         if (c->order) cudaEventDestroy(c->order);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -154,6 +169,7 @@ static int create_armed(MPI_Comm group, pb_comm **out)
     c->next = live;
     live = c;
     pthread_mutex_unlock(&live_mu);
+    pb_comm_count_add(c->held, measured);
     *out = c;
     return PB_OK;
 }
@@ -172,6 +188,7 @@ static int create(MPI_Comm group, pb_comm **out)
 static void destroy(pb_comm *c)
 {
     if (!c) return;
+    pb_comm_count_remove(c->held);
     pthread_mutex_lock(&live_mu);
     for (pb_comm **p = &live; *p; p = &(*p)->next)
         if (*p == c) {
@@ -437,4 +454,4 @@ static const pb_comm_backend nccl_backend = {
     .capture_begin = capture_begin, .capture_end = capture_end, .replay = replay,
 };
 
-const pb_comm_backend *pb_backend_nccl(void) { return &nccl_backend; }
+const pb_comm_backend *pb_comm_backend_nccl(void) { return &nccl_backend; }

@@ -318,7 +318,8 @@ static int create_armed(MPI_Comm group, pb_comm **out)
     c->miscount = pb_faults_miscount_rank() == world_rank;
     c->hang = pb_faults_hang("sync");
     status = pb_world_agree_at(group, pb_rehearse_device_check(group, c->rank, c->size), "comm");
-    if (status == PB_OK) status = mpi()->comm_create(group, &c->inner); /* agreed over group */
+    /* agreed over group; the MPI communicator inside counts this one (comm_count.h) */
+    if (status == PB_OK) status = mpi()->comm_create(group, &c->inner);
     if (status == PB_OK) {
         MPI_Comm_dup(group, &c->p2p);
         status = pb_world_agree_at(group, pb_rehearse_queue_create(run_unit, unit_free, &c->stream), "comm");

@@ -98,7 +98,7 @@ int pb_coll_from_name(const char *name, pb_coll *out);
 /* busbw = algbw * factor (docs/METRICS.md, the nccl-tests definitions):
  * allreduce 2(n-1)/n; allgather, reducescatter, alltoall, alltoallv (n-1)/n;
  * broadcast, reduce, sendrecv 1. Returns 0 for nranks < 1 or an unknown c. */
-double pb_busbw_factor(pb_coll c, int nranks);
+double pb_coll_busbw_factor(pb_coll c, int nranks);
 
 /* The cost terms of c over nranks (zero for an unknown c). */
 pb_coll_cost pb_coll_cost_of(pb_coll c, int nranks);

@@ -46,8 +46,8 @@ int pb_coll_check_fill(const pb_comm_backend *be, pb_coll c, const pb_coll_exec_
 {
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
-        PB_CUDA_TRY(pb_cuda_coll_fill(send, t, c, sh->count, sh->send_count, rank, nranks, CHECK_STREAM),
-                 "data validation on the device: filling the send buffer");
+        PB_CUDA_TRY(pb_coll_check_cuda_fill(send, t, c, sh->count, sh->send_count, rank, nranks, CHECK_STREAM),
+                    "data validation on the device: filling the send buffer");
         return PB_OK;
     }
 #endif
@@ -70,9 +70,9 @@ int pb_coll_check_count(const pb_comm_backend *be, pb_coll c, const pb_coll_exec
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
         unsigned long long n = 0;
-        PB_CUDA_TRY(pb_cuda_coll_count_wrong(recv, t, c, op, pb_coll_exec_expect_count(c, sh), sh->recv_count, rank, nranks, root, CHECK_STREAM,
-                                          &n),
-                 "data validation on the device: counting wrong elements");
+        PB_CUDA_TRY(pb_coll_check_cuda_count_wrong(recv, t, c, op, pb_coll_exec_expect_count(c, sh), sh->recv_count, rank,
+                                                   nranks, root, CHECK_STREAM, &n),
+                    "data validation on the device: counting wrong elements");
         *wrong = (long long)n;
         return PB_OK;
     }
@@ -90,7 +90,8 @@ int pb_coll_check_bytes_fill(const pb_comm_backend *be, void *buf, size_t bytes,
 {
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
-        PB_CUDA_TRY(pb_cuda_bytes_fill(buf, bytes, rank, CHECK_STREAM), "data validation on the device: filling the send buffer");
+        PB_CUDA_TRY(pb_coll_check_cuda_bytes_fill(buf, bytes, rank, CHECK_STREAM),
+                    "data validation on the device: filling the send buffer");
         return PB_OK;
     }
 #endif
@@ -109,7 +110,8 @@ int pb_coll_check_bytes_count(const pb_comm_backend *be, int sender, int corrupt
 #ifdef PB_HAVE_CUDA
     if (on_device(be)) {
         unsigned long long n = 0;
-        PB_CUDA_TRY(pb_cuda_bytes_count_wrong(buf, bytes, sender, CHECK_STREAM, &n), "data validation on the device: counting wrong bytes");
+        PB_CUDA_TRY(pb_coll_check_cuda_bytes_count_wrong(buf, bytes, sender, CHECK_STREAM, &n),
+                    "data validation on the device: counting wrong bytes");
         *wrong = (long long)n;
         return PB_OK;
     }

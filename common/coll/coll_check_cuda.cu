@@ -135,8 +135,8 @@ cudaError_t launched(cudaStream_t s)
 
 } // namespace
 
-extern "C" cudaError_t pb_cuda_coll_fill(void *send, pb_dtype t, pb_coll c, size_t count, size_t send_count, int rank,
-                                         int nranks, cudaStream_t s)
+extern "C" cudaError_t pb_coll_check_cuda_fill(void *send, pb_dtype t, pb_coll c, size_t count, size_t send_count,
+                                               int rank, int nranks, cudaStream_t s)
 {
     if (!supported(t) || !valid_shape(c, count, nranks, rank, 0)) return cudaErrorInvalidValue;
     if (send_count == 0) return cudaSuccess;
@@ -151,9 +151,9 @@ extern "C" cudaError_t pb_cuda_coll_fill(void *send, pb_dtype t, pb_coll c, size
     return launched(s);
 }
 
-extern "C" cudaError_t pb_cuda_coll_count_wrong(const void *recv, pb_dtype t, pb_coll c, pb_dtype_redop op, size_t count,
-                                                size_t recv_count, int rank, int nranks, int root, cudaStream_t s,
-                                                unsigned long long *wrong)
+extern "C" cudaError_t pb_coll_check_cuda_count_wrong(const void *recv, pb_dtype t, pb_coll c, pb_dtype_redop op,
+                                                      size_t count, size_t recv_count, int rank, int nranks, int root,
+                                                      cudaStream_t s, unsigned long long *wrong)
 {
     *wrong = 0;
     if (!supported(t) || !valid_shape(c, count, nranks, rank, root)) return cudaErrorInvalidValue;
@@ -182,15 +182,15 @@ extern "C" cudaError_t pb_cuda_coll_count_wrong(const void *recv, pb_dtype t, pb
     return counter_end(e, d, s, wrong);
 }
 
-extern "C" cudaError_t pb_cuda_bytes_fill(void *buf, size_t bytes, int rank, cudaStream_t s)
+extern "C" cudaError_t pb_coll_check_cuda_bytes_fill(void *buf, size_t bytes, int rank, cudaStream_t s)
 {
     if (bytes == 0) return cudaSuccess;
     bytes_fill_kernel<<<(unsigned)blocks_for(bytes), kThreads, 0, s>>>((unsigned char *)buf, bytes, rank);
     return launched(s);
 }
 
-extern "C" cudaError_t pb_cuda_bytes_count_wrong(const void *buf, size_t bytes, int sender, cudaStream_t s,
-                                                 unsigned long long *wrong)
+extern "C" cudaError_t pb_coll_check_cuda_bytes_count_wrong(const void *buf, size_t bytes, int sender, cudaStream_t s,
+                                                            unsigned long long *wrong)
 {
     *wrong = 0;
     if (bytes == 0) return cudaSuccess;

@@ -21,23 +21,23 @@ extern "C" {
 #endif
 
 /* send[j] = pb_coll_expect_send_value(c, count, nranks, rank, j) for j < send_count. */
-cudaError_t pb_cuda_coll_fill(void *send, pb_dtype t, pb_coll c, size_t count, size_t send_count, int rank,
-                              int nranks, cudaStream_t stream);
+cudaError_t pb_coll_check_cuda_fill(void *send, pb_dtype t, pb_coll c, size_t count, size_t send_count, int rank,
+                                    int nranks, cudaStream_t stream);
 
 /* *wrong = how many of recv[0..recv_count) differ from pb_coll_expect_expected(c, op,
  * count, nranks, rank, root, j) by more than pb_coll_expect_tolerance(t, nranks); NaN
  * counts as wrong. Only the 8-byte count comes back to the host. The caller
- * decides whether this rank's output is defined (pb_cx_output_defined). */
-cudaError_t pb_cuda_coll_count_wrong(const void *recv, pb_dtype t, pb_coll c, pb_dtype_redop op, size_t count,
-                                     size_t recv_count, int rank, int nranks, int root, cudaStream_t stream,
-                                     unsigned long long *wrong);
+ * decides whether this rank's output is defined (pb_coll_output_defined). */
+cudaError_t pb_coll_check_cuda_count_wrong(const void *recv, pb_dtype t, pb_coll c, pb_dtype_redop op, size_t count,
+                                           size_t recv_count, int rank, int nranks, int root, cudaStream_t stream,
+                                           unsigned long long *wrong);
 
 /* Point-to-point payloads: buf[i] = pb_coll_expect_byte(rank, i) for i < bytes. */
-cudaError_t pb_cuda_bytes_fill(void *buf, size_t bytes, int rank, cudaStream_t stream);
+cudaError_t pb_coll_check_cuda_bytes_fill(void *buf, size_t bytes, int rank, cudaStream_t stream);
 
 /* *wrong = how many buf[i], i < bytes, differ from pb_coll_expect_byte(sender, i). */
-cudaError_t pb_cuda_bytes_count_wrong(const void *buf, size_t bytes, int sender, cudaStream_t stream,
-                                      unsigned long long *wrong);
+cudaError_t pb_coll_check_cuda_bytes_count_wrong(const void *buf, size_t bytes, int sender, cudaStream_t stream,
+                                                 unsigned long long *wrong);
 
 #ifdef __cplusplus
 }

@@ -88,25 +88,49 @@ static int issue_alltoallv(ISSUE_ARGS)
 #define NONE PB_IN_PLACE_NONE
 #define SAME PB_IN_PLACE_SAME
 
+/* One row per collective, by field name; a field left out is 0: no reduction
+ * op, no root, every rank's output defined, two buffers for a broadcast. */
 static const pb_coll_desc table[] = {
-    /* name, busbw, has_op, has_root, root_only_output, send, recv, param, in_place, one_buffer_broadcast,
-     * issue, expected, algo, cost */
-    [PB_COLL_ALLREDUCE] = {"allreduce", bus_twice_ring, 1, 0, 0, FULL, FULL, FULL, SAME, 0, issue_allreduce,
-                           pb_coll_expect_allreduce, PB_ALGO_RING, cost_twice_ring},
-    [PB_COLL_ALLGATHER] = {"allgather", bus_ring, 0, 0, 0, CHUNK, FULL, CHUNK, PB_IN_PLACE_SEND_BLOCK, 0,
-                           issue_allgather, pb_coll_expect_allgather, PB_ALGO_RING, cost_ring},
-    [PB_COLL_REDUCESCATTER] = {"reducescatter", bus_ring, 1, 0, 0, FULL, CHUNK, CHUNK, PB_IN_PLACE_RECV_BLOCK, 0,
-                               issue_reducescatter, pb_coll_expect_reducescatter, PB_ALGO_RING, cost_ring},
-    [PB_COLL_BROADCAST] = {"broadcast", bus_one, 0, 1, 0, FULL, FULL, FULL, SAME, 1, issue_broadcast,
-                           pb_coll_expect_broadcast, PB_ALGO_TREE, cost_tree},
-    [PB_COLL_REDUCE] = {"reduce", bus_one, 1, 1, 1, FULL, FULL, FULL, SAME, 0, issue_reduce, pb_coll_expect_reduce,
-                        PB_ALGO_TREE, cost_tree},
-    [PB_COLL_ALLTOALL] = {"alltoall", bus_ring, 0, 0, 0, FULL, FULL, CHUNK, NONE, 0, issue_alltoall,
-                          pb_coll_expect_alltoall, PB_ALGO_PAIRWISE, cost_ring},
-    [PB_COLL_SENDRECV] = {"sendrecv", bus_one, 0, 0, 0, FULL, FULL, FULL, NONE, 0, issue_sendrecv,
-                          pb_coll_expect_sendrecv, PB_ALGO_P2P, cost_p2p},
-    [PB_COLL_ALLTOALLV] = {"alltoallv", bus_ring, 0, 0, 0, FULL, PB_SPAN_SKEWED, FULL, NONE, 0, issue_alltoallv,
-                           pb_coll_expect_alltoallv, PB_ALGO_PAIRWISE, cost_ring},
+    [PB_COLL_ALLREDUCE] = {
+        .name = "allreduce", .busbw = bus_twice_ring, .algo = PB_ALGO_RING, .cost = cost_twice_ring,
+        .has_op = 1, .send = FULL, .recv = FULL, .param = FULL, .in_place = SAME,
+        .issue = issue_allreduce, .expected = pb_coll_expect_allreduce,
+    },
+    [PB_COLL_ALLGATHER] = {
+        .name = "allgather", .busbw = bus_ring, .algo = PB_ALGO_RING, .cost = cost_ring,
+        .send = CHUNK, .recv = FULL, .param = CHUNK, .in_place = PB_IN_PLACE_SEND_BLOCK,
+        .issue = issue_allgather, .expected = pb_coll_expect_allgather,
+    },
+    [PB_COLL_REDUCESCATTER] = {
+        .name = "reducescatter", .busbw = bus_ring, .algo = PB_ALGO_RING, .cost = cost_ring,
+        .has_op = 1, .send = FULL, .recv = CHUNK, .param = CHUNK, .in_place = PB_IN_PLACE_RECV_BLOCK,
+        .issue = issue_reducescatter, .expected = pb_coll_expect_reducescatter,
+    },
+    [PB_COLL_BROADCAST] = {
+        .name = "broadcast", .busbw = bus_one, .algo = PB_ALGO_TREE, .cost = cost_tree,
+        .has_root = 1, .send = FULL, .recv = FULL, .param = FULL, .in_place = SAME, .one_buffer_broadcast = 1,
+        .issue = issue_broadcast, .expected = pb_coll_expect_broadcast,
+    },
+    [PB_COLL_REDUCE] = {
+        .name = "reduce", .busbw = bus_one, .algo = PB_ALGO_TREE, .cost = cost_tree,
+        .has_op = 1, .has_root = 1, .root_only_output = 1, .send = FULL, .recv = FULL, .param = FULL, .in_place = SAME,
+        .issue = issue_reduce, .expected = pb_coll_expect_reduce,
+    },
+    [PB_COLL_ALLTOALL] = {
+        .name = "alltoall", .busbw = bus_ring, .algo = PB_ALGO_PAIRWISE, .cost = cost_ring,
+        .send = FULL, .recv = FULL, .param = CHUNK, .in_place = NONE,
+        .issue = issue_alltoall, .expected = pb_coll_expect_alltoall,
+    },
+    [PB_COLL_SENDRECV] = {
+        .name = "sendrecv", .busbw = bus_one, .algo = PB_ALGO_P2P, .cost = cost_p2p,
+        .send = FULL, .recv = FULL, .param = FULL, .in_place = NONE,
+        .issue = issue_sendrecv, .expected = pb_coll_expect_sendrecv,
+    },
+    [PB_COLL_ALLTOALLV] = {
+        .name = "alltoallv", .busbw = bus_ring, .algo = PB_ALGO_PAIRWISE, .cost = cost_ring,
+        .send = FULL, .recv = PB_SPAN_SKEWED, .param = FULL, .in_place = NONE,
+        .issue = issue_alltoallv, .expected = pb_coll_expect_alltoallv,
+    },
 };
 _Static_assert(sizeof table / sizeof table[0] == PB_COLL_COUNT, "one descriptor per pb_coll");
 
@@ -149,7 +173,7 @@ int pb_coll_from_name(const char *name, pb_coll *out)
     return PB_ERR_USAGE;
 }
 
-double pb_busbw_factor(pb_coll c, int nranks)
+double pb_coll_busbw_factor(pb_coll c, int nranks)
 {
     const pb_coll_desc *d = pb_coll_desc_of(c);
     return d && nranks >= 1 ? d->busbw(nranks) : 0.0;

@@ -147,6 +147,15 @@ void pb_p2p_matrix_default_pair(const int *node_of, int nranks, int pair[2])
         }
 }
 
+uint64_t pb_p2p_matrix_peer_bytes(void)
+{
+    const char *v = getenv("NCCL_BUFFSIZE");
+    char *end = NULL;
+    unsigned long long buff = v && *v ? strtoull(v, &end, 0) : 0;
+    if (!v || !*v || *end || buff == 0) buff = PB_P2P_MATRIX_NCCL_BUFFSIZE;
+    return (uint64_t)buff * PB_P2P_MATRIX_CHANNELS_PER_PEER * 2;
+}
+
 const char *pb_p2p_matrix_slow_name(int slow)
 {
     static const char *names[] = {"", "class", "rail", "class+rail"};
@@ -182,13 +191,17 @@ int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pa
     FILE *f = start_file(path, tmp, sizeof tmp);
     if (!f) return PB_ERR_ENV;
     double *m = calloc((size_t)nranks * (size_t)nranks, sizeof(double));
-    if (!m) {
+    unsigned char *have = calloc((size_t)nranks * (size_t)nranks, 1); /* a pair not measured (sampled): empty */
+    if (!m || !have) {
+        free(m);
+        free(have);
         fclose(f);
         return pb_fail(PB_ERR_ENV, "out of memory for a %d x %d matrix", nranks, nranks);
     }
     for (int i = 0; i < n; i++) {
         double v = which ? r[i].bw_GBps : r[i].lat_us;
         m[r[i].a * nranks + r[i].b] = m[r[i].b * nranks + r[i].a] = v;
+        have[r[i].a * nranks + r[i].b] = have[r[i].b * nranks + r[i].a] = 1;
     }
     fprintf(f, "# %s between every pair of ranks (rows and columns are ranks)\nrank", which ? "bw_GBps" : "latency_us");
     for (int j = 0; j < nranks; j++) fprintf(f, ",%d", j);
@@ -196,11 +209,12 @@ int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pa
     for (int i = 0; i < nranks; i++) {
         fprintf(f, "%d", i);
         for (int j = 0; j < nranks; j++) {
-            if (i == j) fputs(",", f);
+            if (!have[i * nranks + j]) fputs(",", f); /* the diagonal too */
             else fprintf(f, ",%.6g", m[i * nranks + j]);
         }
         fputc('\n', f);
     }
     free(m);
+    free(have);
     return finish_file(f, tmp, path);
 }

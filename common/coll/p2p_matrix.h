@@ -5,6 +5,8 @@
 #ifndef PB_P2P_MATRIX_H
 #define PB_P2P_MATRIX_H
 
+#include <stdint.h>
+
 typedef struct pb_p2p_matrix_pair_result {
     int a, b;
     const char *link;   /* pb_link_name of the pair */
@@ -57,11 +59,24 @@ int pb_p2p_matrix_rail(const int *node_of, const int *local, int a, int b);
  * and the last rank, OSU's pair (0 and 1 at 2 ranks). */
 void pb_p2p_matrix_default_pair(const int *node_of, int nranks, int pair[2]);
 
+/* The GPU memory NCCL is expected to hold on a rank for each peer it has
+ * exchanged point-to-point messages with: the connection opens at the first
+ * message and stays until the communicator is destroyed, with a buffer of
+ * NCCL_BUFFSIZE (4 MiB by default, NCCL's documentation of the variable; the
+ * environment's value when set) per channel in each direction, over an
+ * assumed 2 channels a peer (NCCL_NCHANNELS_PER_NET_PEER's default in NCCL's
+ * documentation; NVLink peers may use others): 16 MiB a peer by default. An
+ * expectation, not a measurement (docs/placement.md, "The matrix at scale"). */
+#define PB_P2P_MATRIX_NCCL_BUFFSIZE (4ull << 20)
+#define PB_P2P_MATRIX_CHANNELS_PER_PEER 2
+uint64_t pb_p2p_matrix_peer_bytes(void);
+
 /* "class", "rail", "class+rail" or "" for a pair's slow bits. */
 const char *pb_p2p_matrix_slow_name(int slow);
 
 /* Write an N x N matrix CSV ("rank,0,1,...") of latency (which = 0) or
- * bandwidth (which = 1); the diagonal is empty. Returns a status. */
+ * bandwidth (which = 1); the diagonal and the pairs not measured (a sampled
+ * matrix) are empty. Returns a status. */
 int pb_p2p_matrix_write_csv(const char *path, int nranks, const pb_p2p_matrix_pair_result *r, int n, int which);
 
 /* Write one line per pair: a,b,link_class,latency_us,bw_GBps,slow (0/1),rail

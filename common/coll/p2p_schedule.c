@@ -68,20 +68,27 @@ static int group_by_node(const int *node_of, int nranks, int **start, int **memb
     return PB_OK;
 }
 
-/* Node pair (A, B): every rank of the smaller meets every rank of the larger,
- * local rank k with local rank (k + s) mod |B| in sub-round s. Returns the
- * sub-rounds used. */
-static int node_pair_rounds(builder *b, const int *A, int na, const int *B, int nb, int base)
+/* Node pair (A, B), met in round t of the node tournament: local rank k of
+ * the smaller with local rank (k + s) mod |B| of the larger in sub-round s.
+ * Every s in 0..|B|-1: every rank of one meets every rank of the other.
+ * Sampled: s = 0 (the rails: local rank k with local rank k) and, in the
+ * first |B| - 1 node rounds, s = t + 1 (one cross-rail shift, each shift in
+ * turn). Returns the sub-rounds used. */
+static int node_pair_rounds(builder *b, const int *A, int na, const int *B, int nb, int base, int t, int sampled)
 {
     if (na > nb) {
-        const int *t = A;
-        A = B, B = t;
+        const int *x = A;
+        A = B, B = x;
         int tn = na;
         na = nb, nb = tn;
     }
-    for (int s = 0; s < nb; s++)
-        for (int k = 0; k < na; k++) add(b, A[k], B[(k + s) % nb], base + s);
-    return nb;
+    int used = 0;
+    for (int s = 0; s < nb; s++) {
+        if (sampled && s != 0 && s != t + 1) continue;
+        for (int k = 0; k < na; k++) add(b, A[k], B[(k + s) % nb], base + used);
+        used++;
+    }
+    return used;
 }
 
 /* A round-robin among the m ranks of one node, starting at round `base`. */
@@ -98,7 +105,7 @@ static void intra_rounds(builder *b, const int *ranks, int m, int base)
     free(y);
 }
 
-int pb_p2p_schedule_concurrent(const int *node_of, int nranks, pb_p2p_schedule *out)
+static int build_concurrent(const int *node_of, int nranks, int sampled, pb_p2p_schedule *out)
 {
     out->pairs = NULL;
     out->npairs = out->nrounds = 0;
@@ -114,7 +121,7 @@ int pb_p2p_schedule_concurrent(const int *node_of, int nranks, pb_p2p_schedule *
         for (int i = 0; i < even / 2; i++) {
             if (x[i] >= nnodes || y[i] >= nnodes) continue; /* a bye */
             int used = node_pair_rounds(&b, members + start[x[i]], start[x[i] + 1] - start[x[i]],
-                                        members + start[y[i]], start[y[i] + 1] - start[y[i]], base);
+                                        members + start[y[i]], start[y[i] + 1] - start[y[i]], base, t, sampled);
             if (used > longest) longest = used;
         }
         base += longest;
@@ -139,6 +146,26 @@ int pb_p2p_schedule_concurrent(const int *node_of, int nranks, pb_p2p_schedule *
     out->npairs = b.n;
     out->nrounds = base;
     return PB_OK;
+}
+
+int pb_p2p_schedule_concurrent(const int *node_of, int nranks, pb_p2p_schedule *out)
+{
+    return build_concurrent(node_of, nranks, 0, out);
+}
+
+int pb_p2p_schedule_sampled(const int *node_of, int nranks, pb_p2p_schedule *out)
+{
+    return build_concurrent(node_of, nranks, 1, out);
+}
+
+int pb_p2p_schedule_peers(const pb_p2p_schedule *s, int nranks)
+{
+    int *n = calloc((size_t)(nranks > 0 ? nranks : 1), sizeof(int)), most = 0;
+    if (!n) return nranks - 1; /* no memory to count: every other rank, the bound */
+    for (int i = 0; i < s->npairs; i++) n[s->pairs[i].a]++, n[s->pairs[i].b]++;
+    for (int r = 0; r < nranks; r++) most = n[r] > most ? n[r] : most;
+    free(n);
+    return most;
 }
 
 int pb_p2p_schedule_serial(int nranks, pb_p2p_schedule *out)

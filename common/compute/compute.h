@@ -139,6 +139,8 @@ int pb_compute_check_name(const char *option, const char *name);
 /* The engine used without --engine for buffers in `mem`: the table's first of that memory. */
 const char *pb_compute_default(pb_mem_kind mem);
 
+/* ---- GEMM helpers shared by the engines (compute_gemm.c) ---- */
+
 /* Run a batch on `eng`: its gemm_batched when it has one, else a loop of its
  * gemm. Refuses negative shapes, strides or counts (PB_ERR_USAGE). */
 int pb_compute_gemm_batched(const pb_compute *eng, const pb_compute_gemm_batch *g);

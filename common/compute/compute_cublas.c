@@ -276,28 +276,28 @@ static int cublas_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y)
 {
     READY("gelu");
     PB_TRY(check_float_type(t, "gelu"));
-    return launched(pb_cuda_gelu_fwd(t, n, x, y, cu.stream), "gelu forward kernel launch");
+    return launched(pb_kernels_cuda_gelu_fwd(t, n, x, y, cu.stream), "gelu forward kernel launch");
 }
 
 static int cublas_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx)
 {
     READY("gelu backward");
     PB_TRY(check_float_type(t, "gelu backward"));
-    return launched(pb_cuda_gelu_bwd(t, n, x, dy, dx, cu.stream), "gelu backward kernel launch");
+    return launched(pb_kernels_cuda_gelu_bwd(t, n, x, dy, dx, cu.stream), "gelu backward kernel launch");
 }
 
 static int cublas_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y)
 {
     READY("swiglu");
     PB_TRY(check_float_type(t, "swiglu"));
-    return launched(pb_cuda_swiglu_fwd(t, rows, f, z, y, cu.stream), "swiglu forward kernel launch");
+    return launched(pb_kernels_cuda_swiglu_fwd(t, rows, f, z, y, cu.stream), "swiglu forward kernel launch");
 }
 
 static int cublas_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d)
 {
     READY("swiglu backward");
     PB_TRY(check_float_type(t, "swiglu backward"));
-    return launched(pb_cuda_swiglu_bwd(t, rows, f, z, d, cu.stream), "swiglu backward kernel launch");
+    return launched(pb_kernels_cuda_swiglu_bwd(t, rows, f, z, d, cu.stream), "swiglu backward kernel launch");
 }
 
 static int cublas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y)
@@ -305,7 +305,7 @@ static int cublas_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void
     READY("softmax");
     PB_TRY(check_float_type(t, "softmax"));
     PB_CHECK(rows >= 0 && cols >= 0, PB_ERR_USAGE, "softmax: negative shape %lldx%lld", (long long)rows, (long long)cols);
-    return launched(pb_cuda_softmax_fwd(t, rows, cols, x, y, cu.stream), "softmax forward kernel launch");
+    return launched(pb_kernels_cuda_softmax_fwd(t, rows, cols, x, y, cu.stream), "softmax forward kernel launch");
 }
 
 static int cublas_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx)
@@ -314,7 +314,7 @@ static int cublas_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void
     PB_TRY(check_float_type(t, "softmax backward"));
     PB_CHECK(rows >= 0 && cols >= 0, PB_ERR_USAGE, "softmax backward: negative shape %lldx%lld", (long long)rows,
              (long long)cols);
-    return launched(pb_cuda_softmax_bwd(t, rows, cols, y, dy, dx, cu.stream), "softmax backward kernel launch");
+    return launched(pb_kernels_cuda_softmax_bwd(t, rows, cols, y, dy, dx, cu.stream), "softmax backward kernel launch");
 }
 
 static int cublas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n)
@@ -322,7 +322,7 @@ static int cublas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype s
     READY("convert");
     PB_TRY(check_float_type(dst_t, "convert"));
     PB_TRY(check_float_type(src_t, "convert"));
-    return launched(pb_cuda_convert(dst, dst_t, src, src_t, n, cu.stream), "convert kernel launch");
+    return launched(pb_kernels_cuda_convert(dst, dst_t, src, src_t, n, cu.stream), "convert kernel launch");
 }
 
 static int cublas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, const pb_compute_fill_spec *s)
@@ -331,8 +331,9 @@ static int cublas_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_
     PB_TRY(check_float_type(t, "fill"));
     PB_CHECK(rows >= 0 && cols >= 0 && ld >= cols, PB_ERR_USAGE, "fill: shape %lldx%lld with ld %lld",
              (long long)rows, (long long)cols, (long long)ld);
-    return launched(pb_cuda_fill(ptr, t, rows, cols, ld, s->seed, s->stream, s->row0, s->col0, s->scale, cu.stream),
-                    "fill kernel launch");
+    return launched(
+        pb_kernels_cuda_fill(ptr, t, rows, cols, ld, s->seed, s->stream, s->row0, s->col0, s->scale, cu.stream),
+        "fill kernel launch");
 }
 
 /* Where asynchronous failures (a bad kernel, a bad address) surface. */

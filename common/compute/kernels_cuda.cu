@@ -144,7 +144,7 @@ using bf16 = __nv_bfloat16;
 
 } // namespace
 
-extern "C" cudaError_t pb_cuda_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_gelu_fwd(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t s)
 {
     if (!supported(t)) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
@@ -154,7 +154,8 @@ extern "C" cudaError_t pb_cuda_gelu_fwd(pb_dtype t, size_t n, const void *x, voi
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx, cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, const void *dy, void *dx,
+                                                cudaStream_t s)
 {
     if (!supported(t)) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
@@ -164,7 +165,8 @@ extern "C" cudaError_t pb_cuda_gelu_bwd(pb_dtype t, size_t n, const void *x, con
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y, cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *y,
+                                                  cudaStream_t s)
 {
     if (!supported(t) || rows < 0 || f < 0) return cudaErrorInvalidValue;
     const size_t n = (size_t)rows * (size_t)f;
@@ -175,7 +177,8 @@ extern "C" cudaError_t pb_cuda_swiglu_fwd(pb_dtype t, int64_t rows, int64_t f, c
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d, cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, const void *z, void *d,
+                                                  cudaStream_t s)
 {
     if (!supported(t) || rows < 0 || f < 0) return cudaErrorInvalidValue;
     const size_t n = (size_t)rows * (size_t)f;
@@ -189,8 +192,8 @@ extern "C" cudaError_t pb_cuda_swiglu_bwd(pb_dtype t, int64_t rows, int64_t f, c
 // A row per block, at most kMaxBlocks blocks (they loop over the other rows).
 static unsigned row_blocks(int64_t rows) { return (unsigned)((size_t)rows < kMaxBlocks ? (size_t)rows : kMaxBlocks); }
 
-extern "C" cudaError_t pb_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y,
-                                           cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y,
+                                                   cudaStream_t s)
 {
     if (!supported(t) || rows < 0 || cols < 0) return cudaErrorInvalidValue;
     if (rows == 0 || cols == 0) return cudaSuccess;
@@ -200,8 +203,8 @@ extern "C" cudaError_t pb_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t col
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy,
-                                           void *dx, cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y,
+                                                   const void *dy, void *dx, cudaStream_t s)
 {
     if (!supported(t) || rows < 0 || cols < 0) return cudaErrorInvalidValue;
     if (rows == 0 || cols == 0) return cudaSuccess;
@@ -212,8 +215,8 @@ extern "C" cudaError_t pb_cuda_softmax_bwd(pb_dtype t, int64_t rows, int64_t col
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n,
-                                       cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n,
+                                               cudaStream_t s)
 {
     if (!supported(dst_t) || !supported(src_t)) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
@@ -226,8 +229,9 @@ extern "C" cudaError_t pb_cuda_convert(void *dst, pb_dtype dst_t, const void *sr
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pb_cuda_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld, uint64_t seed,
-                                    uint64_t rng_stream, int64_t row0, int64_t col0, float scale, cudaStream_t s)
+extern "C" cudaError_t pb_kernels_cuda_fill(void *ptr, pb_dtype t, int64_t rows, int64_t cols, int64_t ld,
+                                            uint64_t seed, uint64_t rng_stream, int64_t row0, int64_t col0, float scale,
+                                            cudaStream_t s)
 {
     if (!supported(t) || rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
     if (rows == 0 || cols == 0) return cudaSuccess;

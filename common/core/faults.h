@@ -40,6 +40,11 @@
  *     report        opening the CSV/JSON output on rank 0 (bench.c)
  *     nccl-stream   stream and event creation before ncclCommInitRank
  *                   (comm_nccl.c; GPU only)
+ *   PARABENCH_TEST_RANKS_PER_NODE=R  the world's nodes are R consecutive
+ *                                ranks each, named nodeK (world.c), on one
+ *                                machine: schedules and link classes of
+ *                                several nodes (p2p_sweep --matrix sampled)
+ *                                without a cluster;
  *   PARABENCH_TEST_HANG=SITE:RANK under --backend nccl-rehearse, that world
  *                                rank hangs for good at SITE, as a GPU can,
  *                                so that the watchdog must end the job

@@ -14,6 +14,45 @@
 
 #define MAX_OPTS 96
 #define VERSION_ID 999 /* getopt's value for --version: no option letter */
+#define LIST_ID 998    /* and for --list */
+
+/* The tables --list prints (pb_options_add_list). */
+static struct {
+    const char *what;
+    const char *const *names;
+} lists[PB_OPTIONS_LISTS];
+static int nlists;
+
+void pb_options_add_list(const char *what, const char *const *names)
+{
+    int i = 0;
+    while (i < nlists && strcmp(lists[i].what, what) != 0) i++;
+    if (i == PB_OPTIONS_LISTS) return; /* a program has a few tables; more is a programming error caught by tests */
+    lists[i].what = what;
+    lists[i].names = names;
+    if (i == nlists) nlists++;
+}
+
+/* The registered WHATs as prose ("backends or collectives") into buf. */
+static const char *list_whats(char *buf, size_t len)
+{
+    const char *whats[PB_OPTIONS_LISTS + 1];
+    for (int i = 0; i < nlists; i++) whats[i] = lists[i].what;
+    whats[nlists] = NULL;
+    return pb_parse_join_names(whats, buf, len);
+}
+
+static int print_list(const char *what)
+{
+    for (int i = 0; i < nlists; i++) {
+        if (strcmp(lists[i].what, what) != 0) continue;
+        for (const char *const *n = lists[i].names; *n; n++) printf("%s\n", *n);
+        return PB_HELP_SHOWN;
+    }
+    char whats[128];
+    return pb_error_usage("--list", "'%s' is not a list of this program; expected %s", what,
+                          nlists ? list_whats(whats, sizeof whats) : "none (it chooses from no table)");
+}
 
 static void option_label(const pb_options_opt *o, char *buf, size_t len)
 {
@@ -37,13 +76,18 @@ static void print_help(const char *summary, const pb_options_group *groups, int 
             printf("  %-30s %s\n", left, o->help);
         }
     }
+    if (nlists) {
+        char whats[128], help[192];
+        snprintf(help, sizeof help, "print the names of WHAT, one a line, and exit: %s", list_whats(whats, sizeof whats));
+        printf("  %-30s %s\n", "--list WHAT", help);
+    }
     printf("  %-30s %s\n", "-h/--help", "this help");
     printf("  %-30s %s\n", "--version", "print the version and exit");
 }
 
 int pb_options_parse(int argc, char **argv, const char *summary, const pb_options_group *groups, int ngroups)
 {
-    struct option longs[MAX_OPTS + 3] = {{0}}; /* zeroed: getopt_long reads up to the all-zero entry */
+    struct option longs[MAX_OPTS + 4] = {{0}}; /* zeroed: getopt_long reads up to the all-zero entry */
     const pb_options_opt *by_index[MAX_OPTS];
     const pb_options_group *group_of[MAX_OPTS];
     char shorts[3 * MAX_OPTS + 4] = ":h";
@@ -70,7 +114,8 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
     longs[n + 1] = (struct option){"version", no_argument, NULL, VERSION_ID};
-    longs[n + 2] = (struct option){0, 0, 0, 0};
+    longs[n + 2] = (struct option){"list", required_argument, NULL, LIST_ID};
+    longs[n + 3] = (struct option){0, 0, 0, 0};
 
     pb_outpath_reset();
     opterr = 0;
@@ -86,6 +131,7 @@ int pb_options_parse(int argc, char **argv, const char *summary, const pb_option
             printf("%s\n", pb_version_string());
             return PB_HELP_SHOWN;
         }
+        if (c == LIST_ID) return print_list(optarg);
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
             if (c == ':') return pb_error_usage(bad, "needs a value; see --help");

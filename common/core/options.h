@@ -51,6 +51,14 @@ int pb_options_once(const struct option *opts, unsigned char *seen, size_t nseen
 typedef int (*pb_options_name_check)(const char *option, const char *name);
 void pb_options_set_backends(pb_options_name_check check, const char *help);
 
+/* --list WHAT prints the names of one of the tables a program chooses from
+ * (collectives, backends, engines, modes), one a line, and exits 0: tests and
+ * the suite read them rather than repeat the tables. A program registers each
+ * table (NULL-terminated names) before the parse; registering WHAT again
+ * replaces it. --help lists the registered WHATs. */
+#define PB_OPTIONS_LISTS 8
+void pb_options_add_list(const char *what, const char *const *names);
+
 
 /* The most sizes one sweep measures (-b..-e by -f or -i, or --sizes); a
  * sweep with more is refused, naming the count, never cut short. */

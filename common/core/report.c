@@ -286,6 +286,24 @@ int pb_report_summary(pb_report *r, const char *key, const char *title, double v
     return json_changed(r);
 }
 
+int pb_report_meta_add(pb_report *r, const char *key, cJSON *item)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(r->root, "meta");
+    if (!meta) meta = cJSON_AddObjectToObject(r->root, "meta");
+    char *text = cJSON_PrintUnformatted(item);
+    if (!meta || !text) {
+        free(text);
+        cJSON_Delete(item);
+        return pb_fail(PB_ERR_ENV, "out of memory writing the metadata %s", key);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, key);
+    cJSON_AddItemToObject(meta, key, item);
+    int cut = csv_ok(r) && csv_comment(r->csv, key, text) != 0;
+    free(text);
+    if (cut) return pb_fail(PB_ERR_ENV, "out of memory writing the metadata %s", key);
+    return json_changed(r);
+}
+
 int pb_report_note(pb_report *r, const char *fmt, ...)
 {
     char text[1024];

@@ -63,6 +63,12 @@ int pb_report_row(pb_report *r, const pb_report_value *values);
  * and a CSV comment line. */
 int pb_report_summary(pb_report *r, const char *key, const char *title, double value, const char *unit);
 
+/* Metadata known only once the run has set up (its communicators, say):
+ * `item` (owned by the report afterwards) under `key` in the JSON's "meta",
+ * replacing one of that key, and a "# key: value" comment line in the CSV
+ * where it has got to. */
+int pb_report_meta_add(pb_report *r, const char *key, cJSON *item);
+
 /* A free-form note: table line "# text", JSON "notes" array, CSV comment. */
 int pb_report_note(pb_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,6 +1,7 @@
 #include "core/world.h"
 
 #include "core/error.h"
+#include "core/faults.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,21 @@ static int number_nodes(pb_world *w)
     return PB_OK;
 }
 
+/* The test hook PARABENCH_TEST_RANKS_PER_NODE=R (core/faults.h): nodes of R
+ * consecutive ranks, named nodeK, on one machine. Local ranks stay MPI's (the
+ * machine's GPUs and cores). */
+static void emulate_nodes(pb_world *w)
+{
+    int rpn = pb_faults_rank("PARABENCH_TEST_RANKS_PER_NODE");
+    if (rpn < 1) return;
+    for (int r = 0; r < w->size; r++) {
+        w->node_of[r] = r / rpn;
+        snprintf(w->host[r], PB_HOST_MAX, "node%d", w->node_of[r]);
+    }
+    w->nnodes = (w->size + rpn - 1) / rpn;
+    w->node = w->node_of[w->rank];
+}
+
 int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
 {
     memset(w, 0, sizeof *w);
@@ -59,6 +75,7 @@ int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
     if (w->rank != 0) pb_error_set_quiet_usage(1);
     PB_TRY(gather_hosts(w));
     PB_TRY(number_nodes(w));
+    emulate_nodes(w);
     if (w->thread_level < thread_level && w->rank == 0)
         fprintf(stderr, "%s: warning: MPI granted thread level %d, asked for %d\n", pb_error_progname(),
                 w->thread_level, thread_level);

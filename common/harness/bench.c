@@ -91,7 +91,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     b->argv = *argv;
     pb_error_set_progname(name);
     b->validating = asks_for(*argc, *argv, "--validate");
-    int no_mpi = b->validating || asks_for(*argc, *argv, "--version");
+    int no_mpi = b->validating || asks_for(*argc, *argv, "--version") || asks_for(*argc, *argv, "--list");
     thread_level = pb_comm_backend_thread_level(*argc, *argv, thread_level); /* MPI starts before the parse */
     int status = no_mpi ? pb_world_fake(&b->w, 1, 1) : pb_world_init(argc, argv, thread_level, &b->w);
     if (status != PB_OK) exit(status);
@@ -99,6 +99,7 @@ void pb_bench_start(pb_bench *b, const char *name, int *argc, char ***argv, int 
     if (b->w.rank != 0 && !freopen("/dev/null", "w", stdout))
         fprintf(stderr, "%s: rank %d: cannot silence stdout\n", name, b->w.rank);
     pb_options_set_backends(pb_comm_backend_check_name, pb_comm_backend_help());
+    pb_options_add_list("backends", pb_comm_backend_names());
     status = pb_options_parse(*argc, *argv, summary, groups, ngroups);
     if (!no_mpi) { /* a rank that failed alone (out of memory) must not leave the others in the first collective */
         if (status == PB_OK && pb_faults_fail("options")) status = pb_fail(PB_ERR_ENV, "the options: out of memory");

@@ -94,6 +94,9 @@ int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char 
         cJSON_AddStringToObject(meta, "backend", b ? b->name : "none");
         if (b) b->version(lib, sizeof lib);
         cJSON_AddStringToObject(meta, "backend_library", lib);
+        /* NVLS (NVSwitch multicast) takes objects a switch has few of per communicator (comm_count.h) */
+        const char *nvls = getenv("NCCL_NVLS_ENABLE");
+        cJSON_AddStringToObject(meta, "nccl_nvls_enable", nvls ? nvls : "unset");
         cJSON_AddNumberToObject(meta, "nranks", w->size);
         cJSON_AddNumberToObject(meta, "nnodes", w->nnodes);
         add_hosts(meta, w);

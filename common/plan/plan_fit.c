@@ -336,25 +336,16 @@ int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f
     return PB_OK;
 }
 
-int pb_plan_fit_with_cluster(const char *dir, const pb_model_cluster *c, const char *csv_path, const char *cmdline,
-                             FILE *out)
+int pb_plan_fit_from_cluster(const char *dir, const pb_model_cluster *c, pb_plan_fit_fitted *f, FILE *out)
 {
     PB_TRY(results_dir(dir, "--fit"));
-    pb_plan_fit_fitted f;
-    memset(&f, 0, sizeof f);
+    memset(f, 0, sizeof *f);
     for (int s = 0; s < PB_FIT_NSRC; s++) {
-        f.have[PB_LINK_INTRA][s] = f.have[PB_LINK_INTER][s] = 1;
-        f.link[PB_LINK_INTRA][s] = c->intra;
-        f.link[PB_LINK_INTER][s] = c->inter;
+        f->have[PB_LINK_INTRA][s] = f->have[PB_LINK_INTER][s] = 1;
+        f->link[PB_LINK_INTRA][s] = c->intra;
+        f->link[PB_LINK_INTER][s] = c->inter;
     }
     fprintf(out, "links from cluster %s (not fitted from %s): intra %.3g us %.4g GB/s, inter %.3g us %.4g GB/s\n",
             c->name, dir, c->intra.alpha_s * 1e6, c->intra.bw_Bps / 1e9, c->inter.alpha_s * 1e6, c->inter.bw_Bps / 1e9);
-    return pb_plan_fit_predict(dir, &f, csv_path, cmdline, out);
-}
-
-int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE *out)
-{
-    pb_plan_fit_fitted f;
-    PB_TRY(pb_plan_fit_links(dir, "--fit", &f, out));
-    return pb_plan_fit_predict(dir, &f, csv_path, cmdline, out);
+    return PB_OK;
 }

@@ -1,6 +1,6 @@
-/* `plan --fit RESULTS_DIR`: fit alpha and B per link class from a run's sweep
- * CSVs, then predict the run's dp_allreduce, tp_layer and pp_pipeline rows
- * from the model (model.h) and report predicted vs measured. */
+/* `plan --fit RESULTS_DIR`, first half: fit alpha and B per link class from a
+ * run's sweep CSVs (or take a cluster's links instead); plan_predict.h then
+ * predicts the run's workload rows with them. */
 #ifndef PB_PLAN_FIT_H
 #define PB_PLAN_FIT_H
 
@@ -40,22 +40,18 @@ typedef struct pb_plan_fit_fitted {
  * falls back to "inter". `used` gets e.g. "inter/coll". PB_OK or PB_ERR_CHECK. */
 int pb_plan_fit_fitted_link(const pb_plan_fit_fitted *f, const char *link_class, int collective, pb_model_link *out, char *used, int len);
 
-/* plan --fit DIR --cluster FILE: predict DIR's rows with the links of a
- * cluster (a file `plan --calibrate` wrote from another run, or a preset)
- * instead of fitting DIR's sweeps; both sources of a class take its link. */
-int pb_plan_fit_with_cluster(const char *dir, const pb_model_cluster *c, const char *csv_path, const char *cmdline,
-                             FILE *out);
-
-/* Predict the dp_allreduce, tp_layer, pp_pipeline and hybrid_3d rows found in `dir`
- * (plan_predict.c). Missing files are noted and skipped. */
-int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out);
+/* plan --fit DIR --cluster FILE: the links of a cluster (a file `plan
+ * --calibrate` wrote from another run, or a preset) in place of a fit of
+ * DIR's sweeps; both sources of a class take its link. PB_ERR_USAGE naming
+ * --fit when `dir` is not a directory. */
+int pb_plan_fit_from_cluster(const char *dir, const pb_model_cluster *c, pb_plan_fit_fitted *f, FILE *out);
 
 /* Whether --fit or --calibrate reads the file `name` of its directory: the
  * sweeps and workloads "<benchmark>*.csv" and compute_probe.csv. The output
  * registry refuses an output there (core/outpath.h). */
 int pb_plan_fit_reads(const char *name);
 
-/* Helpers shared with plan_predict.c. pb_plan_fit_each_csv reads every
+/* Shared with plan_predict.c: pb_plan_fit_each_csv reads every
  * "dir/prefix*.csv" in name order and calls fn on each; a missing kind or an
  * unreadable file is noted on `out` and skipped. It stops at fn's first
  * non-PB_OK status and returns it. */
@@ -72,10 +68,5 @@ int pb_plan_fit_links(const char *dir, const char *option, pb_plan_fit_fitted *f
  * cluster file (cluster.h) at `path`. PB_ERR_ENV when DIR is missing or holds
  * no sweep or compute_probe data. */
 int pb_plan_fit_calibrate(const char *dir, const char *path, FILE *out);
-
-/* The whole command. Prints to `out`; writes `csv_path` when non-NULL.
- * Returns PB_OK, PB_ERR_USAGE (bad directory), PB_ERR_ENV (no sweep data),
- * or PB_ERR_ENV when the CSV cannot be written. */
-int pb_plan_fit(const char *dir, const char *csv_path, const char *cmdline, FILE *out);
 
 #endif

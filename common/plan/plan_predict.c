@@ -2,7 +2,7 @@
  * and hybrid_3d row of a run from its measured compute plus the modeled
  * communication (model.h with the fitted links), print predicted vs measured,
  * and write benchmark,row,predicted_us,measured_us,rel_error. */
-#include "plan/plan_fit.h"
+#include "plan/plan_predict.h"
 #include "core/version.h"
 
 #include "core/csv.h"
@@ -193,7 +193,7 @@ static int write_csv(const char *path, const predvec *pv, const char *cmdline)
     return pb_atomic_commit(fp, tmp, path, !ferror(fp));
 }
 
-int pb_plan_fit_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out)
+int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *csv_path, const char *cmdline, FILE *out)
 {
     predvec pv = {0};
     int st = predict_kind(dir, "dp_allreduce", predict_dp, f, &pv, out);

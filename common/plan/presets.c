@@ -178,3 +178,15 @@ double pb_presets_params(const pb_presets_model *m)
     double embedding = (double)m->vocab * (double)m->hidden;
     return (double)m->layers * pb_presets_layer_params(m) + (m->tied ? 1.0 : 2.0) * embedding;
 }
+
+int64_t pb_presets_default_global_batch(const pb_presets_model *m)
+{
+    /* GPT-3 table 2.1: 0.5M tokens = 512 sequences (1.3B), 3.2M = 1536 (175B);
+     * LLaMA: 4M = 4*2^20 tokens per batch. */
+    const char *name = m->name ? m->name : "";
+    if (strcmp(name, "gpt-175b") == 0) return 1536;
+    if (strcmp(name, "gpt-1.3b") == 0) return 512;
+    if (strcmp(name, "tiny") == 0 || strcmp(name, "tiny-gqa") == 0) return 8; /* the CPU models (suite/shapes.py) */
+    int64_t gb = ((int64_t)4 << 20) / m->seq;
+    return gb > 0 ? gb : 1;
+}

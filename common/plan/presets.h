@@ -62,6 +62,11 @@ double pb_presets_params(const pb_presets_model *m);
  * change a preset through this, so a swept layer keeps the model's form. */
 void pb_presets_resize(pb_presets_model *m, int64_t hidden, int64_t heads);
 
+/* Global batch (sequences) the planner assumes for a preset when none is
+ * given: the published tokens per batch / sequence length (GPT-3 table 2.1,
+ * LLaMA); the CPU models' 8 sequences for tiny and tiny-gqa. */
+int64_t pb_presets_default_global_batch(const pb_presets_model *m);
+
 /* "gelu" or "swiglu". */
 const char *pb_presets_mlp_name(pb_presets_mlp mlp);
 

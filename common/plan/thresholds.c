@@ -53,6 +53,9 @@ static const pb_thresholds_metric metrics[] = {
     {"fit_error", "plan_fit", "rel_error", NULL, 1, "",
      {NULL, NULL, NULL, "benchmark", NULL, NULL, NULL}, 0, NULL,
      "|relative error| of plan --fit's prediction"},
+    {"gemm_rate", "compute_probe", "rate", NULL, 0, "GFLOP/s",
+     {NULL, "size", NULL, NULL, NULL, NULL, NULL}, 0, "test=gemm",
+     "the compute engine's GEMM rate at a matrix size (compute_probe)"},
     {NULL, NULL, NULL, NULL, 0, NULL, {NULL}, 0, NULL, NULL},
 };
 
@@ -261,7 +264,7 @@ static int parse_rule(const ctx *c, char *line, pb_thresholds_rule *r)
     if (!r->metric) {
         char *shown = pb_escape_ascii(tok[0]); /* a stray byte-order mark or control byte, made visible */
         int rc = bad(c, "'%.60s' is not a metric; accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, "
-                        "dp_overhead, tp_comm_fraction, pp_efficiency, fit_error", shown ? shown : tok[0]);
+                        "dp_overhead, tp_comm_fraction, pp_efficiency, fit_error, gemm_rate", shown ? shown : tok[0]);
         free(shown);
         return rc;
     }

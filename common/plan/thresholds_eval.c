@@ -119,10 +119,11 @@ static int link_present(const pb_thresholds_rule *r, const pb_thresholds_eval_ta
 }
 
 /* Whether the metric's rows carry the benchmark's own check (a `wrong`
- * column). plan --fit's table is derived from checked sweeps: it has none. */
+ * column). plan --fit's table is derived from checked sweeps, and
+ * compute_probe's rates are the engine's speed, not data moved: neither has one. */
 static int checked_source(const pb_thresholds_metric *m)
 {
-    return strcmp(m->source, "plan_fit") != 0;
+    return strcmp(m->source, "plan_fit") != 0 && strcmp(m->source, "compute_probe") != 0;
 }
 
 /* Fold every selected row into the worst value; a row with wrong data fails

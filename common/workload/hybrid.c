@@ -210,6 +210,8 @@ void pb_hybrid_destroy(pb_hybrid *h)
     free(h);
 }
 
+int pb_hybrid_comms(int P) { return 2 + pb_pp_exec_comms(P, 0); }
+
 void pb_hybrid_get_coords(const pb_hybrid *h, pb_hybrid_coords *out) { *out = h->at; }
 
 /* The pipeline step alone: this replica's own gradients, not yet reduced. */

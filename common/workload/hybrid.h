@@ -57,6 +57,10 @@ uint64_t pb_hybrid_bytes(const pb_hybrid_config *cfg);
  * pipeline executor and the DP synchronizer. */
 int pb_hybrid_create(const pb_hybrid_config *cfg, pb_hybrid **out);
 void pb_hybrid_destroy(pb_hybrid *h);
+/* Communicators pb_hybrid_create makes on every rank, all freed by
+ * pb_hybrid_destroy: the TP group's, the DP group's and the pipeline's
+ * (pb_pp_exec_comms, no ring). */
+int pb_hybrid_comms(int P);
 void pb_hybrid_get_coords(const pb_hybrid *h, pb_hybrid_coords *out);
 
 /* One training step (collective over the world). */

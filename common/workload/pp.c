@@ -51,6 +51,17 @@ static int trace_add(pb_pp_trace *t, int kind, int chunk, int mb, double start, 
 
 int pb_pp_link_colors(int p, int ring) { return ring && p % 2 == 1 && p > 1 ? 3 : 2; }
 
+/* The colours some link has: links 0 .. links-1 take colours 0, 1, 0, 1, ...
+ * (and 2 for an odd ring's last), so fewer links than colours use only the
+ * first ones. */
+static int colors_used(int p, int ring)
+{
+    int links = ring ? p : p - 1, ncolors = pb_pp_link_colors(p, ring);
+    return links < ncolors ? (links > 0 ? links : 0) : ncolors;
+}
+
+int pb_pp_exec_comms(int p, int ring) { return KINDS * colors_used(p, ring); }
+
 /* Alternating colours; the odd ring's closing link takes the third. */
 int pb_pp_link_color(int i, int p, int ncolors)
 {
@@ -92,9 +103,12 @@ int pb_pp_exec_create(const pb_pp_config *cfg, pb_pp_exec **out)
     ex->bytes = cfg->act_count * pb_dtype_size(cfg->act_dtype);
     ex->ncolors = pb_pp_link_colors(ex->p, cfg->ring);
     /* Created in the same order on every rank: communicator creation is
-     * collective, and its status agreed over the group, so all stop at once. */
+     * collective, and its status agreed over the group, so all stop at once.
+     * A colour no link has gets none (one stage: none at all), so that a
+     * stage's unused direction is NULL. */
+    int used = colors_used(ex->p, cfg->ring);
     for (int k = 0; k < KINDS && status == PB_OK; k++)
-        for (int c = 0; c < ex->ncolors && status == PB_OK; c++)
+        for (int c = 0; c < used && status == PB_OK; c++)
             status = cfg->be->comm_create(cfg->group, &ex->comm[k][c]);
     if (status == PB_OK) {
         int p = ex->p, out_link = ex->stage, in_link = (ex->stage - 1 + p) % p;
@@ -163,6 +177,7 @@ static int post_recv(step_state *s, int kind, int index, int slot)
     s->slot[kind] = slot;
     const pb_comm_backend *be = s->ex->cfg.be;
     pb_comm *c = s->ex->recv_c[kind];
+    PB_CHECK(c, PB_ERR_CHECK, "pipeline: stage %d receives on a link without a communicator", s->ex->stage);
     double t0 = pb_timing_now_us();
     PB_TRY(be->group_start(c));
     PB_TRY(be->recv(c, s->ex->recv_buf[kind][slot], s->ex->cfg.act_count, s->ex->cfg.act_dtype,
@@ -194,6 +209,7 @@ static int post_send(step_state *s, const pb_pp_schedule_action *a, const void *
     int kind = kind_of(a);
     const pb_comm_backend *be = s->ex->cfg.be;
     pb_comm *c = s->ex->send_c[kind];
+    PB_CHECK(c, PB_ERR_CHECK, "pipeline: stage %d sends on a link without a communicator", s->ex->stage);
     double t0 = pb_timing_now_us();
     PB_TRY(be->group_start(c));
     PB_TRY(be->send(c, buf, s->ex->cfg.act_count, s->ex->cfg.act_dtype, a->send_to));

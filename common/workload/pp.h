@@ -137,6 +137,10 @@ uint64_t pb_pp_exec_bytes(const pb_pp_config *cfg);
  * pb_pp_link_colors: how many colours p stages need (3 for an odd ring). */
 int pb_pp_link_colors(int p, int ring);
 int pb_pp_link_color(int link, int p, int ncolors);
+/* Communicators an executor of p stages creates on every rank, once for all
+ * the steps it runs: activations and gradients, one per colour some link has
+ * (4; 6 on an odd ring; 2 for two stages without a ring; none for one stage). */
+int pb_pp_exec_comms(int p, int ring);
 
 /* Run `plan` (this stage's actions) once. `trace` may be NULL; events are
  * appended to it. Returns a status; stats are this stage's. */
@@ -177,6 +181,10 @@ const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb);
 /* Engine memory of chunk c's weight gradients, and their size (every chunk). */
 const void *pb_pp_stack_chunk_grads(pb_pp_stack *st, int chunk);
 uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg);
+/* Host bytes of one piece of weight gradients as validation (pb_pp_validate_step)
+ * moves them: a chunk's, at most 16 MiB, so the host buffers stay small
+ * whatever the model. The stack counts one piece in its memory. */
+uint64_t pb_pp_stack_grad_piece_bytes(const pb_pp_stack_config *cfg);
 /* Copy outputs / input gradients to the capture buffers during the next
  * steps (only with cfg.capture; off by default, so timed steps do not copy). */
 void pb_pp_stack_set_capture(pb_pp_stack *st, int on);
@@ -191,8 +199,6 @@ int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t to
 /* Bytes of engine memory the reference run of pb_pp_validate_step takes on
  * stage 0 (the whole model, its activations and buffers, one gradient piece). */
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
-/* Host bytes of one piece of weight gradients as validation moves them. */
-uint64_t pb_pp_grad_piece_bytes(const pb_pp_stack_config *cfg);
 /* One validated step on the pipeline `pipe` (rank = stage): a step with
  * capture on, then stage 0 runs the whole L-layer model as one stack on the
  * same seeded inputs and loss gradients and compares (|a-b| <= tol (1 + |b|)):

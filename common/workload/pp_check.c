@@ -13,20 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Weight gradients travel and are compared in pieces of at most this many
- * bytes, so the host buffers stay small whatever the model. */
-#define GRAD_PIECE ((size_t)16 << 20)
-
 static pb_layer_stack_config whole_model(const pb_pp_stack_config *cfg)
 {
     return (pb_layer_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = 0, .nlayers = cfg->layers,
                              .model_layers = cfg->layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype};
-}
-
-uint64_t pb_pp_grad_piece_bytes(const pb_pp_stack_config *cfg)
-{
-    uint64_t chunk = pb_pp_stack_chunk_grad_bytes(cfg);
-    return chunk < GRAD_PIECE ? chunk : GRAD_PIECE;
 }
 
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg)
@@ -36,7 +26,7 @@ uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg)
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
     uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
     uint64_t bytes = pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&sh, cfg->layers));
-    return pb_mem_add(pb_mem_add(bytes, pb_mem_mul(4, tensor)), pb_pp_grad_piece_bytes(cfg));
+    return pb_mem_add(pb_mem_add(bytes, pb_mem_mul(4, tensor)), pb_pp_stack_grad_piece_bytes(cfg));
 }
 
 /* Count elements of got differing from want (both n elements of type t, host). */
@@ -82,7 +72,7 @@ static int reference_create(const pb_pp_stack_config *cfg, reference *r)
     for (int i = 0; i < 4 && status == PB_OK; i++) status = r->eng->alloc(bufs[i], bytes);
     r->host = malloc(bytes);
     r->bad = malloc(bytes);
-    r->want = malloc((size_t)pb_pp_grad_piece_bytes(cfg));
+    r->want = malloc((size_t)pb_pp_stack_grad_piece_bytes(cfg));
     if (status == PB_OK && !(r->host && r->bad && r->want))
         status = pb_fail(PB_ERR_ENV, "validation: out of host memory");
     return status;
@@ -170,7 +160,7 @@ static int check_weight_grads(MPI_Comm pipe, pb_pp_stack *st, const pb_pp_stack_
     MPI_Comm_rank(pipe, &stage);
     MPI_Comm_size(pipe, &p);
     uint64_t chunk = pb_pp_stack_chunk_grad_bytes(cfg);
-    size_t step = (size_t)pb_pp_grad_piece_bytes(cfg), es = pb_dtype_size(cfg->grad_dtype);
+    size_t step = (size_t)pb_pp_stack_grad_piece_bytes(cfg), es = pb_dtype_size(cfg->grad_dtype);
     int status = PB_OK;
     for (int s = 0; s < p; s++) {
         if (stage != 0 && stage != s) continue;
@@ -215,7 +205,7 @@ int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const 
     size_t total = bytes * (size_t)m;
     int gather = stage == 0 && p > 1;
     void *recvd = gather ? malloc(total ? total : 1) : NULL; /* malloc(0) may return NULL */
-    void *piece = malloc((size_t)pb_pp_grad_piece_bytes(cfg));
+    void *piece = malloc((size_t)pb_pp_stack_grad_piece_bytes(cfg));
     reference ref = {.eng = cfg->eng};
     if ((!recvd && gather) || !piece) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
     if (status == PB_OK && stage == 0) status = reference_create(cfg, &ref);

@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Weight gradients travel and are compared in pieces of at most this many
+ * bytes (pb_pp_stack_grad_piece_bytes), so the host buffers stay small
+ * whatever the model. */
+#define GRAD_PIECE ((size_t)16 << 20)
+
 struct pb_pp_stack {
     pb_pp_stack_config cfg;
     pb_layer_stack **chunk;      /* v stacks */
@@ -42,7 +47,7 @@ uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight)
     uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
     uint64_t bytes = pb_mem_add(pb_mem_mul((uint64_t)cfg->v, pb_layer_stack_bytes(&c)),
                                 pb_mem_mul((uint64_t)in_flight, pb_layer_act_bytes(&sh, c.nlayers)));
-    uint64_t captures = pb_mem_add(pb_mem_mul(2 * (uint64_t)cfg->max_mb, tensor), pb_pp_grad_piece_bytes(cfg));
+    uint64_t captures = pb_mem_add(pb_mem_mul(2 * (uint64_t)cfg->max_mb, tensor), pb_pp_stack_grad_piece_bytes(cfg));
     return pb_mem_add(bytes, cfg->capture ? captures : 0);
 }
 
@@ -50,6 +55,12 @@ uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg)
 {
     pb_layer_stack_config c = chunk_config(cfg, 0);
     return pb_layer_stack_grad_bytes(&c);
+}
+
+uint64_t pb_pp_stack_grad_piece_bytes(const pb_pp_stack_config *cfg)
+{
+    uint64_t chunk = pb_pp_stack_chunk_grad_bytes(cfg);
+    return chunk < GRAD_PIECE ? chunk : GRAD_PIECE;
 }
 
 void pb_pp_stack_destroy(pb_pp_stack *st)

@@ -103,6 +103,7 @@ pb_options_group pb_workload_opts_group(pb_workload_opts *o)
              "buffers)", pb_parse_join_names(pb_compute_names(), names, sizeof names),
              pb_compute_default(PB_MEM_HOST), pb_compute_default(PB_MEM_DEVICE));
     snprintf(model_help, sizeof model_help, "model preset: %s", pb_presets_preset_names());
+    pb_options_add_list("engines", pb_compute_names());
     for (size_t i = 0; i < sizeof workload_opts / sizeof workload_opts[0]; i++) {
         if (workload_opts[i].id == W_ENGINE) workload_opts[i].help = engine_help;
         if (workload_opts[i].id == W_MODEL) workload_opts[i].help = model_help;

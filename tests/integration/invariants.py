@@ -45,15 +45,25 @@ import sys
 REL = 1e-6  # derived columns are computed in double precision; this only absorbs their rounding
 
 
+# busbw = algbw x FACTOR(n ranks): the nccl-tests definitions (docs/METRICS.md), one per collective.
+# The test's own oracle, kept apart from the collective table: a collective added there must be
+# added here too (docs/ARCHITECTURE.md, "A collective"), or its rows are refused.
+BUSBW_FACTORS = {
+    "allreduce": lambda n: 2.0 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+    "alltoallv": lambda n: (n - 1) / n,  # alltoall's, on the mean block
+}
+
+
 def busbw_factor(coll, n):
-    """busbw = algbw x this: the nccl-tests definitions (docs/METRICS.md)."""
-    if coll == "allreduce":
-        return 2.0 * (n - 1) / n
-    if coll in ("allgather", "reducescatter", "alltoall", "alltoallv"):
-        return (n - 1) / n
-    if coll in ("broadcast", "reduce", "sendrecv"):
-        return 1.0
-    return None
+    """busbw = algbw x this; None for a collective BUSBW_FACTORS does not know."""
+    f = BUSBW_FACTORS.get(coll)
+    return f(n) if f else None
 
 
 def link_of(nodes, ranks):
@@ -151,7 +161,10 @@ def check_coll_sweep(ck, rows, run_nodes):
         algbw, busbw, f = num(r, "algbw_GBps"), num(r, "busbw_GBps"), busbw_factor(r["collective"], n)
         if t and t > 0 and algbw is not None and not close(algbw, b / (t * 1e3)):
             ck.bad(i, f"algbw {algbw} GB/s != bytes {b} / time {t} us = {b / (t * 1e3)}")
-        if f is not None and algbw is not None and busbw is not None and not close(busbw, algbw * f):
+        if f is None:
+            ck.bad(i, f"collective {r['collective']!r} has no nccl-tests busbw factor to check its busbw against "
+                      f"(BUSBW_FACTORS in tests/integration/invariants.py)")
+        elif algbw is not None and busbw is not None and not close(busbw, algbw * f):
             ck.bad(i, f"busbw {busbw} != algbw {algbw} x {f:.6g} ({r['collective']}, n={n})")
         samples, iters = num(r, "sample_iters"), num(r, "iters")
         if samples is not None and iters is not None and not 1 <= samples <= iters:

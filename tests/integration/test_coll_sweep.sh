@@ -2,13 +2,22 @@
 # coll_sweep under mpirun with 2, 3 and 4 ranks: validated results, CSV/JSON
 # contents, exit codes for bad options and for deliberately corrupted data.
 source "$(dirname "$0")/lib.sh"
+# The collectives as the binary lists them (its table): a collective added there is swept here too.
+COLLS=$("$BIN/coll_sweep" --list collectives) && [ -n "$COLLS" ] && pass "--list collectives: $(echo $COLLS)" ||
+    fail "coll_sweep --list collectives printed nothing"
+NCOLLS=$(echo "$COLLS" | wc -l)
+expect_rc 0 "coll_sweep --help" -- "$BIN/coll_sweep" --help
+expect_in "$TMP/out" "collectives: $(echo $COLLS | sed 's/ /, /g'), or all" "--coll's help names the listed collectives, in order"
+expect_rc 2 "--list of a table it has not" -- "$BIN/coll_sweep" --list engines
+expect_in "$TMP/err" "option --list: 'engines' is not a list of this program; expected collectives or backends" \
+    "the message names --list and the lists it has"
 COLS=collective,bytes,count,dtype,redop,root,nranks,nnodes,link_class,iters,time_us,time_us_min,time_us_max,time_us_median,time_us_p99,time_us_rankmax,time_us_device,algbw_GBps,busbw_GBps,wrong,group,sample_iters,time_us_sample_mean,imbalance
 
 for np in 2 3 4; do
     expect_rc 0 "coll_sweep all collectives, $np ranks" -- \
         mpi $np "$BIN/coll_sweep" --coll all -b 8 -e 64K -f 8 -n 5 -w 1 --csv "$TMP/c$np.csv" --json "$TMP/c$np.json"
-    # 7 collectives x sizes 8, 64, 512, 4K, 32K, and alltoallv's 4 (8 and 64 B round to one 12-element unit a rank)
-    python3 "$TESTS_DIR/results.py" "$TMP/c$np.csv" "$TMP/c$np.json" --columns $COLS --rows 39 --zero-wrong \
+    # every collective x sizes 8, 64, 512, 4K, 32K, but alltoallv's 8 and 64 B both round to 12 elements a rank
+    python3 "$TESTS_DIR/results.py" "$TMP/c$np.csv" "$TMP/c$np.json" --columns $COLS --rows $((NCOLLS * 5 - 1)) --zero-wrong \
         --complete --expect nranks=$np --expect link_class=intra --positive time_us --expect time_us_device= \
         && pass "CSV/JSON of $np ranks (no device time on the MPI backend)" || fail "CSV/JSON of $np ranks"
     expect_in "$TMP/out" "# wrong values: 0 OK (checked on the host)" "footer says no wrong values, checked on the host ($np ranks)"
@@ -21,15 +30,18 @@ assert abs(got - want) <= 1e-4 * abs(want) + 1e-6, (got, want)
 PY
 done
 
-# busbw = algbw * 2(n-1)/n for allreduce, as nccl-tests defines it.
-python3 - "$TMP/c4.csv" <<'PY' && pass "busbw factors in the CSV" || fail "busbw factors in the CSV"
+# busbw = algbw x the collective's nccl-tests factor (invariants.py's, e.g. 2(n-1)/n for allreduce), for
+# every listed collective; a collective the checker has no factor for fails.
+python3 - "$TMP/c4.csv" "$TESTS_DIR" $COLLS <<'PY' && pass "busbw factors in the CSV" || fail "busbw factors in the CSV"
 import csv, sys
+sys.path.insert(0, sys.argv[2])
+from invariants import busbw_factor
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
-f = {"allreduce": 2 * 3 / 4, "allgather": 3 / 4, "reducescatter": 3 / 4, "alltoall": 3 / 4,
-     "broadcast": 1, "reduce": 1, "sendrecv": 1, "alltoallv": 3 / 4}
+assert sorted({r["collective"] for r in rows}) == sorted(sys.argv[3:]), "a row for every listed collective"
 for r in rows:
-    alg, bus = float(r["algbw_GBps"]), float(r["busbw_GBps"])
-    assert abs(bus - alg * f[r["collective"]]) <= 1e-5 * max(1, bus) + 1e-6, r
+    alg, bus, f = float(r["algbw_GBps"]), float(r["busbw_GBps"]), busbw_factor(r["collective"], 4)
+    assert f is not None, f"no nccl-tests busbw factor for {r['collective']} in invariants.py"
+    assert abs(bus - alg * f) <= 1e-5 * max(1, bus) + 1e-6, r
     t = float(r["time_us_rankmax" if r["collective"] == "alltoallv" else "time_us"])  # alltoallv: the slowest rank
     assert abs(alg - int(r["bytes"]) / t / 1e3) <= 1e-3 * alg + 1e-6, r
     assert float(r["imbalance"]) == 1, r  # no --skew: even

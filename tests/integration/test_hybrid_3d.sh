@@ -10,6 +10,24 @@ SMALL="--layers 4 --hidden 64 --heads 2 --seq 32 -n 2 -w 1"
 
 expect_rc 0 "2x2x1 with --compare-placements" -- \
     mpi 4 "$BIN/hybrid_3d" --tp 2 --pp 2 $SMALL --compare-placements --csv "$TMP/a.csv" --json "$TMP/a.json"
+# Communicators: TP, DP and the 2-stage pipeline's 2, for each of the 3 placements, freed before the
+# next (docs/gpu.md, "Communicators"); NCCL_NVLS_ENABLE recorded as the ranks saw it.
+python3 - "$TMP/a.json" <<'PY' >"$TMP/comms" 2>&1 && pass "communicators: $(cat "$TMP/comms")" || { fail "communicators"; cat "$TMP/comms" >&2; }
+import json, os, sys
+meta = json.load(open(sys.argv[1]))["meta"]
+got = meta["communicators_measured"]
+assert meta["communicators"]["per_rank"] == 4, meta["communicators"]
+assert (got["created"], got["peak_live"], got["live_at_end"]) == (12, 4, 0), got
+assert meta["nccl_nvls_enable"] == os.environ.get("NCCL_NVLS_ENABLE", "unset"), meta["nccl_nvls_enable"]
+print("4 a rank per placement, 12 created, 4 at most at once")
+PY
+expect_in "$TMP/out" "# communicators: 12 created, at most 4 live at once, 0 live at the end, per rank" "the counts printed"
+PARABENCH_MAX_COMMS=3 expect_rc 3 "4 communicators over PARABENCH_MAX_COMMS=3" -- \
+    mpi 4 -x PARABENCH_MAX_COMMS "$BIN/hybrid_3d" --tp 2 --pp 2 $SMALL
+expect_in "$TMP/err" "hybrid_3d's grid of 2 x 2 x 1 needs 4 communicators per rank, more than the 3" "names the grid"
+expect_rc 0 "NCCL_NVLS_ENABLE=0 recorded" -- mpi 2 -x NCCL_NVLS_ENABLE=0 "$BIN/hybrid_3d" --tp 2 $SMALL --json "$TMP/nvls.json"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["meta"]["nccl_nvls_enable"] == "0"' "$TMP/nvls.json" &&
+    pass "meta.nccl_nvls_enable: 0" || fail "meta.nccl_nvls_enable not 0"
 n=$(grep -c '^# engine: ' "$TMP/out")
 [ "$n" -eq 1 ] && pass "one '# engine:' line once the engine runs" || fail "$n '# engine:' lines, expected 1"
 # An engine that cannot start (cuBLAS with no GPU, or not built) is exit 3 with a message, not a

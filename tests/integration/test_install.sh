@@ -41,7 +41,7 @@ rm -rf "$SRC"
 [ -e "$SRC" ] && fail "the scratch tree is still there"
 
 # ---- what went where ----
-for f in bin/coll_sweep bin/plan bin/acceptance bin/parabench-run-all libexec/parabench/suite/driver.py \
+for f in bin/coll_sweep bin/plan bin/acceptance bin/parabench-run-all bin/parabench-compare libexec/parabench/suite/driver.py \
     libexec/parabench/scripts/report.py libexec/parabench/plots/busbw.gp share/parabench/acceptance/this-machine.thresholds \
     share/doc/parabench/README.md share/doc/parabench/CHANGELOG.md share/doc/parabench/docs/install.md \
     "share/modulefiles/parabench/$NUMBER" share/parabench/install-manifest.txt; do
@@ -106,6 +106,12 @@ got=$(python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print(m["v
     "$WORK/out/meta.json" 2>&1)
 [ "$got" = "$WANT | $WANT" ] && pass "meta.json: the suite's and the binaries' version" || fail "meta.json versions: '$got'"
 expect_in "$WORK/out/report.md" "$WANT" "the report shows the version"
+# parabench-compare, installed, puts the run beside itself: every figure the same, exit 0.
+(cd "$WORK" && "$P/bin/parabench-compare" --quiet --out cmp out out >"$TMP/cmp.out" 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] && [ -s "$WORK/cmp/compare.json" ] && grep -q "no figure worse beyond the noise" "$TMP/cmp.out" &&
+    pass "the installed parabench-compare: the run against itself, exit 0, compare.json written" ||
+    { fail "installed parabench-compare: exit $rc"; sed 's/^/  | /' "$TMP/cmp.out" | tail -5 >&2; }
 (cd "$P" && find . | sort) | diff "$TMP/before" - >"$TMP/changed" && [ -z "$(find "$P" -newer "$TMP/installed")" ] &&
     pass "nothing was written into the prefix" ||
     { fail "the run changed the prefix:"; { cat "$TMP/changed"; find "$P" -newer "$TMP/installed"; } | head -10 | sed 's/^/  | /' >&2; }

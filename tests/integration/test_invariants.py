@@ -65,6 +65,15 @@ class CollSweep(unittest.TestCase):
             got = errors(inv.check_coll_sweep, [coll_row(sample_iters=bad)], 1)
             self.assertTrue(any(f"sample_iters {float(bad)} outside 1..iters 100.0" in e for e in got), got)
 
+    def test_busbw_by_the_collective_factor(self):
+        # allgather on 2 ranks: busbw = algbw / 2; a collective the checker has no factor for is refused, not skipped
+        alg = 8 / 0.30 / 1e3
+        self.assertEqual(errors(inv.check_coll_sweep, [coll_row(collective="allgather", busbw_GBps=str(alg / 2))], 1), [])
+        got = errors(inv.check_coll_sweep, [coll_row(collective="allgather")], 1)
+        self.assertTrue(any("busbw" in e and "allgather" in e for e in got), got)
+        got = errors(inv.check_coll_sweep, [coll_row(collective="gather")], 1)
+        self.assertTrue(any("'gather' has no nccl-tests busbw factor" in e for e in got), got)
+
 
 class TpLayer(unittest.TestCase):
     def test_comm_time_where_bytes_move(self):

@@ -3,7 +3,9 @@
 # tools/dev/check-names.py, run by `make lint`): the tree follows them, and a copy
 # of the tree with one include that climbs the layers, one bare include, one
 # file put directly in common/, or a header exporting a name of another module
-# is refused, each breach named; so is a comparison with a backend's or an
+# (inside `extern "C"` too) is refused, each breach named; so are two files of
+# common/ that use each other, or a longer loop (tools/dev/check-cycles.py),
+# and a comparison with a backend's or an
 # engine's name outside their tables (tools/dev/check-registries.py). Also
 # tools/dev/check-refs.py (`make docs-check`): a file the docs or code name must
 # be in the repository.
@@ -39,6 +41,40 @@ expect_in "$TMP/err" "common/core/stats.h: exports pb_percentile, not pb_stats o
 expect_in "$TMP/err" "exports pb_sample," "the type is named"
 expect_in "$TMP/err" "exports pb_mean2," "an inline function after another is named"
 if grep -q "pb_stats_ok" "$TMP/err"; then fail "a conforming name was flagged"; else pass "a conforming name passes"; fi
+# A header nvcc reads too wraps its declarations in extern "C" { ... }: they
+# are exported all the same, and a struct after the block is still seen.
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+printf '#ifdef __cplusplus\nextern "C" {\n#endif\nint pb_cuda_scale(void);\nint pb_kernels_cuda_ok(void);\n#ifdef __cplusplus\n}\n#endif\ntypedef struct { int a; } pb_cuda_after;\n' >>"$TMP/common/compute/kernels_cuda.h"
+expect_rc 1 "a name of another module inside extern \"C\" is refused" -- python3 "$ROOT/tools/dev/check-names.py" "$TMP"
+expect_in "$TMP/err" "common/compute/kernels_cuda.h: exports pb_cuda_scale, not pb_kernels_cuda or pb_kernels_cuda_*" "the name inside the block is named"
+expect_in "$TMP/err" "exports pb_cuda_after," "a type after the block is named"
+if grep -q "pb_kernels_cuda_ok" "$TMP/err"; then fail "a conforming name inside extern \"C\" was flagged"; else pass "a conforming name inside extern \"C\" passes"; fi
+
+expect_rc 0 "no two files of common/ use each other" -- python3 "$ROOT/tools/dev/check-cycles.py" "$ROOT"
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+# pp_check.c uses pp_stack.c; pp_stack.c calling back into pp_check.c closes a loop.
+printf 'uint64_t pb_pp_stack_reference(const pb_pp_stack_config *c) { return pb_pp_reference_bytes(c); }\n' >>"$TMP/common/workload/pp_stack.c"
+expect_rc 1 "two files that use each other are refused" -- python3 "$ROOT/tools/dev/check-cycles.py" "$TMP"
+expect_in "$TMP/err" "common/workload/pp_check.c (" "the first file of the loop is named"
+expect_in "$TMP/err" "-> common/workload/pp_stack.c (pb_pp_reference_bytes) -> common/workload/pp_check.c: files that use each other" "the loop and the name that closes it are named"
+# The same use through an inline function of a header pp_stack.c includes.
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+printf 'static inline uint64_t pb_pp_extra_ref(const pb_pp_stack_config *c) { return pb_pp_reference_bytes(c); }\n' >"$TMP/common/workload/pp_extra.h"
+printf '#include "workload/pp_extra.h"\n' >>"$TMP/common/workload/pp_stack.c"
+expect_rc 1 "a use through a header's inline function is refused" -- python3 "$ROOT/tools/dev/check-cycles.py" "$TMP"
+expect_in "$TMP/err" "-> common/workload/pp_stack.c (pb_pp_reference_bytes) -> common/workload/pp_check.c" "the header's use is the file's"
+# A loop of three files, each through one call: stats.c -> csv.c -> parse.c -> stats.c.
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+printf 'int pb_loop_a(void);\nint pb_loop_a(void) { return pb_loop_b(); }\n' >>"$TMP/common/core/stats.c"
+printf 'int pb_loop_b(void);\nint pb_loop_b(void) { return pb_loop_c(); }\n' >>"$TMP/common/core/csv.c"
+printf 'int pb_loop_c(void);\nint pb_loop_c(void) { return pb_loop_a(); }\n' >>"$TMP/common/core/parse.c"
+expect_rc 1 "a loop of three files is refused" -- python3 "$ROOT/tools/dev/check-cycles.py" "$TMP"
+expect_in "$TMP/err" "common/core/csv.c (pb_loop_c) -> common/core/parse.c (pb_loop_a) -> common/core/stats.c (pb_loop_b) -> common/core/csv.c" "the three files are named in order"
+# A name in a comment or a string, or a static function of the same name, is no use.
+rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
+printf '/* pb_pp_reference_bytes */ static const char *why = "pb_pp_reference_bytes";\n' >>"$TMP/common/workload/pp_stack.c"
+printf 'static uint64_t pb_pp_reference_bytes(void) { return 0; }\n' >>"$TMP/common/workload/pp_stack.c"
+expect_rc 0 "comments, strings and static functions make no use" -- python3 "$ROOT/tools/dev/check-cycles.py" "$TMP"
 expect_rc 0 "only the backend and engine tables compare their names" -- python3 "$ROOT/tools/dev/check-registries.py" "$ROOT"
 rm -rf "$TMP/common" && cp -r "$ROOT/common" "$TMP/common"
 printf 'static int is_nccl(const char *s) { return strcmp(s, "nccl") == 0; }\n' >>"$TMP/common/harness/bench.c"
@@ -47,7 +83,11 @@ expect_rc 1 "a comparison with a backend or engine name outside their tables is 
 expect_in "$TMP/err" 'common/harness/bench.c:' "the literal name is found"
 expect_in "$TMP/err" 'compares with "nccl", a name of the backend or engine table' "the name is quoted"
 expect_in "$TMP/err" "common/workload/dp.c:" "a comparison of an engine's name is found"
-expect_rc 0 "every file the repository names is in it" -- python3 "$ROOT/tools/dev/check-refs.py" "$ROOT"
+# check-refs reads the tracked files from git: a copy without git (tests/mutate.py's
+# scratch tree) has none to check, the scratch repository below still does.
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    expect_rc 0 "every file the repository names is in it" -- python3 "$ROOT/tools/dev/check-refs.py" "$ROOT"
+fi
 mkdir -p "$TMP/refs/docs" && git -C "$TMP/refs" init -q
 printf 'See docs/here.md and docs/gone.md, and DESIGN.md.\n' >"$TMP/refs/docs/here.md" # refs: example
 git -C "$TMP/refs" add docs/here.md # refs: example

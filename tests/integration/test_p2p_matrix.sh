@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # p2p_sweep --matrix: concurrent rounds (the default) against --matrix-serial on
 # 4 and 5 ranks: the same pairs, each once, disjoint within a round, the round
-# count in the metadata; the pairs file's rail and slow_against columns; a combination that cannot apply is refused.
+# count in the metadata; the pairs file's rail and slow_against columns; the sampled
+# schedule of large worlds on 16 ranks of 4 emulated nodes; a combination that cannot apply is refused.
 source "$(dirname "$0")/lib.sh"
 
 for np in 4 5; do
@@ -88,6 +89,55 @@ for kind, col in (("latency", "latency_us"), ("bw", "bw_GBps")):
         for got in (float(m[a + 1][b + 1]), float(m[b + 1][a + 1])):
             assert abs(got - want) <= 1e-5 * abs(want), (kind, a, b, got, want)
 PY
+
+# Sampled pairs (docs/placement.md, "The matrix at scale"), forced at 16 ranks on 4 emulated nodes
+# of 4 (PARABENCH_TEST_RANKS_PER_NODE): every node pair's 4 rails, one cross-rail shift in each
+# of the first 3 node rounds (all 3 node rounds here: shifts 1, 2, 3), every pair inside a node.
+# 3 + 3 + 3 = 9 rounds, 24 + 24 + 24 = 72 of the 120 pairs, 9 peers a rank; the pairs left out
+# are empty in the N x N files, never 0.
+expect_rc 0 "p2p_sweep --matrix --matrix-pairs sampled, 16 ranks on 4 nodes of 4" -- \
+    mpi 16 -x PARABENCH_TEST_RANKS_PER_NODE=4 "$BIN/p2p_sweep" --matrix --matrix-pairs sampled --sizes 8,4K -n 3 -w 1 \
+    --json "$TMP/sampled.json" --matrix-csv "$TMP/sampled"
+expect_in "$TMP/out" "# matrix: sampled pairs (the default above 64 ranks; --matrix-pairs all for every pair): 72 of the 120 pairs in 9 rounds" \
+    "the output says what is sampled"
+expect_in "$TMP/out" "# matrix: up to 9 peers a rank; NCCL connection buffers expected 144 MiB a rank (16 MiB a peer" \
+    "and the NCCL memory a rank is expected to hold"
+python3 - "$TMP/sampled.json" "$TMP/sampled-bw.csv" <<'PY' && pass "sampled: rails of every node pair, shifts 1-3, every pair inside a node, 9 rounds" || fail "sampled schedule"
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+meta = doc["meta"]
+assert (meta["matrix_pairs"], meta["matrix_rounds"], meta["matrix_pairs_measured"], meta["matrix_pairs_every"],
+        meta["matrix_peers_per_rank"], meta["nnodes"]) == ("sampled", 9, 72, 120, 9, 4), meta
+assert meta["matrix_nccl_bytes_expected"] == 9 * meta["matrix_nccl_peer_bytes_expected"] == 9 * 16 * 2 ** 20, meta
+lat = [r for r in doc["rows"] if r["mode"] == "latency"]
+pairs = {(r["rank_a"], r["rank_b"]) for r in lat}
+assert len(pairs) == len(lat) == 72, len(lat)
+node, local = (lambda r: r // 4), (lambda r: r % 4)
+for a in range(16):
+    for b in range(a + 1, 16):
+        if node(a) == node(b) or local(a) == local(b):
+            assert (a, b) in pairs, (a, b)  # inside a node, or a rail of a node pair
+cross = {(local(b) - local(a)) % 4 for a, b in pairs if node(a) != node(b) and local(a) != local(b)}
+assert cross == {1, 2, 3}, cross
+for r in lat:  # the rail column: inter-node pairs of one local rank
+    want = local(r["rank_a"]) if node(r["rank_a"]) != node(r["rank_b"]) and local(r["rank_a"]) == local(r["rank_b"]) else -1
+    assert r["rail"] == want, r
+by_round = {}  # no rank twice in a round
+for r in lat:
+    by_round.setdefault(r["round"], []).extend((r["rank_a"], r["rank_b"]))
+assert sorted(by_round) == list(range(9)) and all(len(v) == len(set(v)) for v in by_round.values()), by_round
+m = list(csv.reader(l for l in open(sys.argv[2]) if not l.startswith("#")))
+empty = sum(1 for i in range(16) for j in range(16) if i != j and m[i + 1][j + 1] == "")
+assert empty == 2 * (120 - 72), empty
+PY
+expect_rc 0 "--matrix on 16 ranks: every pair below 65 ranks" -- mpi 16 -x PARABENCH_TEST_RANKS_PER_NODE=4 "$BIN/p2p_sweep" --matrix --sizes 8,64 -n 1 -w 0
+expect_in "$TMP/out" "# matrix: every pair, 120 in 15 rounds" "the default below the threshold: every pair"
+expect_rc 2 "--matrix-pairs sampled with --matrix-serial is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix-serial --matrix-pairs sampled
+expect_in "$TMP/err" "--matrix-pairs: sampled does not apply to --matrix-serial" "names both"
+expect_rc 2 "--matrix-pairs without --matrix is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix-pairs all
+expect_in "$TMP/err" "--matrix-pairs: does not apply without --matrix" "names --matrix-pairs"
+expect_rc 2 "--matrix-pairs some is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --matrix-pairs some
+expect_in "$TMP/err" "--matrix-pairs" "names --matrix-pairs"
 
 expect_rc 2 "--matrix with --pair is refused" -- mpi 2 "$BIN/p2p_sweep" --matrix --pair 0,1
 expect_in "$TMP/err" "--pair: does not apply to --matrix" "the message names --pair and --matrix"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pp_pipeline under mpirun with 2-4 ranks: validated results for every
 # schedule, sane efficiencies, 1F1B's measured activation peak below GPipe's
-# when m > p, a well-formed trace, replicas, and exit codes for bad inputs.
+# when m > p, a well-formed trace, replicas, the communicators each design
+# holds, and exit codes for bad inputs.
 source "$(dirname "$0")/lib.sh"
 COLS=stages,micro_batches,schedule,link_class,act_bytes,t_fwd_us,t_bwd_us,step_us,efficiency,efficiency_theory
 COLS=$COLS,layers,hidden,seq,micro_batch,bubble_fraction,p2p_wait_us,peak_act_bytes,stage_peak_act_bytes
@@ -205,4 +206,30 @@ expect_rc 3 "more stages than ranks" -- mpi 2 "$BIN/pp_pipeline" $SMALL --layers
 expect_in "$TMP/err" "too few ranks" "message says too few ranks"
 expect_rc 3 "a model too large for memory" -- mpi 2 "$BIN/pp_pipeline" --model llama-70b --micro-batches 64 -n 1
 expect_in "$TMP/err" "available" "memory message gives both numbers"
+
+# Communicators (docs/gpu.md, "Communicators"): activations and gradients, one per link colour
+# some link has, created once for all 4 configurations of each run above: 2 for 2 stages, 4 for
+# 3 and 4; an odd ring (interleaved on 3 stages) takes a third colour: 6. What the backend counted
+# is the same, none left at the end.
+expect_rc 0 "interleaved on 3 stages (an odd ring)" -- \
+    mpi 3 "$BIN/pp_pipeline" $SMALL --layers 6 --micro-batches 3,6 --schedule 1f1b,interleaved --json "$TMP/ring3.json"
+python3 - "$TMP"/p2.json "$TMP"/p3.json "$TMP"/p4.json "$TMP/ring3.json" <<'PY' >"$TMP/comms" 2>&1 &&
+import json, sys
+for path, want in zip(sys.argv[1:], (2, 4, 4, 6)):
+    meta = json.load(open(path))["meta"]
+    got = meta["communicators_measured"]
+    assert meta["communicators"]["per_rank"] == want, (path, meta["communicators"])
+    assert (got["created"], got["peak_live"], got["live_at_end"]) == (want, want, 0), (path, got)
+    assert got["nccl_setup_bytes"] is None and got["nccl_setup_bytes_how"] == "not measured (backend mpi: no GPU memory)"
+print("2, 4, 4 and 6 a rank, each created once")
+PY
+    pass "communicators: $(cat "$TMP/comms")" || { fail "communicators"; cat "$TMP/comms" >&2; }
+# A design over the maximum a rank may hold is refused before anything is created.
+PARABENCH_MAX_COMMS=3 expect_rc 3 "4 communicators over PARABENCH_MAX_COMMS=3" -- \
+    mpi 4 -x PARABENCH_MAX_COMMS "$BIN/pp_pipeline" $SMALL --layers 4 --csv "$TMP/over.csv"
+expect_in "$TMP/err" "pp_pipeline's 4-stage pipeline needs 4 communicators per rank, more than the 3 a rank may hold" \
+    "the refusal names the need and the maximum"
+[ -e "$TMP/over.csv" ] && fail "the refused run wrote a CSV" || pass "the refused run wrote nothing"
+PARABENCH_MAX_COMMS=many expect_rc 2 "PARABENCH_MAX_COMMS=many" -- mpi 2 -x PARABENCH_MAX_COMMS "$BIN/pp_pipeline" $SMALL
+expect_in "$TMP/err" "PARABENCH_MAX_COMMS: 'many' is not an integer" "names the variable"
 finish

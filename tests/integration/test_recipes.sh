@@ -4,7 +4,10 @@
 # a collective (reduce again, as reduce_copy), a backend (mpi2), an engine
 # (blas2), a benchmark (ring_shift: program, test and page) and its step of
 # run_all.sh; the copy builds, each addition runs, and the files and lines each
-# recipe touched are the numbers the doc states.
+# recipe touched are the numbers the doc states. Then the tests that enumerate what
+# the recipes extend run in the copy and must pass: every collective, every step and
+# its time bound, run_all.sh with the new backend. A test that kept a list of its own
+# would fail there (tests/mutations.txt: recipes-*). One build serves every recipe.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 DOC=$ROOT/docs/ARCHITECTURE.md
@@ -41,6 +44,7 @@ apply() {
     git -C "$TREE" -c user.name=t -c user.email=t@t commit -qm "$key"
 }
 apply collective 'PB_COLL_REDUCE=PB_COLL_REDUCE_COPY,"reduce"="reduce_copy",issue_reduce=issue_reduce_copy,pb_coll_expect_reduce(=pb_coll_expect_reduce_copy('
+apply collective-tests '"reduce"="reduce_copy"'
 apply backend
 apply engine
 apply benchmark
@@ -76,4 +80,25 @@ expect_in "$TMP/out" "] ring_shift: timeout" "it lists the ring_shift step"
 expect_in "$TMP/out" "$B/ring_shift -b 8" "with its launch line"
 expect_rc 0 "test_manifest.sh passes in the copy (the step's program, page and test)" -- \
     "$TREE/tests/integration/test_manifest.sh"
+
+# The tests that enumerate collectives, backends and steps, in the copy, with every recipe applied.
+for t in test_coll_sweep.sh test_invariants.sh test_suite_estimate.sh test_run_all_dry_run.sh; do
+    expect_rc 0 "$t passes in the copy" -- env -C "$TREE" BUILD="$BUILD" nice "tests/integration/$t"
+done
+expect_rc 0 "run_all.sh --backend mpi2 --dry-run in the copy" -- "$TREE/run_all.sh" --dry-run --quick --np 2 --backend mpi2
+expect_in "$TMP/out" "coll_sweep --coll all -b 8 -e 1M -f 8 --max-seconds-per-size 0.25 --backend mpi2" \
+    "its steps run with the new backend"
+expect_in "$TMP/out" "ring_shift " "and the new step is estimated"
+expect_in "$TMP/out" "8 collectives x " "over every collective, the new one too"
+# Its results in the copy, checked by the copy's invariants.py (which knows the new collective's factor).
+RUN=$TREE/results/mpi2
+expect_rc 0 "run_all.sh --backend mpi2 --steps coll_sweep in the copy" -- \
+    nice "$TREE/run_all.sh" --quick --no-install --np 2 --steps coll_sweep --backend mpi2 --out "$RUN"
+python3 "$TREE/tests/integration/results.py" "$RUN/coll_sweep.csv" "$RUN/coll_sweep.json" --columns collective,bytes,busbw_GBps,wrong \
+    --zero-wrong --complete --expect nranks=2 && pass "its sweep is complete, nothing wrong" ||
+    fail "run_all.sh --backend mpi2's coll_sweep"
+grep -q '^# backend: mpi2' "$RUN/coll_sweep.csv" && pass "on the new backend" || fail "coll_sweep.csv names no backend mpi2"
+grep -q '^reduce_copy,' "$RUN/coll_sweep.csv" && pass "the sweep has the new collective's rows" ||
+    fail "run_all.sh --backend mpi2: no reduce_copy rows in coll_sweep.csv"
+expect_rc 0 "the copy's invariants.py holds on them" -- python3 "$TREE/tests/integration/invariants.py" "$RUN"
 finish

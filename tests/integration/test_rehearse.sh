@@ -4,12 +4,31 @@
 # synchronisation at alloc/free/copies and at the engine's allocations) at 8
 # and 16 ranks, tiny shapes, results checked (-c 1). An ordering that hangs
 # on a GPU hangs here too: the benchmarks' watchdog (--timeout) ends it with
-# exit 4, and `timeout` bounds each run. Then the misuse NCCL refuses:
-# mismatched counts and two ranks on one "device" (exit 3).
+# exit 4, and `timeout` bounds each run. pp_pipeline and hybrid_3d hold the
+# communicators their design states, created once per group (not per
+# configuration) and freed between placements, as the rehearsal counts them.
+# Then the misuse NCCL refuses: mismatched counts and two ranks on one
+# "device" (exit 3).
 source "$(dirname "$0")/lib.sh"
 
 WATCHDOG=20 # s: a hang fails within this, far above a step here
 R="--backend nccl-rehearse -c 1 -n 2 -w 1 --timeout $WATCHDOG"
+
+# comms JSON PER_RANK CREATED PEAK: the communicators a workload states (meta.communicators) and
+# what the backend counted on every rank (meta.communicators_measured): created in all, most live
+# at once, none left at the end, and NCCL's set-up memory recorded as not measured (no GPU).
+comms() {
+    python3 - "$@" <<'PY'
+import json, os, sys
+meta = json.load(open(sys.argv[1]))["meta"]
+want = [int(x) for x in sys.argv[2:5]]
+design, got = meta["communicators"], meta["communicators_measured"]
+assert design["per_rank"] == want[0] and design["max_per_rank"] == 8, design
+assert [got["created"], got["peak_live"], got["live_at_end"]] == want[1:] + [0], got
+assert got["nccl_setup_bytes"] is None and got["nccl_setup_bytes_how"].startswith("not measured"), got
+assert meta["nccl_nvls_enable"] == os.environ.get("NCCL_NVLS_ENABLE", "unset"), meta["nccl_nvls_enable"]
+PY
+}
 
 # rehearse NP ARGS...: the binary under mpirun, bounded by `timeout` (which
 # signals the process group it started, and only that) beyond the watchdog.
@@ -39,13 +58,23 @@ for np in 8 16; do
     expect_in "$TMP/out" "# wrong values: 0 OK" "tp_layer validates ($np ranks)"
     expect_rc 0 "pp_pipeline, every schedule, $np stages" -- \
         rehearse $np "$BIN/pp_pipeline" $R --model tiny --layers $((2 * np)) $T --schedule all \
-        --micro-batches $np --csv "$TMP/pp$np.csv"
+        --micro-batches $np --csv "$TMP/pp$np.csv" --json "$TMP/pp$np.json"
     expect_in "$TMP/out" "# wrong values: 0 OK" "pp_pipeline validates ($np stages)"
+    # 3 schedules on one executor: activations and gradients x 2 link colours (an even ring), created once
+    comms "$TMP/pp$np.json" 4 4 4 && pass "pp_pipeline: 4 communicators a rank for 3 schedules ($np stages)" ||
+        fail "pp_pipeline's communicators ($np stages)"
+    expect_in "$TMP/out" "# communicators: 4 created, at most 4 live at once, 0 live at the end, per rank" \
+        "pp_pipeline prints the communicators counted ($np stages)"
     expect_rc 0 "pp_pipeline, 1f1b, 4 stages x $((np / 4)) replicas" -- \
         rehearse $np "$BIN/pp_pipeline" $R --model tiny --layers 4 $T --stages 4 --schedule 1f1b --micro-batches 6
     expect_rc 0 "hybrid_3d --compare-placements, $np ranks" -- \
-        rehearse $np "$BIN/hybrid_3d" $R --model tiny --layers 4 $T --tp 2 --pp 2 --compare-placements
+        rehearse $np "$BIN/hybrid_3d" $R --model tiny --layers 4 $T --tp 2 --pp 2 --compare-placements \
+        --json "$TMP/hy$np.json"
     expect_in "$TMP/out" "# wrong values: 0 OK" "hybrid_3d validates ($np ranks)"
+    # TP, DP and 2 for the 2-stage pipeline, per placement, freed before the next: 12 created, 4 at once
+    comms "$TMP/hy$np.json" 4 12 4 && pass "hybrid_3d: 4 communicators a rank per placement, freed between ($np ranks)" ||
+        fail "hybrid_3d's communicators ($np ranks)"
+    expect_in "$TMP/out" "# communicators: 4 per rank (TP group, DP group" "hybrid_3d states its count ($np ranks)"
     expect_rc 0 "fsdp_step prefetch off and on, world sharding, $np ranks" -- \
         rehearse $np "$BIN/fsdp_step" $R --model tiny --layers 3 $T --shard-group world
     expect_in "$TMP/out" "# wrong values: 0 OK" "fsdp_step validates ($np ranks, world)"

@@ -3,28 +3,54 @@
 # on its duration, exits 0, and installs, builds and runs nothing (no results
 # folder, no build folder). The estimate's arithmetic is tested by
 # test_suite_estimate.py; here, that run_all.sh gives it the world and the
-# profile: 1024 ranks, 8 per node, the matrix's 1023 rounds.
+# profile: 1024 ranks, 8 per node, the sampled matrix's 141 rounds.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 RA=$ROOT/run_all.sh
-[ -x "$BIN/coll_sweep" ] || fail "$BIN/coll_sweep is missing (its --help lists the collectives); build it first (make)"
+[ -x "$BIN/coll_sweep" ] || fail "$BIN/coll_sweep is missing (it lists the collectives); build it first (make)"
+NCOLLS=$("$BIN/coll_sweep" --list collectives | wc -l)
+# steps_as_planned: the dry run lists, numbered 1..N, the steps suite/manifest.py plans for a run
+# without --reproduce or --acceptance, in its order.
+steps_as_planned() {
+    python3 - "$TMP/out" "$ROOT" <<'PY'
+import re, sys
+sys.path.insert(0, sys.argv[2])
+from suite import manifest
+got = re.findall(r"^\[(\d+)/(\d+)\] (\S+): ", open(sys.argv[1]).read(), re.M)
+want = [s.name for s in manifest.plan(manifest.Run("default", 2, dry_run=True))]
+assert [name for _, _, name in got] == want, (got, want)
+assert [(int(k), int(n)) for k, n, _ in got] == [(i + 1, len(want)) for i in range(len(want))], got
+PY
+}
 
 expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8" -- \
     env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --out "$TMP/never"
 [ -e "$TMP/never" ] && fail "--dry-run made the results folder"
 expect_in "$TMP/out" "nothing is installed, built or run" "says it runs nothing"
-expect_in "$TMP/out" "[4/12] p2p_matrix: timeout -k 10 900 mpirun -np 1024" "the matrix step's launch line"
+steps_as_planned && pass "the manifest's steps, numbered in order" || fail "the steps listed are not the manifest's"
+launched() { grep "^\[[0-9]*/[0-9]*\] $1: " "$TMP/out"; }
+launched p2p_matrix | grep -qF "p2p_matrix: timeout -k 10 900 mpirun -np 1024" && pass "the matrix step's launch line" ||
+    fail "the matrix step's launch line: $(launched p2p_matrix)"
 expect_in "$TMP/out" "--npernode 8" "the launch line places 8 ranks per node"
 expect_in "$TMP/out" "    p2p pair: ranks 0 and 8 (rail 0, nodes 0 and 1)" "the p2p step's pair: one rail, two nodes"
 expect_in "$TMP/out" "1024 ranks on 128 node(s) of 8" "the estimate's world"
-expect_in "$TMP/out" "1023 rounds x 2 sizes x 0.22 s cap" "the matrix's rounds, from the schedule"
-expect_in "$TMP/out" "7 collectives x 12 sizes x 3 s cap" "the default profile's sweep caps"
+expect_in "$TMP/out" "141 rounds x 2 sizes x 1 s cap" "the matrix's rounds, from the sampled schedule"
+expect_in "$TMP/out" "$NCOLLS collectives x 12 sizes x 3 s cap" "the default profile's sweep caps, every listed collective"
 expect_in "$TMP/out" "upper bound" "says it is an upper bound"
 grep -q '^total .* at most' "$TMP/out" && pass "a total" || fail "no total line"
 
+# The matrix at 1,024 GPUs (docs/placement.md, "The matrix at scale"): sampled pairs, said with
+# the rounds and the NCCL connection memory a rank is expected to hold.
+expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --backend nccl" -- \
+    env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --backend nccl
+expect_in "$TMP/out" "    p2p matrix: sampled pairs above 64 ranks (--matrix-pairs all for every pair): 141 rounds instead of 1023: every node pair's rails, a cross-rail shift in each of the first 7 node rounds, every pair inside a node; up to 141 peers a rank: NCCL connection buffers expected 2.20 GiB a rank (16 MiB a peer; an expectation, not measured)" \
+    "the matrix's line: sampled, its rounds and the NCCL memory a rank"
+expect_rc 0 "--dry-run --np 64 --ranks-per-node 8" -- env BUILD="$BUILD" "$RA" --dry-run --quick --np 64 --ranks-per-node 8
+expect_in "$TMP/out" "    p2p matrix: every pair, 63 rounds; up to 63 peers a rank" "64 ranks: every pair"
+
 # At cluster scale (docs/run_all.md, "Shapes at scale"): TP inside a node, one stage per node,
-# and a bound the default profile keeps within 30 min, --quick within 5.
-launched() { grep "^\[[0-9]*/[0-9]*\] $1: " "$TMP/out"; }
+# and a bound the default profile keeps within 30 min, --quick within 5 (a new step's bound must fit:
+# docs/ARCHITECTURE.md, "A step of run_all.sh").
 launched tp_layer | grep -q -- " --tp 8 " && pass "1024 ranks: tp_layer runs --tp 8" || fail "1024 ranks: tp_layer: $(launched tp_layer)"
 launched pp_pipeline | grep -q -- " --pp-stride 8 " && pass "1024 ranks: pp_pipeline runs --pp-stride 8" \
     || fail "1024 ranks: pp_pipeline: $(launched pp_pipeline)"
@@ -56,7 +82,7 @@ for rpn in 8 1000000; do
 done
 expect_in "$TMP/out" "p2p_matrix: timeout" "10^6 ranks: the matrix step is launched"
 expect_rc 0 "--dry-run --np 1048576 (the maximum)" -- env BUILD="$BUILD" "$RA" --dry-run --np 1048576 --ranks-per-node 8
-expect_in "$TMP/out" "1048575 rounds" "2^20 ranks: the matrix's rounds, N - 1"
+expect_in "$TMP/out" "131085 rounds" "2^20 ranks: the sampled matrix's rounds, (nodes - 1) + 7 + 7"
 for bad in 0 -1 2000000 99999999999999999999; do
     expect_rc 2 "--dry-run --np $bad" -- env BUILD="$BUILD" "$RA" --dry-run --np "$bad"
     expect_in "$TMP/err" "option --np: '$bad' is not accepted; expected an integer from 1 to 1048576" "--dry-run --np $bad: names --np and the range"
@@ -76,7 +102,7 @@ grep -q '^repro_busbw .*1 collective x 7 sizes x 0.5 s cap' "$TMP/out" && pass "
 expect_rc 0 "--dry-run without a build" -- env BUILD=no-such-build "$RA" --dry-run --quick --np 4
 [ -e "$ROOT/no-such-build" ] && { fail "--dry-run built into no-such-build"; rm -rf "$ROOT/no-such-build"; }
 expect_in "$TMP/out" "no estimate: " "says why there is no estimate"
-expect_in "$TMP/out" "[1/12] coll_sweep: " "still lists the steps"
+steps_as_planned && pass "still lists the steps" || fail "without a build, the steps listed are not the manifest's"
 # A hostfile's nodes are its host lines: comments, blank lines and comment-only lines are not hosts.
 printf '# the racks\nn1 slots=4 # first\n\n  # spare\nn2 slots=4\n' >"$TMP/two-nodes.hosts"
 expect_rc 0 "--dry-run --hostfile (2 hosts of 4 slots, comments) --np 8" -- \

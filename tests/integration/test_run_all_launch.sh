@@ -9,8 +9,11 @@ RA=$ROOT/run_all.sh
 
 # check WANT FRAGMENT DESC -- ARGS...: exit WANT, stderr names FRAGMENT, and nothing was run.
 check() {
-    local want=$1 frag=$2 desc=$3; shift 4
-    expect_rc "$want" "$desc" -- env BUILD="$BUILD" "$RA" --quick --no-install --out "$TMP/never" "$@"
+    local want=$1 frag=$2 desc=$3 out=(--out "$TMP/never") profile=(--quick); shift 4
+    # an option is given once (a second --out or --quick is refused as such)
+    [[ " $* " == *" --out "* ]] && out=()
+    [[ " $* " == *" --quick "* || " $* " == *" --full "* ]] && profile=()
+    expect_rc "$want" "$desc" -- env BUILD="$BUILD" "$RA" "${profile[@]}" --no-install "${out[@]}" "$@"
     expect_in "$TMP/err" "$frag" "$desc: says '$frag'"
     if [ -e "$TMP/never" ]; then fail "$desc: a results folder was made"; rm -rf "$TMP/never"; fi
 }
@@ -42,11 +45,11 @@ if command -v srun >/dev/null 2>&1; then
     # under srun"), unless the user chose the fence.
     expect_rc 0 "--dry-run under Slurm" -- env -u SLURM_PMIX_FENCE SLURM_JOB_ID=1 SLURM_NTASKS=2 BUILD="$BUILD" \
         "$RA" --dry-run --quick --no-install --np 2
-    expect_in "$TMP/out" "[1/12] coll_sweep: timeout -k 10 90 env SLURM_PMIX_FENCE=ring srun -n 2 " \
+    expect_in "$TMP/out" "] coll_sweep: timeout -k 10 90 env SLURM_PMIX_FENCE=ring srun -n 2 " \
         "--dry-run under Slurm: srun runs with SLURM_PMIX_FENCE=ring"
     expect_rc 0 "--dry-run under Slurm, SLURM_PMIX_FENCE=tree" -- env SLURM_PMIX_FENCE=tree SLURM_JOB_ID=1 SLURM_NTASKS=2 \
         BUILD="$BUILD" "$RA" --dry-run --quick --no-install --np 2
-    expect_in "$TMP/out" "[1/12] coll_sweep: timeout -k 10 90 srun -n 2 " "--dry-run under Slurm: the user's SLURM_PMIX_FENCE is left alone"
+    expect_in "$TMP/out" "] coll_sweep: timeout -k 10 90 srun -n 2 " "--dry-run under Slurm: the user's SLURM_PMIX_FENCE is left alone"
     if grep -qF "SLURM_PMIX_FENCE=ring" "$TMP/out"; then fail "--dry-run under Slurm, SLURM_PMIX_FENCE=tree: a step sets ring"; else
         pass "--dry-run under Slurm, SLURM_PMIX_FENCE=tree: no step sets ring"; fi
 fi
@@ -83,7 +86,7 @@ fi
 check 2 "option --hostfile: '$TMP/adir' is not a readable file" "--hostfile a directory" -- --hostfile "$TMP/adir"
 check 2 "option --acceptance: '$TMP/adir' is not a readable file" "--acceptance a directory" -- --acceptance "$TMP/adir"
 check 2 "option --out: an empty path is not accepted" "--out ''" -- --out ''
-check 2 "option --quick: --quick and --full together" "--quick --full" -- --full
+check 2 "option --quick: --quick and --full together" "--quick --full" -- --quick --full
 check 2 "option --quick: --quick and --full together" "--full --quick" -- --full --quick
 mkdir -p "$TMP/oldrun/logs" "$TMP/oldrun2"
 : >"$TMP/oldrun/steps.tsv"

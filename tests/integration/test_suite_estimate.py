@@ -65,18 +65,40 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(estimate.matrix_rounds(10 ** 6 + 1, 10 ** 6 + 1), 10 ** 6 + 1)
         self.assertLess(time.monotonic() - t0, 0.5)
 
-    def test_choices_from_help(self):
-        text = "  --coll LIST   collectives: allreduce, allgather, or all (comma-separated; default allreduce)\n" \
-               "  --mode LIST   latency, bw, bibw or all (comma-separated; default latency)\n"
-        self.assertEqual(estimate.binary_choices(text, "--coll"), ["allreduce", "allgather"])
-        self.assertEqual(estimate.binary_choices(text, "--mode"), ["latency", "bw", "bibw"])
+    def test_matrix_rounds_sampled(self):
+        # Above 64 ranks p2p_sweep --matrix samples: every node pair's rails (1 sub-round), a cross-rail
+        # shift in each of the first rpn - 1 node rounds (a second), every pair inside a node; the closed
+        # form against the schedule played round by round, and test_p2p_schedule's counts (141 at 1024/8).
+        def played(nranks, rpn):
+            sizes = [min(rpn, nranks - k) for k in range(0, nranks, rpn)]
+            m, rounds = len(sizes) + len(sizes) % 2, 0
+            for t in range(estimate.tournament_rounds(len(sizes))):
+                meet = [(0 if i == 0 else 1 + (i - 1 + t) % (m - 1), 1 + (m - 2 - i + t) % (m - 1)) for i in range(m // 2)]
+                rounds += max(1 + (t + 1 < max(sizes[x], sizes[y])) for x, y in meet if x < len(sizes) and y < len(sizes))
+            return rounds + max(estimate.tournament_rounds(k) for k in sizes)
+        for n in range(1, 41):
+            for rpn in range(1, n + 1):
+                self.assertEqual(estimate.matrix_rounds(n, rpn, True), played(n, rpn), (n, rpn))
+        for n, rpn, rounds in [(1024, 8, 141), (16, 4, 9), (24, 8, 13), (1 << 20, 8, (1 << 17) - 1 + 14)]:
+            self.assertEqual(estimate.matrix_rounds(n, rpn, True), rounds, (n, rpn))
+        self.assertFalse(estimate.matrix_sampled(64))
+        self.assertTrue(estimate.matrix_sampled(65))
+
+    def test_sweep_of_one_operation(self):
+        # a sweep with neither --coll nor --mode (one operation, as a new benchmark's step): sizes x cap
+        e = estimate.Estimate(world(2, 2), ALL)
+        self.assertEqual(e.sweep(["-b", "8", "-e", "1M", "-f", "8", "--max-seconds-per-size", "0.25"]),
+                         (estimate.launch_seconds(2, 2) + 6 * 0.25, "6 sizes x 0.25 s cap + 2.0 s launch"))
+        self.assertEqual(e.sweep(["--coll", "a,b", "-b", "8", "-e", "64", "-f", "8", "--max-seconds-per-size", "1"])[1],
+                         "2 collectives x 2 sizes x 1 s cap + 2.0 s launch")
 
 
 class Steps(unittest.TestCase):
     def test_two_nodes(self):
         b = bounds(world(4, 2))
         launch = estimate.launch_seconds(4, 2)  # 2.1 s
-        self.assertEqual(len(b), 12)
+        self.assertNotIn("acceptance", b)  # no --acceptance
+        self.assertFalse([n for n in b if n.startswith("repro_")])  # no --reproduce
         self.assertEqual(b["coll_sweep"][0], launch + 7 * 6 * 0.25)
         self.assertEqual(b["coll_sweep_intra"][0], launch + 7 * 6 * 0.25)
         self.assertEqual(b["p2p_sweep"][0], launch + 3 * 6 * 0.25)  # 1, 16, .. 1M
@@ -93,7 +115,7 @@ class Steps(unittest.TestCase):
     def test_one_node(self):
         # no intra sweep (shapes.py's reason); the matrix's cap keeps its 61 rounds within half the step limit
         b = bounds(world(62, 62, acceptance="thr"))
-        self.assertEqual(len(b), 13)
+        self.assertEqual(len(b), len(bounds(world(62, 62))) + 1)  # the acceptance step
         self.assertEqual(b["coll_sweep_intra"], (0, "skipped: one node: coll_sweep is already intra-node"))
         self.assertEqual(b["hybrid_3d"][0], estimate.launch_seconds(62, 62) + 3 * 2.0)  # TP 2 x PP 1 x DP 31
         self.assertEqual(b["p2p_matrix"], (2.05 + 61 * 2 * 0.369, "61 rounds x 2 sizes x 0.369 s cap + 2.0 s launch"))
@@ -107,7 +129,8 @@ class Steps(unittest.TestCase):
     def test_reproduce(self):
         # its all-reduce sweep (1M..64M by 2: 7 sizes at 0.5 s), 4 workloads, 3 scripts
         plain, more = bounds(world(62, 62)), bounds(world(62, 62, reproduce=True))
-        self.assertEqual(len(more), 20)
+        self.assertEqual(sorted(set(more) - set(plain)), ["repro_busbw", "repro_dp", "repro_dp_scan", "repro_pp",
+                                                          "repro_scan_setup", "repro_setup", "repro_tp", "repro_write"])
         self.assertEqual(more["repro_busbw"], (estimate.launch_seconds(62, 62) + 7 * 0.5,
                                                "1 collective x 7 sizes x 0.5 s cap + 2.0 s launch"))
         self.assertEqual(more["repro_pp"][0], 90)
@@ -129,9 +152,15 @@ class Steps(unittest.TestCase):
             self.assertEqual(b[name], (0, "skipped: needs at least 2 ranks; this run has 1"))
 
     def test_total_line(self):
-        lines = estimate.Estimate(world(1024, 8, profile="default"), ALL).lines(manifest.plan(world(1024, 8, "default")))
+        # a line per step, then their sum (a step a recipe adds is summed too: no total of our own here)
+        run = world(1024, 8, profile="default")
+        e, steps = estimate.Estimate(run, ALL), manifest.plan(run)
+        lines = e.lines(steps)
         self.assertIn("1024 ranks on 128 node(s) of 8", lines[0])
-        self.assertEqual(lines[-1].split()[:3], ["total", "1428", "s"])  # the model's 3 gradients and 3 sequence lengths
+        self.assertEqual([l.split()[0] for l in lines[2:-1]], [s.name for s in steps])
+        total = sum(seconds for _, seconds, _ in e.bounds(steps))
+        self.assertGreater(total, 1000)
+        self.assertEqual(lines[-1].split()[:3], ["total", "%.0f" % total, "s"])
 
     def test_cluster_scale_bounds(self):
         # The goals of docs/run_all.md's "Shapes at scale": 1,024 ranks, 8 a node, within

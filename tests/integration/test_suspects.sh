@@ -177,12 +177,14 @@ grep -qs "HYPERLINK" "$F/suspects.csv" "$F/good-hosts.txt" && fail "'=HYPERLINK(
     pass "'=HYPERLINK(1)' reaches neither suspects.csv nor good-hosts.txt"
 
 # The sizes the reasons name: whole binary units only, else bytes.
-python3 - "$ROOT/scripts" <<'PY' && pass "reason sizes: 0 B, 1536 B, 1 KiB, 64 MiB, 1536 MiB, 1 GiB" || fail "reason sizes"
+# suite/units.py writes them for the report too, compact in its tables' cells.
+python3 - "$ROOT" <<'PY' && pass "reason sizes: 0 B, 1536 B, 1 KiB, 64 MiB, 1536 MiB, 1 GiB; cells 0, 1536, 1K, 64M, 1536M, 1G" || fail "reason sizes"
 import sys
 sys.path.insert(0, sys.argv[1])
-import suspects
-cases = {0: "0 B", 1536: "1536 B", 1024: "1 KiB", 64 << 20: "64 MiB", 3 << 29: "1536 MiB", 1 << 30: "1 GiB"}
-got = {b: suspects._size(b) for b in cases}
+from suite.units import size_text
+cases = {0: ("0 B", "0"), 1536: ("1536 B", "1536"), 1024: ("1 KiB", "1K"), 64 << 20: ("64 MiB", "64M"),
+         3 << 29: ("1536 MiB", "1536M"), 1 << 30: ("1 GiB", "1G")}
+got = {b: (size_text(b), size_text(b, compact=True)) for b in cases}
 assert got == cases, got
 PY
 finish

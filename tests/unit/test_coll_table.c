@@ -59,12 +59,12 @@ static void test_busbw_factors(void **state)
     (void)state;
     for (int c = 0; c < PB_COLL_COUNT; c++) {
         for (int i = 0; i < NRANKS; i++) {
-            CLOSE(pb_busbw_factor((pb_coll)c, ranks[i]), nccl_tests_factor((pb_coll)c, ranks[i]));
+            CLOSE(pb_coll_busbw_factor((pb_coll)c, ranks[i]), nccl_tests_factor((pb_coll)c, ranks[i]));
             CLOSE(pb_coll_desc_of((pb_coll)c)->busbw(ranks[i]), nccl_tests_factor((pb_coll)c, ranks[i]));
         }
-        CLOSE(pb_busbw_factor((pb_coll)c, 0), 0.0);
+        CLOSE(pb_coll_busbw_factor((pb_coll)c, 0), 0.0);
     }
-    CLOSE(pb_busbw_factor(PB_COLL_COUNT, 8), 0.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_COUNT, 8), 0.0);
 }
 
 static void test_names_round_trip(void **state)

@@ -97,14 +97,12 @@ static void test_from_host_is_complete(void **state)
 
 #ifdef PB_HAVE_CUDA
 #include "backend/comm.h"
-const pb_comm_backend *pb_backend_mpi_device(void); /* comm_mpi_cuda.c */
-const pb_comm_backend *pb_backend_nccl(void);       /* comm_nccl.c */
 
 static void test_device_backends_order_h2d(void **state)
 {
     (void)state;
-    check_landed(pb_backend_mpi_device()->from_host);
-    check_landed(pb_backend_nccl()->from_host);
+    check_landed(pb_comm_backend_mpi_device()->from_host);
+    check_landed(pb_comm_backend_nccl()->from_host);
 }
 #endif
 

@@ -33,7 +33,6 @@
 #ifdef PB_HAVE_CUDA
 #include "backend/comm.h"
 #include "compute/lib_cublas.h"
-const pb_comm_backend *pb_backend_mpi_device(void); /* comm_mpi_cuda.c */
 /* Weak, as in compute.c, so this test links whatever the Makefile does. A
  * linker does not pull an archive member in for a weak reference, so until
  * compute.c refers to the engine strongly in CUDA builds (and the link adds
@@ -246,7 +245,7 @@ static void test_init_without_gpu(void **state)
 static void test_mpi_device_table(void **state)
 {
     (void)state;
-    const pb_comm_backend *b = pb_backend_mpi_device();
+    const pb_comm_backend *b = pb_comm_backend_mpi_device();
     assert_string_equal(b->name, "mpi");
     assert_int_equal(b->mem, PB_MEM_DEVICE);
     assert_true(b->comm_create && b->comm_destroy && b->rank && b->size && b->alloc && b->free && b->to_host &&

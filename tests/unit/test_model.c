@@ -11,7 +11,8 @@
 #include "coll/coll.h"
 #include "core/error.h"
 #include "plan/model.h"
-#include "plan/plan.h"
+#include "plan/plan_explain.h"
+#include "plan/plan_print.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,16 +22,16 @@
 static void test_bus_factors(void **state)
 {
     (void)state;
-    CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 8), 1.75);
-    CLOSE(pb_busbw_factor(PB_COLL_ALLGATHER, 8), 0.875);
-    CLOSE(pb_busbw_factor(PB_COLL_REDUCESCATTER, 4), 0.75);
-    CLOSE(pb_busbw_factor(PB_COLL_ALLTOALL, 2), 0.5);
-    CLOSE(pb_busbw_factor(PB_COLL_BROADCAST, 8), 1.0);
-    CLOSE(pb_busbw_factor(PB_COLL_REDUCE, 8), 1.0);
-    CLOSE(pb_busbw_factor(PB_COLL_SENDRECV, 2), 1.0);
-    CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 1), 0.0);
-    CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 0), 0.0);
-    CLOSE(pb_busbw_factor(PB_COLL_ALLREDUCE, 2), 1.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_ALLREDUCE, 8), 1.75);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_ALLGATHER, 8), 0.875);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_REDUCESCATTER, 4), 0.75);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_ALLTOALL, 2), 0.5);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_BROADCAST, 8), 1.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_REDUCE, 8), 1.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_SENDRECV, 2), 1.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_ALLREDUCE, 1), 0.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_ALLREDUCE, 0), 0.0);
+    CLOSE(pb_coll_busbw_factor(PB_COLL_ALLREDUCE, 2), 1.0);
 }
 
 static void test_coll_names(void **state)
@@ -442,10 +443,10 @@ static void test_explain(void **state)
     assert_string_equal(buf, "(4,8,8) ranks 2, 20.00% behind (8,8,4): vs it, TP -20.0, bubble +20.0, DP +0.0, "
                              "PP +0.0 points of compute; memory 20 vs 30 GB/GPU");
     /* plan --reproduce's verdict on each side of each boundary; a rejected one is never "near the top" */
-    assert_string_equal(pb_plan_rank_verdict(1, 0.0), "the model puts it first");
-    assert_non_null(strstr(pb_plan_rank_verdict(2, 0.05), "near the top"));
-    assert_non_null(strstr(pb_plan_rank_verdict(2, 0.0501), "more than 5% behind"));
-    assert_string_equal(pb_plan_rank_verdict(0, 0.0), "the model rejects it");
+    assert_string_equal(pb_plan_explain_verdict(1, 0.0), "the model puts it first");
+    assert_non_null(strstr(pb_plan_explain_verdict(2, 0.05), "near the top"));
+    assert_non_null(strstr(pb_plan_explain_verdict(2, 0.0501), "more than 5% behind"));
+    assert_string_equal(pb_plan_explain_verdict(0, 0.0), "the model rejects it");
 }
 
 /* plan --top's summary of rejections: one configuration for each reason

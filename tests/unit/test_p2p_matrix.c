@@ -158,6 +158,42 @@ static void matrix_file(void **state)
     unlink(path);
 }
 
+/* A sampled matrix leaves pairs out: their cells are empty, never 0 (the
+ * rails 0-2 and 1-3 and the pairs inside the nodes only). */
+static void matrix_file_sampled(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pb-matrix-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const pb_p2p_matrix_pair_result some[] = {pairs[0], pairs[1], pairs[4], pairs[5]};
+    assert_int_equal(pb_p2p_matrix_write_csv(path, 4, some, 4, 1), 0);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, f)); /* comment */
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "0,,10,1.2,\n");
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "1,10,,,1.22\n");
+    fclose(f);
+    unlink(path);
+}
+
+/* The NCCL connection memory expected per peer: NCCL_BUFFSIZE (4 MiB unless
+ * set) x 2 channels x 2 directions; a value that is not a size keeps the default. */
+static void peer_bytes(void **state)
+{
+    (void)state;
+    unsetenv("NCCL_BUFFSIZE");
+    assert_int_equal(pb_p2p_matrix_peer_bytes(), 16u << 20);
+    setenv("NCCL_BUFFSIZE", "1048576", 1);
+    assert_int_equal(pb_p2p_matrix_peer_bytes(), 4u << 20);
+    setenv("NCCL_BUFFSIZE", "lots", 1);
+    assert_int_equal(pb_p2p_matrix_peer_bytes(), 16u << 20);
+    unsetenv("NCCL_BUFFSIZE");
+}
+
 /* A rail's median latency is its pairs' middle one once sorted: rail 0's
  * latencies 10, 25, 5 (in that order) have median 10, so 25 is slow for its
  * rail (>= 2 x 10), though not for its class (cross-rail pairs at 30). */
@@ -215,6 +251,8 @@ int main(void)
         cmocka_unit_test(slow_against_rail), cmocka_unit_test(rail_median_of_sorted_latencies),
         cmocka_unit_test(pairs_file),
         cmocka_unit_test(matrix_file),
+        cmocka_unit_test(matrix_file_sampled),
+        cmocka_unit_test(peer_bytes),
         cmocka_unit_test(default_pair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

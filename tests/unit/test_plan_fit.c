@@ -130,10 +130,13 @@ static void test_fit_command_errors(void **state)
 {
     (void)state;
     FILE *devnull = fopen("/dev/null", "w");
-    assert_int_equal(pb_plan_fit("/nonexistent-dir", NULL, "plan", devnull), PB_ERR_USAGE);
+    pb_plan_fit_fitted f;
+    assert_int_equal(pb_plan_fit_links("/nonexistent-dir", "--fit", &f, devnull), PB_ERR_USAGE);
+    pb_model_cluster c = {.name = "c"};
+    assert_int_equal(pb_plan_fit_from_cluster("/nonexistent-dir", &c, &f, devnull), PB_ERR_USAGE);
     char dir[] = "/tmp/pb-test-fit-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(pb_plan_fit(dir, NULL, "plan", devnull), PB_ERR_ENV); /* no sweep data */
+    assert_int_equal(pb_plan_fit_links(dir, "--fit", &f, devnull), PB_ERR_ENV); /* no sweep data */
     rmdir(dir);
     fclose(devnull);
 }

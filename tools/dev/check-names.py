@@ -18,6 +18,7 @@ COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 FUNCTION = re.compile(r"\b(pb_[a-z0-9_]+)\s*\(")
 # A type: `typedef ... pb_name;`, `} pb_name;` or `typedef ret (*pb_name)(`.
 TYPEDEF = re.compile(r"\btypedef\b[^;]*?\b(pb_[a-z0-9_]+)\s*[;\)\[]", re.S)
+EXTERN_C = re.compile(r'\bextern\s*"C"\s*\{')
 STRUCT_END = re.compile(r"\}\s*(pb_[a-z0-9_]+)\s*;")
 
 
@@ -25,15 +26,21 @@ def file_scope(text):
     """The text outside braces and outside preprocessor lines (with continuations)."""
     text = COMMENT.sub(" ", text)
     text = re.sub(r"^\s*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
-    out, depth = [], 0
+    # `extern "C" {` (C++ linkage for a header nvcc reads too) opens no scope:
+    # what it wraps is at file scope and exported like the rest.
+    text = EXTERN_C.sub("\0", text)
+    out, opened = [], []
     for ch in text:
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            out.append(ch)
+        if ch in "{\0":
+            opened.append(ch)
             continue
-        if depth == 0:
+        if ch == "}":
+            if opened and opened.pop() == "\0":
+                continue
+            if "{" not in opened:
+                out.append(ch)
+            continue
+        if "{" not in opened:
             out.append(ch)
     return "".join(out)
 

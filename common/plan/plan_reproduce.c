@@ -3,9 +3,11 @@
  * with its inputs, the value computed, and a verdict. Figures the model
  * should reproduce ("must") make the command fail when they do not; claims
  * the model shows to be loose are reported as differing, with the reason. */
-#include "plan/plan.h"
+#include "plan/plan_reproduce.h"
 
 #include "plan/cluster.h"
+#include "plan/plan_explain.h"
+#include "plan/plan_print.h"
 #include "core/error.h"
 
 #include <math.h>
@@ -195,7 +197,7 @@ static void three_d(tally *ty, const char *id, const char *claim, const char *st
                      "stage's (t_fwd+t_bwd+TP+PP comm) + the other stages' fill/drain + DP allreduce", gpus);
     double gap = 0;
     int rank = pb_plan_explain(s, n, want, c, sizeof c, &gap);
-    snprintf(v, sizeof v, "%s", pb_plan_rank_verdict(rank, gap));
+    snprintf(v, sizeof v, "%s", pb_plan_explain_verdict(rank, gap));
     fmt(a, sizeof a, "%s preset, %s, global batch %lld (%s), b=1, bf16, 1F1B, sequence parallel, selective "
                      "recompute, no comm/compute overlap", model, cl.name, (long long)gb, gb_why);
     show(ty, &(figure){id, claim, stated, f, c, v, a, rank > 0 && gap <= 0.05, 1});
