@@ -256,19 +256,16 @@ def placement_of_run(out):
     return nodes, rpn
 
 
-# The collectives of the sweep steps: coll_sweep's "all" but alltoallv, whose skew is a question of
-# its own (docs/METRICS.md) and whose sweep would lengthen the default run by about a collective's.
-SWEEP_COLLS = "allreduce,allgather,reducescatter,broadcast,reduce,alltoall,sendrecv"
 COLL_COLUMNS = ("collective", "bytes", "nranks", "link_class", "time_us", "algbw_GBps", "busbw_GBps", "wrong")
 with_reproduce = lambda run: run.reproduce  # noqa: E731
 
 STEPS = (
-    Step(name="coll_sweep", binary="coll_sweep", kind=MPI, args=lambda r: ["--coll", SWEEP_COLLS, *sweep(r)], weight=30,
+    Step(name="coll_sweep", binary="coll_sweep", kind=MPI, args=lambda r: ["--coll", "all", *sweep(r)], weight=30,
          cost="sweep",
          doc="docs/METRICS.md", test="tests/integration/test_coll_sweep.sh", table=("coll_sweep", COLL_COLUMNS),
          role="collectives over all ranks"),
     Step(name="coll_sweep_intra", binary="coll_sweep", kind=MPI,
-         args=lambda r: ["--coll", SWEEP_COLLS, *shape_args(r, "coll_sweep_intra"), *sweep(r)], weight=20,
+         args=lambda r: ["--coll", "all", *shape_args(r, "coll_sweep_intra"), *sweep(r)], weight=20,
          cost="sweep", doc="docs/emulated-cluster.md", test="tests/integration/test_run_all_cluster.sh",
          skip=shaped_skip("coll_sweep_intra"), shaped=True, table=("coll_sweep_intra", COLL_COLUMNS),
          role="collectives inside each node"),
