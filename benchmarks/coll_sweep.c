@@ -14,6 +14,7 @@
 #include "coll/coll_check.h"
 #include "coll/coll_exec.h"
 #include "coll/coll_op.h"
+#include "coll/coll_skew.h"
 #include "core/error.h"
 #include "core/group.h"
 #include "core/mem.h"
@@ -33,9 +34,11 @@ typedef struct sweep_opts {
     int graph; /* -G */
     int in_place; /* --in-place */
     int groups; /* --groups: pb_group_groups_kind */
+    double skew; /* --skew: alltoallv's imbalance F (coll_skew.h), 1 = even */
+    const char *skew_text; /* as given; NULL when absent */
 } sweep_opts;
 
-enum { OPT_COLL, OPT_GRAPH, OPT_GROUPS, OPT_IN_PLACE };
+enum { OPT_COLL, OPT_GRAPH, OPT_GROUPS, OPT_IN_PLACE, OPT_SKEW };
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
 {
@@ -47,6 +50,10 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     if (id == OPT_IN_PLACE) {
         o->in_place = 1;
         return PB_OK;
+    }
+    if (id == OPT_SKEW) {
+        o->skew_text = arg;
+        return pb_parse_double(option, arg, 1.0, 65536.0, &o->skew); /* the ranks of a group bound it later */
     }
     if (id == OPT_GROUPS) {
         int n = 0;
@@ -65,6 +72,8 @@ static pb_options_opt own_opts[] = {
                               "fixed buffers, no rotation)", OPT_GRAPH},
     {"in-place", 0, NULL, "in-place operations as NCCL defines them (device buffers; allreduce, allgather, "
                           "reducescatter, broadcast, reduce)", OPT_IN_PLACE},
+    {"skew", 0, "F", "alltoallv's imbalance, 1 <= F <= ranks of a group (default 1, even): every rank sends its buffer "
+                     "with F times the mean to rank 0, the rest split evenly (docs/METRICS.md)", OPT_SKEW},
 };
 
 /* The --coll help, from the collective table. */
@@ -101,6 +110,7 @@ enum {
     COL_GROUP,
     COL_SAMPLE_ITERS,
     COL_TIME_US_SAMPLE_MEAN,
+    COL_IMBALANCE,
     NCOLS
 };
 
@@ -129,6 +139,8 @@ static const pb_report_column cols[] = {
     /* The sample pass (docs/METRICS.md "Time"): its iterations and their mean; last, so no reader's column moves. */
     [COL_SAMPLE_ITERS] = {"sample_iters", NULL, NULL, PB_COL_INT, 0, 0, ""},
     [COL_TIME_US_SAMPLE_MEAN] = {"time_us_sample_mean", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
+    /* The heaviest receiver's bytes over the mean (alltoallv's achieved skew; 1 for the others). */
+    [COL_IMBALANCE] = {"imbalance", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
 };
 _Static_assert(sizeof cols / sizeof cols[0] == NCOLS, "one column per COL_ index");
 
@@ -147,17 +159,31 @@ typedef struct group_row {
     int done, samples, nranks, nnodes;
     long long wrong;
     size_t bytes, count; /* the group's shape: groups of other sizes split the buffer otherwise */
+    double imbalance;    /* the heaviest receiver's count over the mean (coll_skew.h) */
     char name[32], link[8];
 } group_row;
 
+/* The time bandwidths are computed on: the mean over the ranks, or for a skewed receive (alltoallv) the
+ * slowest rank's, which the heaviest receiver sets (docs/METRICS.md). */
+static double bw_time_us(const iter_ctx *x, const group_row *r)
+{
+    return pb_coll_skewed(x->op.coll) ? r->rankmax_us : r->time_us;
+}
+
+static double algbw_of(const iter_ctx *x, const group_row *r)
+{
+    double t = bw_time_us(x, r);
+    return t > 0 ? (double)r->bytes / t / 1e3 : 0;
+}
+
 static double busbw_of(const iter_ctx *x, const group_row *r)
 {
-    return r->time_us > 0 ? (double)r->bytes / r->time_us / 1e3 * pb_coll_busbw_factor(x->op.coll, r->nranks) : 0;
+    return algbw_of(x, r) * pb_coll_busbw_factor(x->op.coll, r->nranks);
 }
 
 static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
 {
-    double algbw = r->time_us > 0 ? (double)r->bytes / r->time_us / 1e3 : 0;
+    double algbw = algbw_of(x, r);
     const pb_coll_desc *d = pb_coll_desc_of(x->op.coll);
     pb_report_value v[NCOLS] = {
         [COL_COLLECTIVE] = PB_S(d->name),
@@ -183,6 +209,7 @@ static int report_row(pb_bench *b, iter_ctx *x, const group_row *r)
         [COL_GROUP] = PB_S(r->name),
         [COL_SAMPLE_ITERS] = PB_I(r->samples),
         [COL_TIME_US_SAMPLE_MEAN] = PB_F(r->st.mean),
+        [COL_IMBALANCE] = PB_F(r->imbalance),
     };
     return pb_report_row(b->rep, v);
 }
@@ -207,12 +234,18 @@ static int report_groups(pb_bench *b, iter_ctx *x, const group_row *mine, double
     return status;
 }
 
+/* This rank's shape of the collective at `bytes`, at --skew where it applies. */
+static void shape_for(const pb_coll_op *x, uint64_t bytes, int nranks, pb_coll_exec_shape *out)
+{
+    pb_coll_exec_shape_skewed(x->coll, bytes, x->dtype, nranks, x->be->rank(x->comm), x->skew, out);
+}
+
 /* Issue the collective once at the largest size before the first row is
  * timed: connections, internal buffers and the pages of our buffers are set
  * up here, so the first size is measured like the others. */
 static int warm_up_sweep(pb_bench *b, pb_coll_op *x, int nranks, uint64_t largest)
 {
-    pb_coll_exec_shape_of(x->coll, largest, x->dtype, nranks, &x->shape);
+    shape_for(x, largest, nranks, &x->shape);
     pb_watchdog_what(pb_coll_name(x->coll), x->shape.bytes);
     pb_watchdog_arm(-1, "warm-up before the sweep");
     int status = x->skip ? PB_OK : pb_coll_op_issue(x, 0);
@@ -248,9 +281,9 @@ static void note_rounding(const pb_bench *b, pb_coll c, const rounding *r, int n
 {
     if (!b->rep || (!r->above && !r->again)) return;
     fprintf(stderr, "coll_sweep: note: %s on %d ranks in %s: %d requested size(s) round up (whole elements, at "
-            "least one a rank; e.g. %llu B to %zu B); %d not measured again (the same size as the one before)\n",
-            pb_coll_name(c), nranks, pb_dtype_name(t), r->above, (unsigned long long)r->first_asked, r->first_got,
-            r->again);
+            "least %s a rank; e.g. %llu B to %zu B); %d not measured again (the same size as the one before)\n",
+            pb_coll_name(c), nranks, pb_dtype_name(t), r->above, pb_coll_skewed(c) ? "12" : "one",
+            (unsigned long long)r->first_asked, r->first_got, r->again);
 }
 
 static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, size_t nsizes, double *busbw_sum,
@@ -259,7 +292,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     const pb_options *o = x->o;
     pb_coll_op *op = &x->op;
     pb_coll_exec_shape biggest;
-    pb_coll_exec_shape_of(op->coll, sizes[nsizes - 1], o->dtype, x->g->size, &biggest);
+    shape_for(op, sizes[nsizes - 1], x->g->size, &biggest);
     size_t ts = pb_dtype_size(o->dtype), cache = o->rotate ? pb_buffers_cache_bytes(b->be) : 0;
     uint64_t send = pb_mem_mul(biggest.send_count, ts), recv = pb_mem_mul(biggest.recv_count, ts);
     pb_mem_need need = {b->be->mem, NULL, pb_mem_add(pb_buffers_rotation_pool(send, cache, o->rotate),
@@ -282,7 +315,7 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
     uint64_t last_asked = 0;
     rounding rnd = {0, 0, 0, 0};
     for (size_t i = 0; i < nsizes && status == PB_OK; i++) {
-        pb_coll_exec_shape_of(op->coll, sizes[i], o->dtype, x->g->size, &op->shape);
+        shape_for(op, sizes[i], x->g->size, &op->shape);
         if (op->shape.bytes > sizes[i] && !rnd.above++) rnd.first_asked = sizes[i], rnd.first_got = op->shape.bytes;
         if (op->shape.bytes == last && sizes[i] != last_asked) {
             rnd.again++;
@@ -295,7 +328,9 @@ static int sweep_collective(pb_bench *b, iter_ctx *x, const uint64_t *sizes, siz
         pb_runner_cfg loop = {0, 0, o->max_seconds};
         pb_options_iters_for(o, &pb_policy_collective, op->shape.bytes, &loop.iters, &loop.warmup);
         group_row r = {.dev_us = NAN, .nranks = x->g->size, .nnodes = pb_world_nodes_spanned(&b->w, x->g->members, x->g->size),
-                       .bytes = op->shape.bytes, .count = op->shape.count};
+                       .bytes = op->shape.bytes, .count = op->shape.count,
+                       .imbalance = pb_coll_skewed(op->coll)
+                                        ? pb_coll_skew_imbalance(op->shape.count, x->g->size, op->shape.skew) : 1.0};
         snprintf(r.name, sizeof r.name, "%s", x->g->name);
         snprintf(r.link, sizeof r.link, "%s", x->g->link);
         if (op->graph) status = pb_world_agree(&b->w, pb_coll_op_capture(op));
@@ -343,6 +378,11 @@ static int check_combinations(const sweep_opts *o)
         pb_coll_exec_shape none = {0};
         PB_TRY(pb_coll_exec_in_place("--in-place", (pb_coll)o->colls[k], &none, o->common.dtype, 0, NULL, &p, &q));
     }
+    int skewed = 0;
+    for (int k = 0; k < o->ncolls; k++) skewed |= pb_coll_skewed((pb_coll)o->colls[k]);
+    if (o->skew_text && !skewed)
+        return pb_error_usage("--skew", "does not apply to --coll %s, which sends even blocks; expected --coll "
+                                        "alltoallv or no --skew", pb_coll_name((pb_coll)o->colls[0]));
     if (o->graph && o->common.rotate)
         return pb_error_usage("-G/--cuda-graph", "does not apply with --rotate 1: a graph replays fixed buffers; "
                                                  "expected one or the other");
@@ -351,7 +391,7 @@ static int check_combinations(const sweep_opts *o)
 
 int main(int argc, char **argv)
 {
-    sweep_opts o = {.ncolls = 0};
+    sweep_opts o = {.ncolls = 0, .skew = 1.0};
     pb_options_defaults(&o.common);
     own_opts[0].help = coll_help(); /* --coll */
     pb_options_add_list("collectives", pb_coll_names());
@@ -374,6 +414,10 @@ int main(int argc, char **argv)
     int smallest = g.size;
     MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, b.w.comm);
     if (status == PB_OK && o.common.root_text) status = root_rank(&o, smallest);
+    if (status == PB_OK && !pb_coll_skew_valid(o.skew, smallest))
+        status = pb_error_usage("--skew", "%s is more than every rank sending everything to one (%d ranks in the "
+                                "smallest %s group); expected 1 <= F <= %d", o.skew_text, smallest,
+                                pb_group_groups_names()[o.groups], smallest);
     if (status == PB_OK) status = pb_bench_select(&b, &o.common);
     if (status == PB_OK && o.graph && !(b.be->capture_begin && b.be->capture_end && b.be->replay))
         status = pb_error_usage("-G/--cuda-graph", "the %s backend completes operations on the host and has no CUDA graphs; "
@@ -387,7 +431,7 @@ int main(int argc, char **argv)
     size_t nsizes = pb_options_sweep_sizes(&o.common, sizes, PB_MAX_SIZES);
     iter_ctx x = {.g = &g, .o = &o.common,
                   .op = {.be = b.be, .group = g.comm, .dtype = o.common.dtype, .op = o.common.op, .root = o.common.root,
-                         .in_place = o.in_place, .graph = o.graph, .skip = pb_faults_skip_rank() == b.w.rank,
+                         .skew = o.skew, .in_place = o.in_place, .graph = o.graph, .skip = pb_faults_skip_rank() == b.w.rank,
                          .slow = pb_faults_slow_rank() == b.w.rank}};
     int events = b.be->span_begin != NULL;
     cJSON *meta = cJSON_CreateObject();
@@ -402,6 +446,7 @@ int main(int argc, char **argv)
                                                       "measured (host backend)");
     cJSON_AddBoolToObject(meta, "cuda_graph", o.graph);
     cJSON_AddBoolToObject(meta, "in_place", o.in_place);
+    cJSON_AddNumberToObject(meta, "skew", o.skew);
     cJSON_AddStringToObject(meta, "validation", o.common.check ? pb_coll_check_where(b.be) : "off");
     cJSON_AddItemToObject(meta, "buffers", pb_buffers_mode_meta(b.be, o.common.rotate));
     char iters[160];

@@ -26,11 +26,15 @@ typedef enum {
     PB_COLL_REDUCE,
     PB_COLL_ALLTOALL,
     PB_COLL_SENDRECV,
+    PB_COLL_ALLTOALLV,
     PB_COLL_COUNT
 } pb_coll;
 
-/* Per-rank element count of a buffer: the full buffer, or one rank's chunk of it. */
-typedef enum { PB_SPAN_FULL, PB_SPAN_CHUNK } pb_coll_span;
+/* Per-rank element count of a buffer: the full buffer, one rank's chunk of
+ * it, or (alltoallv's receive buffer) nranks blocks whose size the skew sets
+ * per rank (coll_skew.h); the expected values of a SKEWED receive buffer are
+ * a function of its own count, not of the full buffer's. */
+typedef enum { PB_SPAN_FULL, PB_SPAN_CHUNK, PB_SPAN_SKEWED } pb_coll_span;
 
 /* The in-place form, as NCCL defines it, inside one buffer of the full size
  * (pb_coll_exec_in_place): none; send = recv = the buffer; the send buffer is
@@ -78,7 +82,7 @@ typedef struct pb_coll_desc {
 const pb_coll_desc *pb_coll_desc_of(pb_coll c);
 
 /* "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
- * "sendrecv"; NULL for an out-of-range value. */
+ * "sendrecv", "alltoallv"; NULL for an out-of-range value. */
 const char *pb_coll_name(pb_coll c);
 
 /* Every name, in enum order, NULL-terminated (for option lists). */
@@ -92,12 +96,21 @@ const char *pb_coll_name_list(char *buf, size_t size);
 int pb_coll_from_name(const char *name, pb_coll *out);
 
 /* busbw = algbw * factor (docs/METRICS.md, the nccl-tests definitions):
- * allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
+ * allreduce 2(n-1)/n; allgather, reducescatter, alltoall, alltoallv (n-1)/n;
  * broadcast, reduce, sendrecv 1. Returns 0 for nranks < 1 or an unknown c. */
 double pb_coll_busbw_factor(pb_coll c, int nranks);
 
 /* The cost terms of c over nranks (zero for an unknown c). */
 pb_coll_cost pb_coll_cost_of(pb_coll c, int nranks);
+
+/* The same for a skewed receive (alltoallv at --skew F, coll_skew.h): the
+ * heaviest receiver sets the time, so the bytes term is the even one times
+ * the achieved imbalance of a buffer of `count` elements. Other collectives:
+ * pb_coll_cost_of. */
+pb_coll_cost pb_coll_cost_skewed(pb_coll c, int nranks, size_t count, double skew);
+
+/* Whether c's receive counts follow --skew (PB_SPAN_SKEWED). */
+int pb_coll_skewed(pb_coll c);
 
 /* Whether the buffer is split among ranks (count rounded to a multiple of n). */
 int pb_coll_splits(pb_coll c);

@@ -1,6 +1,7 @@
 #include "coll/coll_exec.h"
 
 #include "coll/coll_expect.h"
+#include "coll/coll_skew.h"
 #include "core/error.h"
 #include "core/parse.h"
 
@@ -12,19 +13,36 @@ static size_t span_count(pb_coll_span s, size_t count, size_t n) { return s == P
 void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_exec_shape *out)
 {
     size_t n = (size_t)nranks, count = bytes / pb_dtype_size(t);
+    /* Whole blocks per rank; a skewed split also whole units of the input pattern (coll_skew.h). */
+    size_t unit = pb_coll_skewed(c) ? PB_COLL_SKEW_UNIT * n : n;
     if (count == 0) count = 1;
     if (pb_coll_splits(c)) {
-        count -= count % n;
-        if (count == 0) count = n;
+        count -= count % unit;
+        if (count == 0) count = unit;
     }
     out->count = count;
     out->bytes = count * pb_dtype_size(t);
     out->send_count = out->recv_count = out->param = count;
+    out->skew = 1.0;
     const pb_coll_desc *d = pb_coll_desc_of(c);
     if (!d) return;
     out->send_count = span_count(d->send, count, n);
     out->recv_count = span_count(d->recv, count, n);
     out->param = span_count(d->param, count, n);
+}
+
+void pb_coll_exec_shape_skewed(pb_coll c, size_t bytes, pb_dtype t, int nranks, int rank, double skew,
+                               pb_coll_exec_shape *out)
+{
+    pb_coll_exec_shape_of(c, bytes, t, nranks, out);
+    if (!pb_coll_skewed(c)) return;
+    out->skew = skew;
+    out->recv_count = pb_coll_skew_recv_count(out->count, nranks, skew, rank);
+}
+
+size_t pb_coll_exec_expect_count(pb_coll c, const pb_coll_exec_shape *sh)
+{
+    return pb_coll_skewed(c) ? sh->recv_count : sh->count;
 }
 
 int pb_coll_exec_issue(const pb_comm_backend *b, pb_comm *comm, pb_coll c, const pb_coll_exec_shape *sh, const void *send,
@@ -128,9 +146,9 @@ size_t pb_coll_exec_count_wrong(pb_coll c, const pb_coll_exec_shape *sh, pb_dtyp
     if (!d) return sh->recv_count; /* no known answer: nothing can be right */
     if (!pb_coll_output_defined(c, rank, root)) return 0;
     double tol = pb_coll_expect_tolerance(t, nranks);
-    size_t wrong = 0;
+    size_t wrong = 0, count = pb_coll_exec_expect_count(c, sh);
     for (size_t j = 0; j < sh->recv_count; j++) {
-        double want = d->expected(op, sh->count, nranks, rank, root, j);
+        double want = d->expected(op, count, nranks, rank, root, j);
         wrong += (size_t)pb_coll_expect_is_wrong(pb_dtype_get(t, host_recv, j), want, tol); /* NaN is wrong */
     }
     return wrong;

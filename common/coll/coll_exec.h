@@ -16,12 +16,24 @@ typedef struct pb_coll_exec_shape {
     size_t send_count; /* elements in each rank's send buffer */
     size_t recv_count; /* elements in each rank's receive buffer */
     size_t param;      /* the count argument passed to the backend */
+    double skew;       /* alltoallv's --skew F (coll_skew.h); 1: even */
 } pb_coll_exec_shape;
 
 /* Shape of collective `c` for a requested size in bytes. The count is rounded
  * down to a multiple of nranks where the collective splits the buffer (and up
  * to at least one element per rank), as nccl-tests does. */
 void pb_coll_exec_shape_of(pb_coll c, size_t bytes, pb_dtype t, int nranks, pb_coll_exec_shape *out);
+
+/* The same at skew F for this rank: a collective with a skewed receive
+ * (alltoallv) rounds its count to a multiple of PB_COLL_SKEW_UNIT * nranks
+ * and receives pb_coll_skew_recv_count elements; F must be valid for nranks
+ * (pb_coll_skew_valid). Other collectives: pb_coll_exec_shape_of. */
+void pb_coll_exec_shape_skewed(pb_coll c, size_t bytes, pb_dtype t, int nranks, int rank, double skew,
+                               pb_coll_exec_shape *out);
+
+/* The count the expected values of this shape are a function of: the full
+ * buffer, or a skewed receive buffer's own count (coll.h, PB_SPAN_SKEWED). */
+size_t pb_coll_exec_expect_count(pb_coll c, const pb_coll_exec_shape *sh);
 
 /* Issue collective `c` on `comm` (completion needs backend->sync).
  * sendrecv sends to rank+1 and receives from rank-1, as nccl-tests' sendrecv. */

@@ -120,6 +120,16 @@ static inline PB_HD int pb_coll_expect_sendrecv(pb_dtype_redop op, size_t count,
     return pb_coll_expect_input((rank - 1 + nranks) % nranks, j);
 }
 
+/* Here `count` is this rank's receive count (PB_SPAN_SKEWED): nranks blocks
+ * of count / nranks, block q from rank q. Each block starts at a multiple of
+ * PB_COLL_SKEW_UNIT in q's send buffer, the period of v(q, i) in i
+ * (coll_skew.h), so its element k is v(q, k). */
+static inline PB_HD int pb_coll_expect_alltoallv(pb_dtype_redop op, size_t count, int nranks, int rank, int root, size_t j)
+{
+    size_t block = count / (size_t)nranks;
+    return pb_coll_expect_input((int)(j / block), j % block);
+}
+
 /* The same by enum, for device code: a kernel cannot call the host table's
  * function pointers, so this one switch stands in for the table there. The
  * host check uses the table. A new collective adds its case here. */
@@ -133,6 +143,7 @@ static inline PB_HD int pb_coll_expect_expected(pb_coll c, pb_dtype_redop op, si
     case PB_COLL_REDUCE: return pb_coll_expect_reduce(op, count, nranks, rank, root, j);
     case PB_COLL_ALLTOALL: return pb_coll_expect_alltoall(op, count, nranks, rank, root, j);
     case PB_COLL_SENDRECV: return pb_coll_expect_sendrecv(op, count, nranks, rank, root, j);
+    case PB_COLL_ALLTOALLV: return pb_coll_expect_alltoallv(op, count, nranks, rank, root, j);
     default: return pb_coll_expect_allreduce(op, count, nranks, rank, root, j);
     }
 }

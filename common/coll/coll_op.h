@@ -18,6 +18,7 @@ typedef struct pb_coll_op {
     pb_dtype dtype;
     pb_dtype_redop op;
     int root;
+    double skew;  /* alltoallv's --skew F (coll_skew.h) */
     int in_place; /* send and receive inside one buffer (pb_coll_exec_in_place) */
     int graph;    /* replay the graph pb_coll_op_capture recorded instead of issuing */
     int skip;     /* test-only: this rank does nothing, its peers wait (PARABENCH_TEST_SKIP) */

@@ -7,6 +7,7 @@
 #include "backend/comm.h"
 #include "coll/coll_exec.h"
 #include "coll/coll_expect.h"
+#include "coll/coll_skew.h"
 #include "core/error.h"
 
 #include <math.h>
@@ -61,6 +62,27 @@ static int issue_sendrecv(ISSUE_ARGS)
     return b->group_end(comm);
 }
 
+/* Uneven all-to-all as nccl-tests builds alltoall where there is no native
+ * call: one group of a send and a receive per peer, on every backend. Every
+ * sender sends count_to(d) elements to d (coll_skew.h), so this rank receives
+ * nranks blocks of count_to(me), in rank order; empty blocks are skipped on
+ * both sides. */
+static int issue_alltoallv(ISSUE_ARGS)
+{
+    int me = b->rank(comm), n = b->size(comm);
+    size_t es = pb_dtype_size(t), off = 0, mine = pb_coll_skew_count_to(sh->count, n, sh->skew, me);
+    PB_TRY(b->group_start(comm));
+    int status = PB_OK;
+    for (int p = 0; p < n && status == PB_OK; p++) {
+        size_t to = pb_coll_skew_count_to(sh->count, n, sh->skew, p);
+        if (to) status = b->send(comm, (const char *)send + off * es, to, t, p);
+        if (status == PB_OK && mine) status = b->recv(comm, (char *)recv + (size_t)p * mine * es, mine, t, p);
+        off += to;
+    }
+    int end = b->group_end(comm); /* always close the group */
+    return status != PB_OK ? status : end;
+}
+
 #define FULL PB_SPAN_FULL
 #define CHUNK PB_SPAN_CHUNK
 #define NONE PB_IN_PLACE_NONE
@@ -103,6 +125,11 @@ static const pb_coll_desc table[] = {
         .name = "sendrecv", .busbw = bus_one, .algo = PB_ALGO_P2P, .cost = cost_p2p,
         .send = FULL, .recv = FULL, .param = FULL, .in_place = NONE,
         .issue = issue_sendrecv, .expected = pb_coll_expect_sendrecv,
+    },
+    [PB_COLL_ALLTOALLV] = {
+        .name = "alltoallv", .busbw = bus_ring, .algo = PB_ALGO_PAIRWISE, .cost = cost_ring,
+        .send = FULL, .recv = PB_SPAN_SKEWED, .param = FULL, .in_place = NONE,
+        .issue = issue_alltoallv, .expected = pb_coll_expect_alltoallv,
     },
 };
 _Static_assert(sizeof table / sizeof table[0] == PB_COLL_COUNT, "one descriptor per pb_coll");
@@ -158,10 +185,23 @@ pb_coll_cost pb_coll_cost_of(pb_coll c, int nranks)
     return d ? d->cost(nranks) : (pb_coll_cost){0, 0};
 }
 
+pb_coll_cost pb_coll_cost_skewed(pb_coll c, int nranks, size_t count, double skew)
+{
+    pb_coll_cost even = pb_coll_cost_of(c, nranks);
+    if (pb_coll_skewed(c) && pb_coll_skew_valid(skew, nranks)) even.bytes *= pb_coll_skew_imbalance(count, nranks, skew);
+    return even;
+}
+
+int pb_coll_skewed(pb_coll c)
+{
+    const pb_coll_desc *d = pb_coll_desc_of(c);
+    return d && d->recv == PB_SPAN_SKEWED;
+}
+
 int pb_coll_splits(pb_coll c)
 {
     const pb_coll_desc *d = pb_coll_desc_of(c);
-    return d && (d->send == PB_SPAN_CHUNK || d->recv == PB_SPAN_CHUNK || d->param == PB_SPAN_CHUNK);
+    return d && (d->send != PB_SPAN_FULL || d->recv != PB_SPAN_FULL || d->param != PB_SPAN_FULL);
 }
 
 int pb_coll_output_defined(pb_coll c, int rank, int root)

@@ -18,6 +18,7 @@
 #include "coll/coll_check.h"
 #include "coll/coll_exec.h"
 #include "coll/coll_expect.h"
+#include "coll/coll_skew.h"
 #include "backend/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -175,6 +176,12 @@ static void simulate(pb_coll c, const pb_coll_exec_shape *sh, pb_dtype t, pb_dty
         case PB_COLL_BROADCAST: out[j] = pb_dtype_get(t, send[root], j); break;
         case PB_COLL_ALLTOALL: out[j] = pb_dtype_get(t, send[j / chunk], (size_t)rank * chunk + j % chunk); break;
         case PB_COLL_SENDRECV: out[j] = pb_dtype_get(t, send[(rank - 1 + n) % n], j); break;
+        case PB_COLL_ALLTOALLV: { /* block s from sender s, from where s's block for this rank starts */
+            size_t block = sh->recv_count / (size_t)n, at = 0;
+            for (int d = 0; d < rank; d++) at += pb_coll_skew_count_to(sh->count, n, sh->skew, d);
+            out[j] = pb_dtype_get(t, send[j / block], at + j % block);
+            break;
+        }
         default: out[j] = NAN; break;
         }
     }
@@ -216,6 +223,33 @@ static void host_check_of_simulated_collectives(void **state)
                                          0);
                     }
                 }
+}
+
+/* alltoallv at every skew a rank count allows: the host check finds no wrong
+ * element in the simulated result of every rank, and finds one changed. */
+static void host_check_of_skewed_alltoallv(void **state)
+{
+    (void)state;
+    static unsigned char send[MAXN][MAXC * 4], recv[MAXN * MAXC * 4];
+    static double out[MAXN * MAXC];
+    const double skews[] = {1.0, 1.5, 2.0, 2.5, 5.0};
+    for (int n = 1; n <= MAXN; n++)
+        for (size_t k = 0; k < sizeof skews / sizeof skews[0]; k++) {
+            if (skews[k] > n) continue;
+            for (int rank = 0; rank < n; rank++) {
+                pb_coll_exec_shape sh;
+                pb_coll_exec_shape_skewed(PB_COLL_ALLTOALLV, 48 * 4, PB_FLOAT32, n, rank, skews[k], &sh);
+                assert_true(sh.send_count <= MAXC && sh.recv_count <= MAXN * MAXC);
+                for (int r = 0; r < n; r++)
+                    assert_int_equal(pb_coll_check_fill(&host_be, PB_COLL_ALLTOALLV, &sh, PB_FLOAT32, r, n, send[r]), PB_OK);
+                simulate(PB_COLL_ALLTOALLV, &sh, PB_FLOAT32, PB_SUM, n, rank, 0, send, out);
+                for (size_t j = 0; j < sh.recv_count; j++) pb_dtype_set(PB_FLOAT32, recv, j, out[j]);
+                assert_int_equal(wrong_of(&host_be, PB_COLL_ALLTOALLV, &sh, PB_FLOAT32, PB_SUM, rank, n, 0, 0, recv), 0);
+                if (sh.recv_count == 0) continue;
+                pb_dtype_set(PB_FLOAT32, recv, sh.recv_count - 1, out[sh.recv_count - 1] + 1);
+                assert_int_equal(wrong_of(&host_be, PB_COLL_ALLTOALLV, &sh, PB_FLOAT32, PB_SUM, rank, n, 0, 0, recv), 1);
+            }
+        }
 }
 
 /* A correct allreduce result on 3 ranks, in recv (type t, 48 elements). */
@@ -380,7 +414,7 @@ int main(void)
         cmocka_unit_test(data_movement_by_hand),
         cmocka_unit_test(closed_form_reduction_is_the_loop),
         cmocka_unit_test(tolerance),
-        cmocka_unit_test(host_check_of_simulated_collectives),
+        cmocka_unit_test(host_check_of_simulated_collectives), cmocka_unit_test(host_check_of_skewed_alltoallv),
         cmocka_unit_test(host_check_finds_injected_values),
         cmocka_unit_test(bytes_corruption_at_every_size),
 #ifdef PB_HAVE_CUDA

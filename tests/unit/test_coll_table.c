@@ -47,6 +47,8 @@ static double nccl_tests_factor(pb_coll c, int n)
 {
     if (is(c, "allreduce")) return 2.0 * (n - 1) / n;
     if (is(c, "allgather") || is(c, "reducescatter") || is(c, "alltoall")) return (double)(n - 1) / n;
+    /* nccl-tests has no alltoallv: alltoall's factor on the mean block (docs/METRICS.md) */
+    if (is(c, "alltoallv")) return (double)(n - 1) / n;
     if (is(c, "broadcast") || is(c, "reduce") || is(c, "sendrecv")) return 1.0;
     fail_msg("no nccl-tests factor for %s", pb_coll_name(c));
     return 0;
@@ -81,7 +83,7 @@ static void test_names_round_trip(void **state)
     assert_null(names[PB_COLL_COUNT]);
     assert_string_equal(pb_coll_name_list(list, sizeof list), expect);
     /* The --coll help of coll_sweep was this text before it came from the table. */
-    assert_string_equal(list, "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv");
+    assert_string_equal(list, "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, alltoallv");
     char small[12];
     assert_string_equal(pb_coll_name_list(small, sizeof small), "allreduce, ");
     /* room for the terminator alone: an empty list, and nothing written past it (ASan's run) */
@@ -108,7 +110,8 @@ static void test_shapes(void **state)
     (void)state;
     const size_t sizes[] = {1, 4, 100, 1000, 4096, 1 << 20};
     for (int c = 0; c < PB_COLL_COUNT; c++) {
-        int split = is(c, "allgather") || is(c, "reducescatter") || is(c, "alltoall");
+        int split = is(c, "allgather") || is(c, "reducescatter") || is(c, "alltoall") || is(c, "alltoallv");
+        size_t unit = is(c, "alltoallv") ? 12 : 1; /* whole units of the input pattern's period */
         assert_int_equal(pb_coll_splits((pb_coll)c), split);
         for (int i = 0; i < NRANKS; i++) {
             for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -118,13 +121,13 @@ static void test_shapes(void **state)
                 assert_int_equal(sh.bytes, sh.count * 4);
                 assert_true(sh.count >= 1);
                 if (split) {
-                    assert_int_equal(sh.count % n, 0);
-                    assert_true(sh.count >= n);
+                    assert_int_equal(sh.count % (unit * n), 0);
+                    assert_true(sh.count >= unit * n);
                 }
                 size_t chunk = sh.count / n;
                 size_t send = is(c, "allgather") ? chunk : sh.count;
                 size_t recv = is(c, "reducescatter") ? chunk : sh.count;
-                size_t param = split ? chunk : sh.count;
+                size_t param = split && !is(c, "alltoallv") ? chunk : sh.count; /* alltoallv: no one count */
                 assert_int_equal(sh.send_count, send);
                 assert_int_equal(sh.recv_count, recv);
                 assert_int_equal(sh.param, param);
@@ -179,6 +182,8 @@ static void test_expected_matches_device_switch(void **state)
 static const char *called;
 static size_t called_count;
 static int called_peer[2];
+static size_t sent_to[4], received_from[4]; /* elements per peer, for alltoallv */
+static const char *sent_at[4], *received_at[4]; /* where each peer's block starts */
 
 static int rec(const char *what, size_t count)
 {
@@ -203,11 +208,15 @@ static int f_group(pb_comm *c) { return PB_OK; }
 static int f_send(pb_comm *c, const void *b, size_t n, pb_dtype t, int peer)
 {
     called_peer[0] = peer;
+    sent_to[peer] += n;
+    sent_at[peer] = b;
     return rec("sendrecv", n);
 }
 static int f_recv(pb_comm *c, void *b, size_t n, pb_dtype t, int peer)
 {
     called_peer[1] = peer;
+    received_from[peer] += n;
+    received_at[peer] = b;
     return PB_OK;
 }
 static int f_rank(const pb_comm *c) { return 2; }
@@ -219,6 +228,29 @@ static const pb_comm_backend rec_be = {
     .group_start = f_group, .group_end = f_group, .send = f_send, .recv = f_recv,
 };
 
+/* alltoallv at --skew 2.5 over 4 ranks, as rank 2: count_to(p) to every p, count_to(2) from every p. */
+static void test_alltoallv_issue(void **state)
+{
+    (void)state;
+    pb_coll_exec_shape sh;
+    pb_coll_exec_shape_skewed(PB_COLL_ALLTOALLV, 48 * 10 * 4, PB_FLOAT32, 4, 2, 2.5, &sh);
+    assert_int_equal(sh.count, 480);
+    for (int p = 0; p < 4; p++) sent_to[p] = received_from[p] = 0;
+    static float send[480], recv[4 * 480];
+    assert_int_equal(pb_coll_exec_issue(&rec_be, NULL, PB_COLL_ALLTOALLV, &sh, send, recv, PB_FLOAT32, PB_SUM, 0), PB_OK);
+    /* 10 units a destination on average: 25 to rank 0, 15 shared by 3; blocks in rank order */
+    const size_t want[4] = {25 * 12, 5 * 12, 5 * 12, 5 * 12};
+    size_t at = 0;
+    for (int p = 0; p < 4; p++) {
+        assert_int_equal(sent_to[p], want[p]);
+        assert_int_equal(received_from[p], want[2]);
+        assert_ptr_equal(sent_at[p], (const char *)(send + at));
+        assert_ptr_equal(received_at[p], (const char *)(recv + (size_t)p * want[2]));
+        at += want[p];
+    }
+    assert_int_equal(sh.recv_count, 4 * want[2]);
+}
+
 static void test_issue_calls_its_operation(void **state)
 {
     (void)state;
@@ -226,6 +258,7 @@ static void test_issue_calls_its_operation(void **state)
         pb_coll_exec_shape sh;
         pb_coll_exec_shape_of((pb_coll)c, 4096, PB_FLOAT32, 4, &sh);
         called = NULL;
+        if (is(c, "alltoallv")) continue; /* grouped sends and receives: test_alltoallv_issue */
         assert_int_equal(pb_coll_exec_issue(&rec_be, NULL, (pb_coll)c, &sh, NULL, NULL, PB_FLOAT32, PB_SUM, 0), PB_OK);
         assert_non_null(called);
         assert_string_equal(called, pb_coll_name((pb_coll)c));
@@ -246,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_costs),
         cmocka_unit_test(test_expected_matches_device_switch),
         cmocka_unit_test(test_issue_calls_its_operation),
+        cmocka_unit_test(test_alltoallv_issue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

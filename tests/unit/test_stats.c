@@ -86,6 +86,7 @@ static void expected_results(void **state)
                 case PB_COLL_BROADCAST: v = in[1][j]; break;
                 case PB_COLL_ALLTOALL: v = in[j / chunk][r * chunk + j % chunk]; break;
                 case PB_COLL_SENDRECV: v = in[(r + n - 1) % n][j]; break;
+                case PB_COLL_ALLTOALLV: v = in[j / chunk][r * chunk + j % chunk]; break; /* even: --skew 1 */
                 }
                 out[j] = (float)v;
             }
