@@ -10,7 +10,7 @@ docs=()
 for d in "$ROOT"/docs/*.md; do docs+=("$d"); done
 check_tables() { python3 "$TESTS_DIR/table_format.py" "$1" "${docs[@]}"; }
 
-model="--model tiny --layers 2 --hidden 128 --seq 64 -n 2 -w 1"
+shape="--model tiny --hidden 128 --seq 64 -n 2 -w 1" model="--model tiny --layers 2 --hidden 128 --seq 64 -n 2 -w 1"
 i=0
 while read -r name args; do
     i=$((i + 1)) out=$TMP/$i.$name.out
@@ -26,7 +26,7 @@ p2p_sweep --mode all -b 8 -e 64K -f 64 -n 2 -w 1
 p2p_sweep --matrix --sizes 8,64K -n 2 -w 1
 dp_allreduce --overlap none,bucket --grad-bytes 256K $model
 tp_layer --tp-comm allreduce,sp $model
-pp_pipeline --schedule all --micro-batches 4 $model --layers 4
+pp_pipeline --schedule all --micro-batches 4 $shape --layers 4
 hybrid_3d --tp 2 --compare-placements $model
 fsdp_step --prefetch off,on $model
 EOF2

@@ -64,7 +64,7 @@ assert int([r for r in rows if r["overlap"] == "bucket"][0]["buckets"]) == 6
 PY
 
 # 3 ranks, decoupled sizes (smaller and larger than the layers'), bf16 gradients.
-expect_rc 0 "3 ranks, --grad-bytes sweep, bucket, bf16" -- mpi 3 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 \
+expect_rc 0 "3 ranks, --grad-bytes sweep, bucket, bf16" -- mpi 3 "$BIN/dp_allreduce" --model tiny -w 1 -n 2 \
     --grad-bytes 1M,20M --overlap bucket --grad-dtype bfloat16 --csv "$TMP/b.csv" --json "$TMP/b.json"
 python3 "$TESTS_DIR/results.py" "$TMP/b.csv" "$TMP/b.json" --columns $COLS --rows 2 --zero-wrong --complete \
     --expect nranks=3 --expect dtype=bfloat16 --expect overlap=bucket \
@@ -75,7 +75,7 @@ expect_in "$TMP/out" "kept apart" "decoupling printed (smaller)"
 
 # --target-ratio: each size searched in this run from the all-reduce alone and the
 # compute alone. Ratios 10x apart, so the sizes' order survives a loaded machine.
-expect_rc 0 "--target-ratio 0.05,0.5 from 1M,1M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" --layers 2 -n 3 -w 1 \
+expect_rc 0 "--target-ratio 0.05,0.5 from 1M,1M" -- mpi 2 "$BIN/dp_allreduce" --model tiny --layers 2 -n 3 -w 1 \
     --target-ratio 0.05,0.5 --grad-bytes 1M,1M --overlap none,bucket --bucket-mb 1 --csv "$TMP/t.csv" --json "$TMP/t.json"
 python3 "$TESTS_DIR/results.py" "$TMP/t.csv" "$TMP/t.json" --columns $COLS,target_ratio --rows 4 --zero-wrong --complete \
     && pass "CSV/JSON of --target-ratio" || fail "CSV/JSON of --target-ratio"
@@ -107,14 +107,14 @@ assert all(r["target_ratio"] is None for r in json.load(open(sys.argv[4]))["rows
 PY
 
 # --params: counts times the gradient element size.
-expect_rc 0 "--params 5M" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 2 --params 5M --overlap bucket --csv "$TMP/p.csv"
+expect_rc 0 "--params 5M" -- mpi 2 "$BIN/dp_allreduce" --model tiny -w 1 -n 2 --params 5M --overlap bucket --csv "$TMP/p.csv"
 grep -q ",20000000," "$TMP/p.csv" && pass "--params 5M is 20000000 gradient bytes" || fail "--params 5M size"
 rows=$(grep -v '^#' "$TMP/p.csv" | tail -n +2 | grep -c .)
 [ "$rows" -eq 1 ] && pass "--params 5M: one row, one size" || fail "--params 5M: $rows rows, expected 1"
 # --params preset: the --model preset's parameter count (as plan counts it) times the element size.
 params=$("$BIN/plan" --model tiny --gpus 2 --json "$TMP/plan.json" >/dev/null && sed -n 's/.*"params":[[:space:]]*\([0-9]*\).*/\1/p' "$TMP/plan.json" | head -1)
 for dt in float:4 bfloat16:2; do
-    expect_rc 0 "--params preset, ${dt%:*} gradients" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --params preset \
+    expect_rc 0 "--params preset, ${dt%:*} gradients" -- mpi 2 "$BIN/dp_allreduce" --model tiny -n 1 -w 0 --params preset \
         --grad-dtype "${dt%:*}" --overlap none --csv "$TMP/preset.csv"
     got=$(grep -v '^#' "$TMP/preset.csv" | python3 -c 'import csv, sys; print(next(csv.DictReader(sys.stdin))["grad_bytes"])')
     [ -n "$params" ] && [ "$got" = "$((params * ${dt#*:}))" ] && pass "--params preset: $got gradient bytes = tiny's $params params x ${dt#*:}" ||
@@ -123,11 +123,11 @@ done
 
 # Corrupted gradients are counted and exit 1; -c 0 skips the check.
 expect_rc 1 "corrupted gradient on rank 1 exits 1" -- \
-    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --overlap bucket
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" --model tiny -n 1 -w 0 --overlap bucket
 expect_in "$TMP/out" "FAILED" "footer says FAILED"
 expect_rc 1 "corrupted gradient in the --target-ratio probes exits 1" -- \
-    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 --overlap none --target-ratio 0.1
-expect_rc 0 "-c 0 skips validation" -- mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" "${RUN[@]}" -n 1 -w 0 -c 0
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" --model tiny -n 1 -w 0 --overlap none --target-ratio 0.1
+expect_rc 0 "-c 0 skips validation" -- mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/dp_allreduce" --model tiny -n 1 -w 0 -c 0
 
 # Sizes beyond memory: refused before allocating, exit 3 with the bytes needed.
 expect_rc 3 "a 7B fp32 gradient does not fit" -- mpi 2 "$BIN/dp_allreduce" "${RUN[@]}" --params 7B

@@ -46,7 +46,7 @@ for np in 2 4 8; do
 done
 
 expect_rc 0 "4 ranks, shard groups of 2 (hybrid)" -- \
-    mpi 4 "$BIN/fsdp_step" "${SMALL[@]}" --hidden 72 --heads 4 -c 1 --shard-group 2 --csv "$TMP/h.csv"
+    mpi 4 "$BIN/fsdp_step" --layers 2 --seq 32 -n 2 -w 1 --hidden 72 --heads 4 -c 1 --shard-group 2 --csv "$TMP/h.csv"
 expect_in "$TMP/out" "wrong values: 0 OK" "hybrid: shards summed over the replicas too"
 expect_in "$TMP/out" "2 shard groups of 2 ranks" "hybrid: the sharding note"
 python3 - "$TMP/h.csv" <<'PY' && pass "hybrid: shard 2 x 2 replicas, 12*72^2 = 62208 over 2" || fail "hybrid: its row"

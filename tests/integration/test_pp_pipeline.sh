@@ -12,7 +12,7 @@ SMALL="--hidden 64 --heads 4 --seq 16 -n 2 -w 1"
 for np in 2 3 4; do
     # One timed step (-n 1): the trace (the last step) is the step the row reports.
     expect_rc 0 "gpipe + 1f1b, $np stages, m = 1,$((np + 2))" -- \
-        mpi $np "$BIN/pp_pipeline" $SMALL -n 1 --layers $((np * 2)) --micro-batches 1,$((np + 2)) \
+        mpi $np "$BIN/pp_pipeline" --hidden 64 --heads 4 --seq 16 -w 1 -n 1 --layers $((np * 2)) --micro-batches 1,$((np + 2)) \
         --schedule gpipe,1f1b --csv "$TMP/p$np.csv" --json "$TMP/p$np.json" --trace "$TMP/t$np.csv"
     python3 "$TESTS_DIR/results.py" "$TMP/p$np.csv" "$TMP/p$np.json" --columns $COLS --rows 4 --zero-wrong \
         --complete --expect stages=$np --expect link_class=intra --positive step_us --positive peak_act_bytes \

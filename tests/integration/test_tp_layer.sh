@@ -89,7 +89,7 @@ for c in "1 1 0" "2 1 1" "1 2 1"; do
     read -r slow stride want <<<"$c"
     # 6 iterations: the slowed rank's 120 ms stand far above a loaded machine's descheduling (2 were once not)
     PARABENCH_TEST_SLOW=$slow expect_rc 0 "rank $slow slowed, stride $stride" -- \
-        mpi 4 "$BIN/tp_layer" "${FAST[@]}" -n 6 --tp 2 --tp-stride "$stride" --unsharded 0 --csv "$TMP/slow.csv"
+        mpi 4 "$BIN/tp_layer" -w 1 --hidden 64 --heads 4 --seq 32 -n 6 --tp 2 --tp-stride "$stride" --unsharded 0 --csv "$TMP/slow.csv"
     got=$(grep -v '^#' "$TMP/slow.csv" | python3 -c "import csv, sys; print(*[r['slowest_group'] for r in csv.DictReader(sys.stdin)])")
     [ "$got" = "$want" ] && pass "slowest group $got: the slowed rank's (rank $slow, stride $stride)" ||
         fail "slowest group '$got' with rank $slow slowed, stride $stride; expected $want"
@@ -121,11 +121,11 @@ PY
 # Bad inputs exit 2 naming the option and the constraint; memory exits 3.
 expect_rc 2 "world 4 not divisible by t=3" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --tp 3
 expect_in "$TMP/err" "option --tp: tensor-parallel size 3 does not divide the world size 4" "names --tp and world"
-expect_rc 2 "t=4 does not divide h=66" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --hidden 66 --heads 2
+expect_rc 2 "t=4 does not divide h=66" -- mpi 4 "$BIN/tp_layer" -n 2 -w 1 --seq 32 --hidden 66 --heads 2
 expect_in "$TMP/err" "must divide the hidden size h" "names the hidden-size constraint"
-expect_rc 2 "t=4 does not divide 2 heads" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --heads 2
+expect_rc 2 "t=4 does not divide 2 heads" -- mpi 4 "$BIN/tp_layer" -n 2 -w 1 --hidden 64 --seq 32 --heads 2
 expect_in "$TMP/err" "must divide the attention head count" "names the head constraint"
-expect_rc 2 "sp with t=4 and s=30" -- mpi 4 "$BIN/tp_layer" "${FAST[@]}" --seq 30 --tp-comm sp
+expect_rc 2 "sp with t=4 and s=30" -- mpi 4 "$BIN/tp_layer" -n 2 -w 1 --hidden 64 --heads 4 --seq 30 --tp-comm sp
 expect_in "$TMP/err" "option --seq" "names --seq for sequence parallelism"
 expect_rc 2 "a bad value in --hidden-list" -- mpi 2 "$BIN/tp_layer" "${FAST[@]}" --hidden-list 64,66
 expect_in "$TMP/err" "option --hidden" "names the hidden size in a sweep"

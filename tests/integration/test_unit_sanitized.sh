@@ -77,7 +77,7 @@ p2p_sweep --mode all -b 1 -e 64K -f 16 -n 2 -w 1
 p2p_sweep --matrix --sizes 8,64K -n 2 -w 1
 dp_allreduce --overlap none,bucket --grad-bytes 256K $model
 tp_layer --tp-comm allreduce,sp --tp 2 $model
-pp_pipeline --schedule all --micro-batches 4 $model --layers 4 --trace $TMP/pp-trace.csv
+pp_pipeline --schedule all --micro-batches 4 ${model/--layers 2/--layers 4} --trace $TMP/pp-trace.csv
 hybrid_3d --tp 2 --pp 1 --dp 1 --compare-placements $model
 fsdp_step --prefetch off,on $model
 tp_layer --model tiny-gqa --tp 2 --tp-comm allreduce,sp --layers 1 -n 2 -w 1 -c 1
