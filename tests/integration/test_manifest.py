@@ -52,7 +52,8 @@ NAMED_BY_ROLE = ("suite/", "scripts/")
 # Step names that are ordinary words too (a logger's label, an option, an anchor): matched only as a
 # quoted whole string, which is how a step name is compared or looked up.
 WORDS = {"report", "acceptance", "calibrate"}
-# (file, name): the same word meaning something that is not the step. Keep it short.
+# (file, name): the quoted word means something that is not the step there (its output files stay
+# found). Keep it short.
 NOT_THE_STEP = {
     ("scripts/compare-osu-table.py", "coll_sweep"),  # the binary whose figures are set beside OSU's
     ("scripts/compare-osu-table.py", "p2p_sweep"),   # likewise
@@ -63,20 +64,22 @@ NOT_THE_STEP = {
 }
 
 
-def name_pattern(name):
+def name_pattern(path, name):
+    """Where NAME is a step name in the file PATH: quoted whole, or an output file's name."""
     quoted = rf"""(["']){re.escape(name)}\1"""
-    return re.compile(quoted if name in WORDS else rf"{quoted}|(?<![\w-]){re.escape(name)}(\.csv|\.json|-)")
+    as_file = rf"(?<![\w-]){re.escape(name)}(\.csv|\.json|-)"
+    if name in WORDS:
+        return None if (path, name) in NOT_THE_STEP else re.compile(quoted)
+    return re.compile(as_file if (path, name) in NOT_THE_STEP else f"{quoted}|{as_file}")
 
 
 def names_outside(path, text, names):
     """[file:line: ...] for every step name in TEXT (the file PATH) that is not allowed there."""
     found, role = [], {s.name: s.role for s in manifest.STEPS}
     for name in names:
-        if (path, name) in NOT_THE_STEP:
-            continue
-        pattern = name_pattern(name)
+        pattern = name_pattern(path, name)
         for i, line in enumerate(text.splitlines(), 1):
-            if pattern.search(line):
+            if pattern and pattern.search(line):
                 found.append(f"{path}:{i}: names the step {name!r}; find it by its role "
                              f"({role[name]!r}: manifest.by_role, manifest.output)")
     return found
@@ -85,6 +88,19 @@ def names_outside(path, text, names):
 def mentions(path, name):
     with open(os.path.join(ROOT, path), errors="replace") as f:
         return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f.read()) is not None
+
+
+def source_files():
+    """The tree's files: git's list, or where the tree is not a checkout (a scratch copy: tests/mutate.py)
+    every file outside build folders."""
+    git = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True)
+    if git.returncode == 0 and git.stdout.strip():
+        return [p for p in git.stdout.split("\n") if p]
+    found = []
+    for d, subdirs, files in os.walk(ROOT):
+        subdirs[:] = [s for s in subdirs if not s.startswith((".", "build"))]
+        found += [os.path.relpath(os.path.join(d, f), ROOT) for f in files]
+    return sorted(found)
 
 
 def main(bin_dir):
@@ -99,7 +115,7 @@ def main(bin_dir):
             elif not mentions(path, s.name):
                 bad.append(f"{s.name}: its {what} {path} does not name it")
     pattern = names_pattern(own_names())
-    tracked = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True).stdout.split("\n")
+    tracked = source_files()
     for path in tracked:
         full = os.path.join(ROOT, path)
         if not path or path.startswith(ALLOWED) or path == "README.md" or not os.path.isfile(full):
