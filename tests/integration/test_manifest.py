@@ -49,6 +49,8 @@ def first_list(lines, pattern):
 # One name per step: suite/ (outside the manifest) and scripts/ find a step's output by its role
 # (manifest.by_role, manifest.output), never by its name, quoted or as an output file's name.
 NAMED_BY_ROLE = ("suite/", "scripts/")
+# Not tools/dev/: development scripts, not the suite's readers of a run; reproduce-runs.sh, in shell,
+# reads repro_dp's files of many runs and would need Python to ask the manifest for a role.
 # Step names that are ordinary words too (a logger's label, an option, an anchor): matched only as a
 # quoted whole string, which is how a step name is compared or looked up.
 WORDS = {"report", "acceptance", "calibrate"}
