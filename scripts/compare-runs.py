@@ -78,7 +78,7 @@ def figure(key, name, unit, better, value, spread, why=""):
 def coll_figures(run):
     """busbw per collective and link class at the largest size (the worst row there: the slowest
     group), and allreduce's time at the smallest."""
-    rs = [r for r in report.rows(run, "coll_sweep") + report.rows(run, "coll_sweep_intra")
+    rs = [r for r in report.rows(run, "collectives over all ranks") + report.rows(run, "collectives inside each node")
           if math.isfinite(num(r, "bytes")) and math.isfinite(num(r, "busbw_GBps"))]
     found = []
     for coll, link in dict.fromkeys((r["collective"], r.get("link_class", "")) for r in rs):
@@ -97,7 +97,7 @@ def coll_figures(run):
 
 def p2p_figures(run):
     """The measured pair's latency at the smallest size, bandwidth at the largest (p2p_sweep)."""
-    rs = report.rows(run, "p2p_sweep")
+    rs = report.rows(run, "point-to-point")
     found = []
     for mode, pick, col, unit, better in (("latency", min, "time_us", "us", "lower"),
                                           ("bw", max, "bw_GBps", "GB/s", "higher"),
@@ -115,9 +115,9 @@ def p2p_figures(run):
 
 
 def matrix_figures(run):
-    """Every pair of the all-pairs matrix: its latency and its bandwidth (p2p_matrix.csv)."""
+    """Every pair of the all-pairs matrix: its latency and its bandwidth."""
     found = []
-    for r in report.rows(run, "p2p_matrix"):
+    for r in report.rows(run, "every pair of ranks"):
         mode = r.get("mode")
         if mode not in ("latency", "bw"):
             continue
@@ -131,11 +131,11 @@ def matrix_figures(run):
 
 def dp_figures(run):
     """DP overhead per overlap at the largest gradient; its spread: the paired and in-step estimates."""
-    rs = report.rows(run, "dp_allreduce")
+    rs = report.rows(run, "data parallel")
     if not rs:
         return []
     big = max(num(r, "grad_bytes") for r in rs)
-    marks = report.untrusted(run, "dp_allreduce")
+    marks = report.untrusted(run, "data parallel")
     found = []
     for r in (r for r in rs if num(r, "grad_bytes") == big):
         v = num(r, "overhead")
@@ -143,14 +143,14 @@ def dp_figures(run):
                       if math.isfinite(num(r, c))] or [float("nan")])
         found.append(figure(("dp", r.get("overlap"), r.get("link_class")),
                             f"DP overhead, overlap {r.get('overlap')}, {report.size_text(big)}", "", "lower", v, spread,
-                            report.distrust(r, "dp_allreduce", marks)))
+                            report.distrust(r, "data parallel", marks)))
     return found
 
 
 def tp_figures(run):
     """TP communication fraction per mode at the largest hidden size and the middle sequence
     (the report's headline); its spread: the step's max over ranks against its mean."""
-    rs = report.rows(run, "tp_layer")
+    rs = report.rows(run, "tensor parallel")
     if not rs:
         return []
     big = max(num(r, "hidden") for r in rs)
@@ -168,8 +168,8 @@ def tp_figures(run):
 
 def pp_figures(run):
     """PP efficiency per schedule at the most micro-batches; its spread: mean step against median."""
-    rs = report.rows(run, "pp_pipeline")
-    marks = report.untrusted(run, "pp_pipeline")
+    rs = report.rows(run, "pipeline parallel")
+    marks = report.untrusted(run, "pipeline parallel")
     found = []
     for sched in dict.fromkeys(r.get("schedule") for r in rs):
         r = max((r for r in rs if r.get("schedule") == sched), key=lambda r: num(r, "micro_batches"))
@@ -177,7 +177,7 @@ def pp_figures(run):
         found.append(figure(("pp", sched, r.get("stages")),
                             f"PP efficiency, {sched}, m={r.get('micro_batches')}, p={r.get('stages')}", "", "higher", v,
                             v * abs(step - med) / step if step > 0 else float("nan"),
-                            report.distrust(r, "pp_pipeline", marks)))
+                            report.distrust(r, "pipeline parallel", marks)))
     return found
 
 
@@ -353,15 +353,15 @@ def gp_string(s):
     return "'" + str(s).replace("'", "''") + "'"
 
 
-# Overlays: name, title, y label, log y, [(file, filter on the row, x column, y column, label)]
+# Overlays: name, title, y label, log y, [(role of the step whose CSV it draws, filter on the row, x column, y column)]
 OVERLAYS = [
     ("busbw", "Bus bandwidth vs message size", "bus bandwidth (GB/s)", False,
-     [("coll_sweep.csv", "collective", None, "bytes", "busbw_GBps")]),
+     [("collectives over all ranks", "collective", None, "bytes", "busbw_GBps")]),
     ("latency", "Small-message latency: allreduce and point-to-point", "time (us)", True,
-     [("coll_sweep.csv", "collective", "allreduce", "bytes", "time_us"),
-      ("p2p_sweep.csv", "mode", "latency", "bytes", "time_us")]),
+     [("collectives over all ranks", "collective", "allreduce", "bytes", "time_us"),
+      ("point-to-point", "mode", "latency", "bytes", "time_us")]),
     ("p2p_bw", "Point-to-point bandwidth", "bandwidth (GB/s)", False,
-     [("p2p_sweep.csv", "mode", "bw", "bytes", "bw_GBps"), ("p2p_sweep.csv", "mode", "bibw", "bytes", "bw_GBps")]),
+     [("point-to-point", "mode", "bw", "bytes", "bw_GBps"), ("point-to-point", "mode", "bibw", "bytes", "bw_GBps")]),
 ]
 
 
@@ -372,11 +372,11 @@ def overlay_script(out, run_a, run_b, name, title, ylabel, logy, series):
              "set xlabel 'message size (bytes)'", f"set ylabel {gp_string(ylabel)}", "set logscale x 2",
              "eval 'set xtics '.SIZETICS", "set logscale y" if logy else "set yrange [0:*]", "set key top left"]
     plots, lt = [], 0
-    for file, col, value, x, y in series:
-        fa, fb = os.path.join(run_a, file), os.path.join(run_b, file)
+    for role, col, value, x, y in series:
+        fa, fb = manifest.output(run_a, role), manifest.output(run_b, role)
         if not (os.path.exists(fa) and os.path.exists(fb)):
             continue
-        values = [value] if value else list(dict.fromkeys(r.get(col, "") for r in report.rows(run_a, file[:-4])))
+        values = [value] if value else list(dict.fromkeys(r.get(col, "") for r in report.rows(run_a, role)))
         if name == "latency":  # the small sizes only
             keep = f"(column('{x}') <= 65536 ? column('{x}') : NaN)"
         else:

@@ -4,12 +4,13 @@
 
 Two files, written before gnuplot draws plots/*.gp:
 
-  - p2p_matrix-{latency,bw}-nodes.csv, above NODE_GRID_ABOVE ranks: the
+  - MATRIX-{latency,bw}-nodes.csv, above NODE_GRID_ABOVE ranks (MATRIX: the
+    step whose role is "every pair of ranks", suite/manifest.py): the
     all-pairs matrix as nodes x nodes, each cell the median of that node
     pair's rank pairs (the diagonal: the pairs inside the node; empty for a
     node of one rank), rows and columns named by host. plots/p2p_matrix.gp
     draws it in place of the per-rank grid, which stays in
-    p2p_matrix-{latency,bw}.csv. At or below NODE_GRID_ABOVE ranks, or when
+    MATRIX-{latency,bw}.csv. At or below NODE_GRID_ABOVE ranks, or when
     the run does not name the host of every rank, there is none.
   - groups-hosts.csv beside the figures (group,host): the host of each node group
     (nodeK) of the concurrent-groups sweep that plots/groups.gp draws, so
@@ -25,10 +26,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import atomic_file  # noqa: E402  (whole files or none)
+from suite import manifest  # noqa: E402  (a step's output found by its role)
 
 import suspects  # noqa: E402
 
 NODE_GRID_ABOVE = 32  # ranks; above this the heat map's cells are nodes
+MATRIX = "every pair of ranks"  # the all-pairs matrix's role (suite/manifest.py)
 
 
 def read_matrix(path):
@@ -65,21 +68,27 @@ def node_grid(hosts, cells):
     return grid
 
 
+def node_matrix_path(out, which):
+    """Where the node-level matrix of WHICH (latency or bw) goes: MATRIX-WHICH-nodes.csv."""
+    return manifest.output(out, MATRIX, f"-{which}-nodes.csv")
+
+
 def write_node_matrix(out, which):
-    """p2p_matrix-WHICH-nodes.csv (WHICH: latency or bw); its path, or None when the heat map stays per rank."""
-    path = os.path.join(out, f"p2p_matrix-{which}-nodes.csv")
+    """MATRIX-WHICH-nodes.csv (WHICH: latency or bw); its path, or None when the heat map stays per rank."""
+    path = node_matrix_path(out, which)
     if os.path.exists(path):
         os.remove(path)  # from an earlier report of a different world
-    ranks, cells = read_matrix(os.path.join(out, f"p2p_matrix-{which}.csv"))
+    per_rank = manifest.output(out, MATRIX, f"-{which}.csv")
+    ranks, cells = read_matrix(per_rank)
     if not ranks or len(ranks) <= NODE_GRID_ABOVE:
         return None
-    hosts = suspects.hosts_of(out, "p2p_matrix")
+    hosts = suspects.hosts_of(out, MATRIX)
     if sorted(r for _, rs in hosts for r in rs) != sorted(ranks):
         return None
     grid = node_grid(hosts, cells)
     with atomic_file.replace(path, newline="") as f:
         f.write(f"# {which}: the median of each pair of nodes' rank pairs (diagonal: the pairs inside the node); "
-                f"every rank pair: p2p_matrix-{which}.csv\n")
+                f"every rank pair: {os.path.basename(per_rank)}\n")
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["node"] + [h for h, _ in hosts])
         for (h, _), line in zip(hosts, grid):
@@ -101,13 +110,13 @@ def write_group_hosts(out):
     path = os.path.join(out, "plots", "groups-hosts.csv")
     if os.path.exists(path):
         os.remove(path)
-    for step in ("coll_sweep_intra", "coll_sweep"):
-        groups = set(column(os.path.join(out, step + ".csv"), "group")) - {""}
+    for role in ("collectives inside each node", "collectives over all ranks"):
+        groups = set(column(manifest.output(out, role), "group")) - {""}
         if len(groups) > 1:
             break
     else:
         return None
-    hosts = suspects.hosts_of(out, step)
+    hosts = suspects.hosts_of(out, role)
     with atomic_file.replace(path) as f:
         f.write("group,host\n")
         for k, (h, _) in enumerate(hosts):

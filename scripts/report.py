@@ -31,6 +31,7 @@ from suite import atomic_file, paths  # noqa: E402  (whole files or none; where 
 from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
 from suite.meta import is_run, read_steps  # noqa: E402  (steps.tsv, as the driver wrote it)
 from suite.units import size_text  # noqa: E402  (bytes in words, or compact for a cell)
+from suite import manifest  # noqa: E402  (a step's output found by its role)
 from suite.manifest import TABLES  # noqa: E402  (CSV name -> columns shown, declared with each step)
 from suite import manifest  # noqa: E402  (a step's files, found by its role)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -55,28 +56,34 @@ FIGURES = [  # name, caption
 
 
 
-def rows(out, name):
+def csv_rows(out, name):
+    """The rows of OUT/NAME.csv (a table of the manifest's, reproduce.csv)."""
     return results_csv.rows(os.path.join(out, name + ".csv"), "report")
+
+
+def rows(out, role):
+    """The rows of the CSV that the step playing ROLE wrote (suite/manifest.py's roles)."""
+    return results_csv.rows(manifest.output(out, role), "report")
 
 
 # The benchmarks' "# note: untrustworthy: ..." lines (docs/reliability.md): a figure taken from a
 # difference of two times that is noise. The note names the row it is about.
-UNTRUSTED = {
-    "dp_allreduce": (re.compile(r"untrustworthy: overhead \S+ \(grad (\d+) B, overlap ([^)]+)\): (.*)"),
+UNTRUSTED = {  # by role
+    "data parallel": (re.compile(r"untrustworthy: overhead \S+ \(grad (\d+) B, overlap ([^)]+)\): (.*)"),
                      ("grad_bytes", "overlap")),
-    "pp_pipeline": (re.compile(r"untrustworthy: efficiency \S+ \(([^,]+), m=(\d+)\): (.*)"),
+    "pipeline parallel": (re.compile(r"untrustworthy: efficiency \S+ \(([^,]+), m=(\d+)\): (.*)"),
                     ("schedule", "micro_batches")),
 }
 
 
-def untrusted(out, name):
-    """{(key values of a row): why} for the rows of NAME's CSV a note marks untrustworthy."""
-    if name not in UNTRUSTED:
+def untrusted(out, role):
+    """{(key values of a row): why} for the rows of ROLE's CSV a note marks untrustworthy."""
+    if role not in UNTRUSTED:
         return {}
-    pattern, _ = UNTRUSTED[name]
+    pattern, _ = UNTRUSTED[role]
     found = {}
     try:
-        with open(os.path.join(out, name + ".csv"), errors="replace") as f:
+        with open(manifest.output(out, role), errors="replace") as f:
             for line in f:
                 m = pattern.match(line[len("# note: "):].strip()) if line.startswith("# note: ") else None
                 if m:
@@ -86,9 +93,9 @@ def untrusted(out, name):
     return found
 
 
-def distrust(r, name, marks):
-    """Why row R of NAME is untrustworthy, or "" (MARKS: untrusted(out, NAME))."""
-    return marks.get(tuple(str(r.get(k, "")) for k in UNTRUSTED[name][1]), "") if marks else ""
+def distrust(r, role, marks):
+    """Why row R of ROLE's CSV is untrustworthy, or "" (MARKS: untrusted(out, ROLE))."""
+    return marks.get(tuple(str(r.get(k, "")) for k in UNTRUSTED[role][1]), "") if marks else ""
 
 
 def units(out, name):
@@ -153,7 +160,7 @@ def figure(name, value, unit, expected=None, basis="", why=""):
 
 
 def coll_headlines(out):
-    coll = rows(out, "coll_sweep") + rows(out, "coll_sweep_intra")
+    coll = rows(out, "collectives over all ranks") + rows(out, "collectives inside each node")
     found = []
     for link in ("intra", "inter", "mixed"):
         ar = [r for r in coll if r.get("collective") == "allreduce" and r.get("link_class") == link]
@@ -171,7 +178,7 @@ def coll_headlines(out):
 
 
 def p2p_headlines(out):
-    p2p = rows(out, "p2p_sweep")
+    p2p = rows(out, "point-to-point")
     lat = [r for r in p2p if r.get("mode") == "latency"]
     bw = [r for r in p2p if r.get("mode") == "bw"]
     if not (lat and bw):
@@ -186,13 +193,13 @@ def p2p_headlines(out):
 
 
 def dp_headlines(out):
-    dp = rows(out, "dp_allreduce")
+    dp = rows(out, "data parallel")
     if not dp:
         return []
     big = max(num(r, "grad_bytes", 0) for r in dp)
     at = [r for r in dp if num(r, "grad_bytes", 0) == big]
-    marks = untrusted(out, "dp_allreduce")
-    why = {id(r): distrust(r, "dp_allreduce", marks) for r in at}
+    marks = untrusted(out, "data parallel")
+    why = {id(r): distrust(r, "data parallel", marks) for r in at}
     # An untrustworthy figure is shown as such, never as a finding.
     parts = [f"{r['overlap']} {100 * num(r, 'overhead'):.0f}% "
              + (f"(untrustworthy: {why[id(r)]})" if why[id(r)]
@@ -204,7 +211,7 @@ def dp_headlines(out):
 
 
 def tp_headlines(out):
-    tp = rows(out, "tp_layer")
+    tp = rows(out, "tensor parallel")
     if not tp:
         return []
     big = max(num(r, "hidden", 0) for r in tp)
@@ -221,14 +228,14 @@ def tp_headlines(out):
 
 
 def pp_headlines(out):
-    pp = rows(out, "pp_pipeline")
+    pp = rows(out, "pipeline parallel")
     if not pp:
         return []
     parts, found = [], []
-    marks = untrusted(out, "pp_pipeline")
+    marks = untrusted(out, "pipeline parallel")
     for sched in dict.fromkeys(r["schedule"] for r in pp):
         r = max((r for r in pp if r["schedule"] == sched), key=lambda r: num(r, "micro_batches", 0))
-        why = distrust(r, "pp_pipeline", marks)
+        why = distrust(r, "pipeline parallel", marks)
         tag = f" (untrustworthy: {why})" if why else ""
         parts.append(f"{sched} {num(r, 'efficiency'):.2f} vs theory {num(r, 'efficiency_theory'):.2f} "
                      + (tag.strip() if why else f"({100 * num(r, 'efficiency') / num(r, 'efficiency_theory', 1):.0f}%)"))
@@ -239,7 +246,7 @@ def pp_headlines(out):
 
 
 def fit_headlines(out):
-    fit = rows(out, "plan_fit")
+    fit = rows(out, "model fit")
     if not fit:
         return []
     # a row without a finite error (nothing measured) says nothing about the fit: left out, not counted as 0
@@ -322,7 +329,7 @@ def acceptance(out):
 
 def failed_steps(st):
     return [s["name"] for s in st if s.get("status") in ("failed", "not built", "interrupted")
-            and s["name"] != "acceptance"]
+            and s["name"] != manifest.by_role("acceptance verdict").name]
 
 
 REPRO_COLS = ["figure", "unit", "document_value", "formula_value", "measured_value", "ratio", "verdict",
@@ -333,7 +340,7 @@ VERDICTS = ("reproduced", "differs", "not judged", "simulated", "skipped")
 
 def reproduce(out):
     """The rows of reproduce.csv (run_all.sh --reproduce: the documents' figures against this run), [] without one."""
-    return rows(out, "reproduce")
+    return csv_rows(out, "reproduce")
 
 
 def verdict_counts(rs):
@@ -361,7 +368,7 @@ def fmt_cell(v, unit):
 
 def table(out, name, limit=60):
     """(columns, formatted rows up to limit, total rows) of one CSV; (None, None, 0) without data."""
-    rs = rows(out, name)
+    rs = csv_rows(out, name)
     if not rs:
         return None, None, 0
     cols = [c for c in TABLES[name] if c in rs[0]]
@@ -381,13 +388,13 @@ def md_text(value):
 def group_summary(out):
     """Summary lines for concurrent groups (coll_sweep --groups node|rail): per collective,
     at its largest size, the median busbw over the groups, the slowest group and the ratio."""
-    for name in ("coll_sweep_intra", "coll_sweep"):
-        rs = [r for r in rows(out, name) if r.get("group")]
+    for role in ("collectives inside each node", "collectives over all ranks"):
+        rs = [r for r in rows(out, role) if r.get("group")]
         if len({r["group"] for r in rs}) > 1:
             break
     else:
         return []
-    lines = [f"groups ({name}.csv, {len({r['group'] for r in rs})} groups), at each collective's largest size: "
+    lines = [f"groups ({os.path.basename(manifest.output(out, role))}, {len({r['group'] for r in rs})} groups), at each collective's largest size: "
              "median group busbw, slowest group, ratio"]
     for coll in dict.fromkeys(r["collective"] for r in rs):
         cr = [r for r in rs if r["collective"] == coll]
@@ -529,7 +536,7 @@ def reproduce_blocks(rs):
 def figure_blocks(out, notes):
     b = [("h", 2, "Figures", "figures", None)]
     for name, caption in FIGURES:
-        if name == "p2p_matrix" and os.path.exists(os.path.join(out, "p2p_matrix-latency-nodes.csv")):
+        if name == "p2p_matrix" and os.path.exists(figure_data.node_matrix_path(out, "latency")):
             caption = "Every pair of nodes (median of its rank pairs): latency and bandwidth"  # as the plot draws it
         if os.path.exists(os.path.join(out, "plots", name + ".png")):
             b.append(("figure", caption, f"plots/{name}.png"))

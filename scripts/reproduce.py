@@ -2,8 +2,9 @@
 """The documents' figures, scaled to this machine and measured (run_all.sh --reproduce).
 
   reproduce.py setup RESULTS NP     choose each benchmark's configuration from the rates the
-                                    run measured (coll_sweep.csv, compute_probe.csv, ...) and
-                                    write RESULTS/reproduce/<step>.args (one argument a line)
+                                    run measured (the collectives over all ranks, the compute
+                                    rate, ...) and write RESULTS/reproduce/<step>.args (one
+                                    argument a line; steps found by their roles, suite/manifest.py)
   reproduce.py write RESULTS PLAN   read the measurements back and write RESULTS/reproduce.csv
 
 reproduce.csv: '#' lines (metadata, '# complete' last), then
@@ -22,6 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import atomic_file  # noqa: E402  (whole files or none)
+from suite import manifest  # noqa: E402  (a step's output and arguments found by its role)
 
 COLUMNS = ["figure", "unit", "document_value", "formula_value", "measured_value", "ratio", "verdict",
            "configuration", "note"]
@@ -135,23 +137,24 @@ def num(row, key, default=None):
 
 
 def allreduce_busbw(out, n):
-    """(bytes, busbw B/s) of the run's world allreduce rows (coll_sweep.csv, and repro_busbw.csv: the
-    large sizes --reproduce adds)."""
+    """(bytes, busbw B/s) of the run's world allreduce rows (the collectives over all ranks, and the
+    documents' all-reduce sweep: the large sizes --reproduce adds)."""
     rows = []
-    for name in ("coll_sweep.csv", "repro_busbw.csv"):
-        if os.path.exists(os.path.join(out, name)):
-            rows += read_rows(os.path.join(out, name))
+    for role in ("collectives over all ranks", "documents' all-reduce sweep"):
+        if os.path.exists(manifest.output(out, role)):
+            rows += read_rows(manifest.output(out, role))
     pts = [(num(r, "bytes"), num(r, "busbw_GBps", 0) * 1e9) for r in rows
            if r.get("collective") == "allreduce" and r.get("group", "world") == "world" and num(r, "nranks") == n]
     pts = [p for p in pts if p[0] and p[1] > 0]
     if not pts:
-        raise LookupError("coll_sweep.csv has no allreduce rows on %d ranks" % n)
+        raise LookupError("%s has no allreduce rows on %d ranks"
+                          % (os.path.basename(manifest.output(out, "collectives over all ranks")), n))
     return pts
 
 
 def gemm_rates(out):
-    """{size: GFLOP/s} of compute_probe.csv's gemm rows."""
-    return {int(num(r, "size")): num(r, "rate") for r in read_rows(os.path.join(out, "compute_probe.csv"))
+    """{size: GFLOP/s} of the compute rate's gemm rows."""
+    return {int(num(r, "size")): num(r, "rate") for r in read_rows(manifest.output(out, "compute rate"))
             if r.get("test") == "gemm" and num(r, "rate")}
 
 
@@ -164,7 +167,7 @@ def layer_efficiency(out, rates):
     layers (attention, softmax, norms) reach of a square GEMM, and their (hidden, seq). 1 and
     256 x 128 when the run has none."""
     try:
-        rows = [r for r in read_rows(os.path.join(out, "dp_allreduce.csv")) if num(r, "gflops") and num(r, "hidden")]
+        rows = [r for r in read_rows(manifest.output(out, "data parallel")) if num(r, "gflops") and num(r, "hidden")]
     except OSError:
         rows = []
     if not rows:
@@ -229,7 +232,7 @@ def setup(out, n):
     # The document's ratio: the sweep's prediction of its size starts dp_allreduce's own search
     # (--target-ratio), whose probes are the no-overlap step itself, in the step's process; the
     # nearest probe is the row. 20 iterations: the overhead is about a ninth of the times it comes from.
-    write_args(d, "repro_dp", ["--overlap", "none,bucket"] + model + [
+    write_args(d, "documents' DP", ["--overlap", "none,bucket"] + model + [
         "--target-ratio", "%.6g" % DP_RATIO, "--grad-bytes", str(sizes[0]), "--bucket-mb", str(bucket_mb),
         "-n", "20", "-w", "2"])
     plan["dp"]["model_args"] = model
@@ -237,12 +240,12 @@ def setup(out, n):
     p = min(n, PP_DOC[0])
     m = micro_batches_for_efficiency(p, PP_EFF)
     plan["pp"] = {"stages": p, "micro_batches": [m, PP_DOC[1]]}
-    write_args(d, "repro_pp", ["--schedule", "1f1b", "--stages", str(p), "--micro-batches", "%d,%d" % (m, PP_DOC[1]),
+    write_args(d, "documents' PP", ["--schedule", "1f1b", "--stages", str(p), "--micro-batches", "%d,%d" % (m, PP_DOC[1]),
                                "--model", "tiny", "--layers", str(p * max(1, 8 // p)), "--hidden", "256", "--seq", "128",
                                "-n", "3", "-w", "1"])
     # TP: one Megatron layer on every rank.
     plan["tp"] = dict(TP_SHAPE, tp=n)
-    write_args(d, "repro_tp", ["--tp", str(n), "--tp-comm", "allreduce", "--model", "tiny",
+    write_args(d, "documents' TP", ["--tp", str(n), "--tp-comm", "allreduce", "--model", "tiny",
                                "--hidden-list", str(TP_SHAPE["hidden"]), "--seq", str(TP_SHAPE["seq"]),
                                "--layers", str(TP_SHAPE["layers"]), "-n", "5", "-w", "1"])
     with atomic_file.replace(os.path.join(d, "plan.json")) as f:
@@ -254,7 +257,7 @@ def scan_sizes(out, plan, align=1024):
     """The scan's gradient sizes and where they come from: DP_SCAN's ratios scaled from the size
     repro_dp ran and the comm/compute its own loop measured (the all-reduce's time is close to
     linear in its size at these megabytes), or the sweep's sizes when repro_dp left no row."""
-    path = os.path.join(out, "repro_dp.csv")
+    path = manifest.output(out, "documents' DP")
     rows = read_rows(path) if os.path.exists(path) else []
     main = next((r for r in rows if r.get("overlap") == "none" and num(r, "target_ratio") is not None
                  and abs(num(r, "target_ratio") - DP_RATIO) <= 1e-6), None)
@@ -262,7 +265,8 @@ def scan_sizes(out, plan, align=1024):
     if g and pred and pred > 0:
         return ([max(align, int(round(g * q / pred / align)) * align) for q in DP_SCAN],
                 "scaled from repro_dp's %d B at comm/compute %.4f" % (g, pred))
-    return plan["dp"]["sweep_bytes"][1:], "the sweep's sizes (repro_dp.csv has no overlap=none row at 0.112)"
+    return plan["dp"]["sweep_bytes"][1:], "the sweep's sizes (%s has no overlap=none row at 0.112)" % (
+        os.path.basename(path))
 
 
 def scan_setup(out):
@@ -274,14 +278,15 @@ def scan_setup(out):
         plan = json.load(f)
     sizes, source = scan_sizes(out, plan)
     plan["dp"]["scan_bytes"], plan["dp"]["scan_source"] = sizes, source
-    write_args(d, "repro_dp_scan", ["--overlap", "none"] + plan["dp"]["model_args"] + [
+    write_args(d, "documents' DP scan", ["--overlap", "none"] + plan["dp"]["model_args"] + [
         "--grad-bytes", ",".join(str(x) for x in sizes), "-n", "8", "-w", "2"])
     with atomic_file.replace(os.path.join(d, "plan.json")) as f:
         json.dump(plan, f, indent=2)
 
 
-def write_args(d, name, args):
-    with atomic_file.replace(os.path.join(d, name + ".args")) as f:
+def write_args(d, role, args):
+    """The arguments of the step playing ROLE, one a line, where the manifest reads them (chosen_args)."""
+    with atomic_file.replace(os.path.join(d, manifest.by_role(role).name + ".args")) as f:
         f.write("\n".join(args) + "\n")
 
 
@@ -331,11 +336,11 @@ def busy_reason(load):
 
 
 def node_cores_and_ranks(out):
-    """(cores of a node, most ranks on one node) from the DP measurement's own metadata (repro_dp.json),
+    """(cores of a node, most ranks on one node) from the DP measurement's own metadata (its JSON),
     else the run's meta.json (written when the run ends); (None, None) when neither says."""
-    for name, key in (("repro_dp.json", "meta"), ("meta.json", "machine")):
+    for path, key in ((manifest.output(out, "documents' DP", ".json"), "meta"), (os.path.join(out, "meta.json"), "machine")):
         try:
-            with open(os.path.join(out, name)) as f:
+            with open(path) as f:
                 machine = json.load(f).get(key, {})
             return int(machine["topology"]["cores"]), max(len(h["ranks"]) for h in machine["hosts"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -403,7 +408,7 @@ def step_overhead(r):
 
 def dp_rows(out, plan):
     p = plan["dp"]
-    path = os.path.join(out, "repro_dp.csv")
+    path = manifest.output(out, "documents' DP")
     rows = read_rows(path)
     targets = {}
     for r in rows:
@@ -440,7 +445,7 @@ def dp_rows(out, plan):
                            fmt(ov / insitu if ov is not None and insitu else None), skew_note(main))))
     else:
         res.append(row("DP overhead (comm/compute, no overlap)", "fraction", DP_RATIO, DP_RATIO, None, "differs", cfg,
-                       "repro_dp.csv has no overlap=none row for target ratio %.3f" % DP_RATIO))
+                       "%s has no overlap=none row for target ratio %.3f" % (os.path.basename(path), DP_RATIO)))
     if main and bucket:
         hid = 1 - num(bucket, "exposed_us", 0) / num(main, "exposed_us", 1) if num(main, "exposed_us", 0) > 0 else None
         judged, why = bucketing_verdict(hid, *node_cores_and_ranks(out))
@@ -452,7 +457,7 @@ def dp_rows(out, plan):
                           bucket.get("buckets"), p["bucket_mb"])))
     # The scan: x is the comm/compute each row's own loop measured, not the ratio it was sized for.
     pts = [(num(main, "predicted_overhead"), step_overhead(main))] if main else []
-    scan_path = os.path.join(out, "repro_dp_scan.csv")
+    scan_path = manifest.output(out, "documents' DP scan")
     scan_busy = busy_reason(load_of(scan_path)) if os.path.exists(scan_path) else ""
     for r in (read_rows(scan_path) if os.path.exists(scan_path) else []):
         pred, ov = num(r, "predicted_overhead"), step_overhead(r)
@@ -471,7 +476,8 @@ def dp_rows(out, plan):
                                                                   else "over")))
     x = crossing([q for q in pts if q[0] is not None and q[1] is not None], RULE)
     why = ("linear between the scan points" if x is not None else
-           "measured overhead never reached 20% in the scan" if pts else "repro_dp_scan.csv has no rows")
+           "measured overhead never reached 20% in the scan" if pts else
+           "%s has no rows" % os.path.basename(scan_path))
     busy_any = busy or scan_busy
     res.append(row("DP: comm/compute where measured overhead crosses 20%", "fraction", RULE, RULE, x,
                    "not judged" if busy_any else verdict(x, RULE) if x is not None else "differs",
@@ -483,7 +489,7 @@ def dp_rows(out, plan):
 def pp_rows(out, plan, binary_dir):
     p = plan["pp"]["stages"]
     m_doc, m32 = plan["pp"]["micro_batches"]
-    rows = [r for r in read_rows(os.path.join(out, "repro_pp.csv")) if r.get("schedule") == "1f1b"]
+    rows = [r for r in read_rows(manifest.output(out, "documents' PP")) if r.get("schedule") == "1f1b"]
     by = {int(num(r, "micro_batches")): r for r in rows}
     res = []
     for m, name in ((m_doc, "PP efficiency, m nearest 32/39"), (m32, "PP efficiency, m = 32")):
@@ -512,7 +518,7 @@ def pp_rows(out, plan, binary_dir):
 def p2p_time_us(out, nbytes):
     try:
         pts = [(num(r, "bytes"), num(r, "time_us_median") or num(r, "time_us"))
-               for r in read_rows(os.path.join(out, "p2p_sweep.csv")) if r.get("mode") == "latency"]
+               for r in read_rows(manifest.output(out, "point-to-point")) if r.get("mode") == "latency"]
         return interp_log(pts, max(1, nbytes)) * max(1.0, nbytes / max(q[0] for q in pts))
     except (OSError, ValueError):
         return 0.0
@@ -525,7 +531,7 @@ def run_plan(binary_dir, args):
 
 
 def tp_rows(out, plan):
-    r = read_rows(os.path.join(out, "repro_tp.csv"))[0]
+    r = read_rows(manifest.output(out, "documents' TP"))[0]
     t, b, s, h, layers = (int(num(r, k)) for k in ("tp", "batch", "seq", "hidden", "layers"))
     dsize = dtype_bytes(r.get("dtype"))
     formula = 8 * b * s * h * (t - 1) / t * dsize  # per layer, as tp_layer's comm_bytes_per_rank
@@ -533,7 +539,7 @@ def tp_rows(out, plan):
     cfg = "t=%d b=%d s=%d h=%d layers=%d %s" % (t, b, s, h, layers, r.get("dtype"))
     res = [row("TP bytes per rank per layer, 8bsh(t-1)/t", "B", formula, formula, meas, verdict(meas, formula), cfg,
                "the document states the formula: document_value = formula x %d-byte elements" % dsize)]
-    bibw = max((num(q, "bw_GBps", 0) for q in read_rows(os.path.join(out, "p2p_sweep.csv")) if q.get("mode") == "bibw"),
+    bibw = max((num(q, "bw_GBps", 0) for q in read_rows(manifest.output(out, "point-to-point")) if q.get("mode") == "bibw"),
                default=0)
     ms = 5e9 / (bibw * 1e9) * 1e3 if bibw else None
     res.append(row("TP: 5 GB of activations", "ms", 10.0, 5e9 / 600e9 * 1e3, ms, verdict(ms, 10.0),
@@ -559,7 +565,7 @@ def tp_rows(out, plan):
 
 
 def hybrid_rows(out, plan):
-    path = os.path.join(out, "hybrid_3d.csv")
+    path = manifest.output(out, "3D parallel")
     if plan["nranks"] % 4 or not os.path.exists(path):
         return [row("3D: TP inside a node beats other placements", "rank", 1, 1, None, "skipped", "TP 2 x PP 2 x DP n/4",
                     "needs a world divisible by 4 ranks; this run has %d" % plan["nranks"])]

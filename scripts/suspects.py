@@ -8,10 +8,10 @@ ranking of hosts by the evidence against them. Each piece of evidence adds a
 weight to every host it names, with a sentence saying why:
 
   - the slowest node group of a concurrent-groups sweep (coll_sweep --groups
-    node: coll_sweep_intra.csv or coll_sweep.csv, groups nodeK), per
+    node: the collectives inside each node, else over all ranks; groups nodeK), per
     collective at its largest size, when below 0.9 x the median group:
     5 x the shortfall (0.8 x the median weighs 1.0), at most 2;
-  - the all-pairs matrix (p2p_matrix-pairs.csv, column slow): 2 x the share
+  - the all-pairs matrix (its -pairs.csv, column slow): 2 x the share
     of the host's pairs that are slow, so a host whose every off-node pair is
     slow weighs nearly 2 while its partners, each slow with it alone, weigh
     little;
@@ -27,7 +27,8 @@ weight to every host it names, with a sentence saying why:
 A rail group spans every node and names no host, and acceptance rules name a
 link class, not a host, so neither adds evidence. A host whose score is above THRESHOLD is a suspect.
 Rank -> host comes from each step's own metadata (<step>.json meta.hosts,
-else the CSV's `# hosts` line), else from meta.json's machine.hosts.
+else the CSV's `# hosts` line), else from meta.json's machine.hosts. Steps are
+found by their roles in suite/manifest.py, never by name.
 Standard library only.
 """
 import csv
@@ -40,6 +41,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import atomic_file  # noqa: E402  (whole files or none)
+from suite import manifest  # noqa: E402  (a step's output found by its role)
 from suite import results_csv  # noqa: E402  (a garbled row is left out, named FILE:LINE)
 from suite.meta import is_run  # noqa: E402
 from suite.units import size_text  # noqa: E402  (bytes in words)
@@ -93,17 +95,18 @@ def _parse_hosts(value):
     return hosts
 
 
-def hosts_of(out, step):
-    """The hosts of one step's world: its JSON's meta.hosts, its CSV's `# hosts` line, else meta.json's."""
+def hosts_of(out, role):
+    """The hosts of the world of the step playing ROLE: its JSON's meta.hosts, its CSV's `# hosts` line,
+    else meta.json's."""
     try:
-        with open(os.path.join(out, step + ".json")) as f:
+        with open(manifest.output(out, role, ".json")) as f:
             found = _parse_hosts(json.load(f).get("meta", {}).get("hosts"))
         if found:
             return found
     except (OSError, ValueError, AttributeError):
         pass
     try:
-        with open(os.path.join(out, step + ".csv")) as f:
+        with open(manifest.output(out, role)) as f:
             for line in f:
                 m = re.match(r"^# hosts:?\s+(\[.*\])\s*$", line)
                 if m:
@@ -126,12 +129,13 @@ def run_hosts(out):
 def group_evidence(out):
     """[(host, weight, reason)]: the slowest node group per collective at its largest size."""
     found = []
-    for step in ("coll_sweep_intra", "coll_sweep"):
-        rs = [r for r in _csv_rows(os.path.join(out, step + ".csv"))
+    for role in ("collectives inside each node", "collectives over all ranks"):
+        step = manifest.by_role(role).name
+        rs = [r for r in _csv_rows(manifest.output(out, role))
               if re.fullmatch(r"node\d+", r.get("group", "")) and _finite(_num(r, "bytes"), _num(r, "busbw_GBps"))]
         if len({r["group"] for r in rs}) < 2:
             continue
-        hosts = hosts_of(out, step)
+        hosts = hosts_of(out, role)
         for coll in dict.fromkeys(r["collective"] for r in rs):
             cr = [r for r in rs if r["collective"] == coll]
             big = max(_num(r, "bytes") for r in cr)
@@ -149,8 +153,8 @@ def group_evidence(out):
 
 def matrix_evidence(out):
     """[(host, weight, reason)]: each host's share of slow pairs in the all-pairs matrix."""
-    pairs = _csv_rows(os.path.join(out, "p2p_matrix-pairs.csv"))
-    hosts = hosts_of(out, "p2p_matrix")
+    pairs = _csv_rows(manifest.output(out, "every pair of ranks", "-pairs.csv"))
+    hosts = hosts_of(out, "every pair of ranks")
     node = {r: h for h, ranks in hosts for r in ranks}
     total, slow = {}, {}
     for p in pairs:
@@ -188,7 +192,7 @@ def replica_evidence(out):
     if not med > 0 or step[slow] <= REPLICA_RATIO * med:
         return []
     excess = step[slow] / med
-    node = {r: h for h, ranks in hosts_of(out, "pp_pipeline") for r in ranks}
+    node = {r: h for h, ranks in hosts_of(out, "pipeline parallel") for r in ranks}
     what = f"{rs[0].get('schedule', '?')} m={rs[0].get('micro_batches', '?')}"
     return [(h, min(2.0, 5 * (excess - 1)),
              f"slowest pipeline replica ({slow} of {len(span)}) for {what}: {excess:.2f}x the median step")
@@ -197,7 +201,7 @@ def replica_evidence(out):
 
 def tp_evidence(out):
     """[(host, weight, reason)]: the slowest TP group's hosts, per mode at the largest hidden size."""
-    rs = [r for r in _csv_rows(os.path.join(out, "tp_layer.csv"))
+    rs = [r for r in _csv_rows(manifest.output(out, "tensor parallel"))
           if _num(r, "groups") >= 2 and r.get("slowest_group_hosts") and _finite(_num(r, "hidden"))]
     if not rs:
         return []
@@ -218,7 +222,7 @@ def tp_evidence(out):
 def rank(out):
     """The run's hosts ranked by the evidence against them, writing nothing (scripts/history.py reads
     finished runs); None when the run names no hosts."""
-    hosts = run_hosts(out) or hosts_of(out, "coll_sweep_intra") or hosts_of(out, "p2p_matrix")
+    hosts = run_hosts(out) or hosts_of(out, "collectives inside each node") or hosts_of(out, "every pair of ranks")
     if not hosts:
         return None
     score = {h: 0.0 for h, _ in hosts}

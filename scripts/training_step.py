@@ -32,11 +32,12 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from suite import models, results_csv, shapes  # noqa: E402
+from suite import manifest, models, results_csv, shapes  # noqa: E402
 
 
-def _rows(out, name):
-    return results_csv.rows(os.path.join(out, name + ".csv"), "training_step")
+def _rows(out, role):
+    """The rows of the step playing ROLE (suite/manifest.py)."""
+    return results_csv.rows(manifest.output(out, role), "training_step")
 
 
 def _num(r, key):
@@ -57,7 +58,7 @@ def _meta(out):
 
 def _tp_layer(out, m):
     """(C, T) in us at the model's own layer, or None."""
-    at = [r for r in _rows(out, "tp_layer") if r.get("mode") == "allreduce" and _num(r, "hidden") == m["hidden"]
+    at = [r for r in _rows(out, "tensor parallel") if r.get("mode") == "allreduce" and _num(r, "hidden") == m["hidden"]
           and _num(r, "seq") == m["seq"]]
     if not at or not all(math.isfinite(_num(at[0], k)) for k in ("compute_us", "comm_us")):
         return None
@@ -67,7 +68,7 @@ def _tp_layer(out, m):
 def _pp_message_us(out, nbytes):
     """One message of nbytes at the bandwidth p2p_sweep measured at the largest size up to it (the
     largest measured when it is larger), inter-node rows first."""
-    bw = [r for r in _rows(out, "p2p_sweep") if r.get("mode") == "bw" and _num(r, "bw_GBps") > 0]
+    bw = [r for r in _rows(out, "point-to-point") if r.get("mode") == "bw" and _num(r, "bw_GBps") > 0]
     inter = [r for r in bw if r.get("link_class") == "inter"]
     bw = inter or bw
     if not bw:
@@ -78,7 +79,7 @@ def _pp_message_us(out, nbytes):
 
 
 def _dp_allreduce_us(out):
-    rows = [r for r in _rows(out, "dp_allreduce") if r.get("overlap") == "none" and math.isfinite(_num(r, "comm_us"))]
+    rows = [r for r in _rows(out, "data parallel") if r.get("overlap") == "none" and math.isfinite(_num(r, "comm_us"))]
     if not rows:
         return None, None
     big = max(rows, key=lambda r: _num(r, "grad_bytes"))
@@ -92,7 +93,7 @@ def _peak(out, meta):
     for kind, spec in models.GPUS.items():
         if kind in devices:
             return spec["bf16_tflops"] * 1e12, f"{kind.upper()} bf16 peak"
-    rates = [_num(r, "rate") for r in _rows(out, "compute_probe") if r.get("test") == "gemm"]
+    rates = [_num(r, "rate") for r in _rows(out, "compute rate") if r.get("test") == "gemm"]
     rates = [r for r in rates if math.isfinite(r) and r > 0]
     if not rates:
         return None, "no peak"

@@ -117,7 +117,7 @@ class Driver:
     def check_acceptance_file(self):
         """A bad threshold file is a usage error: say so before spending time on the suite."""
         if self.o.acceptance:
-            checker = os.path.join(self.bin, "acceptance")
+            checker = os.path.join(self.bin, manifest.by_role("acceptance verdict").binary)
             if not os.access(checker, os.X_OK):
                 print(f"run_all.sh: {checker} is not built", file=sys.stderr)
                 sys.exit(3)

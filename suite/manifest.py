@@ -157,10 +157,15 @@ def shape(run, name):
     raise KeyError(name)
 
 
+def name_shapes(shapes):
+    """suite/shapes.py's shapes (each with its step's role), each with its step's name added as "step"."""
+    return [dict(s, step=by_role(s["role"]).name) for s in shapes]
+
+
 def shapes_of(run):
     # a copy: the cached answer must not change under a caller
-    return copy.deepcopy(_shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.chosen_model,
-                                 run.model_file, run.profile, run.element_bytes, run.pp_counts, run.gpu_memory))
+    return name_shapes(copy.deepcopy(_shapes(run.nranks, run.ranks_per_node or run.nranks, run.gpus, run.chosen_model,
+                                 run.model_file, run.profile, run.element_bytes, run.pp_counts, run.gpu_memory)))
 
 
 @functools.lru_cache(maxsize=16)

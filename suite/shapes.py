@@ -40,7 +40,10 @@ GRAD_MAX = 64 << 30  # the largest --grad-bytes dp_allreduce accepts (PB_SIZE_MA
 DOES_NOT_FIT = "does not fit"  # how a memory skip begins: run_all ends such a run with exit 3
 MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
-STEPS = ("coll_sweep_intra", "dp_allreduce", "tp_layer", "pp_pipeline", "hybrid_3d")
+# The shaped steps, by the roles suite/manifest.py gives them (it names the steps; this module never does).
+INTRA, DP, TP, PP, GRID = ("collectives inside each node", "data parallel", "tensor parallel", "pipeline parallel",
+                           "3D parallel")
+ROLES = (INTRA, DP, TP, PP, GRID)
 
 
 def model_of(model):
@@ -120,13 +123,13 @@ def hybrid_links(ranks, ranks_per_node, T, P, D):
     return tp, pp, dp
 
 
-def _shape(step, args, describe, note=None, sizes=None):
-    return {"step": step, "args": [str(a) for a in args], "describe": describe, "skip": None, "note": note,
+def _shape(role, args, describe, note=None, sizes=None):
+    return {"role": role, "args": [str(a) for a in args], "describe": describe, "skip": None, "note": note,
             "sizes": sizes or {}}
 
 
-def _skip(step, reason):
-    return {"step": step, "args": None, "describe": "skipped: " + reason, "skip": reason, "note": None, "sizes": {}}
+def _skip(role, reason):
+    return {"role": role, "args": None, "describe": "skipped: " + reason, "skip": reason, "note": None, "sizes": {}}
 
 
 def _mib(n):
@@ -157,8 +160,8 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     the run_all `profile` (quick, default, full), `es` bytes an element (2:
     bf16 on GPUs) and the profile's micro-batch counts `pp_list`.
 
-    Returns a list, in STEPS order, of dicts:
-      step      the run_all step name
+    Returns a list, in ROLES order, of dicts:
+      role      the step's role (suite/manifest.py's name_shapes adds its name as "step")
       args      the arguments to add to the step's command line (strings), or None when skipped
       describe  one sentence: what runs where
       skip      None, or why the step cannot run on this world
@@ -196,10 +199,10 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
 
     # coll_sweep's intra-node sweep: every node's collective at once.
     if nodes > 1 and min(sizes) >= 2:
-        out.append(_shape("coll_sweep_intra", ["--groups", "node"],
+        out.append(_shape(INTRA, ["--groups", "node"],
                           "every collective inside each of the %d nodes at once (%s)" % (nodes, where)))
     else:
-        out.append(_skip("coll_sweep_intra", "one node: coll_sweep is already intra-node" if nodes == 1
+        out.append(_skip(INTRA, "one node: coll_sweep is already intra-node" if nodes == 1
                          else "a node holds one rank: no collective inside a node"))
 
     # Data parallelism over every rank: a rank's real gradient at the job's (t, p), and a half and a quarter.
@@ -210,9 +213,9 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
         (DOES_NOT_FIT + ": a rank's gradient of %s is more than dp_allreduce's %s" % (_mib(g), _mib(GRAD_MAX))
          if g > GRAD_MAX else "")
     if why:
-        out.append(_skip("dp_allreduce", why))
+        out.append(_skip(DP, why))
     else:
-        out.append(_shape("dp_allreduce", ["--layers", cap_layers, "--grad-bytes", ",".join(map(str, grads))],
+        out.append(_shape(DP, ["--layers", cap_layers, "--grad-bytes", ",".join(map(str, grads))],
                           "gradient all-reduce over all %s: %s a rank (params/(t*p) at t %d, p %d) and a half and "
                           "a quarter, during the backward of %s" % (where, _mib(g), T, P, _n(cap_layers, "layer")),
                           note="dp_allreduce all-reduces over the whole world; DP across nodes with TP inside "
@@ -227,26 +230,26 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     tp_args = ["--layers", cap_layers, "--seq-list", ",".join(map(str, seqs))]
     why = _too_big(tp_sizes["memory"], memory, "%s at TP %d" % (_n(cap_layers, "layer"), max(t, 1)))
     if why:
-        out.append(_skip("tp_layer", why))
+        out.append(_skip(TP, why))
     elif ranks == 1:
-        out.append(_shape("tp_layer", ["--tp", 1, *tp_args], "one rank: the layer unsharded, no TP communication",
+        out.append(_shape(TP, ["--tp", 1, *tp_args], "one rank: the layer unsharded, no TP communication",
                           sizes=tp_sizes))
     elif rpn == 1:
-        out.append(_skip("tp_layer", "a node holds one rank: no TP group fits inside a node"))
+        out.append(_skip(TP, "a node holds one rank: no TP group fits inside a node"))
     elif t == 1:
-        out.append(_skip("tp_layer", "no TP size from 2 to %d divides every node's ranks (%s), the %d heads, "
+        out.append(_skip(TP, "no TP size from 2 to %d divides every node's ranks (%s), the %d heads, "
                          "the %d KV heads, the MLP width %d and seq %d" % (
                              min(cap, rpn), "/".join(map(str, sorted(set(sizes)))), m["heads"], m["kv_heads"],
                              m["ffn"], seqs[0])))
     else:
-        out.append(_shape("tp_layer", ["--tp", t, *tp_args],
+        out.append(_shape(TP, ["--tp", t, *tp_args],
                           "TP %d inside each node: %s of %d consecutive ranks at once (%s); %s a call at s %d, "
                           "%s run" % (t, _n(ranks // t, "group"), t, where, _mib(job["tp_call"]), m["seq"],
                                       _n(cap_layers, "layer")), sizes=tp_sizes))
 
     # Pipeline stages across nodes: stage k on node k, R pipelines side by side.
     if ranks == 1:
-        out.append(_shape("pp_pipeline", ["--stages", 1, "--layers", cap_layers],
+        out.append(_shape(PP, ["--stages", 1, "--layers", cap_layers],
                           "one rank: one stage, no transfers"))
     else:
         if p_nodes:
@@ -260,14 +263,14 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
                   "no stage count from 2 to %d divides the %d nodes" % (PP_MAX_NODES, nodes)
             what = "%d stages of consecutive ranks inside a node (%s)" % (p, why)
             if not p:
-                out.append(_skip("pp_pipeline", "%s and no stage count from 2 to %d divides every node's ranks (%s)"
+                out.append(_skip(PP, "%s and no stage count from 2 to %d divides every node's ranks (%s)"
                                  % (why, PP_MAX_ONE_NODE, "/".join(map(str, sorted(set(sizes)))))))
         if p:
             out.append(_pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, D))
 
     # hybrid_3d: TP inside the node, PP across nodes, DP over the rest.
     if T == 1 and P == 1:
-        out.append(_skip("hybrid_3d", "TP 1 x PP 1 (%s, %d heads): the grid is DP alone, which dp_allreduce "
+        out.append(_skip(GRID, "TP 1 x PP 1 (%s, %d heads): the grid is DP alone, which dp_allreduce "
                          "measures" % (where, m["heads"])))
     else:
         lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
@@ -275,9 +278,9 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
         hy_mem = models.run_memory(m, T, cap_layers, 2 * P, 0, es)["total"]  # 1F1B's in flight, 2P micro-batches
         why = _too_big(hy_mem, memory, "%s of TP %d" % (_n(cap_layers, "layer"), T))
         if why:
-            out.append(_skip("hybrid_3d", why))
+            out.append(_skip(GRID, why))
             return out
-        out.append(_shape("hybrid_3d", ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P,
+        out.append(_shape(GRID, ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P,
                                         "--compare-placements"],
                           "TP %d x PP %d x DP %d, %d layers a stage of %d; tp-inner puts TP %s, PP %s, DP %s (%s)"
                           % (T, P, D, cap_layers, -(-m["layers"] // P), lt, lp, ld, where),
@@ -296,9 +299,9 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
                                                                                    ("1f1b", min(p, max(mbs))))}
     scheds = [s for s in ("gpipe", "1f1b") if not _too_big(need[s], memory, "")]
     if not scheds:
-        return _skip("pp_pipeline", _too_big(need["1f1b"], memory, "a 1F1B stage of %s (t 1)" % _n(cap_layers, "layer")))
+        return _skip(PP, _too_big(need["1f1b"], memory, "a 1F1B stage of %s (t 1)" % _n(cap_layers, "layer")))
     left = "" if len(scheds) == 2 else "; GPipe left out: %s" % _too_big(need["gpipe"], memory, "its %d micro-batches" % max(mbs))
-    return _shape("pp_pipeline", ["--schedule", ",".join(scheds), "--stages", p, *stride, "--layers", cap_layers * p,
+    return _shape(PP, ["--schedule", ",".join(scheds), "--stages", p, *stride, "--layers", cap_layers * p,
                                   "--micro-batches", ",".join(map(str, mbs))],
                   "%s, %s at once, %d of each stage's %d layers; %s a message, %d micro-batches a pipeline from "
                   "the global batch (run to %d) (%s)%s" % (

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # suite/manifest.py is the one list of the suite's steps (test_manifest.py says precisely what
 # a list is and where one may be): every step's program is built, every step has a page and an
-# integration test naming it, and no other tracked file lists steps. The other side: a file
+# integration test naming it, no other tracked file lists steps, and suite/ and scripts/ name no
+# step (they find its output by its role). The other side: a file
 # holding a list like the one run_all.sh used to keep is found.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip_test "python3 not found"
@@ -21,4 +22,16 @@ python3 "$TESTS_DIR/test_manifest.py" --scan "$TMP/old-list.sh" >"$TMP/scan" 2>&
 rc=$?
 [ "$rc" -eq 1 ] && grep -q "coll_sweep_intra" "$TMP/scan" && pass "a list of steps elsewhere is found ($(cat "$TMP/scan"))" \
     || fail "a list of steps in a script went unnoticed (exit $rc: $(cat "$TMP/scan"))"
+
+# One name per step: a consumer naming a step, quoted or by its file, is found at its line; the same
+# words as a program, a figure or an ordinary word (allowed there) are not.
+printf 'x = 1\ncoll = rows(out, "coll_sweep_intra")\npairs = os.path.join(out, "p2p_matrix-pairs.csv")\n' >"$TMP/consumer.py"
+python3 "$TESTS_DIR/test_manifest.py" --scan-names scripts/report.py "$TMP/consumer.py" >"$TMP/names" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "^scripts/report.py:2: names the step 'coll_sweep_intra'" "$TMP/names" \
+    && grep -q "^scripts/report.py:3: names the step 'p2p_matrix'" "$TMP/names" \
+    && pass "a consumer naming a step is found at its line" || fail "a step named in a consumer went unnoticed (exit $rc: $(cat "$TMP/names"))"
+printf 'junit = "acceptance-junit.xml"\nbinary = ["coll_sweep", "--coll", "allreduce"]\n' >"$TMP/words.py"
+python3 "$TESTS_DIR/test_manifest.py" --scan-names scripts/compare-osu-table.py "$TMP/words.py" >"$TMP/words" 2>&1
+[ $? -eq 0 ] && pass "a program and an ordinary word are not taken for steps" || fail "false alarm: $(cat "$TMP/words")"
 finish

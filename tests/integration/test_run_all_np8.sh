@@ -27,7 +27,7 @@ assert meta["oversubscribed"] is True and meta["cores"] < 8, (meta["oversubscrib
 b = meta["binding"]
 assert (b["requested"], b["applied"]) == ("core", "none") and "cannot have a core each" in (b["note"] or ""), b
 quick = manifest.Run(profile="quick", nranks=8)  # the CPU model and the quick profile's micro-batches
-want = {s["step"]: s for s in shapes.shapes(8, 8, 0, quick.model_spec, "quick", 4, quick.pp_counts)}
+want = {s["step"]: s for s in manifest.name_shapes(shapes.shapes(8, 8, 0, quick.model_spec, "quick", 4, quick.pp_counts))}
 # the model the workloads ran, recorded with its precision: the CPU model, in fp32
 assert (meta["model"]["name"], meta["model"]["precision"], meta["model"]["shape"]["kv_heads"]) == ("tiny-gqa", "fp32", 8), meta["model"]
 for step, s in meta["shapes"].items():

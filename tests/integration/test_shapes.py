@@ -17,6 +17,11 @@ from suite import manifest  # noqa: E402
 from suite import models  # noqa: E402
 from suite import shapes as S  # noqa: E402
 
+def shapes(*args, **kw):
+    """suite/shapes.py's answer with each step's name (the manifest's, by role)."""
+    return manifest.name_shapes(S.shapes(*args, **kw))
+
+
 BIN = os.environ.get("PB_BIN", os.path.join(ROOT, "build", "bin"))
 RANKS = (1, 2, 3, 4, 8, 12, 16, 64, 1024, 4096)
 PER_NODE = (1, 2, 4, 8)
@@ -71,7 +76,7 @@ class Rules(unittest.TestCase):
         params = 80 * (2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 2 * 32000 * 8192
         self.assertEqual(models.params(m), params)
         for ranks, (t, p, d) in ((8, (8, 1, 1)), (64, (8, 8, 1)), (1024, (8, 8, 16))):
-            got = {s["step"]: s for s in S.shapes(ranks, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
+            got = {s["step"]: s for s in shapes(ranks, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
             self.assertEqual(S.job_of(ranks, 8, 8, m), (t, p, d))
             tp = got["tp_layer"]
             self.assertEqual(tp["sizes"]["tp_call"], 64 << 20)
@@ -88,18 +93,18 @@ class Rules(unittest.TestCase):
                 if s["args"] and "memory" in s["sizes"]:
                     self.assertLess(s["sizes"]["memory"], 0.9 * models.GPUS["h100"]["memory"])
         # 1024 ranks: 1024 sequences of 4096 tokens over 16 pipelines: 64 micro-batches each, run to 32
-        pp = {s["step"]: s for s in S.shapes(1024, 8, 8, m, "default", es=2)}["pp_pipeline"]
+        pp = {s["step"]: s for s in shapes(1024, 8, 8, m, "default", es=2)}["pp_pipeline"]
         self.assertEqual(pp["sizes"]["micro_batches"], 64)
         self.assertIn("32", pp["args"][pp["args"].index("--micro-batches") + 1].split(","))
 
     def test_memory_refuses_what_does_not_fit(self):
         # the 405B's layers at TP 1 (pp_pipeline's stages) cannot fit 80 GB: skipped, naming why
         m = models.presets()["llama3-405b"]
-        got = {s["step"]: s for s in S.shapes(64, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
+        got = {s["step"]: s for s in shapes(64, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
         self.assertIn("does not fit", got["pp_pipeline"]["skip"])
         self.assertIn("GiB a GPU", got["pp_pipeline"]["skip"])
         # the same world without a memory figure (a CPU run) checks nothing
-        got = {s["step"]: s for s in S.shapes(64, 8, 8, m, "default", es=2)}
+        got = {s["step"]: s for s in shapes(64, 8, 8, m, "default", es=2)}
         self.assertIsNone(got["pp_pipeline"]["skip"])
 
     def test_default_model(self):
@@ -116,8 +121,8 @@ class Rules(unittest.TestCase):
                     self.check(ranks, rpn, model, profile)
 
     def check(self, ranks, rpn, model, profile):
-        got = {s["step"]: s for s in S.shapes(ranks, rpn, 0, model, profile)}
-        self.assertEqual(tuple(got), S.STEPS)
+        got = {s["step"]: s for s in shapes(ranks, rpn, 0, model, profile)}
+        self.assertEqual(tuple(got), tuple(manifest.by_role(r).name for r in S.ROLES))
         sizes = S.node_sizes(ranks, min(rpn, ranks))
         m = S.model_of(model)
         for s in got.values():
@@ -177,12 +182,12 @@ class Rules(unittest.TestCase):
         import time
         t0 = time.monotonic()
         for rpn in (8, 1000, 10 ** 6):
-            S.shapes(10 ** 6, rpn, 0, "tiny-gqa", "default")
-        S.shapes(1 << 20, 8, 8, "llama3-405b", "full", es=2, memory=models.GPUS["h100"]["memory"])
+            shapes(10 ** 6, rpn, 0, "tiny-gqa", "default")
+        shapes(1 << 20, 8, 8, "llama3-405b", "full", es=2, memory=models.GPUS["h100"]["memory"])
         self.assertLess(time.monotonic() - t0, 1.0)
 
     def test_cluster_scale(self):
-        got = {s["step"]: s for s in S.shapes(1024, 8, 8, "tiny-gqa", "default")}
+        got = {s["step"]: s for s in shapes(1024, 8, 8, "tiny-gqa", "default")}
         self.assertEqual(got["tp_layer"]["args"][:2], ["--tp", "8"])
         self.assertEqual(got["pp_pipeline"]["args"][:7], ["--schedule", "gpipe,1f1b", "--stages", "8", "--pp-stride",
                                                           "8", "--layers"])
@@ -192,19 +197,19 @@ class Rules(unittest.TestCase):
 
     def test_no_stage_count_divides(self):
         # 11 nodes: no count from 2 to 8 divides them, so the stages stay inside each node
-        got = {s["step"]: s for s in S.shapes(88, 8, 0, "tiny-gqa", "default")}
+        got = {s["step"]: s for s in shapes(88, 8, 0, "tiny-gqa", "default")}
         self.assertEqual(got["pp_pipeline"]["args"][2:6], ["--stages", "4", "--layers", "4"])
         self.assertIn("no stage count from 2 to 8 divides the 11 nodes", got["pp_pipeline"]["describe"])
         # 7 ranks on one node: no count from 2 to 4 divides them, so no pipeline at all
-        got = {s["step"]: s for s in S.shapes(7, 7, 0, "tiny-gqa", "default")}
+        got = {s["step"]: s for s in shapes(7, 7, 0, "tiny-gqa", "default")}
         self.assertIsNone(got["pp_pipeline"]["args"])
         self.assertIn("no stage count from 2 to 4 divides every node's ranks (7)", got["pp_pipeline"]["skip"])
 
     def test_skips_say_why(self):
-        got = {s["step"]: s for s in S.shapes(3, 4, 0, "tiny-gqa", "default")}
+        got = {s["step"]: s for s in shapes(3, 4, 0, "tiny-gqa", "default")}
         self.assertIn("heads", got["tp_layer"]["skip"])
         self.assertIn("dp_allreduce", got["hybrid_3d"]["skip"])
-        got = {s["step"]: s for s in S.shapes(16, 1, 0, "tiny-gqa", "default")}
+        got = {s["step"]: s for s in shapes(16, 1, 0, "tiny-gqa", "default")}
         self.assertIn("one rank", got["tp_layer"]["skip"])
 
 
@@ -214,7 +219,7 @@ class Binaries(unittest.TestCase):
         seen = set()
         for ranks, rpn in worlds():
             for model, profile in MODELS:
-                for s in S.shapes(ranks, rpn, 0, model, profile):
+                for s in shapes(ranks, rpn, 0, model, profile):
                     if s["args"] is None or s["step"] not in STEP_ARGS:
                         continue
                     cmd = command(s["step"], model, profile, s, ranks, min(rpn, ranks))

@@ -47,7 +47,7 @@ def main():
         print("\n%d ranks, %d per node, model %s, %s profile:\n" % (n, a.per_node, a.model, a.profile))
         print("| step | arguments | what runs |")
         print("| --- | --- | --- |")
-        for s in shapes(n, a.per_node, a.gpus, a.model, a.profile):
+        for s in manifest.name_shapes(shapes(n, a.per_node, a.gpus, a.model, a.profile)):
             args = "(skipped)" if s["args"] is None else "`%s`" % " ".join(s["args"]) if s["args"] else "(none)"
             print("| %s | %s | %s |" % (s["step"], args, s["describe"]))
     print("\nUpper bound of the whole run, `run_all.sh --dry-run --np N --ranks-per-node %d` (suite/estimate.py):\n"
