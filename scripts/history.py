@@ -9,7 +9,7 @@ Reads two runs or more of the same cluster, puts them in order of date
 Per node and run, its evidence:
 
   - matrix bw (CLASS) and matrix latency (CLASS): the node's bandwidth and
-    latency per link class in the all-pairs matrix (p2p_matrix-pairs.csv;
+    latency per link class in the all-pairs matrix (its pairs file;
     ranks map to hosts as scripts/suspects.py maps them) with its best
     partner node, each partner node's figure the median of its pairs with
     the node. A pair runs at its slower end's rate: the best partner's
@@ -54,12 +54,13 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # realpath: bin/parabench-history is a link
 sys.path.insert(0, ROOT)
-from suite import atomic_file, version  # noqa: E402
+from suite import atomic_file, manifest, version  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import suspects  # noqa: E402  (ranks to hosts, the score)
 compare = importlib.import_module("compare-runs")  # noqa: E402  (a run's meta.json, the output folder's checks)
 
 ME = "parabench-history"
+MATRIX, TP = "every pair of ranks", "tensor parallel"  # the steps whose output it reads, by role
 DRIFT_PER_RUN = 0.05        # of the first value, per run
 SCORE_DRIFT_PER_RUN = 0.25  # suspects score points per run (a suspect is above suspects.THRESHOLD)
 FIELDS = ["host", "figure", "unit", "better", "order", "run", "date", "value", "change_per_run", "steady",
@@ -72,9 +73,9 @@ Refusal = compare.Refusal
 def matrix_figures(run):
     """{host: {figure: value}} per link class: the node's bandwidth and latency with its best partner node
     (each partner node's figure: the median of its pairs with the node)."""
-    node = {r: h for h, ranks in suspects.hosts_of(run, "p2p_matrix") for r in ranks}
+    node = {r: h for h, ranks in suspects.hosts_of(run, MATRIX) for r in ranks}
     seen = {}  # (host, class, partner host) -> ([bw], [latency])
-    for p in suspects._csv_rows(os.path.join(run, "p2p_matrix-pairs.csv")):
+    for p in suspects._csv_rows(manifest.output(run, MATRIX, "-pairs.csv")):
         try:
             a, b = node[int(p["a"])], node[int(p["b"])]
         except (KeyError, ValueError):
@@ -97,7 +98,7 @@ def matrix_figures(run):
 
 def tp_figures(run, hosts):
     """{host: {"TP group time": us}}: the node's TP group's layer time at the largest hidden size."""
-    rs = [r for r in suspects._csv_rows(os.path.join(run, "tp_layer.csv"))
+    rs = [r for r in suspects._csv_rows(manifest.output(run, TP))
           if suspects._num(r, "groups") >= 2 and r.get("slowest_group_hosts")
           and suspects._finite(suspects._num(r, "hidden"), suspects._num(r, "slowest_group_step_us"),
                                suspects._num(r, "median_group_step_us"))]
@@ -331,8 +332,9 @@ def main(argv):
     compare.check_out(out, [r[0] for r in runs], "-o")
     rows = history_rows(runs)
     if not rows:
-        raise Refusal("the runs hold no evidence per node (no p2p_matrix-pairs.csv, tp_layer.csv or suspects' "
-                      "evidence); run the all-pairs matrix (run_all.sh --steps p2p_matrix)")
+        matrix = manifest.by_role(MATRIX).name
+        raise Refusal(f"the runs hold no evidence per node (no {matrix}-pairs.csv, {manifest.by_role(TP).name}.csv "
+                      f"or suspects' evidence); run the all-pairs matrix (run_all.sh --steps {matrix})")
     named = drifting(rows)
     gaps = sorted({(r["host"], r["run"]) for r in rows if r["note"].startswith("gap")})
     os.makedirs(os.path.join(out, "plots"), exist_ok=True)

@@ -305,7 +305,7 @@ class Driver:
         if step:
             self.record(step, "interrupted", "-", self.elapsed(self.step_t0), f"stopped by {name}")
         self.write_meta(name, step)
-        report = [s for s in self.plan if s.role == "report"]
+        report = [s for s in self.plan if s.role == "the pages of the run"]
         if step != report[0].name:
             try:  # a second signal stops the report and ends the run at once
                 cmd = commands.command(report[0], self.run, self.machine.launch, self.o.backend)

@@ -379,7 +379,7 @@ STEPS = (
          role="acceptance verdict"),
     # --baseline: this run against an earlier one (parabench-compare), for the report's verdict. Figures
     # worse than the baseline's, or a baseline of another shape, are reported, not a failure of the run.
-    Step(name="compare", binary="scripts/compare-runs.py", kind=SCRIPT,
+    Step(name="baseline_compare", binary="scripts/compare-runs.py", kind=SCRIPT,
          args=lambda r: ["--quiet", "--out", r.at("compare"), r.baseline, r.out], weight=2, cost="allowance",
          doc="docs/acceptance.md", test="tests/integration/test_golden_loop.sh", planned=lambda r: bool(r.baseline),
          allowance="compare-runs.py", advisory=True, always=True, reads_meta=True, stdout="logs/compare.out",
@@ -387,7 +387,7 @@ STEPS = (
     Step(name="report", binary="scripts/report.py", kind=SCRIPT, args=lambda r: ["--quiet", r.out], weight=5,
          cost="allowance", doc="docs/run_all.md",
          test="tests/integration/test_report.sh", allowance="gnuplot, report.py", reads_meta=True, always=True,
-         stdout="logs/report.out", outputs=("plots/", "summary.txt", "report.md", "index.html"), role="report"),
+         stdout="logs/report.out", outputs=("plots/", "summary.txt", "report.md", "index.html"), role="the pages of the run"),
 )
 
 def by_role(role):

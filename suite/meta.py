@@ -79,7 +79,7 @@ def write(out, opts, machine, planned, shapes, number_rev, signal_name="", stopp
     if signal_name:
         done = {s["name"] for s in steps}
         meta["interrupted_step"] = stopped_step or None
-        meta["not_run"] = [s.name for s in planned if s.name not in done and s.role != "report"]
+        meta["not_run"] = [s.name for s in planned if s.name not in done and s.role != "the pages of the run"]
     for name, doc in benchmark_documents(out):
         meta["benchmarks"][name] = {"complete": doc.get("complete"), "rows": len(doc.get("rows", []))}
         counted = doc.get("meta", {}).get("communicators_measured")

@@ -260,7 +260,7 @@ run_all() { BUILD=$BUILD timeout 120 "$ROOT/run_all.sh" --quick --np 2 --no-inst
 R=$TMP/against-fast
 expect_rc 0 "run_all --baseline: figures worse than the baseline's do not make the run fail" -- \
     run_all --steps p2p_sweep --baseline "$F" --out "$R"
-grep -qxF $'compare\tworse\t1' <(cut -f1-3 "$R/steps.tsv") && pass "steps.tsv: compare worse, exit 1 recorded" ||
+grep -qxF $'baseline_compare\tworse\t1' <(cut -f1-3 "$R/steps.tsv") && pass "steps.tsv: baseline_compare worse, exit 1 recorded" ||
     { fail "steps.tsv:"; sed 's/^/  | /' "$R/steps.tsv" >&2; }
 expect_in "$TMP/out" "Against the baseline: WORSE: p2p latency, intra, 1 B; p2p bw, intra, 1 MiB; p2p bibw, intra, 1 MiB (3 worse)" \
     "the final summary names the worse figures"
@@ -292,7 +292,7 @@ then pass "$(cat "$TMP/check.out")"; else fail "the report against the baseline:
 R2=$TMP/against-other-steps
 expect_rc 0 "run_all --baseline of a run of other steps: the run still completes, exit 0" -- \
     run_all --steps p2p_matrix --baseline "$F" --out "$R2"
-grep -qxF $'compare\trefused\t2' <(cut -f1-3 "$R2/steps.tsv") && pass "steps.tsv: compare refused, exit 2 recorded" ||
+grep -qxF $'baseline_compare\trefused\t2' <(cut -f1-3 "$R2/steps.tsv") && pass "steps.tsv: baseline_compare refused, exit 2 recorded" ||
     { fail "steps.tsv:"; sed 's/^/  | /' "$R2/steps.tsv" >&2; }
 expect_in "$R2/report.md" "> **Against the baseline: not compared**: the runs did not measure the same steps: p2p_matrix (not run in A, ok in B), p2p_sweep (ok in A, not run in B)" \
     "the report's verdict says why, naming the steps"
@@ -313,7 +313,7 @@ PY
 R3=$TMP/against-4-ranks
 expect_rc 0 "run_all --baseline of a run of another shape: the run still completes, exit 0" -- \
     run_all --steps p2p_sweep --baseline "$F4" --out "$R3"
-grep -qxF $'compare\trefused\t2' <(cut -f1-3 "$R3/steps.tsv") && pass "steps.tsv: compare refused" ||
+grep -qxF $'baseline_compare\trefused\t2' <(cut -f1-3 "$R3/steps.tsv") && pass "steps.tsv: baseline_compare refused" ||
     { fail "steps.tsv:"; sed 's/^/  | /' "$R3/steps.tsv" >&2; }
 expect_in "$R3/report.md" "> **Against the baseline: not compared**: the runs have different shapes, so their figures are not the same quantities: ranks: 4 in A, 2 in B; nodes: 2 in A, 1 in B" \
     "the report's verdict names each difference"
@@ -327,8 +327,8 @@ expect_rc 2 "--baseline of a run that did not finish (no meta.json)" -- run_all 
 expect_in "$TMP/err" "option --baseline: '$TMP/unfinished' has no meta.json" "the message says why"
 expect_rc 2 "--baseline equal to --out" -- run_all --steps p2p_sweep --baseline "$F" --out "$F"
 expect_in "$TMP/err" "option --baseline: '$(realpath "$F")' is this run's --out" "the message names --baseline"
-expect_rc 2 "--steps compare without --baseline" -- run_all --steps compare
-expect_in "$TMP/err" "'compare' is not part of this run" "the comparison needs --baseline"
+expect_rc 2 "--steps baseline_compare without --baseline" -- run_all --steps baseline_compare
+expect_in "$TMP/err" "'baseline_compare' is not part of this run" "the comparison needs --baseline"
 [ -e "$TMP/r3" ] && fail "a results folder made after a refusal" || pass "nothing made after a refusal"
 [ ! -e "$F/compare" ] && cmp -s "$F/steps.tsv" "$TMP/fast-steps.tsv" && pass "the baseline is untouched" ||
     fail "the baseline changed"
