@@ -51,9 +51,13 @@ MEDIAN_TOL=${MEDIAN_TOL:-7}
 [ -x "$PLAN" ] || { echo "plan-published: $PLAN is not built (make)" >&2; exit 3; }
 
 # predict ARGS...: the planner's step time in seconds for one configuration
-# (a later --vocab or --cluster replaces the default).
+# (a row's own --vocab or --cluster replaces the default: an option is given once).
 predict() {
-    "$PLAN" --seq 2048 --vocab 51200 --cluster a100 "$@" |
+    local defaults=(--seq 2048) a
+    for a in --vocab --cluster; do
+        [[ " $* " == *" $a "* ]] || defaults+=("$a" "$([ "$a" = --vocab ] && echo 51200 || echo a100)")
+    done
+    "$PLAN" "${defaults[@]}" "$@" |
         awk '/^  step = / { print $NF == "s" ? $(NF - 1) : $NF; found = 1 } END { exit !found }'
 }
 
