@@ -22,16 +22,18 @@ JOBS=${PB_TEST_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 LOGS=$(mktemp -d /tmp/parabench-itest.XXXXXX)
 trap 'rm -rf "$LOGS"' EXIT
 
-# The order to start them in: the slow ones first (seconds measured on a 2-core
-# machine; a test not listed counts as short).
+# The order to start them in: the slow ones first (seconds a full `make test` took
+# each on a 2-core machine; a test not listed counts as short).
 weight() {
     case $1 in
-    test_failmalloc.sh) echo 140 ;; test_bad_input.sh) echo 130 ;; test_install.sh) echo 120 ;; test_slurm_nodes.sh) echo 105 ;; test_gpu_check.sh) echo 100 ;;
-    test_slurm.sh) echo 55 ;; test_reproduce.sh) echo 42 ;;
-    test_coll_sweep.sh) echo 40 ;; test_run_all_signals.sh | test_run_all_exit.sh) echo 32 ;;
-    test_bounded_workloads.sh | test_pp_pipeline.sh | test_fidelity.sh | test_dp_allreduce.sh | test_full_disk.sh) echo 30 ;;
-    test_fsdp_step.sh) echo 30 ;;
-    test_run_all*.sh | test_reliability.sh | test_recipes.sh | test_tp_layer.sh | test_unit_sanitized.sh) echo 24 ;;
+    test_failmalloc.sh) echo 200 ;; test_recipes.sh) echo 160 ;; test_gpu_check.sh) echo 140 ;; test_reproduce.sh) echo 130 ;;
+    test_run_all_cluster.sh) echo 120 ;; test_dp_allreduce.sh) echo 115 ;; test_slurm.sh) echo 100 ;;
+    test_fidelity.sh | test_bad_input.sh | test_slurm_nodes.sh | test_unit_sanitized.sh) echo 95 ;;
+    test_install.sh | test_coll_sweep.sh) echo 70 ;; test_run_all_spaces.sh | test_run_all_exit.sh) echo 62 ;;
+    test_run_all_np8.sh | test_rehearse.sh | test_report_browser.sh | test_pp_pipeline.sh) echo 52 ;;
+    test_reliability.sh | test_run_all.sh | test_golden_loop.sh | test_run_all_signals.sh | test_bounded_workloads.sh) echo 42 ;;
+    test_fsdp_step.sh | test_emulated_cluster.sh | test_hybrid_3d.sh | test_tp_layer.sh | test_full_disk.sh) echo 28 ;;
+    test_run_all*.sh | test_coll_dtypes.sh) echo 24 ;;
     *) echo 10 ;;
     esac
 }
