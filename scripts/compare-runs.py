@@ -436,6 +436,34 @@ def blocks(run_a, run_b, ma, mb, shp, rows, drawn):
     return b
 
 
+def parse_args(argv, out_flags):
+    """(quiet, plots, out, runs) of a tool's command line: --quiet, --no-plots, OUT_FLAGS FOLDER
+    (or --out=FOLDER), then the runs. Shared with parabench-history; an option given twice is
+    refused, as every parabench tool refuses it."""
+    quiet, plots, out, args, seen = False, True, None, [], set()
+    it = iter(argv)
+    for a in it:
+        flag = "--out" if a.startswith("--out=") or a in out_flags else a
+        if flag.startswith("-") and flag in seen:
+            raise Refusal(f"option {a.split('=')[0]}: is given twice; give it once")
+        seen.add(flag)
+        if a == "--quiet":
+            quiet = True
+        elif a == "--no-plots":
+            plots = False
+        elif a in out_flags:
+            out = next(it, None)
+            if not out:
+                raise Refusal(f"{a} needs a folder")
+        elif a.startswith("--out="):
+            out = a[len("--out="):]
+        elif a.startswith("-"):
+            raise Refusal(f"option {a}: unknown; see --help")
+        else:
+            args.append(a)
+    return quiet, plots, out, args
+
+
 def main(argv):
     if "--version" in argv:
         print(version.string(os.environ.get("BUILD", "build")))
@@ -443,23 +471,7 @@ def main(argv):
     if "-h" in argv or "--help" in argv:
         print(__doc__.strip())
         return 0
-    quiet, plots, out, args = False, True, None, []
-    it = iter(argv)
-    for a in it:
-        if a == "--quiet":
-            quiet = True
-        elif a == "--no-plots":
-            plots = False
-        elif a == "--out":
-            out = next(it, None)
-            if not out:
-                raise Refusal("--out needs a folder")
-        elif a.startswith("--out="):
-            out = a[len("--out="):]
-        elif a.startswith("-"):
-            raise Refusal(f"option {a}: unknown; see --help")
-        else:
-            args.append(a)
+    quiet, plots, out, args = parse_args(argv, ("--out",))
     if len(args) != 2:
         raise Refusal("give two runs, RUN_A (the reference) and RUN_B; see --help")
     run_a, run_b = args

@@ -310,23 +310,7 @@ def main(argv):
     if "-h" in argv or "--help" in argv:
         print(__doc__.strip())
         return 0
-    quiet, plots, out, args = False, True, None, []
-    it = iter(argv)
-    for a in it:
-        if a == "--quiet":
-            quiet = True
-        elif a == "--no-plots":
-            plots = False
-        elif a in ("-o", "--out"):
-            out = next(it, None)
-            if not out:
-                raise Refusal(f"{a} needs a folder")
-        elif a.startswith("--out="):
-            out = a[len("--out="):]
-        elif a.startswith("-"):
-            raise Refusal(f"option {a}: unknown; see --help")
-        else:
-            args.append(a)
+    quiet, plots, out, args = compare.parse_args(argv, ("-o", "--out"))
     runs = load_runs(args)
     out = out or "history"
     compare.check_out(out, [r[0] for r in runs], "-o")

@@ -147,7 +147,9 @@ expect_rc 2 "-o inside a run" -- python3 "$HIST" -o "$R/week1/hist" "$R/week1" "
 expect_in "$TMP/err" "is inside the run" "the refusal says why"
 expect_rc 2 "an unknown option" -- python3 "$HIST" --bogus "$R/week1" "$R/week2"
 expect_in "$TMP/err" "option --bogus: unknown" "the message names the option"
-for d in b1 b2 b3 b4 b5; do [ -e "$TMP/$d" ] && fail "$d written after a refusal"; done
+expect_rc 2 "-o given twice" -- python3 "$HIST" -o "$TMP/b6" --out="$TMP/b7" "$R/week1" "$R/week2"
+expect_in "$TMP/err" "option --out: is given twice" "an option is given once, as everywhere"
+for d in b1 b2 b3 b4 b5 b6 b7; do [ -e "$TMP/$d" ] && fail "$d written after a refusal"; done
 sums | cmp -s - "$TMP/before" && [ ! -e "$R/week1/hist" ] && pass "no file of the runs changed or added" ||
     fail "a run's files changed: $(sums | diff "$TMP/before" - | head -5)"
 finish
