@@ -371,9 +371,13 @@ static int run_config(run_ctx *r, pb_fsdp_prefetch p, long long *wrong)
 static int node_group(const pb_world *w, int *size)
 {
     int lo = w->local_size, hi = w->local_size, blocked = w->rank % w->local_size == w->local_rank;
-    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, w->comm);
-    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, w->comm);
-    MPI_Allreduce(MPI_IN_PLACE, &blocked, 1, MPI_INT, MPI_MIN, w->comm);
+    if (w->comm == MPI_COMM_NULL) /* --validate's world: nodes in rank order, the last holding what is left */
+        lo = w->size % w->local_size ? w->size % w->local_size : w->local_size;
+    else {
+        MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, w->comm);
+        MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, w->comm);
+        MPI_Allreduce(MPI_IN_PLACE, &blocked, 1, MPI_INT, MPI_MIN, w->comm);
+    }
     if (lo != hi)
         return pb_error_usage("--shard-group", "node: the nodes hold %d to %d ranks; a node's shard group needs the "
                               "same count on every node", lo, hi);

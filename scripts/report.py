@@ -73,6 +73,8 @@ UNTRUSTED = {  # by role
                      ("grad_bytes", "overlap")),
     "pipeline parallel": (re.compile(r"untrustworthy: efficiency \S+ \(([^,]+), m=(\d+)\): (.*)"),
                     ("schedule", "micro_batches")),
+    "sharded data parallel": (re.compile(r"untrustworthy: exposed \(prefetch (\w+)\) = step - compute = \S+ us: (.*)"),
+                              ("prefetch",)),
 }
 
 
@@ -245,6 +247,24 @@ def pp_headlines(out):
     return [(line, found)]
 
 
+def fsdp_headlines(out):
+    fs = rows(out, "sharded data parallel")
+    if not fs:
+        return []
+    marks = untrusted(out, "sharded data parallel")
+    why = {id(r): distrust(r, "sharded data parallel", marks) for r in fs}
+    group = f"shard group of {fs[0]['shard_group']}" + (f" x {fs[0]['replicas']} replicas"
+                                                       if num(fs[0], "replicas", 1) > 1 else "")
+    parts = [f"prefetch {r['prefetch']} {100 * num(r, 'overhead'):.0f}% "
+             + (f"(untrustworthy: {why[id(r)]})" if why[id(r)]
+                else f"(predicted {100 * num(r, 'predicted_exposed_us') / num(r, 'compute_us', 1):.0f}%)") for r in fs]
+    line = (f"FSDP exposed communication over compute ({group}): " + ", ".join(parts)
+            + f"; DP's all-reduce of the same gradient {100 * num(fs[0], 'dp_overhead'):.0f}%")
+    return [(line, [figure(f"FSDP exposed communication over compute, {group}, prefetch {r['prefetch']}",
+                           num(r, "overhead"), "%", num(r, "predicted_exposed_us") / num(r, "compute_us", 1),
+                           "FSDP step model", why[id(r)]) for r in fs])]
+
+
 def fit_headlines(out):
     fit = rows(out, "model fit")
     if not fit:
@@ -260,9 +280,10 @@ def fit_headlines(out):
 
 def headline_figures(out):
     """[(summary line, [figure rows])]: bus bandwidth per link class, p2p, DP overhead against its
-    prediction, TP fraction, PP efficiency against theory, plan --fit's error."""
+    prediction, TP fraction, PP efficiency against theory, FSDP exposed communication against its model,
+    plan --fit's error."""
     return (coll_headlines(out) + p2p_headlines(out) + step_headlines(out) + dp_headlines(out) + tp_headlines(out)
-            + pp_headlines(out) + fit_headlines(out))
+            + pp_headlines(out) + fsdp_headlines(out) + fit_headlines(out))
 
 
 def step_headlines(out):

@@ -41,9 +41,10 @@ DOES_NOT_FIT = "does not fit"  # how a memory skip begins: run_all ends such a r
 MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
 # The shaped steps, by the roles suite/manifest.py gives them (it names the steps; this module never does).
-INTRA, DP, TP, PP, GRID = ("collectives inside each node", "data parallel", "tensor parallel", "pipeline parallel",
-                           "3D parallel")
-ROLES = (INTRA, DP, TP, PP, GRID)
+INTRA, DP, TP, PP, GRID, FSDP = ("collectives inside each node", "data parallel", "tensor parallel",
+                                 "pipeline parallel", "3D parallel", "sharded data parallel")
+ROLES = (INTRA, DP, TP, PP, GRID, FSDP)
+FSDP_MIN_LAYERS = 2  # prefetch overlaps a layer's compute with the next layer's gather: one layer has no next
 
 
 def model_of(model):
@@ -268,24 +269,55 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
         if p:
             out.append(_pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, D))
 
-    # hybrid_3d: TP inside the node, PP across nodes, DP over the rest.
-    if T == 1 and P == 1:
-        out.append(_skip(GRID, "TP 1 x PP 1 (%s, %d heads): the grid is DP alone, which dp_allreduce "
-                         "measures" % (where, m["heads"])))
-    else:
-        lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
-        cap_layers = min(cap_layers, -(-m["layers"] // P))
-        hy_mem = models.run_memory(m, T, cap_layers, 2 * P, 0, es)["total"]  # 1F1B's in flight, 2P micro-batches
-        why = _too_big(hy_mem, memory, "%s of TP %d" % (_n(cap_layers, "layer"), T))
-        if why:
-            out.append(_skip(GRID, why))
-            return out
-        out.append(_shape(GRID, ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P,
-                                        "--compare-placements"],
-                          "TP %d x PP %d x DP %d, %d layers a stage of %d; tp-inner puts TP %s, PP %s, DP %s (%s)"
-                          % (T, P, D, cap_layers, -(-m["layers"] // P), lt, lp, ld, where),
-                          sizes={"memory": hy_mem}))
+    out.append(_grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory))
+    out.append(_fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory))
     return out
+
+
+def _grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory):
+    """hybrid_3d: TP inside the node, PP across nodes, DP over the rest."""
+    if T == 1 and P == 1:
+        return _skip(GRID, "TP 1 x PP 1 (%s, %d heads): the grid is DP alone, which dp_allreduce "
+                     "measures" % (where, m["heads"]))
+    lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
+    cap_layers = min(cap_layers, -(-m["layers"] // P))
+    hy_mem = models.run_memory(m, T, cap_layers, 2 * P, 0, es)["total"]  # 1F1B's in flight, 2P micro-batches
+    why = _too_big(hy_mem, memory, "%s of TP %d" % (_n(cap_layers, "layer"), T))
+    if why:
+        return _skip(GRID, why)
+    return _shape(GRID, ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P, "--compare-placements"],
+                  "TP %d x PP %d x DP %d, %s a stage of %d; tp-inner puts TP %s, PP %s, DP %s (%s)"
+                  % (T, P, D, _n(cap_layers, "layer"), -(-m["layers"] // P), lt, lp, ld, where), sizes={"memory": hy_mem})
+
+
+def fsdp_memory(m, layers, n, es):
+    """Bytes one rank of fsdp_step holds (pb_fsdp_bytes): the stack's full weights, gradients and
+    activations of its layers, two gathered layers and its shards of parameters and gradients."""
+    per_layer = models.layer_params(m) * es
+    shard = -(-models.layer_params(m) // n) * es
+    return models.run_memory(m, 1, layers, 1, 0, es)["total"] + 2 * per_layer + 2 * layers * shard
+
+
+def _fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory):
+    """fsdp_step: ZeRO-3 over the world on one node (or nodes of unequal size); on several
+    equal nodes hybrid sharding, as FSDP is run at scale: shard inside each node, one replica
+    per node. Whole layers (t 1), at least FSDP_MIN_LAYERS so that prefetch has a next layer."""
+    if ranks == 1:
+        return _skip(FSDP, "one rank: nothing to shard")
+    layers = min(max(cap_layers, FSDP_MIN_LAYERS), m["layers"])
+    hybrid = nodes > 1 and not uneven and rpn > 1
+    n = rpn if hybrid else ranks
+    need = fsdp_memory(m, layers, n, es)
+    why = _too_big(need, memory, "%s unsharded with their two gathered layers" % _n(layers, "layer"))
+    if why:
+        return _skip(FSDP, why)
+    gather = models.layer_params(m) * es
+    what = ("hybrid sharding: each layer sharded over the %d ranks of its node, %d replicas across the nodes"
+            % (n, nodes)) if hybrid else "each layer sharded over all %d ranks (ZeRO-3)" % n
+    return _shape(FSDP, ["--shard-group", "node" if hybrid else "world", "--layers", layers],
+                  "%s; %s a layer's all-gather, %s run, prefetch off and on (%s)"
+                  % (what, _mib(gather), _n(layers, "layer"), where),
+                  sizes={"fsdp_gather": gather, "memory": need})
 
 
 def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, d):
@@ -303,10 +335,10 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
     left = "" if len(scheds) == 2 else "; GPipe left out: %s" % _too_big(need["gpipe"], memory, "its %d micro-batches" % max(mbs))
     return _shape(PP, ["--schedule", ",".join(scheds), "--stages", p, *stride, "--layers", cap_layers * p,
                                   "--micro-batches", ",".join(map(str, mbs))],
-                  "%s, %s at once, %d of each stage's %d layers; %s a message, %d micro-batches a pipeline from "
+                  "%s, %s at once, %d of each stage's %s; %s a message, %s a pipeline from "
                   "the global batch (run to %d) (%s)%s" % (
-                      what, _n(ranks // p, "pipeline"), cap_layers, -(-m["layers"] // p), _mib(job["pp_message"]),
-                      real, max(mbs), where, left),
+                      what, _n(ranks // p, "pipeline"), cap_layers, _n(-(-m["layers"] // p), "layer"),
+                      _mib(job["pp_message"]), "%d micro-batch%s" % (real, "" if real == 1 else "es"), max(mbs), where, left),
                   sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": max(need[s] for s in scheds)})
 
 

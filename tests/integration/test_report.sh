@@ -157,6 +157,11 @@ gpipe,3,4,intra,31000,0.58,0.6667,0.42,1572864,0
 1f1b,3,8,intra,50000,0.75,0.8,0.25,786432,0
 gpipe,3,8,intra,52000,0.72,0.8,0.28,3145728,0
 EOF
+cat >"$H/fsdp_step.csv" <<'EOF'
+nranks,shard_group,replicas,link_class,prefetch,compute_us,comm_us,step_us,exposed_us,overhead,predicted_exposed_us,dp_overhead,wrong
+9,3,3,intra,off,8000,2400,10400,2400,0.3,2200,0.125,0
+9,3,3,intra,on,8000,2400,8800,800,0.1,640,0.125,0
+EOF
 cat >"$H/plan_fit.csv" <<'EOF'
 benchmark,row,predicted_us,measured_us,rel_error
 coll_sweep,allreduce 1M,1500,2100.5,-0.2859
@@ -224,6 +229,15 @@ for s, r in last.items():
     cells[f"pipeline efficiency, {s}, m={r['micro_batches']}, p={r['stages']}"] = (
         f"{v(r, 'efficiency'):.2f}", f"{v(r, 'efficiency_theory'):.2f}",
         f"{100 * v(r, 'efficiency') / v(r, 'efficiency_theory'):.0f}%")
+fs = rows("fsdp_step")  # exposed over compute, against the step model's exposed over the same compute
+lines.append(f"FSDP exposed communication over compute (shard group of 3 x 3 replicas): " + ", ".join(
+    f"prefetch {r['prefetch']} {100 * v(r, 'overhead'):.0f}% "
+    f"(predicted {100 * v(r, 'predicted_exposed_us') / v(r, 'compute_us'):.0f}%)" for r in fs)
+    + f"; DP's all-reduce of the same gradient {100 * v(fs[0], 'dp_overhead'):.0f}%")
+for r in fs:
+    e = v(r, "predicted_exposed_us") / v(r, "compute_us")
+    cells[f"FSDP exposed communication over compute, shard group of 3 x 3 replicas, prefetch {r['prefetch']}"] = (
+        f"{100 * v(r, 'overhead'):.0f}%", f"{100 * e:.0f}%", f"{100 * v(r, 'overhead') / e:.0f}%")
 fit = [abs(v(r, "rel_error")) for r in rows("plan_fit") if r["rel_error"] not in ("", "nan")]  # no error: no data
 lines.append(f"plan --fit: median |error| {100 * statistics.median(fit):.0f}% over {len(fit)} rows")
 cells[f"plan --fit: median |predicted - measured| / measured, {len(fit)} rows"] = (
@@ -304,6 +318,12 @@ schedule,stages,micro_batches,link_class,step_us,efficiency,efficiency_theory,bu
 1f1b,2,8,intra,19000,1.20,0.8889,0.2,786432,0
 # note: untrustworthy: efficiency 1.200 (1f1b, m=8): above 1 (the step measured shorter than the compute it holds); use more iterations (-n) or a bigger model
 EOF
+cat >"$U/fsdp_step.csv" <<'EOF'
+nranks,shard_group,replicas,link_class,prefetch,compute_us,comm_us,step_us,exposed_us,overhead,predicted_exposed_us,dp_overhead,wrong
+2,2,1,intra,off,8000,2400,10400,2400,0.3,2200,0.125,0
+2,2,1,intra,on,8000,2400,7900,-100,-0.0125,640,0.125,0
+# note: untrustworthy: exposed (prefetch on) = step - compute = -100 us: negative (the step measured shorter than its compute); use more iterations (-n) or a bigger model
+EOF
 printf 'dp_allreduce\tok\t0\t1\t\n' >"$U/steps.tsv"
 expect_rc 0 "report.py with untrustworthy rows" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$U"
 expect_in "$U/summary.txt" "bucket 269% (untrustworthy: exposed = step - compute = 26.9 us: within the spread of the step times)" \
@@ -311,6 +331,8 @@ expect_in "$U/summary.txt" "bucket 269% (untrustworthy: exposed = step - compute
 expect_in "$U/summary.txt" "none 27% (predicted 25%)" "summary.txt: the trustworthy DP overhead is a finding"
 expect_in "$U/summary.txt" "1f1b 1.20 vs theory 0.89 (untrustworthy: above 1" "summary.txt: the untrustworthy PP efficiency says so"
 expect_in "$U/report.md" "overlap bucket (untrustworthy: exposed = step - compute" "report.md: the headline row says untrustworthy"
+expect_in "$U/summary.txt" "prefetch off 30% (predicted 28%), prefetch on -1% (untrustworthy: negative (the step measured shorter than its compute))" \
+    "summary.txt: the untrustworthy FSDP exposure says so, the trustworthy one is a finding"
 if grep -F "overlap bucket" "$U/report.md" | grep -qF "1076%"; then
     fail "report.md: an untrustworthy figure still has a measured / expected ratio"
 else pass "report.md: no ratio for an untrustworthy figure"; fi

@@ -23,8 +23,11 @@ expect_in "$TMP/err" "--model and --model-file together: choose one" "--model wi
 expect_rc 0 "--dry-run --model-file" -- env BUILD="$BUILD" "$RA" --dry-run --np 16 --ranks-per-node 8 --gpus-per-node 8 \
     --model-file "$TMP/my.model"
 expect_in "$TMP/out" "model my-1b: h 2048, 16 layers, 16 heads, 4 KV heads, swiglu MLP of 5632" "dry run: the file's model"
-[ "$(grep -c -- "--model-file $TMP/my.model --compute-dtype bfloat16 --grad-dtype bfloat16" "$TMP/out")" = 4 ] \
-    && pass "dry run: the four workloads run the file's model in bf16" || fail "dry run: $(grep -c -- --model-file "$TMP/out") workload lines name the file"
+# every shaped workload (suite/shapes.py's roles but the intra-node sweep) runs the model
+workloads=$(cd "$TESTS_DIR/../.." && python3 -c 'from suite import shapes; print(len(set(shapes.ROLES) - {shapes.INTRA}))')
+[ "$(grep -c -- "--model-file $TMP/my.model --compute-dtype bfloat16 --grad-dtype bfloat16" "$TMP/out")" = "$workloads" ] \
+    && pass "dry run: the $workloads workloads run the file's model in bf16" ||
+    fail "dry run: $(grep -c -- --model-file "$TMP/out") workload lines name the file, expected $workloads"
 
 # The dry run of a 70B on 8 nodes of 8 H100s: what a GPU would send and hold.
 expect_rc 0 "--dry-run llama-70b, 64 GPUs" -- env BUILD="$BUILD" "$RA" --dry-run --np 64 --ranks-per-node 8 \

@@ -45,6 +45,7 @@ STEP_ARGS = {
     "dp_allreduce": ["--overlap", "none,bucket"],
     "pp_pipeline": [],
     "hybrid_3d": [],
+    "fsdp_step": ["--prefetch", "off,on"],
 }
 
 
@@ -87,6 +88,9 @@ class Rules(unittest.TestCase):
             pp = got["pp_pipeline"]
             self.assertEqual(pp["sizes"]["pp_message"], 64 << 20)
             self.assertIn("1f1b", pp["args"][1])
+            fs = got["fsdp_step"]  # ZeRO-3 over one node; hybrid sharding (a node a shard group) over several
+            self.assertEqual(fs["args"][:2], ["--shard-group", "world" if ranks == 8 else "node"])
+            self.assertEqual(fs["sizes"]["fsdp_gather"], models.layer_params(m) * 2)
             hy = got["hybrid_3d"]["args"]
             self.assertEqual([int(hy[hy.index(k) + 1]) for k in ("--tp", "--pp", "--dp")], [t, p, d])
             for s in got.values():  # what runs fits a GPU, with room for NCCL
@@ -134,6 +138,11 @@ class Rules(unittest.TestCase):
             # every group of t consecutive ranks inside one node
             self.assertTrue(2 <= t <= 8 and all(n % t == 0 for n in sizes))
             self.assertEqual((m["heads"] % t, m["kv_heads"] % t, m["ffn"] % t), (0, 0, 0))
+        fs = got["fsdp_step"]
+        if ranks > 1:  # a node a shard group only where every node holds the same ranks, more than one
+            hybrid = ranks > rpn and ranks % rpn == 0 and rpn > 1
+            self.assertEqual(fs["args"][1], "node" if hybrid else "world")
+            self.assertGreaterEqual(int(fs["args"][3]), min(2, m["layers"]))
         pp = got["pp_pipeline"]
         if pp["args"] and "--pp-stride" in pp["args"]:
             p = int(pp["args"][pp["args"].index("--stages") + 1])

@@ -52,7 +52,7 @@ def main():
             print("| %s | %s | %s |" % (s["step"], args, s["describe"]))
     print("\nUpper bound of the whole run, `run_all.sh --dry-run --np N --ranks-per-node %d` (suite/estimate.py):\n"
           % a.per_node)
-    print("| ranks | profile | dp, tp, pp, hybrid | whole run |")
+    print("| ranks | profile | workloads | whole run |")
     print("| --- | --- | --- | --- |")
     for row in bound_rows(a.ranks, a.per_node, a.gpus):
         print(row)
