@@ -3,6 +3,8 @@ assembled from its measured parts, every expected value recomputed here from
 the fixture (docs/models.md). Run by test_training_step.sh."""
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -14,6 +16,10 @@ import training_step  # noqa: E402
 from suite import models  # noqa: E402
 
 MODEL = dict(models.presets()["llama-70b"])
+PLAN = os.path.join(os.environ.get("PB_BIN", os.path.join(ROOT, "build", "bin")), "plan")
+# A cluster file as plan --calibrate writes one: nodes of 8 H100-class GPUs on a 400 Gb/s network.
+CLUSTER = ("name = fixture\ngpus_per_node = 8\nintra_alpha_us = 2\nintra_bw_GBps = 450\ninter_alpha_us = 5\n"
+           "inter_bw_GBps = 50\ntflops = 600\nmem_GB = 80\nhbm_GBps = 3350\n")
 
 
 def write(folder, name, header, rows):
@@ -101,6 +107,48 @@ class Step(unittest.TestCase):
             self.assertIsNone(training_step.assemble(d))
         with tempfile.TemporaryDirectory() as d:
             self.assertIsNone(training_step.assemble(d))  # no meta.json
+
+
+class AgreesWithPlan(unittest.TestCase):
+    """Where the measured parts are the cluster file's own (plan's per-micro-batch terms of the slowest
+    stage fed in as the run's rows), the assembled step is plan's step but for the two documented
+    differences: the fill and drain take p - 1 slots of the slowest stage, not the other stages' own
+    (the last holds the logit layer), and the DP all-reduce overlaps the last backward."""
+
+    def plan_terms(self, folder, t, p, d, m):
+        cmd = [PLAN, "--model", "llama-70b", "--cluster", os.path.join(folder, "cluster.txt"), "--gpus",
+               str(t * p * d), "--tp", str(t), "--pp", str(p), "--dp", str(d), "--global-batch", str(m * d)]
+        text = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
+        per = re.search(r"fwd ([0-9.]+) ms, bwd ([0-9.]+) ms, TP comm ([0-9.]+) ms, PP comm ([0-9.]+) ms", text)
+        step = re.search(r"step = .* = (\d+) x ([0-9.]+) ms \+ ([0-9.]+) ms \+ ([0-9.]+) ms = ([0-9.]+) s", text)
+        self.assertTrue(per and step, text)
+        fwd, bwd, tp, pp = (float(x) * 1e3 for x in per.groups())
+        count, slot, fill, dp, total = (float(x) for x in step.groups())
+        self.assertEqual(count, m)
+        return {"C_stage": fwd + bwd, "T_stage": tp, "pp": pp, "slot": slot * 1e3, "fill": fill * 1e3,
+                "dp": dp * 1e3, "step": total * 1e6}
+
+    def test_assembled_from_plans_parts(self):
+        t, p, d = 8, 8, 16
+        m = models.presets()["llama-70b"]
+        mb, Ls = training_step.shapes.micro_batches(m, d, ())[1], -(-m["layers"] // p)
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "cluster.txt"), "w") as f:
+                f.write(CLUSTER)
+            k = self.plan_terms(folder, t, p, d, mb)
+            msg = m["seq"] * m["hidden"] * 2
+            run_folder(folder, t, p, d, C=k["C_stage"] / Ls, T=k["T_stage"] / Ls,
+                       bw=2 * msg / (k["pp"] * 1e-6) / 1e9, R=k["dp"])  # 2 messages a slot make plan's PP comm
+            s = training_step.assemble(folder)
+            planned = training_step.plan_step(folder, s, PLAN)
+        self.assertAlmostEqual(planned, k["step"] / 1e6, places=3)  # plan_step reads plan's own step line
+        slot = Ls * (s["C_us"] + s["T_us"]) + 2 * s["X_us"]
+        self.assertAlmostEqual(slot, k["slot"], delta=1e-3 * k["slot"])  # the same slot
+        hidden = max(0.0, k["dp"] - Ls * s["C_us"] * 2 / 3)
+        self.assertAlmostEqual(s["step_us"], k["step"] - k["fill"] + (p - 1) * slot - k["dp"] + hidden,
+                               delta=1e-3 * k["step"])
+        # and the whole step within 3% of plan's: the two differences are small at this shape
+        self.assertLess(abs(s["step_us"] / k["step"] - 1), 0.03, (s["step_us"], k["step"]))
 
 
 if __name__ == "__main__":
