@@ -340,8 +340,9 @@ static int report(run_ctx *r, const row *w, const pb_fsdp_config *fc)
     PB_TRY(pb_report_row(r->b->rep, v));
     const char *why = pb_stats_diff_noise(&w->step, &w->compute, exposed, w->iters, MPI_Wtick() * 1e6);
     if (why || exposed < 0)
-        pb_report_note(r->b->rep, "untrustworthy: exposed (prefetch %s) = step - compute = %.3g us: %s%s%s; use "
-                       "more iterations (-n) or a bigger model", pb_fsdp_prefetch_name(w->prefetch), exposed,
+        pb_report_note(r->b->rep, "untrustworthy: overhead %.3f (prefetch %s, shard group %d): exposed = step - "
+                       "compute = %.3g us: %s%s%s; use more iterations (-n) or a bigger model",
+                       v[COL_OVERHEAD].f, pb_fsdp_prefetch_name(w->prefetch), r->n, exposed,
                        exposed < 0 ? "negative (the step measured shorter than its compute)" : "",
                        exposed < 0 && why ? ", " : "", why ? why : "");
     return PB_OK;

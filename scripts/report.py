@@ -73,8 +73,8 @@ UNTRUSTED = {  # by role
                      ("grad_bytes", "overlap")),
     "pipeline parallel": (re.compile(r"untrustworthy: efficiency \S+ \(([^,]+), m=(\d+)\): (.*)"),
                     ("schedule", "micro_batches")),
-    "sharded data parallel": (re.compile(r"untrustworthy: exposed \(prefetch (\w+)\) = step - compute = \S+ us: (.*)"),
-                              ("prefetch",)),
+    "sharded data parallel": (re.compile(r"untrustworthy: overhead \S+ \(prefetch (\w+), shard group (\d+)\): (.*)"),
+                              ("prefetch", "shard_group")),
 }
 
 

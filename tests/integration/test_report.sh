@@ -322,7 +322,7 @@ cat >"$U/fsdp_step.csv" <<'EOF'
 nranks,shard_group,replicas,link_class,prefetch,compute_us,comm_us,step_us,exposed_us,overhead,predicted_exposed_us,dp_overhead,wrong
 2,2,1,intra,off,8000,2400,10400,2400,0.3,2200,0.125,0
 2,2,1,intra,on,8000,2400,7900,-100,-0.0125,640,0.125,0
-# note: untrustworthy: exposed (prefetch on) = step - compute = -100 us: negative (the step measured shorter than its compute); use more iterations (-n) or a bigger model
+# note: untrustworthy: overhead -0.013 (prefetch on, shard group 2): exposed = step - compute = -100 us: negative (the step measured shorter than its compute); use more iterations (-n) or a bigger model
 EOF
 printf 'dp_allreduce\tok\t0\t1\t\n' >"$U/steps.tsv"
 expect_rc 0 "report.py with untrustworthy rows" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$U"
@@ -331,7 +331,7 @@ expect_in "$U/summary.txt" "bucket 269% (untrustworthy: exposed = step - compute
 expect_in "$U/summary.txt" "none 27% (predicted 25%)" "summary.txt: the trustworthy DP overhead is a finding"
 expect_in "$U/summary.txt" "1f1b 1.20 vs theory 0.89 (untrustworthy: above 1" "summary.txt: the untrustworthy PP efficiency says so"
 expect_in "$U/report.md" "overlap bucket (untrustworthy: exposed = step - compute" "report.md: the headline row says untrustworthy"
-expect_in "$U/summary.txt" "prefetch off 30% (predicted 28%), prefetch on -1% (untrustworthy: negative (the step measured shorter than its compute))" \
+expect_in "$U/summary.txt" "prefetch off 30% (predicted 28%), prefetch on -1% (untrustworthy: exposed = step - compute = -100 us: negative (the step measured shorter than its compute))" \
     "summary.txt: the untrustworthy FSDP exposure says so, the trustworthy one is a finding"
 if grep -F "overlap bucket" "$U/report.md" | grep -qF "1076%"; then
     fail "report.md: an untrustworthy figure still has a measured / expected ratio"

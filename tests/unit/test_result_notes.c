@@ -79,6 +79,25 @@ static void pp_notes(void **state)
     pb_csv_free(&csv);
 }
 
+static void fsdp_notes(void **state)
+{
+    (void)state;
+    write_file("prefetch,shard_group,overhead\noff,4,0.3\non,4,-0.01\non,2,0.2\n"
+               "# note: untrustworthy: overhead -0.010 (prefetch on, shard group 4): exposed = step - compute = -80 us: "
+               "negative (the step measured shorter than its compute); use more iterations\n# complete\n");
+    pb_csv csv;
+    pb_result_notes notes;
+    assert_int_equal(pb_csv_read(path, &csv), PB_OK);
+    assert_int_equal(pb_result_notes_read(path, "fsdp_step", &notes), PB_OK);
+    assert_null(pb_result_notes_of_row(&notes, &csv, 0));  /* the other prefetch setting */
+    const pb_result_notes_entry *n = pb_result_notes_of_row(&notes, &csv, 1);
+    assert_non_null(n);
+    assert_string_equal(n->why, "exposed = step - compute = -80 us: negative (the step measured shorter than its compute)");
+    assert_null(pb_result_notes_of_row(&notes, &csv, 2)); /* the other shard group */
+    pb_result_notes_free(&notes);
+    pb_csv_free(&csv);
+}
+
 /* Benchmarks whose notes name no rows, and files that cannot be read: no notes. */
 static void no_notes(void **state)
 {
@@ -97,6 +116,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(dp_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(pp_notes, setup, teardown),
+        cmocka_unit_test_setup_teardown(fsdp_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(no_notes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

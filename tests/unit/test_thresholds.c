@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "coll/coll.h"
 #include "core/error.h"
 #include "plan/thresholds.h"
 
@@ -87,6 +88,7 @@ static void unknown_modes(void **state)
         {"dp_overhead overlap=buckt <= 0.2", "overlap 'buckt' is not accepted for dp_overhead; expected none or bucket"},
         {"pp_efficiency schedule=1F1B >= 0.9", "expected gpipe, 1f1b or interleaved"},
         {"tp_comm_fraction mode=ar <= 0.5", "mode 'ar' is not accepted for tp_comm_fraction; expected allreduce or sp"},
+        {"fsdp_overhead prefetch=yes <= 0.5", "prefetch 'yes' is not accepted for fsdp_overhead; expected off or on"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pb_thresholds_set set;
@@ -98,6 +100,25 @@ static void unknown_modes(void **state)
     char err[256];
     assert_int_equal(parse("dp_overhead overlap=none <= 1\nfit_error benchmark=anything <= 1", &set, err, sizeof err), PB_OK);
     pb_thresholds_free(&set);
+    assert_int_equal(parse("fsdp_overhead prefetch=on link=intra <= 20 %", &set, err, sizeof err), PB_OK);
+    pb_thresholds_free(&set);
+}
+
+/* Every collective coll_sweep runs (the collective table) is one a rule may name, and the refusal lists them all. */
+static void every_collective(void **state)
+{
+    (void)state;
+    char names[160], err[512];
+    for (const char *const *n = pb_coll_names(); *n; n++) {
+        char rule[96];
+        pb_thresholds_set set;
+        snprintf(rule, sizeof rule, "busbw coll=%s size=1M >= 1", *n);
+        assert_int_equal(parse(rule, &set, err, sizeof err), PB_OK);
+        pb_thresholds_free(&set);
+    }
+    pb_thresholds_set set;
+    assert_int_equal(parse("busbw coll=gather size=1M >= 1", &set, err, sizeof err), PB_ERR_USAGE);
+    assert_non_null(strstr(err, pb_coll_name_list(names, sizeof names)));
 }
 
 static void bad_rules(void **state)
@@ -108,6 +129,8 @@ static void bad_rules(void **state)
         const char *message; /* expected substring, after "t.thr:LINE: " */
     } cases[] = {
         {"bw coll=allreduce size=1M >= 1\n", "t.thr:1: 'bw' is not a metric"},
+        {"bw >= 1\n", "accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, dp_overhead, "
+                      "tp_comm_fraction, pp_efficiency, fsdp_overhead, fit_error, gemm_rate"},
         {"# c\nbusbw coll=allreduce size=1M\n", "t.thr:2: missing comparison"},
         {"busbw coll=allreduce size=1M >=\n", "t.thr:1: missing threshold"},
         {"busbw coll=allreduce size=1M >= fast\n", "t.thr:1: threshold 'fast' is not a number"},
@@ -231,6 +254,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_rules),
         cmocka_unit_test(unknown_modes),
+        cmocka_unit_test(every_collective),
         cmocka_unit_test(exponents),
         cmocka_unit_test(bad_rules),
         cmocka_unit_test(value_length_boundary),

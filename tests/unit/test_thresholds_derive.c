@@ -86,6 +86,13 @@ static void workloads(void **state)
     proposed("gemm_rate", got, sizeof got);
     assert_string_equal(got, "gemm_rate size=1K");
     pb_csv_free(&tab.csv);
+    /* FSDP: one rule per prefetch setting and link class; no size to pick */
+    read_table("nranks,shard_group,link_class,prefetch,overhead,wrong\n8,8,intra,off,0.3,0\n8,8,intra,on,0.1,0\n"
+               "16,8,inter,on,0.2,0\n# complete\n");
+    proposed("fsdp_overhead", got, sizeof got);
+    assert_string_equal(got, "fsdp_overhead link=intra prefetch=off|fsdp_overhead link=intra prefetch=on|"
+                             "fsdp_overhead link=inter prefetch=on");
+    pb_csv_free(&tab.csv);
 }
 
 static void thresholds(void **state)
