@@ -1,5 +1,5 @@
-/* plan --fit, second half: predict each dp_allreduce, tp_layer, pp_pipeline
- * and hybrid_3d row of a run from its measured compute plus the modeled
+/* plan --fit, second half: predict each dp_allreduce, tp_layer, pp_pipeline,
+ * hybrid_3d and fsdp_step row of a run from its measured compute plus the modeled
  * communication (model.h with the fitted links), print predicted vs measured,
  * and write benchmark,row,predicted_us,measured_us,rel_error. */
 #include "plan/plan_predict.h"
@@ -140,6 +140,40 @@ static int predict_hybrid(const pb_csv *t, int r, const pb_plan_fit_fitted *f, p
     return push(pv, "hybrid_3d", label, "per axis", pred, step);
 }
 
+/* A dtype column's element size, or 0 when it names none. */
+static double element_bytes(const pb_csv *t, int r, const char *col)
+{
+    pb_dtype d;
+    return pb_dtype_parse(col, pb_csv_get(t, r, col), &d) == PB_OK ? (double)pb_dtype_size(d) : 0.0;
+}
+
+/* FSDP (fsdp_step): the planner's step model (pb_model_fsdp_step) from the
+ * row's measured compute, split as the benchmark splits it (a layer's
+ * forward a third of its compute, its backward two), and each layer's
+ * all-gather of n*S parameter elements and reduce-scatter of n*S gradient
+ * elements over the shard group's fitted link; with r replicas, the shard's
+ * all-reduce over them on the inter-node link where one was fitted. */
+static int predict_fsdp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
+{
+    double n, reps, layers, S, comp, step;
+    pb_model_link l, across;
+    char used[16], spare[16], label[96];
+    const char *cls = pb_csv_get(t, r, "link_class"), *prefetch = pb_csv_get(t, r, "prefetch");
+    double pes = element_bytes(t, r, "compute_dtype"), ges = element_bytes(t, r, "dtype");
+    if (!num(t, r, "shard_group", &n) || !num(t, r, "replicas", &reps) || !num(t, r, "layers", &layers) ||
+        !num(t, r, "shard_elems", &S) || !num(t, r, "compute_us", &comp) || !num(t, r, "step_us", &step) ||
+        layers < 1 || !pes || !ges || pb_plan_fit_fitted_link(f, cls, 1, &l, used, sizeof used))
+        return PB_ERR_CHECK;
+    if (reps <= 1 || pb_plan_fit_fitted_link(f, "inter", 1, &across, spare, sizeof spare)) across = l;
+    pb_model_fsdp_layer k;
+    pb_model_fsdp_comm(n * S * pes, n * S * ges, (int)n, (int)reps, l, across, &k);
+    k.fwd = comp * 1e-6 / (3.0 * layers);
+    k.bwd = 2.0 * k.fwd;
+    double pred = pb_model_fsdp_step((int64_t)layers, &k, strcmp(prefetch, "on") == 0) * 1e6;
+    snprintf(label, sizeof label, "n=%d r=%d %s L=%d prefetch=%s", (int)n, (int)reps, cls, (int)layers, prefetch);
+    return push(pv, "fsdp_step", label, used, pred, step);
+}
+
 typedef int (*predictor)(const pb_csv *, int, const pb_plan_fit_fitted *, predvec *);
 
 typedef struct {
@@ -200,6 +234,7 @@ int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *cs
     if (st == PB_OK) st = predict_kind(dir, "tp_layer", predict_tp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "pp_pipeline", predict_pp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "hybrid_3d", predict_hybrid, f, &pv, out);
+    if (st == PB_OK) st = predict_kind(dir, "fsdp_step", predict_fsdp, f, &pv, out);
     if (st == PB_OK) {
         fprintf(out, "\npredicted step time (measured compute + modeled communication) vs measured\n");
         fprintf(out, "%-12s %-52s %-11s %14s %14s %9s\n", "benchmark", "row", "link/fit", "predicted_us",
@@ -209,7 +244,7 @@ int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *cs
             fprintf(out, "%-12s %-52s %-11s %14.1f %14.1f %+8.1f%%\n", p->bench, p->label, p->link, p->pred_us,
                     p->meas_us, 100.0 * rel_err(p));
         }
-        if (pv.n == 0) fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline or hybrid_3d rows to predict)\n");
+        if (pv.n == 0) fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d or fsdp_step rows to predict)\n");
         if (csv_path) st = write_csv(csv_path, &pv, cmdline);
     }
     free(pv.v);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plan: --reproduce passes; the enumerator ranks and rejects; --fit recovers
 # alpha and B (within 5%) from synthetic sweeps generated with known values and
-# predicts synthetic dp/tp/pp/3D rows; bad inputs exit 2, missing data exits 3.
+# predicts synthetic dp/tp/pp/3D/FSDP rows; bad inputs exit 2, missing data exits 3.
 # No MPI needed.
 source "$(dirname "$0")/lib.sh"
 PLAN=$BIN/plan
@@ -196,6 +196,19 @@ BEGIN {
     cpp = 2 * m * (a["inter"] + pb / m / B["inter"]); cdp = 2 * (d - 1) * a["inter"] + db / B["inter"]
     st = (m + p - 1) / m * (40000 * m + cpp * 1e6) + cdp * 1e6
     printf "dp-inner,1,%d,%d,%d,%d,%d,intra,inter,inter,%.1f,%d,0,%d,%d\n", p, d, p * d, m, L, st * nz(), 40000 * m, pb, db > h
+    # FSDP: a shard group of n (intra), r replicas (the shard all-reduce inter), L layers of S-element
+    # shards; a layer forward f = compute/(3L), backward 2f; the step as docs/fsdp_step.md writes it.
+    fs = "'"$R"'/fsdp_step.csv"
+    print "nranks,shard_group,replicas,link_class,layers,compute_dtype,dtype,prefetch,shard_elems,compute_us,step_us" > fs
+    for (n = 2; n <= 4; n *= 2) for (r = 1; r <= 2; r++) for (pf = 0; pf < 2; pf++) {
+        L = 4; S = 16777216; comp = 60000; f = comp / (3 * L) * 1e-6; b = 2 * f
+        g = (n - 1) * a["intra"] + (n - 1) / n * n * S * 2 / B["intra"]
+        s = (n - 1) * a["intra"] + (n - 1) / n * n * S * 4 / B["intra"]
+        if (r > 1) s += 2 * (r - 1) * a["inter"] + 2 * (r - 1) / r * S * 4 / B["inter"]
+        if (!pf) st = L * (g + f) + L * (g + b + s)
+        else st = g + L * (f > g ? f : g) + (b > g ? b : g) + (L - 2) * (b > g + s ? b : g + s) + (b > s ? b : s) + s
+        printf "%d,%d,%d,intra,%d,bfloat16,float,%s,%d,%d,%.1f\n", n * r, n, r, L, pf ? "on" : "off", S, comp, st * 1e6 * nz() > fs
+    }
 }'
 expect_rc 0 "--fit synthetic run" -- "$PLAN" --fit "$R" --csv "$TMP/fit.csv"
 cp "$TMP/out" "$TMP/fit"
@@ -212,7 +225,7 @@ check_fit inter p2p 12 0.6
 check_fit intra coll 0.5 8
 check_fit inter coll 12 0.6
 expect_in "$TMP/fit" "coll_sweep_allreduce.csv: 73 rows, 1 not used for the fit" "fit: skips the wrong row"
-for b in dp_allreduce tp_layer pp_pipeline hybrid_3d; do
+for b in dp_allreduce tp_layer pp_pipeline hybrid_3d fsdp_step; do
     n=$(grep -c "^$b," "$TMP/fit.csv")
     if [ "$n" -ge 4 ]; then pass "--csv has $n $b rows"; else fail "--csv has $n $b rows, expected >= 4"; fi
 done
@@ -221,7 +234,7 @@ if awk -F, '!/^#/ && NR > 1 && $5 != "rel_error" { e = $5 < 0 ? -$5 : $5; if (e 
     pass "every prediction within 5% of the synthetic measurement"; else fail "some prediction off by more than 5%"; sed 's/^/  | /' "$TMP/fit.csv" >&2; fi
 # check_rel_err FILE WHAT: each rel_err --fit printed is 100 (predicted / measured - 1) of its own columns.
 check_rel_err() {
-    if awk '$1 ~ /^(dp_allreduce|tp_layer|pp_pipeline|hybrid_3d)$/ && $NF ~ /%$/ {
+    if awk '$1 ~ /^(dp_allreduce|tp_layer|pp_pipeline|hybrid_3d|fsdp_step)$/ && $NF ~ /%$/ {
             n++; e = substr($NF, 1, length($NF) - 1); want = 100 * ($(NF - 2) / $(NF - 1) - 1)
             # 0.05 for the printed %+.1f, and what the columns printed %.1f (+-0.05 us each) move it
             d = e - want; if (d < 0) d = -d; if (d > 0.06 + 10 / $(NF - 1)) { bad++; print "row " NR ": " e "% printed, " want "% from its columns" } }
@@ -287,7 +300,7 @@ awk -F' = ' -v kb="$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" '$1 == "mem
     && pass "mem_GB: the host's memory over 8 ranks" || { fail "mem_GB is not MemTotal / 8"; grep mem_GB "$TMP/cal.txt" >&2; }
 # --fit on sweeps alone: links fitted, no workload row to predict, and it says so.
 expect_rc 0 "--fit on a directory of sweeps only" -- "$PLAN" --fit "$K"
-expect_in "$TMP/out" "(no dp_allreduce, tp_layer, pp_pipeline or hybrid_3d rows to predict)" "nothing to predict: said"
+expect_in "$TMP/out" "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d or fsdp_step rows to predict)" "nothing to predict: said"
 expect_rc 0 "--fit with workload rows" -- "$PLAN" --fit "$R"
 grep -q "rows to predict)" "$TMP/out" && fail "--fit with rows to predict says it has none" \
     || pass "rows to predict: no 'nothing to predict' line"
