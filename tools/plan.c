@@ -3,6 +3,7 @@
  *   plan --reproduce                          the seed documents' figures, checked
  *   plan --model M --cluster C --gpus N       rank every (t, p, d) with t*p*d = N
  *   plan ... --tp T --pp P --dp D             one configuration, term by term
+ *   plan ... --fsdp world|node                the job as sharded data parallelism instead
  *   plan --fit RESULTS_DIR [--csv FILE]       fit alpha-beta, predict a run's rows
  *   plan --fit RESULTS_DIR --cluster FILE     predict a run from a calibration instead
  *   plan --calibrate RESULTS_DIR [-o FILE]    fitted links + GEMM rate as a cluster file
@@ -22,6 +23,7 @@
 #include "plan/plan_print.h"
 #include "plan/plan_reproduce.h"
 #include "plan/plan_fit.h"
+#include "plan/plan_fsdp.h"
 #include "plan/plan_predict.h"
 #include "plan/presets.h"
 #include "workload/pp_schedule.h"
@@ -46,6 +48,7 @@ typedef struct {
     double params, intra_bw, intra_lat, inter_bw, inter_bw_node, inter_lat, tflops, gpu_mem, gpn, hbm_bw;
     long long interleave;
     long long global_batch;
+    int fsdp; /* --fsdp: -1 not given, 0 world, 1 node */
 } options;
 
 static void usage(FILE *out)
@@ -53,7 +56,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: plan --reproduce\n"
             "       plan --version\n"
-            "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D] [options]\n"
+            "       plan --model M --cluster C --gpus N [--tp T --pp P --dp D | --fsdp world|node] [options]\n"
             "       plan --fit RESULTS_DIR [--cluster FILE] [--csv FILE]\n"
             "       plan --calibrate RESULTS_DIR [-o|--cluster-out FILE]\n"
             "       plan --pp-simulate P,M,T_FWD_US,T_BWD_US,T_MSG_US [--schedule gpipe|1f1b|interleaved [--interleave V]]\n"
@@ -67,7 +70,9 @@ static void usage(FILE *out)
             "         --tflops sustained-GEMM-TFLOP/s --hbm-bw GB/s --gpu-mem GB\n"
             "job:     --gpus N --global-batch SEQS --schedule gpipe|1f1b|interleaved [--interleave V]\n"
             "         --recompute none|selective|full --partition uniform|balanced|embedding\n"
-            "         --sp on|off --top K (rows shown) --json FILE\n",
+            "         --sp on|off --top K (rows shown) --json FILE\n"
+            "fsdp:    --fsdp world|node: the job as sharded data parallelism over every GPU (a shard group of\n"
+            "         all of them, or of a node's with one replica a node) instead of a (t, p, d) grid\n",
             pb_presets_preset_names(), pb_cluster_preset_names());
 }
 
@@ -75,7 +80,7 @@ enum {
     O_REPRO = 256, O_FIT, O_CSV, O_JSON, O_MODEL, O_CLUSTER, O_GPUS, O_TP, O_PP, O_DP, O_TOP, O_HIDDEN, O_LAYERS,
     O_HEADS, O_SEQ, O_VOCAB, O_MB, O_PARAMS, O_DTYPE, O_GPN, O_IBW, O_ILAT, O_XBW, O_XLAT, O_TFLOPS, O_MEM, O_GB,
     O_SCHED, O_RC, O_SP, O_HBM, O_VSTAGES, O_HELP, O_CALIBRATE, O_CLUSTER_OUT, O_PP_SIM, O_VERSION, O_PARTITION, O_XBW_NODE,
-    O_KV_HEADS, O_FFN, O_MLP, O_MODEL_FILE
+    O_KV_HEADS, O_FFN, O_MLP, O_MODEL_FILE, O_FSDP
 };
 
 static const struct option long_opts[] = {
@@ -99,7 +104,8 @@ static const struct option long_opts[] = {
     {"pp-simulate", required_argument, 0, O_PP_SIM}, {"version", no_argument, 0, O_VERSION},
     {"partition", required_argument, 0, O_PARTITION}, {"inter-bw-node", required_argument, 0, O_XBW_NODE},
     {"kv-heads", required_argument, 0, O_KV_HEADS}, {"ffn", required_argument, 0, O_FFN},
-    {"mlp", required_argument, 0, O_MLP}, {"model-file", required_argument, 0, O_MODEL_FILE}, {0, 0, 0, 0},
+    {"mlp", required_argument, 0, O_MLP}, {"model-file", required_argument, 0, O_MODEL_FILE},
+    {"fsdp", required_argument, 0, O_FSDP}, {0, 0, 0, 0},
 };
 
 static int choice(const char *opt, const char *arg, const char *const *names, int *out)
@@ -170,6 +176,10 @@ static int parse_one(options *o, int c, const char *arg)
     case O_SP: PB_TRY(choice("--sp", arg, onoff, &k)); o->job.sp = k; return PB_OK;
     case O_PARTITION: PB_TRY(choice("--partition", arg, parts, &k)); o->job.partition = (pb_model_partition)k; return PB_OK;
     case O_XBW_NODE: return pb_parse_double("--inter-bw-node", arg, 1e-6, 1e6, &o->inter_bw_node);
+    case O_FSDP: {
+        static const char *const groups[] = {"world", "node", NULL};
+        return choice("--fsdp", arg, groups, &o->fsdp);
+    }
     default: return PB_ERR_USAGE;
     }
 }
@@ -239,10 +249,28 @@ static int build_cluster(options *o)
     return PB_OK;
 }
 
+/* plan --model ... --fsdp world|node: the job as sharded data parallelism. Exit 1 when it is invalid or does not fit. */
+static int run_fsdp(options *o)
+{
+    if (o->tp > 0 || o->pp > 0 || o->dp > 0)
+        return pb_error_usage("--fsdp", "plans the job as sharded data parallelism over every GPU; give it or "
+                                        "--tp/--pp/--dp, not both");
+    if (o->gpus <= 0) return pb_error_usage("--gpus", "missing; give the GPU count to plan for, e.g. --gpus 64");
+    if (o->json) return pb_error_usage("--json", "does not apply to --fsdp, which writes no JSON");
+    pb_plan_print_setup(&o->job, &o->cluster, stdout);
+    pb_plan_fsdp f;
+    pb_plan_fsdp_eval(&o->job, &o->cluster, (int)o->gpus, o->fsdp, &f);
+    pb_plan_fsdp_print(&f, stdout);
+    if (!f.reject[0]) return PB_OK;
+    fprintf(stderr, "%s: FSDP on %lld GPUs: %s\n", pb_error_progname(), o->gpus, f.reject);
+    return PB_ERR_CHECK;
+}
+
 static int run_model(options *o, const char *cmdline)
 {
     PB_TRY(build_job(o));
     PB_TRY(build_cluster(o));
+    if (o->fsdp >= 0) return run_fsdp(o);
     int single = o->tp > 0 || o->pp > 0 || o->dp > 0;
     if (single && (o->tp < 0 || o->pp < 0 || o->dp < 0))
         return pb_error_usage("--tp", "give all three of --tp, --pp and --dp, or none to enumerate");
@@ -385,7 +413,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.gpus = o.tp = o.pp = o.dp = o.top = -1;
     o.hidden = o.layers = o.heads = o.seq = o.vocab = o.micro_batch = o.global_batch = -1;
-    o.kv_heads = o.ffn = o.mlp = -1;
+    o.kv_heads = o.ffn = o.mlp = o.fsdp = -1;
     o.params = o.intra_bw = o.intra_lat = o.inter_bw = o.inter_bw_node = o.inter_lat = o.tflops = o.gpu_mem = o.gpn = o.hbm_bw = -1;
     o.job.dtype_bytes = 2;
     o.job.sched = PB_PP_1F1B;

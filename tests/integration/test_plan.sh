@@ -134,6 +134,41 @@ mark_run "$TMP/empty"
 expect_rc 3 "--fit with no sweep data" -- "$PLAN" --fit "$TMP/empty"
 expect_in "$TMP/err" "no sweep data to fit" "--fit empty: message"
 
+# ---- --fsdp: the job as sharded data parallelism ----
+# llama3-8b over 64 H100s, one shard group: the step and its parts follow from the printed per-layer terms
+# (prefetch off: m L (2g + f + b + s)), the sharded state is 16 B x params / 64, exposed = step - compute.
+expect_rc 0 "--fsdp world: 8B on 64 GPUs fits" -- "$PLAN" --model llama3-8b --cluster h100-ib400 --gpus 64 --fsdp world --global-batch 512
+if python3 - "$TMP/out" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+m = int(re.search(r"(\d+) micro-batches a GPU a step", t).group(1))
+f, b, g, s = (float(x) for x in re.search(r"fwd ([0-9.]+) ms, bwd ([0-9.]+) ms, all-gather of [0-9.]+ MB ([0-9.]+) ms, "
+                                           r"reduce-scatter ([0-9.]+) ms", t).groups())
+off, on, comp, exp = (float(x) for x in re.search(r"prefetch off ([0-9.e+]+) s, prefetch on ([0-9.e+]+) s; compute "
+                                                  r"([0-9.e+]+) s; exposed with prefetch ([0-9.e+]+) s", t).groups())
+L = 32
+assert m == 512 // 64, m
+assert abs(off / (m * L * (2 * g + f + b + s) / 1e3) - 1) < 2e-3, (off, m, L, f, b, g, s)
+assert abs(comp / (m * L * (f + b) / 1e3) - 1) < 2e-3, comp
+assert comp <= on < off, (comp, on, off)  # prefetch hides some, never more than all
+assert abs(exp - (on - comp)) < 2e-3 * on, exp
+sharded = float(re.search(r"sharded weights, grads and optimizer ([0-9.]+)", t).group(1))
+assert abs(sharded - 16 * 8.0e9 / 64 / 1e9) < 0.01, sharded
+assert "shard group of 64 (inter)" in t and "replicas" not in t, t
+PY
+then pass "--fsdp world: step, compute, exposed and sharded memory follow from the printed terms"
+else fail "--fsdp world: the printed terms do not add up"; sed 's/^/  | /' "$TMP/out" >&2; fi
+# A node a shard group: 8 replicas on the inter-node link; the 70B does not fit 80 GB that way: exit 1, saying why.
+expect_rc 1 "--fsdp node: 70B sharded 8 ways does not fit" -- "$PLAN" --model llama3-70b --cluster h100-ib400 --gpus 64 --fsdp node
+expect_in "$TMP/out" "shard group of 8 (intra), 8 replicas (inter; hybrid sharding)" "--fsdp node: a node a shard group"
+expect_in "$TMP/err" "FSDP on 64 GPUs: does not fit" "--fsdp: what does not fit is said"
+expect_rc 0 "--fsdp world with full recomputation: 70B fits 64 GPUs" -- \
+    "$PLAN" --model llama3-70b --cluster h100-ib400 --gpus 64 --fsdp world --recompute full
+expect_rc 2 "--fsdp with --tp" -- "$PLAN" --model llama3-8b --gpus 8 --fsdp world --tp 8 --pp 1 --dp 1
+expect_in "$TMP/err" "option --fsdp: plans the job as sharded data parallelism" "--fsdp with a grid: refused, naming --fsdp"
+expect_rc 2 "--fsdp rack" -- "$PLAN" --model llama3-8b --gpus 8 --fsdp rack
+expect_in "$TMP/err" "--fsdp" "--fsdp rack: names the option"
+
 # ---- --fit on synthetic data from known alpha and B ----
 # intra: a = 0.5 us, B = 8 GB/s; inter: a = 12 us, B = 0.6 GB/s; +-2% noise.
 R=$TMP/run; mark_run "$R"

@@ -37,6 +37,7 @@ plan() {
     rec plan-reproduce $B/plan --reproduce
     rec plan-llama-70b $B/plan --model llama-70b --gpus 256
     rec plan-published tools/dev/plan-published.sh $B/plan
+    rec plan-fsdp $B/plan --model llama3-70b --cluster h100-ib400 --gpus 64 --fsdp world --recompute full
 }
 # run_all.sh --reproduce (default profile, 2 ranks): its duration, the documents'
 # figures, then the run's rows predicted from its own calibration file.
