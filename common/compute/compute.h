@@ -103,7 +103,7 @@ typedef struct pb_compute {
     int (*softmax_fwd)(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y);
     /* dx = y * (dy - rowsum(y * dy)), y the forward OUTPUT; dx may be dy. */
     int (*softmax_bwd)(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx);
-    /* Online softmax (ring attention's blockwise combination, compute/attention.h):
+    /* Online softmax (ring attention's blockwise combination, compute/attn.h):
      * stats holds 2 floats per row in engine memory, (m, l): the running maximum and
      * sum of exp(x - m) over the blocks seen so far; l == 0 means none yet (so a
      * zeroed buffer starts it). One block of `cols` columns: m' = max(m, rowmax(s)),

@@ -3,7 +3,7 @@
  * dereferencing them is not. */
 #include "compute/layer_impl.h"
 
-#include "compute/attention.h"
+#include "compute/attn.h"
 
 #include "core/error.h"
 #include "core/flops.h"
@@ -231,7 +231,7 @@ static head_view head(const pb_layer *ly, void *qkv, void *scores, void *o, int6
 static pb_attn_operand per_head(const void *p, int64_t ld, int64_t stride) { return pb_attn_per_head(p, ld, stride); }
 static pb_attn_operand per_kv(const void *p, int64_t ld, int64_t stride) { return pb_attn_per_kv(p, ld, stride); }
 
-/* The GEMM of every local query head of one sequence (attention.h's batches
+/* The GEMM of every local query head of one sequence (attn.h's batches
  * over the local KV heads). A per-KV result (dK, dV) sums over its group. */
 static int head_gemms(pb_layer *ly, pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k,
                       float alpha, pb_attn_operand a, pb_attn_operand b, pb_attn_operand c)

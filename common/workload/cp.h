@@ -4,7 +4,7 @@
  *
  * The sequence of s tokens is split in c blocks of s/c; rank i of the group
  * holds block i's queries, keys and values (the model's heads and KV heads,
- * head dimension h/heads, compute/attention.h's layouts). One layer's step:
+ * head dimension h/heads, compute/attn.h's layouts). One layer's step:
  *   forward:  c steps; at step k the rank attends its Q block to the K/V
  *             block it holds, that of rank i - k (mod c), combining blocks
  *             exactly by the online softmax, and during steps 0..c-2 sends
@@ -31,7 +31,7 @@
 #define PB_CP_H
 
 #include "backend/comm.h"
-#include "compute/attention.h"
+#include "compute/attn.h"
 #include "compute/compute.h"
 
 #include <mpi.h>

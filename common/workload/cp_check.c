@@ -14,8 +14,12 @@ static int fetch(const pb_cp *f, const void *src, uint64_t n, float *dst)
 {
     PB_TRY(f->cfg.eng->to_host(dst, src, (size_t)n * f->es));
     if (f->blk.t == PB_FLOAT32) return PB_OK;
-    const uint16_t *h = (const uint16_t *)dst; /* bf16 in the first half: convert from the end */
-    for (uint64_t i = n; i-- > 0;) dst[i] = pb_dtype_bf16_to_float(h[i]);
+    /* bf16 in the first half: converted from the end, each value read before its bytes are written */
+    for (uint64_t i = n; i-- > 0;) {
+        uint16_t h;
+        memcpy(&h, (const char *)dst + 2 * i, sizeof h);
+        dst[i] = pb_dtype_bf16_to_float(h);
+    }
     return PB_OK;
 }
 

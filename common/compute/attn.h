@@ -13,8 +13,8 @@
  * Query head g * (heads / kv_heads) + j shares KV head g (grouped-query
  * attention). The head GEMMs are strided batches (pb_attn_head_gemms), also
  * used by the transformer layer (layer.c). */
-#ifndef PB_ATTENTION_H
-#define PB_ATTENTION_H
+#ifndef PB_ATTN_H
+#define PB_ATTN_H
 
 #include "compute/compute.h"
 

@@ -1,6 +1,6 @@
-/* Blockwise attention (attention.h): the per-head GEMM batches and one
+/* Blockwise attention (attn.h): the per-head GEMM batches and one
  * block's forward and backward on engine primitives only. */
-#include "compute/attention.h"
+#include "compute/attn.h"
 
 #include "core/error.h"
 
