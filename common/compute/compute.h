@@ -103,6 +103,22 @@ typedef struct pb_compute {
     int (*softmax_fwd)(pb_dtype t, int64_t rows, int64_t cols, const void *x, void *y);
     /* dx = y * (dy - rowsum(y * dy)), y the forward OUTPUT; dx may be dy. */
     int (*softmax_bwd)(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx);
+    /* Online softmax (ring attention's blockwise combination, compute/attn.h):
+     * stats holds 2 floats per row in engine memory, (m, l): the running maximum and
+     * sum of exp(x - m) over the blocks seen so far; l == 0 means none yet (so a
+     * zeroed buffer starts it). One block of `cols` columns: m' = max(m, rowmax(s)),
+     * s becomes exp(s - m') in place, l' = l exp(m - m') + rowsum(s), and row r of
+     * o (ocols wide, dense) is scaled by exp(m - m') (set to 0 for the first block). */
+    int (*softmax_online)(pb_dtype t, int64_t rows, int64_t cols, void *s, void *o, int64_t ocols, float *stats);
+    /* After the last block: o /= l, and m becomes the log-sum-exp m + log(l). */
+    int (*softmax_online_end)(pb_dtype t, int64_t rows, int64_t ocols, void *o, float *stats);
+    /* Its backward for one block (stats after _end): s (the block's scores) becomes
+     * P = exp(s - lse), and dp (dO V^T) becomes dS = P (dp - D), D = rowsum(d_o * o)
+     * over the ocols columns of the final output o and its gradient d_o. */
+    int (*softmax_online_bwd)(pb_dtype t, int64_t rows, int64_t cols, void *s, void *dp, const void *o,
+                              const void *d_o, int64_t ocols, const float *stats);
+    /* y += x, n elements (in fp32). */
+    int (*add)(pb_dtype t, size_t n, const void *x, void *y);
     /* dst[i] = (dst type) src[i]; fp32 <-> bf16 (rounded to nearest even). */
     int (*convert)(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n);
     /* Fill a rows x cols block (leading dimension ld) per pb_compute_fill_spec. */

@@ -264,6 +264,66 @@ static int blas_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *
     return PB_OK;
 }
 
+static int blas_softmax_online(pb_dtype t, int64_t rows, int64_t cols, void *s, void *o, int64_t ocols, float *stats)
+{
+    PB_TRY(check_float_type(t, "online softmax"));
+    for (int64_t r = 0; r < rows; r++) {
+        size_t so = (size_t)(r * cols), oo = (size_t)(r * ocols);
+        float m = stats[2 * r], l = stats[2 * r + 1], mx = -INFINITY, sum = 0.0f;
+        for (int64_t j = 0; j < cols; j++) mx = fmaxf(mx, load(t, s, so + (size_t)j));
+        float m_new = l > 0.0f ? fmaxf(m, mx) : mx, corr = l > 0.0f ? expf(m - m_new) : 0.0f;
+        for (int64_t j = 0; j < cols; j++) {
+            float e = expf(load(t, s, so + (size_t)j) - m_new);
+            store(t, s, so + (size_t)j, e);
+            sum += e;
+        }
+        /* The first block overwrites o: its old contents may be anything. */
+        for (int64_t j = 0; j < ocols; j++)
+            store(t, o, oo + (size_t)j, l > 0.0f ? load(t, o, oo + (size_t)j) * corr : 0.0f);
+        stats[2 * r] = m_new;
+        stats[2 * r + 1] = l * corr + sum;
+    }
+    return PB_OK;
+}
+
+static int blas_softmax_online_end(pb_dtype t, int64_t rows, int64_t ocols, void *o, float *stats)
+{
+    PB_TRY(check_float_type(t, "online softmax end"));
+    for (int64_t r = 0; r < rows; r++) {
+        float l = stats[2 * r + 1];
+        for (int64_t j = 0; j < ocols; j++) {
+            size_t i = (size_t)(r * ocols + j);
+            store(t, o, i, load(t, o, i) / l);
+        }
+        stats[2 * r] += logf(l);
+    }
+    return PB_OK;
+}
+
+static int blas_softmax_online_bwd(pb_dtype t, int64_t rows, int64_t cols, void *s, void *dp, const void *o,
+                                   const void *d_o, int64_t ocols, const float *stats)
+{
+    PB_TRY(check_float_type(t, "online softmax backward"));
+    for (int64_t r = 0; r < rows; r++) {
+        float d = 0.0f, lse = stats[2 * r];
+        for (int64_t j = 0; j < ocols; j++) d += load(t, d_o, (size_t)(r * ocols + j)) * load(t, o, (size_t)(r * ocols + j));
+        for (int64_t j = 0; j < cols; j++) {
+            size_t i = (size_t)(r * cols + j);
+            float p = expf(load(t, s, i) - lse);
+            store(t, s, i, p);
+            store(t, dp, i, p * (load(t, dp, i) - d));
+        }
+    }
+    return PB_OK;
+}
+
+static int blas_add(pb_dtype t, size_t n, const void *x, void *y)
+{
+    PB_TRY(check_float_type(t, "add"));
+    for (size_t i = 0; i < n; i++) store(t, y, i, load(t, y, i) + load(t, x, i));
+    return PB_OK;
+}
+
 static int blas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n)
 {
     PB_TRY(check_float_type(dst_t, "convert"));
@@ -307,6 +367,10 @@ static const pb_compute blas_engine = {
     .gelu_bwd = blas_gelu_bwd,
     .softmax_fwd = blas_softmax_fwd,
     .softmax_bwd = blas_softmax_bwd,
+    .softmax_online = blas_softmax_online,
+    .softmax_online_end = blas_softmax_online_end,
+    .softmax_online_bwd = blas_softmax_online_bwd,
+    .add = blas_add,
     .convert = blas_convert,
     .fill = blas_fill,
     .synchronize = blas_synchronize,

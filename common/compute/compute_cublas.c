@@ -317,6 +317,39 @@ static int cublas_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void
     return launched(pb_kernels_cuda_softmax_bwd(t, rows, cols, y, dy, dx, cu.stream), "softmax backward kernel launch");
 }
 
+static int cublas_softmax_online(pb_dtype t, int64_t rows, int64_t cols, void *s, void *o, int64_t ocols,
+                                 float *stats)
+{
+    READY("online softmax");
+    PB_TRY(check_float_type(t, "online softmax"));
+    return launched(pb_kernels_cuda_softmax_online(t, rows, cols, s, o, ocols, stats, cu.stream),
+                    "online softmax kernel launch");
+}
+
+static int cublas_softmax_online_end(pb_dtype t, int64_t rows, int64_t ocols, void *o, float *stats)
+{
+    READY("online softmax end");
+    PB_TRY(check_float_type(t, "online softmax end"));
+    return launched(pb_kernels_cuda_softmax_online_end(t, rows, ocols, o, stats, cu.stream),
+                    "online softmax end kernel launch");
+}
+
+static int cublas_softmax_online_bwd(pb_dtype t, int64_t rows, int64_t cols, void *s, void *dp, const void *o,
+                                     const void *d_o, int64_t ocols, const float *stats)
+{
+    READY("online softmax backward");
+    PB_TRY(check_float_type(t, "online softmax backward"));
+    return launched(pb_kernels_cuda_softmax_online_bwd(t, rows, cols, s, dp, o, d_o, ocols, stats, cu.stream),
+                    "online softmax backward kernel launch");
+}
+
+static int cublas_add(pb_dtype t, size_t n, const void *x, void *y)
+{
+    READY("add");
+    PB_TRY(check_float_type(t, "add"));
+    return launched(pb_kernels_cuda_add(t, n, x, y, cu.stream), "add kernel launch");
+}
+
 static int cublas_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n)
 {
     READY("convert");
@@ -382,6 +415,10 @@ static const pb_compute cublas_engine = {
     .gelu_bwd = cublas_gelu_bwd,
     .softmax_fwd = cublas_softmax_fwd,
     .softmax_bwd = cublas_softmax_bwd,
+    .softmax_online = cublas_softmax_online,
+    .softmax_online_end = cublas_softmax_online_end,
+    .softmax_online_bwd = cublas_softmax_online_bwd,
+    .add = cublas_add,
     .convert = cublas_convert,
     .fill = cublas_fill,
     .synchronize = cublas_synchronize,

@@ -138,6 +138,73 @@ template <typename T> __global__ void softmax_bwd_kernel(int64_t rows, int64_t c
     }
 }
 
+// Online softmax, one block per row as softmax_fwd_kernel. Every thread reads
+// the row's stats before the first reduction's barriers; thread 0 writes them
+// after the last one, so no thread reads a value already updated.
+template <typename T>
+__global__ void softmax_online_kernel(int64_t rows, int64_t cols, T *s, T *o, int64_t ocols, float *stats)
+{
+    __shared__ float sh[kThreads];
+    const size_t c = (size_t)cols, oc = (size_t)ocols;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const size_t so = (size_t)r * c, oo = (size_t)r * oc;
+        const float m = stats[2 * r], l = stats[2 * r + 1];
+        float mx = -INFINITY;
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) mx = fmaxf(mx, load(s, so + j));
+        mx = block_reduce<true>(mx, sh);
+        const float m_new = l > 0.0f ? fmaxf(m, mx) : mx, corr = l > 0.0f ? expf(m - m_new) : 0.0f;
+        float sum = 0.0f;
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) {
+            const float e = expf(load(s, so + j) - m_new);
+            store(s, so + j, e);
+            sum += e;
+        }
+        sum = block_reduce<false>(sum, sh);
+        for (size_t j = threadIdx.x; j < oc; j += blockDim.x) store(o, oo + j, l > 0.0f ? load(o, oo + j) * corr : 0.0f);
+        if (threadIdx.x == 0) stats[2 * r] = m_new, stats[2 * r + 1] = l * corr + sum;
+    }
+}
+
+template <typename T> __global__ void softmax_online_end_kernel(int64_t rows, int64_t ocols, T *o, float *stats)
+{
+    const size_t n = (size_t)rows * (size_t)ocols;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        store(o, i, load(o, i) / stats[2 * (i / (size_t)ocols) + 1]);
+}
+
+// After softmax_online_end_kernel's divisions (the same stream): m += log(l).
+__global__ void softmax_online_lse_kernel(int64_t rows, float *stats)
+{
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < (size_t)rows; r += (size_t)gridDim.x * blockDim.x)
+        stats[2 * r] += logf(stats[2 * r + 1]);
+}
+
+template <typename T>
+__global__ void softmax_online_bwd_kernel(int64_t rows, int64_t cols, T *s, T *dp, const T *o, const T *d_o,
+                                          int64_t ocols, const float *stats)
+{
+    __shared__ float sh[kThreads];
+    const size_t c = (size_t)cols, oc = (size_t)ocols;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const size_t so = (size_t)r * c, oo = (size_t)r * oc;
+        float d = 0.0f;
+        for (size_t j = threadIdx.x; j < oc; j += blockDim.x) d += load(d_o, oo + j) * load(o, oo + j);
+        d = block_reduce<false>(d, sh);
+        const float lse = stats[2 * r];
+        for (size_t j = threadIdx.x; j < c; j += blockDim.x) {
+            const float p = expf(load(s, so + j) - lse);
+            store(s, so + j, p);
+            store(dp, so + j, p * (load(dp, so + j) - d));
+        }
+    }
+}
+
+template <typename T> __global__ void add_kernel(size_t n, const T *x, T *y)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        store(y, i, load(y, i) + load(x, i));
+}
+
 bool supported(pb_dtype t) { return t == PB_FLOAT32 || t == PB_BFLOAT16; }
 
 using bf16 = __nv_bfloat16;
@@ -212,6 +279,58 @@ extern "C" cudaError_t pb_kernels_cuda_softmax_bwd(pb_dtype t, int64_t rows, int
     if (t == PB_FLOAT32)
         softmax_bwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (const float *)y, (const float *)dy, (float *)dx);
     else softmax_bwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (const bf16 *)y, (const bf16 *)dy, (bf16 *)dx);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_kernels_cuda_softmax_online(pb_dtype t, int64_t rows, int64_t cols, void *x, void *o,
+                                                      int64_t ocols, float *stats, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || cols < 0 || ocols < 0) return cudaErrorInvalidValue;
+    if (rows == 0) return cudaSuccess;
+    const unsigned g = row_blocks(rows);
+    if (t == PB_FLOAT32) softmax_online_kernel<<<g, kThreads, 0, s>>>(rows, cols, (float *)x, (float *)o, ocols, stats);
+    else softmax_online_kernel<<<g, kThreads, 0, s>>>(rows, cols, (bf16 *)x, (bf16 *)o, ocols, stats);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_kernels_cuda_softmax_online_end(pb_dtype t, int64_t rows, int64_t ocols, void *o,
+                                                          float *stats, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || ocols < 0) return cudaErrorInvalidValue;
+    if (rows == 0) return cudaSuccess;
+    const size_t n = (size_t)rows * (size_t)ocols;
+    if (n > 0) {
+        const unsigned g = (unsigned)blocks_for(n);
+        if (t == PB_FLOAT32) softmax_online_end_kernel<<<g, kThreads, 0, s>>>(rows, ocols, (float *)o, stats);
+        else softmax_online_end_kernel<<<g, kThreads, 0, s>>>(rows, ocols, (bf16 *)o, stats);
+    }
+    softmax_online_lse_kernel<<<(unsigned)blocks_for((size_t)rows), kThreads, 0, s>>>(rows, stats);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_kernels_cuda_softmax_online_bwd(pb_dtype t, int64_t rows, int64_t cols, void *x, void *dp,
+                                                          const void *o, const void *d_o, int64_t ocols,
+                                                          const float *stats, cudaStream_t s)
+{
+    if (!supported(t) || rows < 0 || cols < 0 || ocols < 0) return cudaErrorInvalidValue;
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    const unsigned g = row_blocks(rows);
+    if (t == PB_FLOAT32)
+        softmax_online_bwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (float *)x, (float *)dp, (const float *)o,
+                                                         (const float *)d_o, ocols, stats);
+    else
+        softmax_online_bwd_kernel<<<g, kThreads, 0, s>>>(rows, cols, (bf16 *)x, (bf16 *)dp, (const bf16 *)o,
+                                                         (const bf16 *)d_o, ocols, stats);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pb_kernels_cuda_add(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t s)
+{
+    if (!supported(t)) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    const unsigned g = (unsigned)blocks_for(n);
+    if (t == PB_FLOAT32) add_kernel<<<g, kThreads, 0, s>>>(n, (const float *)x, (float *)y);
+    else add_kernel<<<g, kThreads, 0, s>>>(n, (const bf16 *)x, (bf16 *)y);
     return cudaGetLastError();
 }
 

@@ -36,6 +36,17 @@ cudaError_t pb_kernels_cuda_softmax_fwd(pb_dtype t, int64_t rows, int64_t cols, 
 /* dx = y * (dy - rowsum(y * dy)); dx may be dy. */
 cudaError_t pb_kernels_cuda_softmax_bwd(pb_dtype t, int64_t rows, int64_t cols, const void *y, const void *dy, void *dx,
                                         cudaStream_t stream);
+/* Online softmax over row blocks, its end and its backward (compute.h's
+ * softmax_online, softmax_online_end, softmax_online_bwd); stats: 2 floats per row. */
+cudaError_t pb_kernels_cuda_softmax_online(pb_dtype t, int64_t rows, int64_t cols, void *s, void *o, int64_t ocols,
+                                           float *stats, cudaStream_t stream);
+cudaError_t pb_kernels_cuda_softmax_online_end(pb_dtype t, int64_t rows, int64_t ocols, void *o, float *stats,
+                                               cudaStream_t stream);
+cudaError_t pb_kernels_cuda_softmax_online_bwd(pb_dtype t, int64_t rows, int64_t cols, void *s, void *dp,
+                                               const void *o, const void *d_o, int64_t ocols, const float *stats,
+                                               cudaStream_t stream);
+/* y += x, n elements. */
+cudaError_t pb_kernels_cuda_add(pb_dtype t, size_t n, const void *x, void *y, cudaStream_t stream);
 /* dst[i] = src[i] converted (fp32 <-> bf16); dst_t == src_t is a copy. */
 cudaError_t pb_kernels_cuda_convert(void *dst, pb_dtype dst_t, const void *src, pb_dtype src_t, size_t n,
                                     cudaStream_t stream);

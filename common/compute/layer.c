@@ -3,6 +3,8 @@
  * dereferencing them is not. */
 #include "compute/layer_impl.h"
 
+#include "compute/attn.h"
+
 #include "core/error.h"
 #include "core/flops.h"
 #include "core/mem.h"
@@ -226,46 +228,17 @@ static head_view head(const pb_layer *ly, void *qkv, void *scores, void *o, int6
     return v;
 }
 
-/* One operand of the per-head GEMMs: the first head's matrix, its leading
- * dimension, the distance to the next head's, and whether it belongs to a
- * query head (Q, O, scores, dO, dS) or to a KV head (K, V, dK, dV). */
-typedef struct head_operand {
-    void *p;
-    int64_t ld, stride;
-    int per_kv;
-} head_operand;
+static pb_attn_operand per_head(const void *p, int64_t ld, int64_t stride) { return pb_attn_per_head(p, ld, stride); }
+static pb_attn_operand per_kv(const void *p, int64_t ld, int64_t stride) { return pb_attn_per_kv(p, ld, stride); }
 
-static head_operand per_head(const void *p, int64_t ld, int64_t stride) { return (head_operand){(void *)p, ld, stride, 0}; }
-static head_operand per_kv(const void *p, int64_t ld, int64_t stride) { return (head_operand){(void *)p, ld, stride, 1}; }
-
-/* Batch `member` takes query head g * group + member of every KV head g: a
- * query operand starts `member` heads in and steps a group at a time, a KV
- * operand steps one KV head at a time. */
-static const void *member_start(head_operand x, int64_t member, pb_dtype t)
-{
-    return x.per_kv ? x.p : at(x.p, member * x.stride, t);
-}
-static int64_t member_stride(head_operand x, int64_t group) { return x.per_kv ? x.stride : group * x.stride; }
-
-/* The GEMM of every local query head of one sequence, as one strided batch
- * over the local KV heads per member of a group (one batch in all without
- * grouped-query attention). A per-KV result (dK, dV) sums over its group: the
- * first member writes it, the others add. */
+/* The GEMM of every local query head of one sequence (attn.h's batches
+ * over the local KV heads). A per-KV result (dK, dV) sums over its group. */
 static int head_gemms(pb_layer *ly, pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k,
-                      float alpha, head_operand a, head_operand b, head_operand c)
+                      float alpha, pb_attn_operand a, pb_attn_operand b, pb_attn_operand c)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t group = group_size(sh);
-    for (int64_t j = 0; j < group; j++) {
-        pb_compute_gemm_batch g = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = alpha,
-                                   .beta = c.per_kv && j > 0 ? 1.0f : 0.0f,
-                                   .a = member_start(a, j, sh->dtype), .lda = a.ld, .stride_a = member_stride(a, group),
-                                   .b = member_start(b, j, sh->dtype), .ldb = b.ld, .stride_b = member_stride(b, group),
-                                   .c = (void *)member_start(c, j, sh->dtype), .ldc = c.ld,
-                                   .stride_c = member_stride(c, group), .count = local_kv_heads(sh), .t = sh->dtype};
-        PB_TRY(pb_compute_gemm_batched(ly->eng, &g));
-    }
-    return PB_OK;
+    return pb_attn_head_gemms(ly->eng, sh->dtype, group_size(sh), local_kv_heads(sh), ta, tb, m, n, k, alpha, 0.0f,
+                              a, b, c);
 }
 
 /* Per sequence: S = c Q K^T for all local heads, softmax over their rows (one
@@ -297,7 +270,7 @@ static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
     for (int64_t bi = 0; bi < sh->b; bi++) {
         head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi); /* v.o is dO here */
         head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi);
-        head_operand d_o = per_head(v.o, hl, hd), p = per_head(v.s, s, s * s), d_s = per_head(ds, s, s * s);
+        pb_attn_operand d_o = per_head(v.o, hl, hd), p = per_head(v.s, s, s * s), d_s = per_head(ds, s, s * s);
         PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, d_o, per_kv(v.v, w, hd), d_s));
         PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, p, d_o, per_kv(d.v, w, hd)));
         PB_TRY(ly->eng->softmax_bwd(sh->dtype, local_heads(sh) * s, s, v.s, ds, ds));

@@ -10,11 +10,13 @@
  *                                p2p iteration it takes part in, in each
  *                                sharded tp_layer iteration, and in each wait
  *                                for coll_sweep's collectives, and before each of
- *                                fsdp_step's collectives: its pairs, its TP group,
- *                                its waits, its FSDP collectives are slow,
+ *                                fsdp_step's collectives, and before each of
+ *                                cp_attention's ring exchanges: its pairs, its TP group,
+ *                                its waits, its FSDP collectives, its exchanges are slow,
  *                                deterministically (the slow-pair verdict,
  *                                tp_layer's slowest group, coll_sweep's one wait
- *                                per whole loop, what fsdp_step's prefetch hides);
+ *                                per whole loop, what fsdp_step's prefetch and cp_attention's
+ *                                overlap hide);
  *   PARABENCH_TEST_MISCOUNT=RANK  under --backend nccl-rehearse, that rank
  *                                announces one element more than it moves in
  *                                every operation, so its peers see mismatched

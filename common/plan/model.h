@@ -106,6 +106,29 @@ double pb_model_fsdp_compute(int64_t layers, const pb_model_fsdp_layer *l);
 void pb_model_fsdp_comm(double param_bytes, double grad_bytes, int n, int r, pb_model_link link,
                         pb_model_link across, pb_model_fsdp_layer *out);
 
+/* ---- context parallelism (ring attention; model_cp.c) ---- */
+
+/* One block's terms, seconds: its attention forward and backward, one K/V
+ * block's transfer and one dK/dV accumulator's. */
+typedef struct pb_model_cp_block {
+    double fwd, bwd, kv, dkv;
+} pb_model_cp_block;
+
+/* One layer's attention over a ring of c ranks under cp.h's schedule: each
+ * step takes max(compute, exchange) with overlap and their sum without;
+ * forward steps 0..c-2 carry a K/V block, backward steps 0..c-2 a K/V block
+ * and steps 1..c-1 an accumulator, and the accumulators' last transfer home
+ * comes after the last block:
+ *   sum_k step(f, kv_k) + sum_k step(b, kv_k + dkv_k) + dkv   (c > 1). */
+double pb_model_cp_step(int c, const pb_model_cp_block *t, int overlap);
+/* Its compute alone, c (f + b). */
+double pb_model_cp_compute(int c, const pb_model_cp_block *t);
+/* The terms from the shape: forward 4 b (s/c)^2 h FLOPs, backward 2.5 times
+ * that (the scores recomputed), at `flops_per_s`; each transfer a + S/B of
+ * `block_bytes` on `link`. */
+void pb_model_cp_block_of(double b, double seq, double hidden, int c, double flops_per_s, double block_bytes,
+                          pb_model_link link, pb_model_cp_block *out);
+
 /* ---- compute (Narayanan et al. 2021, appendix) ---- */
 
 /* A layer's forward and backward: core/flops.h (t = 1, with scores). */

@@ -34,6 +34,7 @@ weight() {
     test_reliability.sh | test_run_all.sh | test_golden_loop.sh | test_run_all_signals.sh | test_bounded_workloads.sh) echo 42 ;;
     test_fsdp_step.sh | test_emulated_cluster.sh | test_hybrid_3d.sh | test_tp_layer.sh | test_full_disk.sh) echo 28 ;;
     test_run_all*.sh | test_coll_dtypes.sh) echo 24 ;;
+    test_cp_attention.sh) echo 27 ;;
     *) echo 10 ;;
     esac
 }

@@ -81,6 +81,12 @@ for np in 8 16; do
     expect_rc 0 "fsdp_step, shard groups of 4, $np ranks" -- \
         rehearse $np "$BIN/fsdp_step" $R --model tiny --layers 3 $T --shard-group 4
     expect_in "$TMP/out" "# wrong values: 0 OK" "fsdp_step validates ($np ranks, $((np / 4)) replicas)"
+    expect_rc 0 "cp_attention overlap off and on, one ring, $np ranks" -- \
+        rehearse $np "$BIN/cp_attention" $R --model tiny --layers 2 $T
+    expect_in "$TMP/out" "# wrong values: 0 OK" "cp_attention validates ($np ranks, one ring)"
+    expect_rc 0 "cp_attention, rings of 4, $np ranks" -- \
+        rehearse $np "$BIN/cp_attention" $R --model tiny-gqa --layers 2 $T --kv-heads 4 --cp 4 --overlap on
+    expect_in "$TMP/out" "# wrong values: 0 OK" "cp_attention validates ($np ranks, $((np / 4)) rings)"
 done
 
 # Misuse is NCCL's error, not a hang or wrong data.

@@ -182,6 +182,64 @@ static void test_softmax(void **state)
     assert_memory_equal(x, y, sizeof x);
 }
 
+/* The online softmax over two column blocks of a row (ring attention's
+ * combination) against softmax over the whole row: O = P V, the stats' log-sum-exp,
+ * and the backward's P and dS against softmax_bwd of the whole row with
+ * dy = dO V^T. Row 1's largest value sits in the second block, so the first
+ * block's partial O is rescaled; O starts as NaN, which the first block overwrites. */
+static void test_softmax_online(void **state)
+{
+    (void)state;
+    enum { R = 3, C1 = 4, C2 = 5, C = C1 + C2, D = 2 };
+    float x[R * C], v[C * D], o[R * D], st[2 * R] = {0}, blk[R * C2], y[R * C], dO[R * D], dy[R * C], dx[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = 4 * pb_rng_hash_uniform(6, 1, (uint64_t)i, 0);
+    for (int i = 0; i < C * D; i++) v[i] = pb_rng_hash_uniform(6, 2, (uint64_t)i, 0);
+    for (int i = 0; i < R * D; i++) o[i] = NAN, dO[i] = pb_rng_hash_uniform(6, 3, (uint64_t)i, 0);
+    x[0] = 80.0f, x[C + C1 + 2] = 60.0f;
+    for (int b = 0; b < 2; b++) {
+        int c0 = b ? C1 : 0, w = b ? C2 : C1;
+        for (int r = 0; r < R; r++) memcpy(blk + r * w, x + r * C + c0, sizeof(float) * (size_t)w);
+        assert_int_equal(E->softmax_online(PB_FLOAT32, R, w, blk, o, D, st), PB_OK);
+        for (int r = 0; r < R; r++)
+            for (int d = 0; d < D; d++)
+                for (int j = 0; j < w; j++) o[r * D + d] += blk[r * w + j] * v[(c0 + j) * D + d];
+    }
+    assert_int_equal(E->softmax_online_end(PB_FLOAT32, R, D, o, st), PB_OK);
+    assert_int_equal(E->softmax_fwd(PB_FLOAT32, R, C, x, y), PB_OK);
+    for (int r = 0; r < R; r++) {
+        double mx = -1e30, sum = 0;
+        for (int j = 0; j < C; j++) mx = fmax(mx, x[r * C + j]);
+        for (int j = 0; j < C; j++) sum += exp(x[r * C + j] - mx);
+        assert_true(fabs(st[2 * r] - (mx + log(sum))) <= 1e-4 * fabs(mx + log(sum)));
+        for (int d = 0; d < D; d++) {
+            double want = 0;
+            for (int j = 0; j < C; j++) want += (double)y[r * C + j] * v[j * D + d];
+            assert_true(fabs(o[r * D + d] - want) <= 1e-5);
+        }
+    }
+    /* Backward, block 2: dP = dO V^T over its columns. */
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) {
+            dy[r * C + j] = 0;
+            for (int d = 0; d < D; d++) dy[r * C + j] += dO[r * D + d] * v[j * D + d];
+        }
+    assert_int_equal(E->softmax_bwd(PB_FLOAT32, R, C, y, dy, dx), PB_OK);
+    float s2[R * C2], dp2[R * C2];
+    for (int r = 0; r < R; r++) {
+        memcpy(s2 + r * C2, x + r * C + C1, sizeof(float) * C2);
+        memcpy(dp2 + r * C2, dy + r * C + C1, sizeof(float) * C2);
+    }
+    assert_int_equal(E->softmax_online_bwd(PB_FLOAT32, R, C2, s2, dp2, o, dO, D, st), PB_OK);
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C2; j++) {
+            assert_true(fabs(s2[r * C2 + j] - y[r * C + C1 + j]) <= 1e-5);
+            assert_true(fabs(dp2[r * C2 + j] - dx[r * C + C1 + j]) <= 1e-5);
+        }
+    float a[5] = {1, 2, 3, 4, 5}, b[5] = {10, 20, 30, 40, 50};
+    assert_int_equal(E->add(PB_FLOAT32, 4, a, b), PB_OK);
+    assert_true(b[0] == 11 && b[3] == 44 && b[4] == 50); /* n elements, no more */
+}
+
 static void test_convert_and_copies(void **state)
 {
     (void)state;
@@ -362,7 +420,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_fp32_all_transposes), cmocka_unit_test(test_gemm_bf16),
         cmocka_unit_test(test_gemm_batched),
-        cmocka_unit_test(test_gelu), cmocka_unit_test(test_softmax),           cmocka_unit_test(test_convert_and_copies),
+        cmocka_unit_test(test_gelu), cmocka_unit_test(test_softmax), cmocka_unit_test(test_softmax_online),           cmocka_unit_test(test_convert_and_copies),
         cmocka_unit_test(test_fill_slices),    cmocka_unit_test(test_describe_and_dtype),
         cmocka_unit_test(test_select_and_helpers), cmocka_unit_test(test_gemm_rate),
         cmocka_unit_test(test_rng_known_answers),

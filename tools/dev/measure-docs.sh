@@ -3,7 +3,7 @@
 # with its command, date, commit and machine; make docs-check holds the docs
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   tools/dev/measure-docs.sh [NAME...]   (default: all of them)
-# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step plan this-machine emulated-cluster (needs root
+# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention plan this-machine emulated-cluster (needs root
 # and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/../.." || exit 3
@@ -29,6 +29,12 @@ pp_pipeline() {
 fsdp_step() {
     rec fsdp_step mpirun -np 4 --oversubscribe --bind-to none $B/fsdp_step --model tiny --layers 2 --shard-group world -n 5 -w 1 -c 1
     rec fsdp_step-hybrid mpirun -np 4 --oversubscribe --bind-to none $B/fsdp_step --model tiny --layers 2 --shard-group 2 -n 5 -w 1 -c 1
+}
+# docs/cp_attention.md: one ring of 2 ranks, overlap off and on, validated; then a long
+# sequence, where a block's attention outlasts its exchange.
+cp_attention() {
+    rec cp_attention "${MPI[@]}" $B/cp_attention --model tiny --layers 2 -n 5 -w 1 -c 1
+    rec cp_attention-long "${MPI[@]}" $B/cp_attention --model tiny --layers 1 --seq 2048 -n 3 -w 1
 }
 hybrid_3d() {
     rec hybrid_3d mpirun -np 4 --oversubscribe --bind-to none $B/hybrid_3d --model tiny --tp 2 --pp 2 --compare-placements -n 3 -w 1
@@ -84,10 +90,10 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
-names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step plan this-machine emulated-cluster shapes reproduce}
+names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention plan this-machine emulated-cluster shapes reproduce}
 for n in $names; do
     case $n in
-    compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | plan | shapes | reproduce) $n ;;
+    compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | cp_attention | plan | shapes | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# cp_attention under mpirun at 2, 4 and 8 ranks: O, dQ, dK and dV of every
+# rank validated against attention over the whole sequence (-c 1, 0 wrong),
+# grouped-query attention on 2 rings, the derived columns consistent with the
+# measured ones and the planner's step wired to them; overlap hiding a slow
+# rank's exchanges (PARABENCH_TEST_SLOW: each of its exchanges starts 20 ms
+# late) where a block's attention is longer; a corrupted output caught; bad
+# rings refused naming the option.
+source "$(dirname "$0")/lib.sh"
+COLS=nranks,cp,groups,overlap,block_tokens,compute_us,comm_us,step_us,exposed_us,overhead,predicted_step_us,wait_us,transfer_bytes,transfers,wrong
+SMALL=(--layers 1 --hidden 64 --heads 4 --seq 64 -n 2 -w 1)
+
+# Every row: exposed = step - compute, overhead = exposed/compute, the host's
+# wait within the step, a block's bytes 2 b (s/c) kv_heads (h/heads) 4 (fp32),
+# 3c - 2 transfers per layer, and without overlap the planner's step =
+# compute + every transfer.
+consistent() {
+    python3 - "$1" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+close = lambda a, b, scale=0: abs(a - b) <= 1e-4 * max(1.0, abs(a), abs(b)) + 1e-5 * scale
+assert rows
+for r in rows:
+    f = {k: float(v) for k, v in r.items() if k not in ("link_class", "model", "compute_dtype", "overlap")}
+    c, L = int(r["cp"]), int(r["layers"])
+    assert close(f["exposed_us"], f["step_us"] - f["compute_us"], f["step_us"] + f["compute_us"]), r
+    assert close(f["overhead"], f["exposed_us"] / f["compute_us"]), r
+    assert f["wait_us"] <= f["step_us"] * 1.001, r
+    assert int(r["block_tokens"]) * c == int(r["seq"]), r
+    hd = int(r["hidden"]) // int(r["heads"])
+    want = 2 * int(r["micro_batch"]) * int(r["block_tokens"]) * int(r["kv_heads"]) * hd * 4
+    assert int(r["transfer_bytes"]) == want, (r, want)
+    assert int(r["transfers"]) == (3 * c - 2) * L, r
+    assert int(r["groups"]) * c == int(r["nranks"]), r
+    if r["overlap"] == "off":
+        want = f["compute_us"] + f["comm_us"]
+        assert close(f["predicted_step_us"], want, want), (r, want)
+    else:
+        assert f["predicted_step_us"] <= f["compute_us"] + f["comm_us"] * 1.0001, r
+PY
+}
+
+for np in 2 4 8; do
+    expect_rc 0 "$np ranks, one ring, overlap off and on" -- \
+        mpi $np "$BIN/cp_attention" "${SMALL[@]}" -c 1 --csv "$TMP/r$np.csv" --json "$TMP/r$np.json"
+    python3 "$TESTS_DIR/results.py" "$TMP/r$np.csv" "$TMP/r$np.json" --rows 2 --zero-wrong --complete \
+        --columns $COLS --positive step_us && pass "$np ranks: 2 rows, 0 wrong" || fail "$np ranks: rows"
+    expect_in "$TMP/out" "wrong values: 0 OK" "$np ranks: the footer says 0 wrong"
+    consistent "$TMP/r$np.csv" && pass "$np ranks: columns consistent" || fail "$np ranks: columns"
+done
+
+expect_rc 0 "4 ranks, 2 rings of 2, grouped-query attention, 2 sequences" -- \
+    mpi 4 "$BIN/cp_attention" --model tiny-gqa --layers 2 --seq 32 --cp 2 --micro-batch 2 -n 1 -w 0 -c 1 \
+    --csv "$TMP/g.csv"
+expect_in "$TMP/out" "wrong values: 0 OK" "GQA: 16 query heads on 8 KV heads, each ring validated"
+expect_in "$TMP/out" "2 rings of 2 ranks" "GQA: the rings note"
+consistent "$TMP/g.csv" && pass "GQA: columns consistent" || fail "GQA: columns"
+
+# Overlap hides a slow rank's exchanges under the blocks' attention: without
+# it the host waits at least 3 x 20 ms per layer (the forward exchange, the
+# backward one and the accumulators' last transfer home); with it only the
+# last one stays exposed. A 768-token block makes each block's attention
+# longer than a delayed exchange. MPI's waits yield the core to the compute
+# (2 ranks, 2 threads each, on a small machine).
+expect_rc 0 "overlap off and on in one run, a slow rank" -- \
+    mpi 2 -x PARABENCH_TEST_SLOW=1 -x OMPI_MCA_mpi_yield_when_idle=1 "$BIN/cp_attention" --layers 2 --seq 1536 \
+    -n 2 -w 1 --csv "$TMP/slow.csv"
+python3 - "$TMP/slow.csv" >"$TMP/verdict" <<'PY' && pass "overlap: $(cat "$TMP/verdict")" || fail "overlap: $(cat "$TMP/verdict")"
+import csv, sys
+rows = {r["overlap"]: r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))}
+(woff, eoff), (won, eon) = ((float(rows[k]["wait_us"]), float(rows[k]["exposed_us"])) for k in ("off", "on"))
+print("host waits %.0f us and %.0f us are exposed with overlap, %.0f us and %.0f us without" % (won, eon, woff, eoff))
+sys.exit(0 if woff >= 6 * 20000 and won < woff - 2 * 20000 and eon < eoff else 1)
+PY
+
+expect_rc 1 "a corrupted output exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/cp_attention" "${SMALL[@]}" -c 1 --overlap on
+expect_in "$TMP/out" "wrong values: 1 FAILED" "and is counted once"
+
+expect_rc 2 "a ring that does not divide the ranks" -- mpi 4 "$BIN/cp_attention" "${SMALL[@]}" --cp 3
+expect_in "$TMP/err" "option --cp: a CP group of 3 ranks does not divide the 4 ranks" "names the option"
+expect_rc 2 "a ring that does not divide the sequence" -- mpi 3 "$BIN/cp_attention" "${SMALL[@]}"
+expect_in "$TMP/err" "option --cp: 3 ranks do not divide the sequence of 64 tokens" "names the option"
+expect_rc 2 "KV heads that do not divide the heads" -- mpi 2 "$BIN/cp_attention" "${SMALL[@]}" --kv-heads 3
+expect_in "$TMP/err" "--kv-heads" "names the option"
+expect_rc 2 "--cp 0" -- mpi 2 "$BIN/cp_attention" "${SMALL[@]}" --cp 0
+expect_in "$TMP/err" "--cp" "names the option"
+expect_rc 2 "--overlap maybe" -- mpi 2 "$BIN/cp_attention" "${SMALL[@]}" --overlap maybe
+expect_in "$TMP/err" "--overlap" "names the option"
+finish
