@@ -264,8 +264,9 @@ static int report(run_ctx *r, const row *w, const pb_cp_config *cc)
     PB_TRY(pb_report_row(r->b->rep, v));
     const char *why = pb_stats_diff_noise(&w->step, &w->compute, exposed, w->iters, MPI_Wtick() * 1e6);
     if (why || exposed < 0)
-        pb_report_note(r->b->rep, "untrustworthy: exposed (overlap %s) = step - compute = %.3g us: %s%s%s; use "
-                       "more iterations (-n) or a longer sequence", pb_cp_overlap_name(w->overlap), exposed,
+        pb_report_note(r->b->rep, "untrustworthy: overhead %.3f (overlap %s, cp %d): exposed = step - compute = "
+                       "%.3g us: %s%s%s; use more iterations (-n) or a longer sequence", v[COL_OVERHEAD].f,
+                       pb_cp_overlap_name(w->overlap), r->c, exposed,
                        exposed < 0 ? "negative (the step measured shorter than its compute)" : "",
                        exposed < 0 && why ? ", " : "", why ? why : "");
     return PB_OK;

@@ -75,6 +75,7 @@ UNTRUSTED = {  # by role
                     ("schedule", "micro_batches")),
     "sharded data parallel": (re.compile(r"untrustworthy: overhead \S+ \(prefetch (\w+), shard group (\d+)\): (.*)"),
                               ("prefetch", "shard_group")),
+    "context parallel": (re.compile(r"untrustworthy: overhead \S+ \(overlap (\w+), cp (\d+)\): (.*)"), ("overlap", "cp")),
 }
 
 
@@ -247,22 +248,35 @@ def pp_headlines(out):
     return [(line, found)]
 
 
-def fsdp_headlines(out):
-    fs = rows(out, "sharded data parallel")
-    if not fs:
+def exposed_headlines(out, role, setting, what, tail=lambda r: ""):
+    """One line for a workload that reports exposed communication over compute per SETTING (a column: off,
+    on), each against its step model's, WHAT naming the model and shape; an untrustworthy row says why."""
+    rs = rows(out, role)
+    if not rs:
         return []
-    marks = untrusted(out, "sharded data parallel")
-    why = {id(r): distrust(r, "sharded data parallel", marks) for r in fs}
-    group = f"shard group of {fs[0]['shard_group']}" + (f" x {fs[0]['replicas']} replicas"
-                                                       if num(fs[0], "replicas", 1) > 1 else "")
-    parts = [f"prefetch {r['prefetch']} {100 * num(r, 'overhead'):.0f}% "
-             + (f"(untrustworthy: {why[id(r)]})" if why[id(r)]
-                else f"(predicted {100 * num(r, 'predicted_exposed_us') / num(r, 'compute_us', 1):.0f}%)") for r in fs]
-    line = (f"FSDP exposed communication over compute ({group}): " + ", ".join(parts)
-            + f"; DP's all-reduce of the same gradient {100 * num(fs[0], 'dp_overhead'):.0f}%")
-    return [(line, [figure(f"FSDP exposed communication over compute, {group}, prefetch {r['prefetch']}",
-                           num(r, "overhead"), "%", num(r, "predicted_exposed_us") / num(r, "compute_us", 1),
-                           "FSDP step model", why[id(r)]) for r in fs])]
+    marks = untrusted(out, role)
+    why = {id(r): distrust(r, role, marks) for r in rs}
+    predicted = {id(r): num(r, "predicted_exposed_us") / num(r, "compute_us", 1) for r in rs}
+    parts = [f"{setting} {r[setting]} {100 * num(r, 'overhead'):.0f}% "
+             + (f"(untrustworthy: {why[id(r)]})" if why[id(r)] else f"(predicted {100 * predicted[id(r)]:.0f}%)")
+             for r in rs]
+    name, model = what(rs[0])
+    line = f"{name} exposed communication over compute ({model}): " + ", ".join(parts) + tail(rs[0])
+    return [(line, [figure(f"{name} exposed communication over compute, {model}, {setting} {r[setting]}",
+                           num(r, "overhead"), "%", predicted[id(r)], f"{name} step model", why[id(r)]) for r in rs])]
+
+
+def fsdp_headlines(out):
+    def group(r):
+        return "FSDP", f"shard group of {r['shard_group']}" + (
+            f" x {r['replicas']} replicas" if num(r, "replicas", 1) > 1 else "")
+    return exposed_headlines(out, "sharded data parallel", "prefetch", group,
+                             lambda r: f"; DP's all-reduce of the same gradient {100 * num(r, 'dp_overhead'):.0f}%")
+
+
+def cp_headlines(out):
+    return exposed_headlines(out, "context parallel", "overlap",
+                             lambda r: ("CP", f"rings of {r['cp']}, {r['seq']} tokens"))
 
 
 def fit_headlines(out):
@@ -280,10 +294,10 @@ def fit_headlines(out):
 
 def headline_figures(out):
     """[(summary line, [figure rows])]: bus bandwidth per link class, p2p, DP overhead against its
-    prediction, TP fraction, PP efficiency against theory, FSDP exposed communication against its model,
-    plan --fit's error."""
+    prediction, TP fraction, PP efficiency against theory, FSDP's and CP's exposed communication against
+    their models, plan --fit's error."""
     return (coll_headlines(out) + p2p_headlines(out) + step_headlines(out) + dp_headlines(out) + tp_headlines(out)
-            + pp_headlines(out) + fsdp_headlines(out) + fit_headlines(out))
+            + pp_headlines(out) + fsdp_headlines(out) + cp_headlines(out) + fit_headlines(out))
 
 
 def step_headlines(out):

@@ -41,9 +41,10 @@ DOES_NOT_FIT = "does not fit"  # how a memory skip begins: run_all ends such a r
 MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
 # The shaped steps, by the roles suite/manifest.py gives them (it names the steps; this module never does).
-INTRA, DP, TP, PP, GRID, FSDP = ("collectives inside each node", "data parallel", "tensor parallel",
-                                 "pipeline parallel", "3D parallel", "sharded data parallel")
-ROLES = (INTRA, DP, TP, PP, GRID, FSDP)
+INTRA, DP, TP, PP, GRID, FSDP, CP = ("collectives inside each node", "data parallel", "tensor parallel",
+                                     "pipeline parallel", "3D parallel", "sharded data parallel", "context parallel")
+ROLES = (INTRA, DP, TP, PP, GRID, FSDP, CP)
+CP_MAX = 8  # a CP ring inside a node: the GPUs of one
 FSDP_MIN_LAYERS = 2  # prefetch overlaps a layer's compute with the next layer's gather: one layer has no next
 
 
@@ -271,6 +272,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
 
     out.append(_grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory))
     out.append(_fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory))
+    out.append(_cp(m, ranks, sizes, where, cap_layers, es, memory))
     return out
 
 
@@ -318,6 +320,40 @@ def _fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory):
                   "%s; %s a layer's all-gather, %s run, prefetch off and on (%s)"
                   % (what, _mib(gather), _n(layers, "layer"), where),
                   sizes={"fsdp_gather": gather, "memory": need})
+
+
+def cp_memory(m, c, seq, es):
+    """Bytes one rank of cp_attention holds (pb_cp_bytes): Q, O, dO, dQ of its block; its K/V block, two
+    travelling, two accumulators and dK/dV; two blocks of scores; a row's running max and sum."""
+    hd = m["hidden"] // m["heads"]
+    rows = m["micro_batch"] * m["heads"] * (seq // c)
+    q = rows * hd * es
+    kv = 2 * m["micro_batch"] * (seq // c) * m["kv_heads"] * hd * es
+    return 4 * q + 6 * kv + 2 * rows * (seq // c) * es + rows * 8
+
+
+def _cp(m, ranks, sizes, where, cap_layers, es, memory):
+    """cp_attention: a ring of c ranks inside every node (c the largest up to CP_MAX dividing every node's
+    ranks), over a sequence c times the model's, so that each rank holds a block of the model's own
+    training length, as long-context training splits a longer sequence (Llama 3: 8K tokens a rank)."""
+    c = _largest_divisor(math.gcd(*sizes), CP_MAX)
+    if ranks == 1:
+        return _skip(CP, "one rank: no ring")
+    if not c:
+        return _skip(CP, "no ring of 2 to %d ranks divides every node's ranks (%s)" % (
+            CP_MAX, "/".join(map(str, sorted(set(sizes))))))
+    seq = c * m["seq"]
+    need = cp_memory(m, c, seq, es)
+    why = _too_big(need, memory, "a ring of %d over %d tokens" % (c, seq))
+    if why:
+        return _skip(CP, why)
+    hd = m["hidden"] // m["heads"]
+    block = 2 * m["micro_batch"] * m["seq"] * m["kv_heads"] * hd * es
+    return _shape(CP, ["--cp", c, "--seq", seq, "--layers", cap_layers],
+                  "rings of %d consecutive ranks inside each node over %d tokens, %d a rank (the model's s); %s a "
+                  "K/V block, the attention of %s, overlap off and on (%s)" % (c, seq, m["seq"], _mib(block),
+                                                                              _n(cap_layers, "layer"), where),
+                  sizes={"cp_block": block, "memory": need})
 
 
 def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, d):

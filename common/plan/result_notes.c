@@ -9,13 +9,14 @@
 #include <string.h>
 
 /* Which notes name rows, and by which columns: the formats of dp_allreduce.c's
- * note_noise, pp_pipeline.c's note_efficiency_noise and fsdp_step.c's report. */
+ * note_noise, pp_pipeline.c's note_efficiency_noise, fsdp_step.c's and cp_attention.c's report. */
 static const struct {
     const char *source, *column[2], *format;
 } formats[] = {
     {"dp_allreduce", {"grad_bytes", "overlap"}, "# note: untrustworthy: overhead %*s (grad %63[0-9] B, overlap %63[^)])"},
     {"pp_pipeline", {"schedule", "micro_batches"}, "# note: untrustworthy: efficiency %*s (%63[^,], m=%63[0-9])"},
     {"fsdp_step", {"prefetch", "shard_group"}, "# note: untrustworthy: overhead %*s (prefetch %63[^,], shard group %63[0-9])"},
+    {"cp_attention", {"overlap", "cp"}, "# note: untrustworthy: overhead %*s (overlap %63[^,], cp %63[0-9])"},
 };
 
 static int add(pb_result_notes *out, int *cap, const pb_result_notes_entry *note)

@@ -53,6 +53,9 @@ static const pb_thresholds_metric metrics[] = {
     {"fsdp_overhead", "fsdp_step", "overhead", NULL, 0, "",
      {NULL, NULL, "link_class", "prefetch", NULL, NULL, NULL}, 0, NULL,
      "sharded data-parallel (FSDP) exposed communication / compute"},
+    {"cp_overhead", "cp_attention", "overhead", NULL, 0, "",
+     {NULL, NULL, "link_class", "overlap", NULL, NULL, NULL}, 0, NULL,
+     "context-parallel (ring attention) exposed communication / compute"},
     {"fit_error", "plan_fit", "rel_error", NULL, 1, "",
      {NULL, NULL, NULL, "benchmark", NULL, NULL, NULL}, 0, NULL,
      "|relative error| of plan --fit's prediction"},
@@ -83,7 +86,8 @@ static const struct {
 } mode_values[] = {{"dp_overhead", {"none", "bucket", NULL}, "none or bucket"},
                    {"tp_comm_fraction", {"allreduce", "sp", NULL}, "allreduce or sp"},
                    {"pp_efficiency", {"gpipe", "1f1b", "interleaved", NULL}, "gpipe, 1f1b or interleaved"},
-                   {"fsdp_overhead", {"off", "on", NULL}, "off or on"}};
+                   {"fsdp_overhead", {"off", "on", NULL}, "off or on"},
+                   {"cp_overhead", {"off", "on", NULL}, "off or on"}};
 
 
 const pb_thresholds_metric *pb_thresholds_metrics(void) { return metrics; }

@@ -162,6 +162,11 @@ nranks,shard_group,replicas,link_class,prefetch,compute_us,comm_us,step_us,expos
 9,3,3,intra,off,8000,2400,10400,2400,0.3,2200,0.125,0
 9,3,3,intra,on,8000,2400,8800,800,0.1,640,0.125,0
 EOF
+cat >"$H/cp_attention.csv" <<'EOF'
+nranks,cp,link_class,seq,overlap,compute_us,comm_us,step_us,exposed_us,overhead,predicted_exposed_us,transfer_bytes,wrong
+9,3,intra,384,off,5000,2000,7000,2000,0.4,2100,65536,0
+9,3,intra,384,on,5000,2000,5500,500,0.1,300,65536,0
+EOF
 cat >"$H/plan_fit.csv" <<'EOF'
 benchmark,row,predicted_us,measured_us,rel_error
 coll_sweep,allreduce 1M,1500,2100.5,-0.2859
@@ -237,6 +242,14 @@ lines.append(f"FSDP exposed communication over compute (shard group of 3 x 3 rep
 for r in fs:
     e = v(r, "predicted_exposed_us") / v(r, "compute_us")
     cells[f"FSDP exposed communication over compute, shard group of 3 x 3 replicas, prefetch {r['prefetch']}"] = (
+        f"{100 * v(r, 'overhead'):.0f}%", f"{100 * e:.0f}%", f"{100 * v(r, 'overhead') / e:.0f}%")
+cp = rows("cp_attention")
+lines.append(f"CP exposed communication over compute (rings of 3, 384 tokens): " + ", ".join(
+    f"overlap {r['overlap']} {100 * v(r, 'overhead'):.0f}% "
+    f"(predicted {100 * v(r, 'predicted_exposed_us') / v(r, 'compute_us'):.0f}%)" for r in cp))
+for r in cp:
+    e = v(r, "predicted_exposed_us") / v(r, "compute_us")
+    cells[f"CP exposed communication over compute, rings of 3, 384 tokens, overlap {r['overlap']}"] = (
         f"{100 * v(r, 'overhead'):.0f}%", f"{100 * e:.0f}%", f"{100 * v(r, 'overhead') / e:.0f}%")
 fit = [abs(v(r, "rel_error")) for r in rows("plan_fit") if r["rel_error"] not in ("", "nan")]  # no error: no data
 lines.append(f"plan --fit: median |error| {100 * statistics.median(fit):.0f}% over {len(fit)} rows")
@@ -324,6 +337,12 @@ nranks,shard_group,replicas,link_class,prefetch,compute_us,comm_us,step_us,expos
 2,2,1,intra,on,8000,2400,7900,-100,-0.0125,640,0.125,0
 # note: untrustworthy: overhead -0.013 (prefetch on, shard group 2): exposed = step - compute = -100 us: negative (the step measured shorter than its compute); use more iterations (-n) or a bigger model
 EOF
+cat >"$U/cp_attention.csv" <<'EOF'
+nranks,cp,link_class,seq,overlap,compute_us,comm_us,step_us,exposed_us,overhead,predicted_exposed_us,transfer_bytes,wrong
+2,2,intra,256,off,5000,2000,7000,2000,0.4,2100,65536,0
+2,2,intra,256,on,5000,2000,5100,100,0.02,300,65536,0
+# note: untrustworthy: overhead 0.020 (overlap on, cp 2): exposed = step - compute = 100 us: within the spread (max - min) of the times it is taken from; use more iterations (-n) or a longer sequence
+EOF
 printf 'dp_allreduce\tok\t0\t1\t\n' >"$U/steps.tsv"
 expect_rc 0 "report.py with untrustworthy rows" -- python3 "$ROOT/scripts/report.py" --quiet --no-plots "$U"
 expect_in "$U/summary.txt" "bucket 269% (untrustworthy: exposed = step - compute = 26.9 us: within the spread of the step times)" \
@@ -333,6 +352,8 @@ expect_in "$U/summary.txt" "1f1b 1.20 vs theory 0.89 (untrustworthy: above 1" "s
 expect_in "$U/report.md" "overlap bucket (untrustworthy: exposed = step - compute" "report.md: the headline row says untrustworthy"
 expect_in "$U/summary.txt" "prefetch off 30% (predicted 28%), prefetch on -1% (untrustworthy: exposed = step - compute = -100 us: negative (the step measured shorter than its compute))" \
     "summary.txt: the untrustworthy FSDP exposure says so, the trustworthy one is a finding"
+expect_in "$U/summary.txt" "overlap off 40% (predicted 42%), overlap on 2% (untrustworthy: exposed = step - compute = 100 us: within the spread" \
+    "summary.txt: the untrustworthy CP exposure says so, the trustworthy one is a finding"
 if grep -F "overlap bucket" "$U/report.md" | grep -qF "1076%"; then
     fail "report.md: an untrustworthy figure still has a measured / expected ratio"
 else pass "report.md: no ratio for an untrustworthy figure"; fi

@@ -46,6 +46,7 @@ STEP_ARGS = {
     "pp_pipeline": [],
     "hybrid_3d": [],
     "fsdp_step": ["--prefetch", "off,on"],
+    "cp_attention": ["--overlap", "off,on"],
 }
 
 
@@ -88,6 +89,9 @@ class Rules(unittest.TestCase):
             pp = got["pp_pipeline"]
             self.assertEqual(pp["sizes"]["pp_message"], 64 << 20)
             self.assertIn("1f1b", pp["args"][1])
+            cp = got["cp_attention"]  # a ring of 8 inside each node, each rank a block of the model's s tokens
+            self.assertEqual(cp["args"][:4], ["--cp", "8", "--seq", str(8 * m["seq"])])
+            self.assertEqual(cp["sizes"]["cp_block"], 2 * m["seq"] * m["kv_heads"] * (m["hidden"] // m["heads"]) * 2)
             fs = got["fsdp_step"]  # ZeRO-3 over one node; hybrid sharding (a node a shard group) over several
             self.assertEqual(fs["args"][:2], ["--shard-group", "world" if ranks == 8 else "node"])
             self.assertEqual(fs["sizes"]["fsdp_gather"], models.layer_params(m) * 2)
@@ -138,6 +142,11 @@ class Rules(unittest.TestCase):
             # every group of t consecutive ranks inside one node
             self.assertTrue(2 <= t <= 8 and all(n % t == 0 for n in sizes))
             self.assertEqual((m["heads"] % t, m["kv_heads"] % t, m["ffn"] % t), (0, 0, 0))
+        cp = got["cp_attention"]
+        if cp["args"]:  # every ring inside a node: c divides every node's ranks
+            c = int(cp["args"][1])
+            self.assertTrue(2 <= c <= 8 and all(n % c == 0 for n in sizes), (c, sizes))
+            self.assertEqual(int(cp["args"][3]), c * m["seq"])
         fs = got["fsdp_step"]
         if ranks > 1:  # a node a shard group only where every node holds the same ranks, more than one
             hybrid = ranks > rpn and ranks % rpn == 0 and rpn > 1

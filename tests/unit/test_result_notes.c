@@ -98,6 +98,24 @@ static void fsdp_notes(void **state)
     pb_csv_free(&csv);
 }
 
+static void cp_notes(void **state)
+{
+    (void)state;
+    write_file("overlap,cp,overhead\non,2,0.2\non,4,0.05\n"
+               "# note: untrustworthy: overhead 0.050 (overlap on, cp 4): exposed = step - compute = 90 us: within "
+               "the spread; use more iterations\n# complete\n");
+    pb_csv csv;
+    pb_result_notes notes;
+    assert_int_equal(pb_csv_read(path, &csv), PB_OK);
+    assert_int_equal(pb_result_notes_read(path, "cp_attention", &notes), PB_OK);
+    assert_null(pb_result_notes_of_row(&notes, &csv, 0)); /* the other ring size */
+    const pb_result_notes_entry *n = pb_result_notes_of_row(&notes, &csv, 1);
+    assert_non_null(n);
+    assert_string_equal(n->why, "exposed = step - compute = 90 us: within the spread");
+    pb_result_notes_free(&notes);
+    pb_csv_free(&csv);
+}
+
 /* Benchmarks whose notes name no rows, and files that cannot be read: no notes. */
 static void no_notes(void **state)
 {
@@ -117,6 +135,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(dp_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(pp_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(fsdp_notes, setup, teardown),
+        cmocka_unit_test_setup_teardown(cp_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(no_notes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

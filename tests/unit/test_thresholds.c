@@ -89,6 +89,7 @@ static void unknown_modes(void **state)
         {"pp_efficiency schedule=1F1B >= 0.9", "expected gpipe, 1f1b or interleaved"},
         {"tp_comm_fraction mode=ar <= 0.5", "mode 'ar' is not accepted for tp_comm_fraction; expected allreduce or sp"},
         {"fsdp_overhead prefetch=yes <= 0.5", "prefetch 'yes' is not accepted for fsdp_overhead; expected off or on"},
+        {"cp_overhead overlap=bucket <= 0.5", "overlap 'bucket' is not accepted for cp_overhead; expected off or on"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pb_thresholds_set set;
@@ -101,6 +102,8 @@ static void unknown_modes(void **state)
     assert_int_equal(parse("dp_overhead overlap=none <= 1\nfit_error benchmark=anything <= 1", &set, err, sizeof err), PB_OK);
     pb_thresholds_free(&set);
     assert_int_equal(parse("fsdp_overhead prefetch=on link=intra <= 20 %", &set, err, sizeof err), PB_OK);
+    pb_thresholds_free(&set);
+    assert_int_equal(parse("cp_overhead overlap=on link=intra <= 0.1", &set, err, sizeof err), PB_OK);
     pb_thresholds_free(&set);
 }
 
@@ -130,7 +133,7 @@ static void bad_rules(void **state)
     } cases[] = {
         {"bw coll=allreduce size=1M >= 1\n", "t.thr:1: 'bw' is not a metric"},
         {"bw >= 1\n", "accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, dp_overhead, "
-                      "tp_comm_fraction, pp_efficiency, fsdp_overhead, fit_error, gemm_rate"},
+                      "tp_comm_fraction, pp_efficiency, fsdp_overhead, cp_overhead, fit_error, gemm_rate"},
         {"# c\nbusbw coll=allreduce size=1M\n", "t.thr:2: missing comparison"},
         {"busbw coll=allreduce size=1M >=\n", "t.thr:1: missing threshold"},
         {"busbw coll=allreduce size=1M >= fast\n", "t.thr:1: threshold 'fast' is not a number"},

@@ -93,6 +93,10 @@ static void workloads(void **state)
     assert_string_equal(got, "fsdp_overhead link=intra prefetch=off|fsdp_overhead link=intra prefetch=on|"
                              "fsdp_overhead link=inter prefetch=on");
     pb_csv_free(&tab.csv);
+    read_table("nranks,cp,link_class,overlap,overhead,wrong\n8,8,intra,off,1.5,0\n8,8,intra,on,0.2,0\n# complete\n");
+    proposed("cp_overhead", got, sizeof got);
+    assert_string_equal(got, "cp_overhead link=intra overlap=off|cp_overhead link=intra overlap=on");
+    pb_csv_free(&tab.csv);
 }
 
 static void thresholds(void **state)
