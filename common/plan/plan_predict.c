@@ -1,5 +1,5 @@
 /* plan --fit, second half: predict each dp_allreduce, tp_layer, pp_pipeline,
- * hybrid_3d and fsdp_step row of a run from its measured compute plus the modeled
+ * hybrid_3d, fsdp_step and cp_attention row of a run from its measured compute plus the modeled
  * communication (model.h with the fitted links), print predicted vs measured,
  * and write benchmark,row,predicted_us,measured_us,rel_error. */
 #include "plan/plan_predict.h"
@@ -174,6 +174,28 @@ static int predict_fsdp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, pre
     return push(pv, "fsdp_step", label, used, pred, step);
 }
 
+/* CP (cp_attention): the ring step model (pb_model_cp_step) per layer, from
+ * the row's measured compute split as the benchmark splits it (a block's
+ * forward 1/3.5 of its share, its backward 2.5/3.5), every K/V block and
+ * accumulator a point-to-point transfer of transfer_bytes on the ring's
+ * fitted link; overlap on or off as the row says. */
+static int predict_cp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
+{
+    double c, layers, comp, step, bytes;
+    pb_model_link l;
+    char used[16], label[96];
+    const char *cls = pb_csv_get(t, r, "link_class"), *overlap = pb_csv_get(t, r, "overlap");
+    if (!num(t, r, "cp", &c) || !num(t, r, "layers", &layers) || !num(t, r, "compute_us", &comp) ||
+        !num(t, r, "step_us", &step) || !num(t, r, "transfer_bytes", &bytes) || c < 1 || layers < 1 ||
+        pb_plan_fit_fitted_link(f, cls, 0, &l, used, sizeof used))
+        return PB_ERR_CHECK;
+    double per = comp * 1e-6 / (layers * c), xfer = c > 1 ? pb_model_t_p2p(bytes, l) : 0.0;
+    pb_model_cp_block blk = {.fwd = per / 3.5, .bwd = 2.5 * per / 3.5, .kv = xfer, .dkv = xfer};
+    double pred = layers * pb_model_cp_step((int)c, &blk, strcmp(overlap, "on") == 0) * 1e6;
+    snprintf(label, sizeof label, "c=%d %s L=%d block=%.0f overlap=%s", (int)c, cls, (int)layers, bytes, overlap);
+    return push(pv, "cp_attention", label, used, pred, step);
+}
+
 typedef int (*predictor)(const pb_csv *, int, const pb_plan_fit_fitted *, predvec *);
 
 typedef struct {
@@ -235,6 +257,7 @@ int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *cs
     if (st == PB_OK) st = predict_kind(dir, "pp_pipeline", predict_pp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "hybrid_3d", predict_hybrid, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "fsdp_step", predict_fsdp, f, &pv, out);
+    if (st == PB_OK) st = predict_kind(dir, "cp_attention", predict_cp, f, &pv, out);
     if (st == PB_OK) {
         fprintf(out, "\npredicted step time (measured compute + modeled communication) vs measured\n");
         fprintf(out, "%-12s %-52s %-11s %14s %14s %9s\n", "benchmark", "row", "link/fit", "predicted_us",
@@ -244,7 +267,8 @@ int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *cs
             fprintf(out, "%-12s %-52s %-11s %14.1f %14.1f %+8.1f%%\n", p->bench, p->label, p->link, p->pred_us,
                     p->meas_us, 100.0 * rel_err(p));
         }
-        if (pv.n == 0) fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d or fsdp_step rows to predict)\n");
+        if (pv.n == 0)
+            fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d, fsdp_step or cp_attention rows to predict)\n");
         if (csv_path) st = write_csv(csv_path, &pv, cmdline);
     }
     free(pv.v);
