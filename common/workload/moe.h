@@ -96,7 +96,7 @@ typedef struct pb_moe_config {
     int group;            /* EP group: world rank = group * ep + index */
 } pb_moe_config;
 
-/* What the last step (or pb_moe_even) took on this rank, host clock. */
+/* What the last step (or pb_moe_a2a_only) took on this rank, host clock. */
 typedef struct pb_moe_timing {
     double dispatch_us; /* the token-to-expert all-to-alls: forward dispatch (with its counts) and
                          * backward's all-to-all of the output gradients */
@@ -117,9 +117,10 @@ int pb_moe_create(const pb_moe_config *cfg, pb_moe **out);
 void pb_moe_destroy(pb_moe *m);
 
 int pb_moe_step(pb_moe *m); /* L layers forward and backward */
-/* The step's 4L all-to-alls at uniform load (skew 1), the same bytes per
- * rank, no compute: what the skewed ones are compared with. */
-int pb_moe_even(pb_moe *m);
+/* The step's 4L all-to-alls alone, back to back, no compute: at the layer's
+ * load (even 0) or at uniform load (even 1: skew 1, the same bytes per rank),
+ * what the skewed ones are compared with. */
+int pb_moe_a2a_only(pb_moe *m, int even);
 void pb_moe_last_timing(const pb_moe *m, pb_moe_timing *out);
 
 /* FLOPs of one step on this rank: the experts' GEMMs (on the rows it

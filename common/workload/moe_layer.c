@@ -211,13 +211,15 @@ int pb_moe_step(pb_moe *m)
     return m->cfg.eng->synchronize();
 }
 
-int pb_moe_even(pb_moe *m)
+int pb_moe_a2a_only(pb_moe *m, int even)
 {
     m->timing = (pb_moe_timing){0};
+    /* Uniform: from the k copies into ck (sized for it) and back; the layer's load: its own buffers. */
+    void *spread = m->xk, *blocks = even ? m->ck : m->eout;
     for (int64_t i = 0; i < m->cfg.nlayers; i++)
         for (int pass = 0; pass < 2; pass++) { /* forward, backward: a dispatch and a combine each */
-            PB_TRY(pb_moe_impl_a2a(m, m->xk, m->ck, 0, 1, pass == 0));
-            PB_TRY(pb_moe_impl_a2a(m, m->ck, m->xk, 1, 1, 0));
+            PB_TRY(pb_moe_impl_a2a(m, spread, blocks, 0, even, pass == 0));
+            PB_TRY(pb_moe_impl_a2a(m, blocks, spread, 1, even, 0));
         }
     return PB_OK;
 }
