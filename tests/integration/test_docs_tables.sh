@@ -29,6 +29,7 @@ tp_layer --tp-comm allreduce,sp $model
 pp_pipeline --schedule all --micro-batches 4 $shape --layers 4
 hybrid_3d --tp 2 --compare-placements $model
 fsdp_step --prefetch off,on $model
+moe_layer --model tiny-moe --layers 1 --seq 64 --skew uniform,2 -n 2 -w 1
 EOF2
 
 # The checker's other side: a table whose column lost a decimal, one one column
