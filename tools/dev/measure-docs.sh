@@ -28,6 +28,7 @@ pp_pipeline() {
 # docs/moe_layer.md: 4 ranks, EP over a node and over the world, uniform and skewed load, validated.
 moe_layer() {
     rec moe_layer mpirun -np 4 --oversubscribe --bind-to none $B/moe_layer --model tiny-moe --layers 2 --ep-group 2,world --skew uniform,2,4 -n 5 -w 1 -c 1
+    rec moe_layer-skew "${MPI[@]}" $B/moe_layer --experts 2 --top-k 1 --skew uniform,2 --layers 1 --hidden 1024 --ffn 256 --seq 512 -n 8 -w 1 -c 1 --csv /dev/null
 }
 # docs/fsdp_step.md: world sharding and hybrid (2 groups of 2), prefetch off and on, validated.
 fsdp_step() {
