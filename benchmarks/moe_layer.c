@@ -181,7 +181,8 @@ typedef struct run_ctx {
     pb_comm *ep_comm;
     const char *link;
     double *samples;                /* per timed iteration: the step */
-    double *a2a_it[2][2];           /* per timed iteration, alone and uniform: dispatch, and dispatch + combine */
+    double *a2a_max;                /* one phase's all-to-alls, each the max over ranks (4L) */
+    double best[2][2];              /* the fastest all-to-all so far, alone and uniform: dispatches, all */
     double sums[3][2];              /* per phase (step, all-to-alls alone, uniform): dispatch, combine */
     pb_moe *m;
 } run_ctx;
@@ -193,13 +194,26 @@ typedef struct row {
     pb_stats step;
     double us[3][2];                /* per phase: dispatch, combine (max over ranks) */
     double compute_us;
-    double best[2][2];              /* the fastest iteration (max over ranks), alone and uniform: dispatch, all */
+    double best[2][2];              /* the fastest all-to-all (max over ranks), alone and uniform: dispatches, all */
     int slowest;
     long long wrong_rows, wrong_counts;
 } row;
 
 /* Time one phase from an aligned start (the barrier is outside the timed region). */
 enum { PHASE_STEP, PHASE_ALONE, PHASE_EVEN, PHASES };
+
+/* A phase's all-to-alls end with their slowest rank's: the fastest of them (the one other load disturbed least)
+ * is what the ratios against the uniform load compare. Outside the timed region. */
+static void fastest(run_ctx *r, int even, const pb_moe_timing *t)
+{
+    int n = t->a2as;
+    memcpy(r->a2a_max, pb_moe_a2a_times(r->m), sizeof(double) * (size_t)n);
+    MPI_Allreduce(MPI_IN_PLACE, r->a2a_max, n, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
+    for (int i = 0; i < n; i++) {
+        if (i % 2 == 0) r->best[even][0] = fmin(r->best[even][0], r->a2a_max[i]);
+        r->best[even][1] = fmin(r->best[even][1], r->a2a_max[i]);
+    }
+}
 
 static int run_phase(pb_moe *m, int phase) { return phase == PHASE_STEP ? pb_moe_step(m) : pb_moe_a2a_only(m, phase == PHASE_EVEN); }
 
@@ -220,14 +234,11 @@ static int it_all(void *a, int iter)
         PB_TRY(run_phase(r->m, p));
         if (p == PHASE_STEP) step = pb_timing_now_us() - t0;
         pb_moe_last_timing(r->m, &t[p]);
+        if (p != PHASE_STEP && iter >= 0) fastest(r, p == PHASE_EVEN, &t[p]);
     }
     if (iter < 0) return PB_OK;
     r->samples[iter] = step;
     for (int p = 0; p < PHASES; p++) r->sums[p][0] += t[p].dispatch_us, r->sums[p][1] += t[p].combine_us;
-    for (int k = 0; k < 2; k++) {
-        const pb_moe_timing *x = &t[k ? PHASE_EVEN : PHASE_ALONE];
-        r->a2a_it[k][0][iter] = x->dispatch_us, r->a2a_it[k][1][iter] = x->dispatch_us + x->combine_us;
-    }
     return PB_OK;
 }
 
@@ -259,6 +270,7 @@ static int measure(run_ctx *r, row *out)
     pb_runner_cfg loop = {c->iters, c->warmup, c->max_seconds};
     int done = 0;
     memset(r->sums, 0, sizeof r->sums);
+    for (int k = 0; k < 2; k++) r->best[k][0] = r->best[k][1] = INFINITY;
     pb_watchdog_what("moe layer", (uint64_t)pb_moe_a2a_bytes(r->m));
     PB_TRY(pb_runner_time_loop(r->b->w.comm, &loop, it_all, r, r->samples + c->iters, &done));
     double mine = 0, per = done > 0 ? done : 1;
@@ -268,14 +280,7 @@ static int measure(run_ctx *r, row *out)
     double a2a = (r->sums[PHASE_STEP][0] + r->sums[PHASE_STEP][1]) / per;
     for (int p = 0; p < PHASES; p++)
         for (int d = 0; d < 2; d++) out->us[p][d] = pb_world_max(&r->b->w, r->sums[p][d] / per);
-    /* Each iteration's all-to-alls end with the slowest rank's: the fastest such iteration is the one other load
-     * disturbed least, which the ratios against the uniform load compare. */
-    for (int k = 0; k < 2; k++)
-        for (int d = 0; d < 2; d++) {
-            MPI_Allreduce(MPI_IN_PLACE, r->a2a_it[k][d], done, MPI_DOUBLE, MPI_MAX, r->b->w.comm);
-            out->best[k][d] = done > 0 ? r->a2a_it[k][d][0] : 0;
-            for (int i = 1; i < done; i++) out->best[k][d] = fmin(out->best[k][d], r->a2a_it[k][d][i]);
-        }
+    memcpy(out->best, r->best, sizeof out->best);
     /* The slowest rank: the most time outside the all-to-alls, which the others wait for inside them. */
     struct { double v; int rank; } compute = {mine - a2a, r->b->w.rank};
     MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE_INT, MPI_MAXLOC, r->b->w.comm);
@@ -362,8 +367,8 @@ static int report(run_ctx *r, const row *w, const pb_moe_config *mc)
         [COL_ALONE_COMBINE_US] = PB_F(alone[1]),
         [COL_EVEN_DISPATCH_US] = PB_F(ev[0]),
         [COL_EVEN_COMBINE_US] = PB_F(ev[1]),
-        [COL_DISPATCH_VS_EVEN] = PB_F(w->best[1][0] > 0 ? w->best[0][0] / w->best[1][0] : NAN),
-        [COL_A2A_VS_EVEN] = PB_F(w->best[1][1] > 0 ? w->best[0][1] / w->best[1][1] : NAN),
+        [COL_DISPATCH_VS_EVEN] = PB_F(isfinite(w->best[1][0]) ? w->best[0][0] / w->best[1][0] : NAN),
+        [COL_A2A_VS_EVEN] = PB_F(isfinite(w->best[1][1]) ? w->best[0][1] / w->best[1][1] : NAN),
         [COL_BYTES_PER_A2A] = PB_I(llround(S)),
         [COL_A2A_BUSBW] = PB_F(busbw),
         [COL_EVEN_BUSBW] = PB_F(even_bw),
@@ -462,7 +467,7 @@ static void notes(run_ctx *r)
                               "dispatch = the token-to-expert all-to-alls in the step (with the counts), combine = the "
                               "way back; share = (dispatch + combine)/step; a2a/even = the step's all-to-alls alone "
                               "over the same at uniform load (the same bytes), both timed in the same iterations, "
-                              "their fastest iterations; "
+                              "their fastest all-to-all each; "
                               "busbw = 4L x bytes_per_a2a / (their time alone) x (n-1)/n, even bw the same at "
                               "uniform load; slowest = the rank with the most time outside the all-to-alls; "
                               "predict = the planner's step (bandwidth from the even all-to-alls, GEMMs at the "
@@ -499,10 +504,10 @@ int main(int argc, char **argv)
     if (status == PB_OK)
         status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank,
                                                                      o.common.gpu_offset, &r.eng), "engine");
-    r.samples = malloc(sizeof(double) * 6 * (size_t)o.common.iters);
-    if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
+    r.samples = malloc(sizeof(double) * 2 * (size_t)o.common.iters);
+    r.a2a_max = malloc(sizeof(double) * 4 * (size_t)o.work.model.layers);
+    if (status == PB_OK && !(r.samples && r.a2a_max)) status = pb_fail(PB_ERR_ENV, "out of memory for samples");
     status = pb_world_agree_at(b.w.comm, status, "samples");
-    for (int k = 0; r.samples && k < 4; k++) r.a2a_it[k / 2][k % 2] = r.samples + (size_t)(k + 2) * (size_t)o.common.iters;
     long long wrong = 0;
     if (status == PB_OK && r.eng) {
         notes(&r);
@@ -520,6 +525,7 @@ int main(int argc, char **argv)
         }
     }
     free(r.samples);
+    free(r.a2a_max);
     unplace(&r);
     if (r.eng) r.eng->finalize();
     pb_bench_finish(&b, status == PB_OK && wrong > 0 ? PB_ERR_CHECK : status);

@@ -122,6 +122,9 @@ int pb_moe_step(pb_moe *m); /* L layers forward and backward */
  * what the skewed ones are compared with. */
 int pb_moe_a2a_only(pb_moe *m, int even);
 void pb_moe_last_timing(const pb_moe *m, pb_moe_timing *out);
+/* Each all-to-all of the last call, in issue order (timing.a2as of them):
+ * dispatches at even indexes, combines at odd ones. */
+const double *pb_moe_a2a_times(const pb_moe *m);
 
 /* FLOPs of one step on this rank: the experts' GEMMs (on the rows it
  * received), and the rest (router, permutations), which every rank does alike. */

@@ -24,6 +24,7 @@ struct pb_moe {
     void *cnt_send, *cnt_recv; /* backend memory: E int32 counts each */
     pb_staging stage;          /* two backend buffers of the largest all-to-all, when memories differ */
     pb_moe_timing timing;
+    double *a2a_us;            /* each all-to-all of the last call, in issue order (4L) */
     long long wrong_counts;
     void *host_a, *host_b;     /* validation: T*k and R rows */
 };

@@ -91,6 +91,7 @@ int pb_moe_impl_a2a(pb_moe *m, const void *send, void *recv, int reverse, int ev
     double us = pb_timing_now_us() - t0;
     if (reverse) m->timing.combine_us += us;
     else m->timing.dispatch_us += us;
+    if (m->timing.a2as < 4 * m->cfg.nlayers) m->a2a_us[m->timing.a2as] = us;
     m->timing.a2as++;
     return PB_OK;
 }
@@ -225,6 +226,7 @@ int pb_moe_a2a_only(pb_moe *m, int even)
 }
 
 void pb_moe_last_timing(const pb_moe *m, pb_moe_timing *out) { *out = m->timing; }
+const double *pb_moe_a2a_times(const pb_moe *m) { return m->a2a_us; }
 long long pb_moe_wrong_counts(const pb_moe *m) { return m->wrong_counts; }
 double pb_moe_a2a_bytes(const pb_moe *m) { return (double)(m->T * m->k * m->h) * (double)m->es; }
 
@@ -260,8 +262,9 @@ static int make_routing(pb_moe *m)
     m->first = calloc((size_t)m->local, sizeof *m->first);
     m->cnt_host = calloc((size_t)nE, sizeof *m->cnt_host);
     m->cnt_want = calloc((size_t)nE, sizeof *m->cnt_want);
+    m->a2a_us = calloc(4 * (size_t)m->cfg.nlayers, sizeof *m->a2a_us);
     int32_t *counts = calloc((size_t)nE, sizeof *counts);
-    int ok = m->to && m->even_to && m->rows && m->first && m->cnt_host && m->cnt_want && counts;
+    int ok = m->to && m->even_to && m->rows && m->first && m->cnt_host && m->cnt_want && m->a2a_us && counts;
     for (int d = 0; ok && d < ep; d++) {
         m->to[d] = pb_moe_rank_rows(&m->route, d);
         m->even_to[d] = pb_moe_rank_rows(&m->even, d);
@@ -404,7 +407,7 @@ void pb_moe_destroy(pb_moe *m)
     if (m->cnt_recv) m->cfg.be->free(m->cnt_recv);
     pb_staging_free(&m->stage);
     void *host[] = {m->w, m->g, m->xs, m->recv, m->z, m->hid, m->to, m->even_to, m->rows, m->first, m->cnt_host,
-                    m->cnt_want, m->host_a, m->host_b};
+                    m->cnt_want, m->a2a_us, m->host_a, m->host_b};
     for (size_t k = 0; k < sizeof host / sizeof host[0]; k++) free(host[k]);
     free(m);
 }
