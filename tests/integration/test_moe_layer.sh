@@ -66,12 +66,11 @@ consistent "$TMP/g.csv" && pass "EP groups: columns consistent" || fail "EP grou
 
 # The skewed all-to-alls against the uniform ones of the same bytes, in the
 # same iterations: one expert per rank and top-1, so the experts' skew F = 2
-# is the ranks' (rank 0 receives twice the mean); its fastest iteration takes
-# about twice the uniform one's, while uniform against uniform is about 1.
-expect_rc 0 "2 ranks, uniform and skew 2, 4 MiB all-to-alls" -- \
-    mpi 2 "$BIN/moe_layer" --experts 2 --top-k 1 --skew uniform,2 --layers 1 --hidden 1024 --ffn 256 --seq 512 \
-    -n 8 -w 1 --csv "$TMP/skew.csv"
-python3 - "$TMP/skew.csv" >"$TMP/verdict" <<'PY' && pass "skew: $(cat "$TMP/verdict")" || fail "skew: $(cat "$TMP/verdict")"
+# is the ranks' (rank 0 receives twice the mean); its fastest all-to-all takes
+# about twice the uniform one's, while uniform against uniform is about 1. A
+# load spike from the tests beside it can still spoil a run: up to 3 runs.
+skew_ratio() {
+    python3 - "$TMP/skew.csv" >"$TMP/verdict" <<'PY'
 import csv, sys
 rows = {float(r["skew"]): r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))}
 u, s = float(rows[1.0]["a2a_vs_even"]), float(rows[2.0]["a2a_vs_even"])
@@ -79,6 +78,15 @@ imb = float(rows[2.0]["imbalance"])
 print("skewed/uniform all-to-alls %.2f at imbalance %.2f, uniform/uniform %.2f" % (s, imb, u))
 sys.exit(0 if imb == 2.0 and 0.65 * imb <= s <= 1.6 * imb and 0.6 <= u <= 1.5 and s > 1.3 * u else 1)
 PY
+}
+for try in 1 2 3; do
+    expect_rc 0 "2 ranks, uniform and skew 2, 4 MiB all-to-alls (run $try)" -- \
+        mpi 2 "$BIN/moe_layer" --experts 2 --top-k 1 --skew uniform,2 --layers 1 --hidden 1024 --ffn 256 --seq 512 \
+        -n 8 -w 1 --csv "$TMP/skew.csv"
+    skew_ratio && break
+    echo "note: run $try: $(cat "$TMP/verdict")"
+done
+skew_ratio && pass "skew: $(cat "$TMP/verdict")" || fail "skew: $(cat "$TMP/verdict")"
 
 expect_rc 1 "a corrupted row exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/moe_layer" "${SMALL[@]}" -c 1 --skew uniform
