@@ -65,7 +65,10 @@ static int parse_item(const char *option, int id, const char *item, moe_opts *o)
 static int parse_list(const char *option, int id, const char *arg, moe_opts *o)
 {
     char buf[256];
-    if (!*arg || strlen(arg) >= sizeof buf) return pb_error_usage(option, "expected a list of at most 255 characters");
+    size_t len = strlen(arg);
+    if (!len || len >= sizeof buf || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
+        return pb_error_usage(option, "'%s': expected a comma-separated list without empty items, at most 255 characters",
+                              arg);
     snprintf(buf, sizeof buf, "%s", arg);
     int *n = id == O_SKEW ? &o->nskews : &o->ngroups;
     *n = 0;
@@ -73,7 +76,7 @@ static int parse_list(const char *option, int id, const char *arg, moe_opts *o)
         if (*n == MAX_LIST) return pb_error_usage(option, "at most %d items", MAX_LIST);
         PB_TRY(parse_item(option, id, item, o));
     }
-    return *n ? PB_OK : pb_error_usage(option, "'%s' is an empty list", arg);
+    return PB_OK;
 }
 
 static int handle(void *ctx, int id, const char *option, const char *arg)
