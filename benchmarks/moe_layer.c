@@ -159,8 +159,8 @@ static const pb_report_column cols[] = {
     [COL_ALONE_COMBINE_US] = {"alone_combine_us", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
     [COL_EVEN_DISPATCH_US] = {"even_dispatch_us", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
     [COL_EVEN_COMBINE_US] = {"even_combine_us", NULL, NULL, PB_COL_FLOAT, 0, 0, "us"},
-    [COL_DISPATCH_VS_EVEN] = {"dispatch_vs_even", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
-    [COL_A2A_VS_EVEN] = {"a2a_vs_even", "a2a/even", "", PB_COL_FLOAT, 8, 3, ""},
+    [COL_DISPATCH_VS_EVEN] = {"dispatch_vs_even", "disp/even", "", PB_COL_FLOAT, 9, 3, ""},
+    [COL_A2A_VS_EVEN] = {"a2a_vs_even", NULL, NULL, PB_COL_FLOAT, 0, 0, ""},
     [COL_BYTES_PER_A2A] = {"bytes_per_a2a", NULL, NULL, PB_COL_INT, 0, 0, "B"},
     [COL_A2A_BUSBW] = {"a2a_busbw_GBps", "busbw", "(GB/s)", PB_COL_FLOAT, 8, 3, "GB/s"},
     [COL_EVEN_BUSBW] = {"even_busbw_GBps", "even bw", "(GB/s)", PB_COL_FLOAT, 8, 3, "GB/s"},
@@ -468,9 +468,9 @@ static void notes(run_ctx *r)
     pb_report_note(r->b->rep, "engine: %s", r->eng->describe());
     pb_report_note(r->b->rep, "times: max over ranks of each rank's mean per step (L layers, forward and backward); "
                               "dispatch = the token-to-expert all-to-alls in the step (with the counts), combine = the "
-                              "way back; share = (dispatch + combine)/step; a2a/even = the step's all-to-alls alone "
+                              "way back; share = (dispatch + combine)/step; disp/even = the step's dispatches alone "
                               "over the same at uniform load (the same bytes), both timed in the same iterations, "
-                              "their fastest all-to-all each; "
+                              "their fastest each; "
                               "busbw = 4L x bytes_per_a2a / (their time alone) x (n-1)/n, even bw the same at "
                               "uniform load; slowest = the rank with the most time outside the all-to-alls; "
                               "predict = the planner's step (bandwidth from the even all-to-alls, GEMMs at the "
