@@ -367,28 +367,6 @@ static int run_config(run_ctx *r, pb_fsdp_prefetch p, long long *wrong)
     return status;
 }
 
-/* --shard-group node: every node holds the same number of ranks, numbered
- * node by node, so that a node is a block of consecutive ranks. */
-static int node_group(const pb_world *w, int *size)
-{
-    int lo = w->local_size, hi = w->local_size, blocked = w->rank % w->local_size == w->local_rank;
-    if (w->comm == MPI_COMM_NULL) /* --validate's world: nodes in rank order, the last holding what is left */
-        lo = w->size % w->local_size ? w->size % w->local_size : w->local_size;
-    else {
-        MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, w->comm);
-        MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, w->comm);
-        MPI_Allreduce(MPI_IN_PLACE, &blocked, 1, MPI_INT, MPI_MIN, w->comm);
-    }
-    if (lo != hi)
-        return pb_error_usage("--shard-group", "node: the nodes hold %d to %d ranks; a node's shard group needs the "
-                              "same count on every node", lo, hi);
-    if (!blocked)
-        return pb_error_usage("--shard-group", "node: the ranks are not numbered node by node; expected a block of "
-                              "consecutive ranks per node (mpirun --map-by slot)");
-    *size = lo;
-    return PB_OK;
-}
-
 static int validate_opts(pb_bench *b, fsdp_opts *o, run_ctx *r)
 {
     PB_TRY(pb_options_validate(&o->common));
@@ -398,7 +376,7 @@ static int validate_opts(pb_bench *b, fsdp_opts *o, run_ctx *r)
         o->prefetch[o->nprefetch++] = PB_FSDP_PREFETCH_ON;
     }
     r->n = b->w.size;
-    if (o->group == GROUP_NODE) PB_TRY(node_group(&b->w, &r->n));
+    if (o->group == GROUP_NODE) PB_TRY(pb_world_node_block(&b->w, "--shard-group", &r->n));
     else if (o->group > 0) r->n = o->group;
     PB_TRY(pb_fsdp_group_of(b->w.size, r->n, b->w.rank, &r->group, &r->index));
     r->replicas = b->w.size / r->n;

@@ -15,9 +15,10 @@ import re
 from suite import paths
 
 DEF_FILE = paths.script(os.path.join("common", "plan", "presets.def"))
-FIELDS = ("hidden", "layers", "heads", "kv_heads", "ffn", "mlp", "seq", "vocab", "tied", "nominal")
+FIELDS = ("hidden", "layers", "heads", "kv_heads", "ffn", "mlp", "seq", "vocab", "tied", "nominal",
+          "experts", "top_k")
 PRESET_LINE = re.compile(r'^PB_PRESET\("([\w.-]+)", (\d+), (\d+), (\d+), (\d+), (\d+), (GELU|SWIGLU), (\d+), (\d+), '
-                         r'([01]), ([0-9.e]+)\)$', re.M)
+                         r'([01]), ([0-9.e]+), (\d+), (\d+)\)$', re.M)
 
 # The models people train now, largest first: the default on GPUs is the first that fits.
 TRAINED_NOW = ("llama3-405b", "llama3-70b", "llama3-8b")

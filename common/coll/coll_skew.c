@@ -13,13 +13,17 @@ static size_t hot_units(size_t units, int nranks, double skew)
     return hot < mean ? mean : hot;
 }
 
+size_t pb_coll_skew_split(size_t units, int parts, double skew, int d)
+{
+    size_t hot = hot_units(units, parts, skew);
+    if (d == 0) return hot;
+    size_t others = (size_t)parts - 1, rest = units - hot;
+    return rest / others + ((size_t)(d - 1) < rest % others ? 1 : 0);
+}
+
 size_t pb_coll_skew_count_to(size_t count, int nranks, double skew, int d)
 {
-    size_t units = count / PB_COLL_SKEW_UNIT, hot = hot_units(units, nranks, skew);
-    if (d == 0) return hot * PB_COLL_SKEW_UNIT;
-    size_t others = (size_t)nranks - 1, rest = units - hot;
-    size_t mine = rest / others + ((size_t)(d - 1) < rest % others ? 1 : 0);
-    return mine * PB_COLL_SKEW_UNIT;
+    return pb_coll_skew_split(count / PB_COLL_SKEW_UNIT, nranks, skew, d) * PB_COLL_SKEW_UNIT;
 }
 
 size_t pb_coll_skew_recv_count(size_t count, int nranks, double skew, int d)

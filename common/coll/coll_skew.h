@@ -27,6 +27,12 @@
 /* Whether F is a skew over nranks: 1 <= F <= nranks (all to one). */
 int pb_coll_skew_valid(double skew, int nranks);
 
+/* The split itself, in whole units: `units` over `parts` destinations,
+ * part 0 getting H = min(max(round(F * m), m), units) with m = units / parts
+ * (integer division), the others the rest as above. A mixture-of-experts
+ * router's load over its experts is the same split (workload/moe.h). */
+size_t pb_coll_skew_split(size_t units, int parts, double skew, int d);
+
 /* Elements every sender sends to destination d (count a multiple of
  * PB_COLL_SKEW_UNIT * nranks, skew valid). */
 size_t pb_coll_skew_count_to(size_t count, int nranks, double skew, int d);

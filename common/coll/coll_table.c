@@ -7,6 +7,7 @@
 #include "backend/comm.h"
 #include "coll/coll_exec.h"
 #include "coll/coll_expect.h"
+#include "coll/coll_alltoallv.h"
 #include "coll/coll_skew.h"
 #include "core/error.h"
 
@@ -62,25 +63,25 @@ static int issue_sendrecv(ISSUE_ARGS)
     return b->group_end(comm);
 }
 
-/* Uneven all-to-all as nccl-tests builds alltoall where there is no native
- * call: one group of a send and a receive per peer, on every backend. Every
- * sender sends count_to(d) elements to d (coll_skew.h), so this rank receives
- * nranks blocks of count_to(me), in rank order; empty blocks are skipped on
- * both sides. */
+/* Uneven all-to-all (coll_alltoallv.h): every sender sends count_to(d)
+ * elements to d (coll_skew.h), so this rank receives nranks blocks of
+ * count_to(me), in rank order. */
+typedef struct skewed {
+    size_t count;
+    int n;
+    double skew;
+} skewed;
+
+static size_t skewed_to(const void *ctx, int d)
+{
+    const skewed *k = ctx;
+    return pb_coll_skew_count_to(k->count, k->n, k->skew, d);
+}
+
 static int issue_alltoallv(ISSUE_ARGS)
 {
-    int me = b->rank(comm), n = b->size(comm);
-    size_t es = pb_dtype_size(t), off = 0, mine = pb_coll_skew_count_to(sh->count, n, sh->skew, me);
-    PB_TRY(b->group_start(comm));
-    int status = PB_OK;
-    for (int p = 0; p < n && status == PB_OK; p++) {
-        size_t to = pb_coll_skew_count_to(sh->count, n, sh->skew, p);
-        if (to) status = b->send(comm, (const char *)send + off * es, to, t, p);
-        if (status == PB_OK && mine) status = b->recv(comm, (char *)recv + (size_t)p * mine * es, mine, t, p);
-        off += to;
-    }
-    int end = b->group_end(comm); /* always close the group */
-    return status != PB_OK ? status : end;
+    skewed k = {sh->count, b->size(comm), sh->skew};
+    return pb_coll_alltoallv(b, comm, send, recv, t, skewed_to, &k, 0);
 }
 
 #define FULL PB_SPAN_FULL

@@ -262,3 +262,23 @@ int pb_world_agree_after_step(MPI_Comm comm, int local_status, double grace_s, c
 }
 
 int pb_world_agree(const pb_world *w, int status) { return pb_world_agree_at(w->comm, status, NULL); }
+
+int pb_world_node_block(const pb_world *w, const char *option, int *size)
+{
+    int lo = w->local_size, hi = w->local_size, blocked = w->rank % w->local_size == w->local_rank;
+    if (w->comm == MPI_COMM_NULL) /* --validate's world: nodes in rank order, the last holding what is left */
+        lo = w->size % w->local_size ? w->size % w->local_size : w->local_size;
+    else {
+        MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, w->comm);
+        MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, w->comm);
+        MPI_Allreduce(MPI_IN_PLACE, &blocked, 1, MPI_INT, MPI_MIN, w->comm);
+    }
+    if (lo != hi)
+        return pb_error_usage(option, "node: the nodes hold %d to %d ranks; a group per node needs the "
+                              "same count on every node", lo, hi);
+    if (!blocked)
+        return pb_error_usage(option, "node: the ranks are not numbered node by node; expected a block of "
+                              "consecutive ranks per node (mpirun --map-by slot)");
+    *size = lo;
+    return PB_OK;
+}

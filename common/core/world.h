@@ -80,4 +80,11 @@ void pb_world_wait_after_step(MPI_Request *req, int local_status, double grace_s
  * nonblocking agreement and pb_world_wait_after_step. */
 int pb_world_agree_after_step(MPI_Comm comm, int local_status, double grace_s, const char *site);
 
+/* A node as a group of consecutive ranks (`option` node: fsdp_step's shard
+ * group, moe_layer's EP group): every node holds the same number of ranks,
+ * numbered node by node; *size gets that number. Collective over w->comm (under
+ * --validate, whose world has no communicator, judged from its node sizes);
+ * PB_ERR_USAGE naming `option` otherwise. */
+int pb_world_node_block(const pb_world *w, const char *option, int *size);
+
 #endif

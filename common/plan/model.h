@@ -128,6 +128,23 @@ double pb_model_cp_compute(int c, const pb_model_cp_block *t);
  * `block_bytes` on `link`. */
 void pb_model_cp_block_of(double b, double seq, double hidden, int c, double flops_per_s, double block_bytes,
                           pb_model_link link, pb_model_cp_block *out);
+/* ---- mixture of experts with expert parallelism (model_moe.c) ---- */
+
+/* One MoE layer on an EP group of n ranks (workload/moe.h). */
+typedef struct pb_model_moe_layer {
+    double a2a_bytes;    /* bytes one rank sends per all-to-all at uniform load: T*k*h elements */
+    double imbalance;    /* the heaviest rank's rows over the mean (>= 1) */
+    int n;               /* ranks of the EP group */
+    double expert_flops; /* one rank's expert GEMMs, forward + backward, at uniform load */
+    double other_flops;  /* router and permutations, forward + backward, alike on every rank */
+} pb_model_moe_layer;
+
+/* One all-to-all whose heaviest rank moves imbalance * S: the pairwise
+ * exchange of pb_model_t_coll at those bytes, (n-1)a + (n-1)/n imbalance S/B. */
+double pb_model_moe_a2a(const pb_model_moe_layer *l, pb_model_link link);
+/* The step of L layers, nothing overlapped, on the heaviest rank (the one
+ * the all-to-alls wait for): L (4 a2a + (other + imbalance * expert) / flops). */
+double pb_model_moe_step(int64_t layers, const pb_model_moe_layer *l, pb_model_link link, double flops);
 
 /* ---- compute (Narayanan et al. 2021, appendix) ---- */
 

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PB_PRESET(name, h, L, a, kv, ffn, mlp, s, V, tied, nominal) \
-    {name, h, L, a, kv, ffn, PB_MLP_##mlp, s, V, tied, 1, nominal},
+#define PB_PRESET(name, h, L, a, kv, ffn, mlp, s, V, tied, nominal, experts, top_k) \
+    {name, h, L, a, kv, ffn, PB_MLP_##mlp, s, V, tied, 1, nominal, experts, top_k},
 static const pb_presets_model presets[] = {
 #include "plan/presets.def"
 };

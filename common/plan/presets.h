@@ -28,6 +28,8 @@ typedef struct pb_presets_model {
     int tied;           /* 1: the output projection is the embedding */
     int64_t micro_batch;/* b, sequences per micro-batch */
     double nominal_params; /* advertised size, e.g. 7e9; 0 = use the formula */
+    int64_t experts;    /* mixture of experts: experts per MLP, each of width ffn; 0 = dense */
+    int64_t top_k;      /* experts each token is routed to; 0 = dense */
 } pb_presets_model;
 
 /* Look up a preset by name (pb_presets_preset_names). Returns PB_OK or

@@ -30,6 +30,7 @@ pp_pipeline --schedule all --micro-batches 4 $shape --layers 4
 hybrid_3d --tp 2 --compare-placements $model
 fsdp_step --prefetch off,on $model
 cp_attention --overlap off,on $model
+moe_layer --model tiny-moe --layers 1 --seq 64 --skew uniform,2 -n 2 -w 1
 EOF2
 
 # The checker's other side: a table whose column lost a decimal, one one column

@@ -87,6 +87,9 @@ for np in 8 16; do
     expect_rc 0 "cp_attention, rings of 4, $np ranks" -- \
         rehearse $np "$BIN/cp_attention" $R --model tiny-gqa --layers 2 $T --kv-heads 4 --cp 4 --overlap on
     expect_in "$TMP/out" "# wrong values: 0 OK" "cp_attention validates ($np ranks, $((np / 4)) rings)"
+    expect_rc 0 "moe_layer, EP over the world and groups of 4, uniform and skewed, $np ranks" -- \
+        rehearse $np "$BIN/moe_layer" $R --model tiny-moe --experts 16 --layers 2 $T --ep-group world,4 --skew uniform,2
+    expect_in "$TMP/out" "# wrong values: 0 OK" "moe_layer validates ($np ranks)"
 done
 
 # Misuse is NCCL's error, not a hang or wrong data.

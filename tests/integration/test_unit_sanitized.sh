@@ -30,7 +30,7 @@ fi
 units=()
 for src in "$ROOT"/tests/unit/test_*.c; do units+=("$SAN_DIR/tests/$(basename "$src" .c)"); done
 tools=(acceptance plan)
-benchmarks=(coll_sweep p2p_sweep dp_allreduce tp_layer pp_pipeline hybrid_3d fsdp_step cp_attention)
+benchmarks=(coll_sweep p2p_sweep dp_allreduce tp_layer pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer)
 if ! make -C "$ROOT" -j2 --no-print-directory BUILD="$SAN_DIR" SAN=1 CUDA=0 "${units[@]}" \
     "${tools[@]/#/$SAN_DIR/bin/}" "${benchmarks[@]/#/$SAN_DIR/bin/}" >"$TMP/build.log" 2>&1; then
     fail "the sanitized build of the unit tests failed:"; tail -20 "$TMP/build.log" >&2
@@ -83,5 +83,6 @@ fsdp_step --prefetch off,on $model
 cp_attention --overlap off,on $model
 tp_layer --model tiny-gqa --tp 2 --tp-comm allreduce,sp --layers 1 -n 2 -w 1 -c 1
 pp_pipeline --model tiny-gqa --stages 2 --layers 2 --micro-batches 2 -n 2 -w 1 -c 1
+moe_layer --model tiny-moe --layers 2 --seq 64 --skew uniform,2 -n 2 -w 1 -c 1
 EOF
 finish

@@ -3,7 +3,7 @@
 # with its command, date, commit and machine; make docs-check holds the docs
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   tools/dev/measure-docs.sh [NAME...]   (default: all of them)
-# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention plan this-machine emulated-cluster (needs root
+# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster (needs root
 # and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/../.." || exit 3
@@ -24,6 +24,11 @@ dp_allreduce() {
 # holds every benchmark's table to the docs' examples).
 pp_pipeline() {
     rec pp_pipeline "${MPI[@]}" $B/pp_pipeline --model tiny --layers 4 --schedule all --micro-batches 4,8 -n 3 -w 1
+}
+# docs/moe_layer.md: 4 ranks, EP over a node and over the world, uniform and skewed load, validated.
+moe_layer() {
+    rec moe_layer mpirun -np 4 --oversubscribe --bind-to none $B/moe_layer --model tiny-moe --layers 2 --ep-group 2,world --skew uniform,2,4 -n 5 -w 1 -c 1
+    rec moe_layer-skew "${MPI[@]}" $B/moe_layer --experts 2 --top-k 1 --skew uniform,2 --layers 1 --hidden 1024 --ffn 256 --seq 512 -n 8 -w 1 -c 1 --csv /dev/null
 }
 # docs/fsdp_step.md: world sharding and hybrid (2 groups of 2), prefetch off and on, validated.
 fsdp_step() {
@@ -90,10 +95,10 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
-names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention plan this-machine emulated-cluster shapes reproduce}
+names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster shapes reproduce}
 for n in $names; do
     case $n in
-    compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | cp_attention | plan | shapes | reproduce) $n ;;
+    compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | cp_attention | moe_layer | plan | shapes | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;
