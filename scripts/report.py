@@ -279,6 +279,32 @@ def cp_headlines(out):
                              lambda r: ("CP", f"rings of {r['cp']}, {r['seq']} tokens"))
 
 
+def moe_headlines(out):
+    """Per EP group: the skewed dispatch's slowdown against uniform load, expected to be the heaviest
+    rank's share over the mean (imbalance), and the all-to-alls' share of the layer at uniform load."""
+    rs = rows(out, "expert parallel")
+    if not rs:
+        return []
+    parts, found = [], []
+    for group in dict.fromkeys(r["ep_group"] for r in rs):
+        at = [r for r in rs if r["ep_group"] == group]
+        even = next((r for r in at if num(r, "skew") == 1), None)
+        hot = max(at, key=lambda r: num(r, "skew", 0))
+        text = f"EP group of {group}:"
+        if hot is not even:
+            text += (f" dispatch at skew {hot['skew']} {num(hot, 'dispatch_vs_even'):.2f}x uniform (rank imbalance "
+                     f"{num(hot, 'imbalance'):.2f})")
+            found.append(figure(f"MoE dispatch under skew {hot['skew']} over uniform, EP group of {group}",
+                                num(hot, "dispatch_vs_even"), "x", num(hot, "imbalance"),
+                                "the heaviest rank's rows over the mean"))
+        if even is not None:
+            text += f"{',' if hot is not even else ''} all-to-alls {100 * num(even, 'a2a_share'):.0f}% of the layer"
+            found.append(figure(f"MoE all-to-alls' share of the layer, EP group of {group}, uniform load",
+                                num(even, "a2a_share"), "%"))
+        parts.append(text)
+    return [(f"MoE layer of {rs[0]['model']}: " + "; ".join(parts), found)]
+
+
 def fit_headlines(out):
     fit = rows(out, "model fit")
     if not fit:
@@ -295,9 +321,9 @@ def fit_headlines(out):
 def headline_figures(out):
     """[(summary line, [figure rows])]: bus bandwidth per link class, p2p, DP overhead against its
     prediction, TP fraction, PP efficiency against theory, FSDP's and CP's exposed communication against
-    their models, plan --fit's error."""
+    their models, MoE's dispatch under skew against the imbalance, plan --fit's error."""
     return (coll_headlines(out) + p2p_headlines(out) + step_headlines(out) + dp_headlines(out) + tp_headlines(out)
-            + pp_headlines(out) + fsdp_headlines(out) + cp_headlines(out) + fit_headlines(out))
+            + pp_headlines(out) + fsdp_headlines(out) + cp_headlines(out) + moe_headlines(out) + fit_headlines(out))
 
 
 def step_headlines(out):

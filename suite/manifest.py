@@ -99,7 +99,11 @@ class Run:
     def model(self):
         """The model arguments of every workload step, and its precision: bf16 GEMMs and gradients on GPUs."""
         spec = ["--model-file", self.model_file] if self.model_file else ["--model", self.chosen_model]
-        return spec + (["--compute-dtype", "bfloat16", "--grad-dtype", "bfloat16"] if self.gpus > 0 else [])
+        return spec + self.precision
+
+    @property
+    def precision(self):
+        return ["--compute-dtype", "bfloat16", "--grad-dtype", "bfloat16"] if self.gpus > 0 else []
 
     @property
     def element_bytes(self):
@@ -333,6 +337,14 @@ STEPS = (
          table=("cp_attention", ("nranks", "cp", "link_class", "seq", "overlap", "compute_us", "comm_us", "step_us",
                                  "exposed_us", "overhead", "predicted_exposed_us", "transfer_bytes", "wrong")),
          role="context parallel"),
+    Step(name="moe_layer", binary="moe_layer", kind=MPI,
+         args=lambda r: [*r.precision, *shape_args(r, "moe_layer"), *r.limits.tp, *workload_cap(r)],
+         weight=4, cost="configs", doc="docs/moe_layer.md", test="tests/integration/test_moe_layer.sh",
+         skip=shaped_skip("moe_layer"), shaped=True, axes=(("--ep-group", "EP group"), ("--skew", "load")),
+         table=("moe_layer", ("nranks", "ep_group", "link_class", "model", "skew", "imbalance", "step_us", "dispatch_us",
+                              "combine_us", "a2a_share", "dispatch_vs_even", "bw_vs_even", "slowest_rank",
+                              "predicted_step_us", "wrong")),
+         role="expert parallel"),
     Step(name="compute_probe", binary="compute_probe", kind=TOOL,
          args=lambda r: [*probe_args(r), "-n", "5", "--copy-bytes", "0", "--csv", r.at("compute_probe.csv")],
          weight=2, cost="allowance", doc="docs/compute.md", test="tests/integration/test_compute_probe.sh",

@@ -41,9 +41,14 @@ DOES_NOT_FIT = "does not fit"  # how a memory skip begins: run_all ends such a r
 MEMORY_USE = 0.9  # of a GPU's memory a step may plan to hold (the rest: the CUDA context, NCCL's buffers)
 
 # The shaped steps, by the roles suite/manifest.py gives them (it names the steps; this module never does).
-INTRA, DP, TP, PP, GRID, FSDP, CP = ("collectives inside each node", "data parallel", "tensor parallel",
-                                     "pipeline parallel", "3D parallel", "sharded data parallel", "context parallel")
-ROLES = (INTRA, DP, TP, PP, GRID, FSDP, CP)
+INTRA, DP, TP, PP, GRID, FSDP, CP, EP = ("collectives inside each node", "data parallel", "tensor parallel",
+                                         "pipeline parallel", "3D parallel", "sharded data parallel", "context parallel",
+                                         "expert parallel")
+ROLES = (INTRA, DP, TP, PP, GRID, FSDP, CP, EP)
+# The MoE model moe_layer runs when the run's own model is dense: on GPUs one whose 64 experts spread
+# over a node and over 8 nodes (EP inside and across nodes), on CPUs one 2 cores run in seconds.
+MOE_MODEL_GPU, MOE_MODEL_CPU = "olmoe-1b-7b", "tiny-moe"
+MOE_SKEWS = "uniform,2"  # the router's load: even, and the most loaded expert at twice the mean
 CP_MAX = 8  # a CP ring inside a node: the GPUs of one
 FSDP_MIN_LAYERS = 2  # prefetch overlaps a layer's compute with the next layer's gather: one layer has no next
 
@@ -273,6 +278,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     out.append(_grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory))
     out.append(_fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory))
     out.append(_cp(m, ranks, sizes, where, cap_layers, es, memory))
+    out.append(_moe(m, ranks, rpn, nodes, uneven, gpus, where, min(models.LAYER_CAP[profile], 2), es, memory))
     return out
 
 
@@ -354,6 +360,59 @@ def _cp(m, ranks, sizes, where, cap_layers, es, memory):
                   "K/V block, the attention of %s, overlap off and on (%s)" % (c, seq, m["seq"], _mib(block),
                                                                               _n(cap_layers, "layer"), where),
                   sizes={"cp_block": block, "memory": need})
+
+
+def moe_memory(m, layers, per_rank, skew, es):
+    """Bytes one rank of moe_layer holds at most (pb_moe_bytes, with the heaviest rank's rows taken as
+    skew x its even share): its experts' weights and gradients, what each layer keeps of its tokens and
+    received rows, and the scratch of one layer."""
+    T, h, f, k = m["micro_batch"] * m["seq"], m["hidden"], m["ffn"], m["top_k"]
+    f1 = 2 * f if m["mlp"] == "swiglu" else f
+    R = int(skew * T * k)  # a rank's received rows: T*k on average over the EP group, skew times that at most
+    weights = 2 * layers * (per_rank * (h * f1 + f * h) + h * m["experts"])
+    saved = (layers + 1) * T * h + layers * R * (h + f1 + f)
+    scratch = T * m["experts"] + T * k * h + 3 * R * h + R * f1 + 3 * T * h + T * k
+    return es * (weights + saved + scratch)
+
+
+def moe_model(m, gpus):
+    """The model moe_layer runs: the run's own when it has experts, else MOE_MODEL_GPU or MOE_MODEL_CPU."""
+    return m if m.get("experts") else models.presets()[MOE_MODEL_GPU if gpus else MOE_MODEL_CPU]
+
+
+def _moe(m, ranks, rpn, nodes, uneven, gpus, where, layers, es, memory):
+    """moe_layer: EP inside a node (a node an EP group) and, on several equal nodes, across them (the
+    largest group of whole nodes the experts and the ranks divide into), each at uniform and skewed load."""
+    mm = moe_model(m, gpus)
+    E = mm["experts"]
+    if ranks == 1:
+        return _skip(EP, "one rank: no expert parallelism")
+    groups = []
+    if nodes == 1:
+        g = next((g for g in range(ranks, 1, -1) if ranks % g == 0 and E % g == 0), 0)
+        if g:
+            groups.append(("world" if g == ranks else str(g), g))
+    elif not uneven and rpn > 1:
+        if E % rpn == 0:
+            groups.append(("node", rpn))
+        across = [g for g in range(2 * rpn, min(ranks, E) + 1, rpn) if ranks % g == 0 and E % g == 0]
+        if across:
+            groups.append(("world" if across[-1] == ranks else str(across[-1]), across[-1]))
+    if not groups:
+        return _skip(EP, "%s's %d experts spread over no EP group of whole nodes (%s)" % (mm["name"], E, where))
+    layers = min(layers, mm["layers"])
+    need = moe_memory(mm, layers, E // min(n for _, n in groups), 2.0, es)
+    why = _too_big(need, memory, "%s of %s's experts" % (_n(layers, "layer"), mm["name"]))
+    if why:
+        return _skip(EP, why)
+    a2a = mm["micro_batch"] * mm["seq"] * mm["top_k"] * mm["hidden"] * es
+    kinds = " and ".join("%s (%d ranks, %s each)" % ("inside a node" if n <= rpn else "across %d nodes" % (n // rpn),
+                                                    n, _n(E // n, "expert")) for _, n in groups)
+    return _shape(EP, ["--model", mm["name"], "--ep-group", ",".join(g for g, _ in groups), "--skew", MOE_SKEWS,
+                       "--layers", layers],
+                  "%s (%d experts, top %d): EP %s, uniform and skewed (x2) load; %s a rank an all-to-all, %s (%s)"
+                  % (mm["name"], E, mm["top_k"], kinds, _mib(a2a), _n(layers, "layer"), where),
+                  sizes={"a2a_bytes": a2a, "memory": need})
 
 
 def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, memory, d):

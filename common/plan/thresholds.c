@@ -56,6 +56,9 @@ static const pb_thresholds_metric metrics[] = {
     {"cp_overhead", "cp_attention", "overhead", NULL, 0, "",
      {NULL, NULL, "link_class", "overlap", NULL, NULL, NULL}, 0, NULL,
      "context-parallel (ring attention) exposed communication / compute"},
+    {"moe_a2a_share", "moe_layer", "a2a_share", NULL, 0, "",
+     {NULL, NULL, "link_class", "skew", NULL, NULL, NULL}, 0, NULL,
+     "mixture-of-experts dispatch and combine share of the layer step"},
     {"fit_error", "plan_fit", "rel_error", NULL, 1, "",
      {NULL, NULL, NULL, "benchmark", NULL, NULL, NULL}, 0, NULL,
      "|relative error| of plan --fit's prediction"},
@@ -71,7 +74,7 @@ static const struct {
     const char *alias;
     int key;
 } key_aliases[] = {{"overlap", PB_TH_KEY_MODE}, {"schedule", PB_TH_KEY_MODE}, {"benchmark", PB_TH_KEY_MODE},
-                   {"prefetch", PB_TH_KEY_MODE},
+                   {"prefetch", PB_TH_KEY_MODE}, {"skew", PB_TH_KEY_MODE},
                    {"collective", PB_TH_KEY_COLL}, {"micro_batches", PB_TH_KEY_M}};
 /* coll_sweep's collectives (coll/coll_table.c), spelled out so that the parser stays free of MPI
  * for the fuzzer; test_thresholds holds the list to the table. */

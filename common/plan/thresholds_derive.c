@@ -26,6 +26,7 @@ static const pb_thresholds_derive_headline headlines[] = {
     {"pp_efficiency", PB_TH_GE, -1, NULL, {K(MODE), K(STAGES), K(LINK)}, K(M), 1},
     {"fsdp_overhead", PB_TH_LE, -1, NULL, {K(MODE), K(LINK), -1}, -1, 1},
     {"cp_overhead", PB_TH_LE, -1, NULL, {K(MODE), K(LINK), -1}, -1, 1},
+    {"moe_a2a_share", PB_TH_LE, -1, NULL, {K(MODE), K(LINK), -1}, -1, 1},
     {"gemm_rate", PB_TH_GE, -1, NULL, NONE, K(SIZE), 1},
     {NULL, PB_TH_GE, -1, NULL, NONE, -1, 0},
 };

@@ -167,6 +167,13 @@ nranks,cp,link_class,seq,overlap,compute_us,comm_us,step_us,exposed_us,overhead,
 9,3,intra,384,off,5000,2000,7000,2000,0.4,2100,65536,0
 9,3,intra,384,on,5000,2000,5500,500,0.1,300,65536,0
 EOF
+cat >"$H/moe_layer.csv" <<'EOF'
+nranks,ep_group,link_class,model,skew,imbalance,step_us,dispatch_us,combine_us,a2a_share,dispatch_vs_even,bw_vs_even,slowest_rank,predicted_step_us,wrong
+9,3,intra,tiny-moe,1,1,10000,500,600,0.11,1.01,0.99,2,9000,0
+9,3,intra,tiny-moe,2,1.5,12000,800,900,0.14,1.45,0.7,0,10000,0
+9,9,mixed,tiny-moe,1,1,11000,900,1000,0.17,0.98,1.02,4,10500,0
+9,9,mixed,tiny-moe,2,1.8,15000,1700,1800,0.23,1.9,0.55,0,13000,0
+EOF
 cat >"$H/plan_fit.csv" <<'EOF'
 benchmark,row,predicted_us,measured_us,rel_error
 coll_sweep,allreduce 1M,1500,2100.5,-0.2859
@@ -251,6 +258,17 @@ for r in cp:
     e = v(r, "predicted_exposed_us") / v(r, "compute_us")
     cells[f"CP exposed communication over compute, rings of 3, 384 tokens, overlap {r['overlap']}"] = (
         f"{100 * v(r, 'overhead'):.0f}%", f"{100 * e:.0f}%", f"{100 * v(r, 'overhead') / e:.0f}%")
+moe, parts = rows("moe_layer"), []
+for g in ("3", "9"):  # each EP group: the skewed dispatch against the rank imbalance, the uniform row's share
+    even, hot = [r for r in moe if r["ep_group"] == g]
+    parts.append(f"EP group of {g}: dispatch at skew {hot['skew']} {v(hot, 'dispatch_vs_even'):.2f}x uniform (rank "
+                 f"imbalance {v(hot, 'imbalance'):.2f}), all-to-alls {100 * v(even, 'a2a_share'):.0f}% of the layer")
+    cells[f"MoE dispatch under skew 2 over uniform, EP group of {g}"] = (
+        f"{v(hot, 'dispatch_vs_even'):.2f} x", f"{v(hot, 'imbalance'):.2f} x",
+        f"{100 * v(hot, 'dispatch_vs_even') / v(hot, 'imbalance'):.0f}%")
+    cells[f"MoE all-to-alls' share of the layer, EP group of {g}, uniform load"] = (
+        f"{100 * v(even, 'a2a_share'):.0f}%", "-", "-")
+lines.append("MoE layer of tiny-moe: " + "; ".join(parts))
 fit = [abs(v(r, "rel_error")) for r in rows("plan_fit") if r["rel_error"] not in ("", "nan")]  # no error: no data
 lines.append(f"plan --fit: median |error| {100 * statistics.median(fit):.0f}% over {len(fit)} rows")
 cells[f"plan --fit: median |predicted - measured| / measured, {len(fit)} rows"] = (

@@ -47,11 +47,13 @@ STEP_ARGS = {
     "hybrid_3d": [],
     "fsdp_step": ["--prefetch", "off,on"],
     "cp_attention": ["--overlap", "off,on"],
+    "moe_layer": [],
 }
 
 
 def command(step, model, profile, shape, ranks, rpn):
-    return [os.path.join(BIN, step), "--model", model] + STEP_ARGS[step] + shape["args"] + \
+    own = "--model" in shape["args"]  # moe_layer's shape names its own (MoE) model
+    return [os.path.join(BIN, step)] + ([] if own else ["--model", model]) + STEP_ARGS[step] + shape["args"] + \
         ["--validate", "%d:%d" % (ranks, rpn)]
 
 
@@ -89,6 +91,9 @@ class Rules(unittest.TestCase):
             pp = got["pp_pipeline"]
             self.assertEqual(pp["sizes"]["pp_message"], 64 << 20)
             self.assertIn("1f1b", pp["args"][1])
+            ep = got["moe_layer"]  # a dense model: OLMoE's 64 experts over a node, and over 8 nodes where there are
+            self.assertEqual(ep["args"][:4], ["--model", S.MOE_MODEL_GPU, "--ep-group",
+                                              {8: "world", 64: "node,world", 1024: "node,64"}[ranks]])
             cp = got["cp_attention"]  # a ring of 8 inside each node, each rank a block of the model's s tokens
             self.assertEqual(cp["args"][:4], ["--cp", "8", "--seq", str(8 * m["seq"])])
             self.assertEqual(cp["sizes"]["cp_block"], 2 * m["seq"] * m["kv_heads"] * (m["hidden"] // m["heads"]) * 2)
@@ -104,6 +109,17 @@ class Rules(unittest.TestCase):
         pp = {s["step"]: s for s in shapes(1024, 8, 8, m, "default", es=2)}["pp_pipeline"]
         self.assertEqual(pp["sizes"]["micro_batches"], 64)
         self.assertIn("32", pp["args"][pp["args"].index("--micro-batches") + 1].split(","))
+
+    def test_ep_groups_are_whole_nodes(self):
+        # 18 experts on 9 nodes of 4: no node group (4 does not divide 18), and no group of whole nodes
+        # the experts divide into (8, 12, 16 do not divide 18): skipped, never a group of 4.5 nodes (18)
+        m = dict(models.presets()["tiny-moe"], experts=18, top_k=2)
+        ep = {s["step"]: s for s in shapes(36, 4, 0, m, "default")}["moe_layer"]
+        self.assertIsNone(ep["args"], ep["describe"])
+        self.assertIn("18 experts spread over no EP group of whole nodes", ep["skip"])
+        # 16 experts: a node of 4, and 16 ranks = 4 whole nodes across
+        ep = {s["step"]: s for s in shapes(32, 4, 0, dict(m, experts=16), "default")}["moe_layer"]
+        self.assertEqual(ep["args"][3], "node,16")
 
     def test_memory_refuses_what_does_not_fit(self):
         # the 405B's layers at TP 1 (pp_pipeline's stages) cannot fit 80 GB: skipped, naming why
@@ -142,6 +158,13 @@ class Rules(unittest.TestCase):
             # every group of t consecutive ranks inside one node
             self.assertTrue(2 <= t <= 8 and all(n % t == 0 for n in sizes))
             self.assertEqual((m["heads"] % t, m["kv_heads"] % t, m["ffn"] % t), (0, 0, 0))
+        ep = got["moe_layer"]
+        if ep["args"]:  # every EP group divides the experts and the ranks; "node" only on equal nodes
+            E = models.presets()[ep["args"][1]]["experts"]
+            for g in ep["args"][3].split(","):
+                n = ranks if g == "world" else rpn if g == "node" else int(g)
+                self.assertEqual((E % n, ranks % n), (0, 0), (g, n, E, ranks))
+                self.assertTrue(g != "node" or (ranks > rpn and ranks % rpn == 0), (g, ranks, rpn))
         cp = got["cp_attention"]
         if cp["args"]:  # every ring inside a node: c divides every node's ranks
             c = int(cp["args"][1])

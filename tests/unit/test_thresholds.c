@@ -133,7 +133,8 @@ static void bad_rules(void **state)
     } cases[] = {
         {"bw coll=allreduce size=1M >= 1\n", "t.thr:1: 'bw' is not a metric"},
         {"bw >= 1\n", "accepted: busbw, algbw, coll_latency, p2p_latency, p2p_bw, p2p_bibw, dp_overhead, "
-                      "tp_comm_fraction, pp_efficiency, fsdp_overhead, cp_overhead, fit_error, gemm_rate"},
+                      "tp_comm_fraction, pp_efficiency, fsdp_overhead, cp_overhead, moe_a2a_share, fit_error, "
+                      "gemm_rate"},
         {"# c\nbusbw coll=allreduce size=1M\n", "t.thr:2: missing comparison"},
         {"busbw coll=allreduce size=1M >=\n", "t.thr:1: missing threshold"},
         {"busbw coll=allreduce size=1M >= fast\n", "t.thr:1: threshold 'fast' is not a number"},

@@ -97,6 +97,12 @@ static void workloads(void **state)
     proposed("cp_overhead", got, sizeof got);
     assert_string_equal(got, "cp_overhead link=intra overlap=off|cp_overhead link=intra overlap=on");
     pb_csv_free(&tab.csv);
+    read_table("nranks,ep_group,link_class,skew,a2a_share,wrong\n8,2,intra,1,0.1,0\n8,2,intra,2,0.2,0\n"
+               "8,8,mixed,2,0.3,0\n# complete\n");
+    proposed("moe_a2a_share", got, sizeof got);
+    assert_string_equal(got, "moe_a2a_share link=intra skew=1|moe_a2a_share link=intra skew=2|"
+                             "moe_a2a_share link=mixed skew=2");
+    pb_csv_free(&tab.csv);
 }
 
 static void thresholds(void **state)
