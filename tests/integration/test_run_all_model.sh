@@ -23,8 +23,13 @@ expect_in "$TMP/err" "--model and --model-file together: choose one" "--model wi
 expect_rc 0 "--dry-run --model-file" -- env BUILD="$BUILD" "$RA" --dry-run --np 16 --ranks-per-node 8 --gpus-per-node 8 \
     --model-file "$TMP/my.model"
 expect_in "$TMP/out" "model my-1b: h 2048, 16 layers, 16 heads, 4 KV heads, swiglu MLP of 5632" "dry run: the file's model"
-# every shaped workload (suite/shapes.py's roles but the intra-node sweep) runs the model
-workloads=$(cd "$TESTS_DIR/../.." && python3 -c 'from suite import shapes; print(len(set(shapes.ROLES) - {shapes.INTRA}))')
+# every shaped workload (suite/shapes.py's roles but the intra-node sweep) runs the model, but
+# moe_layer, which runs an MoE preset when the file's model has no experts
+workloads=$(cd "$TESTS_DIR/../.." && python3 -c 'from suite import shapes; print(len(set(shapes.ROLES) - {shapes.INTRA, shapes.EP}))')
+moe=$(cd "$TESTS_DIR/../.." && python3 -c 'from suite import shapes; print(shapes.MOE_MODEL_GPU)')
+grep -q -- "moe_layer --compute-dtype bfloat16 --grad-dtype bfloat16 --model $moe " "$TMP/out" \
+    && pass "dry run: moe_layer runs $moe in bf16 beside a dense model file" \
+    || fail "dry run: moe_layer's line: $(grep -o 'moe_layer .*' "$TMP/out" | head -1)"
 [ "$(grep -c -- "--model-file $TMP/my.model --compute-dtype bfloat16 --grad-dtype bfloat16" "$TMP/out")" = "$workloads" ] \
     && pass "dry run: the $workloads workloads run the file's model in bf16" ||
     fail "dry run: $(grep -c -- --model-file "$TMP/out") workload lines name the file, expected $workloads"

@@ -8,14 +8,16 @@ source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 [ -x "$BIN/coll_sweep" ] || skip_test "$BIN is not built (make first)"
 
+# The steps a plain run plans (suite/manifest.py), however many the manifest holds.
+STEPS=$(cd "$ROOT" && python3 -c 'from suite import manifest; print(len(manifest.plan(manifest.Run(profile="quick", nranks=2))))')
 # check_run NAME DIR RC STDERR: exit 0, steps.tsv all ok or skipped, the tree complete.
 check_run() {
     local tag=$1 dir=$2 rc=$3 err=$4 f bad
     if [ "$rc" -eq 0 ]; then pass "$tag: run_all exits 0"; else
         fail "$tag: run_all exit $rc"; sed 's/^/  | /' "$err" | tail -15 >&2; cat "$dir/steps.tsv" >&2; fi
     bad=$(awk -F'\t' '$2 != "ok" && $2 != "skipped"' "$dir/steps.tsv" 2>/dev/null)
-    if [ -s "$dir/steps.tsv" ] && [ -z "$bad" ] && [ "$(wc -l <"$dir/steps.tsv")" -eq 12 ]; then
-        pass "$tag: 12 steps, each ok or skipped"
+    if [ -s "$dir/steps.tsv" ] && [ -z "$bad" ] && [ "$(wc -l <"$dir/steps.tsv")" -eq "$STEPS" ]; then
+        pass "$tag: $STEPS steps, each ok or skipped"
     else fail "$tag: steps.tsv"; cat "$dir/steps.tsv" >&2; fi
     for f in meta.json summary.txt report.md index.html coll_sweep.csv coll_sweep.json p2p_sweep.csv \
              p2p_matrix-bw.csv p2p_matrix-latency.csv p2p_matrix-pairs.csv dp_allreduce.csv tp_layer.csv \
