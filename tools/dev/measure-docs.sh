@@ -3,7 +3,7 @@
 # with its command, date, commit and machine; make docs-check holds the docs
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   tools/dev/measure-docs.sh [NAME...]   (default: all of them)
-# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster (needs root
+# NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d (both need root
 # and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/../.." || exit 3
@@ -95,12 +95,18 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
-names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster shapes reproduce}
+# fsdp_step, cp_attention and moe_layer on 4 emulated nodes of 2 (root, network namespaces).
+emulated_beyond_3d() {
+    rec emulated-beyond-3d tools/dev/emulated-beyond-3d.sh
+}
+
+names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d shapes reproduce}
 for n in $names; do
     case $n in
     compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | cp_attention | moe_layer | plan | shapes | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
+    emulated-beyond-3d) emulated_beyond_3d ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;
     esac
 done
