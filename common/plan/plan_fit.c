@@ -129,7 +129,7 @@ static int takes(const char *name, const char *prefix)
 int pb_plan_fit_reads(const char *name)
 {
     static const char *const read[] = {"p2p_sweep", "coll_sweep", "dp_allreduce", "tp_layer", "pp_pipeline",
-                                       "hybrid_3d", "fsdp_step", "cp_attention", "compute_probe"};
+                                       "hybrid_3d", "fsdp_step", "cp_attention", "moe_layer", "compute_probe"};
     for (size_t i = 0; i < sizeof read / sizeof read[0]; i++)
         if (takes(name, read[i])) return 1;
     return 0;

@@ -1,5 +1,5 @@
 /* plan --fit, second half: predict each dp_allreduce, tp_layer, pp_pipeline,
- * hybrid_3d, fsdp_step and cp_attention row of a run from its measured compute plus the modeled
+ * hybrid_3d, fsdp_step, cp_attention and moe_layer row of a run from its measured compute plus the modeled
  * communication (model.h with the fitted links), print predicted vs measured,
  * and write benchmark,row,predicted_us,measured_us,rel_error. */
 #include "plan/plan_predict.h"
@@ -196,6 +196,28 @@ static int predict_cp(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predv
     return push(pv, "cp_attention", label, used, pred, step);
 }
 
+/* MoE (moe_layer): the row's measured compute (the step outside its
+ * all-to-alls) plus the MoE model's four all-to-alls a layer
+ * (pb_model_moe_a2a), each moving the heaviest rank's imbalance x
+ * bytes_per_a2a over the EP group's fitted link: the all-to-all model
+ * checked against the step it sits in. */
+static int predict_moe(const pb_csv *t, int r, const pb_plan_fit_fitted *f, predvec *pv)
+{
+    double n, layers, comp, step, bytes, imbalance;
+    pb_model_link l;
+    char used[16], label[96];
+    const char *cls = pb_csv_get(t, r, "link_class");
+    if (!num(t, r, "ep_group", &n) || !num(t, r, "layers", &layers) || !num(t, r, "compute_us", &comp) ||
+        !num(t, r, "step_us", &step) || !num(t, r, "bytes_per_a2a", &bytes) || !num(t, r, "imbalance", &imbalance) ||
+        n < 1 || layers < 1 || pb_plan_fit_fitted_link(f, cls, 1, &l, used, sizeof used))
+        return PB_ERR_CHECK;
+    pb_model_moe_layer m = {.a2a_bytes = bytes, .imbalance = imbalance, .n = (int)n};
+    double pred = comp + 4.0 * layers * pb_model_moe_a2a(&m, l) * 1e6;
+    snprintf(label, sizeof label, "n=%d %s L=%d skew=%s imbalance=%.2f", (int)n, cls, (int)layers,
+             pb_csv_get(t, r, "skew"), imbalance);
+    return push(pv, "moe_layer", label, used, pred, step);
+}
+
 typedef int (*predictor)(const pb_csv *, int, const pb_plan_fit_fitted *, predvec *);
 
 typedef struct {
@@ -258,6 +280,7 @@ int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *cs
     if (st == PB_OK) st = predict_kind(dir, "hybrid_3d", predict_hybrid, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "fsdp_step", predict_fsdp, f, &pv, out);
     if (st == PB_OK) st = predict_kind(dir, "cp_attention", predict_cp, f, &pv, out);
+    if (st == PB_OK) st = predict_kind(dir, "moe_layer", predict_moe, f, &pv, out);
     if (st == PB_OK) {
         fprintf(out, "\npredicted step time (measured compute + modeled communication) vs measured\n");
         fprintf(out, "%-12s %-52s %-11s %14s %14s %9s\n", "benchmark", "row", "link/fit", "predicted_us",
@@ -268,7 +291,8 @@ int pb_plan_predict(const char *dir, const pb_plan_fit_fitted *f, const char *cs
                     p->meas_us, 100.0 * rel_err(p));
         }
         if (pv.n == 0)
-            fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d, fsdp_step or cp_attention rows to predict)\n");
+            fprintf(out, "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d, fsdp_step, cp_attention or moe_layer rows "
+                         "to predict)\n");
         if (csv_path) st = write_csv(csv_path, &pv, cmdline);
     }
     free(pv.v);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plan: --reproduce passes; the enumerator ranks and rejects; --fit recovers
 # alpha and B (within 5%) from synthetic sweeps generated with known values and
-# predicts synthetic dp/tp/pp/3D/FSDP/CP rows; bad inputs exit 2, missing data exits 3.
+# predicts synthetic dp/tp/pp/3D/FSDP/CP/MoE rows; bad inputs exit 2, missing data exits 3.
 # No MPI needed.
 source "$(dirname "$0")/lib.sh"
 PLAN=$BIN/plan
@@ -258,6 +258,14 @@ BEGIN {
         st = L * (st + x)
         printf "%d,%d,inter,%d,%s,%d,%.1f,%d\n", c, c, L, ov ? "on" : "off", comp, st * 1e6 * nz(), X > cf
     }
+    # MoE: EP groups of n (intra), L layers of 4 all-to-alls, the heaviest rank moving imbalance x S.
+    mf = "'"$R"'/moe_layer.csv"
+    print "nranks,ep_group,link_class,layers,skew,imbalance,compute_us,step_us,bytes_per_a2a" > mf
+    for (n = 2; n <= 8; n *= 2) for (sk = 1; sk <= 2; sk++) {
+        L = 2; S = 8388608; comp = 30000; F = sk == 1 ? 1 : 1.6
+        st = comp + 4 * L * ((n - 1) * a["intra"] + (n - 1) / n * F * S / B["intra"]) * 1e6
+        printf "%d,%d,intra,%d,%d,%.2f,%d,%.1f,%d\n", n, n, L, sk, F, comp, st * nz(), S > mf
+    }
 }'
 expect_rc 0 "--fit synthetic run" -- "$PLAN" --fit "$R" --csv "$TMP/fit.csv"
 cp "$TMP/out" "$TMP/fit"
@@ -274,7 +282,7 @@ check_fit inter p2p 12 0.6
 check_fit intra coll 0.5 8
 check_fit inter coll 12 0.6
 expect_in "$TMP/fit" "coll_sweep_allreduce.csv: 73 rows, 1 not used for the fit" "fit: skips the wrong row"
-for b in dp_allreduce tp_layer pp_pipeline hybrid_3d fsdp_step cp_attention; do
+for b in dp_allreduce tp_layer pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer; do
     n=$(grep -c "^$b," "$TMP/fit.csv")
     if [ "$n" -ge 4 ]; then pass "--csv has $n $b rows"; else fail "--csv has $n $b rows, expected >= 4"; fi
 done
@@ -283,7 +291,7 @@ if awk -F, '!/^#/ && NR > 1 && $5 != "rel_error" { e = $5 < 0 ? -$5 : $5; if (e 
     pass "every prediction within 5% of the synthetic measurement"; else fail "some prediction off by more than 5%"; sed 's/^/  | /' "$TMP/fit.csv" >&2; fi
 # check_rel_err FILE WHAT: each rel_err --fit printed is 100 (predicted / measured - 1) of its own columns.
 check_rel_err() {
-    if awk '$1 ~ /^(dp_allreduce|tp_layer|pp_pipeline|hybrid_3d|fsdp_step|cp_attention)$/ && $NF ~ /%$/ {
+    if awk '$1 ~ /^(dp_allreduce|tp_layer|pp_pipeline|hybrid_3d|fsdp_step|cp_attention|moe_layer)$/ && $NF ~ /%$/ {
             n++; e = substr($NF, 1, length($NF) - 1); want = 100 * ($(NF - 2) / $(NF - 1) - 1)
             # 0.05 for the printed %+.1f, and what the columns printed %.1f (+-0.05 us each) move it
             d = e - want; if (d < 0) d = -d; if (d > 0.06 + 10 / $(NF - 1)) { bad++; print "row " NR ": " e "% printed, " want "% from its columns" } }
@@ -349,7 +357,7 @@ awk -F' = ' -v kb="$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" '$1 == "mem
     && pass "mem_GB: the host's memory over 8 ranks" || { fail "mem_GB is not MemTotal / 8"; grep mem_GB "$TMP/cal.txt" >&2; }
 # --fit on sweeps alone: links fitted, no workload row to predict, and it says so.
 expect_rc 0 "--fit on a directory of sweeps only" -- "$PLAN" --fit "$K"
-expect_in "$TMP/out" "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d, fsdp_step or cp_attention rows to predict)" "nothing to predict: said"
+expect_in "$TMP/out" "(no dp_allreduce, tp_layer, pp_pipeline, hybrid_3d, fsdp_step, cp_attention or moe_layer rows to predict)" "nothing to predict: said"
 expect_rc 0 "--fit with workload rows" -- "$PLAN" --fit "$R"
 grep -q "rows to predict)" "$TMP/out" && fail "--fit with rows to predict says it has none" \
     || pass "rows to predict: no 'nothing to predict' line"

@@ -95,18 +95,23 @@ emulated_cluster() {
         echo \"down: \$(awk -v a=\$t0 -v b=\$(date +%s.%N) 'BEGIN { printf \"%.2f\", b - a }') s\""
 }
 
+# The beyond-3D rows of a default run_all.sh against plan --fit with the run's own calibration.
+beyond_3d_fit() {
+    rec beyond-3d-fit tools/dev/beyond-3d-fit.sh
+}
 # fsdp_step, cp_attention and moe_layer on 4 emulated nodes of 2 (root, network namespaces).
 emulated_beyond_3d() {
     rec emulated-beyond-3d tools/dev/emulated-beyond-3d.sh
 }
 
-names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d shapes reproduce}
+names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d beyond-3d-fit shapes reproduce}
 for n in $names; do
     case $n in
     compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | cp_attention | moe_layer | plan | shapes | reproduce) $n ;;
     this-machine) this_machine ;;
     emulated-cluster) emulated_cluster ;;
     emulated-beyond-3d) emulated_beyond_3d ;;
+    beyond-3d-fit) beyond_3d_fit ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;
     esac
 done
