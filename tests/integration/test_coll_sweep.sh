@@ -147,8 +147,10 @@ for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")):
     print(f"{r['bytes']} B: time_us {t:.1f}, sample mean {mean:.1f}, sample max {top:.1f}, iters {r['iters']}, "
           f"sample_iters {r['sample_iters']}")
     assert top >= 20000 and mean >= 10000, "no sample waited: the sample pass is gone or not timed one by one"
-    assert (r["iters"], r["sample_iters"]) == ("40", "16"), "40 iterations, a sample pass of 16 (a quarter, at least 16)"
-    ok = ok and t < mean / 2
+    n, k = int(r["iters"]), int(r["sample_iters"])
+    assert k == max(n // 4, min(n, 16)), f"a sample pass of {k} after {n} iterations: expected a quarter, at least 16"
+    # all 40 iterations unless a loaded machine's slow warm-up made the cap cut the loop: then try again
+    ok = ok and n == 40 and t < mean / 2
 sys.exit(0 if ok else 3)
 PY
 }
