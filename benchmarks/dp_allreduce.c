@@ -580,14 +580,10 @@ int main(int argc, char **argv)
     int status = validate_opts(&o);
     if (status != PB_OK) pb_bench_finish(&b, status);
     cJSON *meta = cJSON_CreateObject();
-    cJSON_AddStringToObject(meta, "model", o.work.preset);
     cJSON_AddStringToObject(meta, "comm_thread", "host ordering: pthread per rank, MPI_THREAD_MULTIPLE (overlap "
                                                  "bucket); stream ordering (NCCL with cuBLAS): none, CUDA events");
-    status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     run_ctx r = {.b = &b, .o = &o};
-    if (status == PB_OK)
-        status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
-                          "engine");
+    status = pb_workload_opts_open(&b, &o.work, &o.common, cols, NCOLS, meta, &r.eng);
     if (status == PB_OK) status = b.be->comm_create(b.w.comm, &r.comm);
     r.samples = malloc(sizeof(double) * 5 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");

@@ -447,12 +447,7 @@ int main(int argc, char **argv)
     run_ctx r = {.b = &b, .o = &o, .shard_mpi = MPI_COMM_NULL, .replica_mpi = MPI_COMM_NULL};
     int status = validate_opts(&b, &o, &r);
     if (status != PB_OK) pb_bench_finish(&b, status);
-    cJSON *meta = cJSON_CreateObject();
-    cJSON_AddStringToObject(meta, "model", o.work.preset);
-    status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
-    if (status == PB_OK)
-        status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank,
-                                                                     o.common.gpu_offset, &r.eng), "engine");
+    status = pb_workload_opts_open(&b, &o.work, &o.common, cols, NCOLS, NULL, &r.eng);
     if (status == PB_OK) status = pb_world_agree_at(b.w.comm, place(&r), "comm");
     r.samples = malloc(sizeof(double) * 5 * (size_t)o.common.iters);
     if (status == PB_OK && !r.samples) status = pb_fail(PB_ERR_ENV, "out of memory for samples");

@@ -161,3 +161,14 @@ int pb_workload_opts_engine(pb_workload_opts *o, const pb_comm_backend *be, int 
     pb_compute_opts copts = {.threads = o->threads, .device = 0};
     return (*out)->init(&copts);
 }
+
+int pb_workload_opts_open(pb_bench *b, pb_workload_opts *o, const pb_options *common, const pb_report_column *cols,
+                          int ncols, cJSON *meta, const pb_compute **eng)
+{
+    if (!meta) meta = cJSON_CreateObject();
+    if (meta) cJSON_AddStringToObject(meta, "model", o->preset);
+    int status = pb_bench_open(b, common, cols, ncols, meta);
+    if (status != PB_OK) return status;
+    return pb_world_agree_at(b->w.comm, pb_workload_opts_engine(o, b->be, b->w.local_rank, common->gpu_offset, eng),
+                             "engine");
+}

@@ -1,5 +1,5 @@
 /* Options every workload benchmark (dp_allreduce, tp_layer, pp_pipeline,
- * hybrid_3d) shares: the model shape, from a preset with overrides, the
+ * hybrid_3d, fsdp_step, cp_attention, moe_layer) shares: the model shape, from a preset with overrides, the
  * compute dtype, and the compute engine. One group, so the four binaries
  * spell these options the same way. */
 #ifndef PB_WORKLOAD_OPTS_H
@@ -9,6 +9,7 @@
 #include "compute/compute.h"
 #include "compute/layer.h"
 #include "core/options.h"
+#include "harness/bench.h"
 #include "plan/presets.h"
 
 typedef struct pb_workload_opts {
@@ -56,5 +57,12 @@ void pb_workload_opts_precision(pb_workload_opts *o, pb_mem_kind engine_mem);
  * gpu_offset), since the backend did not. */
 int pb_workload_opts_engine(pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out);
+
+/* A workload benchmark's start once its options are valid: its metadata
+ * (`meta`, or a new object; the model preset added) and report opened
+ * (pb_bench_open), then its engine (pb_workload_opts_engine), each agreed by
+ * every rank. *eng stays NULL where no engine was made. */
+int pb_workload_opts_open(pb_bench *b, pb_workload_opts *o, const pb_options *common, const pb_report_column *cols,
+                          int ncols, cJSON *meta, const pb_compute **eng);
 
 #endif

@@ -3,6 +3,7 @@ stages on node boundaries, the grid's axes), and every argument list it
 returns run through the real binary's --validate N:R, so that no step is ever
 launched with arguments it would refuse. Run by test_shapes.sh (PB_BIN: the
 binaries)."""
+import math
 import os
 import re
 import concurrent.futures
@@ -166,9 +167,12 @@ class Rules(unittest.TestCase):
                 self.assertEqual((E % n, ranks % n), (0, 0), (g, n, E, ranks))
                 self.assertTrue(g != "node" or (ranks > rpn and ranks % rpn == 0), (g, ranks, rpn))
         cp = got["cp_attention"]
-        if cp["args"]:  # every ring inside a node: c divides every node's ranks
+        g = math.gcd(*sizes)  # a ring fits every node when some c from 2 to 8 divides every node's ranks
+        self.assertEqual(cp["args"] is None, ranks == 1 or not any(g % c == 0 for c in range(2, 9)), (ranks, sizes))
+        if cp["args"]:  # every ring inside a node: the largest such c
             c = int(cp["args"][1])
             self.assertTrue(2 <= c <= 8 and all(n % c == 0 for n in sizes), (c, sizes))
+            self.assertEqual(c, max(k for k in range(2, 9) if g % k == 0), (c, sizes))
             self.assertEqual(int(cp["args"][3]), c * m["seq"])
         fs = got["fsdp_step"]
         if ranks > 1:  # a node a shard group only where every node holds the same ranks, more than one
