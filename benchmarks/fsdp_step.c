@@ -431,6 +431,7 @@ int main(int argc, char **argv)
     pb_options_defaults(&o.common);
     o.common.iters = 10, o.common.warmup = 2;
     pb_workload_opts_defaults(&o.work, "tiny");
+    o.work.recompute_max = PB_LAYER_RECOMPUTE_FULL;
     pb_options_group groups[] = {
         {"fsdp_step options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),

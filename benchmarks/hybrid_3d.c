@@ -275,6 +275,7 @@ int main(int argc, char **argv)
     o.common.iters = 10;
     o.common.warmup = 2;
     pb_workload_opts_defaults(&o.work, "tiny");
+    o.work.recompute_max = PB_LAYER_RECOMPUTE_SELECTIVE; /* TP's blocks cannot replay a whole layer */
     pb_options_group groups[] = {
         {"hybrid_3d options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),
@@ -295,7 +296,7 @@ int main(int argc, char **argv)
     snprintf(what, sizeof what, "hybrid_3d's grid of %d x %d x %d", o.tp, o.pp, o.dp);
     if (status == PB_OK) status = pb_comm_count_fits(comms, what);
     if (status != PB_OK) pb_bench_finish(&b, status);
-    cJSON *meta = cJSON_CreateObject();
+    cJSON *meta = pb_workload_opts_meta(&o.work, NULL);
     cJSON_AddItemToObject(meta, "communicators", pb_comm_report_design(comms, LIFETIME));
     status = pb_bench_open(&b, &o.common, cols, NCOLS, meta);
     const pb_compute *eng = NULL;

@@ -171,7 +171,7 @@ static int one_step(void *ctx, int iter)
 static cJSON *pp_meta(const pp_run *r)
 {
     const pb_presets_model *m = &r->o->work.model;
-    cJSON *j = cJSON_CreateObject();
+    cJSON *j = pb_workload_opts_meta(&r->o->work, NULL);
     cJSON *pp = cJSON_AddObjectToObject(j, "pipeline");
     cJSON_AddNumberToObject(pp, "stages", r->p);
     cJSON_AddNumberToObject(pp, "replicas", r->replicas);
@@ -262,8 +262,9 @@ static int pp_setup(pp_run *r)
             pb_report_note(b->rep, "warning: oversubscribed: %d ranks on a node with %d cores; stages share cores, "
                            "so compute times and efficiency are distorted", b->info.max_ranks_per_node,
                            b->info.min_cores_per_node);
-        printf("# pipeline: %d stages x %d replicas, %lld layers (%lld per stage), %s link, engine %s\n", r->p,
-               r->replicas, (long long)m->layers, (long long)(m->layers / r->p), pipe_link(r), eng->describe());
+        printf("# pipeline: %d stages x %d replicas, %lld layers (%lld per stage), %s link, recompute %s, engine %s\n",
+               r->p, r->replicas, (long long)m->layers, (long long)(m->layers / r->p), pipe_link(r),
+               pb_layer_recompute_names()[o->work.recompute], eng->describe());
         pb_comm_report_line(b->rep, r->comms, "activations and gradients, a communicator per link colour", LIFETIME);
         pb_report_header(b->rep);
     }
@@ -454,6 +455,7 @@ int main(int argc, char **argv)
     o.common.warmup = 1;
     o.common.max_seconds = 30;
     pb_workload_opts_defaults(&o.work, "tiny");
+    o.work.recompute_max = PB_LAYER_RECOMPUTE_FULL;
     pb_options_group groups[] = {
         {"pp_pipeline options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
         pb_workload_opts_group(&o.work),

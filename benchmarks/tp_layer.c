@@ -462,6 +462,7 @@ int main(int argc, char **argv)
     o.common.iters = 10;
     o.common.warmup = 2;
     pb_workload_opts_defaults(&o.work, "tiny");
+    o.work.recompute_max = PB_LAYER_RECOMPUTE_SELECTIVE; /* TP's blocks cannot replay a whole layer */
     o.work.layers = 1; /* a layer benchmark: --layers or a preset's count only when asked */
     pb_options_group groups[] = {
         {"tp_layer options", own_opts, (int)(sizeof own_opts / sizeof own_opts[0]), handle, &o},
@@ -480,7 +481,7 @@ int main(int argc, char **argv)
     int status = parse_all(&b, &o, &r);
     if (status != PB_OK) pb_bench_finish(&b, status);
 
-    status = pb_bench_open(&b, &o.common, cols, NCOLS, NULL);
+    status = pb_bench_open(&b, &o.common, cols, NCOLS, pb_workload_opts_meta(&o.work, NULL));
     if (status == PB_OK)
         status = pb_world_agree_at(b.w.comm, pb_workload_opts_engine(&o.work, b.be, b.w.local_rank, o.common.gpu_offset, &r.eng),
                           "engine");

@@ -63,7 +63,18 @@ int pb_layer_shape_check(const pb_layer_shape *sh)
     if (sh->dtype != PB_FLOAT32 && sh->dtype != PB_BFLOAT16)
         return pb_error_usage("--dtype", "compute type %s not supported; expected float or bfloat16",
                         pb_dtype_name(sh->dtype));
+    if (sh->recompute < PB_LAYER_RECOMPUTE_NONE || sh->recompute > PB_LAYER_RECOMPUTE_FULL)
+        return pb_error_usage("--recompute", "unknown recomputation %d; expected none, selective or full", sh->recompute);
+    if (sh->recompute == PB_LAYER_RECOMPUTE_FULL && sh->tp_size > 1)
+        return pb_error_usage("--recompute", "full recomputes whole layers, which tensor parallelism (--tp %d) runs "
+                              "as blocks with communication between them; expected none or selective", sh->tp_size);
     return PB_OK;
+}
+
+const char *const *pb_layer_recompute_names(void)
+{
+    static const char *const names[] = {"none", "selective", "full", NULL};
+    return names;
 }
 
 void pb_layer_weight_dims(const pb_layer_shape *sh, enum pb_weight w, int64_t *rows, int64_t *cols)
@@ -93,8 +104,11 @@ double pb_layer_step_flops(const pb_layer_shape *sh)
     double b = (double)sh->b, s = (double)sh->s, h = (double)sh->h;
     double linear = pb_flops_layer_linear_params(h, (double)sh->heads, (double)pb_layer_kv_heads(sh),
                                                  (double)pb_layer_ffn(sh), sh->gated);
-    return pb_flops_layer_fwd(b, s, h, linear, sh->tp_size, sh->attn_scores) +
-           pb_flops_layer_bwd(b, s, h, linear, sh->tp_size, sh->attn_scores);
+    double fwd = pb_flops_layer_fwd(b, s, h, linear, sh->tp_size, sh->attn_scores);
+    double replay = sh->recompute == PB_LAYER_RECOMPUTE_FULL ? fwd : 0;
+    if (sh->recompute == PB_LAYER_RECOMPUTE_SELECTIVE) /* the score GEMMs' share of the forward */
+        replay = fwd - pb_flops_layer_fwd(b, s, h, linear, sh->tp_size, 0);
+    return fwd + pb_flops_layer_bwd(b, s, h, linear, sh->tp_size, sh->attn_scores) + replay;
 }
 
 /* Rounded up to PB_ACT_ALIGN; a need past 2^64 stays PB_MEM_HUGE. */
@@ -106,7 +120,7 @@ static uint64_t align_up(uint64_t bytes)
 /* a * b * c * d bytes, saturating (pb_mem_mul): model shapes multiply past 2^64. */
 static uint64_t mul4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) { return pb_mem_mul(pb_mem_mul(a, b), pb_mem_mul(c, d)); }
 
-void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
+void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[PB_LAYER_SLOTS])
 {
     uint64_t n = pb_mem_mul((uint64_t)sh->b, (uint64_t)sh->s), h = (uint64_t)sh->h, hl = (uint64_t)local_hidden(sh);
     uint64_t es = pb_dtype_size(sh->dtype), sc = sh->attn_scores ? 1 : 0;
@@ -119,11 +133,17 @@ void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6])
     sizes[5] = align_up(mul4(n, (uint64_t)pb_layer_impl_up_cols(sh), es, 1)); /* hmlp */
 }
 
+int pb_layer_impl_slot_kept(const pb_layer_shape *sh, int k)
+{
+    if (sh->recompute == PB_LAYER_RECOMPUTE_FULL) return k == 0; /* the layer's input */
+    return sh->recompute != PB_LAYER_RECOMPUTE_SELECTIVE || k != 2; /* selective: all but the scores */
+}
+
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers)
 {
-    uint64_t sizes[6], sum = 0;
+    uint64_t sizes[PB_LAYER_SLOTS], sum = 0;
     pb_layer_impl_act_slots(sh, sizes);
-    for (int i = 0; i < 6; i++) sum = pb_mem_add(sum, sizes[i]);
+    for (int i = 0; i < PB_LAYER_SLOTS; i++) sum = pb_mem_add(sum, pb_layer_impl_slot_kept(sh, i) ? sizes[i] : 0);
     return pb_mem_mul(sum, (uint64_t)nlayers);
 }
 
@@ -321,6 +341,8 @@ int pb_layer_attn_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void
     const void *o = attn_out(ly, sv, &ldo);
     PB_TRY(grad_gemm(ly, PB_W_O, o, ldo, dy, h, accumulate));
     if (sh->attn_scores) {
+        /* selective recomputation: P again from the kept QKV (O comes out as it was) */
+        if (sh->recompute == PB_LAYER_RECOMPUTE_SELECTIVE) PB_TRY(scores_forward(ly, sv));
         PB_TRY(gemm(ly, PB_NOTRANS, PB_TRANS, n, hl, h, 1.0f, dy, h, weight(ly, PB_W_O), h, ly->sc->d_o, hl));
         PB_TRY(scores_backward(ly, sv, dqkv));
     } else {

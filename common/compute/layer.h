@@ -33,6 +33,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a layer's backward computes again instead of keeping from its forward
+ * (Megatron-LM's activation recomputation, Korthikanti et al. 2022):
+ *   NONE       every slot below is kept for each micro-batch;
+ *   SELECTIVE  the attention core (the s x s scores, the largest slot) is
+ *              recomputed from the kept QKV: 4*b*s^2*h/t more FLOPs;
+ *   FULL       only each layer's input is kept, and the whole layer's forward
+ *              runs again before its backward (whole-layer passes only: the
+ *              blocks of tensor parallelism would need its communication again).
+ * What is not kept lives in one set of slots the stack's layers share. */
+typedef enum { PB_LAYER_RECOMPUTE_NONE, PB_LAYER_RECOMPUTE_SELECTIVE, PB_LAYER_RECOMPUTE_FULL } pb_layer_recompute;
+
 typedef struct pb_layer_shape {
     int64_t b, s, h, heads; /* micro-batch, sequence, hidden, attention (query) heads */
     int64_t kv_heads;       /* key/value heads; 0: heads (multi-head attention) */
@@ -41,7 +52,11 @@ typedef struct pb_layer_shape {
     int tp_size, tp_rank;   /* tensor-parallel group size t and this rank's index */
     int attn_scores;        /* 1: run the Q K^T and S V GEMMs (4*b*s^2*h/t FLOPs forward) */
     pb_dtype dtype;         /* activations and weights (what the engine really computes in) */
+    int recompute;          /* pb_layer_recompute (0: none) */
 } pb_layer_shape;
+
+/* "none", "selective", "full", NULL: the names of pb_layer_recompute, in order. */
+const char *const *pb_layer_recompute_names(void);
 
 enum pb_weight { PB_W_QKV, PB_W_O, PB_W_UP, PB_W_DOWN, PB_W_COUNT };
 
@@ -61,11 +76,12 @@ int64_t pb_layer_params_local(const pb_layer_shape *sh);
 
 /* FLOPs one rank executes for one layer's forward and backward of one
  * micro-batch of shape sh: core/flops.h's count, with the shape's t and
- * attn_scores. */
+ * attn_scores, and what its recomputation runs again. */
 double pb_layer_step_flops(const pb_layer_shape *sh);
 
 /* Bytes one micro-batch's saved activations take for `nlayers` layers (what a
- * pipeline stage holds per micro-batch in flight; pb_layer_saved_alloc takes exactly this). */
+ * pipeline stage holds per micro-batch in flight; pb_layer_saved_alloc takes
+ * exactly this): the slots the shape's recomputation keeps. */
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers);
 
 /* ---- Activation pool: counts bytes held now and the peak --------------- */
@@ -134,7 +150,9 @@ pb_layer_acts *pb_layer_saved_layer(pb_layer_saved *acts, int64_t local_index);
 /* ---- Blocks (tensor parallelism runs these one by one) ----------------- */
 /* x, dy: N x h, replicated on the TP group. y, dx: N x h partial sums to reduce.
  * Forward saves what backward needs in `saved` (x is copied in).
- * accumulate: 0 overwrites the layer's gradients, 1 adds (micro-batches). */
+ * accumulate: 0 overwrites the layer's gradients, 1 adds (micro-batches).
+ * With selective recomputation the attention backward first runs the
+ * attention core again; full recomputation is for whole layers only. */
 int pb_layer_attn_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
 int pb_layer_attn_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
 int pb_layer_mlp_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
@@ -150,6 +168,7 @@ int pb_layer_mlp_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, vo
 typedef int (*pb_layer_grad_ready_fn)(void *user, int64_t layer, uint64_t offset, uint64_t bytes);
 
 int pb_layer_forward(pb_layer *ly, pb_layer_acts *saved, const void *x, void *y);
+/* With full recomputation, runs the layer's forward again from its kept input first. */
 int pb_layer_backward(pb_layer *ly, pb_layer_acts *saved, const void *dy, void *dx, int accumulate);
 /* x -> all layers -> y. */
 int pb_layer_stack_forward(pb_layer_stack *st, pb_layer_saved *acts, const void *x, void *y);

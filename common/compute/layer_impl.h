@@ -5,6 +5,9 @@
 
 #include "compute/layer.h"
 
+/* The activation slots of pb_layer_acts, in its order. */
+#define PB_LAYER_SLOTS 6
+
 /* Scratch shared by all layers of a stack (they run one at a time). */
 typedef struct pb_layer_impl_scratch {
     void *big;   /* N x max(W1's, Wqkv's columns): the MLP's activation and dZ, attention's dQKV */
@@ -13,6 +16,8 @@ typedef struct pb_layer_impl_scratch {
     void *gconv; /* largest weight, compute type: dW before conversion to grad type */
     void *mid;   /* N x h: between the blocks of a whole layer */
     void *pp[2]; /* N x h: gradients between layers of a stack */
+    void *work[PB_LAYER_SLOTS]; /* the activation slots recomputation does not keep (NULL: kept) */
+    void *replay_y; /* N x h: the output of a layer's forward run again (full recomputation) */
 } pb_layer_impl_scratch;
 
 struct pb_layer {
@@ -43,7 +48,10 @@ int64_t pb_layer_impl_ffn_local(const pb_layer_shape *sh);
 
 /* Byte sizes of the slots above, each rounded up to PB_ACT_ALIGN. */
 #define PB_ACT_ALIGN 256
-void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[6]);
+void pb_layer_impl_act_slots(const pb_layer_shape *sh, uint64_t sizes[PB_LAYER_SLOTS]);
+/* 1 when the shape's recomputation keeps slot k for each micro-batch; 0 when
+ * the stack's layers share one (pb_layer_impl_scratch.work). */
+int pb_layer_impl_slot_kept(const pb_layer_shape *sh, int k);
 
 /* Fill layer `ly`'s weights from (seed, global layer, global row, global col). */
 int pb_layer_impl_init_weights(pb_layer *ly, uint64_t seed);

@@ -121,18 +121,33 @@ static uint64_t largest_weight(const pb_layer_shape *sh)
     return most;
 }
 
-/* Scratch sizes in bytes: big, d_o, d_s, gconv, mid, pp0, pp1. */
-static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[7])
+/* Scratch buffers: big, d_o, d_s, gconv, mid, pp0, pp1, the shared activation
+ * slots recomputation does not keep, and the replayed forward's output. */
+enum { SCRATCH_WORK = 7, SCRATCH_REPLAY_Y = SCRATCH_WORK + PB_LAYER_SLOTS, SCRATCH_COUNT };
+
+static void **scratch_slot(pb_layer_impl_scratch *sc, int i)
+{
+    void **fixed[SCRATCH_WORK] = {&sc->big, &sc->d_o, &sc->d_s, &sc->gconv, &sc->mid, &sc->pp[0], &sc->pp[1]};
+    if (i < SCRATCH_WORK) return fixed[i];
+    return i < SCRATCH_REPLAY_Y ? &sc->work[i - SCRATCH_WORK] : &sc->replay_y;
+}
+
+/* Scratch sizes in bytes, in scratch_slot's order (0: not needed). */
+static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[SCRATCH_COUNT])
 {
     pb_layer_shape sh = effective_shape(cfg);
     uint64_t es = pb_dtype_size(sh.dtype), n = pb_mem_mul((uint64_t)sh.b, (uint64_t)sh.s), h = (uint64_t)sh.h;
     uint64_t hl = h / (uint64_t)sh.tp_size, s = (uint64_t)sh.s;
     uint64_t up = (uint64_t)pb_layer_impl_up_cols(&sh), qkv = (uint64_t)pb_layer_impl_qkv_cols(&sh);
+    uint64_t slots[PB_LAYER_SLOTS];
     sz[0] = pb_mem_mul(pb_mem_mul(n, up > qkv ? up : qkv), es);
     sz[1] = sh.attn_scores ? pb_mem_mul(pb_mem_mul(n, hl), es) : 0;
     sz[2] = sh.attn_scores ? pb_mem_mul(pb_mem_mul((uint64_t)(sh.heads / sh.tp_size), s * s), es) : 0;
     sz[3] = cfg->grad_dtype != sh.dtype ? pb_mem_mul(largest_weight(&sh), es) : 0;
     sz[4] = sz[5] = sz[6] = pb_mem_mul(pb_mem_mul(n, h), es);
+    pb_layer_impl_act_slots(&sh, slots);
+    for (int k = 0; k < PB_LAYER_SLOTS; k++) sz[SCRATCH_WORK + k] = pb_layer_impl_slot_kept(&sh, k) ? 0 : slots[k];
+    sz[SCRATCH_REPLAY_Y] = sh.recompute == PB_LAYER_RECOMPUTE_FULL ? sz[4] : 0;
 }
 
 uint64_t pb_layer_stack_grad_bytes(const pb_layer_stack_config *cfg)
@@ -145,20 +160,19 @@ uint64_t pb_layer_stack_grad_bytes(const pb_layer_stack_config *cfg)
 uint64_t pb_layer_stack_bytes(const pb_layer_stack_config *cfg)
 {
     pb_layer_shape sh = effective_shape(cfg);
-    uint64_t sz[7], sum = pb_mem_mul(pb_mem_mul((uint64_t)cfg->nlayers, (uint64_t)pb_layer_params_local(&sh)),
-                                     pb_dtype_size(sh.dtype));
+    uint64_t sz[SCRATCH_COUNT], sum = pb_mem_mul(pb_mem_mul((uint64_t)cfg->nlayers, (uint64_t)pb_layer_params_local(&sh)),
+                                                 pb_dtype_size(sh.dtype));
     scratch_sizes(cfg, sz);
-    for (int i = 0; i < 7; i++) sum = pb_mem_add(sum, sz[i]);
+    for (int i = 0; i < SCRATCH_COUNT; i++) sum = pb_mem_add(sum, sz[i]);
     return pb_mem_add(sum, cfg->grads ? 0 : pb_layer_stack_grad_bytes(cfg));
 }
 
 static int alloc_scratch(pb_layer_stack *st)
 {
-    uint64_t sz[7];
-    void **slot[7] = {&st->sc.big, &st->sc.d_o, &st->sc.d_s, &st->sc.gconv, &st->sc.mid, &st->sc.pp[0], &st->sc.pp[1]};
+    uint64_t sz[SCRATCH_COUNT];
     scratch_sizes(&st->cfg, sz);
-    for (int i = 0; i < 7; i++)
-        if (sz[i]) PB_TRY(st->eng->alloc(slot[i], (size_t)sz[i]));
+    for (int i = 0; i < SCRATCH_COUNT; i++)
+        if (sz[i]) PB_TRY(st->eng->alloc(scratch_slot(&st->sc, i), (size_t)sz[i]));
     return PB_OK;
 }
 
@@ -230,10 +244,10 @@ int pb_layer_stack_create(const pb_layer_stack_config *cfg, pb_layer_stack **out
 void pb_layer_stack_destroy(pb_layer_stack *st)
 {
     if (!st) return;
-    void *bufs[] = {st->weights, st->own_grads ? st->grads : NULL, st->sc.big, st->sc.d_o, st->sc.d_s,
-                    st->sc.gconv, st->sc.mid, st->sc.pp[0], st->sc.pp[1]};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i]) st->eng->free(bufs[i]);
+    if (st->weights) st->eng->free(st->weights);
+    if (st->own_grads && st->grads) st->eng->free(st->grads);
+    for (int i = 0; i < SCRATCH_COUNT; i++)
+        if (*scratch_slot(&st->sc, i)) st->eng->free(*scratch_slot(&st->sc, i));
     pb_layer_act_pool_destroy(st->pool);
     free(st->layers);
     free(st);
@@ -278,15 +292,16 @@ int pb_layer_saved_alloc(pb_layer_stack *st, pb_layer_saved **out)
         free(a);
         return status;
     }
-    uint64_t sizes[6];
+    uint64_t sizes[PB_LAYER_SLOTS];
     pb_layer_impl_act_slots(sh, sizes);
     char *p = a->base;
     for (int64_t i = 0; i < a->n; i++) {
-        void **slot[6] = {&a->layers[i].x_attn, &a->layers[i].qkv, &a->layers[i].scores,
-                          &a->layers[i].o,      &a->layers[i].x_mlp, &a->layers[i].hmlp};
-        for (int k = 0; k < 6; k++) {
-            *slot[k] = sizes[k] ? p : NULL;
-            p += sizes[k];
+        void **slot[PB_LAYER_SLOTS] = {&a->layers[i].x_attn, &a->layers[i].qkv, &a->layers[i].scores,
+                                       &a->layers[i].o,      &a->layers[i].x_mlp, &a->layers[i].hmlp};
+        for (int k = 0; k < PB_LAYER_SLOTS; k++) {
+            int kept = pb_layer_impl_slot_kept(sh, k);
+            *slot[k] = !sizes[k] ? NULL : kept ? p : st->sc.work[k]; /* not kept: the slot the layers share */
+            p += kept ? sizes[k] : 0;
         }
     }
     *out = a;
@@ -322,6 +337,8 @@ int pb_layer_forward(pb_layer *ly, pb_layer_acts *sv, const void *x, void *y)
 int pb_layer_backward(pb_layer *ly, pb_layer_acts *sv, const void *dy, void *dx, int accumulate)
 {
     PB_TRY(need_single_rank(&ly->sh));
+    /* full recomputation: the forward again from the kept input fills the shared slots */
+    if (ly->sh.recompute == PB_LAYER_RECOMPUTE_FULL) PB_TRY(pb_layer_forward(ly, sv, sv->x_attn, ly->sc->replay_y));
     PB_TRY(pb_layer_mlp_backward(ly, sv, dy, ly->sc->mid, accumulate));
     return pb_layer_attn_backward(ly, sv, ly->sc->mid, dx, accumulate);
 }

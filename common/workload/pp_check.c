@@ -13,16 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The stages' shape keeping every activation: -c then also checks their recomputation. */
+static pb_layer_shape keeping(const pb_pp_stack_config *cfg)
+{
+    pb_layer_shape sh = cfg->shape;
+    sh.recompute = PB_LAYER_RECOMPUTE_NONE;
+    return sh;
+}
+
 static pb_layer_stack_config whole_model(const pb_pp_stack_config *cfg)
 {
-    return (pb_layer_stack_config){.eng = cfg->eng, .shape = cfg->shape, .layer0 = 0, .nlayers = cfg->layers,
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = keeping(cfg), .layer0 = 0, .nlayers = cfg->layers,
                              .model_layers = cfg->layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype};
 }
 
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg)
 {
     pb_layer_stack_config sc = whole_model(cfg);
-    pb_layer_shape sh = cfg->shape;
+    pb_layer_shape sh = keeping(cfg);
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
     uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
     uint64_t bytes = pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&sh, cfg->layers));

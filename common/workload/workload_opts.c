@@ -9,7 +9,7 @@
 #include <string.h>
 
 enum { W_MODEL, W_MODEL_FILE, W_LAYERS, W_HIDDEN, W_HEADS, W_KV_HEADS, W_FFN, W_MLP, W_SEQ, W_MB, W_SCORES,
-       W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS, W_SEED };
+       W_RECOMPUTE, W_CDTYPE, W_GDTYPE, W_ENGINE, W_THREADS, W_SEED };
 
 /* --engine's help names the engines of the table (pb_workload_opts_group). */
 static pb_options_opt workload_opts[] = {
@@ -25,6 +25,8 @@ static pb_options_opt workload_opts[] = {
     {"seq", 0, "S", "sequence length s (overrides the preset)", W_SEQ},
     {"micro-batch", 0, "B", "sequences per micro-batch b (default 1)", W_MB},
     {"attn-scores", 0, "0|1", "also run the attention-score GEMMs, 4*b*s^2*h FLOPs (default 1)", W_SCORES},
+    {"recompute", 0, "KIND", "what backward computes again instead of keeping: none (default), selective (the "
+     "attention scores) or full (the whole layer; not with tensor parallelism)", W_RECOMPUTE},
     {"compute-dtype", 0, "TYPE", "GEMM storage type: float or bfloat16 (default bfloat16 on a GPU engine, float on the "
      "host; bf16 runs in fp32 where the CPU lacks it)", W_CDTYPE},
     {"grad-dtype", 0, "TYPE", "gradient type: float or bfloat16 (default as --compute-dtype's)", W_GDTYPE},
@@ -50,6 +52,20 @@ static int float_or_bf16(const char *option, const char *arg, pb_dtype *out)
     PB_TRY(pb_dtype_parse(option, arg, out));
     if (*out != PB_FLOAT32 && *out != PB_BFLOAT16)
         return pb_error_usage(option, "'%s' is not accepted here; expected float or bfloat16", arg);
+    return PB_OK;
+}
+
+/* --recompute KIND, up to what this benchmark runs: moe_layer and cp_attention
+ * keep no layer activations, and TP's blocks cannot replay a whole layer. */
+static int recompute(pb_workload_opts *o, const char *option, const char *arg)
+{
+    const char *const *names = pb_layer_recompute_names();
+    int k;
+    PB_TRY(pb_parse_choice(option, arg, names, &k));
+    if (k > o->recompute_max)
+        return pb_error_usage(option, "'%s' is not run by this benchmark; expected %s%s%s", arg, names[0],
+                              o->recompute_max >= 1 ? " or " : "", o->recompute_max >= 1 ? names[1] : "");
+    o->recompute = k;
     return PB_OK;
 }
 
@@ -82,6 +98,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     case W_SEQ: PB_TRY(pb_parse_int(option, arg, 1, 1 << 24, &v)); o->seq = v; return PB_OK;
     case W_MB: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->micro_batch = v; return PB_OK;
     case W_SCORES: PB_TRY(pb_parse_int(option, arg, 0, 1, &v)); o->attn_scores = (int)v; return PB_OK;
+    case W_RECOMPUTE: return recompute(o, option, arg);
     case W_CDTYPE: o->compute_dtype_given = 1; return float_or_bf16(option, arg, &o->compute_dtype);
     case W_GDTYPE: o->grad_dtype_given = 1; return float_or_bf16(option, arg, &o->grad_dtype);
     case W_ENGINE:
@@ -135,7 +152,7 @@ pb_layer_shape pb_workload_opts_layer_shape(const pb_workload_opts *o, int64_t h
     pb_presets_resize(&m, h, 0);
     return (pb_layer_shape){.b = m.micro_batch, .s = s, .h = h, .heads = m.heads, .kv_heads = m.kv_heads,
                             .ffn = m.ffn, .gated = m.mlp == PB_MLP_SWIGLU, .tp_size = tp_size, .tp_rank = tp_rank,
-                            .attn_scores = o->attn_scores, .dtype = o->compute_dtype};
+                            .attn_scores = o->attn_scores, .dtype = o->compute_dtype, .recompute = o->recompute};
 }
 
 void pb_workload_opts_precision(pb_workload_opts *o, pb_mem_kind engine_mem)
@@ -162,10 +179,17 @@ int pb_workload_opts_engine(pb_workload_opts *o, const pb_comm_backend *be, int 
     return (*out)->init(&copts);
 }
 
+cJSON *pb_workload_opts_meta(const pb_workload_opts *o, cJSON *meta)
+{
+    if (!meta) meta = cJSON_CreateObject();
+    if (meta) cJSON_AddStringToObject(meta, "recompute", pb_layer_recompute_names()[o->recompute]);
+    return meta;
+}
+
 int pb_workload_opts_open(pb_bench *b, pb_workload_opts *o, const pb_options *common, const pb_report_column *cols,
                           int ncols, cJSON *meta, const pb_compute **eng)
 {
-    if (!meta) meta = cJSON_CreateObject();
+    meta = pb_workload_opts_meta(o, meta);
     if (meta) cJSON_AddStringToObject(meta, "model", o->preset);
     int status = pb_bench_open(b, common, cols, ncols, meta);
     if (status != PB_OK) return status;

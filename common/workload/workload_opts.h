@@ -21,6 +21,8 @@ typedef struct pb_workload_opts {
     int64_t layers, hidden, heads, kv_heads, ffn, seq, micro_batch; /* 0 = from the preset */
     int mlp;                 /* -1 = from the preset, else pb_presets_mlp */
     int attn_scores;         /* --attn-scores 0|1 */
+    int recompute;           /* --recompute: pb_layer_recompute */
+    int recompute_max;       /* the most this benchmark runs (set after the defaults; 0: none only) */
     pb_dtype compute_dtype;  /* --compute-dtype float|bfloat16 */
     pb_dtype grad_dtype;     /* --grad-dtype float|bfloat16 */
     int compute_dtype_given, grad_dtype_given; /* else the engine's memory decides (pb_workload_opts_precision) */
@@ -32,8 +34,8 @@ typedef struct pb_workload_opts {
 void pb_workload_opts_defaults(pb_workload_opts *o, const char *preset);
 
 /* The option group: --model --model-file --layers --hidden --heads --kv-heads
- * --ffn --mlp --seq --micro-batch --attn-scores --compute-dtype --grad-dtype
- * --engine --threads --seed. */
+ * --ffn --mlp --seq --micro-batch --attn-scores --recompute --compute-dtype
+ * --grad-dtype --engine --threads --seed. */
 pb_options_group pb_workload_opts_group(pb_workload_opts *o);
 
 /* Apply the overrides to the preset (or model file) and check the shape
@@ -58,8 +60,12 @@ void pb_workload_opts_precision(pb_workload_opts *o, pb_mem_kind engine_mem);
 int pb_workload_opts_engine(pb_workload_opts *o, const pb_comm_backend *be, int local_rank, int gpu_offset,
                        const pb_compute **out);
 
+/* `meta` (or a new object) with what every workload's results depend on
+ * beyond the model: its recomputation ("recompute"). */
+cJSON *pb_workload_opts_meta(const pb_workload_opts *o, cJSON *meta);
+
 /* A workload benchmark's start once its options are valid: its metadata
- * (`meta`, or a new object; the model preset added) and report opened
+ * (pb_workload_opts_meta, the model preset added) and report opened
  * (pb_bench_open), then its engine (pb_workload_opts_engine), each agreed by
  * every rank. *eng stays NULL where no engine was made. */
 int pb_workload_opts_open(pb_bench *b, pb_workload_opts *o, const pb_options *common, const pb_report_column *cols,

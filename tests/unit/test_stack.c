@@ -378,6 +378,76 @@ static void test_stack_rate(void **state)
     E->free(x), E->free(y);
 }
 
+/* Two micro-batches in flight, as a pipeline holds them: forward A, forward B
+ * (which overwrites every slot the layers share), backward A, then B adding.
+ * Returns the gradients and both input gradients, on the host. */
+static float *two_in_flight(pb_layer_stack_config cfg, uint64_t *peak)
+{
+    enum { L = 2 };
+    const size_t nx = (size_t)N * H, ng = (size_t)(pb_layer_stack_grad_bytes(&cfg) / 4);
+    pb_layer_stack *st = make(cfg);
+    pb_layer_saved *a[2];
+    void *x[2] = {input(0), input(1)}, *y = input(2), *dy = input(3), *dx[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(E->alloc(&dx[k], nx * 4), PB_OK);
+        assert_int_equal(pb_layer_saved_alloc(st, &a[k]), PB_OK);
+        assert_int_equal(pb_layer_stack_forward(st, a[k], x[k], y), PB_OK);
+    }
+    for (int k = 0; k < 2; k++) assert_int_equal(pb_layer_stack_backward(st, a[k], dy, dx[k], k, NULL, NULL), PB_OK);
+    float *out = malloc((ng + 2 * nx) * 4);
+    assert_int_equal(E->to_host(out, pb_layer_stack_grads(st), ng * 4), PB_OK);
+    for (int k = 0; k < 2; k++) assert_int_equal(E->to_host(out + ng + k * nx, dx[k], nx * 4), PB_OK);
+    *peak = pb_layer_act_peak(pb_layer_stack_pool(st));
+    for (int k = 0; k < 2; k++) pb_layer_saved_free(st, a[k]), E->free(dx[k]), E->free(x[k]);
+    pb_layer_stack_destroy(st);
+    E->free(y), E->free(dy);
+    return out;
+}
+
+/* Selective and full recomputation give the gradients of keeping everything,
+ * bit for bit (the same GEMMs on the same inputs), while a micro-batch keeps
+ * less: selective all but the s x s scores, full only each layer's input.
+ * The stack holds one shared set of what is not kept, and the FLOPs count the
+ * replay: the score GEMMs (4bs^2h) or the whole forward. */
+static void test_recompute_matches_keeping(void **state)
+{
+    (void)state;
+    pb_layer_stack_config cfg = config(0, 2, 1, PB_FLOAT32);
+    cfg.shape.gated = 1, cfg.shape.kv_heads = 2; /* SwiGLU's slot and grouped-query attention too */
+    const size_t n = (size_t)(pb_layer_stack_grad_bytes(&cfg) / 4) + 2 * (size_t)N * H;
+    uint64_t peak[3], kept[3], stack[3];
+    double flops[3];
+    float *want = NULL;
+    for (int rc = PB_LAYER_RECOMPUTE_NONE; rc <= PB_LAYER_RECOMPUTE_FULL; rc++) {
+        cfg.shape.recompute = rc;
+        float *got = two_in_flight(cfg, &peak[rc]);
+        kept[rc] = pb_layer_act_bytes(&cfg.shape, 2);
+        stack[rc] = pb_layer_stack_bytes(&cfg);
+        flops[rc] = pb_layer_step_flops(&cfg.shape);
+        if (want) assert_memory_equal(got, want, n * 4);
+        if (want) free(got);
+        else want = got;
+        assert_true(peak[rc] == 2 * kept[rc]);
+    }
+    free(want);
+    uint64_t x = (uint64_t)N * H * 4, scores = (uint64_t)HEADS * S * S * 4; /* multiples of PB_ACT_ALIGN here */
+    assert_true(kept[PB_LAYER_RECOMPUTE_SELECTIVE] == kept[PB_LAYER_RECOMPUTE_NONE] - 2 * scores);
+    assert_true(kept[PB_LAYER_RECOMPUTE_FULL] == 2 * x);
+    assert_true(stack[PB_LAYER_RECOMPUTE_SELECTIVE] == stack[PB_LAYER_RECOMPUTE_NONE] + scores);
+    /* full: one layer's slots but its input, and the replayed output (x) */
+    assert_true(stack[PB_LAYER_RECOMPUTE_FULL] == stack[PB_LAYER_RECOMPUTE_NONE] + kept[PB_LAYER_RECOMPUTE_NONE] / 2);
+    double fwd = flops[PB_LAYER_RECOMPUTE_NONE] / 3;
+    assert_true(fabs(flops[PB_LAYER_RECOMPUTE_SELECTIVE] - flops[PB_LAYER_RECOMPUTE_NONE] - 4.0 * B * S * S * H) < 1);
+    assert_true(fabs(flops[PB_LAYER_RECOMPUTE_FULL] - flops[PB_LAYER_RECOMPUTE_NONE] - fwd) < 1);
+    /* full recomputation needs whole layers: tensor parallelism's blocks are refused, naming the option */
+    cfg.shape.tp_size = 2;
+    pb_layer_stack *st = NULL;
+    assert_int_equal(pb_layer_stack_create(&cfg, &st), PB_ERR_USAGE);
+    cfg.shape.recompute = PB_LAYER_RECOMPUTE_SELECTIVE;
+    assert_int_equal(pb_layer_stack_create(&cfg, &st), PB_OK);
+    pb_layer_stack_destroy(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_grad_callbacks),       cmocka_unit_test(test_accumulate_and_grad_types),
         cmocka_unit_test(test_global_layer_seeding), cmocka_unit_test(test_deep_stack_is_stable),
         cmocka_unit_test(test_refusals_and_sizes),   cmocka_unit_test(test_stack_bytes_formula), cmocka_unit_test(test_backward_is_the_layers_chained),   cmocka_unit_test(test_stack_rate),
+        cmocka_unit_test(test_recompute_matches_keeping),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
