@@ -118,22 +118,52 @@ def sizes(m, t, p, es):
     return {"tp_call": act, "grad_per_rank": params(m) * es // (t * p), "pp_message": act}
 
 
-def layer_act_bytes(m, t, es):
-    """What one layer keeps for one micro-batch (compute/layer.c's slots): inputs of both
-    blocks, QKV, the scores and O, the MLP's Z."""
+# compute/layer.h's recomputation, least first: run_all takes the first whose step fits the GPU.
+RECOMPUTE = ("none", "selective", "full")
+
+
+def act_slots(m, t, es):
+    """compute/layer.c's activation slots of one layer and micro-batch, in its order: the
+    attention's input, QKV, the scores, O, the MLP's input and its Z."""
     n, h, s, b = m["micro_batch"] * m["seq"], m["hidden"], m["seq"], m["micro_batch"]
     qkv = (h + 2 * m["kv_heads"] * h // m["heads"]) // t
     up = (2 if m["mlp"] == "swiglu" else 1) * m["ffn"] // t
-    return es * (2 * n * h + n * qkv + b * (m["heads"] // t) * s * s + n * h // t + n * up)
+    return [es * n * h, es * n * qkv, es * b * (m["heads"] // t) * s * s, es * n * h // t, es * n * h, es * n * up]
 
 
-def run_memory(m, t, layers, in_flight, grad_bytes, es):
+def kept(rc, k):
+    """Whether recomputation `rc` keeps slot k for each micro-batch (pb_layer_impl_slot_kept):
+    full only the layer's input, selective all but the scores."""
+    return k == 0 if rc == "full" else rc != "selective" or k != 2
+
+
+def layer_act_bytes(m, t, es, rc="none"):
+    """What one layer keeps for one micro-batch under recomputation `rc`."""
+    return sum(v for k, v in enumerate(act_slots(m, t, es)) if kept(rc, k))
+
+
+def scratch_bytes(m, t, es, rc="none"):
+    """A layer stack's scratch (compute/layer_stack.c): the MLP's or QKV's widest tensor, dO, the
+    scores' gradient of one KV head's query heads, three tensors between layers, the slots not kept (one set the
+    layers share) and, with full recomputation, the replayed output."""
+    n, h, s = m["micro_batch"] * m["seq"], m["hidden"], m["seq"]
+    slots = act_slots(m, t, es)
+    up = (2 if m["mlp"] == "swiglu" else 1) * m["ffn"] // t
+    qkv = (h + 2 * m["kv_heads"] * h // m["heads"]) // t
+    fixed = es * (n * max(up, qkv) + n * h // t + (m["heads"] // m["kv_heads"]) * s * s + 3 * n * h)
+    shared = sum(v for k, v in enumerate(slots) if not kept(rc, k))
+    return fixed + shared + (es * n * h if rc == "full" else 0)
+
+
+def run_memory(m, t, layers, in_flight, grad_bytes, es, rc="none"):
     """Bytes one GPU of the run holds at most: the weights and gradients of the
-    layers it runs, their activations for the micro-batches in flight, and the
-    DP gradient buffer. Parts, and the total."""
+    layers it runs, their activations for the micro-batches in flight under
+    recomputation `rc`, the stack's scratch, and the DP gradient buffer. Parts,
+    and the total."""
     per_layer = layer_params(m) // t * es
     parts = {"weights": layers * per_layer, "gradients": layers * per_layer,
-             "activations": in_flight * layers * layer_act_bytes(m, t, es), "dp_buffer": grad_bytes}
+             "activations": in_flight * layers * layer_act_bytes(m, t, es, rc),
+             "scratch": scratch_bytes(m, t, es, rc), "dp_buffer": grad_bytes}
     parts["total"] = sum(parts.values())
     return parts
 

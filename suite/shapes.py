@@ -151,6 +151,25 @@ def _too_big(need, memory, what):
                                                                         _mib(memory))
 
 
+def _least_recompute(need, memory, kinds=models.RECOMPUTE):
+    """The least recomputation of `kinds` whose need(rc) bytes fit the GPU, and those bytes; when
+    none fits, the last (the skip then names its need): a step keeps the model's shape and layers,
+    and trades time for memory as training does."""
+    for rc in kinds:
+        if not _too_big(need(rc), memory, ""):
+            break
+    return rc, need(rc)
+
+
+def _recompute_args(rc):
+    return [] if rc == "none" else ["--recompute", rc]
+
+
+def _with(rc):
+    """How a description names recomputation `rc` ("" for none)."""
+    return "" if rc == "none" else " with %s recomputation" % rc
+
+
 def micro_batches(m, d, profile_list):
     """The micro-batches a pipeline runs: the profile's list for the curve, and
     the global batch's share of each of the d pipelines (4M tokens, or the
@@ -215,27 +234,30 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     # Data parallelism over every rank: a rank's real gradient at the job's (t, p), and a half and a quarter.
     g = job["grad_per_rank"] // es * es
     grads = sorted({max(es, g // 4 // es * es), max(es, g // 2 // es * es), g})
-    dp_mem = models.run_memory(m, 1, cap_layers, 1, g, es)
-    why = _too_big(dp_mem["total"], memory, "the gradient buffer and %s" % _n(cap_layers, "layer")) or \
+    dp_rc, dp_need = _least_recompute(lambda rc: models.run_memory(m, 1, cap_layers, 1, g, es, rc)["total"], memory)
+    why = _too_big(dp_need, memory, "the gradient buffer and %s%s" % (_n(cap_layers, "layer"), _with(dp_rc))) or \
         (DOES_NOT_FIT + ": a rank's gradient of %s is more than dp_allreduce's %s" % (_mib(g), _mib(GRAD_MAX))
          if g > GRAD_MAX else "")
     if why:
         out.append(_skip(DP, why))
     else:
-        out.append(_shape(DP, ["--layers", cap_layers, "--grad-bytes", ",".join(map(str, grads))],
+        out.append(_shape(DP, ["--layers", cap_layers, "--grad-bytes", ",".join(map(str, grads)), *_recompute_args(dp_rc)],
                           "gradient all-reduce over all %s: %s a rank (params/(t*p) at t %d, p %d) and a half and "
-                          "a quarter, during the backward of %s" % (where, _mib(g), T, P, _n(cap_layers, "layer")),
+                          "a quarter, during the backward of %s%s" % (where, _mib(g), T, P, _n(cap_layers, "layer"),
+                                                                       _with(dp_rc)),
                           note="dp_allreduce all-reduces over the whole world; DP across nodes with TP inside "
                                "is hybrid_3d's DP axis",
-                          sizes={"grad_bytes": g, "memory": dp_mem["total"]}))
+                          sizes={"grad_bytes": g, "memory": dp_need}))
 
     # Tensor parallelism inside a node: the model's own layer at s/2, s and 2s.
     seqs = [m["seq"] // 2, m["seq"], 2 * m["seq"]]
     t = _tp_size(sizes, m, seqs[0], cap)
     longest = dict(m, seq=seqs[-1])  # the sweep's largest point holds the most
-    tp_sizes = {"tp_call": job["tp_call"], "memory": models.run_memory(longest, max(t, 1), cap_layers, 1, 0, es)["total"]}
-    tp_args = ["--layers", cap_layers, "--seq-list", ",".join(map(str, seqs))]
-    why = _too_big(tp_sizes["memory"], memory, "%s at TP %d" % (_n(cap_layers, "layer"), max(t, 1)))
+    tp_rc, tp_need = _least_recompute(lambda rc: models.run_memory(longest, max(t, 1), cap_layers, 1, 0, es, rc)["total"],
+                                      memory, models.RECOMPUTE[:2])  # TP's blocks replay no whole layer
+    tp_sizes = {"tp_call": job["tp_call"], "memory": tp_need}
+    tp_args = ["--layers", cap_layers, "--seq-list", ",".join(map(str, seqs)), *_recompute_args(tp_rc)]
+    why = _too_big(tp_need, memory, "%s at TP %d%s" % (_n(cap_layers, "layer"), max(t, 1), _with(tp_rc)))
     if why:
         out.append(_skip(TP, why))
     elif ranks == 1:
@@ -251,8 +273,8 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     else:
         out.append(_shape(TP, ["--tp", t, *tp_args],
                           "TP %d inside each node: %s of %d consecutive ranks at once (%s); %s a call at s %d, "
-                          "%s run" % (t, _n(ranks // t, "group"), t, where, _mib(job["tp_call"]), m["seq"],
-                                      _n(cap_layers, "layer")), sizes=tp_sizes))
+                          "%s run%s" % (t, _n(ranks // t, "group"), t, where, _mib(job["tp_call"]), m["seq"],
+                                        _n(cap_layers, "layer"), _with(tp_rc)), sizes=tp_sizes))
 
     # Pipeline stages across nodes: stage k on node k, R pipelines side by side.
     if ranks == 1:
@@ -289,21 +311,26 @@ def _grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory):
                      "measures" % (where, m["heads"]))
     lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
     cap_layers = min(cap_layers, -(-m["layers"] // P))
-    hy_mem = models.run_memory(m, T, cap_layers, 2 * P, 0, es)["total"]  # 1F1B's in flight, 2P micro-batches
-    why = _too_big(hy_mem, memory, "%s of TP %d" % (_n(cap_layers, "layer"), T))
+    # 1F1B's in flight, 2P micro-batches; TP's blocks replay no whole layer
+    rc, hy_mem = _least_recompute(lambda rc: models.run_memory(m, T, cap_layers, 2 * P, 0, es, rc)["total"], memory,
+                                  models.RECOMPUTE[:2])
+    why = _too_big(hy_mem, memory, "%s of TP %d%s" % (_n(cap_layers, "layer"), T, _with(rc)))
     if why:
         return _skip(GRID, why)
-    return _shape(GRID, ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P, "--compare-placements"],
-                  "TP %d x PP %d x DP %d, %s a stage of %d; tp-inner puts TP %s, PP %s, DP %s (%s)"
-                  % (T, P, D, _n(cap_layers, "layer"), -(-m["layers"] // P), lt, lp, ld, where), sizes={"memory": hy_mem})
+    return _shape(GRID, ["--tp", T, "--pp", P, "--dp", D, "--layers", cap_layers * P, "--compare-placements",
+                         *_recompute_args(rc)],
+                  "TP %d x PP %d x DP %d, %s a stage of %d%s; tp-inner puts TP %s, PP %s, DP %s (%s)"
+                  % (T, P, D, _n(cap_layers, "layer"), -(-m["layers"] // P), _with(rc), lt, lp, ld, where),
+                  sizes={"memory": hy_mem})
 
 
-def fsdp_memory(m, layers, n, es):
+def fsdp_memory(m, layers, n, es, rc="none"):
     """Bytes one rank of fsdp_step holds (pb_fsdp_bytes): the stack's full weights, gradients and
-    activations of its layers, two gathered layers and its shards of parameters and gradients."""
+    activations of its layers (under recomputation rc) and scratch, two gathered layers and its
+    shards of parameters and gradients."""
     per_layer = models.layer_params(m) * es
     shard = -(-models.layer_params(m) // n) * es
-    return models.run_memory(m, 1, layers, 1, 0, es)["total"] + 2 * per_layer + 2 * layers * shard
+    return models.run_memory(m, 1, layers, 1, 0, es, rc)["total"] + 2 * per_layer + 2 * layers * shard
 
 
 def _fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory):
@@ -315,16 +342,16 @@ def _fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory):
     layers = min(max(cap_layers, FSDP_MIN_LAYERS), m["layers"])
     hybrid = nodes > 1 and not uneven and rpn > 1
     n = rpn if hybrid else ranks
-    need = fsdp_memory(m, layers, n, es)
-    why = _too_big(need, memory, "%s unsharded with their two gathered layers" % _n(layers, "layer"))
+    rc, need = _least_recompute(lambda rc: fsdp_memory(m, layers, n, es, rc), memory)
+    why = _too_big(need, memory, "%s unsharded with their two gathered layers%s" % (_n(layers, "layer"), _with(rc)))
     if why:
         return _skip(FSDP, why)
     gather = models.layer_params(m) * es
     what = ("hybrid sharding: each layer sharded over the %d ranks of its node, %d replicas across the nodes"
             % (n, nodes)) if hybrid else "each layer sharded over all %d ranks (ZeRO-3)" % n
-    return _shape(FSDP, ["--shard-group", "node" if hybrid else "world", "--layers", layers],
-                  "%s; %s a layer's all-gather, %s run, prefetch off and on (%s)"
-                  % (what, _mib(gather), _n(layers, "layer"), where),
+    return _shape(FSDP, ["--shard-group", "node" if hybrid else "world", "--layers", layers, *_recompute_args(rc)],
+                  "%s; %s a layer's all-gather, %s run%s, prefetch off and on (%s)"
+                  % (what, _mib(gather), _n(layers, "layer"), _with(rc), where),
                   sizes={"fsdp_gather": gather, "memory": need})
 
 
@@ -422,17 +449,22 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
     pipelines."""
     mbs, real = micro_batches(m, d, pp_list)
     cap_layers = min(cap_layers, -(-m["layers"] // p))  # never more than a stage holds
-    need = {s: models.run_memory(m, 1, cap_layers, n, 0, es)["total"] for s, n in (("gpipe", max(mbs)),
-                                                                                   ("1f1b", min(p, max(mbs))))}
+    held = {"gpipe": max(mbs), "1f1b": min(p, max(mbs))}  # micro-batches a stage holds at once
+
+    def stage(sched, rc):
+        return models.run_memory(m, 1, cap_layers, held[sched], 0, es, rc)["total"]
+    rc, _ = _least_recompute(lambda rc: stage("1f1b", rc), memory)  # the least that runs 1F1B, the lighter
+    need = {s: stage(s, rc) for s in held}
     scheds = [s for s in ("gpipe", "1f1b") if not _too_big(need[s], memory, "")]
     if not scheds:
-        return _skip(PP, _too_big(need["1f1b"], memory, "a 1F1B stage of %s (t 1)" % _n(cap_layers, "layer")))
+        return _skip(PP, _too_big(need["1f1b"], memory, "a 1F1B stage of %s (t 1)%s" % (_n(cap_layers, "layer"),
+                                                                                          _with(rc))))
     left = "" if len(scheds) == 2 else "; GPipe left out: %s" % _too_big(need["gpipe"], memory, "its %d micro-batches" % max(mbs))
     return _shape(PP, ["--schedule", ",".join(scheds), "--stages", p, *stride, "--layers", cap_layers * p,
-                                  "--micro-batches", ",".join(map(str, mbs))],
-                  "%s, %s at once, %d of each stage's %s; %s a message, %s a pipeline from "
+                                  "--micro-batches", ",".join(map(str, mbs)), *_recompute_args(rc)],
+                  "%s, %s at once, %d of each stage's %s%s; %s a message, %s a pipeline from "
                   "the global batch (run to %d) (%s)%s" % (
-                      what, _n(ranks // p, "pipeline"), cap_layers, _n(-(-m["layers"] // p), "layer"),
+                      what, _n(ranks // p, "pipeline"), cap_layers, _n(-(-m["layers"] // p), "layer"), _with(rc),
                       _mib(job["pp_message"]), "%d micro-batch%s" % (real, "" if real == 1 else "es"), max(mbs), where, left),
                   sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": max(need[s] for s in scheds)})
 

@@ -279,23 +279,47 @@ static int scores_forward(pb_layer *ly, pb_layer_acts *sv)
     return PB_OK;
 }
 
+/* Operand x moved to KV head g's share: its own head for a KV operand, the
+ * first of its group of query heads for a query operand. */
+static pb_attn_operand kv_group(pb_attn_operand x, int64_t g, int64_t group, pb_dtype t)
+{
+    x.p = at(x.p, (x.per_kv ? g : g * group) * x.stride, t);
+    return x;
+}
+
+/* The head GEMMs of one KV head's group of query heads (operands moved there by kv_group). */
+static int group_gemms(pb_layer *ly, pb_compute_trans ta, pb_compute_trans tb, int64_t m, int64_t n, int64_t k,
+                       float alpha, pb_attn_operand a, pb_attn_operand b, pb_attn_operand c)
+{
+    const pb_layer_shape *sh = &ly->sh;
+    return pb_attn_head_gemms(ly->eng, sh->dtype, group_size(sh), 1, ta, tb, m, n, k, alpha, 0.0f, a, b, c);
+}
+
 /* dP = dO V^T, dV = P^T dO, dS = softmax'(dP), dQ = c dS K, dK = c dS^T Q,
- * into dqkv's columns; dS of all local heads in the d_s scratch. */
+ * into dqkv's columns, one KV head's group of query heads at a time, so that
+ * the d_s scratch holds one group's dS (heads/kv_heads blocks of s x s), not
+ * every local head's. */
 static int scores_backward(pb_layer *ly, pb_layer_acts *sv, void *dqkv)
 {
     const pb_layer_shape *sh = &ly->sh;
-    int64_t s = sh->s, hl = local_hidden(sh), hd = head_dim(sh), w = pb_layer_impl_qkv_cols(sh);
+    int64_t s = sh->s, hl = local_hidden(sh), hd = head_dim(sh), w = pb_layer_impl_qkv_cols(sh), gs = group_size(sh);
     float c = score_scale(sh);
-    void *ds = ly->sc->d_s;
+    pb_dtype t = sh->dtype;
+    pb_attn_operand d_s = per_head(ly->sc->d_s, s, s * s);
     for (int64_t bi = 0; bi < sh->b; bi++) {
         head_view v = head(ly, sv->qkv, sv->scores, ly->sc->d_o, bi); /* v.o is dO here */
         head_view d = head(ly, dqkv, NULL, ly->sc->d_o, bi);
-        pb_attn_operand d_o = per_head(v.o, hl, hd), p = per_head(v.s, s, s * s), d_s = per_head(ds, s, s * s);
-        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, d_o, per_kv(v.v, w, hd), d_s));
-        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, p, d_o, per_kv(d.v, w, hd)));
-        PB_TRY(ly->eng->softmax_bwd(sh->dtype, local_heads(sh) * s, s, v.s, ds, ds));
-        PB_TRY(head_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, d_s, per_kv(v.k, w, hd), per_head(d.q, w, hd)));
-        PB_TRY(head_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, d_s, per_head(v.q, w, hd), per_kv(d.k, w, hd)));
+        for (int64_t g = 0; g < local_kv_heads(sh); g++) {
+            pb_attn_operand d_o = kv_group(per_head(v.o, hl, hd), g, gs, t), p = kv_group(per_head(v.s, s, s * s), g, gs, t);
+            pb_attn_operand q = kv_group(per_head(v.q, w, hd), g, gs, t), dq = kv_group(per_head(d.q, w, hd), g, gs, t);
+            pb_attn_operand k = kv_group(per_kv(v.k, w, hd), g, gs, t), dk = kv_group(per_kv(d.k, w, hd), g, gs, t);
+            pb_attn_operand vv = kv_group(per_kv(v.v, w, hd), g, gs, t), dv = kv_group(per_kv(d.v, w, hd), g, gs, t);
+            PB_TRY(group_gemms(ly, PB_NOTRANS, PB_TRANS, s, s, hd, 1.0f, d_o, vv, d_s));
+            PB_TRY(group_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, 1.0f, p, d_o, dv));
+            PB_TRY(ly->eng->softmax_bwd(t, gs * s, s, p.p, d_s.p, d_s.p));
+            PB_TRY(group_gemms(ly, PB_NOTRANS, PB_NOTRANS, s, hd, s, c, d_s, k, dq));
+            PB_TRY(group_gemms(ly, PB_TRANS, PB_NOTRANS, s, hd, s, c, d_s, q, dk));
+        }
     }
     return PB_OK;
 }

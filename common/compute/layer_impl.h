@@ -12,7 +12,7 @@
 typedef struct pb_layer_impl_scratch {
     void *big;   /* N x max(W1's, Wqkv's columns): the MLP's activation and dZ, attention's dQKV */
     void *d_o;   /* N x h/t: dO of attention */
-    void *d_s;   /* heads/t x s x s: dS of one sequence's local heads */
+    void *d_s;   /* heads/kv_heads x s x s: dS of one sequence's query heads of one KV head */
     void *gconv; /* largest weight, compute type: dW before conversion to grad type */
     void *mid;   /* N x h: between the blocks of a whole layer */
     void *pp[2]; /* N x h: gradients between layers of a stack */

@@ -142,7 +142,8 @@ static void scratch_sizes(const pb_layer_stack_config *cfg, uint64_t sz[SCRATCH_
     uint64_t slots[PB_LAYER_SLOTS];
     sz[0] = pb_mem_mul(pb_mem_mul(n, up > qkv ? up : qkv), es);
     sz[1] = sh.attn_scores ? pb_mem_mul(pb_mem_mul(n, hl), es) : 0;
-    sz[2] = sh.attn_scores ? pb_mem_mul(pb_mem_mul((uint64_t)(sh.heads / sh.tp_size), s * s), es) : 0;
+    /* dS of one KV head's query heads (layer.c's backward goes a group at a time) */
+    sz[2] = sh.attn_scores ? pb_mem_mul(pb_mem_mul((uint64_t)(sh.heads / pb_layer_kv_heads(&sh)), s * s), es) : 0;
     sz[3] = cfg->grad_dtype != sh.dtype ? pb_mem_mul(largest_weight(&sh), es) : 0;
     sz[4] = sz[5] = sz[6] = pb_mem_mul(pb_mem_mul(n, h), es);
     pb_layer_impl_act_slots(&sh, slots);

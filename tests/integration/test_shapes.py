@@ -123,14 +123,33 @@ class Rules(unittest.TestCase):
         self.assertEqual(ep["args"][3], "node,16")
 
     def test_memory_refuses_what_does_not_fit(self):
-        # the 405B's layers at TP 1 (pp_pipeline's stages) cannot fit 80 GB: skipped, naming why
+        # a rank's 405B gradient on one node (t 8, p 1: 101 GB) fits no GPU, whatever the layers recompute
         m = models.presets()["llama3-405b"]
-        got = {s["step"]: s for s in shapes(64, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
-        self.assertIn("does not fit", got["pp_pipeline"]["skip"])
-        self.assertIn("GiB a GPU", got["pp_pipeline"]["skip"])
-        # the same world without a memory figure (a CPU run) checks nothing
+        got = {s["step"]: s for s in shapes(8, 8, 8, m, "default", es=2, memory=models.GPUS["h100"]["memory"])}
+        self.assertIn("does not fit", got["dp_allreduce"]["skip"])
+        self.assertIn("with full recomputation needs", got["dp_allreduce"]["skip"])
+        self.assertIn("GiB a GPU", got["dp_allreduce"]["skip"])
+        # a 70B stage fits no GPU of 16 GB, even recomputing whole layers; without a memory figure
+        # (a CPU run) nothing is checked
+        m = models.presets()["llama3-70b"]
+        got = {s["step"]: s for s in shapes(64, 8, 8, m, "default", es=2, memory=16e9)}
+        self.assertIn("a 1F1B stage of 2 layers (t 1) with full recomputation needs", got["pp_pipeline"]["skip"])
         got = {s["step"]: s for s in shapes(64, 8, 8, m, "default", es=2)}
         self.assertIsNone(got["pp_pipeline"]["skip"])
+        self.assertNotIn("--recompute", got["pp_pipeline"]["args"])
+
+    def test_recompute_memory_terms(self):
+        # selective drops the s x s scores from what a micro-batch keeps, full keeps the layer's input
+        # only; what is not kept is one shared set in the scratch, as compute/layer_stack.c holds it
+        m = models.presets()["llama3-70b"]
+        slots = models.act_slots(m, 1, 2)
+        n, h, s = m["seq"], m["hidden"], m["seq"]
+        self.assertEqual(slots[2], 64 * s * s * 2)
+        self.assertEqual(models.layer_act_bytes(m, 1, 2, "selective"), sum(slots) - slots[2])
+        self.assertEqual(models.layer_act_bytes(m, 1, 2, "full"), n * h * 2)
+        self.assertEqual(models.scratch_bytes(m, 1, 2, "selective") - models.scratch_bytes(m, 1, 2), slots[2])
+        self.assertEqual(models.scratch_bytes(m, 1, 2, "full") - models.scratch_bytes(m, 1, 2),
+                         sum(slots[1:]) + n * h * 2)
 
     def test_default_model(self):
         h100 = models.GPUS["h100"]["memory"]
@@ -271,6 +290,37 @@ class Binaries(unittest.TestCase):
                     seen.add(tuple(cmd))
         self.assertGreater(len(seen), 100)
         self.all_accepted(seen)
+
+    def test_recompute_keeps_the_shape(self):
+        # What does not fit keeping every activation recomputes, as training does, never with a
+        # smaller shape: the least recomputation that fits (tensor parallelism's blocks at most
+        # selective). 70B and 405B on 8 and 128 nodes of 8 H100s run every step.
+        h100 = models.GPUS["h100"]["memory"]
+        cases = (("llama3-70b", 64, {"pp_pipeline": "selective"}),
+                 ("llama3-405b", 64, {"dp_allreduce": "selective", "pp_pipeline": "full", "hybrid_3d": "selective",
+                                      "fsdp_step": "selective"}),
+                 ("llama3-405b", 1024, {"dp_allreduce": "selective", "pp_pipeline": "full", "hybrid_3d": "selective",
+                                        "fsdp_step": "selective"}))
+        cmds = []
+        for name, ranks, want in cases:
+            m = models.presets()[name]
+            got = {s["step"]: s for s in shapes(ranks, 8, 8, m, "default", es=2, memory=h100)}
+            for step, s in got.items():
+                self.assertIsNone(s["skip"], "%s %d: %s" % (name, ranks, step))
+                args = s["args"]
+                rc = args[args.index("--recompute") + 1] if "--recompute" in args else "none"
+                self.assertEqual(rc, want.get(step, "none"), "%s %d: %s %s" % (name, ranks, step, args))
+                self.assertLess(s["sizes"].get("memory", 0), 0.9 * h100)
+                if step != "coll_sweep_intra":  # coll_sweep has no --validate (test_run_all_commands_are_accepted)
+                    model = [] if "--model" in args else ["--model", name]  # moe_layer's own MoE model
+                    cmds.append(tuple([os.path.join(BIN, step)] + model + args + ["--validate", "%d:8" % ranks]))
+            # the least that fits: pp_pipeline's 1F1B stage with one less recomputation would not
+            pp = got["pp_pipeline"]["args"]
+            mbs = max(int(x) for x in pp[pp.index("--micro-batches") + 1].split(","))
+            layers = int(pp[pp.index("--layers") + 1]) // int(pp[pp.index("--stages") + 1])
+            less = models.RECOMPUTE[models.RECOMPUTE.index(want["pp_pipeline"]) - 1]
+            self.assertGreater(models.run_memory(m, 1, layers, min(8, mbs), 0, 2, less)["total"], 0.9 * h100)
+        self.all_accepted(cmds)  # the binaries take them: tp_layer and hybrid_3d never get full
 
     def all_accepted(self, cmds):
         """Each command line exits 0. Those that differ only in the world go in

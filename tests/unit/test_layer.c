@@ -385,9 +385,11 @@ static void test_attention_batched_gemms(void **state)
         run_attention(E, t, &y0, &dx0, &g0);
         batches = members = 0;
         run_attention(&counting_engine, t, &y1, &dx1, &g1);
-        /* forward: S and O per sequence; backward: dP, dV, dQ, dK per sequence; one
-         * batch over the KV heads for each query head sharing them */
-        assert_int_equal(batches, 6 * B * group);
+        /* forward: S and O per sequence, one batch over the KV heads for each query
+         * head sharing them; backward: dP, dV, dQ, dK per sequence and KV head (its
+         * dS alone in the scratch), a batch of one for each query head of the group */
+        int kv_local = (int)pb_layer_kv_heads(&sh) / t;
+        assert_int_equal(batches, 2 * B * group + 4 * B * group * kv_local);
         assert_int_equal(members, 6 * B * (HEADS / t));
         assert_memory_equal(y0, y1, nx * sizeof *y0);
         assert_memory_equal(dx0, dx1, nx * sizeof *dx0);

@@ -339,7 +339,8 @@ static void test_refusals_and_sizes(void **state)
 /* A stack's memory, as the memory pre-checks count it: weights and gradients
  * (layers x parameters x 4 B each) and the scratch: the MLP's n x 4h/t, three
  * activations of n x h, and with attention scores dO (n x h/t) and dS (one
- * s x s block per local head); without scores neither is allocated. */
+ * s x s block per query head of one KV head: here, heads without grouping,
+ * one block); without scores neither is allocated. */
 static void test_stack_bytes_formula(void **state)
 {
     (void)state;
@@ -347,7 +348,7 @@ static void test_stack_bytes_formula(void **state)
         pb_layer_stack_config cfg = config(0, 3, scores, PB_FLOAT32);
         uint64_t weights = 3 * (uint64_t)pb_layer_params_local(&cfg.shape) * 4;
         uint64_t scratch = (uint64_t)N * 4 * H * 4 + 3 * (uint64_t)N * H * 4 +
-                           (scores ? (uint64_t)N * H * 4 + (uint64_t)HEADS * S * S * 4 : 0);
+                           (scores ? (uint64_t)N * H * 4 + (uint64_t)S * S * 4 : 0);
         assert_int_equal(pb_layer_stack_bytes(&cfg), 2 * weights + scratch);
     }
 }
