@@ -58,7 +58,7 @@ chmod +x "$TMP/gpu/nvidia-smi"
 expect_rc 3 "a 70B's gradients on 2 GPUs" -- env BUILD="$BUILD" PATH="$TMP/gpu:$PATH" "$RA" --quick --no-install \
     --model llama3-70b --steps dp_allreduce --out "$TMP/run"
 expect_in "$TMP/err" "dp_allreduce(does not fit the GPU)" "exit 3 names the step that does not fit"
-expect_in "$TMP/run/steps.tsv" "does not fit: the gradient buffer and 1 layer needs" "steps.tsv: the skip says what does not fit"
+expect_in "$TMP/run/steps.tsv" "does not fit: the gradient buffer and 1 layer with full recomputation needs" "steps.tsv: the skip says what does not fit"
 [ ! -e "$TMP/run/logs/dp_allreduce.err" ] && pass "the step was never launched" || fail "dp_allreduce was launched"
 python3 -c "import json, sys; m = json.load(open(sys.argv[1]))['model']; assert (m['name'], m['precision']) == ('llama3-70b', 'bf16'), m" \
     "$TMP/run/meta.json" && pass "meta.json: the model and bf16" || fail "meta.json: model record"
