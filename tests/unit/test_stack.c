@@ -351,6 +351,13 @@ static void test_stack_bytes_formula(void **state)
                            (scores ? (uint64_t)N * H * 4 + (uint64_t)S * S * 4 : 0);
         assert_int_equal(pb_layer_stack_bytes(&cfg), 2 * weights + scratch);
     }
+    /* grouped-query attention: dS holds the 2 query heads of one of the 2 KV heads */
+    pb_layer_stack_config gqa = config(0, 3, 1, PB_FLOAT32);
+    gqa.shape.kv_heads = 2;
+    pb_layer_stack_config mha = config(0, 3, 1, PB_FLOAT32);
+    uint64_t dw = 3 * (uint64_t)(pb_layer_params_local(&mha.shape) - pb_layer_params_local(&gqa.shape)) * 4 * 2;
+    /* (the MLP's 4h columns stay the widest scratch, whatever QKV's width) */
+    assert_int_equal(pb_layer_stack_bytes(&gqa) + dw, pb_layer_stack_bytes(&mha) + (uint64_t)S * S * 4);
 }
 
 /* Achieved GFLOP/s of a stack's forward + backward (printed; checked > 0). */

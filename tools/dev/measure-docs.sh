@@ -69,7 +69,7 @@ print('plan --fit --cluster cluster.txt: median |error| %.1f%% over %d workload 
 shapes() {
     rec shapes python3 tools/dev/shapes-table.py
     rec dry-run-1024 sh -c './run_all.sh --dry-run --np 1024 --ranks-per-node 8 | sed -n "/^# upper bound/,\$p"'
-    rec dry-run-llama-70b sh -c './run_all.sh --dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --model llama-70b | sed -n "3,6p;/^# upper bound/,\$p"'
+    rec dry-run-llama-70b sh -c './run_all.sh --dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --model llama3-70b | sed -n "3,6p;/pp_pipeline:/p;/^# upper bound/,\$p"'
 }
 # The figures behind acceptance/this-machine.thresholds: the sizes its rules name, 2 ranks.
 this_machine() {
