@@ -138,6 +138,22 @@ class Rules(unittest.TestCase):
         self.assertIsNone(got["pp_pipeline"]["skip"])
         self.assertNotIn("--recompute", got["pp_pipeline"]["args"])
 
+    def test_tp_never_recomputes_whole_layers(self):
+        # across GPU sizes from 10 to 80 GiB, 405B on 8 nodes: where pp_pipeline needs full recomputation,
+        # tp_layer and hybrid_3d (blocks with TP communication between them) stop at selective, and skip
+        seen = set()
+        for quarter in range(40, 321):
+            got = {s["step"]: s for s in shapes(64, 8, 8, models.presets()["llama3-405b"], "default", es=2,
+                                                memory=quarter * 2 ** 28)}
+            for step, s in got.items():
+                rc = s["args"][s["args"].index("--recompute") + 1] if s["args"] and "--recompute" in s["args"] else None
+                seen.add((step, rc))
+                if step in ("tp_layer", "hybrid_3d"):
+                    self.assertNotEqual(rc, "full", "%s at %.2f GiB" % (step, quarter / 4))
+        self.assertIn(("pp_pipeline", "full"), seen)
+        self.assertIn(("tp_layer", "selective"), seen)
+        self.assertIn(("hybrid_3d", "selective"), seen)
+
     def test_recompute_memory_terms(self):
         # selective drops the s x s scores from what a micro-batch keeps, full keeps the layer's input
         # only; what is not kept is one shared set in the scratch, as compute/layer_stack.c holds it
