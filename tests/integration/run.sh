@@ -19,6 +19,10 @@ cd "$(dirname "$0")" || exit 3
 JOBS=${PB_TEST_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: PB_TEST_JOBS='$JOBS': expected a positive integer" >&2; exit 2; }
 [ "$JOBS" -gt 4 ] && [ -z "${PB_TEST_JOBS:-}" ] && JOBS=4
+# A test that hangs fails after this many seconds (timeout's exit 124), its process group
+# taken down, instead of holding the whole run: the slowest takes about 500 s on 2 busy cores.
+LIMIT=${PB_TEST_LIMIT_S:-1500}
+[[ "$LIMIT" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: PB_TEST_LIMIT_S='$LIMIT': expected a positive integer" >&2; exit 2; }
 LOGS=$(mktemp -d /tmp/parabench-itest.XXXXXX)
 trap 'rm -rf "$LOGS"' EXIT
 
@@ -51,6 +55,7 @@ report() { # TEST: print its output and record its verdict
     local secs=$((SECONDS - START_OF[$t]))
     case $rc in
     0) tally_record "$t" pass; echo "=== $t passed ($secs s)" ;;
+    124) tally_record "$t" fail "timed out"; echo "=== $t FAILED (timed out after $LIMIT s: a hang; PB_TEST_LIMIT_S)" ;;
     77) tally_record "$t" skip "exit 77"; echo "=== $t SKIPPED ($secs s)" ;;
     *) tally_record "$t" fail; echo "=== $t FAILED (exit $rc, $secs s)" ;;
     esac
@@ -58,7 +63,7 @@ report() { # TEST: print its output and record its verdict
 start() {
     local t=$1
     START_OF[$t]=$SECONDS
-    ( bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc" ) &
+    ( timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc" ) &
     PID_OF[$t]=$!
 }
 # reap_one: wait for any running test (or the exclusive lane) to end and report it.
@@ -85,7 +90,7 @@ run_lane() {
     local t t0
     for t in "${ALONE[@]}"; do
         t0=$SECONDS
-        bash "$t" >"$LOGS/$t.log" 2>&1
+        timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1
         echo $? >"$LOGS/$t.rc"
         echo $((SECONDS - t0)) >"$LOGS/$t.secs"
     done

@@ -36,8 +36,27 @@ case_ 3 "No space left on device" "$W" "coll_sweep --csv /dev/full: exit 3" -- "
 case_ 0 "allreduce" "$W" "coll_sweep --csv on a character device" -- "$BIN/coll_sweep" -b 8 -e 8 -n 2 -w 0 --csv "$W/null1"
 case_ 3 "no process is reading it" "$W" "plan --json on a FIFO without a reader" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --json "$W/fifo"
 case_ 3 "No space left on device" "$W" "plan --json /dev/full" -- "$PLAN" --model llama-70b --cluster a100 --gpus 256 --json /dev/full
-# a FIFO with a reader gets the text, and stays a FIFO
-(cat "$W/fifo" >"$TMP/fifo.read") & reader=$!
+# a FIFO with a reader gets the text, and stays a FIFO. The reader holds the FIFO open
+# before the writer starts (a reader still starting is no reader: the writer would
+# refuse, and a plain `cat` would then wait forever for a writer), and gives up after 60 s.
+cat >"$TMP/fifo_reader.py" <<'PY'
+import os, select, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)  # open now, writer or not
+open(sys.argv[2], "w").close()                          # ready: the writer may start
+data, wrote, end = b"", False, time.time() + 60
+while time.time() < end:
+    select.select([fd], [], [], 1)
+    chunk = os.read(fd, 65536)
+    data += chunk
+    wrote = wrote or bool(chunk)
+    if not chunk and wrote:
+        break                                           # EOF after the writer's text
+    if not chunk:
+        time.sleep(0.02)                                # no writer yet
+open(sys.argv[3], "wb").write(data)
+PY
+python3 "$TMP/fifo_reader.py" "$W/fifo" "$TMP/fifo.ready" "$TMP/fifo.read" & reader=$!
+for _ in $(seq 300); do [ -e "$TMP/fifo.ready" ] && break; kill -0 $reader 2>/dev/null || break; sleep 0.1; done
 expect_rc 0 "acceptance --junit into a FIFO with a reader" -- "$A" -t "$THR" -r "$TMP/run" --junit "$W/fifo"
 wait $reader
 expect_in "$TMP/fifo.read" "<testsuites" "the FIFO's reader got the JUnit XML"

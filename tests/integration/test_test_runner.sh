@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/integration/run.sh, the runner of `make test`, on a scratch folder of
+# its own: a test that hangs fails after PB_TEST_LIMIT_S, and what it started
+# is taken down with it; a passing test passes, a skip (exit 77) is counted
+# as a skip and never as a pass, and the run's exit says a test failed.
+# Seconds.
+. "$(dirname "$0")/lib.sh"
+
+R=$TMP/tests
+mkdir -p "$R/integration"
+cp "$TESTS_DIR/run.sh" "$R/integration/"
+cp "$TESTS_DIR/../tally.sh" "$R/"
+cat >"$R/integration/test_hangs.sh" <<EOF
+sleep 300 & echo \$! >"$TMP/hang.pid"
+wait
+EOF
+echo 'echo fine' >"$R/integration/test_passes.sh"
+echo 'exit 77' >"$R/integration/test_skips.sh"
+
+t0=$SECONDS
+env -u CI PB_TEST_LIMIT_S=3 bash "$R/integration/run.sh" >"$TMP/out" 2>&1
+rc=$?
+took=$((SECONDS - t0))
+[ "$rc" -ne 0 ] && pass "the run fails (exit $rc)" || fail "the run passed with a hung test"
+expect_in "$TMP/out" "=== test_hangs.sh FAILED (timed out after 3 s" "the hang fails, named as a hang"
+expect_in "$TMP/out" "=== test_passes.sh passed" "the passing test passes"
+expect_in "$TMP/out" "=== test_skips.sh SKIPPED" "the skip is a skip"
+expect_in "$TMP/out" "integration: 1 passed, 1 failed, 1 skipped" "the tally"
+# the limit is 3 s and the hang's own sleep 300 s: the runner did not wait for it
+[ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
+# gone, or a zombie its reaper has not collected yet (it ran nothing more after the signal)
+running() { kill -0 "$1" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+pid=$(cat "$TMP/hang.pid" 2>/dev/null)
+for _ in $(seq 50); do [ -n "$pid" ] && running "$pid" || break; sleep 0.1; done # its SIGTERM is on its way
+if [ -n "$pid" ] && ! running "$pid"; then
+    pass "the hung test's own child (pid $pid) is gone"
+else
+    fail "the hung test's child ${pid:-?} outlived it"
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null # ours: started by this test's scratch run
+fi
+finish
