@@ -11,7 +11,7 @@ mkdir -p "$R/integration"
 cp "$TESTS_DIR/run.sh" "$R/integration/"
 cp "$TESTS_DIR/../tally.sh" "$R/"
 cat >"$R/integration/test_hangs.sh" <<EOF
-sleep 300 & echo \$! >"$TMP/hang.pid"
+sleep 90 & echo \$! >"$TMP/hang.pid"
 wait
 EOF
 echo 'echo fine' >"$R/integration/test_passes.sh"
@@ -26,7 +26,7 @@ expect_in "$TMP/out" "=== test_hangs.sh FAILED (timed out after 3 s" "the hang f
 expect_in "$TMP/out" "=== test_passes.sh passed" "the passing test passes"
 expect_in "$TMP/out" "=== test_skips.sh SKIPPED" "the skip is a skip"
 expect_in "$TMP/out" "integration: 1 passed, 1 failed, 1 skipped" "the tally"
-# the limit is 3 s and the hang's own sleep 300 s: the runner did not wait for it
+# the limit is 3 s and the hang's own sleep 90 s: the runner did not wait for it
 [ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
 # gone, or a zombie its reaper has not collected yet (it ran nothing more after the signal)
 running() { kill -0 "$1" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
