@@ -17,6 +17,8 @@ EOF
 echo 'echo fine' >"$R/integration/test_passes.sh"
 echo 'exit 77' >"$R/integration/test_skips.sh"
 
+: >"$TMP/outer.tally"
+export PB_TALLY_FILE=$TMP/outer.tally # stands for make test's: the scratch run must not add to it
 t0=$SECONDS
 env -u CI -u PB_TALLY_FILE PB_TEST_LIMIT_S=3 bash "$R/integration/run.sh" >"$TMP/out" 2>&1
 rc=$?
@@ -26,6 +28,7 @@ expect_in "$TMP/out" "=== test_hangs.sh FAILED (timed out after 3 s" "the hang f
 expect_in "$TMP/out" "=== test_passes.sh passed" "the passing test passes"
 expect_in "$TMP/out" "=== test_skips.sh SKIPPED" "the skip is a skip"
 expect_in "$TMP/out" "integration: 1 passed, 1 failed, 1 skipped" "the tally"
+[ ! -s "$TMP/outer.tally" ] && pass "make test's own tally is left alone" || fail "the scratch run added to the outer tally"
 # the limit is 3 s and the hang's own sleep 90 s: the runner did not wait for it
 [ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
 # gone, or a zombie its reaper has not collected yet (it ran nothing more after the signal)
