@@ -24,6 +24,9 @@ dp_allreduce() {
 # holds every benchmark's table to the docs' examples).
 pp_pipeline() {
     rec pp_pipeline "${MPI[@]}" $B/pp_pipeline --model tiny --layers 4 --schedule all --micro-batches 4,8 -n 3 -w 1
+    # docs/pp_pipeline.md, "Recomputation": what a stage holds under each --recompute, validated
+    rec pp_pipeline-recompute bash -c "for rc in none selective full; do ${MPI[*]} $B/pp_pipeline --model tiny \
+        --layers 4 --seq 512 --schedule 1f1b --micro-batches 8 -n 3 -w 1 -c 1 --recompute \$rc | grep -E '^# pipeline|1f1b|wrong'; done"
 }
 # docs/moe_layer.md: 4 ranks, EP over a node and over the world, uniform and skewed load, validated.
 moe_layer() {
