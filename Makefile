@@ -197,7 +197,7 @@ docs-check:
 # tests/sanitizer-env.sh. (make test runs the unit tests so built:
 # tests/integration/test_unit_sanitized.sh.)
 sanitize:
-	bash -c '. tests/sanitizer-env.sh && exec $(MAKE) BUILD=build-san SAN=1 CUDA=0 test'
+	bash -c '. tests/sanitizer-env.sh && PB_TEST_SLOWDOWN=3 PB_TEST_JOBS=2 exec $(MAKE) BUILD=build-san SAN=1 CUDA=0 test'
 
 # Memcheck on the CPU build: the CUDA libraries' own initialisation is not ours to check.
 valgrind:

@@ -13,12 +13,13 @@ exec 9>&2 # the test's stderr, for messages from inside redirected commands
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0
 
-# mpirun with the flags every test on a shared 2-core machine needs.
+# mpirun with the flags every test on a shared 2-core machine needs; its limit is 120 s
+# times PB_TEST_SLOWDOWN (make sanitize: the sanitized builds run a few times slower).
 mpi() {
     local np=$1; shift
     # stdin from /dev/null: mpirun forwards stdin to rank 0, and would eat the
     # here-documents that drive the tests' loops.
-    timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@" </dev/null
+    timeout $((120 * ${PB_TEST_SLOWDOWN:-1})) mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader,tcp "$@" </dev/null
     local rc=$?
     check_outputs "$@"
     return $rc
