@@ -140,11 +140,13 @@ static int predict_hybrid(const pb_csv *t, int r, const pb_plan_fit_fitted *f, p
     return push(pv, "hybrid_3d", label, "per axis", pred, step);
 }
 
-/* A dtype column's element size, or 0 when it names none. */
+/* A dtype column's element size, or 0 when it names none (a missing or empty
+ * cell is not parsed: the parser would print a usage line for it). */
 static double element_bytes(const pb_csv *t, int r, const char *col)
 {
+    const char *text = pb_csv_get(t, r, col);
     pb_dtype d;
-    return pb_dtype_parse(col, pb_csv_get(t, r, col), &d) == PB_OK ? (double)pb_dtype_size(d) : 0.0;
+    return text && *text && pb_dtype_parse(col, text, &d) == PB_OK ? (double)pb_dtype_size(d) : 0.0;
 }
 
 /* FSDP (fsdp_step): the planner's step model (pb_model_fsdp_step) from the

@@ -314,6 +314,23 @@ if grep -q "sure to be read" "$TMP/fit"; then fail "--fit on intact files names 
 else pass "--fit on intact files names no garbled line"; fi
 # --fit with --cluster FILE: the rows predicted from a calibration's links, not this run's fit.
 printf 'name = truth\nintra_alpha_us = 0.5\nintra_bw_GBps = 8\ninter_alpha_us = 12\ninter_bw_GBps = 0.6\ntflops = 1\n' >"$TMP/truth.txt"
+# fsdp_step rows without a compute_dtype column (an older run): not predicted, and nothing said about a dtype
+mkdir -p "$TMP/nodt" && cp -r "$R"/. "$TMP/nodt/"
+python3 - "$TMP/nodt/fsdp_step.csv" <<'PY'
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines(True)
+head = [l for l in lines if l.startswith("#")]
+rows = list(csv.DictReader(l for l in lines if not l.startswith("#")))
+keep = [k for k in rows[0] if k != "compute_dtype"]
+with open(sys.argv[1], "w", newline="") as f:
+    f.writelines(head)
+    w = csv.DictWriter(f, keep, extrasaction="ignore")
+    w.writeheader(), w.writerows(rows)
+PY
+expect_rc 0 "--fit with fsdp_step rows lacking compute_dtype" -- "$PLAN" --fit "$TMP/nodt" --csv "$TMP/nodt.csv"
+if grep -q "datatype" "$TMP/err"; then fail "--fit parsed a missing dtype cell: $(grep datatype "$TMP/err" | head -1)"
+else pass "--fit: a missing dtype cell is no usage message"; fi
+[ "$(grep -c '^fsdp_step,' "$TMP/nodt.csv")" = 0 ] && pass "--fit: those rows are not predicted" || fail "--fit predicted fsdp rows without their dtype"
 expect_rc 0 "--fit with --cluster FILE" -- "$PLAN" --fit "$R" --cluster "$TMP/truth.txt" --csv "$TMP/fitc.csv"
 expect_in "$TMP/out" "links from cluster truth (not fitted from" "says where the links come from"
 within5() { awk -F, '!/^#/ && $5 != "rel_error" { n++; e = $5 < 0 ? -$5 : $5; if (e > 0.05) bad++ } END { exit !(n >= 16 && bad == 0) }' "$1"; }
