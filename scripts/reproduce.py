@@ -240,9 +240,11 @@ def setup(out, n):
     p = min(n, PP_DOC[0])
     m = micro_batches_for_efficiency(p, PP_EFF)
     plan["pp"] = {"stages": p, "micro_batches": [m, PP_DOC[1]]}
+    # A quiet machine runs each configuration's 4 steps in seconds; the cap keeps a loaded
+    # one's two configurations (and their validation) inside --quick's 90 s step limit.
     write_args(d, "documents' PP", ["--schedule", "1f1b", "--stages", str(p), "--micro-batches", "%d,%d" % (m, PP_DOC[1]),
                                "--model", "tiny", "--layers", str(p * max(1, 8 // p)), "--hidden", "256", "--seq", "128",
-                               "-n", "3", "-w", "1"])
+                               "-n", "3", "-w", "1", "--max-seconds-per-size", "15"])
     # TP: one Megatron layer on every rank.
     plan["tp"] = dict(TP_SHAPE, tp=n)
     write_args(d, "documents' TP", ["--tp", str(n), "--tp-comm", "allreduce", "--model", "tiny",
