@@ -95,6 +95,13 @@ static const struct {
 
 const pb_thresholds_metric *pb_thresholds_metrics(void) { return metrics; }
 
+void pb_thresholds_value_text(const pb_thresholds_rule *rule, double v, char *buf, size_t len)
+{
+    if (isnan(v)) snprintf(buf, len, "-");
+    else if (rule->metric->unit[0]) snprintf(buf, len, "%.4g %s", v, rule->metric->unit);
+    else snprintf(buf, len, "%.3f", v);
+}
+
 int pb_thresholds_passes(const pb_thresholds_rule *rule, double measured)
 {
     if (!isfinite(measured)) return 0;

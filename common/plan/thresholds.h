@@ -77,6 +77,10 @@ void pb_thresholds_free(pb_thresholds_set *set);
 /* The metric table (for --help and docs), terminated by a NULL name. */
 const pb_thresholds_metric *pb_thresholds_metrics(void);
 
+/* A value of the rule's metric as tables show it: "2.5 GB/s", "0.250" for a
+ * fraction, "-" for NAN. */
+void pb_thresholds_value_text(const pb_thresholds_rule *rule, double v, char *buf, size_t len);
+
 /* The comparison: does `measured` satisfy the rule? */
 int pb_thresholds_passes(const pb_thresholds_rule *rule, double measured);
 
