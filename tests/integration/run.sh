@@ -52,18 +52,31 @@ report() { # TEST: print its output and record its verdict
     rc=$(cat "$LOGS/$t.rc" 2>/dev/null || echo 1)
     echo "=== $t"
     cat "$LOGS/$t.log"
-    local secs=$((SECONDS - START_OF[$t]))
+    local cpu secs="$((SECONDS - START_OF[$t])) s"
+    cpu=$(cpu_seconds "$t")
+    [ -n "$cpu" ] && secs="$secs, $cpu s CPU" && CPU_TOTAL=$((CPU_TOTAL + cpu))
     case $rc in
-    0) tally_record "$t" pass; echo "=== $t passed ($secs s)" ;;
+    0) tally_record "$t" pass; echo "=== $t passed ($secs)" ;;
     124) tally_record "$t" fail "timed out"; echo "=== $t FAILED (timed out after $LIMIT s: a hang; PB_TEST_LIMIT_S)" ;;
-    77) tally_record "$t" skip "exit 77"; echo "=== $t SKIPPED ($secs s)" ;;
-    *) tally_record "$t" fail; echo "=== $t FAILED (exit $rc, $secs s)" ;;
+    77) tally_record "$t" skip "exit 77"; echo "=== $t SKIPPED ($secs)" ;;
+    *) tally_record "$t" fail; echo "=== $t FAILED (exit $rc, $secs)" ;;
     esac
+}
+# The seconds of CPU (user and system) the test and everything it waited for
+# used (bash's `times`, second line): what the cores share out, where the wall
+# time also counts waiting. Nothing when unknown.
+CPU_TOTAL=0
+cpu_seconds() {
+    [ -s "$LOGS/$1.times" ] || return 0
+    sed -n 2p "$LOGS/$1.times" | awk '{
+        s = 0
+        for (i = 1; i <= 2; i++) { split($i, p, "m"); s += p[1] * 60 + p[2] }
+        printf "%d\n", s + 0.5 }'
 }
 start() {
     local t=$1
     START_OF[$t]=$SECONDS
-    ( timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc" ) &
+    ( timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc"; times >"$LOGS/$t.times" ) &
     PID_OF[$t]=$!
 }
 # reap_one: wait for any running test (or the exclusive lane) to end and report it.
@@ -90,8 +103,7 @@ run_lane() {
     local t t0
     for t in "${ALONE[@]}"; do
         t0=$SECONDS
-        timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1
-        echo $? >"$LOGS/$t.rc"
+        ( timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc"; times >"$LOGS/$t.times" )
         echo $((SECONDS - t0)) >"$LOGS/$t.secs"
     done
 }
@@ -114,4 +126,5 @@ for t in "${TESTS[@]}"; do
     start "$t"
 done
 while [ ${#PID_OF[@]} -gt 0 ]; do reap_one; done
+echo "integration: $CPU_TOTAL s of CPU in $SECONDS s, $JOBS tests at a time"
 tally_done integration

@@ -14,7 +14,12 @@ cat >"$R/integration/test_hangs.sh" <<EOF
 sleep 90 & echo \$! >"$TMP/hang.pid"
 wait
 EOF
-echo 'echo fine' >"$R/integration/test_passes.sh"
+# 1.5 s of CPU however busy the machine is, which the verdict line counts
+cat >"$R/integration/test_passes.sh" <<'EOF'
+echo fine
+python3 -c 'import time
+while time.process_time() < 1.5: pass'
+EOF
 echo 'exit 77' >"$R/integration/test_skips.sh"
 
 : >"$TMP/outer.tally"
@@ -26,6 +31,10 @@ took=$((SECONDS - t0))
 [ "$rc" -ne 0 ] && pass "the run fails (exit $rc)" || fail "the run passed with a hung test"
 expect_in "$TMP/out" "=== test_hangs.sh FAILED (timed out after 3 s" "the hang fails, named as a hang"
 expect_in "$TMP/out" "=== test_passes.sh passed" "the passing test passes"
+cpu=$(sed -n 's/^=== test_passes.sh passed ([0-9]* s, \([0-9]*\) s CPU)$/\1/p' "$TMP/out")
+[ -n "$cpu" ] && [ "$cpu" -ge 1 ] && pass "its line counts the CPU it used ($cpu s)" ||
+    fail "test_passes.sh's CPU seconds: $(grep '=== test_passes' "$TMP/out")"
+expect_in "$TMP/out" "integration: $cpu s of CPU in " "the run's CPU seconds are the sum of its tests'"
 expect_in "$TMP/out" "=== test_skips.sh SKIPPED" "the skip is a skip"
 expect_in "$TMP/out" "integration: 1 passed, 1 failed, 1 skipped" "the tally"
 [ ! -s "$TMP/outer.tally" ] && pass "make test's own tally is left alone" || fail "the scratch run added to the outer tally"
