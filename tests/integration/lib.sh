@@ -220,7 +220,7 @@ emu_cleanup() {
         "$EMU" down >/dev/null 2>&1 ||
             echo "FAIL: $(basename "$0"): '$EMU down' failed; clean up by hand (docs/emulated-cluster.md)" >&2
     fi
-    rm -rf "$TMP"
+    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
     exit "$rc"
 }
 

@@ -35,7 +35,7 @@ weight() {
     test_fidelity.sh | test_bad_input.sh | test_slurm_nodes.sh | test_unit_sanitized.sh) echo 95 ;;
     test_install.sh | test_coll_sweep.sh) echo 70 ;; test_run_all_spaces.sh | test_run_all_exit.sh) echo 62 ;;
     test_run_all_np8.sh | test_rehearse.sh | test_report_browser.sh | test_pp_pipeline.sh) echo 52 ;;
-    test_reliability.sh | test_run_all.sh | test_golden_loop.sh | test_run_all_signals.sh | test_bounded_workloads.sh) echo 42 ;;
+    test_reliability.sh | test_run_all.sh | test_golden_loop.sh | test_run_all_signals.sh | test_bounded_workloads.sh | test_golden_loop_cluster.sh) echo 42 ;;
     test_fsdp_step.sh | test_emulated_cluster.sh | test_hybrid_3d.sh | test_tp_layer.sh | test_full_disk.sh) echo 28 ;;
     test_run_all*.sh | test_coll_dtypes.sh) echo 24 ;;
     test_cp_attention.sh) echo 27 ;;
