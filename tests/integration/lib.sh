@@ -10,7 +10,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_base_warn_component_unused=0
 TMP=$(mktemp -d /tmp/parabench-test.XXXXXX)
 exec 9>&2 # the test's stderr, for messages from inside redirected commands
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT # KEEP_TMP=1: left for a look after a failure
 FAILS=0
 
 # mpirun with the flags every test on a shared 2-core machine needs; its limit is 120 s
