@@ -14,22 +14,23 @@ cat >"$R/integration/test_hangs.sh" <<EOF
 sleep 90 & echo \$! >"$TMP/hang.pid"
 wait
 EOF
-# 1.5 s of CPU however busy the machine is, which the verdict line counts
+# 1 s of CPU however busy the machine is (under the limit below even on a loaded
+# machine), which the verdict line counts
 cat >"$R/integration/test_passes.sh" <<'EOF'
 echo fine
 python3 -c 'import time
-while time.process_time() < 1.5: pass'
+while time.process_time() < 1: pass'
 EOF
 echo 'exit 77' >"$R/integration/test_skips.sh"
 
 : >"$TMP/outer.tally"
 export PB_TALLY_FILE=$TMP/outer.tally # stands for make test's: the scratch run must not add to it
 t0=$SECONDS
-env -u CI -u PB_TALLY_FILE PB_TEST_LIMIT_S=3 bash "$R/integration/run.sh" >"$TMP/out" 2>&1
+env -u CI -u PB_TALLY_FILE PB_TEST_LIMIT_S=20 bash "$R/integration/run.sh" >"$TMP/out" 2>&1
 rc=$?
 took=$((SECONDS - t0))
 [ "$rc" -ne 0 ] && pass "the run fails (exit $rc)" || fail "the run passed with a hung test"
-expect_in "$TMP/out" "=== test_hangs.sh FAILED (timed out after 3 s" "the hang fails, named as a hang"
+expect_in "$TMP/out" "=== test_hangs.sh FAILED (timed out after 20 s" "the hang fails, named as a hang"
 expect_in "$TMP/out" "=== test_passes.sh passed" "the passing test passes"
 cpu=$(sed -n 's/^=== test_passes.sh passed ([0-9]* s, \([0-9]*\) s CPU)$/\1/p' "$TMP/out")
 [ -n "$cpu" ] && [ "$cpu" -ge 1 ] && pass "its line counts the CPU it used ($cpu s)" ||
@@ -38,7 +39,7 @@ expect_in "$TMP/out" "integration: $cpu s of CPU in " "the run's CPU seconds are
 expect_in "$TMP/out" "=== test_skips.sh SKIPPED" "the skip is a skip"
 expect_in "$TMP/out" "integration: 1 passed, 1 failed, 1 skipped" "the tally"
 [ ! -s "$TMP/outer.tally" ] && pass "make test's own tally is left alone" || fail "the scratch run added to the outer tally"
-# the limit is 3 s and the hang's own sleep 90 s: the runner did not wait for it
+# the limit is 20 s and the hang's own sleep 90 s: the runner did not wait for it
 [ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
 # gone, or a zombie its reaper has not collected yet (it ran nothing more after the signal)
 running() { kill -0 "$1" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
