@@ -53,8 +53,10 @@ def load_file(path):
     """A model file: `key value` lines (`key = value` too), '#' comments; the C
     reader (pb_presets_load_file) refuses what this one refuses. Returns the
     model dict, or raises ValueError naming FILE:LINE."""
-    m = {"name": "custom", "mlp": "gelu", "tied": 1, "micro_batch": 1, "nominal": 0.0, "vocab": 0}
-    ints = {"hidden", "layers", "heads", "kv_heads", "ffn", "seq", "vocab", "tied", "micro_batch"}
+    m = {"name": "custom", "mlp": "gelu", "tied": 1, "micro_batch": 1, "nominal": 0.0, "vocab": 0, "experts": 0,
+         "top_k": 0, "file": path}  # file: how a binary is given this model (--model-file)
+    ints = {"hidden", "layers", "heads", "kv_heads", "ffn", "seq", "vocab", "tied", "micro_batch", "experts", "top_k"}
+    may_be_0 = {"vocab", "tied", "experts", "top_k"}
     with open(path, errors="replace") as f:
         for n, line in enumerate(f, 1):
             line = line.split("#", 1)[0].strip()
@@ -63,7 +65,7 @@ def load_file(path):
             parts = re.split(r"\s*=\s*|\s+", line, maxsplit=1)
             key, value = parts[0], (parts[1] if len(parts) > 1 else "").strip()
             if key in ints:
-                if not re.fullmatch(r"[0-9]+", value) or (key != "vocab" and key != "tied" and int(value) < 1):
+                if not re.fullmatch(r"[0-9]+", value) or (key not in may_be_0 and int(value) < 1):
                     raise ValueError(f"{path}:{n}: {key} '{value}' is not a positive integer")
                 m[key] = int(value)
             elif key == "mlp" and value in ("gelu", "swiglu"):
@@ -74,7 +76,7 @@ def load_file(path):
                 m[key] = value
             else:
                 raise ValueError(f"{path}:{n}: '{line}' is not accepted; keys: name, hidden, layers, heads, kv_heads, "
-                                 "ffn, mlp, seq, vocab, tied, micro_batch, params")
+                                 "ffn, mlp, seq, vocab, tied, micro_batch, params, experts, top_k")
     for key in ("hidden", "layers", "heads", "seq"):
         if key not in m:
             raise ValueError(f"{path}: key '{key}' is required")
@@ -82,6 +84,11 @@ def load_file(path):
     m.setdefault("ffn", 4 * m["hidden"])
     if m["hidden"] % m["heads"] or m["heads"] % m["kv_heads"]:
         raise ValueError(f"{path}: heads must divide hidden and kv_heads must divide heads")
+    if (m["experts"] > 0) != (m["top_k"] > 0):
+        raise ValueError(f"{path}: experts and top_k go together (an MoE model sets both, a dense one neither)")
+    if m["top_k"] > m["experts"]:
+        raise ValueError(f"{path}: top_k {m['top_k']} is more than the {m['experts']} experts; "
+                         "expected 1 <= top_k <= experts")
     return m
 
 

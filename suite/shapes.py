@@ -435,8 +435,8 @@ def _moe(m, ranks, rpn, nodes, uneven, gpus, where, layers, es, memory):
     a2a = mm["micro_batch"] * mm["seq"] * mm["top_k"] * mm["hidden"] * es
     kinds = " and ".join("%s (%d ranks, %s each)" % ("inside a node" if n <= rpn else "across %d nodes" % (n // rpn),
                                                     n, _n(E // n, "expert")) for _, n in groups)
-    return _shape(EP, ["--model", mm["name"], "--ep-group", ",".join(g for g, _ in groups), "--skew", MOE_SKEWS,
-                       "--layers", layers],
+    spec = ["--model-file", mm["file"]] if mm.get("file") else ["--model", mm["name"]]  # the run's own, from a file
+    return _shape(EP, spec + ["--ep-group", ",".join(g for g, _ in groups), "--skew", MOE_SKEWS, "--layers", layers],
                   "%s (%d experts, top %d): EP %s, uniform and skewed (x2) load; %s a rank an all-to-all, %s (%s)"
                   % (mm["name"], E, mm["top_k"], kinds, _mib(a2a), _n(layers, "layer"), where),
                   sizes={"a2a_bytes": a2a, "memory": need})

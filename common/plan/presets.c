@@ -73,7 +73,8 @@ static int file_line(char *line, const char *where, pb_presets_model *m, char *n
                              {"heads", &m->heads, 1, 1 << 16}, {"kv_heads", &m->kv_heads, 1, 1 << 16},
                              {"ffn", &m->ffn, 1, 1 << 24}, {"seq", &m->seq, 1, 1 << 24},
                              {"vocab", &m->vocab, 0, 1LL << 32}, {"micro_batch", &m->micro_batch, 1, 1 << 20},
-                             {"tied", &tied, 0, 1}};
+                             {"tied", &tied, 0, 1}, {"experts", &m->experts, 0, 1 << 16},
+                             {"top_k", &m->top_k, 0, 1 << 16}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (strcmp(key, ints[i].key) != 0) continue;
         long long v;
@@ -99,7 +100,7 @@ static int file_line(char *line, const char *where, pb_presets_model *m, char *n
         return PB_OK;
     }
     return pb_error_usage(where, "unknown key '%s'; accepted: name, hidden, layers, heads, kv_heads, ffn, mlp, "
-                          "seq, vocab, tied, micro_batch, params", key);
+                          "seq, vocab, tied, micro_batch, params, experts, top_k", key);
 }
 
 int pb_presets_load_file(const char *path, const char *option, pb_presets_model *out, char *name_buf,
@@ -119,6 +120,13 @@ int pb_presets_load_file(const char *path, const char *option, pb_presets_model 
     PB_TRY(rc);
     const char *missing = !m.hidden ? "hidden" : !m.layers ? "layers" : !m.heads ? "heads" : !m.seq ? "seq" : NULL;
     if (missing) return pb_error_usage(option, "%s: key '%s' is required", path, missing);
+    /* A mixture of experts routes each token to top_k of its experts: both set, or neither (dense). */
+    if ((m.experts > 0) != (m.top_k > 0))
+        return pb_error_usage(option, "%s: experts and top_k go together (an MoE model sets both, a dense one neither)",
+                              path);
+    if (m.top_k > m.experts)
+        return pb_error_usage(option, "%s: top_k %lld is more than the %lld experts; expected 1 <= top_k <= experts",
+                              path, (long long)m.top_k, (long long)m.experts);
     if (!m.kv_heads) m.kv_heads = m.heads;
     if (!m.ffn) m.ffn = 4 * m.hidden;
     m.name = name_buf;

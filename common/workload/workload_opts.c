@@ -131,9 +131,10 @@ pb_options_group pb_workload_opts_group(pb_workload_opts *o)
 
 int pb_workload_opts_resolve(pb_workload_opts *o)
 {
-    if (o->model_file)
+    if (o->model_file) {
         PB_TRY(pb_presets_load_file(o->model_file, "--model-file", &o->model, o->file_name, sizeof o->file_name));
-    else
+        o->preset = o->file_name; /* what the rows and the metadata name: the file's model, not the default preset */
+    } else
         PB_TRY(pb_presets_preset(o->preset, "--model", &o->model));
     o->declared = o->model;
     pb_presets_resize(&o->model, o->hidden, o->heads);

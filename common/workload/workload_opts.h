@@ -15,7 +15,7 @@
 typedef struct pb_workload_opts {
     pb_presets_model model;          /* preset (--model) or --model-file, with overrides applied */
     pb_presets_model declared;       /* the preset or file as declared, before the overrides */
-    const char *preset;      /* preset name as given */
+    const char *preset;      /* preset name as given, or the model file's name once resolved */
     const char *model_file;  /* --model-file FILE, or NULL */
     char file_name[64];      /* the model file's name (model.name points here) */
     int64_t layers, hidden, heads, kv_heads, ffn, seq, micro_batch; /* 0 = from the preset */

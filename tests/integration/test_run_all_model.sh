@@ -46,6 +46,12 @@ expect_in "$TMP/out" "-e 8G" "dry run: collective sweeps to 8 GiB on GPUs"
 expect_in "$TMP/out" "compute_probe --engine cublas -d bfloat16 --sizes 4096,8192,16384" "dry run: the bf16 GEMM probe"
 
 # On "GPUs" too small for the model: skipped with the reason, exit 3, nothing launched for it.
+# run_all counts GPUs only for a build that links NCCL: a CPU-only build (CUDA=0, as `make
+# sanitize` and tests/mutate.py make) has none to stand in for. Everything above has run and must hold.
+if ! grep -q -- '-DPB_HAVE_CUDA=1' "$BIN/../.flags" 2>/dev/null; then
+    [ "$FAILS" -eq 0 ] || finish
+    skip_test "$BIN is a CPU-only build (CUDA=0): run_all sees no GPU to stand in for (make CUDA=1)"
+fi
 mkdir -p "$TMP/gpu"
 cat >"$TMP/gpu/nvidia-smi" <<'SMI'
 #!/bin/sh
