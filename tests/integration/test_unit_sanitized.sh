@@ -56,7 +56,8 @@ for t in "${tools[@]}"; do
     fi
 done
 # Every benchmark once, validated (-c 1), on small shapes with every mode of its
-# main option, so each workload's validation and free paths run; and the CPU
+# main option, so each workload's validation and free paths run (cp_attention's lane
+# threads on the NCCL rehearsal too, whose group state is per thread); and the CPU
 # model's form (grouped-query attention, SwiGLU) through TP and PP.
 model="--model tiny --layers 2 --hidden 128 --seq 64 -n 2 -w 1 -c 1"
 while read -r name args; do
@@ -81,6 +82,7 @@ pp_pipeline --schedule all --micro-batches 4 ${model/--layers 2/--layers 4} --tr
 hybrid_3d --tp 2 --pp 1 --dp 1 --compare-placements $model
 fsdp_step --prefetch off,on $model
 cp_attention --overlap off,on $model
+cp_attention --backend nccl-rehearse --overlap on $model
 tp_layer --model tiny-gqa --tp 2 --tp-comm allreduce,sp --layers 1 -n 2 -w 1 -c 1
 pp_pipeline --model tiny-gqa --stages 2 --layers 2 --micro-batches 2 -n 2 -w 1 -c 1
 moe_layer --model tiny-moe --layers 2 --seq 64 --skew uniform,2 -n 2 -w 1 -c 1
