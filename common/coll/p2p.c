@@ -126,9 +126,11 @@ int pb_p2p_warmup_more(double cap_us, double first_us, int warmup)
     return cap_us > 0 ? fitting(cap_us * PB_WARMUP_SHARE - first_us, first_us, 0, more) : more;
 }
 
+/* At least PB_P2P_MIN_TIMED: a pair's figure has only its own samples to show its noise, and one shows none. */
 int pb_p2p_timed_iters(double cap_us, double spent_us, int warm, int iters)
 {
-    return cap_us > 0 ? fitting(cap_us - spent_us, spent_us / warm, 1, iters) : iters;
+    int least = iters < PB_P2P_MIN_TIMED ? iters : PB_P2P_MIN_TIMED;
+    return cap_us > 0 ? fitting(cap_us - spent_us, spent_us / warm, least, iters) : iters;
 }
 
 /* Warm up inside the time cap, then agree on the timed count: the initiator

@@ -21,6 +21,10 @@ typedef enum { PB_P2P_LATENCY, PB_P2P_BW, PB_P2P_BIBW, PB_P2P_MODES } pb_p2p_mod
  * statistics (min, median, p99) are over batch means; the mean is OSU's. */
 #define PB_P2P_LATENCY_BATCH 16
 
+/* Under a time cap, the fewest timed iterations (-n permitting): two samples
+ * give a figure a spread that a comparison of runs can weigh. */
+#define PB_P2P_MIN_TIMED 2
+
 typedef struct pb_p2p_cfg {
     pb_p2p_mode mode;
     int iters, warmup, window;
@@ -46,9 +50,9 @@ const pb_options_iter_policy *pb_p2p_policy(pb_p2p_mode m);
 /* The pair's counts under a time cap of cap_us (0: none), decided by the
  * initiator from times it measured: the warm-up iterations to run after the
  * first one (which took first_us), those that fit in PB_WARMUP_SHARE of the
- * cap, at most warmup - 1; then the timed iterations, 1 to iters, that fit in
- * what the `warm` warm-up iterations (spent_us in all) left of the cap, at
- * their rate. */
+ * cap, at most warmup - 1; then the timed iterations that fit in what the
+ * `warm` warm-up iterations (spent_us in all) left of the cap, at their rate:
+ * PB_P2P_MIN_TIMED (iters, if fewer) to iters. */
 int pb_p2p_warmup_more(double cap_us, double first_us, int warmup);
 int pb_p2p_timed_iters(double cap_us, double spent_us, int warm, int iters);
 

@@ -64,6 +64,14 @@ json_check "$TMP/cap.json" "1 <= rows[0]['iters'] < 100000000" "the cap cut both
 expect_rc 0 "p2p_sweep bw: 10^8 warm-up iterations under a 0.5 s cap" -- \
     mpi 2 "$BIN/p2p_sweep" --mode bw --sizes 4M -w 100000000 -n 100000000 -c 0 --max-seconds-per-size 0.5 --json "$TMP/pcap.json"
 json_check "$TMP/pcap.json" "1 <= rows[0]['iters'] < 100000000" "p2p: the cap cut warm-up and timed iterations"
+# A window longer than the cap is still timed twice: one sample would give the figure no spread.
+expect_rc 0 "p2p_sweep bw: 4 MiB windows under a 1 ms cap" -- \
+    mpi 2 "$BIN/p2p_sweep" --mode bw --sizes 4M -c 0 --max-seconds-per-size 0.001 --json "$TMP/ptwo.json"
+json_check "$TMP/ptwo.json" "rows[0]['iters'] == 2 and rows[0]['time_us_min'] < rows[0]['time_us_max']" \
+    "p2p: a window longer than the cap is timed twice, and its row has a spread"
+expect_rc 0 "p2p_sweep bw -n 1 under a 1 ms cap" -- \
+    mpi 2 "$BIN/p2p_sweep" --mode bw --sizes 4M -n 1 -c 0 --max-seconds-per-size 0.001 --json "$TMP/pone.json"
+json_check "$TMP/pone.json" "rows[0]['iters'] == 1" "p2p: -n 1 is honoured under a cap"
 # Two runs of one capped size each, start-up included: far below the hours the counts would take.
 [ $((SECONDS - start)) -lt 60 ] && pass "both capped runs ended within a minute" || fail "capped runs took $((SECONDS - start)) s"
 

@@ -54,12 +54,15 @@ static void test_warmup_share_of_cap(void **state)
             }
 }
 
-/* Timed: at least one; more only while warm-up plus the timed iterations, at
- * warm-up's rate, end within the cap; at most -n. */
+/* Timed: at least two (one when -n is 1: one sample shows no spread); more
+ * only while warm-up plus the timed iterations, at warm-up's rate, end within
+ * the cap; at most -n. */
 static void test_timed_within_cap(void **state)
 {
     (void)state;
     assert_int_equal(pb_p2p_timed_iters(1e6, 2.5e5, 25, 1000), 75); /* 750 ms left at 10 ms each */
+    assert_int_equal(pb_p2p_timed_iters(1e6, 9e5, 1, 100), 2);  /* one 900 ms window: still two timed */
+    assert_int_equal(pb_p2p_timed_iters(1e6, 9e5, 1, 1), 1);    /* -n 1 */
     static const double caps[] = {1e5, 1e6, 3.3e6}, spents[] = {3, 1000, 2.5e4, 2.5e5, 9e5, 4e6};
     static const int warms[] = {1, 3, 100}, iters[] = {1, 20, 1000, 100000000};
     for (size_t c = 0; c < sizeof caps / sizeof *caps; c++)
@@ -68,8 +71,9 @@ static void test_timed_within_cap(void **state)
                 for (size_t i = 0; i < sizeof iters / sizeof *iters; i++) {
                     double cap = caps[c], spent = spents[s], per = spent / warms[w];
                     int n = pb_p2p_timed_iters(cap, spent, warms[w], iters[i]);
-                    assert_true(n >= 1 && n <= iters[i]);
-                    if (n > 1) assert_true(spent + n * per <= cap * (1 + SLACK));
+                    int least = iters[i] < 2 ? iters[i] : 2;
+                    assert_true(n >= least && n <= iters[i]);
+                    if (n > least) assert_true(spent + n * per <= cap * (1 + SLACK));
                     if (n < iters[i]) assert_true(spent + (n + 1) * per > cap * (1 - SLACK));
                     assert_int_equal(pb_p2p_timed_iters(0, spent, warms[w], iters[i]), iters[i]);
                 }
