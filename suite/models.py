@@ -55,8 +55,10 @@ def load_file(path):
     model dict, or raises ValueError naming FILE:LINE."""
     m = {"name": "custom", "mlp": "gelu", "tied": 1, "micro_batch": 1, "nominal": 0.0, "vocab": 0, "experts": 0,
          "top_k": 0, "file": path}  # file: how a binary is given this model (--model-file)
-    ints = {"hidden", "layers", "heads", "kv_heads", "ffn", "seq", "vocab", "tied", "micro_batch", "experts", "top_k"}
-    may_be_0 = {"vocab", "tied", "experts", "top_k"}
+    # Each integer key's accepted range, as the binaries' reader (common/plan/presets.c) has it.
+    ints = {"hidden": (1, 1 << 20), "layers": (1, 100000), "heads": (1, 1 << 16), "kv_heads": (1, 1 << 16),
+            "ffn": (1, 1 << 24), "seq": (1, 1 << 24), "vocab": (0, 1 << 32), "tied": (0, 1),
+            "micro_batch": (1, 1 << 20), "experts": (0, 1 << 16), "top_k": (0, 1 << 16)}
     with open(path, errors="replace") as f:
         for n, line in enumerate(f, 1):
             line = line.split("#", 1)[0].strip()
@@ -65,8 +67,9 @@ def load_file(path):
             parts = re.split(r"\s*=\s*|\s+", line, maxsplit=1)
             key, value = parts[0], (parts[1] if len(parts) > 1 else "").strip()
             if key in ints:
-                if not re.fullmatch(r"[0-9]+", value) or (key not in may_be_0 and int(value) < 1):
-                    raise ValueError(f"{path}:{n}: {key} '{value}' is not a positive integer")
+                lo, hi = ints[key]
+                if not re.fullmatch(r"[0-9]+", value) or not lo <= int(value) <= hi:
+                    raise ValueError(f"{path}:{n}: {key} '{value}' is out of range; expected an integer in [{lo}, {hi}]")
                 m[key] = int(value)
             elif key == "mlp" and value in ("gelu", "swiglu"):
                 m[key] = value

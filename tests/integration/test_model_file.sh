@@ -30,4 +30,10 @@ for bad in "experts 4:top_k 5:top_k 5 is more than the 4 experts; expected 1 <= 
     expect_rc 2 "moe_layer --model-file: $e${k:+, $k}" -- mpi 2 "$BIN/moe_layer" --model-file "$TMP/bad-moe.model"
     expect_in "$TMP/err" "option --model-file: $TMP/bad-moe.model: $msg" "the binary says the same"
 done
+# Each key's range is the binaries': run_all refuses up front what they would refuse.
+printf 'hidden 128\nlayers 1\nheads 4\nseq 32\nexperts 70000\ntop_k 2\n' >"$TMP/big-moe.model"
+expect_rc 2 "run_all.sh --model-file: experts 70000" -- env BUILD="$BUILD" "$RA" --dry-run --model-file "$TMP/big-moe.model"
+expect_in "$TMP/err" "experts '70000' is out of range; expected an integer in [0, 65536]" "run_all.sh names the key and its range"
+expect_rc 2 "moe_layer --model-file: experts 70000" -- mpi 2 "$BIN/moe_layer" --model-file "$TMP/big-moe.model"
+expect_in "$TMP/err" "'70000' is out of range; expected an integer in [0, 65536]" "the binary gives the same range"
 finish
