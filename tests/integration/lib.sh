@@ -47,6 +47,19 @@ check_outputs() {
           sed 's/^/  | /' "$report" | head -20; } 2>&9 >&9
 }
 
+# build_vars DIR: the make variables (CUDA, SAN, COV, WERROR) that built the folder DIR, read
+# from the compile flags it records (Makefile: FLAGS_STAMP). A scratch tree given a copy of its
+# objects and these variables rebuilds only what it changed; other variables rebuild it whole.
+build_vars() {
+    local flags
+    flags=$(cat "$1/.flags" 2>/dev/null) || { echo "CUDA=0"; return; }
+    case $flags in *-DPB_HAVE_CUDA=1*) echo -n "CUDA=1" ;; *) echo -n "CUDA=0" ;; esac
+    case $flags in *-fsanitize=*) echo -n " SAN=1" ;; esac
+    case $flags in *--coverage*) echo -n " COV=1" ;; esac
+    case $flags in *-Werror*) echo -n " WERROR=1" ;; esac
+    echo
+}
+
 PASSES=0
 # Processes by PID only: a test ends only what it started. `descendants PID`
 # lists every process below PID, walking the parent field of /proc/*/stat.

@@ -14,8 +14,7 @@
 #     against itself: all same, exit 0. The pairs without node 1 are held to 0.6 of
 #     their golden bandwidth, not to "same": the matrix runs two pairs at once, and on
 #     one machine they share its cores and its kernel's shaping (one of them once
-#     measured 15% below its golden figure beside a pair at 250 Mbit/s), and a pair measured
-#     once (1 MiB x 64 at 1 Gbit/s fills the 1 s cap) has no spread to judge within;
+#     measured 15% below its golden figure beside a pair at 250 Mbit/s);
 #  4. parabench-history over the three runs names node 1 by its matrix bandwidth, and
 #     no other node by its bandwidth.
 # Latencies are left unjudged off the slowed node: an 8-byte message's time on these

@@ -11,9 +11,13 @@ source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 for c in make python3 mpirun; do command -v $c >/dev/null || skip_test "$c not found"; done
 NUMBER=$(cat "$ROOT/VERSION")
-# make of its own: not the build folder, flags or jobserver of a `make test` above this test.
-# CUDA=0: the quickest build; what is installed does not depend on it.
-mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make BUILD=build CUDA=0 "$@"; }
+# make of its own: not the build folder or jobserver of a `make test` above this test, but the
+# variables that built its objects, which the scratch tree is given (below) so as to rebuild
+# only what differs (version.o: the scratch tree's revision).
+BUILT=$ROOT/$BUILD
+case $BUILD in /*) BUILT=$BUILD ;; esac
+# shellcheck disable=SC2046 # build_vars prints words
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make BUILD=build $(build_vars "$BUILT") "$@"; }
 
 # ---- the scratch tree ----
 SRC=$TMP/src
@@ -29,6 +33,8 @@ else # a copy without git (tests/mutate.py's): no revision
     WANT="parabench $NUMBER"
 fi
 [ -e "$SRC/build" ] && fail "the scratch tree has a build folder before its own build"
+# The objects already built, with their times (the sources keep theirs too, from the tar above).
+[ -d "$BUILT/obj" ] && mkdir -p "$SRC/build" && cp -a "$BUILT/obj" "$BUILT/.flags" "$SRC/build/" 2>/dev/null
 mk -C "$SRC" -j2 all >"$TMP/build.log" 2>&1 || { fail "make in the scratch tree"; tail -20 "$TMP/build.log" >&2; finish; }
 
 P=$TMP/prefix D=$TMP/stage
