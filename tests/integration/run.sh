@@ -9,8 +9,12 @@
 # machine's (the emulated cluster): those run one after another in a lane of
 # their own, beside the pool, which gives up one of its slots while the lane
 # runs. Their shaped links run at 1 Gbit/s, which a busy 2-core machine still
-# fills (they assert 70-110% and 50-110% of it). Each test's output is printed
-# whole when it ends, so parallel tests never interleave.
+# fills (they assert 70-110% and 50-110% of it). A test marked
+# "# test-runner: waits" spends its time waiting by design (for the timeouts it
+# provokes, or for hundreds of short launches) and uses little CPU: those run
+# one after another in a second lane, beside the pool and outside its count.
+# Each test's output is printed whole when it ends, so parallel tests never
+# interleave (a lane's, when the lane ends).
 cd "$(dirname "$0")" || exit 3
 . ../tally.sh
 
@@ -42,7 +46,7 @@ weight() {
     *) echo 10 ;;
     esac
 }
-exclusive() { grep -q '^# test-runner: exclusive' "$1"; }
+marked() { grep -q "^# test-runner: $2" "$1"; } # TEST MARK
 
 mapfile -t TESTS < <(for t in test_*.sh; do [ -e "$t" ] && echo "$(weight "$t") $t"; done | sort -k1,1nr -k2 | awk '{ print $2 }')
 
@@ -79,7 +83,7 @@ start() {
     ( timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc"; times >"$LOGS/$t.times" ) &
     PID_OF[$t]=$!
 }
-# reap_one: wait for any running test (or the exclusive lane) to end and report it.
+# reap_one: wait for any running test (or lane) to end and report it.
 reap_one() {
     local t
     while :; do
@@ -87,7 +91,7 @@ reap_one() {
             if ! kill -0 "${PID_OF[$t]}" 2>/dev/null; then
                 wait "${PID_OF[$t]}" 2>/dev/null
                 unset "PID_OF[$t]"
-                if [ "$t" = "$LANE" ]; then report_lane; else report "$t"; fi
+                if [ -n "${LANE_OF[$t]:-}" ]; then report_lane "$t"; else report "$t"; fi
                 return
             fi
         done
@@ -95,13 +99,15 @@ reap_one() {
     done
 }
 
-# The exclusive lane: each of its tests in turn, each one's seconds recorded.
-LANE=exclusive-lane
-ALONE=()
-for t in "${TESTS[@]}"; do exclusive "$t" && ALONE+=("$t"); done
+# The lanes: each runs its tests in turn, each one's seconds recorded.
+declare -A LANE_OF # lane name -> its tests, in the pool's order
+for t in "${TESTS[@]}"; do
+    if marked "$t" exclusive; then LANE_OF[exclusive-lane]+="$t "
+    elif marked "$t" waits; then LANE_OF[waiting-lane]+="$t "; fi
+done
 run_lane() {
     local t t0
-    for t in "${ALONE[@]}"; do
+    for t in ${LANE_OF[$1]}; do
         t0=$SECONDS
         ( timeout -k 30 "$LIMIT" bash "$t" >"$LOGS/$t.log" 2>&1; echo $? >"$LOGS/$t.rc"; times >"$LOGS/$t.times" )
         echo $((SECONDS - t0)) >"$LOGS/$t.secs"
@@ -109,20 +115,26 @@ run_lane() {
 }
 report_lane() {
     local t
-    for t in "${ALONE[@]}"; do
+    for t in ${LANE_OF[$1]}; do
         START_OF[$t]=$((SECONDS - $(cat "$LOGS/$t.secs" 2>/dev/null || echo 0)))
         report "$t"
     done
 }
-if [ ${#ALONE[@]} -gt 0 ]; then
-    run_lane &
-    PID_OF[$LANE]=$!
-fi
+for lane in "${!LANE_OF[@]}"; do
+    run_lane "$lane" &
+    PID_OF[$lane]=$!
+done
+# The pool's count: its tests and the exclusive lane, not the waiting one.
+counted() {
+    local n=${#PID_OF[@]}
+    [ -n "${PID_OF[waiting-lane]:-}" ] && n=$((n - 1))
+    echo "$n"
+}
 
-# The pool: JOBS tests at a time, the lane counting as one of them.
+# The pool: JOBS tests at a time.
 for t in "${TESTS[@]}"; do
-    exclusive "$t" && continue
-    while [ ${#PID_OF[@]} -ge "$JOBS" ]; do reap_one; done
+    [[ " ${LANE_OF[*]} " == *" $t "* ]] && continue
+    while [ "$(counted)" -ge "$JOBS" ]; do reap_one; done
     start "$t"
 done
 while [ ${#PID_OF[@]} -gt 0 ]; do reap_one; done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-runner: waits (hundreds of short launches, each mostly start-up: about 15 s of CPU in 3 min)
 # Out of memory at every allocation (tests/fault/failmalloc.c, driven by
 # tests/fault/sweep.sh): a command runs once per allocation its own code
 # makes, with that one failing. The tools that run without MPI are swept

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-runner: waits (for the hangs and timeouts it provokes: a few s of CPU in 40 s)
 # The promises of docs/reliability.md: a hang ends in exit 4 with a message
 # naming what is stuck; a rank that dies ends the job and leaves the rows
 # already measured on disk, well formed; Ctrl-C leaves no stray processes.

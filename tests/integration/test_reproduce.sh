@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# run_all.sh --reproduce: a quick run on 2 ranks writes reproduce.csv with the contract's
-# columns, one known verdict per row, the DP and PP rows measured (their values are not
-# checked: the machine is noisy; docs/reproduce.md) and the TP byte count equal to the
-# formula's. reproduce.py's arithmetic and the values of its rows on fabricated input:
-# test_reproduce_math.sh.
+# run_all.sh --reproduce: the documents' steps of a quick run on 2 ranks (and the sweeps
+# they are set up from) write reproduce.csv with the contract's columns, one known verdict
+# per row, the DP and PP rows measured (their values are not checked: the machine is
+# noisy; docs/reproduce.md) and the TP byte count equal to the formula's. reproduce.py's
+# arithmetic and the values of its rows on fabricated input: test_reproduce_math.sh.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 RUN="$TMP/run"
-BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --reproduce --np 2 --no-install --quiet --out "$RUN" >"$TMP/out" 2>"$TMP/err"
+# The documents' steps and what they are set up from (the cluster file's rates: the sweeps and the
+# GEMM probe, calibrated); the workloads of a plain run are test_run_all's.
+REPRO=$(cd "$ROOT" && python3 -c 'from suite import manifest
+print(",".join(s.name for s in manifest.STEPS if s.planned is manifest.with_reproduce))')
+BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --reproduce --np 2 --no-install --quiet --out "$RUN" \
+    --steps "coll_sweep,p2p_sweep,compute_probe,calibrate,$REPRO" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ "$rc" -eq 0 ] && pass "run_all.sh --quick --reproduce exits 0" ||
     { fail "run_all.sh --reproduce exit $rc"; tail -5 "$TMP/err" >&2; cat "$RUN/steps.tsv" >&2; }

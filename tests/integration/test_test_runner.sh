@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
+# test-runner: waits (for the hang it runs under a 20 s limit)
 # tests/integration/run.sh, the runner of `make test`, on a scratch folder of
 # its own: a test that hangs fails after PB_TEST_LIMIT_S, and what it started
-# is taken down with it; a passing test passes, a skip (exit 77) is counted
+# is taken down with it; a passing test passes, a test marked as waiting runs
+# beside the pool (outside its count), a skip (exit 77) is counted
 # as a skip and never as a pass, and the run's exit says a test failed.
 # The scratch run keeps to its own tally (no PB_TALLY_FILE: make test sums that one). Seconds.
 . "$(dirname "$0")/lib.sh"
@@ -11,6 +13,7 @@ mkdir -p "$R/integration"
 cp "$TESTS_DIR/run.sh" "$R/integration/"
 cp "$TESTS_DIR/../tally.sh" "$R/"
 cat >"$R/integration/test_hangs.sh" <<EOF
+date +%s >"$TMP/hang.start"
 sleep 90 & echo \$! >"$TMP/hang.pid"
 wait
 EOF
@@ -22,11 +25,17 @@ python3 -c 'import time
 while time.process_time() < 1: pass'
 EOF
 echo 'exit 77' >"$R/integration/test_skips.sh"
+# Marked as waiting: it runs beside the pool, whose one slot (PB_TEST_JOBS=1) the hang holds
+# for its 20 s; in the pool it would start after them.
+cat >"$R/integration/test_waits.sh" <<EOF
+# test-runner: waits (a test of the runner)
+date +%s >"$TMP/waits.start"
+EOF
 
 : >"$TMP/outer.tally"
 export PB_TALLY_FILE=$TMP/outer.tally # stands for make test's: the scratch run must not add to it
 t0=$SECONDS
-env -u CI -u PB_TALLY_FILE PB_TEST_LIMIT_S=20 bash "$R/integration/run.sh" >"$TMP/out" 2>&1
+env -u CI -u PB_TALLY_FILE PB_TEST_LIMIT_S=20 PB_TEST_JOBS=1 bash "$R/integration/run.sh" >"$TMP/out" 2>&1
 rc=$?
 took=$((SECONDS - t0))
 [ "$rc" -ne 0 ] && pass "the run fails (exit $rc)" || fail "the run passed with a hung test"
@@ -37,7 +46,11 @@ cpu=$(sed -n 's/^=== test_passes.sh passed ([0-9]* s, \([0-9]*\) s CPU)$/\1/p' "
     fail "test_passes.sh's CPU seconds: $(grep '=== test_passes' "$TMP/out")"
 expect_in "$TMP/out" "integration: $cpu s of CPU in " "the run's CPU seconds are the sum of its tests'"
 expect_in "$TMP/out" "=== test_skips.sh SKIPPED" "the skip is a skip"
-expect_in "$TMP/out" "integration: 1 passed, 1 failed, 1 skipped" "the tally"
+expect_in "$TMP/out" "=== test_waits.sh passed" "the waiting test passes"
+w=$(cat "$TMP/waits.start" 2>/dev/null) h=$(cat "$TMP/hang.start" 2>/dev/null)
+[ -n "$w" ] && [ -n "$h" ] && [ "$w" -lt $((h + 15)) ] && pass "the waiting test ran while the hang held the pool's one slot" ||
+    fail "the waiting test did not run beside the pool: it started at ${w:-?}, the hang at ${h:-?} (limit 20 s)"
+expect_in "$TMP/out" "integration: 2 passed, 1 failed, 1 skipped" "the tally"
 [ ! -s "$TMP/outer.tally" ] && pass "make test's own tally is left alone" || fail "the scratch run added to the outer tally"
 # the limit is 20 s and the hang's own sleep 90 s: the runner did not wait for it
 [ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
