@@ -13,6 +13,7 @@
 # that only the backend and engine tables compare their names (tools/dev/check-registries.py).
 
 BUILD   ?= build
+NPROC   := $(shell nproc 2>/dev/null || echo 1)
 MPICC   ?= mpicc
 CC      ?= cc
 WERROR  ?= 0
@@ -90,7 +91,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration sanitize lint fuzz plots compare history clean deps valgrind mutate mutate-sample docs-check install uninstall
+.PHONY: all test test-cluster unit integration sanitize lint fuzz plots compare history clean deps valgrind mutate mutate-sample docs-check install uninstall
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -147,6 +148,9 @@ $(filter-out $(patsubst %,$(BUILD)/bin/%,$(NOMPI_BINS) $(ENGINE_BINS)),$(BINS)):
 	@mkdir -p $(dir $@)
 	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) $(LIBS) -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
 
+# Kept: as intermediates of the pattern rule below, make would delete the unit
+# tests' objects after linking and compile them again on every `make test`.
+.SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/obj/tests/unit/%.o,$(UNIT_SRCS))
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(LDFLAGS_SAN) $< $(LIB) -lcmocka $(LIBS) -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
@@ -165,8 +169,19 @@ unit: $(UNIT_BINS)
 integration: $(BINS)
 	@BUILD=$(BUILD) tests/integration/run.sh
 
-test: deps all $(UNIT_BINS)
+# The build after the dependencies are in place, on every core unless make was
+# given -j (a fresh clone's `make test` would otherwise compile on one).
+test: deps
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC)) all $(UNIT_BINS)
 	@BUILD=$(BUILD) tests/run.sh $(UNIT_BINS)
+
+# The cluster tier, apart from `make test`: the integration tests that bring up the
+# emulated cluster (root, network namespaces) or Slurm nodes on it, one after
+# another; while one runs, its ranks and shaped links keep both cores of a small
+# machine busy. CI runs it after `make test`; `make sanitize` runs both tiers.
+test-cluster: deps
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC)) all
+	@BUILD=$(BUILD) PB_TEST_TIER=cluster tests/integration/run.sh
 
 deps:
 	@scripts/install-deps.sh
@@ -197,7 +212,7 @@ docs-check:
 # tests/sanitizer-env.sh. (make test runs the unit tests so built:
 # tests/integration/test_unit_sanitized.sh.)
 sanitize:
-	bash -c '. tests/sanitizer-env.sh && PB_TEST_SLOWDOWN=3 PB_TEST_JOBS=2 exec $(MAKE) BUILD=build-san SAN=1 CUDA=0 test'
+	bash -c '. tests/sanitizer-env.sh && PB_TEST_TIER=all PB_TEST_SLOWDOWN=3 PB_TEST_JOBS=2 exec $(MAKE) BUILD=build-san SAN=1 CUDA=0 test'
 
 # Memcheck on the CPU build: the CUDA libraries' own initialisation is not ours to check.
 valgrind:

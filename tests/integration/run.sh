@@ -46,9 +46,17 @@ weight() {
     *) echo 10 ;;
     esac
 }
-marked() { grep -q "^# test-runner: $2" "$1"; } # TEST MARK
 
-mapfile -t TESTS < <(for t in test_*.sh; do [ -e "$t" ] && echo "$(weight "$t") $t"; done | sort -k1,1nr -k2 | awk '{ print $2 }')
+marked() { grep -q "^# test-runner: $2" "$1"; } # TEST MARK
+# PB_TEST_TIER: which tests. main (make test): all but the cluster tier; cluster (make
+# test-cluster): the tests marked exclusive, which bring up the emulated cluster or Slurm
+# nodes and keep both cores busy while they run; all (make sanitize): both.
+TIER=${PB_TEST_TIER:-main}
+case $TIER in main | cluster | all) ;; *) echo "run.sh: PB_TEST_TIER='$TIER': expected main, cluster or all" >&2; exit 2 ;; esac
+in_tier() {
+    case $TIER in main) ! marked "$1" exclusive ;; cluster) marked "$1" exclusive ;; all) true ;; esac
+}
+mapfile -t TESTS < <(for t in test_*.sh; do [ -e "$t" ] && in_tier "$t" && echo "$(weight "$t") $t"; done | sort -k1,1nr -k2 | awk '{ print $2 }')
 
 declare -A PID_OF START_OF
 report() { # TEST: print its output and record its verdict
@@ -138,5 +146,5 @@ for t in "${TESTS[@]}"; do
     start "$t"
 done
 while [ ${#PID_OF[@]} -gt 0 ]; do reap_one; done
-echo "integration: $CPU_TOTAL s of CPU in $SECONDS s, $JOBS tests at a time"
+echo "integration: $CPU_TOTAL s of CPU in $SECONDS s, $JOBS tests at a time (tier: $TIER)"
 tally_done integration

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-runner: waits (on the Slurm daemons it starts and the job it queues: about a third of the cores, in 50 s)
 # parabench under a real Slurm: a one-node cluster from Debian's packages
 # (scripts/local-slurm.sh, its own config, ports and munge in TMP), then
 #   sbatch --wait scripts/slurm/run_all-cpu.sbatch --quick --out TMP/...

@@ -3,7 +3,8 @@
 # tests/integration/run.sh, the runner of `make test`, on a scratch folder of
 # its own: a test that hangs fails after PB_TEST_LIMIT_S, and what it started
 # is taken down with it; a passing test passes, a test marked as waiting runs
-# beside the pool (outside its count), a skip (exit 77) is counted
+# beside the pool (outside its count), a test of the cluster tier runs only
+# under PB_TEST_TIER=cluster (make test-cluster), a skip (exit 77) is counted
 # as a skip and never as a pass, and the run's exit says a test failed.
 # The scratch run keeps to its own tally (no PB_TALLY_FILE: make test sums that one). Seconds.
 . "$(dirname "$0")/lib.sh"
@@ -26,10 +27,17 @@ while time.process_time() < 1: pass'
 EOF
 echo 'exit 77' >"$R/integration/test_skips.sh"
 # Marked as waiting: it runs beside the pool, whose one slot (PB_TEST_JOBS=1) the hang holds
-# for its 20 s; in the pool it would start after them.
+# for its 20 s. It waits (10 s at most) for the hang to start, and says when it saw it: in the
+# pool it would start after the hang's 20 s; counted in the pool, it would hold the one slot.
 cat >"$R/integration/test_waits.sh" <<EOF
 # test-runner: waits (a test of the runner)
-date +%s >"$TMP/waits.start"
+for _ in \$(seq 100); do [ -s "$TMP/hang.start" ] && break; sleep 0.1; done
+[ -s "$TMP/hang.start" ] && date +%s >"$TMP/waits.start"
+EOF
+# Of the cluster tier: run by make test-cluster (PB_TEST_TIER=cluster), not by make test.
+cat >"$R/integration/test_cluster_tier.sh" <<EOF
+# test-runner: exclusive (a test of the runner)
+echo ran >>"$TMP/cluster.ran"
 EOF
 
 : >"$TMP/outer.tally"
@@ -52,6 +60,13 @@ w=$(cat "$TMP/waits.start" 2>/dev/null) h=$(cat "$TMP/hang.start" 2>/dev/null)
     fail "the waiting test did not run beside the pool: it started at ${w:-?}, the hang at ${h:-?} (limit 20 s)"
 expect_in "$TMP/out" "integration: 2 passed, 1 failed, 1 skipped" "the tally"
 [ ! -s "$TMP/outer.tally" ] && pass "make test's own tally is left alone" || fail "the scratch run added to the outer tally"
+[ ! -e "$TMP/cluster.ran" ] && ! grep -q test_cluster_tier "$TMP/out" && pass "the cluster tier is not make test's" ||
+    fail "make test's tier ran the cluster tier's test"
+env -u CI -u PB_TALLY_FILE PB_TEST_TIER=cluster PB_TEST_LIMIT_S=20 bash "$R/integration/run.sh" >"$TMP/cluster.out" 2>&1
+expect_in "$TMP/cluster.out" "integration: 1 passed, 0 failed, 0 skipped" "PB_TEST_TIER=cluster runs that tier's one test, and no other"
+[ "$(cat "$TMP/cluster.ran" 2>/dev/null)" = ran ] && pass "and it ran once" || fail "the cluster tier's test: '$(cat "$TMP/cluster.ran" 2>/dev/null)'"
+expect_rc 2 "PB_TEST_TIER=some is refused" -- env -u PB_TALLY_FILE PB_TEST_TIER=some bash "$R/integration/run.sh"
+expect_in "$TMP/err" "PB_TEST_TIER='some': expected main, cluster or all" "naming the variable and what is accepted"
 # the limit is 20 s and the hang's own sleep 90 s: the runner did not wait for it
 [ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
 # gone, or a zombie its reaper has not collected yet (it ran nothing more after the signal)
