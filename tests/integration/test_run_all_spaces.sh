@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run_all.sh with spaces in its paths: --out "res sp", and a checkout whose
-# own path holds a space (a copy of this one, with its build, in "check out/").
+# run_all.sh with spaces in its paths: a checkout whose own path holds a space
+# (a copy of this one, with its build, in "check out/"), run with --out "res sp".
 # Every step must run with its paths whole: exit 0, every step ok (or skipped
 # for this machine's reason), the files in place, nothing written beside them
 # under a split-off name.
@@ -30,27 +30,10 @@ check_run() {
         "$dir/meta.json"; then pass "$tag: meta.json: nothing failed or interrupted"; else fail "$tag: meta.json"; fi
 }
 
-# ---- --out with a space ----
+# ---- a checkout whose path holds a space (the tracked files and the build, times kept), run
+# with an --out that holds one too: one run covers both, every step's paths in and out ----
 mkdir "$TMP/a"
-BUILD=$BUILD timeout 600 "$ROOT/run_all.sh" --quick --quiet --no-install --out "$TMP/a/res sp" >"$TMP/a.out" 2>"$TMP/a.err"
-check_run "--out with a space" "$TMP/a/res sp" $? "$TMP/a.err"
-left=""
-for f in "$TMP/a"/* "$TMP/a"/.[!.]*; do [ -e "$f" ] && [ "$f" != "$TMP/a/res sp" ] && left="$left '${f##*/}'"; done
-[ -z "$left" ] && pass "--out with a space: nothing written under a split-off name" || fail "written beside the results: $left"
-# The figures (report.py, plots/*.gp), every one drawn from a path with a space.
-FIGURES="busbw latency algbw_busbw intra_inter p2p_bw p2p_matrix dp_overhead tp_fraction pp_efficiency pp_timeline plan_fit"
-# check_figures NAME DIR: every figure of FIGURES is in DIR/plots as a PNG and an SVG.
-check_figures() {
-    local missing="" g
-    for g in $FIGURES; do
-        [ -s "$2/plots/$g.png" ] && [ -s "$2/plots/$g.svg" ] || missing="$missing $g"
-    done
-    [ -z "$missing" ] && pass "$1: every figure is drawn" || fail "$1: figures missing:$missing"
-}
-check_figures "--out with a space" "$TMP/a/res sp"
-
-# ---- a checkout whose path holds a space: the tracked files and the build, times kept ----
-CO="$TMP/check out"
+CO="$TMP/a/check out" OUT="$TMP/a/res sp"
 mkdir -p "$CO"
 if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$CO"
@@ -60,16 +43,19 @@ fi
 tar -C "$ROOT" -cf - "$BUILD" | tar -xf - -C "$CO"
 [ -x "$CO/run_all.sh" ] && [ -x "$CO/$BUILD/bin/coll_sweep" ] && pass "copied the checkout and its build to '$CO'" \
     || fail "copy of the checkout incomplete"
-# The default --out: results/<date>-<time>-<host>/ inside the checkout, so its path has the space too.
 rm -rf "$CO/results"
-BUILD=$BUILD timeout 600 "$CO/run_all.sh" --quick --quiet --no-install >"$TMP/b.out" 2>"$TMP/b.err"
-rc=$?
-run=$(find "$CO/results" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1)
-[ -n "$run" ] && [ "$(find "$CO/results" -mindepth 1 -maxdepth 1 | wc -l)" -eq 1 ] \
-    && pass "checkout with a space: one results directory, $run" || fail "checkout with a space: results/ holds: $(ls -A "$CO/results" 2>&1)"
-check_run "checkout with a space" "$run" "$rc" "$TMP/b.err"
-expect_in "$run/meta.json" "\"launch\": \"mpirun -np 2" "checkout with a space: meta.json has the launch line"
-check_figures "checkout with a space" "$run"
+(cd "$TMP/a" && BUILD=$BUILD timeout 600 "$CO/run_all.sh" --quick --quiet --no-install --out "$OUT" >"$TMP/a.out" 2>"$TMP/a.err")
+check_run "a checkout and an --out with spaces" "$OUT" $? "$TMP/a.err"
+expect_in "$OUT/meta.json" "\"launch\": \"mpirun -np 2" "meta.json has the launch line"
+left=""
+for f in "$TMP/a"/* "$TMP/a"/.[!.]*; do [ -e "$f" ] && [ "$f" != "$OUT" ] && [ "$f" != "$CO" ] && left="$left '${f##*/}'"; done
+[ -z "$left" ] && [ ! -e "$CO/results" ] && pass "nothing written under a split-off name, nor into the checkout" ||
+    fail "written beside the results: $left $(ls -A "$CO/results" 2>/dev/null)"
+# The figures (report.py, plots/*.gp), every one drawn from a path with a space.
+FIGURES="busbw latency algbw_busbw intra_inter p2p_bw p2p_matrix dp_overhead tp_fraction pp_efficiency pp_timeline plan_fit"
+missing=""
+for g in $FIGURES; do [ -s "$OUT/plots/$g.png" ] && [ -s "$OUT/plots/$g.svg" ] || missing="$missing $g"; done
+[ -z "$missing" ] && pass "every figure is drawn" || fail "figures missing:$missing"
 
 # ---- the same checkout with one benchmark that no longer compiles: make -k builds the rest, the
 # run goes on, and the build's failure is the environment's (exit 3), its log kept in the results ----
