@@ -47,7 +47,9 @@ weight() {
     esac
 }
 
-marked() { grep -q "^# test-runner: $2" "$1"; } # TEST MARK
+# marked TEST MARK: the test's opening comment holds "# test-runner: MARK" (a line further
+# down, in a here-document say, is not the test's own mark).
+marked() { awk -v mark="# test-runner: $2" 'FNR > 1 && !/^#/ { exit } index($0, mark) == 1 { found = 1 } END { exit !found }' "$1"; }
 # PB_TEST_TIER: which tests. main (make test): all but the cluster tier; cluster (make
 # test-cluster): the tests marked exclusive, which bring up the emulated cluster or Slurm
 # nodes and keep both cores busy while they run; all (make sanitize): both.
