@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Run every integration test and count it as passed (exit 0), skipped (exit
-# 77, as automake's test harness does) or failed (anything else); see
-# tests/tally.sh for skips under CI.
+# Run the integration tests of a tier (PB_TEST_TIER, below) and count each as
+# passed (exit 0), skipped (exit 77, as automake's test harness does) or failed
+# (anything else); see tests/tally.sh for skips under CI.
 #
 # Tests run PB_TEST_JOBS at a time (default: twice the number of cores, at most 4),
 # the longest first so that the short ones fill in behind them. A test whose
-# file holds the line "# test-runner: exclusive" owns something of the
-# machine's (the emulated cluster): those run one after another in a lane of
-# their own, beside the pool, which gives up one of its slots while the lane
-# runs. Their shaped links run at 1 Gbit/s, which a busy 2-core machine still
+# opening comment holds the line "# test-runner: exclusive" owns something of the
+# machine's (the emulated cluster): it is of the cluster tier, and those run one
+# after another in a lane of their own, beside the pool (with PB_TEST_TIER=all),
+# which gives up one of its slots while the lane runs. Their shaped links run at 1 Gbit/s, which a busy 2-core machine still
 # fills (they assert 70-110% and 50-110% of it). A test marked
 # "# test-runner: waits" spends its time waiting by design (for the timeouts it
 # provokes, or for hundreds of short launches) and uses little CPU: those run
