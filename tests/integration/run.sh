@@ -27,11 +27,6 @@ JOBS=${PB_TEST_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 # taken down, instead of holding the whole run: the slowest takes about 500 s on 2 busy cores.
 LIMIT=${PB_TEST_LIMIT_S:-1500}
 [[ "$LIMIT" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: PB_TEST_LIMIT_S='$LIMIT': expected a positive integer" >&2; exit 2; }
-# The pool's ranks outnumber the cores (four tests of 2 to 8 ranks on 2 cores), which no
-# single mpirun sees: it lets its ranks spin in their waits, taking the cores from the
-# ranks of the other tests that have work. Yielding when idle, as Open MPI does itself in a
-# job it knows to be oversubscribed, gave a quarter less wall time for four such tests.
-export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 LOGS=$(mktemp -d /tmp/parabench-itest.XXXXXX)
 trap 'rm -rf "$LOGS"' EXIT
 
