@@ -28,6 +28,8 @@ int pb_dp_target_search(const pb_dp_target_cfg *cfg, pb_dp_target_probe_fn probe
     double best_err = INFINITY, r_lo = 0, r_hi = 0, r_prev = 0;
     uint64_t x = candidate((double)cfg->start, align, top), lo = 0, hi = 0; /* 0: that end not found yet */
     uint64_t prev = 0;                                                           /* the probe before x */
+    double w_lo = 1, w_hi = 1; /* Illinois weights of the ends' distances from the target */
+    int moved = 0;             /* the end the last probe replaced: -1 lo, +1 hi */
     for (int k = 0; k < cfg->max_probes; k++) {
         double r;
         PB_TRY(probe(ctx, x, &r));
@@ -38,16 +40,24 @@ int pb_dp_target_search(const pb_dp_target_cfg *cfg, pb_dp_target_probe_fn probe
         double err = fabs(r / target - 1);
         if (err < best_err) best_err = err, out->grad_bytes = x, out->ratio = r;
         if (err <= cfg->tol) break;
+        /* On a curved comm(size) one end of the bracket stays put while the other creeps
+         * towards it (regula falsi's stall); the Illinois rule halves the kept end's weight each
+         * time the same end moves again, so the next point lands past the target. */
         if (r < target) {
-            lo = x, r_lo = r;
+            if (moved < 0 && hi) w_hi /= 2;
+            lo = x, r_lo = r, w_lo = 1, moved = -1;
             if (hi && hi <= lo) hi = 0; /* noise contradicted the bracket: the newer point wins */
         } else {
-            hi = x, r_hi = r;
+            if (moved > 0 && lo) w_lo /= 2;
+            hi = x, r_hi = r, w_hi = 1, moved = 1;
             if (lo && lo >= hi) lo = 0;
         }
         uint64_t next;
+        if (lo && hi && (double)(hi - lo) <= cfg->tol * (double)lo)
+            break; /* sizes within tol of each other: further probes would measure the loop's noise */
         if (lo && hi) {
-            double t = clamp((target - r_lo) / (r_hi - r_lo), 0.125, 0.875);
+            double below = (target - r_lo) * w_lo, above = (r_hi - target) * w_hi;
+            double t = clamp(below / (below + above), 0.125, 0.875);
             next = candidate((double)lo + t * (double)(hi - lo), align, top);
             if (next <= lo || next >= hi) break; /* the bracket is one align wide */
         } else {

@@ -12,8 +12,11 @@
  * takes alpha + bytes/bw), the first one scaled by R / ratio, each within
  * x1/16..x16 of the last; once bracketed, linear
  * interpolation between the bracket's ends, kept inside its middle three
- * quarters so the bracket always shrinks. It stops at the first probe within
- * `tol` of R, after `max_probes`, or when the bracket is one `align` wide.
+ * quarters so the bracket always shrinks, with the Illinois rule: an end kept
+ * by two probes in a row has its distance from R halved, so that a curved
+ * comm(size) does not hold one end while the other creeps. It stops at the
+ * first probe within `tol` of R, after `max_probes`, when the bracket is one
+ * `align` wide, or when its sizes are within `tol` of each other.
  * Noise may give a probe that contradicts the bracket; the bracket then keeps
  * the newer point. The answer is the probe nearest R. */
 #ifndef PB_DP_TARGET_H

@@ -104,9 +104,37 @@ static void test_a_jump_closes_the_bracket_instead_of_oscillating(void **state)
     pb_dp_target_result r;
     assert_int_equal(pb_dp_target_search(&cfg, jump_probe, &calls, &r), PB_OK);
     assert_false(r.converged);
-    assert_true(r.grad_bytes == 8191 || r.grad_bytes == 8192); /* one side of the jump */
-    assert_true(r.probes < 40);                                /* halving a bracket, not bouncing off the jump */
+    /* The search ends once the bracket's sizes are within 2% of each other, below the jump. */
+    assert_true(r.grad_bytes < 8192 && r.grad_bytes >= 8192 - 0.02 * 8192);
+    assert_true(r.probes <= 12); /* shrinking a bracket, not bouncing off the jump */
     assert_int_equal(r.probes, calls);
+}
+
+/* Sizes within tol of each other bracket the target: the search ends there, the
+ * nearest probe kept, instead of measuring the loop's noise between them. Here the
+ * ratio (0.9 x bytes / 1000) jumps at 1000 B to 1.1, past the target 1 with tol 2%:
+ * 985, 1111, 1052, 1009, then 990; 990 and 1009 are 1.9% apart (a search that
+ * went on would halve its way to 999 and 1000, four probes more). */
+static int cliff_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    curve *c = ctx;
+    c->seen[c->calls++ % 64] = bytes;
+    *ratio = bytes < 1000 ? 0.9 * (double)bytes / 1000 : 1.1;
+    return PB_OK;
+}
+
+static void test_sizes_within_tol_end_the_search(void **state)
+{
+    (void)state;
+    curve c = {.fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 1, .tol = 0.02, .start = 985, .align = 1, .max_bytes = 1 << 20,
+                            .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, cliff_probe, &c, &r), PB_OK);
+    assert_int_equal(c.calls, 5);
+    assert_true(c.seen[3] == 1009 && c.seen[4] == 990);
+    assert_false(r.converged);
+    assert_int_equal(r.grad_bytes, 1111); /* 1.1 is 10% off, 0.891 10.9% */
 }
 
 /* The first probe measures no communication at all (below the timer): no
@@ -158,7 +186,8 @@ static void test_stops_after_max_probes(void **state)
 
 /* A convex curve, r = (x / 1e6)^2: scaling overshoots, so the search brackets the
  * target and then interpolates inside the bracket, (target - r_lo) / (r_hi - r_lo)
- * of the way; that lands within 2% of r = 1 on the fifth probe. */
+ * of the way: 0.01, 2.56, 0.466, 0.840; the low end has moved twice, so the high
+ * end's weight is halved (Illinois): 1.067, then 0.997, within 2% on the sixth probe. */
 static int square_probe(void *ctx, uint64_t bytes, double *ratio)
 {
     int *calls = ctx;
@@ -176,7 +205,40 @@ static void test_a_bracket_is_interpolated(void **state)
     pb_dp_target_result r;
     assert_int_equal(pb_dp_target_search(&cfg, square_probe, &calls, &r), PB_OK);
     assert_true(r.converged);
-    assert_int_equal(r.probes, 5);
+    assert_int_equal(r.probes, 6);
+}
+
+/* A knee: comm/compute grows with the size until the buffers leave the cache, then
+ * jumps (as measured on a 2-core host: 0.099 at 28 MB, 0.211 at 33.9 MB). Plain
+ * interpolation keeps the far end at the jump and creeps up from below, a probe a
+ * time, 12 probes without reaching 2%; halving the far end's weight whenever the
+ * low end moves twice in a row (Illinois) reaches it on the seventh. */
+static int knee_probe(void *ctx, uint64_t bytes, double *ratio)
+{
+    static const double pts[][2] = {{10.87e6, 0.036}, {20.86e6, 0.069}, {24.8e6, 0.086}, {28.0e6, 0.099},
+                                    {31.5e6, 0.111},  {33.0e6, 0.125},  {33.9e6, 0.211}, {60e6, 0.45}};
+    curve *c = ctx;
+    double x = (double)bytes;
+    c->calls++;
+    *ratio = pts[7][1];
+    for (int i = 0; i < 7; i++)
+        if (x <= pts[i + 1][0]) {
+            *ratio = pts[i][1] + (pts[i + 1][1] - pts[i][1]) * (x - pts[i][0]) / (pts[i + 1][0] - pts[i][0]);
+            break;
+        }
+    return PB_OK;
+}
+
+static void test_a_knee_moves_the_far_end_too(void **state)
+{
+    (void)state;
+    curve c = {.fail_at = -1};
+    pb_dp_target_cfg cfg = {.target = 0.112, .tol = 0.02, .start = 10872832, .align = 4096,
+                            .max_bytes = 1ull << 34, .max_probes = 12};
+    pb_dp_target_result r;
+    assert_int_equal(pb_dp_target_search(&cfg, knee_probe, &c, &r), PB_OK);
+    assert_true(r.converged);
+    assert_int_equal(r.probes, 7);
 }
 
 static void test_every_probe_is_aligned_and_within_bounds(void **state)
@@ -297,6 +359,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_converges_on_a_latency_bandwidth_curve),
+        cmocka_unit_test(test_sizes_within_tol_end_the_search),
+        cmocka_unit_test(test_a_knee_moves_the_far_end_too),
         cmocka_unit_test(test_every_probe_is_aligned_and_within_bounds),
         cmocka_unit_test(test_latency_bound_curve_takes_the_secant),
         cmocka_unit_test(test_align_zero_is_one),
