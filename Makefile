@@ -91,7 +91,7 @@ BINS        = $(patsubst benchmarks/%.c,$(BUILD)/bin/%,$(BENCH_SRCS)) \
 UNIT_SRCS   = $(wildcard tests/unit/test_*.c)
 UNIT_BINS   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test test-cluster unit integration sanitize lint fuzz plots compare history clean deps valgrind mutate mutate-sample docs-check install uninstall
+.PHONY: all test test-cluster test-sanitized unit integration sanitize lint fuzz plots compare history clean deps valgrind mutate mutate-sample docs-check install uninstall
 all: $(BINS)
 
 # The compile flags of this build folder (less the git revision): objects are
@@ -182,6 +182,13 @@ test: deps
 test-cluster: deps
 	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC)) all
 	@BUILD=$(BUILD) PB_TEST_TIER=cluster tests/integration/run.sh
+
+# The sanitized tier: the unit tests, the tools' tests and a validated run of every
+# benchmark, built and run once more under ASan, UBSan and LeakSanitizer
+# (tests/integration/test_unit_sanitized.sh). CI runs it after `make test`;
+# `make sanitize` runs the whole suite so built.
+test-sanitized: deps
+	@BUILD=$(BUILD) PB_TEST_TIER=sanitized tests/integration/run.sh
 
 deps:
 	@scripts/install-deps.sh

@@ -50,13 +50,18 @@ weight() {
 # marked TEST MARK: the test's opening comment holds "# test-runner: MARK" (a line further
 # down, in a here-document say, is not the test's own mark).
 marked() { awk -v mark="# test-runner: $2" 'FNR > 1 && !/^#/ { exit } index($0, mark) == 1 { found = 1 } END { exit !found }' "$1"; }
-# PB_TEST_TIER: which tests. main (make test): all but the cluster tier; cluster (make
+# PB_TEST_TIER: which tests. main (make test): all but the two tiers below; cluster (make
 # test-cluster): the tests marked exclusive, which bring up the emulated cluster or Slurm
-# nodes and keep both cores busy while they run; all (make sanitize): both.
+# nodes and keep both cores busy while they run; sanitized (make test-sanitized): the tests
+# marked "# test-runner: sanitized", which build and run the code once more under the
+# sanitizers; all (make sanitize): every test.
 TIER=${PB_TEST_TIER:-main}
-case $TIER in main | cluster | all) ;; *) echo "run.sh: PB_TEST_TIER='$TIER': expected main, cluster or all" >&2; exit 2 ;; esac
+case $TIER in main | cluster | sanitized | all) ;; *) echo "run.sh: PB_TEST_TIER='$TIER': expected main, cluster, sanitized or all" >&2; exit 2 ;; esac
 in_tier() {
-    case $TIER in main) ! marked "$1" exclusive ;; cluster) marked "$1" exclusive ;; all) true ;; esac
+    case $TIER in
+    main) ! marked "$1" exclusive && ! marked "$1" sanitized ;;
+    cluster) marked "$1" exclusive ;; sanitized) marked "$1" sanitized ;; all) true ;;
+    esac
 }
 mapfile -t TESTS < <(for t in test_*.sh; do [ -e "$t" ] && in_tier "$t" && echo "$(weight "$t") $t"; done | sort -k1,1nr -k2 | awk '{ print $2 }')
 

@@ -4,7 +4,8 @@
 # its own: a test that hangs fails after PB_TEST_LIMIT_S, and what it started
 # is taken down with it; a passing test passes, a test marked as waiting runs
 # beside the pool (outside its count), a test of the cluster tier runs only
-# under PB_TEST_TIER=cluster (make test-cluster), a skip (exit 77) is counted
+# under PB_TEST_TIER=cluster (make test-cluster) and one of the sanitized tier
+# only under PB_TEST_TIER=sanitized (make test-sanitized), a skip (exit 77) is counted
 # as a skip and never as a pass, and the run's exit says a test failed.
 # The scratch run keeps to its own tally (no PB_TALLY_FILE: make test sums that one). Seconds.
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +43,11 @@ cat >"$R/integration/test_cluster_tier.sh" <<EOF
 # test-runner: exclusive (a test of the runner)
 echo ran >>"$TMP/cluster.ran"
 EOF
+# Of the sanitized tier: run by make test-sanitized (PB_TEST_TIER=sanitized), not by make test.
+cat >"$R/integration/test_sanitized_tier.sh" <<EOF
+# test-runner: sanitized (a test of the runner)
+echo ran >>"$TMP/sanitized.ran"
+EOF
 
 : >"$TMP/outer.tally"
 export PB_TALLY_FILE=$TMP/outer.tally # stands for make test's: the scratch run must not add to it
@@ -68,8 +74,13 @@ expect_in "$TMP/out" "integration: 2 passed, 1 failed, 1 skipped" "the tally"
 env -u CI -u PB_TALLY_FILE PB_TEST_TIER=cluster PB_TEST_LIMIT_S=20 bash "$R/integration/run.sh" >"$TMP/cluster.out" 2>&1
 expect_in "$TMP/cluster.out" "integration: 1 passed, 0 failed, 0 skipped" "PB_TEST_TIER=cluster runs that tier's one test, and no other"
 [ "$(cat "$TMP/cluster.ran" 2>/dev/null)" = ran ] && pass "and it ran once" || fail "the cluster tier's test: '$(cat "$TMP/cluster.ran" 2>/dev/null)'"
+[ ! -e "$TMP/sanitized.ran" ] && ! grep -q test_sanitized_tier "$TMP/out" "$TMP/cluster.out" &&
+    pass "the sanitized tier is neither make test's nor the cluster's" || fail "another tier ran the sanitized tier's test"
+env -u CI -u PB_TALLY_FILE PB_TEST_TIER=sanitized PB_TEST_LIMIT_S=20 bash "$R/integration/run.sh" >"$TMP/san.out" 2>&1
+expect_in "$TMP/san.out" "integration: 1 passed, 0 failed, 0 skipped" "PB_TEST_TIER=sanitized runs that tier's one test, and no other"
+[ "$(cat "$TMP/sanitized.ran" 2>/dev/null)" = ran ] && pass "and it ran once" || fail "the sanitized tier's test: '$(cat "$TMP/sanitized.ran" 2>/dev/null)'"
 expect_rc 2 "PB_TEST_TIER=some is refused" -- env -u PB_TALLY_FILE PB_TEST_TIER=some bash "$R/integration/run.sh"
-expect_in "$TMP/err" "PB_TEST_TIER='some': expected main, cluster or all" "naming the variable and what is accepted"
+expect_in "$TMP/err" "PB_TEST_TIER='some': expected main, cluster, sanitized or all" "naming the variable and what is accepted"
 # the limit is 20 s and the hang's own sleep 90 s: the runner did not wait for it
 [ "$took" -lt 60 ] && pass "the run ended in $took s" || fail "the run took $took s: the limit did not end the hang"
 # gone, or a zombie its reaper has not collected yet (it ran nothing more after the signal)
