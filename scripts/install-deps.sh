@@ -12,7 +12,7 @@
 #                 (nsenter, unshare, ip, tc), for scripts/local-slurm.sh and
 #                 tests/integration/test_slurm*.sh; only these, not the rest
 #   --for report  opt-in: a headless Chromium, for tools/dev/check-report-browser.py and
-#                 tests/integration/test_report_browser.sh (the report as a reader sees it)
+#                 tests/integration/test_run_all_spaces.sh (the report as a reader sees it)
 #   --no-install  never install: report what is missing and exit 3
 #
 # Each need is probed directly (a command on PATH, a pkg-config module, a

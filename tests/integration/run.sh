@@ -37,8 +37,8 @@ weight() {
     test_failmalloc.sh) echo 200 ;; test_recipes.sh) echo 160 ;; test_gpu_check.sh) echo 140 ;; test_reproduce.sh) echo 130 ;;
     test_run_all_cluster.sh) echo 120 ;; test_dp_allreduce.sh) echo 115 ;; test_slurm.sh) echo 100 ;;
     test_fidelity.sh | test_bad_input.sh | test_slurm_nodes.sh | test_unit_sanitized.sh) echo 95 ;;
-    test_install.sh | test_coll_sweep.sh) echo 70 ;; test_run_all_spaces.sh | test_run_all_exit.sh) echo 62 ;;
-    test_run_all_np8.sh | test_rehearse.sh | test_report_browser.sh | test_pp_pipeline.sh) echo 52 ;;
+    test_install.sh | test_coll_sweep.sh) echo 70 ;; test_run_all_exit.sh) echo 62 ;; test_run_all_spaces.sh) echo 90 ;;
+    test_run_all_np8.sh | test_rehearse.sh | test_pp_pipeline.sh) echo 52 ;;
     test_reliability.sh | test_run_all.sh | test_golden_loop.sh | test_run_all_signals.sh | test_bounded_workloads.sh | test_golden_loop_cluster.sh) echo 42 ;;
     test_fsdp_step.sh | test_emulated_cluster.sh | test_hybrid_3d.sh | test_tp_layer.sh | test_full_disk.sh) echo 28 ;;
     test_run_all*.sh | test_coll_dtypes.sh) echo 24 ;;

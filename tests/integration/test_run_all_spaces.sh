@@ -4,9 +4,21 @@
 # Every step must run with its paths whole: exit 0, every step ok (or skipped
 # for this machine's reason), the files in place, nothing written beside them
 # under a split-off name.
+# Then the report as a person sees it, from the same whole run: its index.html
+# opened in headless Chromium (tools/dev/check-report-browser.py, over the
+# DevTools pipe): no console error, every image loaded, a screenshot 1280 pixels
+# wide; and the checker must catch what it is for, on copies of the page: an
+# image whose file is missing, an image whose data is corrupt, a console error.
+# Without Chromium (scripts/install-deps.sh --for report) that part is skipped,
+# and so is the test (exit 77) once everything else has passed. One whole quick
+# run serves both: each was a test with a run of its own.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 [ -x "$BIN/coll_sweep" ] || skip_test "$BIN is not built (make first)"
+CHECK=$ROOT/tools/dev/check-report-browser.py
+[ -n "${CHROMIUM:-}" ] || for b in chromium chromium-headless-shell chromium-browser google-chrome; do
+    command -v "$b" >/dev/null && { CHROMIUM=$b; break; }
+done
 
 # The steps a plain run plans (suite/manifest.py), however many the manifest holds.
 STEPS=$(cd "$ROOT" && python3 -c 'from suite import manifest; print(len(manifest.plan(manifest.Run(profile="quick", nranks=2))))')
@@ -57,6 +69,43 @@ missing=""
 for g in $FIGURES; do [ -s "$OUT/plots/$g.png" ] && [ -s "$OUT/plots/$g.svg" ] || missing="$missing $g"; done
 [ -z "$missing" ] && pass "every figure is drawn" || fail "figures missing:$missing"
 
+# ---- the report in a browser ----
+browser_checks() { # RUN: a whole run's results folder
+    local run=$1
+    expect_rc 0 "the quick run's index.html: no console error, every image loaded" -- \
+        python3 "$CHECK" --screenshot "$TMP/shot.png" "$run"
+    expect_in "$TMP/out" "no console errors, every image loaded" "the checker says what it checked"
+    if python3 - "$TMP/shot.png" <<'PY'
+import struct, sys
+head = open(sys.argv[1], "rb").read(24)
+assert head[:8] == b"\x89PNG\r\n\x1a\n", head[:8]
+assert struct.unpack(">II", head[16:24]) == (1280, 900), struct.unpack(">II", head[16:24])
+PY
+    then pass "screenshot: a PNG, 1280 x 900"; else fail "screenshot"; fi
+    # page_copy DEST PYTHON: the run's page copied to DEST/index.html, changed by PYTHON (on `page`).
+    page_copy() {
+        mkdir -p "$1"
+        python3 -c "import sys; page = open(sys.argv[1]).read(); $2; open(sys.argv[2], 'w').write(page)" \
+            "$run/index.html" "$1/index.html"
+    }
+    page_copy "$TMP/missing" "import re; page = re.sub(r\"src='data:image/png;base64,[^']*'\", \"src='no-such-figure.png'\", page, count=1)"
+    expect_rc 1 "an image whose file is missing is caught" -- python3 "$CHECK" "$TMP/missing"
+    expect_in "$TMP/out" "image did not load" "missing image: named"
+    page_copy "$TMP/corrupt" "page = page.replace(\"src='data:image/png;base64,iVBOR\", \"src='data:image/png;base64,AAAA\", 1)"
+    expect_rc 1 "an image whose data is corrupt is caught" -- python3 "$CHECK" "$TMP/corrupt"
+    expect_in "$TMP/out" "image did not load: Bus bandwidth" "corrupt image: named by its caption"
+    page_copy "$TMP/console" "page = page.replace('</body>', '<script>console.error(\"injected\")</script></body>')"
+    expect_rc 1 "a console error is caught" -- python3 "$CHECK" "$TMP/console"
+    expect_in "$TMP/out" "console error: injected" "console error: its text"
+    expect_rc 2 "not a results directory: usage" -- python3 "$CHECK" "$TMP/no-such-dir"
+}
+if command -v "${CHROMIUM:-chromium}" >/dev/null; then
+    export CHROMIUM
+    browser_checks "$OUT"
+else
+    echo "note: no Chromium: the report is not opened in a browser (scripts/install-deps.sh --for report installs it)"
+fi
+
 # ---- the same checkout with one benchmark that no longer compiles: make -k builds the rest, the
 # run goes on, and the build's failure is the environment's (exit 3), its log kept in the results ----
 echo '#error broken on purpose by test_run_all_spaces.sh' >>"$CO/benchmarks/tp_layer.c"
@@ -67,4 +116,6 @@ rc=$?
 expect_in "$TMP/c.err" "run_all.sh: part of the build failed" "stderr says the build failed"
 expect_in "$TMP/c.err" "run_all.sh: failed: build" "the failures name the build"
 expect_in "$TMP/broken/logs/build.log" "broken on purpose" "the build log, with the compiler's error, is in the results"
+command -v "${CHROMIUM:-chromium}" >/dev/null || { [ "$FAILS" -eq 0 ] || finish
+    skip_test "no Chromium (scripts/install-deps.sh --for report installs it): the report was not opened in a browser"; }
 finish
