@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: the unit test binaries given as arguments, then every
-# integration test; one total at the end, in the form
+# `make test`: the unit test binaries given as arguments and every integration
+# test of make test's tier; one total at the end, in the form
 # "N passed, N failed, N skipped". Exit 1 if anything failed.
 #
 # The unit tests run beside the integration tests, not before them: they take
