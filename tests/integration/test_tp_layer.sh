@@ -85,12 +85,18 @@ python3 "$TESTS_DIR/results.py" "$TMP/st.csv" "$TMP/st.json" --columns $COLS --r
     || fail "--unsharded 0 leaves the speed-up empty"
 # The slowest group is the one holding the rank a fault hook slows down (20 ms per iteration):
 # rank 1 is in group 0 of consecutive groups and in group 1 of strided ones ({1,3}), rank 2 in group 1.
+# 6 iterations: the slowed rank's 120 ms stand far above a loaded machine's descheduling (2 were
+# once not); under make sanitize's load (3x slower builds, the cluster lane beside) a run once
+# still read the other group: up to 3 runs, as test_moe_layer's ratios.
 for c in "1 1 0" "2 1 1" "1 2 1"; do
     read -r slow stride want <<<"$c"
-    # 6 iterations: the slowed rank's 120 ms stand far above a loaded machine's descheduling (2 were once not)
-    PARABENCH_TEST_SLOW=$slow expect_rc 0 "rank $slow slowed, stride $stride" -- \
-        mpi 4 "$BIN/tp_layer" -w 1 --hidden 64 --heads 4 --seq 32 -n 6 --tp 2 --tp-stride "$stride" --unsharded 0 --csv "$TMP/slow.csv"
-    got=$(grep -v '^#' "$TMP/slow.csv" | python3 -c "import csv, sys; print(*[r['slowest_group'] for r in csv.DictReader(sys.stdin)])")
+    for _ in 1 2 3; do
+        PARABENCH_TEST_SLOW=$slow expect_rc 0 "rank $slow slowed, stride $stride" -- \
+            mpi 4 "$BIN/tp_layer" -w 1 --hidden 64 --heads 4 --seq 32 -n 6 --tp 2 --tp-stride "$stride" --unsharded 0 --csv "$TMP/slow.csv"
+        got=$(grep -v '^#' "$TMP/slow.csv" | python3 -c "import csv, sys; print(*[r['slowest_group'] for r in csv.DictReader(sys.stdin)])")
+        [ "$got" = "$want" ] && break
+        echo "note: rank $slow slowed, stride $stride: slowest group '$got', expected $want; again"
+    done
     [ "$got" = "$want" ] && pass "slowest group $got: the slowed rank's (rank $slow, stride $stride)" ||
         fail "slowest group '$got' with rank $slow slowed, stride $stride; expected $want"
 done
