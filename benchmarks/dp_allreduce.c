@@ -480,7 +480,6 @@ static int probe(void *ctx, uint64_t grad_bytes, double *ratio)
     MPI_Bcast(ratio, 1, MPI_DOUBLE, 0, r->b->w.comm); /* the statistics are rank 0's: every rank must probe alike */
     double err = fabs(*ratio / r->target - 1); /* the search's own measure of nearness */
     if (err < r->best_err) r->best_err = err, r->best = w;
-    if (getenv("PB_DBG")) fprintf(stderr, "probe %llu -> %.4f\n", (unsigned long long)grad_bytes, *ratio);
     r->probes_wrong += w.wrong; /* counted whether or not its row is reported */
     return PB_OK;
 }

@@ -7,7 +7,7 @@
 # benchmarks' leaks too: tests/lsan.supp leaves out only Open MPI's own). A
 # sanitizer report exits 86 (tests/sanitizer-env.sh), a code no test expects.
 # A tier of its own (make test-sanitized, which CI runs): its second build and
-# its runs under the sanitizers are a sixth of make test's CPU.
+# its runs under the sanitizers were about a tenth of make test's CPU.
 # test-runner: sanitized
 source "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/../sanitizer-env.sh"
