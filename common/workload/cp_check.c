@@ -1,6 +1,10 @@
 /* Validation of the context-parallel step (cp.h): one step, then this
  * rank's O, dQ and its block's dK, dV against attention over the whole
- * sequence computed on the host in double from every rank's inputs. */
+ * sequence computed on the host in double from every rank's inputs. The
+ * reference is split as the ring splits the work: each rank takes its own
+ * rows (queries) against every column, and the dK, dV its rows add to every
+ * block are summed at the block's owner (a reduce-scatter), so a ring of c
+ * ranks checks in about 1/c of the time one rank would take for all rows. */
 #include "workload/cp_impl.h"
 
 #include "core/error.h"
@@ -28,11 +32,13 @@ typedef struct all_blocks {
     float *q, *d_o, *k, *v;
 } all_blocks;
 
-/* The reference for this rank: for every row of the sequence, its scores
- * against every column, the softmax, O, D = dO . O and dS; O and dQ kept for
- * this rank's rows, dK and dV summed for its block's columns. */
+/* The reference for this rank's rows: their scores against every column,
+ * the softmax, O, D = dO . O and dS; O and dQ kept, and what the rows add to
+ * dK and dV of every column summed into `part` (block r's dK at r * 2 kvn,
+ * its dV kvn after), to be summed over the ring at each block's owner. */
 typedef struct reference {
-    double *o, *dq, *dk, *dv; /* this rank's layouts */
+    double *o, *dq; /* this rank's layouts */
+    double *part;   /* c blocks of (dK, dV) contributions */
 } reference;
 
 static void reference_head(const pb_cp *f, const all_blocks *all, int64_t bi, int64_t h, reference *ref, double *p,
@@ -43,7 +49,8 @@ static void reference_head(const pb_cp *f, const all_blocks *all, int64_t bi, in
     double scale = 1.0 / sqrt((double)hd);
 #define QROW(arr, i) ((arr) + ((uint64_t)((i) / sq) * f->qn + (uint64_t)(((bi * a->heads + h) * sq + (i) % sq) * hd)))
 #define KROW(arr, j) ((arr) + ((uint64_t)((j) / sq) * f->kvn + (uint64_t)(((bi * a->kv_heads + g) * sq + (j) % sq) * hd)))
-    for (int64_t i = 0; i < s; i++) {
+#define PART(j) (ref->part + (uint64_t)((j) / sq) * 2 * f->kvn + (uint64_t)(((bi * a->kv_heads + g) * sq + (j) % sq) * hd))
+    for (int64_t i = (int64_t)f->index * sq; i < ((int64_t)f->index + 1) * sq; i++) {
         const float *qi = QROW(all->q, i), *doi = QROW(all->d_o, i);
         double mx = -INFINITY, sum = 0, d = 0;
         for (int64_t j = 0; j < s; j++) {
@@ -67,25 +74,24 @@ static void reference_head(const pb_cp *f, const all_blocks *all, int64_t bi, in
             for (int64_t e = 0; e < hd; e++) dpj += (double)doi[e] * vj[e];
             ds[j] = p[j] * (dpj - d);
         }
-        int own_row = i / sq == f->index;
         uint64_t qoff = (uint64_t)(((bi * a->heads + h) * sq + i % sq) * hd);
-        for (int64_t e = 0; own_row && e < hd; e++) {
+        for (int64_t e = 0; e < hd; e++) {
             ref->o[qoff + (uint64_t)e] = o_row[e];
             double x = 0;
             for (int64_t j = 0; j < s; j++) x += ds[j] * KROW(all->k, j)[e];
             ref->dq[qoff + (uint64_t)e] = x * scale;
         }
-        for (int64_t jj = 0; jj < sq; jj++) { /* this rank's block of columns */
-            int64_t j = (int64_t)f->index * sq + jj;
-            uint64_t koff = (uint64_t)(((bi * a->kv_heads + g) * sq + jj) * hd);
+        for (int64_t j = 0; j < s; j++) {
+            double *dk = PART(j), *dv = dk + f->kvn;
             for (int64_t e = 0; e < hd; e++) {
-                ref->dk[koff + (uint64_t)e] += ds[j] * qi[e] * scale;
-                ref->dv[koff + (uint64_t)e] += p[j] * doi[e];
+                dk[e] += ds[j] * qi[e] * scale;
+                dv[e] += p[j] * doi[e];
             }
         }
     }
 #undef QROW
 #undef KROW
+#undef PART
 }
 
 /* |x - ref| within tol (1 + |ref|): fp32 sums of a few hundred terms, or bf16 storage. */
@@ -97,11 +103,12 @@ static long long count_wrong(const float *x, const double *ref, uint64_t n, pb_d
     return bad;
 }
 
+/* Collective: the gather runs whatever the fetch did. */
 static int gather(const pb_cp *f, MPI_Comm ring, const void *src, uint64_t n, float *mine, float *all)
 {
-    PB_TRY(fetch(f, src, n, mine));
+    int status = fetch(f, src, n, mine);
     MPI_Allgather(mine, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, ring);
-    return PB_OK;
+    return status;
 }
 
 int pb_cp_validate(pb_cp *f, MPI_Comm ring, int corrupt, long long *wrong_out, long long *wrong_grads)
@@ -112,22 +119,29 @@ int pb_cp_validate(pb_cp *f, MPI_Comm ring, int corrupt, long long *wrong_out, l
     all_blocks all = {malloc(sizeof(float) * qn * c), malloc(sizeof(float) * qn * c), malloc(sizeof(float) * kvn * c),
                       malloc(sizeof(float) * kvn * c)};
     float *mine = malloc(sizeof(float) * (qn > 2 * kvn ? qn : 2 * kvn));
-    reference ref = {calloc(qn, sizeof(double)), calloc(qn, sizeof(double)), calloc(kvn, sizeof(double)),
-                     calloc(kvn, sizeof(double))};
+    reference ref = {calloc(qn, sizeof(double)), calloc(qn, sizeof(double)), calloc(2 * kvn * c, sizeof(double))};
+    double *dkv = malloc(sizeof(double) * 2 * kvn); /* this block's dK then dV, summed over the ring */
     double *rows = malloc(sizeof(double) * (2 * s + (uint64_t)f->blk.hd));
-    int status = all.q && all.d_o && all.k && all.v && mine && ref.o && ref.dq && ref.dk && ref.dv && rows
+    int status = all.q && all.d_o && all.k && all.v && mine && ref.o && ref.dq && ref.part && dkv && rows
                      ? PB_OK
                      : pb_fail(PB_ERR_ENV, "cp: out of memory for validation");
-    /* Every rank takes part in every gather, whatever its status. */
-    int st[4];
-    st[0] = gather(f, ring, f->q, qn, mine, all.q);
-    st[1] = gather(f, ring, f->d_o, qn, mine, all.d_o);
-    st[2] = gather(f, ring, f->kv_own, kvn, mine, all.k);
-    st[3] = gather(f, ring, (char *)f->kv_own + kvn * f->es, kvn, mine, all.v);
+    /* The ranks agree to go on (every buffer there) before the collectives
+     * below; each rank then takes part in every one, whatever its status. */
+    int have = status == PB_OK;
+    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, ring);
+    if (!have && status == PB_OK) status = pb_fail(PB_ERR_ENV, "cp: another rank is out of memory for validation");
+    int st[4] = {PB_OK, PB_OK, PB_OK, PB_OK};
+    if (have) {
+        st[0] = gather(f, ring, f->q, qn, mine, all.q);
+        st[1] = gather(f, ring, f->d_o, qn, mine, all.d_o);
+        st[2] = gather(f, ring, f->kv_own, kvn, mine, all.k);
+        st[3] = gather(f, ring, (char *)f->kv_own + kvn * f->es, kvn, mine, all.v);
+    }
     for (int i = 0; i < 4; i++)
         if (status == PB_OK) status = st[i];
     for (int64_t bi = 0; status == PB_OK && bi < f->blk.b; bi++)
         for (int64_t h = 0; h < f->blk.heads; h++) reference_head(f, &all, bi, h, &ref, rows, rows + s, rows + 2 * s);
+    if (have) MPI_Reduce_scatter_block(ref.part, dkv, (int)(2 * kvn), MPI_DOUBLE, MPI_SUM, ring);
     if (status == PB_OK) status = fetch(f, f->o, qn, mine);
     if (status == PB_OK) {
         if (corrupt) mine[0] += 1.0f;
@@ -138,9 +152,8 @@ int pb_cp_validate(pb_cp *f, MPI_Comm ring, int corrupt, long long *wrong_out, l
         *wrong_grads = count_wrong(mine, ref.dq, qn, f->blk.t);
         status = fetch(f, pb_cp_impl_result_dkv(f), 2 * kvn, mine);
     }
-    if (status == PB_OK)
-        *wrong_grads += count_wrong(mine, ref.dk, kvn, f->blk.t) + count_wrong(mine + kvn, ref.dv, kvn, f->blk.t);
+    if (status == PB_OK) *wrong_grads += count_wrong(mine, dkv, 2 * kvn, f->blk.t);
     free(all.q), free(all.d_o), free(all.k), free(all.v), free(mine);
-    free(ref.o), free(ref.dq), free(ref.dk), free(ref.dv), free(rows);
+    free(ref.o), free(ref.dq), free(ref.part), free(dkv), free(rows);
     return status;
 }
