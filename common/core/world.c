@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/faults.h"
+#include "core/progress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@ static void emulate_nodes(pb_world *w)
 int pb_world_init(int *argc, char ***argv, int thread_level, pb_world *w)
 {
     memset(w, 0, sizeof *w);
+    pb_progress_choose(thread_level == MPI_THREAD_MULTIPLE); /* MPI reads its parameters as it starts */
     if (MPI_Init_thread(argc, argv, thread_level, &w->thread_level) != MPI_SUCCESS)
         return pb_fail(PB_ERR_ENV, "MPI_Init_thread failed");
     MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);

@@ -3,6 +3,7 @@
 #include "backend/gpu.h"
 #include "core/error.h"
 #include "core/escape.h"
+#include "core/progress.h"
 #include "core/topo.h"
 #include "core/version.h"
 
@@ -97,6 +98,7 @@ int pb_meta_collect(const pb_world *w, const pb_comm_backend *b, int argc, char 
         /* NVLS (NVSwitch multicast) takes objects a switch has few of per communicator (comm_count.h) */
         const char *nvls = getenv("NCCL_NVLS_ENABLE");
         cJSON_AddStringToObject(meta, "nccl_nvls_enable", nvls ? nvls : "unset");
+        cJSON_AddStringToObject(meta, "mpi_yield_when_idle", pb_progress_yield());
         cJSON_AddNumberToObject(meta, "nranks", w->size);
         cJSON_AddNumberToObject(meta, "nnodes", w->nnodes);
         add_hosts(meta, w);

@@ -4,7 +4,7 @@
 # to them). Run on an idle machine after `make CUDA=0 all`; takes a few minutes.
 #   tools/dev/measure-docs.sh [NAME...]   (default: all of them)
 # NAMEs: compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d (both need root
-# and network namespaces) shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
+# and network namespaces) beyond-3d-fit overlap-yield shapes (the shapes and dry-run bounds; no run) reproduce (a default-profile run_all.sh --reproduce). Exit: 1 if a recording failed, 3 no build.
 set -u
 cd "$(dirname "$0")/../.." || exit 3
 B=build/bin
@@ -102,12 +102,16 @@ emulated_cluster() {
 beyond_3d_fit() {
     rec beyond-3d-fit tools/dev/beyond-3d-fit.sh
 }
+# The overlapped rows with Open MPI's waits spinning and yielding (docs/METRICS.md).
+overlap_yield() {
+    rec overlap-yield tools/dev/overlap-yield.sh
+}
 # fsdp_step, cp_attention and moe_layer on 4 emulated nodes of 2 (root, network namespaces).
 emulated_beyond_3d() {
     rec emulated-beyond-3d tools/dev/emulated-beyond-3d.sh
 }
 
-names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d beyond-3d-fit shapes reproduce}
+names=${*:-compute dp_allreduce pp_pipeline hybrid_3d fsdp_step cp_attention moe_layer plan this-machine emulated-cluster emulated-beyond-3d beyond-3d-fit overlap-yield shapes reproduce}
 for n in $names; do
     case $n in
     compute | dp_allreduce | pp_pipeline | hybrid_3d | fsdp_step | cp_attention | moe_layer | plan | shapes | reproduce) $n ;;
@@ -115,6 +119,7 @@ for n in $names; do
     emulated-cluster) emulated_cluster ;;
     emulated-beyond-3d) emulated_beyond_3d ;;
     beyond-3d-fit) beyond_3d_fit ;;
+    overlap-yield) overlap_yield ;;
     *) echo "measure-docs: unknown NAME '$n'" >&2; exit 2 ;;
     esac
 done
