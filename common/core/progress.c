@@ -37,6 +37,7 @@ static int allowed_cpus(void)
 void pb_progress_choose(int comm_thread)
 {
     const char *user = getenv("OMPI_MCA_mpi_yield_when_idle");
+    snprintf(decision, sizeof decision, "unset");
     if (user) {
         snprintf(decision, sizeof decision, "%.40s (set by the user)", user);
         return;

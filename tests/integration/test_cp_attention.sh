@@ -60,11 +60,12 @@ consistent "$TMP/g.csv" && pass "GQA: columns consistent" || fail "GQA: columns"
 # it the host waits at least 3 x 20 ms per layer (the forward exchange, the
 # backward one and the accumulators' last transfer home); with it only the
 # last one stays exposed. A 768-token block makes each block's attention
-# longer than a delayed exchange. MPI's waits yield the core to the compute
-# (2 ranks, 2 threads each, on a small machine). The exposed times come from
+# longer than a delayed exchange. On a machine of fewer than 4 processors the
+# benchmark makes MPI's waits yield the core to the compute (2 ranks, 2
+# threads each; checked below). The exposed times come from
 # two phases each, which other load moves: up to 3 runs, the first that holds.
 overlap_holds() {
-    mpi 2 -x PARABENCH_TEST_SLOW=1 -x OMPI_MCA_mpi_yield_when_idle=1 "$BIN/cp_attention" --layers 2 --seq 1536 \
+    mpi 2 -x PARABENCH_TEST_SLOW=1 "$BIN/cp_attention" --layers 2 --seq 1536 \
         -n 2 -w 1 --csv "$TMP/slow.csv" >/dev/null 2>&1 || { echo "cp_attention failed"; return 1; }
     python3 - "$TMP/slow.csv" <<'PY'
 import csv, sys
@@ -77,6 +78,19 @@ PY
 held=0
 for _ in 1 2 3; do overlap_holds >"$TMP/verdict" && { held=1; break; }; done
 [ "$held" = 1 ] && pass "overlap: $(cat "$TMP/verdict")" || fail "overlap (3 runs, the last): $(cat "$TMP/verdict")"
+
+# Open MPI's waits yield where a rank's communication thread shares its processors
+# (fewer than 2 a rank: 2 unbound ranks here), never in a sweep, and a user's value is kept.
+yield_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["meta"]["mpi_yield_when_idle"])' "$1"; }
+want="unset"; [ "$(nproc)" -lt 4 ] && want="1 (set: "
+case "$(yield_of "$TMP/r2.json")" in "$want"*) pass "2 ranks on $(nproc) processors: mpi_yield_when_idle $want" ;;
+    *) fail "2 ranks on $(nproc) processors: mpi_yield_when_idle is '$(yield_of "$TMP/r2.json")', expected '$want...'" ;; esac
+mpi 2 -x OMPI_MCA_mpi_yield_when_idle=0 "$BIN/cp_attention" "${SMALL[@]}" --json "$TMP/user.json" >/dev/null 2>&1
+[ "$(yield_of "$TMP/user.json")" = "0 (set by the user)" ] && pass "the user's mpi_yield_when_idle is kept" ||
+    fail "the user's value: '$(yield_of "$TMP/user.json")'"
+mpi 2 "$BIN/coll_sweep" -b 8 -e 8 -n 1 -w 0 --json "$TMP/sweep.json" >/dev/null 2>&1
+[ "$(yield_of "$TMP/sweep.json")" = unset ] && pass "a sweep (no communication thread) leaves it unset" ||
+    fail "coll_sweep: mpi_yield_when_idle '$(yield_of "$TMP/sweep.json")'"
 
 expect_rc 1 "a corrupted output exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/cp_attention" "${SMALL[@]}" -c 1 --overlap on
