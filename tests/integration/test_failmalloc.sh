@@ -11,6 +11,9 @@
 # failure changed. An MPI benchmark, pp_pipeline, is swept on a sample of its
 # allocations on each of two ranks, and its trace gather whole (below).
 source "$(dirname "$0")/lib.sh"
+# Ranks left waiting on a peer that failed, hung or was stopped (on purpose here) yield
+# their processor to the other tests instead of spinning on it until the job ends.
+export OMPI_MCA_mpi_yield_when_idle=1
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 # AddressSanitizer (make sanitize) interposes malloc itself and insists on coming first:
 # the injector cannot stand before it. The sweep runs in the plain build (make test).

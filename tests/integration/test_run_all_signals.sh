@@ -14,6 +14,9 @@
 # meta.json. Last, SIGKILL to run_all, which no handler sees: the step's processes
 # must still end within seconds (suite/guard.py), not run on to the step limit.
 source "$(dirname "$0")/lib.sh"
+# Ranks left waiting on a peer that failed, hung or was stopped (on purpose here) yield
+# their processor to the other tests instead of spinning on it until the job ends.
+export OMPI_MCA_mpi_yield_when_idle=1
 ROOT=$(cd "$TESTS_DIR/../.." && pwd)
 [ -x "$BIN/coll_sweep" ] && [ -x "$BIN/p2p_sweep" ] || skip_test "$BIN is not built (make first)"
 # Job control: a background job of a non-interactive shell starts with SIGINT ignored,

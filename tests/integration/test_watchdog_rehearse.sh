@@ -7,6 +7,9 @@
 # thread makes no MPI call (no MPI_Abort: each rank ends itself with
 # _exit(4), which mpirun reports as a process's exit code).
 source "$(dirname "$0")/lib.sh"
+# Ranks left waiting on a peer that failed, hung or was stopped (on purpose here) yield
+# their processor to the other tests instead of spinning on it until the job ends.
+export OMPI_MCA_mpi_yield_when_idle=1
 
 # hang NP SITE:RANK ARGS...: the binary under mpirun with that hang, bounded by
 # `timeout` far beyond what the watchdog needs; $TMP/secs gets the wall time.
