@@ -4,8 +4,10 @@
 # naming what is stuck; a rank that dies ends the job and leaves the rows
 # already measured on disk, well formed; Ctrl-C leaves no stray processes.
 source "$(dirname "$0")/lib.sh"
-# Ranks left waiting on a peer that failed, hung or was stopped (on purpose here) yield
-# their processor to the other tests instead of spinning on it until the job ends.
+# The hangs' ranks, left waiting on a peer that skipped (on purpose), yield their processor
+# to the other tests instead of spinning on it until the watchdog fires. Only theirs: the
+# runs after them measure, and yielding under load makes a loop's rate (and so the count
+# a capped size chooses) erratic.
 export OMPI_MCA_mpi_yield_when_idle=1
 
 # ---- hang: rank 1 skips its collectives, the watchdog fires ----
@@ -53,6 +55,8 @@ grep -qE "TIMEOUT: rank 0 .*, timed iteration 0, phase validate\." "$TMP/err" &&
     ! grep -q "TIMEOUT: rank 1 " "$TMP/err" &&
     pass "ranks 0 and 2 stuck in validate at iteration 0, rank 1 silent" ||
     { fail "the collective's validation hang:"; grep TIMEOUT "$TMP/err" | sed 's/^/  | /' >&2; }
+unset OMPI_MCA_mpi_yield_when_idle
+
 # The other side: a run longer than --timeout whose operations all complete is not a hang.
 # A size capped at 3 s of ten million iterations runs 3 s, progressing all along, under --timeout 1
 # (a million 8-byte all-reduces can finish in under 2 s, before the cap binds).
