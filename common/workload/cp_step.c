@@ -34,9 +34,16 @@ void pb_cp_bytes(const pb_cp_config *cfg, uint64_t *engine_bytes, uint64_t *host
     uint64_t e = pb_mem_add(pb_mem_mul(4, q), pb_mem_mul(6, kv)); /* q o dO dQ; own, 2 ring, 2 acc, dkv */
     e = pb_mem_add(pb_mem_add(e, pb_mem_mul(2, sc)), pb_mem_mul(rows, 2 * sizeof(float)));
     *engine_bytes = pb_staging_needed(cfg->eng, cfg->be) ? pb_mem_add(e, pb_mem_mul(4, kv)) : e;
-    /* Validation: every rank's Q, dO, K and V in fp32, and this rank's results. */
-    uint64_t all = pb_mem_mul((uint64_t)c, pb_mem_add(pb_mem_mul(2, q), kv));
-    *host_bytes = pb_mem_mul(pb_mem_add(all, pb_mem_add(pb_mem_mul(2, q), pb_mem_mul(2, kv))), 4 / es + 1);
+    /* Validation (cp_check.c's buffers): in fp32 every rank's Q, dO, K and V
+     * and one of this rank's results; in double its reference O and dQ, what
+     * its rows add to every block's dK and dV, its own block's sum of them,
+     * and a row's scores. */
+    uint64_t qn = q / es, kvn = kv / (2 * es), C = (uint64_t)c;
+    uint64_t q2 = pb_mem_mul(2, qn), kv2 = pb_mem_mul(2, kvn);
+    uint64_t floats = pb_mem_add(pb_mem_mul(C, pb_mem_add(q2, kv2)), qn > kv2 ? qn : kv2);
+    uint64_t doubles = pb_mem_add(pb_mem_add(q2, pb_mem_mul(pb_mem_add(C, 1), kv2)),
+                                  pb_mem_add(pb_mem_mul(2, (uint64_t)cfg->seq), (uint64_t)a.hd));
+    *host_bytes = pb_mem_add(pb_mem_mul(floats, sizeof(float)), pb_mem_mul(doubles, sizeof(double)));
 }
 
 static void *half(void *kv, const pb_cp *f) { return (char *)kv + f->kvn * f->es; } /* V in [K | V] */

@@ -10,6 +10,7 @@
 
 #include "core/progress.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,18 @@ static void choose(void **state)
     assert_string_equal(getenv(var), "1");
     assert_non_null(strstr(pb_progress_yield(), "1 (set: "));
     assert_non_null(strstr(pb_progress_yield(), "for its compute and its communication thread)"));
+    /* a thread, and this node's one rank: set only if this process may run on fewer than 2 processors */
+    unsetenv(var);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    pb_progress_choose(1);
+    if (CPU_COUNT(&set) >= 2) {
+        assert_null(getenv(var));
+        assert_string_equal(pb_progress_yield(), "unset");
+    } else {
+        assert_non_null(getenv(var));
+    }
     /* Slurm's "2(x4)" when mpirun's count is missing: its leading count */
     unsetenv(var);
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
