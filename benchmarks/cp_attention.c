@@ -27,16 +27,36 @@ typedef struct cp_opts {
     pb_workload_opts work;
     int overlap[PB_CP_OVERLAP_COUNT], noverlap; /* in the order given */
     int cp;                                     /* --cp: ranks per ring; 0 = every rank */
+    int64_t check_rows;                         /* --check-rows: PB_CP_CHECK_AUTO, _ALL or N */
 } cp_opts;
 
-enum { O_CP, O_OVERLAP };
+enum { O_CP, O_OVERLAP, O_CHECK_ROWS };
 
 static const pb_options_opt own_opts[] = {
     {"cp", 0, "C", "ranks of a CP group (a ring); it must divide the ranks and the sequence (default: every rank)",
      O_CP},
     {"overlap", 0, "MODE", "on (each step's exchange runs under the block's attention), off (exchange, wait, then "
                            "attention), or off,on (default)", O_OVERLAP},
+    {"check-rows", 0, "ROWS", "what -c 1 checks: all (O, dQ, dK and dV of every row), N (O and dQ of N rows of each "
+                              "block a head, spread evenly; dK and dV unchecked), or auto (default: all while the "
+                              "host reference stays within 2^33 row-key-dim products a rank, else as many rows as fit)",
+     O_CHECK_ROWS},
 };
+
+#define CHECK_ROWS_MAX (1 << 30)
+
+static int parse_check_rows(const char *option, const char *arg, int64_t *out)
+{
+    long long v = 0;
+    if (arg && strcmp(arg, "auto") == 0) *out = PB_CP_CHECK_AUTO;
+    else if (arg && strcmp(arg, "all") == 0) *out = PB_CP_CHECK_ALL;
+    else if (arg && !pb_parse_decimal_problem(arg, 0) && (v = strtoll(arg, NULL, 10)) >= 1 && v <= CHECK_ROWS_MAX)
+        *out = v;
+    else
+        return pb_error_usage(option, "'%s' is not accepted; expected auto, all or a number of rows in [1, %d]",
+                              arg ? arg : "", CHECK_ROWS_MAX);
+    return PB_OK;
+}
 
 static const char *const overlap_names[] = {"off", "on", NULL}; /* pb_cp_overlap order */
 
@@ -47,6 +67,7 @@ static int handle(void *ctx, int id, const char *option, const char *arg)
     switch (id) {
     case O_CP: PB_TRY(pb_parse_int(option, arg, 1, 1 << 20, &v)); o->cp = (int)v; return PB_OK;
     case O_OVERLAP: return pb_parse_choice_list(option, arg, overlap_names, 0, o->overlap, &o->noverlap);
+    case O_CHECK_ROWS: return parse_check_rows(option, arg, &o->check_rows);
     default: return pb_error_usage(option, "not handled");
     }
 }
@@ -123,6 +144,7 @@ typedef struct run_ctx {
     cp_opts *o;
     const pb_compute *eng;
     int c, groups, group, index;
+    int64_t check_rows; /* validation's rows of a block a head (pb_cp_check_rows) */
     MPI_Comm ring_mpi;
     pb_comm *ring;
     const char *link;
@@ -172,7 +194,8 @@ static pb_cp_config config_of(const run_ctx *r, pb_cp_overlap ov)
     return (pb_cp_config){.eng = r->eng, .be = r->b->be, .ring = r->ring, .b = m->micro_batch, .seq = m->seq,
                           .heads = m->heads, .kv_heads = m->kv_heads, .head_dim = m->hidden / m->heads,
                           .dtype = r->o->work.compute_dtype, .layers = m->layers, .seed = r->o->work.seed,
-                          .group = r->group, .rank = r->b->w.rank, .overlap = ov};
+                          .group = r->group, .rank = r->b->w.rank, .overlap = ov,
+                          .check_rows = r->check_rows};
 }
 
 static int memory_check(const run_ctx *r, const pb_cp_config *cc)
@@ -301,6 +324,8 @@ static int validate_opts(pb_bench *b, cp_opts *o, run_ctx *r)
     PB_TRY(pb_cp_group_of(b->w.size, r->c, b->w.rank, &r->group, &r->index));
     r->groups = b->w.size / r->c;
     PB_TRY(pb_cp_check_seq(o->work.model.seq, r->c));
+    const pb_presets_model *m = &o->work.model;
+    r->check_rows = pb_cp_check_rows(m->micro_batch, m->heads, m->seq, r->c, m->hidden / m->heads, o->check_rows);
     pb_layer_shape sh = pb_workload_opts_layer_shape(&o->work, o->work.model.hidden, o->work.model.seq, 1, 0);
     return pb_layer_shape_check(&sh);
 }
@@ -319,6 +344,24 @@ static int place(run_ctx *r)
     return PB_OK;
 }
 
+/* What -c 1 compares: every row's results, or a sample of rows' O and dQ. */
+static const char *checked_what(const run_ctx *r)
+{
+    static char what[320];
+    int64_t rows = r->o->work.model.seq / r->c;
+    if (r->check_rows >= rows)
+        return "O, dQ, dK and dV against attention over the whole sequence on the host, in double";
+    const pb_presets_model *m = &r->o->work.model;
+    int64_t hd = m->hidden / m->heads;
+    double full = (double)m->micro_batch * (double)m->heads * (double)m->seq * (double)hd * (double)rows;
+    snprintf(what, sizeof what, "O and dQ of %lld of each block's %lld rows a head against attention over the whole "
+             "sequence on the host, in double; dK and dV not checked (%s: checking every row is %.3g row-key-dim "
+             "products a rank)", (long long)r->check_rows, (long long)rows,
+             r->o->check_rows == PB_CP_CHECK_AUTO ? "--check-rows auto, over its budget of 2^33" : "--check-rows",
+             full);
+    return what;
+}
+
 static void notes(run_ctx *r)
 {
     if (!r->b->rep) return;
@@ -335,12 +378,13 @@ static void notes(run_ctx *r)
                        ? "exchanges on the communication stream, ordered against compute by CUDA events"
                        : "overlap on runs the exchanges on a communication thread (MPI_THREAD_MULTIPLE); "
                          "overlap off runs each one to completion before the block's attention");
+    if (r->o->common.check) pb_report_note(r->b->rep, "validation (-c 1): %s", checked_what(r));
     pb_report_header(r->b->rep);
 }
 
 int main(int argc, char **argv)
 {
-    cp_opts o = {0};
+    cp_opts o = {.check_rows = PB_CP_CHECK_AUTO};
     pb_options_defaults(&o.common);
     o.common.iters = 10, o.common.warmup = 2;
     pb_workload_opts_defaults(&o.work, "tiny");
@@ -376,8 +420,7 @@ int main(int argc, char **argv)
         if (status == PB_OK) pb_bench_note_load(&b, &start);
         if (b.rep && status == PB_OK && o.common.check) {
             printf("#\n");
-            pb_bench_note_wrong(b.rep, wrong, "O, dQ, dK and dV against attention over the whole sequence on the "
-                                              "host, in double");
+            pb_bench_note_wrong(b.rep, wrong, checked_what(&r));
         }
     }
     free(r.samples);

@@ -50,6 +50,7 @@ ROLES = (INTRA, DP, TP, PP, GRID, FSDP, CP, EP)
 MOE_MODEL_GPU, MOE_MODEL_CPU = "olmoe-1b-7b", "tiny-moe"
 MOE_SKEWS = "uniform,2"  # the router's load: even, and the most loaded expert at twice the mean
 CP_MAX = 8  # a CP ring inside a node: the GPUs of one
+CP_CHECK_BUDGET = 2 ** 33  # row-key-dim products of cp_attention's -c 1 reference a rank (PB_CP_CHECK_BUDGET)
 FSDP_MIN_LAYERS = 2  # prefetch overlaps a layer's compute with the next layer's gather: one layer has no next
 
 
@@ -365,6 +366,23 @@ def cp_memory(m, c, seq, es):
     return 4 * q + 6 * kv + 2 * rows * (seq // c) * es + rows * 8
 
 
+def cp_check_rows(m, c, seq):
+    """Rows of each block a head that cp_attention -c 1 checks under --check-rows auto (pb_cp_check_rows):
+    every one while the host reference stays within its budget, else as many as fit, at least 1."""
+    per_row = m["micro_batch"] * m["heads"] * seq * (m["hidden"] // m["heads"])
+    return max(1, min(seq // c, CP_CHECK_BUDGET // per_row))
+
+
+def _cp_check(m, c, seq):
+    """What -c 1 checks at this size, said only where it is not every row."""
+    rows, n = seq // c, cp_check_rows(m, c, seq)
+    if n == rows:
+        return ""
+    every = m["micro_batch"] * m["heads"] * seq * (m["hidden"] // m["heads"]) * rows
+    return ("; -c 1 checks O and dQ of %d of each block's %d rows a head, not dK and dV (every row would take "
+            "%.2g row-key-dim products a rank on the host)" % (n, rows, every))
+
+
 def _cp(m, ranks, sizes, where, cap_layers, es, memory):
     """cp_attention: a ring of c ranks inside every node (c the largest up to CP_MAX dividing every node's
     ranks), over a sequence c times the model's, so that each rank holds a block of the model's own
@@ -384,8 +402,8 @@ def _cp(m, ranks, sizes, where, cap_layers, es, memory):
     block = 2 * m["micro_batch"] * m["seq"] * m["kv_heads"] * hd * es
     return _shape(CP, ["--cp", c, "--seq", seq, "--layers", cap_layers],
                   "rings of %d consecutive ranks inside each node over %d tokens, %d a rank (the model's s); %s a "
-                  "K/V block, the attention of %s, overlap off and on (%s)" % (c, seq, m["seq"], _mib(block),
-                                                                              _n(cap_layers, "layer"), where),
+                  "K/V block, the attention of %s, overlap off and on (%s)%s" % (
+                      c, seq, m["seq"], _mib(block), _n(cap_layers, "layer"), where, _cp_check(m, c, seq)),
                   sizes={"cp_block": block, "memory": need})
 
 

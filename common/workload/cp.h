@@ -46,6 +46,19 @@ int pb_cp_group_of(int world, int c, int rank, int *group, int *index);
 /* PB_ERR_USAGE naming --cp when c does not divide the sequence. */
 int pb_cp_check_seq(int64_t seq, int c);
 
+/* Validation's work bound: the host reference in double costs b * heads *
+ * s * head_dim row-key-dim products per query row it covers, about 6 ns each
+ * on one CPU core; 2^33 of them (about a minute) a rank checks every row. */
+#define PB_CP_CHECK_BUDGET 8589934592.0
+#define PB_CP_CHECK_AUTO (-1) /* --check-rows auto: every row within the budget, else as many as fit */
+#define PB_CP_CHECK_ALL 0     /* --check-rows all */
+/* Rows of each block a head that validation checks, for a request of
+ * PB_CP_CHECK_AUTO, PB_CP_CHECK_ALL or N > 0: from 1 to the block's s/c rows,
+ * s/c meaning every row (and then dK and dV too). */
+int64_t pb_cp_check_rows(int64_t b, int64_t heads, int64_t seq, int c, int64_t head_dim, int64_t request);
+/* Row k of the n a block's head checks: spread evenly, row 0 first. */
+int64_t pb_cp_check_row(int64_t k, int64_t n, int64_t block_rows);
+
 /* The block (its owner's index) rank `index` of c holds at step k, forward
  * and backward alike: index - k mod c. */
 int pb_cp_block_at(int c, int index, int step);
@@ -81,6 +94,7 @@ typedef struct pb_cp_config {
     int group;                /* which CP group: seeds its inputs */
     int rank;                 /* world rank: the tests' slow hook */
     pb_cp_overlap overlap;
+    int64_t check_rows;       /* validation: rows of the block a head (pb_cp_check_rows); 0 = every row */
 } pb_cp_config;
 
 /* What the last step (or pb_cp_comm) took on this rank. */
@@ -108,9 +122,11 @@ void pb_cp_last_timing(const pb_cp *f, pb_cp_timing *out);
 /* One step with checks (collective over `ring`, the CP group's ranks): this
  * rank's output O, its dQ and its block's dK and dV (home after the ring)
  * against attention over the whole sequence computed on the host in double
- * from every rank's Q, K, V and dO. *wrong_out counts O's elements off by
- * more than the tolerance, *wrong_grads dQ's, dK's and dV's. `corrupt`: this
- * rank falsifies one element of O (fault injection). */
+ * from every rank's Q, K, V and dO. With cfg.check_rows under the block's
+ * rows, only O and dQ of those rows of each head are checked (dK and dV sum
+ * over every row). *wrong_out counts O's elements off by more than the
+ * tolerance, *wrong_grads dQ's, dK's and dV's. `corrupt`: this rank
+ * falsifies one element of O, and of dV where dV is checked (fault injection). */
 int pb_cp_validate(pb_cp *f, MPI_Comm ring, int corrupt, long long *wrong_out, long long *wrong_grads);
 
 #endif

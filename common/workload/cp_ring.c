@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 
+#include <math.h>
+
 int pb_cp_group_of(int world, int c, int rank, int *group, int *index)
 {
     if (c < 1) return pb_error_usage("--cp", "a CP group of %d ranks; expected at least 1", c);
@@ -21,6 +23,18 @@ int pb_cp_check_seq(int64_t seq, int c)
                               c, (long long)seq);
     return PB_OK;
 }
+
+int64_t pb_cp_check_rows(int64_t b, int64_t heads, int64_t seq, int c, int64_t head_dim, int64_t request)
+{
+    int64_t rows = seq / c;
+    if (request == PB_CP_CHECK_ALL) return rows;
+    if (request > 0) return request < rows ? request : rows;
+    double per_row = (double)b * (double)heads * (double)seq * (double)head_dim;
+    double fit = floor(PB_CP_CHECK_BUDGET / per_row);
+    return fit >= (double)rows ? rows : fit < 1 ? 1 : (int64_t)fit;
+}
+
+int64_t pb_cp_check_row(int64_t k, int64_t n, int64_t block_rows) { return k * block_rows / n; }
 
 int pb_cp_block_at(int c, int index, int step) { return ((index - step) % c + c) % c; }
 

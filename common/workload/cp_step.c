@@ -34,14 +34,15 @@ void pb_cp_bytes(const pb_cp_config *cfg, uint64_t *engine_bytes, uint64_t *host
     uint64_t e = pb_mem_add(pb_mem_mul(4, q), pb_mem_mul(6, kv)); /* q o dO dQ; own, 2 ring, 2 acc, dkv */
     e = pb_mem_add(pb_mem_add(e, pb_mem_mul(2, sc)), pb_mem_mul(rows, 2 * sizeof(float)));
     *engine_bytes = pb_staging_needed(cfg->eng, cfg->be) ? pb_mem_add(e, pb_mem_mul(4, kv)) : e;
-    /* Validation (cp_check.c's buffers): in fp32 every rank's Q, dO, K and V
-     * and one of this rank's results; in double its reference O and dQ, what
-     * its rows add to every block's dK and dV, its own block's sum of them,
-     * and a row's scores. */
+    /* Validation (cp_check.c's buffers): in fp32 this rank's Q and dO, every
+     * rank's K and V and one of this rank's results; in double its reference
+     * O and dQ and a row's scores, and when every row is checked what its rows
+     * add to every block's dK and dV and its own block's sum of them. */
     uint64_t qn = q / es, kvn = kv / (2 * es), C = (uint64_t)c;
     uint64_t q2 = pb_mem_mul(2, qn), kv2 = pb_mem_mul(2, kvn);
-    uint64_t floats = pb_mem_add(pb_mem_mul(C, pb_mem_add(q2, kv2)), qn > kv2 ? qn : kv2);
-    uint64_t doubles = pb_mem_add(pb_mem_add(q2, pb_mem_mul(pb_mem_add(C, 1), kv2)),
+    int every_row = cfg->check_rows <= 0 || cfg->check_rows >= a.sq;
+    uint64_t floats = pb_mem_add(pb_mem_add(q2, pb_mem_mul(C, kv2)), qn > kv2 ? qn : kv2);
+    uint64_t doubles = pb_mem_add(pb_mem_add(q2, every_row ? pb_mem_mul(pb_mem_add(C, 1), kv2) : 0),
                                   pb_mem_add(pb_mem_mul(2, (uint64_t)cfg->seq), (uint64_t)a.hd));
     *host_bytes = pb_mem_add(pb_mem_mul(floats, sizeof(float)), pb_mem_mul(doubles, sizeof(double)));
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cp_attention under mpirun at 2, 4 and 8 ranks: O, dQ, dK and dV of every
 # rank validated against attention over the whole sequence (-c 1, 0 wrong),
+# or O and dQ of a sample of rows (--check-rows N),
 # grouped-query attention on 2 rings, the derived columns consistent with the
 # measured ones and the planner's step wired to them; overlap hiding a slow
 # rank's exchanges (PARABENCH_TEST_SLOW: each of its exchanges starts 20 ms
@@ -52,8 +53,8 @@ done
 
 expect_rc 0 "4 ranks, 2 rings of 2, grouped-query attention, 2 sequences" -- \
     mpi 4 "$BIN/cp_attention" --model tiny-gqa --layers 2 --seq 32 --cp 2 --micro-batch 2 -n 1 -w 0 -c 1 \
-    --csv "$TMP/g.csv"
-expect_in "$TMP/out" "wrong values: 0 OK" "GQA: 16 query heads on 8 KV heads, each ring validated"
+    --check-rows all --csv "$TMP/g.csv"
+expect_in "$TMP/out" "wrong values: 0 OK (O, dQ, dK and dV" "GQA: 16 query heads on 8 KV heads, each ring validated"
 expect_in "$TMP/out" "2 rings of 2 ranks" "GQA: the rings note"
 consistent "$TMP/g.csv" && pass "GQA: columns consistent" || fail "GQA: columns"
 
@@ -95,7 +96,26 @@ mpi 2 "$BIN/coll_sweep" -b 8 -e 8 -n 1 -w 0 --json "$TMP/sweep.json" >/dev/null 
 
 expect_rc 1 "a corrupted output exits 1" -- \
     mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/cp_attention" "${SMALL[@]}" -c 1 --overlap on
-expect_in "$TMP/out" "wrong values: 1 FAILED" "and is counted once"
+expect_in "$TMP/out" "wrong values: 2 FAILED" "an element of O and one of dV, each counted once"
+
+# A sample of rows (--check-rows N; what auto does where every row would take too long on the
+# host, test_cp pins where): O and dQ of those rows checked, said in the header and the footer,
+# a corrupted element of row 0 caught.
+expect_rc 0 "4 ranks, --check-rows 3: O and dQ of 3 rows of each block a head" -- \
+    mpi 4 "$BIN/cp_attention" --model tiny-gqa --layers 1 --seq 64 --cp 4 -n 1 -w 0 -c 1 --check-rows 3 \
+    --json "$TMP/rows.json"
+expect_in "$TMP/out" "# validation (-c 1): O and dQ of 3 of each block's 16 rows a head" "sampled rows: the header says so"
+expect_in "$TMP/out" "wrong values: 0 OK (O and dQ of 3 of each block's 16 rows a head" "sampled rows: 0 wrong"
+expect_in "$TMP/out" "dK and dV not checked (--check-rows:" "sampled rows: dK, dV said unchecked"
+python3 -c 'import json, sys; n = json.load(open(sys.argv[1]))["notes"]; sys.exit(not any("O and dQ of 3 of" in x for x in n))' \
+    "$TMP/rows.json" && pass "sampled rows: the JSON notes say so" || fail "sampled rows: not in the JSON notes"
+expect_rc 1 "--check-rows 3: a corrupted output exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/cp_attention" "${SMALL[@]}" -c 1 --overlap on --check-rows 3
+expect_in "$TMP/out" "wrong values: 1 FAILED" "O's element counted once (dV is not checked)"
+for bad in 0 some; do
+    expect_rc 2 "--check-rows $bad" -- mpi 2 "$BIN/cp_attention" "${SMALL[@]}" --check-rows $bad
+    expect_in "$TMP/err" "option --check-rows: '$bad' is not accepted; expected auto, all or a number of rows" "names the option"
+done
 
 expect_rc 2 "a ring that does not divide the ranks" -- mpi 4 "$BIN/cp_attention" "${SMALL[@]}" --cp 3
 expect_in "$TMP/err" "option --cp: a CP group of 3 ranks does not divide the 4 ranks" "names the option"

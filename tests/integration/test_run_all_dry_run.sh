@@ -45,6 +45,10 @@ expect_rc 0 "--dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100
     env BUILD="$BUILD" "$RA" --dry-run --np 1024 --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --backend nccl
 expect_in "$TMP/out" "    p2p matrix: sampled pairs above 64 ranks (--matrix-pairs all for every pair): 141 rounds instead of 1023: every node pair's rails, a cross-rail shift in each of the first 7 node rounds, every pair inside a node; up to 141 peers a rank: NCCL connection buffers expected 2.20 GiB a rank (16 MiB a peer; an expectation, not measured)" \
     "the matrix's line: sampled, its rounds and the NCCL memory a rank"
+# cp_attention's -c 1 at llama3-70b over 65536 tokens: checking every row would take hours on the
+# host, so its shape says that a bounded sample of rows is checked (pb_cp_check_rows; test_cp pins 16).
+expect_in "$TMP/out" "; -c 1 checks O and dQ of 16 of each block's 8192 rows a head, not dK and dV" \
+    "cp_attention at GPU size: its check is a bounded sample of rows, said in its shape"
 expect_rc 0 "--dry-run --np 64 --ranks-per-node 8" -- env BUILD="$BUILD" "$RA" --dry-run --quick --np 64 --ranks-per-node 8
 expect_in "$TMP/out" "    p2p matrix: every pair, 63 rounds; up to 63 peers a rank" "64 ranks: every pair"
 

@@ -113,6 +113,29 @@ static void test_block_bytes_and_groups(void **state)
     assert_int_equal(pb_cp_check_seq(128, 3), PB_ERR_USAGE);
 }
 
+/* Validation's rows: every row within the budget, else as many as fit (at
+ * least 1), a request clamped to the block; rows spread from row 0. */
+static void test_check_rows(void **state)
+{
+    (void)state;
+    /* run_all's CPU shapes: tiny at 2 x 128 tokens, tiny-gqa at 8 x 128: every row */
+    assert_int_equal(pb_cp_check_rows(1, 4, 256, 2, 16, PB_CP_CHECK_AUTO), 128);
+    /* llama3-70b at 65536 tokens on 8: 64 heads x 65536 x 128 = 2^29 a row, 2^33 fit 16 of 8192 */
+    assert_int_equal(pb_cp_check_rows(1, 64, 65536, 8, 128, PB_CP_CHECK_AUTO), 16);
+    /* one row over: 2^33 / (2^33 + 1) products a row rounds down to 0, kept at 1 */
+    assert_int_equal(pb_cp_check_rows(1, 1, (1ll << 33) + 1, 1, 1, PB_CP_CHECK_AUTO), 1);
+    /* exactly the budget: every row */
+    assert_int_equal(pb_cp_check_rows(1, 1, 1 << 16, 1, 2, PB_CP_CHECK_AUTO), 1 << 16);
+    assert_int_equal(pb_cp_check_rows(1, 1, 1 << 16, 1, 4, PB_CP_CHECK_AUTO), 1 << 15);
+    assert_int_equal(pb_cp_check_rows(1, 64, 65536, 8, 128, PB_CP_CHECK_ALL), 8192);
+    assert_int_equal(pb_cp_check_rows(1, 64, 65536, 8, 128, 3), 3);
+    assert_int_equal(pb_cp_check_rows(1, 4, 64, 2, 16, 100), 32);
+    assert_int_equal(pb_cp_check_row(0, 3, 32), 0);
+    assert_int_equal(pb_cp_check_row(1, 3, 32), 10);
+    assert_int_equal(pb_cp_check_row(2, 3, 32), 21);
+    assert_int_equal(pb_cp_check_row(31, 32, 32), 31);
+}
+
 /* The step model against the schedule walked step by step: each ring step
  * is the longer of its attention and its exchange with overlap, their sum
  * without; the last accumulator transfer is always exposed. */
@@ -158,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_schedule),
         cmocka_unit_test(test_block_bytes_and_groups),
+        cmocka_unit_test(test_check_rows),
         cmocka_unit_test(test_step_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
