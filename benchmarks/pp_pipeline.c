@@ -148,7 +148,16 @@ typedef struct pp_run {
     FILE *trace_file;         /* rank 0 */
     char tmp[4096];           /* the trace's temporary name */
     long long wrong;
+    int check_as;           /* how -c validates: a CHECK_* below */
+    uint64_t ref_bytes;     /* the reference's need at its least */
 } pp_run;
+
+/* Stage 0's reference, in the memory left beside its stage: the whole model
+ * keeping every activation (which checks the stages' recomputation too),
+ * else recomputing each layer's forward in its backward (the same values in
+ * less memory, as at the sizes GPUs train), else no validation. */
+enum { CHECK_KEEPING, CHECK_RECOMPUTING, CHECK_NONE };
+static const pb_layer_recompute check_recompute[] = {PB_LAYER_RECOMPUTE_NONE, PB_LAYER_RECOMPUTE_FULL};
 
 static int one_step(void *ctx, int iter)
 {
@@ -202,6 +211,34 @@ static int max_in(const int64_t *v, size_t n)
     return (int)m; /* micro-batch counts are parsed into [1, 65536] */
 }
 
+/* How -c validates (check_recompute): the first reference that fits beside
+ * stage 0's stage on every pipeline. Collective. */
+static int plan_check(pp_run *r, const pb_mem_need *stage)
+{
+    int level = r->stage == 0 ? CHECK_NONE : CHECK_KEEPING, status = PB_OK;
+    for (int k = 0; r->stage == 0 && k < CHECK_NONE && level == CHECK_NONE && status == PB_OK; k++) {
+        r->ref_bytes = pb_pp_reference_bytes(&r->scfg, check_recompute[k]);
+        pb_mem_need both = *stage;
+        both.bytes = pb_mem_add(both.bytes, r->ref_bytes);
+        int fits = 0;
+        status = pb_mem_fits(&both, r->b->w.local_size, &fits);
+        if (fits) level = k;
+    }
+    MPI_Allreduce(&level, &r->check_as, 1, MPI_INT, MPI_MAX, r->b->w.comm);
+    return pb_world_agree(&r->b->w, status);
+}
+
+static void check_note(const pp_run *r)
+{
+    if (!r->o->common.check || r->check_as == CHECK_KEEPING) return;
+    if (r->check_as == CHECK_RECOMPUTING)
+        pb_report_note(r->b->rep, "validation: stage 0 runs the whole model recomputing each layer's forward in its "
+                                  "backward: keeping every activation it does not fit next to the stage");
+    else
+        pb_report_note(r->b->rep, "NOT validated: the whole model on stage 0, even recomputing, needs %.2f GiB, which "
+                       "does not fit next to the stage; wrong is -1", (double)r->ref_bytes / 1073741824.0);
+}
+
 /* Engine, stages, executor and the memory check before any of it is allocated. */
 static int pp_setup(pp_run *r)
 {
@@ -244,10 +281,10 @@ static int pp_setup(pp_run *r)
                        .ring = need_kind[1], .max_sends = mmax * r->v};
     uint64_t need = pb_pp_exec_bytes(&xc);
     for (int k = 0; k < 2; k++) need = pb_mem_add(need, need_kind[k] ? pb_pp_stack_bytes(&r->scf[k], in_flight[k]) : 0);
-    if (o->common.check && r->stage == 0) need = pb_mem_add(need, pb_pp_reference_bytes(&r->scfg));
     pb_mem_need mn = {eng->mem, eng->mem_info, need, 0};
     status = pb_world_agree(&b->w, status);
     if (status == PB_OK) status = pb_bench_mem_require(b, &mn, "pp_pipeline stage (weights, activations, buffers)");
+    if (status == PB_OK && o->common.check) status = plan_check(r, &mn);
     if (status != PB_OK) return status;
     MPI_Comm_split(b->w.comm, r->replica, r->stage, &r->pipe);
     xc.group = r->pipe;
@@ -266,6 +303,7 @@ static int pp_setup(pp_run *r)
                r->p, r->replicas, (long long)m->layers, (long long)(m->layers / r->p), pipe_link(r),
                pb_layer_recompute_names()[o->work.recompute], eng->describe());
         pb_comm_report_line(b->rep, r->comms, "activations and gradients, a communicator per link colour", LIFETIME);
+        check_note(r);
         pb_report_header(b->rep);
     }
     if (status == PB_OK && b->rep && r->traced) r->trace_file = pb_pp_trace_open(o->trace, r->tmp, sizeof r->tmp);
@@ -276,7 +314,10 @@ static int pp_setup(pp_run *r)
 static int pp_teardown(pp_run *r, int status)
 {
     pb_bench *b = r->b;
-    if (status == PB_OK && r->o->common.check) pb_bench_note_wrong(b->rep, r->wrong, NULL);
+    if (status == PB_OK && r->o->common.check)
+        pb_bench_note_wrong(b->rep, r->wrong, r->check_as == CHECK_NONE ? "NOT validated: the reference does not fit"
+                                              : r->check_as == CHECK_RECOMPUTING ? "against a recomputing reference"
+                                                                                 : NULL);
     if (status == PB_OK && r->wrong) status = PB_ERR_CHECK;
     pb_pp_exec_destroy(r->ex);
     /* the status is agreed here (rank 0's trace file comes after): every rank counts */
@@ -407,11 +448,11 @@ static int pp_config(pp_run *r, pb_pp_sched sched, int m)
         /* agreed: only rank 0 writes, and a failed write must not leave the others in pb_pp_validate_step */
         status = pb_world_agree(&b->w, pb_pp_trace_gather(b->w.comm, &r->trace, r->stage, r->replica, &lab,
                                                           r->trace_file));
-    long long wrong = 0;
-    if (status == PB_OK && o->common.check)
-        status = pb_pp_validate_step(&r->b->w, r->pipe, r->ex, &r->plan, r->st, &r->scfg, m,
-                                     pb_faults_corrupt_rank() == r->b->w.rank, &wrong);
-    r->wrong += wrong;
+    long long wrong = o->common.check && r->check_as != CHECK_NONE ? 0 : -1;
+    if (status == PB_OK && wrong == 0)
+        status = pb_pp_validate_step(&r->b->w, r->pipe, r->ex, &r->plan, r->st, &r->scfg,
+                                     check_recompute[r->check_as], m, pb_faults_corrupt_rank() == r->b->w.rank, &wrong);
+    if (wrong > 0) r->wrong += wrong;
     if (status == PB_OK && b->rep) status = pp_row(r, sched, m, done, &st, ps, wrong);
     free(samples);
     pb_pp_schedule_plan_free(&r->plan);

@@ -197,8 +197,9 @@ int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t to
 /* ---- validation (-c) ------------------------------------------------------ */
 
 /* Bytes of engine memory the reference run of pb_pp_validate_step takes on
- * stage 0 (the whole model, its activations and buffers, one gradient piece). */
-uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
+ * stage 0 (the whole model, its activations under recomputation rc and
+ * buffers, one gradient piece). */
+uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg, pb_layer_recompute rc);
 /* One validated step on the pipeline `pipe` (rank = stage): a step with
  * capture on, then stage 0 runs the whole L-layer model as one stack on the
  * same seeded inputs and loss gradients and compares (|a-b| <= tol (1 + |b|)):
@@ -212,6 +213,7 @@ uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg);
  * on another stage. Every rank of w calls it; the ranks agree after the step,
  * before each transfer and at the end (pb_world_agree). */
 int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
-                        pb_pp_stack *st, const pb_pp_stack_config *cfg, int m, int corrupt, long long *wrong);
+                        pb_pp_stack *st, const pb_pp_stack_config *cfg, pb_layer_recompute ref_rc, int m, int corrupt,
+                        long long *wrong);
 
 #endif

@@ -13,24 +13,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The stages' shape keeping every activation: -c then also checks their recomputation. */
-static pb_layer_shape keeping(const pb_pp_stack_config *cfg)
+/* The reference's shape: the stages' with the reference's recomputation
+ * (none: keeping every activation, -c then also checks the stages'). */
+static pb_layer_shape keeping(const pb_pp_stack_config *cfg, pb_layer_recompute rc)
 {
     pb_layer_shape sh = cfg->shape;
-    sh.recompute = PB_LAYER_RECOMPUTE_NONE;
+    sh.recompute = rc;
     return sh;
 }
 
-static pb_layer_stack_config whole_model(const pb_pp_stack_config *cfg)
+static pb_layer_stack_config whole_model(const pb_pp_stack_config *cfg, pb_layer_recompute rc)
 {
-    return (pb_layer_stack_config){.eng = cfg->eng, .shape = keeping(cfg), .layer0 = 0, .nlayers = cfg->layers,
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = keeping(cfg, rc), .layer0 = 0, .nlayers = cfg->layers,
                              .model_layers = cfg->layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype};
 }
 
-uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg)
+uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg, pb_layer_recompute rc)
 {
-    pb_layer_stack_config sc = whole_model(cfg);
-    pb_layer_shape sh = keeping(cfg);
+    pb_layer_stack_config sc = whole_model(cfg, rc);
+    pb_layer_shape sh = keeping(cfg, rc);
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
     uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
     uint64_t bytes = pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&sh, cfg->layers));
@@ -68,10 +69,10 @@ static void reference_free(reference *r)
     pb_layer_stack_destroy(r->st);
 }
 
-static int reference_create(const pb_pp_stack_config *cfg, reference *r)
+static int reference_create(const pb_pp_stack_config *cfg, pb_layer_recompute rc, reference *r)
 {
     *r = (reference){.eng = cfg->eng};
-    pb_layer_stack_config sc = whole_model(cfg);
+    pb_layer_stack_config sc = whole_model(cfg, rc);
     PB_TRY(pb_layer_stack_create(&sc, &r->st));
     const pb_layer_shape *sh = pb_layer_stack_shape(r->st);
     size_t bytes = (size_t)(sh->b * sh->s * sh->h) * pb_dtype_size(sh->dtype);
@@ -197,7 +198,8 @@ static int check_weight_grads(MPI_Comm pipe, pb_pp_stack *st, const pb_pp_stack_
 }
 
 int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
-                        pb_pp_stack *st, const pb_pp_stack_config *cfg, int m, int corrupt, long long *wrong)
+                        pb_pp_stack *st, const pb_pp_stack_config *cfg, pb_layer_recompute ref_rc, int m, int corrupt,
+                        long long *wrong)
 {
     pb_pp_stats s;
     pb_pp_stack_set_capture(st, 1);
@@ -216,7 +218,7 @@ int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const 
     void *piece = malloc((size_t)pb_pp_stack_grad_piece_bytes(cfg));
     reference ref = {.eng = cfg->eng};
     if ((!recvd && gather) || !piece) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
-    if (status == PB_OK && stage == 0) status = reference_create(cfg, &ref);
+    if (status == PB_OK && stage == 0) status = reference_create(cfg, ref_rc, &ref);
     /* agree before each transfer: no stage may send to a stage 0 that gave up */
     status = pb_world_agree(w, status);
     double tol = pb_pp_stack_dtype(st) == PB_FLOAT32 ? 1e-4 : 3e-2;

@@ -2,7 +2,8 @@
 # The memory pre-check inside a real memory cgroup, as a Slurm job with --mem
 # runs: a need above the cgroup's limit exits 3 with a message (it used to be
 # OOM-killed, 137, because the root cgroup's limit was read), and a need that
-# fits still runs. Needs root and a writable memory cgroup (v1 or v2); else
+# fits still runs; tp_layer and pp_pipeline validate in the memory they have,
+# or say they could not. Needs root and a writable memory cgroup (v1 or v2); else
 # skipped, and tests/unit/test_memory.c's fake trees cover the probe.
 source "$(dirname "$0")/lib.sh"
 LIMIT=$((512 << 20))
@@ -24,8 +25,8 @@ read -r VER PARENT < <(own_cgroup) || skip_test "no writable memory cgroup (v1 o
 CG=$PARENT/pbtest.$$
 mkdir "$CG" 2>/dev/null || skip_test "cannot create $CG"
 trap 'rmdir "$CG" 2>/dev/null; rm -rf "$TMP"' EXIT
-if [ "$VER" = v1 ]; then echo "$LIMIT" >"$CG/memory.limit_in_bytes"; else echo "$LIMIT" >"$CG/memory.max"; fi \
-    2>/dev/null || skip_test "cannot set a memory limit on $CG"
+limit_to() { if [ "$VER" = v1 ]; then echo "$1" >"$CG/memory.limit_in_bytes"; else echo "$1" >"$CG/memory.max"; fi; }
+limit_to "$LIMIT" 2>/dev/null || skip_test "cannot set a memory limit on $CG"
 
 # in_cgroup CMD...: run CMD with this shell's child moved into the cgroup first.
 in_cgroup() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG" "$@"; }
@@ -55,6 +56,49 @@ expect_rc 3 "coll_sweep 128 MiB on 3 ranks of one node refuses with exit 3" -- \
     in_cgroup timeout 120 mpirun -np 3 --oversubscribe --bind-to none --mca btl self,vader,tcp \
     "$BIN/coll_sweep" -b 128M -e 128M -n 1 -w 0 -c 0
 expect_in "$TMP/err" "needs $((3 * 2 * (128 << 20))) bytes" "the need is 3 ranks x 2 buffers x 128 MiB"
+
+# tp_layer's validation where its unsharded reference does not fit beside the
+# sharded layers, as at the sizes GPUs train (the reference's attention scores
+# are heads x s^2): 16 heads over 1024 tokens, the sharded layers 0.28 GiB for
+# the 2 ranks. In 560 MiB the reference recomputes each layer's forward in its
+# backward and still validates (a corrupted output caught); in 380 MiB even
+# that does not fit: the row is not validated (wrong -1), said, and the run
+# goes on (exit 0), where it used to stop with exit 3.
+TP=("$BIN/tp_layer" --hidden 64 --heads 16 --seq 1024 --tp 2 --layers 2 -n 1 -w 0)
+limit_to $((560 << 20))
+expect_rc 0 "tp_layer in 560 MiB: validated by a recomputing reference" -- \
+    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "${TP[@]}" --csv "$TMP/tp560.csv"
+expect_in "$TMP/out" "validated against the unsharded layers recomputing each layer's forward in its backward" "said"
+expect_in "$TMP/out" "wrong values: 0 OK" "0 wrong"
+python3 -c 'import csv, sys; r = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]; sys.exit(not (len(r) == 1 and r[0]["wrong"] == "0" and r[0]["unsharded_us"] == ""))' \
+    "$TMP/tp560.csv" && pass "its row: wrong 0, the recomputing layers not timed as the unsharded ones (empty: not measured)" ||
+    fail "its row: $(grep -v "^#" "$TMP/tp560.csv" | tail -1)"
+expect_rc 1 "tp_layer in 560 MiB: a corrupted output is caught by the recomputing reference" -- \
+    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp \
+    -x PARABENCH_TEST_CORRUPT=1 "${TP[@]}"
+limit_to $((380 << 20))
+expect_rc 0 "tp_layer in 380 MiB: measured, not validated" -- \
+    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "${TP[@]}" --csv "$TMP/tp.csv"
+expect_in "$TMP/out" "NOT validated: the unsharded layers, even recomputing, need" "said, with the need"
+expect_in "$TMP/out" "1 of 1 rows NOT validated" "and in the footer"
+python3 -c 'import csv, sys; r = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]; sys.exit(not (len(r) == 1 and r[0]["wrong"] == "-1" and float(r[0]["step_us"]) > 0))' \
+    "$TMP/tp.csv" && pass "its row: measured, wrong -1" || fail "its row: $(cat "$TMP/tp.csv" | tail -1)"
+# pp_pipeline's reference, the whole model on stage 0 beside that stage, the same way:
+# the stages 0.54 GiB for the 2 ranks; recomputing in 900 MiB, nothing in 650 MiB.
+PP=("$BIN/pp_pipeline" --hidden 64 --heads 16 --seq 1024 --layers 4 --schedule 1f1b --micro-batches 2 -n 1 -w 0)
+limit_to $((900 << 20))
+expect_rc 1 "pp_pipeline in 900 MiB: a corrupted output is caught by the recomputing reference" -- \
+    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp \
+    -x PARABENCH_TEST_CORRUPT=0 "${PP[@]}"
+expect_in "$TMP/out" "# validation: stage 0 runs the whole model recomputing each layer's forward" "said"
+expect_in "$TMP/out" "FAILED (against a recomputing reference)" "the footer says which reference"
+limit_to $((650 << 20))
+expect_rc 0 "pp_pipeline in 650 MiB: measured, not validated" -- \
+    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "${PP[@]}" --csv "$TMP/pp.csv"
+expect_in "$TMP/out" "NOT validated: the whole model on stage 0, even recomputing, needs" "said, with the need"
+python3 -c 'import csv, sys; r = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]; sys.exit(not (len(r) == 1 and r[0]["wrong"] == "-1"))' \
+    "$TMP/pp.csv" && pass "its row: wrong -1" || fail "its row: $(grep -v "^#" "$TMP/pp.csv" | tail -2)"
+limit_to "$LIMIT"
 
 # What fits still runs in the same cgroup.
 expect_rc 0 "a small dp_allreduce runs in the cgroup" -- \
