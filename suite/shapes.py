@@ -152,6 +152,47 @@ def _too_big(need, memory, what):
                                                                         _mib(memory))
 
 
+def _check_expected(beside, ref, rc, memory):
+    """How a step's -c 1 is expected to validate against a reference of ref(rc) bytes run next to
+    `beside` bytes (tp_layer's unsharded layers, pp_pipeline's whole model; the binaries decide
+    from the memory they find): "kept" as configured (rc), "recomputing" (full), or "none"."""
+    if not _too_big(beside + ref(rc), memory, ""):
+        return "kept"
+    return "recomputing" if not _too_big(beside + ref("full"), memory, "") else "none"
+
+
+def _tp_check(m, t, seqs, cap_layers, es, rc, memory):
+    """tp_layer's -c 1 at each sequence length, said where its unsharded layers (t 1, each point's
+    activations twice, 8 full tensors: tp_layer.c's reference_bytes) do not fit as configured."""
+    said = []
+    for s in seqs:
+        ms = dict(m, seq=s)
+        full = es * ms["micro_batch"] * s * ms["hidden"]
+        ref = lambda r: models.run_memory(ms, 1, cap_layers, 2, 0, es, r)["total"] + 8 * full  # noqa: E731
+        how = _check_expected(models.run_memory(ms, t, cap_layers, 1, 0, es, rc)["total"], ref, rc, memory)
+        if how == "recomputing":
+            said.append("s %d against the unsharded layers recomputing (kept they need %s)" % (s, _mib(ref(rc))))
+        elif how == "none":
+            said.append("s %d NOT validated (the unsharded layers need %s even recomputing)" % (s, _mib(ref("full"))))
+    return "; -c 1 expected to check %s" % ", ".join(said) if said else ""
+
+
+def _pp_check(m, layers, stage_need, es, memory):
+    """pp_pipeline's -c 1: the whole model of `layers` on stage 0 (pp_check.c's
+    pb_pp_reference_bytes: one micro-batch's activations, 4 tensors), said where it does not fit
+    keeping every activation next to the stage."""
+    full = es * m["micro_batch"] * m["seq"] * m["hidden"]
+    ref = lambda r: models.run_memory(m, 1, layers, 1, 0, es, r)["total"] + 4 * full  # noqa: E731
+    how = _check_expected(stage_need, ref, "none", memory)
+    if how == "recomputing":
+        return "; -c 1 expected to check against the whole model of %s recomputing (kept it needs %s)" % (
+            _n(layers, "layer"), _mib(ref("none")))
+    if how == "none":
+        return "; -c 1 expected NOT to validate: the whole model of %s on stage 0 needs %s even recomputing" % (
+            _n(layers, "layer"), _mib(ref("full")))
+    return ""
+
+
 def _least_recompute(need, memory, kinds=models.RECOMPUTE):
     """The least recomputation of `kinds` whose need(rc) bytes fit the GPU, and those bytes; when
     none fits, the last (the skip then names its need): a step keeps the model's shape and layers,
@@ -274,8 +315,9 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     else:
         out.append(_shape(TP, ["--tp", t, *tp_args],
                           "TP %d inside each node: %s of %d consecutive ranks at once (%s); %s a call at s %d, "
-                          "%s run%s" % (t, _n(ranks // t, "group"), t, where, _mib(job["tp_call"]), m["seq"],
-                                        _n(cap_layers, "layer"), _with(tp_rc)), sizes=tp_sizes))
+                          "%s run%s%s" % (t, _n(ranks // t, "group"), t, where, _mib(job["tp_call"]), m["seq"],
+                                          _n(cap_layers, "layer"), _with(tp_rc),
+                                          _tp_check(m, t, seqs, cap_layers, es, tp_rc, memory)), sizes=tp_sizes))
 
     # Pipeline stages across nodes: stage k on node k, R pipelines side by side.
     if ranks == 1:
@@ -481,9 +523,10 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
     return _shape(PP, ["--schedule", ",".join(scheds), "--stages", p, *stride, "--layers", cap_layers * p,
                                   "--micro-batches", ",".join(map(str, mbs)), *_recompute_args(rc)],
                   "%s, %s at once, %d of each stage's %s%s; %s a message, %s a pipeline from "
-                  "the global batch (run to %d) (%s)%s" % (
+                  "the global batch (run to %d) (%s)%s%s" % (
                       what, _n(ranks // p, "pipeline"), cap_layers, _n(-(-m["layers"] // p), "layer"), _with(rc),
-                      _mib(job["pp_message"]), "%d micro-batch%s" % (real, "" if real == 1 else "es"), max(mbs), where, left),
+                      _mib(job["pp_message"]), "%d micro-batch%s" % (real, "" if real == 1 else "es"), max(mbs), where, left,
+                      _pp_check(m, cap_layers * p, max(need[s] for s in scheds), es, memory)),
                   sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": max(need[s] for s in scheds)})
 
 
