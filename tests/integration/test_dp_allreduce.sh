@@ -94,7 +94,8 @@ chosen = {}
 for target, size, probes, ratio, missed in notes:
     chosen[float(target)] = int(size)
     assert int(size) % 1024 == 0 and 1 <= int(probes) <= 12, (size, probes)   # 256 fp32 elements; at most 12 probes
-    assert missed or abs(float(ratio) / float(target) - 1) <= 0.02, (target, ratio)  # "within 2%" means it
+    # "within 2%" means it, up to the note's 4 decimals (0.04902 is within 2% of 0.05 and prints 0.0490)
+    assert missed or abs(float(ratio) - float(target)) <= 0.02 * float(target) + 5e-5, (target, ratio)
     assert all(int(r["grad_bytes"]) == int(size) for r in rows if float(r["target_ratio"]) == float(target)), (size, rows)
     # the none row is the chosen probe's own loop: its comm/compute is the one the note gives
     none = [r for r in rows if float(r["target_ratio"]) == float(target) and r["overlap"] == "none"][0]
