@@ -13,6 +13,12 @@ export OMPI_MCA_btl_base_warn_component_unused=0
 # opening cm's PSM and PSM2 transports, whose probing adds about 0.2 s to every
 # launch, most of it idle (10 launches of 2 ranks: 3.9 s against 1.8 s here).
 export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+# The python3 that PATH finds, resolved once and put first: a version manager's
+# shim (pyenv's) runs a chain of bash scripts at every call, 0.11 CPU-s against
+# 0.04 for the interpreter itself here, and a test run makes hundreds of calls.
+# The same interpreter either way. (tests/integration/run.sh does it for the pool.)
+PB_PY_DIR=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null) &&
+    [ -n "$PB_PY_DIR" ] && [ "${PATH%%:*}" != "$PB_PY_DIR" ] && export PATH="$PB_PY_DIR:$PATH"
 TMP=$(mktemp -d /tmp/parabench-test.XXXXXX)
 exec 9>&2 # the test's stderr, for messages from inside redirected commands
 trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT # KEEP_TMP=1: left for a look after a failure

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-runner: exclusive (8 ranks oversubscribing the cores for a whole run: both cores busy throughout)
 # run_all.sh --np 8 --quick on a machine with fewer cores (oversubscribed): exit 0, every step ok
 # or skipped with its reason, and the workloads shaped by suite/shapes.py for one node of 8:
 # tp_layer at t = 8, pp_pipeline with the stages shapes() gives; meta.json records the shapes and
