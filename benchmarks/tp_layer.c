@@ -366,7 +366,7 @@ static int report(tp_run *r, const point *p)
         [COL_UNSHARDED_US] = PB_F(p->timed_ref ? p->unsharded_us : NAN),
         [COL_SPEEDUP] = PB_F(speedup),
         [COL_GFLOPS] = PB_F(p->step_us > 0 ? flops / (p->step_us * 1e3) : 0),
-        [COL_MAX_REL_ERR] = PB_F(r->o->common.check ? p->max_err : NAN),
+        [COL_MAX_REL_ERR] = PB_F(r->o->common.check && p->have_ref ? p->max_err : NAN),
         [COL_WRONG] = PB_I(r->o->common.check && p->have_ref ? p->wrong : -1),
         [COL_SLOWEST_GROUP] = PB_I(p->groups.slowest),
         [COL_SLOWEST_GROUP_HOSTS] = PB_S(p->groups.hosts),
