@@ -171,7 +171,7 @@ def _tp_check(m, t, seqs, cap_layers, es, rc, memory):
         ref = lambda r: models.run_memory(ms, 1, cap_layers, 2, 0, es, r)["total"] + 8 * full  # noqa: E731
         how = _check_expected(models.run_memory(ms, t, cap_layers, 1, 0, es, rc)["total"], ref, rc, memory)
         if how == "recomputing":
-            said.append("s %d against the unsharded layers recomputing (kept they need %s)" % (s, _mib(ref(rc))))
+            said.append("s %d against the unsharded layers recomputing (as configured they need %s)" % (s, _mib(ref(rc))))
         elif how == "none":
             said.append("s %d NOT validated (the unsharded layers need %s even recomputing)" % (s, _mib(ref("full"))))
     return "; -c 1 expected to check %s" % ", ".join(said) if said else ""

@@ -51,7 +51,7 @@ expect_in "$TMP/out" "; -c 1 checks O and dQ of 16 of each block's 8192 rows a h
     "cp_attention at GPU size: its check is a bounded sample of rows, said in its shape"
 # tp_layer's and pp_pipeline's references (the unsharded layers, the whole model on stage 0) at
 # llama3-70b: where they are expected not to fit as configured, the shape says how -c 1 checks.
-expect_in "$TMP/out" "; -c 1 expected to check s 16384 against the unsharded layers recomputing (kept they need" \
+expect_in "$TMP/out" "; -c 1 expected to check s 16384 against the unsharded layers recomputing (as configured they need" \
     "tp_layer at GPU size: its longest point checked by a recomputing reference, said in its shape"
 expect_in "$TMP/out" "; -c 1 expected NOT to validate: the whole model of 16 layers on stage 0 needs" \
     "pp_pipeline at GPU size: not validated, said in its shape"
