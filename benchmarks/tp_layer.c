@@ -275,23 +275,11 @@ static int measure_unsharded(tp_run *r, pb_layer_stack *ref, point *p)
     return status;
 }
 
-/* Engine bytes of the unsharded reference: its layers, their activations
- * twice and 8 full-size tensors (validation's inputs and results). */
-static uint64_t reference_bytes(tp_run *r, const point *p)
-{
-    pb_layer_stack_config rc = p->ref_cfg;
-    pb_layer_shape rs = rc.shape;
-    rs.dtype = r->eng->gemm_dtype(rs.dtype);
-    uint64_t full = pb_mem_mul(pb_mem_mul((uint64_t)(rs.b * rs.s), (uint64_t)rs.h), pb_dtype_size(rs.dtype));
-    return pb_mem_add(pb_mem_add(pb_layer_stack_bytes(&rc), pb_mem_mul(2, pb_layer_act_bytes(&rs, rc.nlayers))),
-                      pb_mem_mul(8, full));
-}
-
 /* Whether the reference fits beside the sharded layers on every rank
  * (host memory shared by the node's ranks, a device each rank's own). */
 static int reference_fits(tp_run *r, point *p, uint64_t tp, int *all)
 {
-    p->ref_bytes = reference_bytes(r, p);
+    p->ref_bytes = pb_tp_reference_bytes(&p->ref_cfg);
     pb_mem_need both = {r->eng->mem, r->eng->mem_info, pb_mem_add(tp, p->ref_bytes), 0};
     int fits = 0;
     int status = pb_mem_fits(&both, r->b->w.local_size, &fits);

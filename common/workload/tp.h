@@ -165,6 +165,10 @@ pb_ordering pb_tp_ordering(const pb_compute *eng, const pb_comm_backend *be, int
 /* The unsharded (t = 1) stack with the same weights: same seed, layers,
  * model_layers and shape, tp_size 1. */
 pb_layer_stack_config pb_tp_reference_config(const pb_tp_config *cfg);
+/* Engine bytes pb_tp_validate's reference takes: the unsharded layers of
+ * `rc` (its recomputation decides what they keep), their activations twice
+ * and 8 full-size tensors (validation's inputs and results). */
+uint64_t pb_tp_reference_bytes(const pb_layer_stack_config *rc);
 
 /* Host side of the check: count elements of `got` (ngot values) that differ
  * from ref[off..off+ngot) by more than pb_tp_tolerance(dt) * max|ref| over all

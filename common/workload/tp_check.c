@@ -4,6 +4,7 @@
 #include "workload/tp.h"
 
 #include "core/error.h"
+#include "core/mem.h"
 #include "core/world.h"
 
 #include <math.h>
@@ -17,6 +18,15 @@ pb_layer_stack_config pb_tp_reference_config(const pb_tp_config *cfg)
     return (pb_layer_stack_config){.eng = cfg->eng, .shape = sh, .layer0 = cfg->layer0, .nlayers = cfg->nlayers,
                              .model_layers = cfg->model_layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype,
                              .grads = NULL};
+}
+
+uint64_t pb_tp_reference_bytes(const pb_layer_stack_config *rc)
+{
+    pb_layer_shape rs = rc->shape;
+    rs.dtype = rc->eng->gemm_dtype(rs.dtype);
+    uint64_t full = pb_mem_mul(pb_mem_mul((uint64_t)(rs.b * rs.s), (uint64_t)rs.h), pb_dtype_size(rs.dtype));
+    return pb_mem_add(pb_mem_add(pb_layer_stack_bytes(rc), pb_mem_mul(2, pb_layer_act_bytes(&rs, rc->nlayers))),
+                      pb_mem_mul(8, full));
 }
 
 /* Seeded streams of the validation input and loss gradient (pb_layer_fill_input's

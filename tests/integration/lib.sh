@@ -16,7 +16,7 @@ export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
 # The python3 that PATH finds, resolved once and put first: a version manager's
 # shim (pyenv's) runs a chain of bash scripts at every call, 0.11 CPU-s against
 # 0.04 for the interpreter itself here, and a test run makes hundreds of calls.
-# The same interpreter either way. (tests/integration/run.sh does it for the pool.)
+# The same interpreter either way.
 PB_PY_DIR=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null) &&
     [ -n "$PB_PY_DIR" ] && [ "${PATH%%:*}" != "$PB_PY_DIR" ] && export PATH="$PB_PY_DIR:$PATH"
 TMP=$(mktemp -d /tmp/parabench-test.XXXXXX)

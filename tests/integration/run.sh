@@ -17,9 +17,6 @@
 # interleave (a lane's, when the lane ends).
 cd "$(dirname "$0")" || exit 3
 . ../tally.sh
-# python3 resolved once, ahead of a version manager's shim (lib.sh says why).
-PB_PY_DIR=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null) &&
-    [ -n "$PB_PY_DIR" ] && export PATH="$PB_PY_DIR:$PATH"
 
 # Most of a test's time is spent waiting (MPI launches, a run_all's steps,
 # signals), not computing: two tests per core keep the cores busy.

@@ -64,40 +64,40 @@ expect_in "$TMP/err" "needs $((3 * 2 * (128 << 20))) bytes" "the need is 3 ranks
 # backward and still validates (a corrupted output caught); in 380 MiB even
 # that does not fit: the row is not validated (wrong -1), said, and the run
 # goes on (exit 0), where it used to stop with exit 3.
+# in_limit MIB ARGS...: mpirun -np 2 ARGS in the cgroup, its limit set to MIB MiB first.
+in_limit() {
+    limit_to $(($1 << 20)) && shift &&
+        in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "$@"
+}
+# one_row CSV CONDITION TAG: the CSV holds one row r, for which the Python CONDITION holds.
+one_row() {
+    python3 -c 'import csv, sys; rows = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]
+sys.exit(not (len(rows) == 1 and eval(sys.argv[2], {"r": rows[0]})))' "$1" "$2" &&
+        pass "$3" || fail "$3: $(grep -v "^#" "$1" | tail -1)"
+}
 TP=("$BIN/tp_layer" --hidden 64 --heads 16 --seq 1024 --tp 2 --layers 2 -n 1 -w 0)
-limit_to $((560 << 20))
-expect_rc 0 "tp_layer in 560 MiB: validated by a recomputing reference" -- \
-    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "${TP[@]}" --csv "$TMP/tp560.csv"
+expect_rc 0 "tp_layer in 560 MiB: validated by a recomputing reference" -- in_limit 560 "${TP[@]}" --csv "$TMP/tp560.csv"
 expect_in "$TMP/out" "validated against the unsharded layers recomputing each layer's forward in its backward" "said"
 expect_in "$TMP/out" "wrong values: 0 OK" "0 wrong"
-python3 -c 'import csv, sys; r = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]; sys.exit(not (len(r) == 1 and r[0]["wrong"] == "0" and r[0]["unsharded_us"] == ""))' \
-    "$TMP/tp560.csv" && pass "its row: wrong 0, the recomputing layers not timed as the unsharded ones (empty: not measured)" ||
-    fail "its row: $(grep -v "^#" "$TMP/tp560.csv" | tail -1)"
+one_row "$TMP/tp560.csv" 'r["wrong"] == "0" and r["unsharded_us"] == ""' \
+    "its row: wrong 0, the recomputing layers not timed as the unsharded ones (empty: not measured)"
 expect_rc 1 "tp_layer in 560 MiB: a corrupted output is caught by the recomputing reference" -- \
-    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp \
-    -x PARABENCH_TEST_CORRUPT=1 "${TP[@]}"
-limit_to $((380 << 20))
-expect_rc 0 "tp_layer in 380 MiB: measured, not validated" -- \
-    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "${TP[@]}" --csv "$TMP/tp.csv"
+    in_limit 560 -x PARABENCH_TEST_CORRUPT=1 "${TP[@]}"
+expect_rc 0 "tp_layer in 380 MiB: measured, not validated" -- in_limit 380 "${TP[@]}" --csv "$TMP/tp.csv"
 expect_in "$TMP/out" "NOT validated: the unsharded layers, even recomputing, need" "said, with the need"
 expect_in "$TMP/out" "1 of 1 rows NOT validated" "and in the footer"
-python3 -c 'import csv, sys; r = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]; sys.exit(not (len(r) == 1 and r[0]["wrong"] == "-1" and r[0]["max_rel_err"] == "" and float(r[0]["step_us"]) > 0))' \
-    "$TMP/tp.csv" && pass "its row: measured, wrong -1, no error figure" || fail "its row: $(cat "$TMP/tp.csv" | tail -1)"
+one_row "$TMP/tp.csv" 'r["wrong"] == "-1" and r["max_rel_err"] == "" and float(r["step_us"]) > 0' \
+    "its row: measured, wrong -1, no error figure"
 # pp_pipeline's reference, the whole model on stage 0 beside that stage, the same way:
 # the stages 0.54 GiB for the 2 ranks; recomputing in 900 MiB, nothing in 650 MiB.
 PP=("$BIN/pp_pipeline" --hidden 64 --heads 16 --seq 1024 --layers 4 --schedule 1f1b --micro-batches 2 -n 1 -w 0)
-limit_to $((900 << 20))
 expect_rc 1 "pp_pipeline in 900 MiB: a corrupted output is caught by the recomputing reference" -- \
-    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp \
-    -x PARABENCH_TEST_CORRUPT=0 "${PP[@]}"
+    in_limit 900 -x PARABENCH_TEST_CORRUPT=0 "${PP[@]}"
 expect_in "$TMP/out" "# validation: stage 0 runs the whole model recomputing each layer's forward" "said"
 expect_in "$TMP/out" "FAILED (against a recomputing reference)" "the footer says which reference"
-limit_to $((650 << 20))
-expect_rc 0 "pp_pipeline in 650 MiB: measured, not validated" -- \
-    in_cgroup timeout 120 mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader,tcp "${PP[@]}" --csv "$TMP/pp.csv"
+expect_rc 0 "pp_pipeline in 650 MiB: measured, not validated" -- in_limit 650 "${PP[@]}" --csv "$TMP/pp.csv"
 expect_in "$TMP/out" "NOT validated: the whole model on stage 0, even recomputing, needs" "said, with the need"
-python3 -c 'import csv, sys; r = [x for x in csv.DictReader(l for l in open(sys.argv[1]) if l[0] != "#")]; sys.exit(not (len(r) == 1 and r[0]["wrong"] == "-1"))' \
-    "$TMP/pp.csv" && pass "its row: wrong -1" || fail "its row: $(grep -v "^#" "$TMP/pp.csv" | tail -2)"
+one_row "$TMP/pp.csv" 'r["wrong"] == "-1"' "its row: wrong -1"
 limit_to "$LIMIT"
 
 # What fits still runs in the same cgroup.

@@ -55,6 +55,9 @@ expect_in "$TMP/out" "; -c 1 expected to check s 16384 against the unsharded lay
     "tp_layer at GPU size: its longest point checked by a recomputing reference, said in its shape"
 expect_in "$TMP/out" "; -c 1 expected NOT to validate: the whole model of 16 layers on stage 0 needs" \
     "pp_pipeline at GPU size: not validated, said in its shape"
+grep -qE "expected to check (s 4096|s 8192)|, s 8192 " "$TMP/out" &&
+    fail "tp_layer at GPU size: a point whose reference fits as configured is said to be checked otherwise" ||
+    pass "tp_layer at GPU size: s 4096 and 8192, whose references fit as configured, are not named"
 expect_rc 0 "--dry-run --np 64 --ranks-per-node 8" -- env BUILD="$BUILD" "$RA" --dry-run --quick --np 64 --ranks-per-node 8
 expect_in "$TMP/out" "    p2p matrix: every pair, 63 rounds; up to 63 peers a rank" "64 ranks: every pair"
 
