@@ -152,10 +152,9 @@ typedef struct pp_run {
     uint64_t ref_bytes;     /* the reference's need at its least */
 } pp_run;
 
-/* Stage 0's reference, in the memory left beside its stage: the whole model
- * keeping every activation (which checks the stages' recomputation too),
- * else recomputing each layer's forward in its backward (the same values in
- * less memory, as at the sizes GPUs train), else no validation. */
+/* Each stage's reference, in the memory left beside the stage: a chunk's layers keeping
+ * every activation (which checks the stages' recomputation too), else recomputing each
+ * layer's forward in its backward (the same values in less memory), else no validation. */
 enum { CHECK_KEEPING, CHECK_RECOMPUTING, CHECK_NONE };
 static const pb_layer_recompute check_recompute[] = {PB_LAYER_RECOMPUTE_NONE, PB_LAYER_RECOMPUTE_FULL};
 
@@ -211,20 +210,24 @@ static int max_in(const int64_t *v, size_t n)
     return (int)m; /* micro-batch counts are parsed into [1, 65536] */
 }
 
-/* How -c validates (check_recompute): the first reference that fits beside
- * stage 0's stage on every pipeline. Collective. */
-static int plan_check(pp_run *r, const pb_mem_need *stage)
+/* How -c validates (check_recompute): the first reference that fits beside the stage on
+ * every stage, with the check's host copies. The largest chunk is r->scfg's (the placement
+ * without interleaving, when a schedule asks for it). Collective. */
+static int plan_check(pp_run *r, const pb_mem_need *stage, const int need_kind[2])
 {
-    int level = r->stage == 0 ? CHECK_NONE : CHECK_KEEPING, status = PB_OK;
-    for (int k = 0; r->stage == 0 && k < CHECK_NONE && level == CHECK_NONE && status == PB_OK; k++) {
+    int level = CHECK_NONE, status = PB_OK;
+    for (int k = 0; k < CHECK_NONE && level == CHECK_NONE && status == PB_OK; k++) {
         r->ref_bytes = pb_pp_reference_bytes(&r->scfg, check_recompute[k]);
         pb_mem_need both = *stage;
         both.bytes = pb_mem_add(both.bytes, r->ref_bytes);
+        for (int j = 0; j < 2; j++)
+            if (need_kind[j]) both.host_bytes = pb_mem_add(both.host_bytes, pb_pp_check_host_bytes(&r->scf[j]));
         int fits = 0;
         status = pb_mem_fits(&both, r->b->w.local_size, &fits);
         if (fits) level = k;
     }
     MPI_Allreduce(&level, &r->check_as, 1, MPI_INT, MPI_MAX, r->b->w.comm);
+    for (int j = 0; j < 2; j++) r->scf[j].capture = r->check_as != CHECK_NONE; /* captures only for a check */
     return pb_world_agree(&r->b->w, status);
 }
 
@@ -232,10 +235,10 @@ static void check_note(const pp_run *r)
 {
     if (!r->o->common.check || r->check_as == CHECK_KEEPING) return;
     if (r->check_as == CHECK_RECOMPUTING)
-        pb_report_note(r->b->rep, "validation: stage 0 runs the whole model recomputing each layer's forward in its "
-                                  "backward: keeping every activation it does not fit next to the stage");
+        pb_report_note(r->b->rep, "validation: each stage runs its chunks again recomputing each layer's forward in "
+                                  "its backward: keeping every activation they do not fit next to the stage");
     else
-        pb_report_note(r->b->rep, "NOT validated: the whole model on stage 0, even recomputing, needs %.2f GiB, which "
+        pb_report_note(r->b->rep, "NOT validated: a chunk's layers run again, even recomputing, need %.2f GiB, which "
                        "does not fit next to the stage; wrong is -1", (double)r->ref_bytes / 1073741824.0);
 }
 
@@ -261,7 +264,7 @@ static int pp_setup(pp_run *r)
         r->scf[k] = (pb_pp_stack_config){
             .eng = eng, .shape = pb_workload_opts_layer_shape(&o->work, m->hidden, m->seq, 1, 0),
             .layers = m->layers, .p = r->p, .v = k ? r->v : 1, .stage = r->stage, .seed = o->work.seed,
-            .grad_dtype = o->work.grad_dtype, .max_mb = mmax, .capture = o->common.check};
+            .grad_dtype = o->work.grad_dtype, .max_mb = mmax}; /* capture: plan_check */
     r->scfg = r->scf[need_kind[0] ? 0 : 1];
     for (int s = 0; s < o->nscheds; s++) {
         pb_pp_schedule_plan pl;
@@ -284,7 +287,7 @@ static int pp_setup(pp_run *r)
     pb_mem_need mn = {eng->mem, eng->mem_info, need, 0};
     status = pb_world_agree(&b->w, status);
     if (status == PB_OK) status = pb_bench_mem_require(b, &mn, "pp_pipeline stage (weights, activations, buffers)");
-    if (status == PB_OK && o->common.check) status = plan_check(r, &mn);
+    if (status == PB_OK && o->common.check) status = plan_check(r, &mn, need_kind);
     if (status != PB_OK) return status;
     MPI_Comm_split(b->w.comm, r->replica, r->stage, &r->pipe);
     xc.group = r->pipe;

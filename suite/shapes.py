@@ -154,7 +154,7 @@ def _too_big(need, memory, what):
 
 def _check_expected(beside, ref, rc, memory):
     """How a step's -c 1 is expected to validate against a reference of ref(rc) bytes run next to
-    `beside` bytes (tp_layer's unsharded layers, pp_pipeline's whole model; the binaries decide
+    `beside` bytes (tp_layer's unsharded layers, pp_pipeline's chunk run again; the binaries decide
     from the memory they find): "kept" as configured (rc), "recomputing" (full), or "none"."""
     if not _too_big(beside + ref(rc), memory, ""):
         return "kept"
@@ -177,19 +177,20 @@ def _tp_check(m, t, seqs, cap_layers, es, rc, memory):
     return "; -c 1 expected to check %s" % ", ".join(said) if said else ""
 
 
-def _pp_check(m, layers, stage_need, es, memory):
-    """pp_pipeline's -c 1: the whole model of `layers` on stage 0 (pp_check.c's
-    pb_pp_reference_bytes: one micro-batch's activations, 4 tensors), said where it does not fit
-    keeping every activation next to the stage."""
+def _pp_check(m, chunk_layers, stage_need, es, memory):
+    """pp_pipeline's -c 1: each stage runs its chunk of `chunk_layers` again beside the stage
+    (pp_check.c's pb_pp_reference_bytes: one micro-batch's activations, 4 tensors), said where
+    it does not fit keeping every activation next to the stage. Its host copies are not on the
+    GPU."""
     full = es * m["micro_batch"] * m["seq"] * m["hidden"]
-    ref = lambda r: models.run_memory(m, 1, layers, 1, 0, es, r)["total"] + 4 * full  # noqa: E731
+    ref = lambda r: models.run_memory(m, 1, chunk_layers, 1, 0, es, r)["total"] + 4 * full  # noqa: E731
     how = _check_expected(stage_need, ref, "none", memory)
     if how == "recomputing":
-        return "; -c 1 expected to check against the whole model of %s recomputing (kept it needs %s)" % (
-            _n(layers, "layer"), _mib(ref("none")))
+        return "; -c 1 expected to check each stage's %s again recomputing (kept they need %s)" % (
+            _n(chunk_layers, "layer"), _mib(ref("none")))
     if how == "none":
-        return "; -c 1 expected NOT to validate: the whole model of %s on stage 0 needs %s even recomputing" % (
-            _n(layers, "layer"), _mib(ref("full")))
+        return "; -c 1 expected NOT to validate: each stage's %s run again need %s even recomputing" % (
+            _n(chunk_layers, "layer"), _mib(ref("full")))
     return ""
 
 
@@ -526,7 +527,7 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
                   "the global batch (run to %d) (%s)%s%s" % (
                       what, _n(ranks // p, "pipeline"), cap_layers, _n(-(-m["layers"] // p), "layer"), _with(rc),
                       _mib(job["pp_message"]), "%d micro-batch%s" % (real, "" if real == 1 else "es"), max(mbs), where, left,
-                      _pp_check(m, cap_layers * p, max(need[s] for s in scheds), es, memory)),
+                      _pp_check(m, cap_layers, max(need[s] for s in scheds), es, memory)),
                   sizes={"pp_message": job["pp_message"], "micro_batches": real, "memory": max(need[s] for s in scheds)})
 
 

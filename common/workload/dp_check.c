@@ -4,6 +4,7 @@
 #include "workload/dp.h"
 
 #include "core/error.h"
+#include "core/hash.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,12 +32,6 @@ double pb_dp_tolerance(pb_dtype t, int nranks)
     /* n-1 reduction steps, each rounding at most half an ulp of a partial sum
      * bounded by sum|c|; doubled for margin. */
     return (double)nranks * (t == PB_BFLOAT16 ? ldexp(1.0, -7) : ldexp(1.0, -23));
-}
-
-static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
 }
 
 /* Count wrong elements of one chunk: got[j] against sums[j] within tol * sums[n + j]. */
@@ -73,7 +68,7 @@ static int check_chunks(MPI_Comm group, const pb_compute *eng, const void *resul
         if (status == PB_OK) status = eng->to_host(got, (const char *)result + i * es, n * es);
         if (status != PB_OK) continue;
         if (corrupt && i == 0) pb_dtype_set(t, got, 0, pb_dtype_get(t, got, 0) + 12345.0);
-        *hash = fnv1a(*hash, (const unsigned char *)got, n * es);
+        *hash = pb_hash_fnv1a(*hash, got, n * es);
         *wrong += count_chunk(t, got, sums, n, tol);
     }
     return status;
@@ -89,7 +84,7 @@ int pb_dp_check(MPI_Comm group, const pb_compute *eng, const void *result, const
     /* Agree first: a rank short of memory must not leave the others in the chunks' allreduce. */
     MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, group);
     *wrong = 0;
-    *hash = 14695981039346656037ULL;
+    *hash = PB_HASH_FNV1A_START;
     if (have && status == PB_OK)
         status = check_chunks(group, eng, result, local, bytes / pb_dtype_size(t), t, corrupt, got, sums, wrong,
                               hash);

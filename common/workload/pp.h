@@ -157,7 +157,7 @@ typedef struct pb_pp_stack_config {
     uint64_t seed;
     pb_dtype grad_dtype;
     int max_mb;           /* largest m a step will run */
-    int capture;          /* keep host copies of the pipeline's output and input gradient (validation) */
+    int capture;          /* keep host copies of what each chunk receives and sends (validation) */
 } pb_pp_stack_config;
 
 typedef struct pb_pp_stack pb_pp_stack;
@@ -165,29 +165,38 @@ typedef struct pb_pp_stack pb_pp_stack;
 /* Chunk c of stage s holds layers [(c*p + s) * L/(p*v), ...) of the L-layer model. */
 int64_t pb_pp_chunk_layer0(const pb_pp_stack_config *cfg, int chunk);
 /* Engine memory: weights, gradients and scratch of the chunks, plus `in_flight`
- * micro-batch chunks of saved activations, plus the capture copies and a
- * validation gradient piece (host). */
+ * micro-batch chunks of saved activations. */
 uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight);
+/* Host memory of the capture copies (cfg.capture; else 0): 4 tensors a chunk
+ * and micro-batch. */
+uint64_t pb_pp_stack_capture_bytes(const pb_pp_stack_config *cfg);
 
 int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out);
 void pb_pp_stack_destroy(pb_pp_stack *st);
 const pb_pp_ops *pb_pp_stack_ops(void);
 /* The effective activation type (what the engine computes in). */
 pb_dtype pb_pp_stack_dtype(const pb_pp_stack *st);
-/* With capture: host copy of micro-batch mb's pipeline output (last virtual
- * stage) or input gradient (first virtual stage); NULL elsewhere. */
-const void *pb_pp_stack_output(const pb_pp_stack *st, int mb);
-const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb);
+/* What a chunk's forward received (IN) and sent (OUT), and its backward
+ * received (DOUT) and sent (DIN), for one micro-batch. */
+typedef enum pb_pp_captured { PB_PP_IN, PB_PP_OUT, PB_PP_DOUT, PB_PP_DIN, PB_PP_CAPTURED } pb_pp_captured;
+/* With capture: the host copy of `which` of chunk `chunk`, micro-batch mb, from
+ * the last step run capturing; NULL without capture or out of range. */
+const void *pb_pp_stack_captured(const pb_pp_stack *st, int chunk, int mb, pb_pp_captured which);
+/* Bytes of one activation tensor (b x s x h of the effective type). */
+size_t pb_pp_stack_act_bytes(const pb_pp_stack *st);
 /* Engine memory of chunk c's weight gradients, and their size (every chunk). */
 const void *pb_pp_stack_chunk_grads(pb_pp_stack *st, int chunk);
 uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg);
 /* Host bytes of one piece of weight gradients as validation (pb_pp_validate_step)
- * moves them: a chunk's, at most 16 MiB, so the host buffers stay small
- * whatever the model. The stack counts one piece in its memory. */
+ * compares them: a chunk's, at most 16 MiB, so the host buffers stay small
+ * whatever the model. */
 uint64_t pb_pp_stack_grad_piece_bytes(const pb_pp_stack_config *cfg);
-/* Copy outputs / input gradients to the capture buffers during the next
- * steps (only with cfg.capture; off by default, so timed steps do not copy). */
-void pb_pp_stack_set_capture(pb_pp_stack *st, int on);
+/* Copy every chunk's tensors to the capture buffers during the next steps
+ * (only with cfg.capture; off by default, so timed steps do not copy).
+ * corrupt_received (test-only fault): micro-batch 0's activation received by
+ * chunk 0 and gradient received by the last chunk are each altered by one
+ * element before the stage computes on them. */
+void pb_pp_stack_set_capture(pb_pp_stack *st, int on, int corrupt_received);
 /* Seeds of the two generated tensors, shared with a reference run. */
 int pb_pp_fill_input(const pb_compute *eng, pb_dtype t, void *x, int64_t tokens, int64_t h, uint64_t seed, int mb);
 int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t tokens, int64_t h, uint64_t seed,
@@ -196,22 +205,29 @@ int pb_pp_fill_loss_grad(const pb_compute *eng, pb_dtype t, void *dy, int64_t to
 
 /* ---- validation (-c) ------------------------------------------------------ */
 
-/* Bytes of engine memory the reference run of pb_pp_validate_step takes on
- * stage 0 (the whole model, its activations under recomputation rc and
- * buffers, one gradient piece). */
+/* Engine bytes of pb_pp_validate_step's reference on each stage: one chunk's
+ * layers as a stack of their own, one micro-batch's activations under
+ * recomputation rc, 4 tensors. */
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg, pb_layer_recompute rc);
-/* One validated step on the pipeline `pipe` (rank = stage): a step with
- * capture on, then stage 0 runs the whole L-layer model as one stack on the
- * same seeded inputs and loss gradients and compares (|a-b| <= tol (1 + |b|)):
- *   - every micro-batch's output (sent by the last stage, control plane) and
- *     input gradient;
- *   - the weight gradients, summed over the step's micro-batches, of every
- *     stage's chunks against the same layers of the reference (each stage
- *     sends its own in pieces).
- * The wrong counts are summed over w. corrupt != 0 (test-only fault) changes
- * one element first: of the output on stage 0, of the first gradient piece
- * on another stage. Every rank of w calls it; the ranks agree after the step,
- * before each transfer and at the end (pb_world_agree). */
+/* Host bytes of the check on each stage: the stage's captures
+ * (pb_pp_stack_capture_bytes with capture on), 2 tensors and 2 gradient pieces. */
+uint64_t pb_pp_check_host_bytes(const pb_pp_stack_config *cfg);
+/* One validated step on the pipeline `pipe` (rank = stage), chunk by chunk:
+ * a step with capture on, then each stage runs each of its chunks' layers
+ * again as a stack of their own (the same seeds; the layers the chunk's place
+ * in the model holds) on the inputs and upstream gradients the chunk received,
+ * and compares (|a-b| <= tol (1 + |b|)) every micro-batch's output and input
+ * gradient, and the weight gradients summed over the step's micro-batches.
+ * The links are compared exactly, by hashes gathered over the pipeline: what
+ * each chunk received against what its neighbour sent, the first chunk's
+ * inputs against the seeded inputs, the last chunk's upstream gradients
+ * against the seeded loss gradients (a link that differs counts 1). Together
+ * that is the whole model's check, in one chunk's memory.
+ * The wrong counts are summed over w. corrupt != 0 (test-only fault) makes one
+ * wrong value in each of the five checks on this stage: an output and an
+ * input gradient (compared copies), a weight gradient piece, and the two
+ * received tensors of pb_pp_stack_set_capture. Every rank of w calls it; the
+ * ranks agree after the step, before the gather and at the end. */
 int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
                         pb_pp_stack *st, const pb_pp_stack_config *cfg, pb_layer_recompute ref_rc, int m, int corrupt,
                         long long *wrong);

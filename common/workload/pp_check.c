@@ -1,11 +1,17 @@
-/* Validation of a pipeline against one rank running the same layers: the
- * stages are built from the same seeds with model_layers = L, so a correct
- * pipeline reproduces the single stack's outputs, input gradients and, summed
- * over the step's micro-batches, its weight gradients. */
+/* Validation of a pipeline, chunk by chunk. Each stage runs each of its chunks'
+ * layers again as a stack of their own, built from the same seeds with
+ * model_layers = L at the place the chunk's virtual stage holds in the model,
+ * on the inputs and upstream gradients the chunk received, and compares what
+ * the chunk sent. The links between chunks are compared exactly, by hashes.
+ * A correct pipeline then computes the L-layer model: chunk 0 starts from the
+ * seeded inputs, each chunk computes its layers on what the one before it
+ * sent, and the backward runs the same way down from the seeded loss
+ * gradients. The reference needs one chunk's memory, never the whole model's. */
 #include "workload/pp.h"
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/mem.h"
 #include "core/world.h"
 
@@ -13,29 +19,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The reference's shape: the stages' with the reference's recomputation
- * (none: keeping every activation, -c then also checks the stages'). */
-static pb_layer_shape keeping(const pb_pp_stack_config *cfg, pb_layer_recompute rc)
+static int64_t chunk_layers(const pb_pp_stack_config *cfg) { return cfg->layers / (cfg->p * cfg->v); }
+
+/* Virtual stage j = c * p + stage holds layers [j * L/(p v), (j + 1) * L/(p v)): said here
+ * again rather than taken from the stage, so that a stage holding the wrong layers is seen. */
+static pb_layer_stack_config chunk_reference(const pb_pp_stack_config *cfg, int c, pb_layer_recompute rc)
 {
     pb_layer_shape sh = cfg->shape;
     sh.recompute = rc;
-    return sh;
+    int64_t j = (int64_t)c * cfg->p + cfg->stage;
+    return (pb_layer_stack_config){.eng = cfg->eng, .shape = sh, .layer0 = j * chunk_layers(cfg),
+                                   .nlayers = chunk_layers(cfg), .model_layers = cfg->layers, .seed = cfg->seed,
+                                   .grad_dtype = cfg->grad_dtype};
 }
 
-static pb_layer_stack_config whole_model(const pb_pp_stack_config *cfg, pb_layer_recompute rc)
+static uint64_t tensor_bytes(const pb_pp_stack_config *cfg)
 {
-    return (pb_layer_stack_config){.eng = cfg->eng, .shape = keeping(cfg, rc), .layer0 = 0, .nlayers = cfg->layers,
-                             .model_layers = cfg->layers, .seed = cfg->seed, .grad_dtype = cfg->grad_dtype};
+    pb_dtype t = cfg->eng->gemm_dtype(cfg->shape.dtype);
+    return pb_mem_mul(pb_mem_mul((uint64_t)(cfg->shape.b * cfg->shape.s), (uint64_t)cfg->shape.h), pb_dtype_size(t));
 }
 
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg, pb_layer_recompute rc)
 {
-    pb_layer_stack_config sc = whole_model(cfg, rc);
-    pb_layer_shape sh = keeping(cfg, rc);
+    pb_layer_stack_config sc = chunk_reference(cfg, 0, rc);
+    pb_layer_shape sh = sc.shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
-    uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
-    uint64_t bytes = pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&sh, cfg->layers));
-    return pb_mem_add(pb_mem_add(bytes, pb_mem_mul(4, tensor)), pb_pp_stack_grad_piece_bytes(cfg));
+    uint64_t bytes = pb_mem_add(pb_layer_stack_bytes(&sc), pb_layer_act_bytes(&sh, sc.nlayers));
+    return pb_mem_add(bytes, pb_mem_mul(4, tensor_bytes(cfg)));
+}
+
+uint64_t pb_pp_check_host_bytes(const pb_pp_stack_config *cfg)
+{
+    pb_pp_stack_config capturing = *cfg;
+    capturing.capture = 1;
+    uint64_t own = pb_mem_add(pb_mem_mul(2, tensor_bytes(cfg)), pb_mem_mul(2, pb_pp_stack_grad_piece_bytes(cfg)));
+    return pb_mem_add(pb_pp_stack_capture_bytes(&capturing), own);
 }
 
 /* Count elements of got differing from want (both n elements of type t, host). */
@@ -49,13 +67,18 @@ static long long compare(pb_dtype t, const void *got, const void *want, size_t n
     return bad;
 }
 
-/* The whole model on stage 0, with its buffers. */
+/* The reference's buffers, the same for every chunk, and the chunk's stack. */
 typedef struct reference {
     const pb_compute *eng;
-    pb_layer_stack *st;
+    pb_pp_stack *stage;
+    pb_dtype dtype;        /* effective */
+    size_t n, bytes;       /* elements and bytes of one tensor */
+    double tol;
+    int corrupt;
+    pb_layer_stack *st;    /* the chunk being checked */
     void *x, *y, *dy, *dx; /* engine */
-    void *host, *bad;      /* one activation tensor each */
-    void *want;            /* one gradient piece */
+    void *host, *bad;      /* one tensor each */
+    void *mine, *want;     /* one gradient piece each */
 } reference;
 
 static void reference_free(reference *r)
@@ -65,136 +88,154 @@ static void reference_free(reference *r)
         if (bufs[i]) r->eng->free(bufs[i]);
     free(r->host);
     free(r->bad);
+    free(r->mine);
     free(r->want);
-    pb_layer_stack_destroy(r->st);
 }
 
-static int reference_create(const pb_pp_stack_config *cfg, pb_layer_recompute rc, reference *r)
+static int reference_create(const pb_pp_stack_config *cfg, pb_pp_stack *stage, int corrupt, reference *r)
 {
-    *r = (reference){.eng = cfg->eng};
-    pb_layer_stack_config sc = whole_model(cfg, rc);
-    PB_TRY(pb_layer_stack_create(&sc, &r->st));
-    const pb_layer_shape *sh = pb_layer_stack_shape(r->st);
-    size_t bytes = (size_t)(sh->b * sh->s * sh->h) * pb_dtype_size(sh->dtype);
+    pb_dtype t = pb_pp_stack_dtype(stage);
+    size_t bytes = pb_pp_stack_act_bytes(stage), piece = (size_t)pb_pp_stack_grad_piece_bytes(cfg);
+    *r = (reference){.eng = cfg->eng, .stage = stage, .dtype = t, .n = bytes / pb_dtype_size(t), .bytes = bytes,
+                     .tol = t == PB_FLOAT32 ? 1e-4 : 3e-2, .corrupt = corrupt};
     void **bufs[] = {&r->x, &r->y, &r->dy, &r->dx};
     int status = PB_OK;
     for (int i = 0; i < 4 && status == PB_OK; i++) status = r->eng->alloc(bufs[i], bytes);
     r->host = malloc(bytes);
     r->bad = malloc(bytes);
-    r->want = malloc((size_t)pb_pp_stack_grad_piece_bytes(cfg));
-    if (status == PB_OK && !(r->host && r->bad && r->want))
+    r->mine = malloc(piece);
+    r->want = malloc(piece);
+    if (status == PB_OK && !(r->host && r->bad && r->mine && r->want))
         status = pb_fail(PB_ERR_ENV, "validation: out of host memory");
     return status;
 }
 
-/* Micro-batch mb through the whole model: compare its output and input
- * gradient, and add its weight gradients to the reference's (mb > 0). */
-static int one_mb(reference *r, const pb_pp_stack_config *cfg, int mb, const void *out, const void *din, double tol,
-                  long long *wrong)
+/* The stage's captured `which`, or a failure naming it (a stage that did not capture). */
+static int stage_captured(const reference *r, int c, int mb, pb_pp_captured which, const void **out)
 {
-    const pb_compute *eng = cfg->eng;
-    const pb_layer_shape *sh = pb_layer_stack_shape(r->st);
-    int64_t tokens = sh->b * sh->s;
-    size_t n = (size_t)(tokens * sh->h), bytes = n * pb_dtype_size(sh->dtype);
+    *out = pb_pp_stack_captured(r->stage, c, mb, which);
+    return *out ? PB_OK : pb_fail(PB_ERR_CHECK, "validation: chunk %d, micro-batch %d has no capture", c, mb);
+}
+
+/* What the reference computed (engine) against what the stage sent (host); under the
+ * test fault, a copy of the stage's with one element off (its own data stays intact). */
+static int compare_sent(reference *r, const void *computed, const void *sent, int fault, long long *wrong)
+{
+    PB_TRY(r->eng->to_host(r->host, computed, r->bytes));
+    if (fault) {
+        memcpy(r->bad, sent, r->bytes);
+        pb_dtype_set(r->dtype, r->bad, r->n / 2, pb_dtype_get(r->dtype, r->bad, r->n / 2) + 1.0);
+        sent = r->bad;
+    }
+    *wrong += compare(r->dtype, sent, r->host, r->n, r->tol);
+    return PB_OK;
+}
+
+/* Micro-batch mb through chunk c's reference: forward from what the chunk received, backward
+ * from the gradient it received (its weight gradients added to the earlier micro-batches'). */
+static int one_mb(reference *r, int c, int mb, int last_chunk, long long *wrong)
+{
+    const void *in, *out, *dout, *din;
+    PB_TRY(stage_captured(r, c, mb, PB_PP_IN, &in));
+    PB_TRY(stage_captured(r, c, mb, PB_PP_OUT, &out));
+    PB_TRY(stage_captured(r, c, mb, PB_PP_DOUT, &dout));
+    PB_TRY(stage_captured(r, c, mb, PB_PP_DIN, &din));
     pb_layer_saved *acts = NULL;
     PB_TRY(pb_layer_saved_alloc(r->st, &acts));
-    int status = pb_pp_fill_input(eng, sh->dtype, r->x, tokens, sh->h, cfg->seed, mb);
+    int fault = r->corrupt && mb == 0;
+    int status = r->eng->from_host(r->x, in, r->bytes);
     if (status == PB_OK) status = pb_layer_stack_forward(r->st, acts, r->x, r->y);
-    if (status == PB_OK) status = eng->to_host(r->host, r->y, bytes);
-    if (status == PB_OK) *wrong += compare(sh->dtype, out, r->host, n, tol);
-    if (status == PB_OK) status = pb_pp_fill_loss_grad(eng, sh->dtype, r->dy, tokens, sh->h, cfg->seed, mb);
+    if (status == PB_OK) status = compare_sent(r, r->y, out, fault && c == last_chunk, wrong);
+    if (status == PB_OK) status = r->eng->from_host(r->dy, dout, r->bytes);
     if (status == PB_OK) status = pb_layer_stack_backward(r->st, acts, r->dy, r->dx, mb > 0, NULL, NULL);
-    if (status == PB_OK) status = eng->to_host(r->host, r->dx, bytes);
-    if (status == PB_OK) *wrong += compare(sh->dtype, din, r->host, n, tol);
+    if (status == PB_OK) status = compare_sent(r, r->dx, din, fault && c == 0, wrong);
     pb_layer_saved_free(r->st, acts);
     return status;
 }
 
-static int run_reference(reference *r, const pb_pp_stack_config *cfg, int m, const void *const *outputs,
-                         const void *const *input_grads, double tol, int corrupt, long long *wrong)
+/* Chunk c's weight gradients against its reference's, piece by piece. */
+static int compare_grads(reference *r, const pb_pp_stack_config *cfg, int c, long long *wrong)
 {
-    const pb_layer_shape *sh = pb_layer_stack_shape(r->st);
-    size_t n = (size_t)(sh->b * sh->s * sh->h), bytes = n * pb_dtype_size(sh->dtype);
-    int status = PB_OK;
-    for (int k = 0; k < m && status == PB_OK; k++) {
-        const void *out = outputs[k];
-        if (!out || !input_grads[k]) /* a stage that did not capture (pb_pp_stack_set_capture) */
-            return pb_fail(PB_ERR_CHECK, "validation: micro-batch %d has no captured output or input gradient", k);
-        if (corrupt && k == 0 && r->bad) { /* a copy with one element off: the caller's data stays intact */
-            memcpy(r->bad, out, bytes);
-            pb_dtype_set(sh->dtype, r->bad, n / 2, pb_dtype_get(sh->dtype, r->bad, n / 2) + 1.0);
-            out = r->bad;
-        }
-        status = one_mb(r, cfg, k, out, input_grads[k], tol, wrong);
-    }
-    return status;
-}
-
-/* Stage 0 receives the last stage's outputs (control plane) and runs the
- * reference over them and its input gradients; the other stages only send. */
-static int check_activations(MPI_Comm pipe, pb_pp_stack *st, const pb_pp_stack_config *cfg, reference *ref, int m,
-                             size_t bytes, void *recvd, int corrupt, double tol, long long *wrong)
-{
-    int stage, p;
-    MPI_Comm_rank(pipe, &stage);
-    MPI_Comm_size(pipe, &p);
-    if (stage == p - 1 && p > 1) MPI_Send(pb_pp_stack_output(st, 0), (int)(bytes * (size_t)m), MPI_BYTE, 0, 0, pipe);
-    if (stage != 0) return PB_OK;
-    if (p > 1) MPI_Recv(recvd, (int)(bytes * (size_t)m), MPI_BYTE, p - 1, 0, pipe, MPI_STATUS_IGNORE);
-    const void **outs = calloc((size_t)m, sizeof *outs), **dins = calloc((size_t)m, sizeof *dins);
-    if (!outs || !dins) {
-        free(outs);
-        free(dins);
-        return pb_fail(PB_ERR_ENV, "validation: out of memory");
-    }
-    for (int k = 0; k < m; k++) {
-        outs[k] = p > 1 ? (const unsigned char *)recvd + bytes * (size_t)k : pb_pp_stack_output(st, k);
-        dins[k] = pb_pp_stack_input_grad(st, k);
-    }
-    int status = run_reference(ref, cfg, m, outs, dins, tol, corrupt, wrong);
-    free(outs);
-    free(dins);
-    return status;
-}
-
-/* Every stage's weight gradients against the reference's layers at the same
- * place, piece by piece; stage 0 compares. Every send and receive runs
- * whatever the status, so no stage waits on one that gave up; the caller
- * agrees afterwards. */
-static int check_weight_grads(MPI_Comm pipe, pb_pp_stack *st, const pb_pp_stack_config *cfg, reference *ref,
-                              void *piece, int corrupt, double tol, long long *wrong)
-{
-    const pb_compute *eng = cfg->eng;
-    int stage, p;
-    MPI_Comm_rank(pipe, &stage);
-    MPI_Comm_size(pipe, &p);
     uint64_t chunk = pb_pp_stack_chunk_grad_bytes(cfg);
     size_t step = (size_t)pb_pp_stack_grad_piece_bytes(cfg), es = pb_dtype_size(cfg->grad_dtype);
+    const char *mine = pb_pp_stack_chunk_grads(r->stage, c), *want = pb_layer_stack_grads(r->st);
+    for (uint64_t off = 0; off < chunk; off += step) {
+        size_t len = chunk - off < step ? (size_t)(chunk - off) : step;
+        PB_TRY(r->eng->to_host(r->mine, mine + off, len));
+        PB_TRY(r->eng->to_host(r->want, want + off, len));
+        if (r->corrupt && c == 0 && off == 0)
+            pb_dtype_set(cfg->grad_dtype, r->mine, 0, pb_dtype_get(cfg->grad_dtype, r->mine, 0) + 1.0);
+        *wrong += compare(cfg->grad_dtype, r->mine, r->want, len / es, r->tol);
+    }
+    return PB_OK;
+}
+
+static int check_chunk(reference *r, const pb_pp_stack_config *cfg, pb_layer_recompute rc, int c, int m,
+                       long long *wrong)
+{
+    pb_layer_stack_config sc = chunk_reference(cfg, c, rc);
+    PB_TRY(pb_layer_stack_create(&sc, &r->st));
     int status = PB_OK;
-    for (int s = 0; s < p; s++) {
-        if (stage != 0 && stage != s) continue;
-        pb_pp_stack_config at = *cfg;
-        at.stage = s;
-        for (int c = 0; c < cfg->v; c++) {
-            const char *mine = stage == s ? pb_pp_stack_chunk_grads(st, c) : NULL;
-            const char *want = stage == 0 ? (const char *)pb_layer_stack_grads(ref->st) +
-                                                pb_layer_stack_grad_offset(ref->st, pb_pp_chunk_layer0(&at, c))
-                                          : NULL;
-            for (uint64_t off = 0; off < chunk; off += step) {
-                size_t len = chunk - off < step ? (size_t)(chunk - off) : step;
-                int got = PB_OK;
-                if (mine) got = eng->to_host(piece, mine + off, len);
-                if (mine && corrupt && s != 0 && c == 0 && off == 0)
-                    pb_dtype_set(cfg->grad_dtype, piece, 0, pb_dtype_get(cfg->grad_dtype, piece, 0) + 1.0);
-                if (stage == s && s != 0) MPI_Send(piece, (int)len, MPI_BYTE, 0, 1 + c, pipe);
-                if (stage == 0 && s != 0) MPI_Recv(piece, (int)len, MPI_BYTE, s, 1 + c, pipe, MPI_STATUS_IGNORE);
-                if (want && got == PB_OK) got = eng->to_host(ref->want, want + off, len);
-                if (want && got == PB_OK) *wrong += compare(cfg->grad_dtype, piece, ref->want, len / es, tol);
-                if (status == PB_OK) status = got;
-            }
+    for (int k = 0; k < m && status == PB_OK; k++) status = one_mb(r, c, k, cfg->v - 1, wrong);
+    if (status == PB_OK) status = compare_grads(r, cfg, c, wrong);
+    pb_layer_stack_destroy(r->st);
+    r->st = NULL;
+    return status;
+}
+
+/* ---- the links ------------------------------------------------------------ */
+
+/* Index of (stage, chunk, mb, which) in the pipeline's gathered hashes. */
+static size_t link_at(const pb_pp_stack_config *cfg, int m, int stage, int c, int mb, pb_pp_captured which)
+{
+    return (((size_t)stage * (size_t)cfg->v + (size_t)c) * (size_t)m + (size_t)mb) * PB_PP_CAPTURED + which;
+}
+
+/* The captured tensor against the seeded one (filled by `fill`), exactly: 1 when they differ. */
+static int differs_from_seeded(reference *r, const pb_pp_stack_config *cfg, const void *captured, int mb,
+                               int (*fill)(const pb_compute *, pb_dtype, void *, int64_t, int64_t, uint64_t, int),
+                               long long *wrong)
+{
+    PB_TRY(fill(r->eng, r->dtype, r->x, cfg->shape.b * cfg->shape.s, cfg->shape.h, cfg->seed, mb));
+    PB_TRY(r->eng->to_host(r->host, r->x, r->bytes));
+    *wrong += memcmp(captured, r->host, r->bytes) != 0;
+    return PB_OK;
+}
+
+/* This stage's links, each micro-batch: what each of its chunks received against what the
+ * virtual stage before (forward) or after (backward) it sent, or against the seeded tensors
+ * at the ends of the model. `all` holds every stage's hashes (link_at). */
+static int check_links(reference *r, const pb_pp_stack_config *cfg, const uint64_t *all, int m, long long *wrong)
+{
+    int p = cfg->p, last = p * cfg->v - 1, s = cfg->stage;
+    for (int c = 0; c < cfg->v; c++) {
+        int j = c * p + s;
+        for (int k = 0; k < m; k++) {
+            const void *in, *dout;
+            PB_TRY(stage_captured(r, c, k, PB_PP_IN, &in));
+            PB_TRY(stage_captured(r, c, k, PB_PP_DOUT, &dout));
+            if (j == 0) PB_TRY(differs_from_seeded(r, cfg, in, k, pb_pp_fill_input, wrong));
+            else *wrong += all[link_at(cfg, m, s, c, k, PB_PP_IN)] != all[link_at(cfg, m, (j - 1) % p, (j - 1) / p, k, PB_PP_OUT)];
+            if (j == last) PB_TRY(differs_from_seeded(r, cfg, dout, k, pb_pp_fill_loss_grad, wrong));
+            else *wrong += all[link_at(cfg, m, s, c, k, PB_PP_DOUT)] != all[link_at(cfg, m, (j + 1) % p, (j + 1) / p, k, PB_PP_DIN)];
         }
     }
-    return status;
+    return PB_OK;
+}
+
+/* Every stage's hashes of its captures, gathered on every stage of the pipeline (all: room
+ * for p stages, this stage's part written in place). Collective. */
+static void gather_links(const pb_pp_stack_config *cfg, MPI_Comm pipe, const pb_pp_stack *stage, int m, uint64_t *all)
+{
+    for (int c = 0; c < cfg->v; c++)
+        for (int k = 0; k < m; k++)
+            for (int w = 0; w < PB_PP_CAPTURED; w++) {
+                const void *t = pb_pp_stack_captured(stage, c, k, (pb_pp_captured)w);
+                if (t) all[link_at(cfg, m, cfg->stage, c, k, (pb_pp_captured)w)] =
+                    pb_hash_fnv1a(PB_HASH_FNV1A_START, t, pb_pp_stack_act_bytes(stage));
+            }
+    int per_stage = (int)link_at(cfg, m, 1, 0, 0, PB_PP_IN);
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, per_stage, MPI_UINT64_T, pipe);
 }
 
 int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const pb_pp_schedule_plan *plan,
@@ -202,33 +243,21 @@ int pb_pp_validate_step(const pb_world *w, MPI_Comm pipe, pb_pp_exec *ex, const 
                         long long *wrong)
 {
     pb_pp_stats s;
-    pb_pp_stack_set_capture(st, 1);
+    pb_pp_stack_set_capture(st, 1, corrupt);
     int status = pb_pp_exec_step(ex, plan, pb_pp_stack_ops(), st, &s, NULL);
-    pb_pp_stack_set_capture(st, 0);
+    pb_pp_stack_set_capture(st, 0, 0);
     status = pb_world_agree_after_step(w->comm, status, PB_STEP_GRACE_S, NULL); /* a stage may wait inside it */
     if (status != PB_OK) return status;
-    int stage, p;
-    MPI_Comm_rank(pipe, &stage);
-    MPI_Comm_size(pipe, &p);
-    size_t n = plan->n ? (size_t)(cfg->shape.b * cfg->shape.s * cfg->shape.h) : 0;
-    size_t bytes = n * pb_dtype_size(pb_pp_stack_dtype(st));
-    size_t total = bytes * (size_t)m;
-    int gather = stage == 0 && p > 1;
-    void *recvd = gather ? malloc(total ? total : 1) : NULL; /* malloc(0) may return NULL */
-    void *piece = malloc((size_t)pb_pp_stack_grad_piece_bytes(cfg));
-    reference ref = {.eng = cfg->eng};
-    if ((!recvd && gather) || !piece) status = pb_fail(PB_ERR_ENV, "validation: out of memory");
-    if (status == PB_OK && stage == 0) status = reference_create(cfg, ref_rc, &ref);
-    /* agree before each transfer: no stage may send to a stage 0 that gave up */
-    status = pb_world_agree(w, status);
-    double tol = pb_pp_stack_dtype(st) == PB_FLOAT32 ? 1e-4 : 3e-2;
     *wrong = 0;
-    if (status == PB_OK) status = check_activations(pipe, st, cfg, &ref, m, bytes, recvd, corrupt, tol, wrong);
-    status = pb_world_agree(w, status);
-    if (status == PB_OK) status = check_weight_grads(pipe, st, cfg, &ref, piece, corrupt, tol, wrong);
+    reference ref = {.eng = cfg->eng};
+    uint64_t *all = calloc(link_at(cfg, m, cfg->p, 0, 0, PB_PP_IN), sizeof *all);
+    status = all ? reference_create(cfg, st, corrupt, &ref) : pb_fail(PB_ERR_ENV, "validation: out of memory");
+    status = pb_world_agree(w, status); /* every stage, or none, enters the gather */
+    if (status == PB_OK) gather_links(cfg, pipe, st, m, all);
+    for (int c = 0; c < cfg->v && status == PB_OK; c++) status = check_chunk(&ref, cfg, ref_rc, c, m, wrong);
+    if (status == PB_OK) status = check_links(&ref, cfg, all, m, wrong);
     reference_free(&ref);
-    free(recvd);
-    free(piece);
+    free(all);
     MPI_Allreduce(MPI_IN_PLACE, wrong, 1, MPI_LONG_LONG, MPI_SUM, w->comm);
     return pb_world_agree(w, status);
 }

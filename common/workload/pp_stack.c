@@ -2,6 +2,7 @@
  * parallelism. Its activation pools measure the peak memory a schedule holds. */
 #include "workload/pp.h"
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/mem.h"
 
@@ -22,8 +23,9 @@ struct pb_pp_stack {
     int64_t tokens;
     pb_dtype dtype;        /* effective */
     size_t act_bytes;      /* one N x h tensor */
-    unsigned char *cap_y, *cap_dx; /* host copies, max_mb tensors each */
+    unsigned char *cap;    /* host copies: [chunk][mb][PB_PP_CAPTURED] tensors */
     int capturing;
+    int corrupt_received;  /* test fault: alter what chunk 0 and chunk v-1 of micro-batch 0 receive */
 };
 
 int64_t pb_pp_chunk_layer0(const pb_pp_stack_config *cfg, int chunk)
@@ -44,11 +46,22 @@ uint64_t pb_pp_stack_bytes(const pb_pp_stack_config *cfg, int in_flight)
     pb_layer_stack_config c = chunk_config(cfg, 0);
     pb_layer_shape sh = cfg->shape;
     sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
-    uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
-    uint64_t bytes = pb_mem_add(pb_mem_mul((uint64_t)cfg->v, pb_layer_stack_bytes(&c)),
-                                pb_mem_mul((uint64_t)in_flight, pb_layer_act_bytes(&sh, c.nlayers)));
-    uint64_t captures = pb_mem_add(pb_mem_mul(2 * (uint64_t)cfg->max_mb, tensor), pb_pp_stack_grad_piece_bytes(cfg));
-    return pb_mem_add(bytes, cfg->capture ? captures : 0);
+    return pb_mem_add(pb_mem_mul((uint64_t)cfg->v, pb_layer_stack_bytes(&c)),
+                      pb_mem_mul((uint64_t)in_flight, pb_layer_act_bytes(&sh, c.nlayers)));
+}
+
+/* Each chunk's tensors of each micro-batch, in and out of its forward and backward. */
+static uint64_t capture_count(const pb_pp_stack_config *cfg)
+{
+    return pb_mem_mul(pb_mem_mul((uint64_t)cfg->v, (uint64_t)cfg->max_mb), PB_PP_CAPTURED);
+}
+
+uint64_t pb_pp_stack_capture_bytes(const pb_pp_stack_config *cfg)
+{
+    pb_dtype t = cfg->eng->gemm_dtype(cfg->shape.dtype);
+    uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(cfg->shape.b * cfg->shape.s), (uint64_t)cfg->shape.h),
+                                 pb_dtype_size(t));
+    return cfg->capture ? pb_mem_mul(capture_count(cfg), tensor) : 0;
 }
 
 uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg)
@@ -74,8 +87,7 @@ void pb_pp_stack_destroy(pb_pp_stack *st)
     free(st->chunk);
     free(st->acts);
     free(st->accumulated);
-    free(st->cap_y);
-    free(st->cap_dx);
+    free(st->cap);
     free(st);
 }
 
@@ -104,9 +116,8 @@ int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out)
         st->act_bytes = (size_t)st->tokens * (size_t)sh->h * pb_dtype_size(st->dtype);
     }
     if (status == PB_OK && cfg->capture) {
-        st->cap_y = malloc(st->act_bytes * (size_t)cfg->max_mb);
-        st->cap_dx = malloc(st->act_bytes * (size_t)cfg->max_mb);
-        if (!st->cap_y || !st->cap_dx) status = pb_fail(PB_ERR_ENV, "pipeline stack: out of memory for captures");
+        st->cap = malloc(st->act_bytes * (size_t)capture_count(cfg));
+        if (!st->cap) status = pb_fail(PB_ERR_ENV, "pipeline stack: out of memory for captures");
     }
     if (status != PB_OK) {
         pb_pp_stack_destroy(st);
@@ -118,24 +129,38 @@ int pb_pp_stack_create(const pb_pp_stack_config *cfg, pb_pp_stack **out)
 
 pb_dtype pb_pp_stack_dtype(const pb_pp_stack *st) { return st->dtype; }
 
-void pb_pp_stack_set_capture(pb_pp_stack *st, int on) { st->capturing = on && st->cap_y; }
-
-static int is_first(const pb_pp_stack *st, int chunk) { return chunk == 0 && st->cfg.stage == 0; }
-static int is_last(const pb_pp_stack *st, int chunk)
+void pb_pp_stack_set_capture(pb_pp_stack *st, int on, int corrupt_received)
 {
-    return chunk == st->cfg.v - 1 && st->cfg.stage == st->cfg.p - 1;
+    st->capturing = on && st->cap;
+    st->corrupt_received = st->capturing && corrupt_received;
 }
 
-const void *pb_pp_stack_output(const pb_pp_stack *st, int mb)
+static unsigned char *captured(const pb_pp_stack *st, int chunk, int mb, pb_pp_captured which)
 {
-    if (!st->cap_y || !is_last(st, st->cfg.v - 1) || mb >= st->cfg.max_mb) return NULL;
-    return st->cap_y + (size_t)mb * st->act_bytes;
+    if (!st->cap || chunk < 0 || chunk >= st->cfg.v || mb < 0 || mb >= st->cfg.max_mb) return NULL;
+    size_t k = ((size_t)chunk * (size_t)st->cfg.max_mb + (size_t)mb) * PB_PP_CAPTURED + which;
+    return st->cap + k * st->act_bytes;
 }
 
-const void *pb_pp_stack_input_grad(const pb_pp_stack *st, int mb)
+const void *pb_pp_stack_captured(const pb_pp_stack *st, int chunk, int mb, pb_pp_captured which)
 {
-    if (!st->cap_dx || !is_first(st, 0) || mb >= st->cfg.max_mb) return NULL;
-    return st->cap_dx + (size_t)mb * st->act_bytes;
+    return captured(st, chunk, mb, which);
+}
+
+size_t pb_pp_stack_act_bytes(const pb_pp_stack *st) { return st->act_bytes; }
+
+/* Take a copy of `src` (engine) as `which`; under the test fault, what micro-batch 0 received at
+ * `chunk` is first altered in place by one element, so the stage computes on other values than
+ * were sent: only the check of the links can see it. */
+static int capture(pb_pp_stack *st, int chunk, int mb, pb_pp_captured which, const void *src, int fault_chunk)
+{
+    unsigned char *dst = captured(st, chunk, mb, which);
+    if (!st->capturing || !dst) return PB_OK;
+    PB_TRY(st->cfg.eng->to_host(dst, src, st->act_bytes));
+    if (!st->corrupt_received || mb != 0 || chunk != fault_chunk) return PB_OK;
+    size_t mid = st->act_bytes / pb_dtype_size(st->dtype) / 2;
+    pb_dtype_set(st->dtype, dst, mid, pb_dtype_get(st->dtype, dst, mid) + 1.0);
+    return st->cfg.eng->from_host((void *)src, dst, st->act_bytes); /* the received buffer: this stage's */
 }
 
 const void *pb_pp_stack_chunk_grads(pb_pp_stack *st, int chunk)
@@ -194,24 +219,21 @@ static void act_free(void *user, int chunk, int mb)
 static int forward(void *user, int chunk, int mb, const void *in, void *out)
 {
     pb_pp_stack *st = user;
-    const pb_compute *eng = st->cfg.eng;
+    PB_TRY(capture(st, chunk, mb, PB_PP_IN, in, 0));
     PB_TRY(pb_layer_stack_forward(st->chunk[chunk], st->acts[chunk * st->cfg.max_mb + mb], in, out));
-    PB_TRY(eng->synchronize());
-    if (st->capturing && is_last(st, chunk)) PB_TRY(eng->to_host(st->cap_y + (size_t)mb * st->act_bytes, out, st->act_bytes));
-    return PB_OK;
+    PB_TRY(st->cfg.eng->synchronize());
+    return capture(st, chunk, mb, PB_PP_OUT, out, -1);
 }
 
 static int backward(void *user, int chunk, int mb, const void *dout, void *din)
 {
     pb_pp_stack *st = user;
-    const pb_compute *eng = st->cfg.eng;
+    PB_TRY(capture(st, chunk, mb, PB_PP_DOUT, dout, st->cfg.v - 1));
     PB_TRY(pb_layer_stack_backward(st->chunk[chunk], st->acts[chunk * st->cfg.max_mb + mb], dout, din,
                              st->accumulated[chunk], NULL, NULL));
     st->accumulated[chunk] = 1;
-    PB_TRY(eng->synchronize());
-    if (st->capturing && is_first(st, chunk))
-        PB_TRY(eng->to_host(st->cap_dx + (size_t)mb * st->act_bytes, din, st->act_bytes));
-    return PB_OK;
+    PB_TRY(st->cfg.eng->synchronize());
+    return capture(st, chunk, mb, PB_PP_DIN, din, -1);
 }
 
 static int input(void *user, int mb, void *x)

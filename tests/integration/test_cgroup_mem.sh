@@ -88,15 +88,16 @@ expect_in "$TMP/out" "NOT validated: the unsharded layers, even recomputing, nee
 expect_in "$TMP/out" "1 of 1 rows NOT validated" "and in the footer"
 one_row "$TMP/tp.csv" 'r["wrong"] == "-1" and r["max_rel_err"] == "" and float(r["step_us"]) > 0' \
     "its row: measured, wrong -1, no error figure"
-# pp_pipeline's reference, the whole model on stage 0 beside that stage, the same way:
-# the stages 0.54 GiB for the 2 ranks; recomputing in 900 MiB, nothing in 650 MiB.
+# pp_pipeline's reference, each stage's chunk run again beside that stage, the same way:
+# the stages 0.54 GiB for the 2 ranks; keeping every activation above about 860 MiB,
+# recomputing in 790 MiB, nothing in 630 MiB (the stages alone stop fitting below 560).
 PP=("$BIN/pp_pipeline" --hidden 64 --heads 16 --seq 1024 --layers 4 --schedule 1f1b --micro-batches 2 -n 1 -w 0)
-expect_rc 1 "pp_pipeline in 900 MiB: a corrupted output is caught by the recomputing reference" -- \
-    in_limit 900 -x PARABENCH_TEST_CORRUPT=0 "${PP[@]}"
-expect_in "$TMP/out" "# validation: stage 0 runs the whole model recomputing each layer's forward" "said"
-expect_in "$TMP/out" "FAILED (against a recomputing reference)" "the footer says which reference"
-expect_rc 0 "pp_pipeline in 650 MiB: measured, not validated" -- in_limit 650 "${PP[@]}" --csv "$TMP/pp.csv"
-expect_in "$TMP/out" "NOT validated: the whole model on stage 0, even recomputing, needs" "said, with the need"
+expect_rc 1 "pp_pipeline in 790 MiB: a corrupted stage is caught by the recomputing reference" -- \
+    in_limit 790 -x PARABENCH_TEST_CORRUPT=0 "${PP[@]}"
+expect_in "$TMP/out" "# validation: each stage runs its chunks again recomputing each layer's forward" "said"
+expect_in "$TMP/out" "5 FAILED (against a recomputing reference)" "the footer counts the 5 faults and says which reference"
+expect_rc 0 "pp_pipeline in 630 MiB: measured, not validated" -- in_limit 630 "${PP[@]}" --csv "$TMP/pp.csv"
+expect_in "$TMP/out" "NOT validated: a chunk's layers run again, even recomputing, need" "said, with the need"
 one_row "$TMP/pp.csv" 'r["wrong"] == "-1"' "its row: wrong -1"
 limit_to "$LIMIT"
 

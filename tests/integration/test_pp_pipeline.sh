@@ -116,18 +116,25 @@ python3 -c 'import json, sys; it = json.load(open(sys.argv[1]))["meta"]["iterati
 assert it == "5 (+1 warm-up) per configuration; at most 30 s per configuration, warm-up included", it' "$TMP/d.json" \
     >"$TMP/it" 2>&1 && pass "metadata: $(head -1 "$TMP/it")" || { fail "metadata: iterations"; cat "$TMP/it" >&2; }
 
-# A corrupted pipeline output (rank 0, stage 0) and a corrupted weight
-# gradient (rank 1, sent to stage 0 for the check) are each one wrong value.
+# The fault makes one wrong value in each of a stage's five checks (docs/pp_pipeline.md):
+# an output and an input gradient against its chunks' reference, a weight gradient, and the
+# activation and gradient it received, altered before it computes on them, which only the
+# links show (against the seeded tensors on the first and last stage, against the
+# neighbour's hash elsewhere). Each check that counted nothing would make it 4.
 for rank in 0 1; do
-    expect_rc 1 "one corrupted element on rank $rank exits 1" -- \
+    expect_rc 1 "the fault on rank $rank exits 1" -- \
         mpi 2 -x PARABENCH_TEST_CORRUPT=$rank "$BIN/pp_pipeline" $SMALL --layers 2 --micro-batches 2 --schedule 1f1b
-    expect_in "$TMP/out" "# wrong values: 1 FAILED" "the footer counts the one wrong value (rank $rank)"
+    expect_in "$TMP/out" "# wrong values: 5 FAILED" "the footer counts its 5 wrong values (rank $rank)"
 done
-# Two replicas: rank 3's gradient is checked by its own stage 0, rank 2, and
-# the count reaches rank 0's footer only through the sum over ranks.
-expect_rc 1 "one corrupted element on rank 3 of the second replica exits 1" -- \
+# Interleaved: rank 1's chunks are virtual stages 1 and 3 (between stage 0's two chunks, and the last).
+expect_rc 1 "the fault on rank 1, interleaved, exits 1" -- \
+    mpi 2 -x PARABENCH_TEST_CORRUPT=1 "$BIN/pp_pipeline" $SMALL --layers 4 --micro-batches 2 --schedule interleaved
+expect_in "$TMP/out" "# wrong values: 5 FAILED" "the footer counts its 5 wrong values (interleaved)"
+# Two replicas: rank 3 is stage 1 of the second, checked there, and the count reaches
+# rank 0's footer only through the sum over ranks.
+expect_rc 1 "the fault on rank 3, of the second replica, exits 1" -- \
     mpi 4 -x PARABENCH_TEST_CORRUPT=3 "$BIN/pp_pipeline" $SMALL --layers 2 --stages 2 --micro-batches 2 --schedule 1f1b
-expect_in "$TMP/out" "# wrong values: 1 FAILED" "the footer counts the other replica's wrong value"
+expect_in "$TMP/out" "# wrong values: 5 FAILED" "the footer counts the other replica's wrong values"
 
 # bf16 requested: the dtype column is the type computed in (fp32 where the
 # CPU or the BLAS lacks bf16, as Debian's OpenBLAS does), and act_bytes and

@@ -49,15 +49,23 @@ expect_in "$TMP/out" "    p2p matrix: sampled pairs above 64 ranks (--matrix-pai
 # host, so its shape says that a bounded sample of rows is checked (pb_cp_check_rows; test_cp pins 16).
 expect_in "$TMP/out" "; -c 1 checks O and dQ of 16 of each block's 8192 rows a head, not dK and dV" \
     "cp_attention at GPU size: its check is a bounded sample of rows, said in its shape"
-# tp_layer's and pp_pipeline's references (the unsharded layers, the whole model on stage 0) at
+# tp_layer's and pp_pipeline's references (the unsharded layers, each stage's chunk run again) at
 # llama3-70b: where they are expected not to fit as configured, the shape says how -c 1 checks.
 expect_in "$TMP/out" "; -c 1 expected to check s 16384 against the unsharded layers recomputing (as configured they need" \
     "tp_layer at GPU size: its longest point checked by a recomputing reference, said in its shape"
-expect_in "$TMP/out" "; -c 1 expected NOT to validate: the whole model of 16 layers on stage 0 needs" \
-    "pp_pipeline at GPU size: not validated, said in its shape"
+# pp_pipeline's stage of 2 layers fits its reference as configured: its shape says nothing of -c 1.
+awk '/\] pp_pipeline: /{ getline; print }' "$TMP/out" >"$TMP/pp_shape"
+grep -q "shape: 8 stages" "$TMP/pp_shape" && ! grep -q -- "-c 1" "$TMP/pp_shape" &&
+    pass "pp_pipeline at llama3-70b: validated as configured, nothing said of -c 1" ||
+    fail "pp_pipeline at llama3-70b: $(cat "$TMP/pp_shape")"
 grep -qE "expected to check (s 4096|s 8192)|, s 8192 " "$TMP/out" &&
     fail "tp_layer at GPU size: a point whose reference fits as configured is said to be checked otherwise" ||
     pass "tp_layer at GPU size: s 4096 and 8192, whose references fit as configured, are not named"
+# At llama3-405b two layers run again beside a stage that recomputes everything do not fit 80 GiB.
+expect_rc 0 "--dry-run --np 1024 ... --model llama3-405b" -- env BUILD="$BUILD" "$RA" --dry-run --np 1024 \
+    --ranks-per-node 8 --gpus-per-node 8 --gpu h100 --backend nccl --model llama3-405b
+expect_in "$TMP/out" "; -c 1 expected NOT to validate: each stage's 2 layers run again need" \
+    "pp_pipeline at llama3-405b: not validated, said in its shape"
 expect_rc 0 "--dry-run --np 64 --ranks-per-node 8" -- env BUILD="$BUILD" "$RA" --dry-run --quick --np 64 --ranks-per-node 8
 expect_in "$TMP/out" "    p2p matrix: every pair, 63 rounds; up to 63 peers a rank" "64 ranks: every pair"
 
