@@ -1,6 +1,7 @@
 /* Test-only fault injection, driven by the environment so that no option a
  * user sees can produce wrong results (docs/reliability.md):
- *   PARABENCH_TEST_CORRUPT=RANK  that rank corrupts one element it validates;
+ *   PARABENCH_TEST_CORRUPT=RANK  that rank corrupts one element it validates
+ *                                (pp_pipeline: one in each of its five checks);
  *   PARABENCH_TEST_SKIP=RANK     that rank skips the measured operations, so
  *                                its peers hang and the watchdog must fire;
  *   PARABENCH_TEST_SKIP_VALIDATE=RANK  the same in the validation exchange
