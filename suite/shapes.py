@@ -167,9 +167,9 @@ def _tp_check(m, t, seqs, cap_layers, es, rc, memory):
     said = []
     for s in seqs:
         ms = dict(m, seq=s)
-        full = es * ms["micro_batch"] * s * ms["hidden"]
+        full = _act(ms, es)
         ref = lambda r: models.run_memory(ms, 1, cap_layers, 2, 0, es, r)["total"] + 8 * full  # noqa: E731
-        how = _check_expected(models.run_memory(ms, t, cap_layers, 1, 0, es, rc)["total"], ref, rc, memory)
+        how = _check_expected(tp_memory(ms, t, cap_layers, es, rc), ref, rc, memory)
         if how == "recomputing":
             said.append("s %d against the unsharded layers recomputing (as configured they need %s)" % (s, _mib(ref(rc))))
         elif how == "none":
@@ -182,7 +182,7 @@ def _pp_check(m, chunk_layers, stage_need, es, memory):
     (pp_check.c's pb_pp_reference_bytes: one micro-batch's activations, 4 tensors), said where
     it does not fit keeping every activation next to the stage. Its host copies are not on the
     GPU."""
-    full = es * m["micro_batch"] * m["seq"] * m["hidden"]
+    full = _act(m, es)
     ref = lambda r: models.run_memory(m, 1, chunk_layers, 1, 0, es, r)["total"] + 4 * full  # noqa: E731
     how = _check_expected(stage_need, ref, "none", memory)
     if how == "recomputing":
@@ -277,7 +277,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     # Data parallelism over every rank: a rank's real gradient at the job's (t, p), and a half and a quarter.
     g = job["grad_per_rank"] // es * es
     grads = sorted({max(es, g // 4 // es * es), max(es, g // 2 // es * es), g})
-    dp_rc, dp_need = _least_recompute(lambda rc: models.run_memory(m, 1, cap_layers, 1, g, es, rc)["total"], memory)
+    dp_rc, dp_need = _least_recompute(lambda rc: dp_memory(m, cap_layers, g, es, rc), memory)
     why = _too_big(dp_need, memory, "the gradient buffer and %s%s" % (_n(cap_layers, "layer"), _with(dp_rc))) or \
         (DOES_NOT_FIT + ": a rank's gradient of %s is more than dp_allreduce's %s" % (_mib(g), _mib(GRAD_MAX))
          if g > GRAD_MAX else "")
@@ -296,7 +296,7 @@ def shapes(ranks, ranks_per_node, gpus, model, profile, es=4, pp_list=(1, 2, 4, 
     seqs = [m["seq"] // 2, m["seq"], 2 * m["seq"]]
     t = _tp_size(sizes, m, seqs[0], cap)
     longest = dict(m, seq=seqs[-1])  # the sweep's largest point holds the most
-    tp_rc, tp_need = _least_recompute(lambda rc: models.run_memory(longest, max(t, 1), cap_layers, 1, 0, es, rc)["total"],
+    tp_rc, tp_need = _least_recompute(lambda rc: tp_memory(longest, max(t, 1), cap_layers, es, rc),
                                       memory, models.RECOMPUTE[:2])  # TP's blocks replay no whole layer
     tp_sizes = {"tp_call": job["tp_call"], "memory": tp_need}
     tp_args = ["--layers", cap_layers, "--seq-list", ",".join(map(str, seqs)), *_recompute_args(tp_rc)]
@@ -355,8 +355,8 @@ def _grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory):
                      "measures" % (where, m["heads"]))
     lt, lp, ld = hybrid_links(ranks, rpn, T, P, D)
     cap_layers = min(cap_layers, -(-m["layers"] // P))
-    # 1F1B's in flight, 2P micro-batches; TP's blocks replay no whole layer
-    rc, hy_mem = _least_recompute(lambda rc: models.run_memory(m, T, cap_layers, 2 * P, 0, es, rc)["total"], memory,
+    # 1F1B's P micro-batches in flight of its default 2P; TP's blocks replay no whole layer
+    rc, hy_mem = _least_recompute(lambda rc: hybrid_memory(m, T, cap_layers, P, 2 * P, es, rc), memory,
                                   models.RECOMPUTE[:2])
     why = _too_big(hy_mem, memory, "%s of TP %d%s" % (_n(cap_layers, "layer"), T, _with(rc)))
     if why:
@@ -370,11 +370,44 @@ def _grid(m, T, P, D, ranks, rpn, where, cap_layers, es, memory):
 
 def fsdp_memory(m, layers, n, es, rc="none"):
     """Bytes one rank of fsdp_step holds (pb_fsdp_bytes): the stack's full weights, gradients and
-    activations of its layers (under recomputation rc) and scratch, two gathered layers and its
-    shards of parameters and gradients."""
+    activations of its layers (under recomputation rc) and scratch, two gathered layers, its
+    shards of parameters and gradients, and 5 b x s x h tensors (its inputs and outputs)."""
     per_layer = models.layer_params(m) * es
     shard = -(-models.layer_params(m) // n) * es
-    return models.run_memory(m, 1, layers, 1, 0, es, rc)["total"] + 2 * per_layer + 2 * layers * shard
+    return models.run_memory(m, 1, layers, 1, 0, es, rc)["total"] + 2 * per_layer + 2 * layers * shard + 5 * _act(m, es)
+
+
+def _act(m, es):
+    """One b x s x h tensor: an activation a layer takes or gives."""
+    return es * m["micro_batch"] * m["seq"] * m["hidden"]
+
+
+def dp_memory(m, layers, g, es, rc="none"):
+    """Bytes one rank of dp_allreduce holds (dp_step.c pb_dp_step_bytes): the stack, whose gradients
+    live in the all-reduced buffer of g bytes when they fit in it, that buffer, and x, y and dy."""
+    parts = models.run_memory(m, 1, layers, 1, g, es, rc)
+    return parts["total"] - (parts["gradients"] if parts["gradients"] <= g else 0) + 3 * _act(m, es)
+
+
+def tp_memory(m, t, layers, es, rc="none"):
+    """Bytes one rank of tp_layer's sharded layers holds (tp_layer.c, tp.c pb_tp_bytes): the stack with
+    two micro-batches' activations, 2 whole tensors and 9 of its inputs and outputs (every row, as
+    --tp-comm allreduce has them)."""
+    return models.run_memory(m, t, layers, 2, 0, es, rc)["total"] + 11 * _act(m, es)
+
+
+def pp_stage_memory(m, layers, held, micro_batches, es, rc="none"):
+    """Bytes one stage of pp_pipeline holds (pp_stack.c pb_pp_stack_bytes, pp.c pb_pp_exec_bytes): the
+    stack with `held` micro-batches' activations, and the executor's buffers: a send slot for each
+    micro-batch each way, and 7 more tensors."""
+    return models.run_memory(m, 1, layers, held, 0, es, rc)["total"] + (2 * micro_batches + 7) * _act(m, es)
+
+
+def hybrid_memory(m, T, layers, P, micro_batches, es, rc="none"):
+    """Bytes one rank of hybrid_3d holds (hybrid.c pb_hybrid_bytes): the TP stack with 1F1B's P
+    micro-batches in flight, 2 whole tensors and 3 of its inputs and outputs, and the pipeline's
+    buffers for its micro-batches (2P by default)."""
+    return models.run_memory(m, T, layers, P, 0, es, rc)["total"] + (5 + 2 * micro_batches + 7) * _act(m, es)
 
 
 def _fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory):
@@ -513,7 +546,7 @@ def _pipeline(m, p, stride, what, ranks, where, job, cap_layers, es, pp_list, me
     held = {"gpipe": max(mbs), "1f1b": min(p, max(mbs))}  # micro-batches a stage holds at once
 
     def stage(sched, rc):
-        return models.run_memory(m, 1, cap_layers, held[sched], 0, es, rc)["total"]
+        return pp_stage_memory(m, cap_layers, held[sched], max(mbs), es, rc)
     rc, _ = _least_recompute(lambda rc: stage("1f1b", rc), memory)  # the least that runs 1F1B, the lighter
     need = {s: stage(s, rc) for s in held}
     scheds = [s for s in ("gpipe", "1f1b") if not _too_big(need[s], memory, "")]
