@@ -485,8 +485,9 @@ def _cp(m, ranks, sizes, where, cap_layers, es, memory):
 
 def moe_memory(m, layers, per_rank, skew, es):
     """Bytes one rank of moe_layer holds at most (pb_moe_bytes, with the heaviest rank's rows taken as
-    skew x its even share): its experts' weights and gradients, what each layer keeps of its tokens and
-    received rows, and the scratch of one layer."""
+    skew x its even share, an upper bound: only the most loaded expert gets skew x the mean): its
+    experts' weights and gradients, what each layer keeps of its tokens and received rows, and the
+    scratch of one layer. Exact under uniform load (test_shapes_memory.py)."""
     T, h, f, k = m["micro_batch"] * m["seq"], m["hidden"], m["ffn"], m["top_k"]
     f1 = 2 * f if m["mlp"] == "swiglu" else f
     R = int(skew * T * k)  # a rank's received rows: T*k on average over the EP group, skew times that at most
