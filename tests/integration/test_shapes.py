@@ -307,6 +307,17 @@ class Binaries(unittest.TestCase):
         self.assertGreater(len(seen), 100)
         self.all_accepted(seen)
 
+    def test_grid_never_recomputes_whole_layers(self):
+        # hybrid_3d's TP blocks replay no whole layer: on a GPU where only full recomputation would
+        # fit, the grid is skipped, never given --recompute full (no preset needs it on an H100).
+        m = models.presets()["llama3-405b"]
+        selective, full = (S.hybrid_memory(m, 8, 2, 8, 16, 2, rc) for rc in ("selective", "full"))
+        self.assertLess(full, selective)
+        memory = (full + selective) / 2 / S.MEMORY_USE
+        got = S._grid(m, 8, 8, 16, 1024, 8, "here", 2, 2, memory)
+        self.assertIsNotNone(got["skip"], got)
+        self.assertIn("with selective recomputation", got["skip"])
+
     def test_recompute_keeps_the_shape(self):
         # What does not fit keeping every activation recomputes, as training does, never with a
         # smaller shape: the least recomputation that fits (tensor parallelism's blocks at most
