@@ -122,9 +122,14 @@ def layer_flops(m, seq=None):
     return 3 * (2 * b * s * layer_params(m) + 4 * b * s * s * m["hidden"])
 
 
+def io_bytes(m, es):
+    """One b x s x h tensor, a layer's input or output (compute/layer.h pb_layer_io_bytes)."""
+    return m["micro_batch"] * m["seq"] * m["hidden"] * es
+
+
 def sizes(m, t, p, es):
     """Bytes training communicates at (t, p): one TP call, a rank's gradients, one PP message."""
-    act = m["micro_batch"] * m["seq"] * m["hidden"] * es
+    act = io_bytes(m, es)
     return {"tp_call": act, "grad_per_rank": params(m) * es // (t * p), "pp_message": act}
 
 

@@ -167,7 +167,7 @@ def _tp_check(m, t, seqs, cap_layers, es, rc, memory):
     said = []
     for s in seqs:
         ms = dict(m, seq=s)
-        full = _act(ms, es)
+        full = models.io_bytes(ms, es)
         ref = lambda r: models.run_memory(ms, 1, cap_layers, 2, 0, es, r)["total"] + 8 * full  # noqa: E731
         how = _check_expected(tp_memory(ms, t, cap_layers, es, rc), ref, rc, memory)
         if how == "recomputing":
@@ -182,7 +182,7 @@ def _pp_check(m, chunk_layers, stage_need, es, memory):
     (pp_check.c's pb_pp_reference_bytes: one micro-batch's activations, 4 tensors), said where
     it does not fit keeping every activation next to the stage. Its host copies are not on the
     GPU."""
-    full = _act(m, es)
+    full = models.io_bytes(m, es)
     ref = lambda r: models.run_memory(m, 1, chunk_layers, 1, 0, es, r)["total"] + 4 * full  # noqa: E731
     how = _check_expected(stage_need, ref, "none", memory)
     if how == "recomputing":
@@ -374,40 +374,38 @@ def fsdp_memory(m, layers, n, es, rc="none"):
     shards of parameters and gradients, and 5 b x s x h tensors (its inputs and outputs)."""
     per_layer = models.layer_params(m) * es
     shard = -(-models.layer_params(m) // n) * es
-    return models.run_memory(m, 1, layers, 1, 0, es, rc)["total"] + 2 * per_layer + 2 * layers * shard + 5 * _act(m, es)
-
-
-def _act(m, es):
-    """One b x s x h tensor: an activation a layer takes or gives."""
-    return es * m["micro_batch"] * m["seq"] * m["hidden"]
+    stack = models.run_memory(m, 1, layers, 1, 0, es, rc)["total"]
+    return stack + 2 * per_layer + 2 * layers * shard + 5 * models.io_bytes(m, es)
 
 
 def dp_memory(m, layers, g, es, rc="none"):
     """Bytes one rank of dp_allreduce holds (dp_step.c pb_dp_step_bytes): the stack, whose gradients
     live in the all-reduced buffer of g bytes when they fit in it, that buffer, and x, y and dy."""
     parts = models.run_memory(m, 1, layers, 1, g, es, rc)
-    return parts["total"] - (parts["gradients"] if parts["gradients"] <= g else 0) + 3 * _act(m, es)
+    return parts["total"] - (parts["gradients"] if parts["gradients"] <= g else 0) + 3 * models.io_bytes(m, es)
 
 
 def tp_memory(m, t, layers, es, rc="none"):
     """Bytes one rank of tp_layer's sharded layers holds (tp_layer.c, tp.c pb_tp_bytes): the stack with
     two micro-batches' activations, 2 whole tensors and 9 of its inputs and outputs (every row, as
     --tp-comm allreduce has them)."""
-    return models.run_memory(m, t, layers, 2, 0, es, rc)["total"] + 11 * _act(m, es)
+    return models.run_memory(m, t, layers, 2, 0, es, rc)["total"] + 11 * models.io_bytes(m, es)
 
 
 def pp_stage_memory(m, layers, held, micro_batches, es, rc="none"):
     """Bytes one stage of pp_pipeline holds (pp_stack.c pb_pp_stack_bytes, pp.c pb_pp_exec_bytes): the
     stack with `held` micro-batches' activations, and the executor's buffers: a send slot for each
     micro-batch each way, and 7 more tensors."""
-    return models.run_memory(m, 1, layers, held, 0, es, rc)["total"] + (2 * micro_batches + 7) * _act(m, es)
+    stack = models.run_memory(m, 1, layers, held, 0, es, rc)["total"]
+    return stack + (2 * micro_batches + 7) * models.io_bytes(m, es)
 
 
 def hybrid_memory(m, T, layers, P, micro_batches, es, rc="none"):
     """Bytes one rank of hybrid_3d holds (hybrid.c pb_hybrid_bytes): the TP stack with 1F1B's P
     micro-batches in flight, 2 whole tensors and 3 of its inputs and outputs, and the pipeline's
     buffers for its micro-batches (2P by default)."""
-    return models.run_memory(m, T, layers, P, 0, es, rc)["total"] + (5 + 2 * micro_batches + 7) * _act(m, es)
+    stack = models.run_memory(m, T, layers, P, 0, es, rc)["total"]
+    return stack + (5 + 2 * micro_batches + 7) * models.io_bytes(m, es)
 
 
 def _fsdp(m, ranks, rpn, nodes, uneven, where, cap_layers, es, memory):

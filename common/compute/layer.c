@@ -139,6 +139,11 @@ int pb_layer_impl_slot_kept(const pb_layer_shape *sh, int k)
     return sh->recompute != PB_LAYER_RECOMPUTE_SELECTIVE || k != 2; /* selective: all but the scores */
 }
 
+uint64_t pb_layer_io_bytes(const pb_layer_shape *sh)
+{
+    return mul4((uint64_t)sh->b, (uint64_t)sh->s, (uint64_t)sh->h, pb_dtype_size(sh->dtype));
+}
+
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers)
 {
     uint64_t sizes[PB_LAYER_SLOTS], sum = 0;

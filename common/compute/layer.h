@@ -83,6 +83,8 @@ double pb_layer_step_flops(const pb_layer_shape *sh);
  * pipeline stage holds per micro-batch in flight; pb_layer_saved_alloc takes
  * exactly this): the slots the shape's recomputation keeps. */
 uint64_t pb_layer_act_bytes(const pb_layer_shape *sh, int64_t nlayers);
+/* Bytes of one b x s x h tensor of the shape's type: a layer's input or output. */
+uint64_t pb_layer_io_bytes(const pb_layer_shape *sh);
 
 /* ---- Activation pool: counts bytes held now and the peak --------------- */
 

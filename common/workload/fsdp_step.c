@@ -40,7 +40,7 @@ static uint64_t own_bytes(const pb_fsdp_config *c, const pb_fsdp_shard *sh, uint
 {
     pb_layer_shape eff = effective(c);
     uint64_t L = (uint64_t)c->nlayers, pes = pb_dtype_size(eff.dtype), ges = pb_dtype_size(c->grad_dtype);
-    uint64_t tokens = pb_mem_mul(pb_mem_mul((uint64_t)(eff.b * eff.s), (uint64_t)eff.h), pes);
+    uint64_t tokens = pb_layer_io_bytes(&eff);
     uint64_t shards = pb_mem_mul(pb_mem_mul(L, sh->per_rank), pes + ges);
     uint64_t fulls = pb_mem_mul(2 * pes, sh->padded);
     uint64_t grads = pb_mem_add(pb_mem_mul(pb_mem_mul(L, sh->params), ges), (sh->padded - sh->params) * ges);

@@ -35,8 +35,9 @@ static pb_layer_stack_config chunk_reference(const pb_pp_stack_config *cfg, int 
 
 static uint64_t tensor_bytes(const pb_pp_stack_config *cfg)
 {
-    pb_dtype t = cfg->eng->gemm_dtype(cfg->shape.dtype);
-    return pb_mem_mul(pb_mem_mul((uint64_t)(cfg->shape.b * cfg->shape.s), (uint64_t)cfg->shape.h), pb_dtype_size(t));
+    pb_layer_shape sh = cfg->shape;
+    sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
+    return pb_layer_io_bytes(&sh);
 }
 
 uint64_t pb_pp_reference_bytes(const pb_pp_stack_config *cfg, pb_layer_recompute rc)

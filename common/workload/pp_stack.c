@@ -58,10 +58,9 @@ static uint64_t capture_count(const pb_pp_stack_config *cfg)
 
 uint64_t pb_pp_stack_capture_bytes(const pb_pp_stack_config *cfg)
 {
-    pb_dtype t = cfg->eng->gemm_dtype(cfg->shape.dtype);
-    uint64_t tensor = pb_mem_mul(pb_mem_mul((uint64_t)(cfg->shape.b * cfg->shape.s), (uint64_t)cfg->shape.h),
-                                 pb_dtype_size(t));
-    return cfg->capture ? pb_mem_mul(capture_count(cfg), tensor) : 0;
+    pb_layer_shape sh = cfg->shape;
+    sh.dtype = cfg->eng->gemm_dtype(sh.dtype);
+    return cfg->capture ? pb_mem_mul(capture_count(cfg), pb_layer_io_bytes(&sh)) : 0;
 }
 
 uint64_t pb_pp_stack_chunk_grad_bytes(const pb_pp_stack_config *cfg)
@@ -154,8 +153,9 @@ size_t pb_pp_stack_act_bytes(const pb_pp_stack *st) { return st->act_bytes; }
  * were sent: only the check of the links can see it. */
 static int capture(pb_pp_stack *st, int chunk, int mb, pb_pp_captured which, const void *src, int fault_chunk)
 {
+    if (!st->capturing) return PB_OK; /* every timed step: nothing to do */
     unsigned char *dst = captured(st, chunk, mb, which);
-    if (!st->capturing || !dst) return PB_OK;
+    if (!dst) return PB_OK;
     PB_TRY(st->cfg.eng->to_host(dst, src, st->act_bytes));
     if (!st->corrupt_received || mb != 0 || chunk != fault_chunk) return PB_OK;
     size_t mid = st->act_bytes / pb_dtype_size(st->dtype) / 2;

@@ -66,7 +66,7 @@ uint64_t pb_tp_bytes(const pb_tp_config *cfg)
 {
     pb_layer_shape sh = effective(cfg);
     pb_layer_stack_config sc = stack_cfg(cfg);
-    uint64_t full = pb_mem_mul(pb_mem_mul((uint64_t)(sh.b * sh.s), (uint64_t)sh.h), pb_dtype_size(sh.dtype));
+    uint64_t full = pb_layer_io_bytes(&sh);
     uint64_t sum = pb_mem_add(pb_mem_add(pb_layer_stack_bytes(&sc), pb_mem_mul(2, full)),
                               pb_mem_mul(3, pb_tp_io_bytes(cfg)));
     return pb_mem_add(sum, needs_staging(cfg) ? pb_mem_mul(2, full) : 0);

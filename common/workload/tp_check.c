@@ -24,9 +24,8 @@ uint64_t pb_tp_reference_bytes(const pb_layer_stack_config *rc)
 {
     pb_layer_shape rs = rc->shape;
     rs.dtype = rc->eng->gemm_dtype(rs.dtype);
-    uint64_t full = pb_mem_mul(pb_mem_mul((uint64_t)(rs.b * rs.s), (uint64_t)rs.h), pb_dtype_size(rs.dtype));
     return pb_mem_add(pb_mem_add(pb_layer_stack_bytes(rc), pb_mem_mul(2, pb_layer_act_bytes(&rs, rc->nlayers))),
-                      pb_mem_mul(8, full));
+                      pb_mem_mul(8, pb_layer_io_bytes(&rs)));
 }
 
 /* Seeded streams of the validation input and loss gradient (pb_layer_fill_input's
