@@ -59,10 +59,13 @@ expect_rc 0 "3 ranks: a layer that does not divide (padding)" -- \
 expect_in "$TMP/out" "wrong values: 0 OK" "padding: 19200 parameters over 3 ranks, each shard checked"
 
 # Prefetch hides a slow rank's collectives under compute: its host waits
-# (wait_us, the time the step's compute stood waiting for communication) at
-# least 9 x 20 ms without prefetch, the first gather and the last
+# (wait_us, the time the step's compute stood waiting for communication) about
+# 9 x 20 ms without prefetch, the first gather and the last
 # reduce-scatter with it; long sequences make each layer's compute longer
-# than a collective, few parameters keep the collectives short.
+# than a collective, few parameters keep the collectives short. 9 x 20 ms is
+# what the waits come to, not a floor: alone they measure 181-182 ms, and a
+# waiting rank descheduled in its compute on a loaded machine arrives later and
+# waits less (174 ms seen in a make test), so the bound is 3/4 of it.
 expect_rc 0 "prefetch off and on in one run, a slow rank" -- \
     mpi 2 -x PARABENCH_TEST_SLOW=1 "$BIN/fsdp_step" --layers 3 --hidden 64 --heads 4 --seq 512 -n 2 -w 1 \
     --dp-allreduce 0 --csv "$TMP/slow.csv"
@@ -71,7 +74,7 @@ import csv, sys
 rows = {r["prefetch"]: r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))}
 off, on = (float(rows[k]["wait_us"]) for k in ("off", "on"))
 print("host waits %.0f us with prefetch, %.0f us without" % (on, off))
-sys.exit(0 if off >= 9 * 20000 and on < off else 1)
+sys.exit(0 if off >= 0.75 * 9 * 20000 and on < off else 1)
 PY
 
 expect_rc 1 "a corrupted gradient exits 1" -- \
